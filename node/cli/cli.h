@@ -1,0 +1,39 @@
+/* pithctl: a table of subcommands, one file each (node/cli/cmd_*.c). */
+#ifndef PITH_CLI_H
+#define PITH_CLI_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "buf.h"
+
+typedef struct cli_ctx {
+	const char *store_dir;   /* --store DIR, or NULL */
+	const char *node_sock;   /* --node SOCKET, or NULL */
+	const char **trust_keys; /* --trust-key FILE (repeatable) */
+	size_t ntrust_keys;
+	int json;                /* --json */
+} cli_ctx_t;
+
+typedef struct cli_cmd {
+	const char *name;
+	const char *summary;
+	const char *usage; /* printed by `pithctl CMD --help` */
+	int (*run)(cli_ctx_t *ctx, int argc, char **argv);
+} cli_cmd_t;
+
+/* Read all of FILE ("-" for stdin) into out, at most max bytes.
+ * Prints an error naming the file and returns non-zero on failure. */
+int cli_read_file(const char *path, size_t max, pith_buf_t *out);
+
+/* Prints "pithctl CMD: message" to stderr; returns 1 (the exit status). */
+int cli_fail(const char *cmd, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+/* True when argv holds -h or --help. */
+int cli_wants_help(int argc, char **argv);
+
+#define CLI_MAX_INPUT (256u << 20)
+
+#endif

@@ -1,0 +1,128 @@
+/* pithctl: the command-line tool. Global options, then a subcommand. */
+#include "cli.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "err.h"
+
+extern const cli_cmd_t cli_cmd_canon;
+
+static const cli_cmd_t *const commands[] = {
+	&cli_cmd_canon,
+};
+#define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
+
+int cli_fail(const char *cmd, const char *fmt, ...)
+{
+	va_list ap;
+	fprintf(stderr, "pithctl %s: ", cmd);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	return 1;
+}
+
+int cli_wants_help(int argc, char **argv)
+{
+	for (int i = 1; i < argc; i++)
+		if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help"))
+			return 1;
+	return 0;
+}
+
+int cli_read_file(const char *path, size_t max, pith_buf_t *out)
+{
+	FILE *f = strcmp(path, "-") ? fopen(path, "rb") : stdin;
+	if (!f) {
+		fprintf(stderr, "pithctl: cannot open %s: %s\n", path, strerror(errno));
+		return 1;
+	}
+	uint8_t chunk[65536];
+	size_t n;
+	int rc = 0;
+	while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0) {
+		if (out->len + n > max) {
+			fprintf(stderr, "pithctl: %s: larger than the limit of %zu bytes\n", path, max);
+			rc = 1;
+			break;
+		}
+		if (pith_buf_append(out, chunk, n)) {
+			fprintf(stderr, "pithctl: %s: out of memory\n", path);
+			rc = 1;
+			break;
+		}
+	}
+	if (!rc && ferror(f)) {
+		fprintf(stderr, "pithctl: cannot read %s: %s\n", path, strerror(errno));
+		rc = 1;
+	}
+	if (f != stdin)
+		fclose(f);
+	return rc;
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: pithctl [--store DIR | --node SOCKET] [--trust-key FILE]... [--json] CMD [ARGS]\n\ncommands:\n");
+	for (size_t i = 0; i < NCOMMANDS; i++)
+		fprintf(f, "  %-12s %s\n", commands[i]->name, commands[i]->summary);
+	fprintf(f, "\n`pithctl CMD --help` describes one command.\n");
+}
+
+int main(int argc, char **argv)
+{
+	cli_ctx_t ctx = {0};
+	const char *trust[64];
+	int i = 1;
+	for (; i < argc && argv[i][0] == '-'; i++) {
+		const char *a = argv[i];
+		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+			usage(stdout);
+			return 0;
+		} else if (!strcmp(a, "--json")) {
+			ctx.json = 1;
+		} else if ((!strcmp(a, "--store") || !strcmp(a, "--node") ||
+			    !strcmp(a, "--trust-key")) && i + 1 < argc) {
+			const char *v = argv[++i];
+			if (!strcmp(a, "--store"))
+				ctx.store_dir = v;
+			else if (!strcmp(a, "--node"))
+				ctx.node_sock = v;
+			else if (ctx.ntrust_keys < 64)
+				trust[ctx.ntrust_keys++] = v;
+			else
+				return cli_fail("", "too many --trust-key options (64 at most)");
+		} else {
+			fprintf(stderr, "pithctl: unknown or incomplete option %s\n", a);
+			usage(stderr);
+			return 2;
+		}
+	}
+	ctx.trust_keys = trust;
+	if (i >= argc) {
+		usage(stderr);
+		return 2;
+	}
+	for (size_t c = 0; c < NCOMMANDS; c++) {
+		if (strcmp(commands[c]->name, argv[i]))
+			continue;
+		int sub_argc = argc - i;
+		char **sub_argv = argv + i;
+		if (cli_wants_help(sub_argc, sub_argv)) {
+			printf("%s", commands[c]->usage);
+			return 0;
+		}
+		/* a per-command --json is accepted too */
+		for (int k = 1; k < sub_argc; k++)
+			if (!strcmp(sub_argv[k], "--json"))
+				ctx.json = 1;
+		return commands[c]->run(&ctx, sub_argc, sub_argv);
+	}
+	fprintf(stderr, "pithctl: unknown command '%s'\n", argv[i]);
+	usage(stderr);
+	return 2;
+}
