@@ -1,0 +1,78 @@
+/* Signed events (spec section 4): parse, check shape, recompute the
+ * content hash and event id, check the signer against the trust store and
+ * verify the signature. Nothing that fails here may be stored. */
+#ifndef PITH_EVENT_H
+#define PITH_EVENT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "err.h"
+#include "ids.h"
+#include "json.h"
+#include "trust.h"
+
+#define PITH_EVENT_MAX_BYTES (1u << 20) /* one event, as JSON text */
+#define PITH_EVENT_MAX_DEPTH 32
+
+typedef struct pith_event {
+	json_doc_t *doc;           /* owns everything below unless borrowed */
+	const json_value_t *root;  /* the whole event object */
+	uint8_t content_hash[32];
+	char event_id[PITH_EVENT_ID_LEN + 1];
+	char subject[PITH_NUMBER_LEN + 1];
+	char created_at[24];       /* as written: YYYY-MM-DDTHH:MM:SSZ */
+	int64_t created_us;
+	int64_t signed_us;
+	const char *event_type;
+	const char *target;
+	const char *signer_fp;
+	const char *signer_key_id;
+	const json_value_t *signature; /* the signature block */
+	int borrowed;              /* doc belongs to someone else */
+} pith_event_t;
+
+/* Which check failed, for messages and per-reason counters. */
+typedef enum pith_event_check {
+	PITH_CHECK_OK = 0,
+	PITH_CHECK_JSON,        /* not well-formed JSON within limits */
+	PITH_CHECK_SHAPE,       /* required field missing or of the wrong type */
+	PITH_CHECK_CONTENT_HASH,/* content_sha256 differs from the recomputed hash */
+	PITH_CHECK_EVENT_ID,    /* event_id differs from sha256:content_sha256 */
+	PITH_CHECK_KEY,         /* signer key not trusted / key id mismatch */
+	PITH_CHECK_ROTATED,     /* signer key had rotated */
+	PITH_CHECK_SIGNATURE,   /* Ed25519 signature does not verify */
+	PITH_CHECK_NCHECKS
+} pith_event_check_t;
+
+const char *pith_event_check_name(pith_event_check_t c);
+
+/* Parses and fully verifies one event from JSON text. On success *out is
+ * a new event owning its doc. On failure returns negative, *failed names
+ * the check and err says what and where. */
+int pith_event_parse(const uint8_t *buf, size_t len, const pith_trust_t *trust,
+		     pith_event_t **out, pith_event_check_t *failed, pith_err_t *err);
+
+/* The same for an event object already parsed (e.g. inside a bundle). The
+ * event borrows root's doc, which must outlive it. */
+int pith_event_verify_value(const json_value_t *root, const pith_trust_t *trust,
+			    pith_event_t **out, pith_event_check_t *failed,
+			    pith_err_t *err);
+
+void pith_event_free_(pith_event_t *ev);
+#define pith_event_free(e) do { pith_event_free_(e); (e) = NULL; } while (0)
+
+/* The hashed part: canonical JSON of the event without signature,
+ * content_sha256 and event_id. */
+int pith_event_content_bytes(const json_value_t *ev, pith_buf_t *out);
+
+/* Canonical JSON of the whole event (with its signature block). */
+int pith_event_canon(const pith_event_t *ev, pith_buf_t *out);
+
+/* Signs an event object in place: fills signer key fields, defaults
+ * (supersedes [], prev_event null, schema_version "1.0", created_at now),
+ * content_sha256, event_id and the signature block. */
+int pith_event_sign(json_doc_t *doc, json_value_t *ev, const pith_key_t *key,
+		    const uint8_t secret[64], pith_err_t *err);
+
+#endif

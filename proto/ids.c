@@ -1,0 +1,350 @@
+#include "ids.h"
+
+#include <ctype.h>
+#include <sodium.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/time.h>
+#include <time.h>
+
+void pith_sha256(const void *data, size_t len, uint8_t out[static 32])
+{
+	crypto_hash_sha256(out, data, len);
+}
+
+void pith_hex_encode(const uint8_t *in, size_t n, char *out)
+{
+	static const char hx[] = "0123456789abcdef";
+	for (size_t i = 0; i < n; i++) {
+		out[2 * i] = hx[in[i] >> 4];
+		out[2 * i + 1] = hx[in[i] & 15];
+	}
+	out[2 * n] = 0;
+}
+
+static int hexval(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	return -1;
+}
+
+int pith_hex_decode(const char *hex, size_t hexlen, uint8_t *out, size_t n)
+{
+	if (hexlen != 2 * n)
+		return PITH_EINVAL;
+	for (size_t i = 0; i < n; i++) {
+		int h = hexval(hex[2 * i]), l = hexval(hex[2 * i + 1]);
+		if (h < 0 || l < 0)
+			return PITH_EINVAL;
+		out[i] = (uint8_t)(h << 4 | l);
+	}
+	return 0;
+}
+
+size_t pith_base32_encode(const uint8_t *in, size_t n, char *out)
+{
+	static const char al[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567";
+	size_t o = 0;
+	uint32_t acc = 0;
+	int bits = 0;
+	for (size_t i = 0; i < n; i++) {
+		acc = (acc << 8) | in[i];
+		bits += 8;
+		while (bits >= 5) {
+			out[o++] = al[(acc >> (bits - 5)) & 31];
+			bits -= 5;
+		}
+	}
+	if (bits > 0)
+		out[o++] = al[(acc << (5 - bits)) & 31];
+	out[o] = 0;
+	return o;
+}
+
+void pith_number_make(const uint8_t digest[static 32], const char year[static 4],
+		      char out[static PITH_NUMBER_LEN + 1])
+{
+	char b32[60];
+	pith_base32_encode(digest, 32, b32);
+	memcpy(out, "pith:", 5);
+	memcpy(out + 5, year, 4);
+	out[9] = ':';
+	memcpy(out + 10, b32, PITH_BODY_LEN);
+	out[PITH_NUMBER_LEN] = 0;
+}
+
+static int is_b32(const char *s, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!((s[i] >= 'A' && s[i] <= 'Z') || (s[i] >= '2' && s[i] <= '7')))
+			return 0;
+	return 1;
+}
+
+int pith_number_is_valid(const char *s)
+{
+	if (strlen(s) != PITH_NUMBER_LEN || memcmp(s, "pith:", 5) || s[9] != ':')
+		return 0;
+	for (int i = 5; i < 9; i++)
+		if (!isdigit((unsigned char)s[i]))
+			return 0;
+	return is_b32(s + 10, PITH_BODY_LEN);
+}
+
+int pith_record_identify(const json_value_t *record, uint8_t digest[static 32],
+			 char hex_out[static 65], char pith_out[static PITH_NUMBER_LEN + 1],
+			 pith_err_t *err)
+{
+	if (!json_is(record, JSON_OBJECT))
+		return pith_err_set(err, PITH_EINVAL, "canonical_record: not an object");
+	const char *sub = json_get_str(json_get(record, "metadata"), "submitted_at");
+	if (!sub || strlen(sub) < 4 || !isdigit((unsigned char)sub[0]) ||
+	    !isdigit((unsigned char)sub[1]) || !isdigit((unsigned char)sub[2]) ||
+	    !isdigit((unsigned char)sub[3]))
+		return pith_err_set(err, PITH_EINVAL,
+				    "canonical_record.metadata.submitted_at: missing or not a date");
+	pith_buf_t b = PITH_BUF_INIT;
+	if (json_canon_write(record, &b)) {
+		pith_buf_release(&b);
+		return pith_err_set(err, PITH_ENOMEM, "canonical_record: cannot canonicalise");
+	}
+	pith_sha256(b.data, b.len, digest);
+	pith_buf_release(&b);
+	pith_hex_encode(digest, 32, hex_out);
+	pith_number_make(digest, sub, pith_out);
+	return 0;
+}
+
+void pith_key_fingerprint(const uint8_t pk[static 32], char out[static PITH_FP_LEN + 1])
+{
+	uint8_t d[32];
+	char hex[65];
+	pith_sha256(pk, 32, d);
+	pith_hex_encode(d, 32, hex);
+	memcpy(out, hex, PITH_FP_LEN);
+	out[PITH_FP_LEN] = 0;
+}
+
+void pith_key_fingerprint_b32(const uint8_t pk[static 32], char out[static 27])
+{
+	uint8_t d[32];
+	char b32[60];
+	pith_sha256(pk, 32, d);
+	pith_base32_encode(d, 32, b32);
+	memcpy(out, b32, 26);
+	out[26] = 0;
+}
+
+int pith_record_aliases(const json_value_t *record, const char *pith_number,
+			pith_alias_t out[static 6])
+{
+	int n = 0;
+	const json_value_t *src = json_get(record, "source");
+	const char *kind = json_get_str(src, "kind");
+	const char *id = json_get_str(src, "id");
+	const json_value_t *ver = json_get_type(src, "version", JSON_INT);
+	if (kind && id && !strcmp(kind, "arxiv") && strlen(id) < 100) {
+		out[n].kind = "arxiv";
+		snprintf(out[n++].value, sizeof(out[0].value), "%s", id);
+		if (ver) {
+			out[n].kind = "arxiv_version";
+			snprintf(out[n++].value, sizeof(out[0].value), "%sv%s", id, ver->u.str);
+		}
+		out[n].kind = "doi";
+		snprintf(out[n++].value, sizeof(out[0].value), "10.48550/arxiv.%s", id);
+	}
+	if (!pith_number_is_valid(pith_number))
+		return n;
+	const char *body = pith_number + 10;
+	static const char *const kinds[] = {"pith_short_12", "pith_short_16", "pith_short_8"};
+	static const int lens[] = {12, 16, 8};
+	for (int i = 0; i < 3; i++) {
+		out[n].kind = kinds[i];
+		snprintf(out[n++].value, sizeof(out[0].value), "%.*s", lens[i], body);
+	}
+	return n;
+}
+
+static void lower(char *s)
+{
+	for (; *s; s++)
+		*s = (char)tolower((unsigned char)*s);
+}
+
+static int is_arxiv_id(const char *s)
+{
+	/* new style: YYMM.NNNN or YYMM.NNNNN, optional vN */
+	size_t i = 0;
+	while (isdigit((unsigned char)s[i]))
+		i++;
+	if (i == 4 && s[4] == '.') {
+		size_t j = 5;
+		while (isdigit((unsigned char)s[j]))
+			j++;
+		if (j - 5 < 4 || j - 5 > 5)
+			return 0;
+		if (s[j] == 0)
+			return 1;
+		if (s[j] != 'v' || !isdigit((unsigned char)s[j + 1]))
+			return 0;
+		for (j++; isdigit((unsigned char)s[j]); j++)
+			;
+		return s[j] == 0;
+	}
+	/* old style: archive[.XX]/YYMMNNN */
+	const char *slash = strchr(s, '/');
+	if (!slash || slash == s)
+		return 0;
+	for (const char *p = s; p < slash; p++)
+		if (!(islower((unsigned char)*p) || *p == '-' || *p == '.' ||
+		      isupper((unsigned char)*p)))
+			return 0;
+	const char *d = slash + 1;
+	size_t k = 0;
+	while (isdigit((unsigned char)d[k]))
+		k++;
+	if (k != 7)
+		return 0;
+	if (d[k] == 0)
+		return 1;
+	if (d[k] != 'v' || !isdigit((unsigned char)d[k + 1]))
+		return 0;
+	for (k++; isdigit((unsigned char)d[k]); k++)
+		;
+	return d[k] == 0;
+}
+
+int pith_id_parse(const char *s, pith_id_t *out, pith_err_t *err)
+{
+	memset(out, 0, sizeof(*out));
+	size_t n = strlen(s);
+	if (n == 0 || n >= sizeof(out->value))
+		return pith_err_set(err, PITH_EINVAL, "identifier: empty or longer than %zu bytes",
+				    sizeof(out->value) - 1);
+	if (!strncmp(s, "pith:", 5)) {
+		const char *b = s + 5;
+		size_t bl = strlen(b);
+		if (bl == PITH_BODY_LEN + 5 && isdigit((unsigned char)b[0]) && b[4] == ':') {
+			if (!pith_number_is_valid(s))
+				return pith_err_set(err, PITH_EINVAL, "identifier: malformed pith number '%s'", s);
+			out->kind = PITH_ID_FULL;
+			memcpy(out->value, b + 5, PITH_BODY_LEN + 1);
+			return 0;
+		}
+		s = b;
+		n = bl;
+	} else if (!strncasecmp(s, "arxiv:", 6)) {
+		if (!is_arxiv_id(s + 6))
+			return pith_err_set(err, PITH_EINVAL, "identifier: malformed arXiv id '%s'", s + 6);
+		out->kind = PITH_ID_ARXIV;
+		strcpy(out->value, s + 6);
+		strcpy(out->alias_kind, strchr(strchr(out->value, '/') ? strchr(out->value, '/') : out->value, 'v') ? "arxiv_version" : "arxiv");
+		return 0;
+	} else if (!strncasecmp(s, "doi:", 4)) {
+		if (strncmp(s + 4, "10.", 3) || strlen(s + 4) < 5)
+			return pith_err_set(err, PITH_EINVAL, "identifier: malformed DOI '%s'", s + 4);
+		out->kind = PITH_ID_DOI;
+		strcpy(out->value, s + 4);
+		lower(out->value);
+		strcpy(out->alias_kind, "doi");
+		return 0;
+	} else if (!strncmp(s, "10.", 3) && strchr(s, '/')) {
+		out->kind = PITH_ID_DOI;
+		strcpy(out->value, s);
+		lower(out->value);
+		strcpy(out->alias_kind, "doi");
+		return 0;
+	} else if (is_arxiv_id(s)) {
+		out->kind = PITH_ID_ARXIV;
+		strcpy(out->value, s);
+		strcpy(out->alias_kind, strchr(strchr(s, '/') ? strchr(s, '/') : s, 'v') ? "arxiv_version" : "arxiv");
+		return 0;
+	}
+	/* a body or a prefix of one; accept lower case as typed by people */
+	char up[sizeof(out->value)];
+	for (size_t i = 0; i <= n; i++)
+		up[i] = (char)toupper((unsigned char)s[i]);
+	if (n < 8 || n > PITH_BODY_LEN || !is_b32(up, n))
+		return pith_err_set(err, PITH_EINVAL,
+				    "identifier: '%s' is not a pith number, short pith number, arXiv id or DOI", s);
+	memcpy(out->value, up, n + 1);
+	if (n == PITH_BODY_LEN) {
+		out->kind = PITH_ID_FULL;
+	} else {
+		out->kind = PITH_ID_SHORT;
+		if (n == 8 || n == 12 || n == 16)
+			snprintf(out->alias_kind, sizeof(out->alias_kind), "pith_short_%zu", n);
+	}
+	return 0;
+}
+
+static int digits(const char *s, int n, int *v)
+{
+	int x = 0;
+	for (int i = 0; i < n; i++) {
+		if (!isdigit((unsigned char)s[i]))
+			return -1;
+		x = x * 10 + (s[i] - '0');
+	}
+	*v = x;
+	return 0;
+}
+
+/* Days from 1970-01-01 to y-m-d in the proleptic Gregorian calendar. */
+static int64_t days_from_civil(int y, int m, int d)
+{
+	y -= m <= 2;
+	int64_t era = (y >= 0 ? y : y - 399) / 400;
+	int64_t yoe = y - era * 400;
+	int64_t doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+	int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+	return era * 146097 + doe - 719468;
+}
+
+int pith_time_parse(const char *s, int64_t *us)
+{
+	int Y, M, D, h, m, sec;
+	if (strlen(s) < 20 || digits(s, 4, &Y) || s[4] != '-' || digits(s + 5, 2, &M) ||
+	    s[7] != '-' || digits(s + 8, 2, &D) || s[10] != 'T' || digits(s + 11, 2, &h) ||
+	    s[13] != ':' || digits(s + 14, 2, &m) || s[16] != ':' || digits(s + 17, 2, &sec))
+		return PITH_EINVAL;
+	static const int mdays[] = {31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+	if (M < 1 || M > 12 || D < 1 || D > mdays[M - 1] || h > 23 || m > 59 || sec > 60)
+		return PITH_EINVAL;
+	const char *p = s + 19;
+	int64_t frac = 0;
+	if (*p == '.') {
+		int nd = 0;
+		for (p++; isdigit((unsigned char)*p); p++, nd++) {
+			if (nd < 6)
+				frac = frac * 10 + (*p - '0');
+			if (nd >= 9)
+				return PITH_EINVAL;
+		}
+		if (nd == 0)
+			return PITH_EINVAL;
+		for (; nd < 6; nd++)
+			frac *= 10;
+	}
+	if (strcmp(p, "Z") && strcmp(p, "+00:00"))
+		return PITH_EINVAL;
+	int64_t t = days_from_civil(Y, M, D) * 86400 + h * 3600 + m * 60 + sec;
+	*us = t * 1000000 + frac;
+	return 0;
+}
+
+void pith_time_now(char out[static 32], int frac)
+{
+	struct timeval tv;
+	struct tm tm;
+	gettimeofday(&tv, NULL);
+	gmtime_r(&tv.tv_sec, &tm);
+	size_t n = strftime(out, 32, "%Y-%m-%dT%H:%M:%S", &tm);
+	if (frac)
+		snprintf(out + n, 32 - n, ".%06ldZ", (long)tv.tv_usec);
+	else
+		snprintf(out + n, 32 - n, "Z");
+}

@@ -1,0 +1,75 @@
+/* Identifiers (spec section 2): digests, hex, base32, pith numbers, key
+ * fingerprints, aliases, and the timestamps events carry. */
+#ifndef PITH_IDS_H
+#define PITH_IDS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "err.h"
+#include "json.h"
+
+#define PITH_BODY_LEN 26          /* base32 characters in a pith number */
+#define PITH_NUMBER_LEN 36        /* "pith:YYYY:" + 26 */
+#define PITH_EVENT_ID_LEN 71      /* "sha256:" + 64 hex */
+#define PITH_FP_LEN 32            /* fingerprint hex characters */
+
+void pith_sha256(const void *data, size_t len, uint8_t out[static 32]);
+/* Lower-case hex of n bytes into out (2n+1 bytes, NUL-terminated). */
+void pith_hex_encode(const uint8_t *in, size_t n, char *out);
+/* Strict lower-case hex of exactly 2n characters. 0 or PITH_EINVAL. */
+int pith_hex_decode(const char *hex, size_t hexlen, uint8_t *out, size_t n);
+/* RFC 4648 base32, upper case, no padding; out gets ceil(8n/5)+1 bytes. */
+size_t pith_base32_encode(const uint8_t *in, size_t n, char *out);
+
+/* "pith:" YEAR ":" first 26 base32 chars of digest. year is 4 chars. */
+void pith_number_make(const uint8_t digest[static 32], const char year[static 4],
+		      char out[static PITH_NUMBER_LEN + 1]);
+/* Checks the shape of a full pith number. Returns 1 if well formed. */
+int pith_number_is_valid(const char *s);
+
+/* Canonical hash and pith number of a canonical record (the object that
+ * metadata.submitted_at lives in). hex_out gets 65 bytes. */
+int pith_record_identify(const json_value_t *record, uint8_t digest[static 32],
+			 char hex_out[static 65], char pith_out[static PITH_NUMBER_LEN + 1],
+			 pith_err_t *err);
+
+/* Key fingerprint: first 32 hex chars of SHA-256(pk); and the base32 form. */
+void pith_key_fingerprint(const uint8_t pk[static 32], char out[static PITH_FP_LEN + 1]);
+void pith_key_fingerprint_b32(const uint8_t pk[static 32], char out[static 27]);
+
+/* An alias derivable from a record (created_at is registry data, not here). */
+typedef struct pith_alias {
+	const char *kind; /* static string: "arxiv", "doi", ... */
+	char value[160];
+} pith_alias_t;
+
+/* Derives the aliases of a record in the registry's published order
+ * (alias_kind as strings). Returns how many (at most 6), or negative. */
+int pith_record_aliases(const json_value_t *record, const char *pith_number,
+			pith_alias_t out[static 6]);
+
+/* Identifier forms a user may type. */
+typedef enum pith_id_kind {
+	PITH_ID_FULL,   /* pith:2024:AR7B...(26) or the bare 26-char body */
+	PITH_ID_SHORT,  /* pith:AR7B3DEV, 8/12/16 chars, or bare */
+	PITH_ID_ARXIV,  /* arxiv:2401.14489, arxiv:2401.14489v2, bare arXiv id */
+	PITH_ID_DOI,    /* doi:10.48550/arxiv.2401.14489 or bare 10.x */
+} pith_id_kind_t;
+
+typedef struct pith_id {
+	pith_id_kind_t kind;
+	char value[200]; /* FULL: body (26); SHORT: body prefix; ARXIV/DOI: text */
+	char alias_kind[16]; /* the alias_kind to look up for non-FULL forms */
+} pith_id_t;
+
+/* Parses any identifier form. PITH_EINVAL with a message if malformed. */
+int pith_id_parse(const char *s, pith_id_t *out, pith_err_t *err);
+
+/* Timestamps: "YYYY-MM-DDTHH:MM:SS[.ffffff](Z|+00:00)". Microseconds since
+ * the epoch. Returns 0 or PITH_EINVAL. */
+int pith_time_parse(const char *s, int64_t *us);
+/* Formats now (UTC) as YYYY-MM-DDTHH:MM:SS.ffffffZ (frac) or ...SSZ. */
+void pith_time_now(char out[static 32], int frac);
+
+#endif

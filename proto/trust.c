@@ -1,0 +1,244 @@
+#include "trust.h"
+
+#include <sodium.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct pith_trust {
+	pith_key_t *keys;
+	size_t n, cap;
+};
+
+pith_trust_t *pith_trust_new(void)
+{
+	if (sodium_init() < 0)
+		return NULL;
+	pith_trust_t *t = calloc(1, sizeof(*t));
+	if (!t)
+		return NULL;
+	pith_key_t k = {0};
+	pith_hex_decode(PITH_REGISTRY_KEY_HEX, 64, k.pk, 32);
+	snprintf(k.key_id, sizeof(k.key_id), "%s", PITH_REGISTRY_KEY_ID);
+	pith_key_fingerprint(k.pk, k.fp);
+	k.rotates_at_us = PITH_NO_ROTATION;
+	k.is_registry = 1;
+	if (pith_trust_add(t, &k)) {
+		free(t);
+		return NULL;
+	}
+	return t;
+}
+
+void pith_trust_free_(pith_trust_t *t)
+{
+	if (!t)
+		return;
+	free(t->keys);
+	free(t);
+}
+
+int pith_trust_add(pith_trust_t *t, const pith_key_t *k)
+{
+	for (size_t i = 0; i < t->n; i++) {
+		if (!memcmp(t->keys[i].pk, k->pk, 32) && !strcmp(t->keys[i].key_id, k->key_id)) {
+			t->keys[i].rotates_at_us = k->rotates_at_us;
+			t->keys[i].is_registry |= k->is_registry;
+			return 0;
+		}
+	}
+	if (t->n == t->cap) {
+		size_t nc = t->cap ? t->cap * 2 : 4;
+		pith_key_t *p = realloc(t->keys, nc * sizeof(*p));
+		if (!p)
+			return PITH_ENOMEM;
+		t->keys = p;
+		t->cap = nc;
+	}
+	t->keys[t->n++] = *k;
+	return 0;
+}
+
+const pith_key_t *pith_trust_find(const pith_trust_t *t, const char *fp)
+{
+	for (size_t i = 0; i < t->n; i++)
+		if (!strcmp(t->keys[i].fp, fp))
+			return &t->keys[i];
+	return NULL;
+}
+
+size_t pith_trust_count(const pith_trust_t *t)
+{
+	return t->n;
+}
+
+const pith_key_t *pith_trust_at(const pith_trust_t *t, size_t i)
+{
+	return i < t->n ? &t->keys[i] : NULL;
+}
+
+int pith_trust_check(const pith_trust_t *t, const char *fp, const char *key_id,
+		     int64_t us, const pith_key_t **out, pith_err_t *err)
+{
+	const pith_key_t *k = NULL;
+	/* one fingerprint may be listed under several key ids */
+	for (size_t i = 0; i < t->n; i++) {
+		if (strcmp(t->keys[i].fp, fp))
+			continue;
+		k = &t->keys[i];
+		if (key_id && !strcmp(k->key_id, key_id))
+			break;
+		k = NULL;
+	}
+	if (!k) {
+		if (pith_trust_find(t, fp))
+			return pith_err_set(err, PITH_EUNTRUSTED,
+					    "key_id '%.64s' does not match the trusted key %s",
+					    key_id ? key_id : "", fp);
+		return pith_err_set(err, PITH_EUNTRUSTED, "key %.40s is not trusted", fp);
+	}
+	if (us >= k->rotates_at_us)
+		return pith_err_set(err, PITH_EROTATED,
+				    "key %s (%s) had rotated before the signature was made",
+				    k->key_id, fp);
+	if (out)
+		*out = k;
+	return 0;
+}
+
+int pith_sig_verify_b64(const pith_key_t *k, const uint8_t digest[static 32],
+			const char *sig_b64)
+{
+	uint8_t sig[64];
+	size_t siglen = 0;
+	const char *end = NULL;
+	size_t n = strlen(sig_b64);
+	if (n != 88 ||
+	    sodium_base642bin(sig, sizeof(sig), sig_b64, n, NULL, &siglen, &end,
+			      sodium_base64_VARIANT_ORIGINAL) ||
+	    siglen != 64 || end != sig_b64 + n)
+		return PITH_EINVAL;
+	if (crypto_sign_verify_detached(sig, digest, 32, k->pk))
+		return PITH_EBADSIG;
+	return 0;
+}
+
+void pith_sig_sign_b64(const uint8_t secret[64], const uint8_t digest[static 32],
+		       char out[static 89])
+{
+	uint8_t sig[64];
+	crypto_sign_detached(sig, NULL, digest, 32, secret);
+	sodium_bin2base64(out, 89, sig, 64, sodium_base64_VARIANT_ORIGINAL);
+}
+
+int pith_key_from_json(const json_value_t *o, pith_key_t *key, pith_err_t *err)
+{
+	memset(key, 0, sizeof(*key));
+	const char *hex = json_get_str(o, "public_key_hex");
+	const char *b64 = json_get_str(o, "public_key_b64");
+	const char *kid = json_get_str(o, "key_id");
+	if (!kid || !*kid || strlen(kid) >= PITH_KEY_ID_MAX)
+		return pith_err_set(err, PITH_EINVAL, "key: key_id missing or longer than %d",
+				    PITH_KEY_ID_MAX - 1);
+	if (hex) {
+		if (pith_hex_decode(hex, strlen(hex), key->pk, 32))
+			return pith_err_set(err, PITH_EINVAL, "key: public_key_hex is not 64 lower-case hex");
+	} else if (b64) {
+		size_t n = 0;
+		if (sodium_base642bin(key->pk, 32, b64, strlen(b64), NULL, &n, NULL,
+				      sodium_base64_VARIANT_ORIGINAL) || n != 32)
+			return pith_err_set(err, PITH_EINVAL, "key: public_key_b64 is not 32 bytes of base64");
+	} else {
+		return pith_err_set(err, PITH_EINVAL, "key: no public_key_hex or public_key_b64");
+	}
+	snprintf(key->key_id, sizeof(key->key_id), "%s", kid);
+	pith_key_fingerprint(key->pk, key->fp);
+	const char *claimed = json_get_str(o, "fingerprint_sha256_hex");
+	if (!claimed)
+		claimed = json_get_str(o, "public_key_fingerprint");
+	if (claimed && strcmp(claimed, key->fp))
+		return pith_err_set(err, PITH_EMISMATCH, "key: fingerprint %.40s does not match the key (%s)",
+				    claimed, key->fp);
+	key->rotates_at_us = PITH_NO_ROTATION;
+	const json_value_t *rot = json_get(o, "rotates_at");
+	if (rot && rot->type == JSON_STRING) {
+		if (pith_time_parse(rot->u.str, &key->rotates_at_us))
+			return pith_err_set(err, PITH_EINVAL, "key: rotates_at is not a timestamp");
+	} else if (rot && rot->type != JSON_NULL) {
+		return pith_err_set(err, PITH_EINVAL, "key: rotates_at must be a string or null");
+	}
+	return 0;
+}
+
+int pith_keyfile_parse(const uint8_t *buf, size_t len, pith_key_t *key,
+		       uint8_t secret[64], int *has_secret, pith_err_t *err)
+{
+	json_doc_t *doc = NULL;
+	json_limits_t lim = {1 << 16, 8, 100};
+	int rc = json_parse(&doc, buf, len, &lim, err);
+	if (rc)
+		return rc;
+	const json_value_t *o = json_doc_root(doc);
+	rc = pith_key_from_json(o, key, err);
+	if (has_secret)
+		*has_secret = 0;
+	const char *seed_hex = json_get_str(o, "secret_seed_hex");
+	if (!rc && seed_hex && secret) {
+		uint8_t seed[32], pk[32];
+		if (pith_hex_decode(seed_hex, strlen(seed_hex), seed, 32)) {
+			rc = pith_err_set(err, PITH_EINVAL, "key: secret_seed_hex is not 64 hex");
+		} else {
+			crypto_sign_seed_keypair(pk, secret, seed);
+			sodium_memzero(seed, sizeof(seed));
+			if (memcmp(pk, key->pk, 32))
+				rc = pith_err_set(err, PITH_EMISMATCH,
+						  "key: secret seed does not belong to public_key_hex");
+			else if (has_secret)
+				*has_secret = 1;
+		}
+	}
+	json_doc_free(doc);
+	return rc;
+}
+
+int pith_keyfile_generate(const char *key_id, pith_buf_t *out, pith_key_t *key,
+			  uint8_t secret[64])
+{
+	uint8_t seed[32];
+	char seed_hex[65], pk_hex[65], b32[27], b64[48];
+	if (sodium_init() < 0)
+		return PITH_EIO;
+	randombytes_buf(seed, sizeof(seed));
+	memset(key, 0, sizeof(*key));
+	crypto_sign_seed_keypair(key->pk, secret, seed);
+	pith_key_fingerprint(key->pk, key->fp);
+	pith_key_fingerprint_b32(key->pk, b32);
+	key->rotates_at_us = PITH_NO_ROTATION;
+	if (key_id)
+		snprintf(key->key_id, sizeof(key->key_id), "%s", key_id);
+	else
+		snprintf(key->key_id, sizeof(key->key_id), "local-%.8s", key->fp);
+	pith_hex_encode(seed, 32, seed_hex);
+	pith_hex_encode(key->pk, 32, pk_hex);
+	sodium_bin2base64(b64, sizeof(b64), key->pk, 32, sodium_base64_VARIANT_ORIGINAL);
+	sodium_memzero(seed, sizeof(seed));
+	json_doc_t *d = json_doc_new();
+	if (!d)
+		return PITH_ENOMEM;
+	json_value_t *o = json_new_object(d);
+	int rc = !o;
+	rc = rc || json_object_set(d, o, "key_type", json_new_string(d, "pith_ed25519_key"));
+	rc = rc || json_object_set(d, o, "algorithm", json_new_string(d, "ed25519"));
+	rc = rc || json_object_set(d, o, "format", json_new_string(d, "raw"));
+	rc = rc || json_object_set(d, o, "key_id", json_new_string(d, key->key_id));
+	rc = rc || json_object_set(d, o, "public_key_hex", json_new_string(d, pk_hex));
+	rc = rc || json_object_set(d, o, "public_key_b64", json_new_string(d, b64));
+	rc = rc || json_object_set(d, o, "fingerprint_sha256_hex", json_new_string(d, key->fp));
+	rc = rc || json_object_set(d, o, "fingerprint_sha256_b32_first128bits", json_new_string(d, b32));
+	rc = rc || json_object_set(d, o, "rotates_at", json_new_null(d));
+	rc = rc || json_object_set(d, o, "secret_seed_hex", json_new_string(d, seed_hex));
+	rc = rc || json_canon_write(o, out) || pith_buf_putc(out, '\n');
+	sodium_memzero(seed_hex, sizeof(seed_hex));
+	json_doc_free(d);
+	return rc ? PITH_ENOMEM : 0;
+}

@@ -1,0 +1,71 @@
+/* Signer keys: the trust store, key files, and Ed25519 over digests.
+ *
+ * All Pith signatures are Ed25519 over the 32 raw bytes of a SHA-256
+ * digest (spec section 3). A key is valid for signatures made before its
+ * rotates_at. */
+#ifndef PITH_TRUST_H
+#define PITH_TRUST_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "err.h"
+#include "ids.h"
+#include "json.h"
+
+#define PITH_KEY_ID_MAX 64
+#define PITH_NO_ROTATION INT64_MAX
+
+/* The registry key in use (spec section 3). */
+#define PITH_REGISTRY_KEY_ID "pith-v1-2026-05"
+#define PITH_REGISTRY_KEY_HEX "b2d552b68890857171a78b36a5dccf368a953413288c353f7c9d9d6f94b709b3"
+
+typedef struct pith_key {
+	uint8_t pk[32];
+	char key_id[PITH_KEY_ID_MAX];
+	char fp[PITH_FP_LEN + 1];
+	int64_t rotates_at_us; /* PITH_NO_ROTATION if it never rotates */
+	int is_registry;       /* may sign bundles and receipts */
+} pith_key_t;
+
+typedef struct pith_trust pith_trust_t;
+
+/* A trust store holding the registry key. NULL on OOM. */
+pith_trust_t *pith_trust_new(void);
+void pith_trust_free_(pith_trust_t *t);
+#define pith_trust_free(t) do { pith_trust_free_(t); (t) = NULL; } while (0)
+/* Adds (or updates the rotation time of) a key. */
+int pith_trust_add(pith_trust_t *t, const pith_key_t *k);
+/* The trusted key with this fingerprint, or NULL. */
+const pith_key_t *pith_trust_find(const pith_trust_t *t, const char *fp);
+size_t pith_trust_count(const pith_trust_t *t);
+const pith_key_t *pith_trust_at(const pith_trust_t *t, size_t i);
+
+/* Checks that the key with fingerprint fp is trusted under key_id and had
+ * not rotated at time us. Fills err naming the failing check. */
+int pith_trust_check(const pith_trust_t *t, const char *fp, const char *key_id,
+		     int64_t us, const pith_key_t **out, pith_err_t *err);
+
+/* Ed25519 over a 32-byte digest with a base64 (standard, padded) signature.
+ * Returns 0, PITH_EINVAL (bad base64) or PITH_EBADSIG. */
+int pith_sig_verify_b64(const pith_key_t *k, const uint8_t digest[static 32],
+			const char *sig_b64);
+
+/* A key file: JSON written by `pithctl keygen`, or any object with
+ * public_key_hex (or public_key_b64) and key_id, such as an entry of a
+ * bundle's public_keys. secret (64 bytes, libsodium form) is filled when
+ * the file has one and secret is non-NULL; *has_secret tells. */
+int pith_keyfile_parse(const uint8_t *buf, size_t len, pith_key_t *key,
+		       uint8_t secret[64], int *has_secret, pith_err_t *err);
+/* Reads key fields from a parsed object (public part only). */
+int pith_key_from_json(const json_value_t *o, pith_key_t *key, pith_err_t *err);
+
+/* Writes a new key file for a fresh keypair into out (JSON, one line). */
+int pith_keyfile_generate(const char *key_id, pith_buf_t *out, pith_key_t *key,
+			  uint8_t secret[64]);
+
+/* Signs a digest; writes base64 (89 bytes with NUL) into out. */
+void pith_sig_sign_b64(const uint8_t secret[64], const uint8_t digest[static 32],
+		       char out[static 89]);
+
+#endif
