@@ -59,6 +59,12 @@ int pith_event_verify_value(const json_value_t *root, const pith_trust_t *trust,
 			    pith_event_t **out, pith_event_check_t *failed,
 			    pith_err_t *err);
 
+/* Re-reads an event this node stored earlier (already verified when it
+ * was stored): parses and recomputes ids but skips the trust and signature
+ * checks. For the store's own bytes only, never for peer input. */
+int pith_event_parse_stored(const uint8_t *buf, size_t len, pith_event_t **out,
+			    pith_err_t *err);
+
 void pith_event_free_(pith_event_t *ev);
 #define pith_event_free(e) do { pith_event_free_(e); (e) = NULL; } while (0)
 

@@ -1,0 +1,55 @@
+/* Verification of the registry's signed objects as a list of named checks:
+ * bundles (spec section 5), single events (section 4) and record views. */
+#ifndef PITH_BUNDLE_H
+#define PITH_BUNDLE_H
+
+#include <stddef.h>
+
+#include "json.h"
+#include "merge.h"
+#include "trust.h"
+
+typedef struct pith_check {
+	char name[64];   /* e.g. "bundle_sha256", "events[1].signature" */
+	int ok;
+	char value[200]; /* the recomputed value, or why it failed */
+} pith_check_t;
+
+typedef struct pith_report {
+	pith_check_t *checks;
+	size_t n, cap;
+	size_t failed;
+} pith_report_t;
+
+void pith_report_release(pith_report_t *r);
+int pith_report_add(pith_report_t *r, const char *name, int ok, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+typedef enum pith_doc_kind {
+	PITH_DOC_UNKNOWN = 0,
+	PITH_DOC_BUNDLE,
+	PITH_DOC_EVENT,
+	PITH_DOC_RECORD,   /* a record view, /pith/{ID}.json */
+	PITH_DOC_STATE,
+} pith_doc_kind_t;
+
+/* What kind of signed object root looks like. */
+pith_doc_kind_t pith_doc_kind(const json_value_t *root);
+
+/* Runs every check of a bundle into rep. Returns 0 if all passed, else
+ * PITH_EMISMATCH (the report names the failing checks). */
+int pith_bundle_verify(const json_value_t *bundle, const pith_trust_t *trust,
+		       pith_report_t *rep);
+int pith_event_verify_report(const json_value_t *event, const pith_trust_t *trust,
+			     pith_report_t *rep);
+int pith_record_verify(const json_value_t *record, const pith_trust_t *trust,
+		       pith_report_t *rep);
+
+/* Verifies a receipt over canonical_hex against a registry key. */
+int pith_receipt_verify(const json_value_t *receipt, const char *canonical_hex,
+			const pith_trust_t *trust, pith_err_t *err);
+
+/* Bundle hash (without bundle_signature) and its signature check. */
+int pith_bundle_hash(const json_value_t *bundle, uint8_t out[static 32]);
+
+#endif
