@@ -34,6 +34,10 @@ int cli_fail(const char *cmd, const char *fmt, ...)
 /* True when argv holds -h or --help. */
 int cli_wants_help(int argc, char **argv);
 
+struct pith_trust;
+/* The registry key plus every --trust-key file; NULL after printing why. */
+struct pith_trust *cli_trust_load(const cli_ctx_t *ctx, const char *cmd);
+
 #define CLI_MAX_INPUT (256u << 20)
 
 #endif

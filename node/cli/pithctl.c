@@ -9,9 +9,17 @@
 #include "err.h"
 
 extern const cli_cmd_t cli_cmd_canon;
+extern const cli_cmd_t cli_cmd_verify;
+extern const cli_cmd_t cli_cmd_pith_number;
+extern const cli_cmd_t cli_cmd_keygen;
+extern const cli_cmd_t cli_cmd_sign;
 
 static const cli_cmd_t *const commands[] = {
+	&cli_cmd_verify,
 	&cli_cmd_canon,
+	&cli_cmd_pith_number,
+	&cli_cmd_keygen,
+	&cli_cmd_sign,
 };
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
 

@@ -1,0 +1,367 @@
+/* Verification of bundles, events and record views as named checks. */
+#include "bundle.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void pith_report_release(pith_report_t *r)
+{
+	free(r->checks);
+	memset(r, 0, sizeof(*r));
+}
+
+int pith_report_add(pith_report_t *r, const char *name, int ok, const char *fmt, ...)
+{
+	if (r->n == r->cap) {
+		size_t nc = r->cap ? r->cap * 2 : 16;
+		pith_check_t *p = realloc(r->checks, nc * sizeof(*p));
+		if (!p)
+			return PITH_ENOMEM;
+		r->checks = p;
+		r->cap = nc;
+	}
+	pith_check_t *c = &r->checks[r->n++];
+	snprintf(c->name, sizeof(c->name), "%s", name);
+	c->ok = ok;
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(c->value, sizeof(c->value), fmt, ap);
+	va_end(ap);
+	if (!ok)
+		r->failed++;
+	return 0;
+}
+
+pith_doc_kind_t pith_doc_kind(const json_value_t *root)
+{
+	const char *t;
+	if (!json_is(root, JSON_OBJECT))
+		return PITH_DOC_UNKNOWN;
+	if ((t = json_get_str(root, "bundle_type")) && !strcmp(t, "pith_open_graph_bundle"))
+		return PITH_DOC_BUNDLE;
+	if ((t = json_get_str(root, "state_type")) && !strcmp(t, "pith_open_graph_state"))
+		return PITH_DOC_STATE;
+	if ((t = json_get_str(root, "record_type")) && !strcmp(t, "pith_number_record"))
+		return PITH_DOC_RECORD;
+	if (json_get(root, "event_type") && json_get(root, "subject_pith_number"))
+		return PITH_DOC_EVENT;
+	return PITH_DOC_UNKNOWN;
+}
+
+/* A receipt check costs one Ed25519 verification, and every recomputation
+ * of a record's state re-checks its record_created receipt. Positive
+ * results are memoised per thread; the result is the same either way. */
+#define RECEIPT_MEMO 1024
+static __thread struct {
+	uint8_t key[32];
+	int used;
+} receipt_memo[RECEIPT_MEMO];
+
+int pith_receipt_verify(const json_value_t *receipt, const char *canonical_hex,
+			const pith_trust_t *trust, pith_err_t *err)
+{
+	if (!json_is(receipt, JSON_OBJECT))
+		return pith_err_set(err, PITH_EINVAL, "receipt: missing or not an object");
+	const char *claimed = json_get_str(receipt, "canonical_sha256");
+	const char *fp = json_get_str(receipt, "public_key_fingerprint");
+	const char *kid = json_get_str(receipt, "key_id");
+	const char *sig = json_get_str(receipt, "signature_b64");
+	const char *msg = json_get_str(receipt, "signed_message");
+	if (!claimed || !fp || !kid || !sig)
+		return pith_err_set(err, PITH_EINVAL,
+				    "receipt: canonical_sha256, public_key_fingerprint, key_id or signature_b64 missing");
+	if (msg && strcmp(msg, "canonical_sha256_bytes"))
+		return pith_err_set(err, PITH_EINVAL, "receipt.signed_message: not canonical_sha256_bytes");
+	if (strcmp(claimed, canonical_hex))
+		return pith_err_set(err, PITH_EMISMATCH, "receipt.canonical_sha256: %.64s is not the record's %s",
+				    claimed, canonical_hex);
+	uint8_t digest[32];
+	if (pith_hex_decode(canonical_hex, strlen(canonical_hex), digest, 32))
+		return pith_err_set(err, PITH_EINVAL, "receipt: canonical hash is not hex");
+	/* Receipts are the registry's: only a registry key may sign them. With
+	 * no trust store given, the built-in registry key is the one. */
+	pith_key_t reg = {0};
+	const pith_key_t *k = NULL;
+	if (trust) {
+		int rc = pith_trust_check(trust, fp, kid, 0, &k, err);
+		if (rc)
+			return rc;
+		if (!k->is_registry)
+			return pith_err_set(err, PITH_EUNTRUSTED, "receipt: key %s is not a registry key", fp);
+	} else {
+		pith_hex_decode(PITH_REGISTRY_KEY_HEX, 64, reg.pk, 32);
+		pith_key_fingerprint(reg.pk, reg.fp);
+		if (strcmp(fp, reg.fp) || strcmp(kid, PITH_REGISTRY_KEY_ID))
+			return pith_err_set(err, PITH_EUNTRUSTED, "receipt: key %.40s is not the registry key", fp);
+		k = &reg;
+	}
+	uint8_t mk[32];
+	{
+		pith_buf_t b = PITH_BUF_INIT;
+		pith_buf_append(&b, k->pk, 32);
+		pith_buf_append(&b, digest, 32);
+		pith_buf_puts(&b, sig);
+		pith_sha256(b.data, b.len, mk);
+		pith_buf_release(&b);
+	}
+	unsigned slot = (unsigned)(mk[0] | mk[1] << 8) % RECEIPT_MEMO;
+	if (receipt_memo[slot].used && !memcmp(receipt_memo[slot].key, mk, 32))
+		return 0;
+	int rc = pith_sig_verify_b64(k, digest, sig);
+	if (rc)
+		return pith_err_set(err, PITH_EBADSIG, "receipt: signature does not verify");
+	memcpy(receipt_memo[slot].key, mk, 32);
+	receipt_memo[slot].used = 1;
+	return 0;
+}
+
+int pith_bundle_hash(const json_value_t *bundle, uint8_t out[static 32])
+{
+	static const char *const skip[] = {"bundle_signature"};
+	pith_buf_t b = PITH_BUF_INIT;
+	int rc = json_canon_write_skip(bundle, skip, 1, &b);
+	if (!rc)
+		pith_sha256(b.data, b.len, out);
+	pith_buf_release(&b);
+	return rc;
+}
+
+/* canonical_sha256 and pith number of a record against the claims in o. */
+static void check_record_ids(const json_value_t *o, const json_value_t *rec,
+			     pith_report_t *rep, char hex[65], char pith[PITH_NUMBER_LEN + 1])
+{
+	uint8_t d[32];
+	pith_err_t err = {0};
+	hex[0] = pith[0] = 0;
+	if (pith_record_identify(rec, d, hex, pith, &err)) {
+		pith_report_add(rep, "canonical_sha256", 0, "%s", err.msg);
+		return;
+	}
+	const char *c = json_get_str(o, "canonical_sha256");
+	pith_report_add(rep, "canonical_sha256", c && !strcmp(c, hex), "%s%s%s", hex,
+			c && strcmp(c, hex) ? " (claimed " : "", c && strcmp(c, hex) ? c : "");
+	if (!c)
+		pith_report_add(rep, "canonical_sha256.claimed", 0, "missing");
+	const char *p = json_get_str(o, "pith_number");
+	pith_report_add(rep, "pith_number", p && !strcmp(p, pith), "%s", pith);
+	const char *sp = json_get_str(o, "short_pith_number");
+	if (sp) {
+		char shortn[20];
+		snprintf(shortn, sizeof(shortn), "pith:%.8s", pith + 10);
+		pith_report_add(rep, "short_pith_number", !strcmp(sp, shortn), "%s", shortn);
+	}
+}
+
+static void check_aliases(const json_value_t *list, const json_value_t *rec,
+			  const char *pith, const char *name, pith_report_t *rep)
+{
+	if (!json_is(list, JSON_ARRAY)) {
+		pith_report_add(rep, name, 0, "missing or not an array");
+		return;
+	}
+	pith_alias_t derived[6];
+	int nd = pith_record_aliases(rec, pith, derived);
+	size_t bad = 0, checked = 0;
+	const char *prev_kind = "";
+	for (size_t i = 0; i < list->len; i++) {
+		const char *k = json_get_str(list->u.items[i], "alias_kind");
+		const char *v = json_get_str(list->u.items[i], "alias_value");
+		if (!k || !v) {
+			bad++;
+			continue;
+		}
+		if (strcmp(prev_kind, k) > 0)
+			bad++; /* published lists are ordered by alias_kind */
+		prev_kind = k;
+		for (int j = 0; j < nd; j++) {
+			if (!strcmp(derived[j].kind, k)) {
+				checked++;
+				if (strcmp(derived[j].value, v))
+					bad++;
+			}
+		}
+	}
+	pith_report_add(rep, name, bad == 0, bad ? "%zu alias(es) disagree with the record"
+			: "%zu derived alias(es) agree", bad ? bad : checked);
+}
+
+static int signature_block_check(const json_value_t *sigblk, const uint8_t digest[32],
+				 const char *expect_msg, const pith_trust_t *trust,
+				 int need_registry, const char *name, pith_report_t *rep)
+{
+	pith_err_t err = {0};
+	const char *fp = json_get_str(sigblk, "public_key_fingerprint");
+	const char *kid = json_get_str(sigblk, "key_id");
+	const char *sig = json_get_str(sigblk, "signature_b64");
+	const char *msg = json_get_str(sigblk, "signed_message");
+	const char *sa = json_get_str(sigblk, "signed_at");
+	int64_t us = 0;
+	if (!fp || !kid || !sig) {
+		pith_report_add(rep, name, 0, "signature block missing or incomplete");
+		return -1;
+	}
+	if (msg && strcmp(msg, expect_msg)) {
+		pith_report_add(rep, name, 0, "signed_message is %.40s, expected %s", msg, expect_msg);
+		return -1;
+	}
+	if (sa && pith_time_parse(sa, &us)) {
+		pith_report_add(rep, name, 0, "signed_at is not a timestamp");
+		return -1;
+	}
+	const pith_key_t *k;
+	if (pith_trust_check(trust, fp, kid, us, &k, &err)) {
+		pith_report_add(rep, name, 0, "%s", err.msg);
+		return -1;
+	}
+	if (need_registry && !k->is_registry) {
+		pith_report_add(rep, name, 0, "key %s is not a registry key", fp);
+		return -1;
+	}
+	int rc = pith_sig_verify_b64(k, digest, sig);
+	pith_report_add(rep, name, rc == 0, rc ? "Ed25519 signature does not verify"
+			: "Ed25519 by %s (%s)", k->key_id, k->fp);
+	return rc;
+}
+
+int pith_bundle_verify(const json_value_t *b, const pith_trust_t *trust,
+		       pith_report_t *rep)
+{
+	char hex[65], pith[PITH_NUMBER_LEN + 1], name[64];
+	size_t failed0 = rep->failed;
+	const char *t = json_get_str(b, "bundle_type"), *v = json_get_str(b, "bundle_version");
+	pith_report_add(rep, "bundle_type", t && v && !strcmp(t, "pith_open_graph_bundle") &&
+			!strcmp(v, "1.0"), "%s %s", t ? t : "(missing)", v ? v : "(missing)");
+	const json_value_t *rec = json_get_type(b, "canonical_record", JSON_OBJECT);
+	check_record_ids(b, rec, rep, hex, pith);
+	check_aliases(json_get(b, "source_aliases"), rec, pith, "source_aliases", rep);
+
+	uint8_t bh[32];
+	char bhex[65];
+	pith_bundle_hash(b, bh);
+	pith_hex_encode(bh, 32, bhex);
+	pith_report_add(rep, "bundle_sha256", 1, "%s", bhex);
+	signature_block_check(json_get(b, "bundle_signature"), bh, "bundle_sha256_bytes",
+			      trust, 1, "bundle_signature", rep);
+
+	const json_value_t *evs = json_get_type(b, "events", JSON_ARRAY);
+	size_t nev = evs ? evs->len : 0;
+	pith_event_t **list = calloc(nev ? nev : 1, sizeof(*list));
+	size_t nok = 0;
+	if (!evs)
+		pith_report_add(rep, "events", 0, "missing or not an array");
+	for (size_t i = 0; list && i < nev; i++) {
+		pith_err_t err = {0};
+		pith_event_check_t failed;
+		snprintf(name, sizeof(name), "events[%zu]", i);
+		if (pith_event_verify_value(evs->u.items[i], trust, &list[nok], &failed, &err)) {
+			snprintf(name, sizeof(name), "events[%zu].%s", i, pith_event_check_name(failed));
+			pith_report_add(rep, name, 0, "%s", err.msg);
+			continue;
+		}
+		pith_report_add(rep, name, 1, "%s signed by %s", list[nok]->event_id,
+				list[nok]->signer_key_id);
+		nok++;
+	}
+	const json_value_t *st = json_get_type(b, "state", JSON_OBJECT);
+	const char *claimed = json_get_str(st, "state_sha256");
+	if (!st || !claimed) {
+		pith_report_add(rep, "state_sha256", 0, "state or state.state_sha256 missing");
+	} else {
+		/* the published state must hash to its own claim ... */
+		static const char *const skip[] = {"state_sha256"};
+		pith_buf_t sb = PITH_BUF_INIT;
+		uint8_t sd[32];
+		char shex[65];
+		json_canon_write_skip(st, skip, 1, &sb);
+		pith_sha256(sb.data, sb.len, sd);
+		pith_buf_release(&sb);
+		pith_hex_encode(sd, 32, shex);
+		pith_report_add(rep, "state.self_hash", !strcmp(shex, claimed), "%s", shex);
+		/* ... and our own merge of the events must give the same state */
+		pith_state_t ms;
+		pith_err_t err = {0};
+		if (pith_merge(pith, list, nok, json_get(b, "source_aliases"), &ms, &err)) {
+			pith_report_add(rep, "state_sha256", 0, "%s", err.msg);
+		} else {
+			pith_report_add(rep, "state_sha256", !strcmp(ms.state_sha256, claimed),
+					"%s%s%s", ms.state_sha256,
+					strcmp(ms.state_sha256, claimed) ? " recomputed, claimed " : "",
+					strcmp(ms.state_sha256, claimed) ? claimed : "");
+			pith_state_release(&ms);
+		}
+	}
+	for (size_t i = 0; i < nok; i++)
+		pith_event_free(list[i]);
+	free(list);
+	return rep->failed > failed0 ? PITH_EMISMATCH : 0;
+}
+
+int pith_event_verify_report(const json_value_t *e, const pith_trust_t *trust,
+			     pith_report_t *rep)
+{
+	size_t failed0 = rep->failed;
+	pith_event_t *ev = NULL;
+	pith_event_check_t failed;
+	pith_err_t err = {0};
+	if (pith_event_verify_value(e, trust, &ev, &failed, &err)) {
+		static const pith_event_check_t order[] = {
+			PITH_CHECK_SHAPE, PITH_CHECK_CONTENT_HASH, PITH_CHECK_EVENT_ID,
+			PITH_CHECK_KEY, PITH_CHECK_ROTATED, PITH_CHECK_SIGNATURE};
+		for (size_t i = 0; i < sizeof(order) / sizeof(order[0]); i++) {
+			if (order[i] == failed) {
+				pith_report_add(rep, pith_event_check_name(failed), 0, "%s", err.msg);
+				break;
+			}
+			if (order[i] != PITH_CHECK_ROTATED)
+				pith_report_add(rep, pith_event_check_name(order[i]), 1, "ok");
+		}
+		return PITH_EMISMATCH;
+	}
+	char hex[65];
+	pith_hex_encode(ev->content_hash, 32, hex);
+	pith_report_add(rep, "shape", 1, "%s for %s", ev->event_type, ev->subject);
+	pith_report_add(rep, "content_sha256", 1, "%s", hex);
+	pith_report_add(rep, "event_id", 1, "%s", ev->event_id);
+	pith_report_add(rep, "key", 1, "%s (%s)", ev->signer_key_id, ev->signer_fp);
+	pith_report_add(rep, "signature", 1, "Ed25519 verifies");
+	if (!strcmp(ev->event_type, "record_created")) {
+		const json_value_t *p = json_get(e, "payload");
+		const json_value_t *rec = json_get_type(p, "canonical_record", JSON_OBJECT);
+		char rhex[65], pith[PITH_NUMBER_LEN + 1];
+		uint8_t d[32];
+		if (!rec || pith_record_identify(rec, d, rhex, pith, &err)) {
+			pith_report_add(rep, "payload.canonical_record", 0, "missing or malformed");
+		} else {
+			const char *c = json_get_str(p, "canonical_sha256");
+			pith_report_add(rep, "payload.canonical_sha256", c && !strcmp(c, rhex), "%s", rhex);
+			pith_report_add(rep, "subject_pith_number", !strcmp(pith, ev->subject), "%s", pith);
+			int rc = pith_receipt_verify(json_get(p, "receipt"), rhex, trust, &err);
+			pith_report_add(rep, "payload.receipt", rc == 0, "%s", rc ? err.msg : "Ed25519 verifies");
+		}
+	}
+	pith_event_free(ev);
+	return rep->failed > failed0 ? PITH_EMISMATCH : 0;
+}
+
+int pith_record_verify(const json_value_t *o, const pith_trust_t *trust,
+		       pith_report_t *rep)
+{
+	size_t failed0 = rep->failed;
+	char hex[65], pith[PITH_NUMBER_LEN + 1];
+	const json_value_t *rec = json_get_type(o, "canonical_record", JSON_OBJECT);
+	check_record_ids(o, rec, rep, hex, pith);
+	const json_value_t *receipt = json_get(o, "receipt");
+	if (receipt && hex[0]) {
+		pith_err_t err = {0};
+		int rc = pith_receipt_verify(receipt, hex, trust, &err);
+		pith_report_add(rep, "receipt", rc == 0, "%s", rc ? err.msg : "Ed25519 verifies");
+	}
+	const json_value_t *al = json_get(o, "aliases");
+	if (!al)
+		al = json_get(o, "source_aliases");
+	if (al && hex[0])
+		check_aliases(al, rec, pith, "aliases", rep);
+	return rep->failed > failed0 ? PITH_EMISMATCH : 0;
+}
