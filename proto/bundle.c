@@ -39,12 +39,15 @@ pith_doc_kind_t pith_doc_kind(const json_value_t *root)
 	const char *t;
 	if (!json_is(root, JSON_OBJECT))
 		return PITH_DOC_UNKNOWN;
-	if ((t = json_get_str(root, "bundle_type")) && !strcmp(t, "pith_open_graph_bundle"))
+	/* by member names, so a tampered type field still gets every check */
+	if (json_get(root, "bundle_type") || json_get(root, "bundle_signature"))
 		return PITH_DOC_BUNDLE;
 	if ((t = json_get_str(root, "state_type")) && !strcmp(t, "pith_open_graph_state"))
 		return PITH_DOC_STATE;
 	if ((t = json_get_str(root, "record_type")) && !strcmp(t, "pith_number_record"))
 		return PITH_DOC_RECORD;
+	if ((t = json_get_str(root, "kind")) && !strcmp(t, "pith_receipt"))
+		return PITH_DOC_RECEIPT;
 	if (json_get(root, "event_type") && json_get(root, "subject_pith_number"))
 		return PITH_DOC_EVENT;
 	return PITH_DOC_UNKNOWN;
@@ -202,6 +205,11 @@ static int signature_block_check(const json_value_t *sigblk, const uint8_t diges
 		pith_report_add(rep, name, 0, "signature block missing or incomplete");
 		return -1;
 	}
+	const char *alg = json_get_str(sigblk, "algorithm");
+	if (alg && strcmp(alg, "ed25519")) {
+		pith_report_add(rep, name, 0, "algorithm is %.20s, expected ed25519", alg);
+		return -1;
+	}
 	if (msg && strcmp(msg, expect_msg)) {
 		pith_report_add(rep, name, 0, "signed_message is %.40s, expected %s", msg, expect_msg);
 		return -1;
@@ -241,7 +249,10 @@ int pith_bundle_verify(const json_value_t *b, const pith_trust_t *trust,
 	char bhex[65];
 	pith_bundle_hash(b, bh);
 	pith_hex_encode(bh, 32, bhex);
-	pith_report_add(rep, "bundle_sha256", 1, "%s", bhex);
+	const char *bclaim = json_get_str(json_get(b, "bundle_signature"), "bundle_sha256");
+	pith_report_add(rep, "bundle_sha256", !bclaim || !strcmp(bclaim, bhex), "%s%s%s", bhex,
+			bclaim && strcmp(bclaim, bhex) ? " recomputed, claimed " : "",
+			bclaim && strcmp(bclaim, bhex) ? bclaim : "");
 	signature_block_check(json_get(b, "bundle_signature"), bh, "bundle_sha256_bytes",
 			      trust, 1, "bundle_signature", rep);
 

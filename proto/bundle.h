@@ -31,6 +31,7 @@ typedef enum pith_doc_kind {
 	PITH_DOC_EVENT,
 	PITH_DOC_RECORD,   /* a record view, /pith/{ID}.json */
 	PITH_DOC_STATE,
+	PITH_DOC_RECEIPT,  /* a receipt: kind pith_receipt */
 } pith_doc_kind_t;
 
 /* What kind of signed object root looks like. */

@@ -65,6 +65,13 @@ static int run(cli_ctx_t *ctx, int argc, char **argv)
 		kind = "record";
 		pith_record_verify(root, trust, &rep);
 		break;
+	case PITH_DOC_RECEIPT: {
+		kind = "receipt";
+		const char *h = json_get_str(root, "canonical_sha256");
+		int r = pith_receipt_verify(root, h ? h : "", trust, &err);
+		pith_report_add(&rep, "receipt", r == 0, "%s", r ? err.msg : "Ed25519 verifies");
+		break;
+	}
 	default:
 		cli_fail("verify", "%s: neither a bundle, an event nor a record view", path);
 		goto done;
@@ -89,7 +96,7 @@ done:
 }
 
 const cli_cmd_t cli_cmd_verify = {
-	"verify", "verify a bundle, an event or a record view",
+	"verify", "verify a bundle, an event, a record view or a receipt",
 	"usage: pithctl [--trust-key FILE]... verify [--json] FILE|-\n\n"
 	"Recomputes every hash, identifier and signature of a bundle (including\n"
 	"its state_sha256 by the deterministic merge), a single event, or a record\n"
