@@ -209,17 +209,42 @@ static uint8_t *put_utf8(uint8_t *w, unsigned cp)
 	return w;
 }
 
+/* 1 for bytes that stand for themselves in a string: printable ASCII
+ * other than the quote and the backslash. */
+static const uint8_t plain_ascii[256] = {
+#define R4(x) x, x, x, x
+#define R16(x) R4(x), R4(x), R4(x), R4(x)
+	R16(0), R16(0),                            /* 0x00-0x1F */
+	1, 1, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, /* 0x20-0x2F: '"' */
+	R16(1), R16(1),                            /* 0x30-0x4F */
+	1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 1, 1, 1, /* 0x50-0x5F: '\\' */
+	R16(1), R16(1),                            /* 0x60-0x7F */
+	R16(0), R16(0), R16(0), R16(0), R16(0), R16(0), R16(0), R16(0),
+#undef R16
+#undef R4
+};
+
 /* Parses a string starting after its opening quote. The input is our own
  * copy, so the decoded bytes are written in place (decoding never grows)
  * and the closing quote is overwritten with NUL. */
 static int parse_string(parser_t *ps, const char **out, size_t *out_len)
 {
 	uint8_t *p = ps->p, *end = ps->end;
-	uint8_t *w = p, *s = p;
+	uint8_t *s = p;
+	/* Until the first escape, bytes stay where they are: no copying. */
+	while (p < end && plain_ascii[*p])
+		p++;
+	uint8_t *w = p;
 	for (;;) {
 		/* fast scan over plain ASCII */
-		while (p < end && *p >= 0x20 && *p < 0x80 && *p != '"' && *p != '\\')
-			*w++ = *p++;
+		if (w == p) {
+			while (p < end && plain_ascii[*p])
+				p++;
+			w = p;
+		} else {
+			while (p < end && plain_ascii[*p])
+				*w++ = *p++;
+		}
 		if (p >= end)
 			return perr(ps, p, PITH_ETRUNC, "unterminated string");
 		uint8_t c = *p;
@@ -735,12 +760,12 @@ int json_array_push(json_doc_t *doc, json_value_t *a, json_value_t *v)
 	return 0;
 }
 
-int json_object_set(json_doc_t *doc, json_value_t *o, const char *key,
-		    json_value_t *v)
+/* Keys are counted, not NUL-terminated: a parsed key may hold U+0000. */
+static int object_set_n(json_doc_t *doc, json_value_t *o, const char *key,
+			size_t klen, json_value_t *v)
 {
 	if (!v || o->type != JSON_OBJECT)
 		return PITH_EINVAL;
-	size_t klen = strlen(key);
 	for (size_t i = 0; i < o->len; i++) {
 		json_member_t *m = &o->u.members[i];
 		if (m->key_len == klen && memcmp(m->key, key, klen) == 0) {
@@ -763,6 +788,12 @@ int json_object_set(json_doc_t *doc, json_value_t *o, const char *key,
 	return 0;
 }
 
+int json_object_set(json_doc_t *doc, json_value_t *o, const char *key,
+		    json_value_t *v)
+{
+	return object_set_n(doc, o, key, strlen(key), v);
+}
+
 json_value_t *json_clone(json_doc_t *doc, const json_value_t *v)
 {
 	json_value_t *c;
@@ -776,8 +807,8 @@ json_value_t *json_clone(json_doc_t *doc, const json_value_t *v)
 	case JSON_OBJECT:
 		c = json_new_object(doc);
 		for (size_t i = 0; c && i < v->len; i++)
-			if (json_object_set(doc, c, v->u.members[i].key,
-					    json_clone(doc, v->u.members[i].value)))
+			if (object_set_n(doc, c, v->u.members[i].key, v->u.members[i].key_len,
+					 json_clone(doc, v->u.members[i].value)))
 				return NULL;
 		return c;
 	case JSON_STRING:
@@ -796,11 +827,11 @@ json_value_t *json_clone(json_doc_t *doc, const json_value_t *v)
 
 /* ---- lookup ----------------------------------------------------------- */
 
-const json_value_t *json_get(const json_value_t *o, const char *key)
+static const json_value_t *get_n(const json_value_t *o, const char *key, size_t klen)
 {
 	if (!o || o->type != JSON_OBJECT)
 		return NULL;
-	json_member_t k = {key, strlen(key), NULL, 0};
+	json_member_t k = {key, klen, NULL, 0};
 	if (o->sorted) {
 		size_t lo = 0, hi = o->len;
 		while (lo < hi) {
@@ -819,6 +850,11 @@ const json_value_t *json_get(const json_value_t *o, const char *key)
 		if (member_cmp(&o->u.members[i], &k) == 0)
 			return o->u.members[i].value;
 	return NULL;
+}
+
+const json_value_t *json_get(const json_value_t *o, const char *key)
+{
+	return get_n(o, key, strlen(key));
 }
 
 const char *json_get_str(const json_value_t *o, const char *key)
@@ -859,7 +895,8 @@ int json_equal(const json_value_t *a, const json_value_t *b)
 		if (a->len != b->len)
 			return 0;
 		for (size_t i = 0; i < a->len; i++) {
-			const json_value_t *bv = json_get(b, a->u.members[i].key);
+			const json_value_t *bv =
+				get_n(b, a->u.members[i].key, a->u.members[i].key_len);
 			if (!bv || !json_equal(a->u.members[i].value, bv))
 				return 0;
 		}
@@ -881,11 +918,16 @@ int json_write_string(pith_buf_t *out, const char *str, size_t len)
 	uint8_t *w = out->data + out->len;
 	*w++ = '"';
 	while (s < end) {
-		uint8_t c = *s++;
-		if (c >= 0x20 && c != '"' && c != '\\') {
-			*w++ = c;
-			continue;
+		const uint8_t *run = s;
+		while (s < end && (*s >= 0x80 || plain_ascii[*s]))
+			s++;
+		if (s > run) {
+			memcpy(w, run, (size_t)(s - run));
+			w += s - run;
+			if (s == end)
+				break;
 		}
+		uint8_t c = *s++;
 		*w++ = '\\';
 		switch (c) {
 		case '"': *w++ = '"'; break;

@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Installs the Debian packages pith-mirror builds, tests and benchmarks with.
+# Idempotent; needs root (or sudo) on Debian 12.
+set -euo pipefail
+PKGS=(build-essential cmake pkg-config clang libclang-rt-14-dev
+      libevent-dev libsodium-dev libssl-dev libmsgpack-dev librocksdb-dev
+      python3 python3-cryptography jq curl rsync wrk)
+missing=()
+for p in "${PKGS[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  exit 0
+fi
+SUDO=""
+[ "$(id -u)" -eq 0 ] || SUDO="sudo"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
