@@ -293,7 +293,7 @@ int pith_bundle_verify(const json_value_t *b, const pith_trust_t *trust,
 		/* ... and our own merge of the events must give the same state */
 		pith_state_t ms;
 		pith_err_t err = {0};
-		if (pith_merge(pith, list, nok, json_get(b, "source_aliases"), &ms, &err)) {
+		if (pith_merge_ex(pith, list, nok, json_get(b, "source_aliases"), trust, &ms, &err)) {
 			pith_report_add(rep, "state_sha256", 0, "%s", err.msg);
 		} else {
 			pith_report_add(rep, "state_sha256", !strcmp(ms.state_sha256, claimed),

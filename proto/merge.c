@@ -100,7 +100,8 @@ static int slot_cmp(const void *a, const void *b)
 	return c ? c : item_cmp(x, y);
 }
 
-static const char *semantic_check(const item_t *it, const char *subject)
+static const char *semantic_check(const item_t *it, const char *subject,
+				  const pith_trust_t *registry)
 {
 	const pith_event_t *ev = it->ev;
 	if (strcmp(ev->subject, subject))
@@ -126,7 +127,7 @@ static const char *semantic_check(const item_t *it, const char *subject)
 			return "record_hash_mismatch";
 		if (strcmp(pith, subject))
 			return "pith_number_mismatch";
-		if (pith_receipt_verify(json_get(payload, "receipt"), hex, NULL, NULL))
+		if (pith_receipt_verify(json_get(payload, "receipt"), hex, registry, NULL))
 			return "bad_receipt";
 	}
 	return NULL;
@@ -183,6 +184,13 @@ static json_value_t *sorted_id_array(json_doc_t *d, const char **ids, size_t n)
 int pith_merge(const char *subject, pith_event_t *const *events, size_t n,
 	       const json_value_t *aliases, pith_state_t *out, pith_err_t *err)
 {
+	return pith_merge_ex(subject, events, n, aliases, NULL, out, err);
+}
+
+int pith_merge_ex(const char *subject, pith_event_t *const *events, size_t n,
+		  const json_value_t *aliases, const pith_trust_t *registry,
+		  pith_state_t *out, pith_err_t *err)
+{
 	memset(out, 0, sizeof(*out));
 	item_t *items = calloc(n ? n : 1, sizeof(*items));
 	item_t **byslot = calloc(n ? n : 1, sizeof(*byslot));
@@ -203,7 +211,7 @@ int pith_merge(const char *subject, pith_event_t *const *events, size_t n,
 	/* M2 */
 	for (size_t i = 0; i < m; i++) {
 		items[i].kind = kind_index(items[i].ev->event_type);
-		items[i].reason = semantic_check(&items[i], subject);
+		items[i].reason = semantic_check(&items[i], subject, registry);
 		items[i].fate = items[i].reason ? EV_INVALID : EV_APPLIED;
 	}
 	/* M3 */
@@ -211,7 +219,9 @@ int pith_merge(const char *subject, pith_event_t *const *events, size_t n,
 		if (items[i].fate == EV_INVALID)
 			continue;
 		const json_value_t *sup = json_get(items[i].ev->root, "supersedes");
-		int by_registry = !strcmp(items[i].ev->signer_fp, registry_fp());
+		const char *sfp = items[i].ev->signer_fp;
+		const pith_key_t *rk = registry ? pith_trust_find(registry, sfp) : NULL;
+		int by_registry = !strcmp(sfp, registry_fp()) || (rk && rk->is_registry);
 		for (size_t k = 0; sup && k < sup->len; k++) {
 			item_t *x = find_item(items, i, sup->u.items[k]->u.str);
 			if (!x || x->fate == EV_INVALID)

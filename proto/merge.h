@@ -32,6 +32,13 @@ typedef struct pith_state {
 int pith_merge(const char *subject, pith_event_t *const *events, size_t n,
 	       const json_value_t *aliases, pith_state_t *out, pith_err_t *err);
 
+/* The same with the trust store whose registry keys (is_registry) may sign
+ * receipts; NULL means the built-in registry key only. Nodes that are to
+ * agree must agree on their registry keys (docs/merge.md, M2). */
+int pith_merge_ex(const char *subject, pith_event_t *const *events, size_t n,
+		  const json_value_t *aliases, const pith_trust_t *registry,
+		  pith_state_t *out, pith_err_t *err);
+
 void pith_state_release(pith_state_t *st);
 
 /* Canonical bytes of the state (including state_sha256). */

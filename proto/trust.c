@@ -160,6 +160,10 @@ int pith_key_from_json(const json_value_t *o, pith_key_t *key, pith_err_t *err)
 		return pith_err_set(err, PITH_EMISMATCH, "key: fingerprint %.40s does not match the key (%s)",
 				    claimed, key->fp);
 	key->rotates_at_us = PITH_NO_ROTATION;
+	/* "role": "registry" marks a key that may sign receipts and bundles:
+	 * for test meshes and a registry's own successor keys. */
+	const char *role = json_get_str(o, "role");
+	key->is_registry = role && !strcmp(role, "registry");
 	const json_value_t *rot = json_get(o, "rotates_at");
 	if (rot && rot->type == JSON_STRING) {
 		if (pith_time_parse(rot->u.str, &key->rotates_at_us))

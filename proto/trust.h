@@ -57,7 +57,9 @@ int pith_sig_verify_b64(const pith_key_t *k, const uint8_t digest[static 32],
  * the file has one and secret is non-NULL; *has_secret tells. */
 int pith_keyfile_parse(const uint8_t *buf, size_t len, pith_key_t *key,
 		       uint8_t secret[64], int *has_secret, pith_err_t *err);
-/* Reads key fields from a parsed object (public part only). */
+/* Reads key fields from a parsed object (public part only): key_id,
+ * public_key_hex or public_key_b64, optional rotates_at, and optional
+ * "role": "registry" for a key that may sign receipts and bundles. */
 int pith_key_from_json(const json_value_t *o, pith_key_t *key, pith_err_t *err);
 
 /* Writes a new key file for a fresh keypair into out (JSON, one line). */
