@@ -376,3 +376,26 @@ int pith_record_verify(const json_value_t *o, const pith_trust_t *trust,
 		check_aliases(al, rec, pith, "aliases", rep);
 	return rep->failed > failed0 ? PITH_EMISMATCH : 0;
 }
+
+json_value_t *pith_receipt_make(json_doc_t *d, const char *canonical_hex,
+				const pith_key_t *key, const uint8_t secret[64])
+{
+	uint8_t digest[32];
+	char sig[89], now[32];
+	if (pith_hex_decode(canonical_hex, strlen(canonical_hex), digest, 32))
+		return NULL;
+	pith_sig_sign_b64(secret, digest, sig);
+	pith_time_now(now, 1);
+	json_value_t *r = json_new_object(d);
+	int rc = !r;
+	rc = rc || json_object_set(d, r, "kind", json_new_string(d, "pith_receipt"));
+	rc = rc || json_object_set(d, r, "key_id", json_new_string(d, key->key_id));
+	rc = rc || json_object_set(d, r, "algorithm", json_new_string(d, "ed25519"));
+	rc = rc || json_object_set(d, r, "signed_at", json_new_string(d, now));
+	rc = rc || json_object_set(d, r, "signature_b64", json_new_string(d, sig));
+	rc = rc || json_object_set(d, r, "signed_message", json_new_string(d, "canonical_sha256_bytes"));
+	rc = rc || json_object_set(d, r, "canonical_sha256", json_new_string(d, canonical_hex));
+	rc = rc || json_object_set(d, r, "public_key_fingerprint", json_new_string(d, key->fp));
+	rc = rc || json_object_set(d, r, "signature_status", json_new_string(d, "signed_v1"));
+	return rc ? NULL : r;
+}

@@ -50,6 +50,11 @@ int pith_record_verify(const json_value_t *record, const pith_trust_t *trust,
 int pith_receipt_verify(const json_value_t *receipt, const char *canonical_hex,
 			const pith_trust_t *trust, pith_err_t *err);
 
+/* A receipt object for canonical_hex signed with a registry key (for test
+ * meshes and generators). NULL on OOM. */
+json_value_t *pith_receipt_make(json_doc_t *doc, const char *canonical_hex,
+				const pith_key_t *key, const uint8_t secret[64]);
+
 /* Bundle hash (without bundle_signature) and its signature check. */
 int pith_bundle_hash(const json_value_t *bundle, uint8_t out[static 32]);
 

@@ -1,0 +1,42 @@
+/* Generated, signed test data: keys, canonical records, and events of
+ * every kind. Deterministic for a given seed (except signed_at). */
+#ifndef PITH_TESTGEN_H
+#define PITH_TESTGEN_H
+
+#include <stdint.h>
+
+#include "buf.h"
+#include "event.h"
+#include "trust.h"
+
+typedef struct tg_key {
+	pith_key_t key;
+	uint8_t sk[64];
+} tg_key_t;
+
+/* A key from a 32-byte seed derived from n; registry=1 marks it a registry
+ * key (may sign receipts). */
+void tg_key_make(tg_key_t *k, unsigned n, const char *key_id, int registry);
+
+/* Small deterministic PRNG. */
+uint64_t tg_rand(uint64_t *state);
+
+/* Writes a canonical record for record number n into out (JSON text) and
+ * its pith number into pith. */
+void tg_record(unsigned n, pith_buf_t *out, char pith[static PITH_NUMBER_LEN + 1]);
+
+/* Appends one signed event as canonical JSON (no newline) to out.
+ * type: any event type (unknown ones are allowed); payload_json: the
+ * payload object as JSON text; prev: event id or NULL; supersedes: event
+ * ids (nsup of them). For record_created, pass record_n >= 0 and the
+ * payload is built (record, hash, receipt by key). Returns 0 or -1. */
+int tg_event(pith_buf_t *out, const tg_key_t *k, const char *type, const char *subject,
+	     const char *target, const char *created_at, const char *payload_json,
+	     const char *prev, const char *const *supersedes, size_t nsup, int record_n,
+	     char event_id_out[static PITH_EVENT_ID_LEN + 1]);
+
+/* Re-signs canonical event JSON with a different signed_at (same id). */
+int tg_resign(const uint8_t *ev, size_t len, const tg_key_t *k, const char *signed_at,
+	      pith_buf_t *out);
+
+#endif
