@@ -1,7 +1,9 @@
 #include "ids.h"
 
 #include <ctype.h>
+#include <openssl/evp.h>
 #include <openssl/sha.h>
+#include <pthread.h>
 #include <sodium.h>
 #include <stdio.h>
 #include <string.h>
@@ -12,9 +14,32 @@
  * about 5 times libsodium's portable code on this project's machines, and
  * hashing is most of the cost of validating an event besides the signature
  * (docs/performance.md). The result is the same SHA-256 either way. */
+static EVP_MD *sha256_md;
+static pthread_once_t sha256_once = PTHREAD_ONCE_INIT;
+static pthread_key_t sha256_key;
+
+static void sha256_ctx_free(void *ctx)
+{
+	EVP_MD_CTX_free(ctx);
+}
+
+static void sha256_init(void)
+{
+	/* fetched once: SHA256() would look the algorithm up on every call */
+	sha256_md = EVP_MD_fetch(NULL, "SHA256", NULL);
+	pthread_key_create(&sha256_key, sha256_ctx_free);
+}
+
 void pith_sha256(const void *data, size_t len, uint8_t out[static 32])
 {
-	SHA256(data, len, out);
+	unsigned int n;
+	pthread_once(&sha256_once, sha256_init);
+	EVP_MD_CTX *ctx = pthread_getspecific(sha256_key);
+	if (!ctx && (ctx = EVP_MD_CTX_new()))
+		pthread_setspecific(sha256_key, ctx);
+	if (!sha256_md || !ctx || !EVP_DigestInit_ex2(ctx, sha256_md, NULL) ||
+	    !EVP_DigestUpdate(ctx, data, len) || !EVP_DigestFinal_ex(ctx, out, &n))
+		SHA256(data, len, out);
 }
 
 void pith_hex_encode(const uint8_t *in, size_t n, char *out)
