@@ -13,6 +13,13 @@ extern const cli_cmd_t cli_cmd_verify;
 extern const cli_cmd_t cli_cmd_pith_number;
 extern const cli_cmd_t cli_cmd_keygen;
 extern const cli_cmd_t cli_cmd_sign;
+extern const cli_cmd_t cli_cmd_import;
+extern const cli_cmd_t cli_cmd_export;
+extern const cli_cmd_t cli_cmd_state;
+extern const cli_cmd_t cli_cmd_event;
+extern const cli_cmd_t cli_cmd_records;
+extern const cli_cmd_t cli_cmd_resolve;
+extern const cli_cmd_t cli_cmd_check;
 
 static const cli_cmd_t *const commands[] = {
 	&cli_cmd_verify,
@@ -20,6 +27,13 @@ static const cli_cmd_t *const commands[] = {
 	&cli_cmd_pith_number,
 	&cli_cmd_keygen,
 	&cli_cmd_sign,
+	&cli_cmd_import,
+	&cli_cmd_export,
+	&cli_cmd_state,
+	&cli_cmd_event,
+	&cli_cmd_records,
+	&cli_cmd_resolve,
+	&cli_cmd_check,
 };
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
 

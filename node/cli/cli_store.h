@@ -1,0 +1,22 @@
+/* Commands that work on a store directory (--store DIR). */
+#ifndef PITH_CLI_STORE_H
+#define PITH_CLI_STORE_H
+
+#include "cli.h"
+#include "store.h"
+#include "trust.h"
+
+/* Loads the trust store (registry key plus --trust-key files) into *trust
+ * and opens --store DIR into *st (read-only unless writable). Prints one
+ * line saying why and returns 1 on failure, with nothing left open. */
+int cli_store_open(const cli_ctx_t *ctx, const char *cmd, int writable, pith_trust_t **trust,
+		   store_t **st);
+
+/* Resolves ID (any form) to a full pith number, printing why not. */
+int cli_store_resolve(store_t *st, const char *cmd, const char *id,
+		      char out[static PITH_NUMBER_LEN + 1]);
+
+/* The first argument that is not an option (--json), or NULL. */
+const char *cli_first_operand(int argc, char **argv);
+
+#endif

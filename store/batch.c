@@ -1,0 +1,719 @@
+/* Ingest: batches of verified events and bundles, each committed as one
+ * atomic, synced RocksDB WriteBatch together with the recomputed state of
+ * every record it touches. */
+#include "store_int.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bundle.h"
+#include "hmap.h"
+#include "merge.h"
+
+typedef struct entry {
+	pith_event_t *ev;          /* owned by the batch */
+	pith_buf_t canon;          /* canonical bytes, computed on demand */
+	store_outcome_t outcome;
+	int win;                   /* first copy of an id: the copy whose block wins */
+	int primary;               /* the first copy of its id in the batch */
+} entry_t;
+
+typedef struct bentry {
+	json_doc_t *doc;           /* owned, or NULL when the caller lends root */
+	const json_value_t *root;
+	uint8_t skey[STORE_SKEY_LEN];
+	char pith[PITH_NUMBER_LEN + 1];
+	int64_t built_us;
+	char sha[65];
+	store_bundle_outcome_t outcome;
+} bentry_t;
+
+/* The records a commit touches. */
+typedef struct group {
+	uint8_t skey[STORE_SKEY_LEN];
+	char pith[PITH_NUMBER_LEN + 1];
+	int *news;                 /* new events (entry indices) */
+	size_t nnew, capnew;
+	int bundle;                /* newest bundle of the batch, or -1 */
+	int bundle_newer;          /* ... and it beats the stored one */
+} group_t;
+
+/* An alias claim written by this commit, so later claims in the same
+ * commit see it (a WriteBatch cannot be read back). */
+typedef struct claim {
+	uint8_t key[STORE_ALIAS_KEY_MAX];
+	size_t klen;
+	uint8_t val[STORE_ALIAS_VAL_LEN];
+} claim_t;
+
+struct store_batch {
+	store_t *st;
+	entry_t *e;
+	size_t n, cap;
+	bentry_t *b;
+	size_t nb, capb;
+	int committed;             /* outcomes readable; the next add starts afresh */
+	hmap_t ids, subjects, claim_map;
+	group_t *g;
+	size_t ng, capg;
+	claim_t *c;
+	size_t nc, capc;
+};
+
+store_batch_t *store_batch_new(store_t *st)
+{
+	store_batch_t *b = calloc(1, sizeof(*b));
+	if (!b)
+		return NULL;
+	b->st = st;
+	hmap_init(&b->ids, STORE_ID_LEN);
+	hmap_init(&b->subjects, STORE_SKEY_LEN);
+	hmap_init(&b->claim_map, 32);
+	return b;
+}
+
+/* Frees every event and bundle still held; keeps outcomes. */
+static void batch_drop_items(store_batch_t *b)
+{
+	for (size_t i = 0; i < b->n; i++) {
+		pith_event_free(b->e[i].ev);
+		pith_buf_release(&b->e[i].canon);
+	}
+	for (size_t i = 0; i < b->nb; i++) {
+		json_doc_free(b->b[i].doc);
+		b->b[i].root = NULL;
+	}
+}
+
+static void groups_reset(store_batch_t *b)
+{
+	for (size_t i = 0; i < b->ng; i++)
+		free(b->g[i].news);
+	b->ng = 0;
+	b->nc = 0;
+	hmap_clear(&b->ids);
+	hmap_clear(&b->subjects);
+	hmap_clear(&b->claim_map);
+}
+
+void store_batch_free_(store_batch_t *b)
+{
+	if (!b)
+		return;
+	batch_drop_items(b);
+	groups_reset(b);
+	free(b->e);
+	free(b->b);
+	free(b->g);
+	free(b->c);
+	hmap_release(&b->ids);
+	hmap_release(&b->subjects);
+	hmap_release(&b->claim_map);
+	free(b);
+}
+
+static void batch_restart_if_committed(store_batch_t *b)
+{
+	if (b->committed) {
+		b->n = 0;
+		b->nb = 0;
+		b->committed = 0;
+	}
+}
+
+size_t store_batch_count(const store_batch_t *b)
+{
+	return b->committed ? 0 : b->n;
+}
+
+store_outcome_t store_batch_outcome(const store_batch_t *b, int index)
+{
+	return index >= 0 && (size_t)index < b->n ? b->e[index].outcome : STORE_PENDING;
+}
+
+store_bundle_outcome_t store_batch_bundle_outcome(const store_batch_t *b, int index)
+{
+	return index >= 0 && (size_t)index < b->nb ? b->b[index].outcome : STORE_BUNDLE_PENDING;
+}
+
+static int push_entry(store_batch_t *b, pith_event_t *ev, pith_buf_t *canon, pith_err_t *err)
+{
+	if (b->n == b->cap) {
+		size_t nc = b->cap ? b->cap * 2 : 256;
+		entry_t *p = realloc(b->e, nc * sizeof(*p));
+		if (!p) {
+			pith_event_free(ev);
+			return pith_err_set(err, PITH_ENOMEM, "store: out of memory");
+		}
+		b->e = p;
+		b->cap = nc;
+	}
+	entry_t *e = &b->e[b->n];
+	memset(e, 0, sizeof(*e));
+	e->ev = ev;
+	if (canon) {
+		e->canon = *canon;
+		memset(canon, 0, sizeof(*canon));
+	}
+	return (int)b->n++;
+}
+
+int store_batch_add_event(store_batch_t *b, pith_event_t *ev, pith_buf_t *canon, pith_err_t *err)
+{
+	batch_restart_if_committed(b);
+	if (b->n >= (size_t)INT32_MAX) {
+		pith_event_free(ev);
+		return pith_err_set(err, PITH_ETOOBIG, "store: batch too large");
+	}
+	return push_entry(b, ev, canon, err);
+}
+
+/* Adds a bundle whose tree belongs to doc (owned) or to the caller
+ * (doc NULL). Its events borrow the tree. */
+static int add_bundle(store_batch_t *b, json_doc_t *doc, const json_value_t *root,
+		      pith_err_t *err)
+{
+	batch_restart_if_committed(b);
+	size_t n0 = b->n;
+	int rc;
+	const char *pith = json_get_str(root, "pith_number");
+	const json_value_t *events = json_get_type(root, "events", JSON_ARRAY);
+	if (!pith || !pith_number_is_valid(pith)) {
+		rc = pith_err_set(err, PITH_EINVAL, "bundle: pith_number missing or malformed");
+		goto fail;
+	}
+	if (!events) {
+		rc = pith_err_set(err, PITH_EINVAL, "bundle: events missing or not an array");
+		goto fail;
+	}
+	if (b->nb == b->capb) {
+		size_t nc = b->capb ? b->capb * 2 : 16;
+		bentry_t *p = realloc(b->b, nc * sizeof(*p));
+		if (!p) {
+			rc = pith_err_set(err, PITH_ENOMEM, "store: out of memory");
+			goto fail;
+		}
+		b->b = p;
+		b->capb = nc;
+	}
+	bentry_t *be = &b->b[b->nb];
+	memset(be, 0, sizeof(*be));
+	if ((rc = store_bundle_ident(root, &be->built_us, be->sha, err)))
+		goto fail;
+	for (size_t i = 0; i < events->len; i++) {
+		pith_event_t *ev;
+		/* verified with the bundle; this only re-derives ids and fields */
+		if ((rc = pith_event_verify_value(events->u.items[i], NULL, &ev, NULL, err))) {
+			char m[sizeof(err->msg)];
+			snprintf(m, sizeof(m), "%s", err ? err->msg : "");
+			rc = pith_err_set(err, rc, "bundle: events[%zu]: %s", i, m);
+			goto fail;
+		}
+		if ((rc = push_entry(b, ev, NULL, err)) < 0)
+			goto fail;
+	}
+	be->doc = doc;
+	be->root = root;
+	memcpy(be->pith, pith, PITH_NUMBER_LEN + 1);
+	store_skey_make(pith, be->skey);
+	return (int)b->nb++;
+fail:
+	while (b->n > n0) {
+		b->n--;
+		pith_event_free(b->e[b->n].ev);
+		pith_buf_release(&b->e[b->n].canon);
+	}
+	json_doc_free(doc);
+	return rc;
+}
+
+int store_batch_add_bundle(store_batch_t *b, json_doc_t *doc, pith_err_t *err)
+{
+	return add_bundle(b, doc, json_doc_root(doc), err);
+}
+
+/* ---- commit --------------------------------------------------------------- */
+
+typedef struct commit {
+	store_batch_t *b;
+	store_t *st;
+	rocksdb_writebatch_t *wb;
+	store_counts_t counts;     /* what the counters become */
+	store_commit_stats_t stats;
+	pith_err_t *err;
+} commit_t;
+
+static void put(commit_t *c, int cf, const void *k, size_t kl, const void *v, size_t vl)
+{
+	rocksdb_writebatch_put_cf(c->wb, c->st->cf[cf], k, kl, v, vl);
+}
+
+static int group_of(commit_t *c, const uint8_t skey[STORE_SKEY_LEN], const char *pith)
+{
+	store_batch_t *b = c->b;
+	int gi = hmap_get(&b->subjects, skey);
+	if (gi >= 0)
+		return gi;
+	if (b->ng == b->capg) {
+		size_t nc = b->capg ? b->capg * 2 : 64;
+		group_t *p = realloc(b->g, nc * sizeof(*p));
+		if (!p)
+			return pith_err_set(c->err, PITH_ENOMEM, "store: out of memory");
+		b->g = p;
+		b->capg = nc;
+	}
+	group_t *g = &b->g[b->ng];
+	memset(g, 0, sizeof(*g));
+	memcpy(g->skey, skey, STORE_SKEY_LEN);
+	memcpy(g->pith, pith, PITH_NUMBER_LEN + 1);
+	g->bundle = -1;
+	if (hmap_put(&b->subjects, skey, (int)b->ng))
+		return pith_err_set(c->err, PITH_ENOMEM, "store: out of memory");
+	return (int)b->ng++;
+}
+
+static int group_add_new(commit_t *c, int gi, int idx)
+{
+	group_t *g = &c->b->g[gi];
+	if (g->nnew == g->capnew) {
+		size_t nc = g->capnew ? g->capnew * 2 : 8;
+		int *p = realloc(g->news, nc * sizeof(*p));
+		if (!p)
+			return pith_err_set(c->err, PITH_ENOMEM, "store: out of memory");
+		g->news = p;
+		g->capnew = nc;
+	}
+	g->news[g->nnew++] = idx;
+	return 0;
+}
+
+static int entry_canon(commit_t *c, entry_t *e)
+{
+	if (e->canon.len)
+		return 0;
+	if (pith_event_canon(e->ev, &e->canon))
+		return pith_err_set(c->err, PITH_ENOMEM, "store: cannot write %s", e->ev->event_id);
+	return 0;
+}
+
+/* Step 1: one primary copy per id; copies already stored are duplicates
+ * (maybe re-signed); the others are new and grouped by subject. */
+static int commit_events(commit_t *c)
+{
+	store_batch_t *b = c->b;
+	int rc;
+	for (size_t i = 0; i < b->n; i++) {
+		entry_t *e = &b->e[i];
+		const uint8_t *id = e->ev->content_hash;
+		int p = hmap_get(&b->ids, id);
+		if (p >= 0) {
+			entry_t *w = &b->e[b->e[p].win];
+			e->outcome = STORE_DUPLICATE;
+			if (pith_merge_sigblock_cmp(e->ev->signature, w->ev->signature) < 0)
+				b->e[p].win = (int)i;
+			continue;
+		}
+		if (hmap_put(&b->ids, id, (int)i))
+			return pith_err_set(c->err, PITH_ENOMEM, "store: out of memory");
+		e->primary = 1;
+		e->win = (int)i;
+		int has = store_event_has(c->st, id, c->err);
+		if (has < 0)
+			return has;
+		if (has) {
+			e->outcome = STORE_DUPLICATE;
+			continue;
+		}
+		e->outcome = STORE_STORED;
+		uint8_t skey[STORE_SKEY_LEN];
+		store_skey_make(e->ev->subject, skey);
+		int gi = group_of(c, skey, e->ev->subject);
+		if (gi < 0)
+			return gi;
+		if ((rc = group_add_new(c, gi, (int)i)))
+			return rc;
+	}
+	/* signature blocks: a new event is written with the winning copy's
+	 * block; a stored one is rewritten only if a copy here beats it */
+	for (size_t i = 0; i < b->n; i++) {
+		entry_t *e = &b->e[i];
+		if (!e->primary)
+			continue;
+		entry_t *w = &b->e[e->win];
+		if (e->outcome == STORE_STORED) {
+			if ((rc = entry_canon(c, w)))
+				return rc;
+			put(c, STORE_CF_EVENTS, e->ev->content_hash, STORE_ID_LEN, w->canon.data,
+			    w->canon.len);
+			continue;
+		}
+		char *val;
+		size_t vl;
+		pith_event_t *old = NULL;
+		if ((rc = store_get_raw(c->st, STORE_CF_EVENTS, e->ev->content_hash, STORE_ID_LEN,
+					&val, &vl, c->err)))
+			return rc;
+		if (!val)
+			return pith_err_set(c->err, PITH_EIO, "store: %s vanished", e->ev->event_id);
+		rc = pith_event_parse_stored((const uint8_t *)val, vl, &old, c->err);
+		rocksdb_free(val);
+		if (rc)
+			return rc;
+		int better = pith_merge_sigblock_cmp(w->ev->signature, old->signature) < 0;
+		pith_event_free(old);
+		if (better) {
+			if ((rc = entry_canon(c, w)))
+				return rc;
+			put(c, STORE_CF_EVENTS, e->ev->content_hash, STORE_ID_LEN, w->canon.data,
+			    w->canon.len);
+			w->outcome = STORE_RESIGNED;
+		}
+	}
+	return 0;
+}
+
+/* Step 2: the newest bundle of each record, against the stored one. */
+static int commit_bundles(commit_t *c)
+{
+	store_batch_t *b = c->b;
+	for (size_t j = 0; j < b->nb; j++) {
+		bentry_t *be = &b->b[j];
+		be->outcome = STORE_BUNDLE_OLDER;
+		int gi = group_of(c, be->skey, be->pith);
+		if (gi < 0)
+			return gi;
+		group_t *g = &b->g[gi];
+		if (g->bundle < 0 || store_bundle_newer(be->built_us, be->sha, b->b[g->bundle].built_us,
+							b->b[g->bundle].sha) > 0)
+			g->bundle = (int)j;
+	}
+	for (size_t gi = 0; gi < b->ng; gi++) {
+		group_t *g = &b->g[gi];
+		if (g->bundle < 0)
+			continue;
+		bentry_t *be = &b->b[g->bundle];
+		char *val;
+		size_t vl;
+		int rc = store_get_raw(c->st, STORE_CF_BUNDLES, g->skey, STORE_SKEY_LEN, &val, &vl, c->err);
+		if (rc)
+			return rc;
+		if (val) {
+			json_doc_t *d = NULL;
+			int64_t us;
+			char sha[65];
+			rc = json_parse(&d, (const uint8_t *)val, vl, NULL, c->err);
+			rocksdb_free(val);
+			if (!rc)
+				rc = store_bundle_ident(json_doc_root(d), &us, sha, c->err);
+			json_doc_free(d);
+			if (rc)
+				return rc;
+			if (store_bundle_newer(be->built_us, be->sha, us, sha) <= 0)
+				continue;
+		} else {
+			c->counts.bundles++;
+		}
+		pith_buf_t cb = PITH_BUF_INIT;
+		if (json_canon_write(be->root, &cb)) {
+			pith_buf_release(&cb);
+			return pith_err_set(c->err, PITH_ENOMEM, "store: cannot write bundle of %s", g->pith);
+		}
+		put(c, STORE_CF_BUNDLES, g->skey, STORE_SKEY_LEN, cb.data, cb.len);
+		pith_buf_release(&cb);
+		g->bundle_newer = 1;
+		be->outcome = STORE_BUNDLE_NEWER;
+	}
+	return 0;
+}
+
+/* Writes alias (kind, value) -> pith if this claim outranks the current
+ * one: a bundle's claim beats a derived one, then the greater built_at,
+ * then the smaller pith number. The outcome depends only on the set of
+ * claims ever made, not on their order. */
+static int claim_alias(commit_t *c, const char *kind, const char *value, const char *pith,
+		       int source, int64_t built_us)
+{
+	store_batch_t *b = c->b;
+	claim_t nw;
+	nw.klen = store_alias_key(kind, value, nw.key);
+	if (!nw.klen)
+		return 0; /* too long to be a real alias: not indexed */
+	memcpy(nw.val, pith, PITH_NUMBER_LEN);
+	nw.val[PITH_NUMBER_LEN] = (uint8_t)source;
+	store_time_put(nw.val + PITH_NUMBER_LEN + 1, built_us);
+
+	uint8_t h[32], cur[STORE_ALIAS_VAL_LEN];
+	int have = 0;
+	pith_sha256(nw.key, nw.klen, h);
+	int ci = hmap_get(&b->claim_map, h);
+	if (ci >= 0) {
+		memcpy(cur, b->c[ci].val, sizeof(cur));
+		have = 1;
+	} else {
+		char *val;
+		size_t vl;
+		int rc = store_get_raw(c->st, STORE_CF_ALIASES, nw.key, nw.klen, &val, &vl, c->err);
+		if (rc)
+			return rc;
+		if (val && vl == STORE_ALIAS_VAL_LEN) {
+			memcpy(cur, val, sizeof(cur));
+			have = 1;
+		}
+		rocksdb_free(val);
+	}
+	if (have) {
+		/* rank: source, then built_at (both greater wins), then pith smaller */
+		int r = memcmp(nw.val + PITH_NUMBER_LEN, cur + PITH_NUMBER_LEN, 9);
+		if (r == 0)
+			r = -memcmp(nw.val, cur, PITH_NUMBER_LEN);
+		if (r <= 0)
+			return 0;
+	}
+	if (ci < 0) {
+		if (b->nc == b->capc) {
+			size_t ncap = b->capc ? b->capc * 2 : 64;
+			claim_t *p = realloc(b->c, ncap * sizeof(*p));
+			if (!p)
+				return pith_err_set(c->err, PITH_ENOMEM, "store: out of memory");
+			b->c = p;
+			b->capc = ncap;
+		}
+		ci = (int)b->nc++;
+		if (hmap_put(&b->claim_map, h, ci))
+			return pith_err_set(c->err, PITH_ENOMEM, "store: out of memory");
+	}
+	b->c[ci] = nw;
+	put(c, STORE_CF_ALIASES, nw.key, nw.klen, nw.val, sizeof(nw.val));
+	return 0;
+}
+
+static int claim_aliases(commit_t *c, group_t *g, const json_value_t *state_root)
+{
+	int rc;
+	if (g->bundle_newer) {
+		const bentry_t *be = &c->b->b[g->bundle];
+		const json_value_t *list = json_get_type(be->root, "source_aliases", JSON_ARRAY);
+		for (size_t i = 0; list && i < list->len; i++) {
+			const char *kind = json_get_str(list->u.items[i], "alias_kind");
+			const char *value = json_get_str(list->u.items[i], "alias_value");
+			if (kind && value &&
+			    (rc = claim_alias(c, kind, value, g->pith, STORE_ALIAS_BUNDLE, be->built_us)))
+				return rc;
+		}
+	}
+	const json_value_t *rec = json_get_type(json_get(state_root, "current"), "canonical_record",
+						JSON_OBJECT);
+	if (rec) {
+		pith_alias_t al[6];
+		int n = pith_record_aliases(rec, g->pith, al);
+		for (int i = 0; i < n; i++)
+			if ((rc = claim_alias(c, al[i].kind, al[i].value, g->pith, STORE_ALIAS_DERIVED, 0)))
+				return rc;
+	}
+	return 0;
+}
+
+/* Step 3: per touched record, the state from all of its events. */
+static int commit_group(commit_t *c, group_t *g, pith_buf_t *sb)
+{
+	store_batch_t *b = c->b;
+	pith_event_t **stored = NULL, **all = NULL;
+	size_t nstored = 0;
+	json_doc_t *bdoc = NULL;
+	const json_value_t *aliases = NULL;
+	pith_state_t state = {0};
+	char *val = NULL;
+	size_t vl;
+	int rc;
+
+	if (!g->nnew && !g->bundle_newer)
+		return 0; /* only an older bundle: nothing changes */
+	if ((rc = store_subject_load(c->st, g->skey, &stored, &nstored, c->err)))
+		goto done;
+	all = malloc((nstored + g->nnew + 1) * sizeof(*all));
+	if (!all) {
+		rc = pith_err_set(c->err, PITH_ENOMEM, "store: out of memory");
+		goto done;
+	}
+	memcpy(all, stored, nstored * sizeof(*all));
+	for (size_t k = 0; k < g->nnew; k++)
+		all[nstored + k] = b->e[g->news[k]].ev;
+
+	int has_bundle = g->bundle_newer;
+	if (g->bundle_newer) {
+		aliases = json_get_type(b->b[g->bundle].root, "source_aliases", JSON_ARRAY);
+	} else {
+		if ((rc = store_bundle_aliases_load(c->st, g->skey, &bdoc, &aliases, c->err)))
+			goto done;
+		has_bundle = bdoc != NULL;
+	}
+	if ((rc = pith_merge_ex(g->pith, all, nstored + g->nnew, aliases, c->st->registry, &state,
+				 c->err)))
+		goto done;
+	sb->len = 0;
+	if (pith_state_canon(&state, sb)) {
+		rc = pith_err_set(c->err, PITH_ENOMEM, "store: cannot write the state of %s", g->pith);
+		goto done;
+	}
+	put(c, STORE_CF_STATES, g->skey, STORE_SKEY_LEN, sb->data, sb->len);
+
+	if ((rc = store_get_raw(c->st, STORE_CF_RECORDS, g->skey, STORE_SKEY_LEN, &val, &vl, c->err)))
+		goto done;
+	if (!val)
+		c->counts.records++;
+	uint8_t rec[STORE_REC_LEN];
+	store_rec_encode(rec, nstored + g->nnew, state.state_hash, has_bundle);
+	put(c, STORE_CF_RECORDS, g->skey, STORE_SKEY_LEN, rec, sizeof(rec));
+	if ((rc = claim_aliases(c, g, state.root)))
+		goto done;
+
+	for (size_t k = 0; k < g->nnew; k++) {
+		const pith_event_t *ev = b->e[g->news[k]].ev;
+		uint8_t sk[STORE_SUBJ_KEY_LEN], tk[STORE_TIME_KEY_LEN];
+		store_subj_key_make(g->skey, ev->created_at, ev->content_hash, sk);
+		store_time_key_make(ev->created_us, ev->content_hash, tk);
+		put(c, STORE_CF_SUBJ, sk, sizeof(sk), "", 0);
+		put(c, STORE_CF_TIME, tk, sizeof(tk), "", 0);
+	}
+	c->counts.events += g->nnew;
+	c->stats.records_touched++;
+done:
+	rocksdb_free(val);
+	pith_state_release(&state);
+	json_doc_free(bdoc);
+	free(all);
+	store_events_free(stored, nstored);
+	return rc;
+}
+
+static void put_count(commit_t *c, const char *key, uint64_t v)
+{
+	uint8_t be[8];
+	store_be64_put(be, v);
+	put(c, STORE_CF_META, key, strlen(key), be, 8);
+}
+
+int store_batch_commit(store_batch_t *b, store_commit_stats_t *stats, pith_err_t *err)
+{
+	store_t *st = b->st;
+	commit_t c = {.b = b, .st = st, .err = err};
+	int rc = 0;
+	if (stats)
+		memset(stats, 0, sizeof(*stats));
+	if (b->committed || (b->n == 0 && b->nb == 0)) {
+		batch_restart_if_committed(b);
+		b->committed = 1;
+		return 0;
+	}
+	if (st->read_only) {
+		rc = pith_err_set(err, PITH_EINVAL, "store: opened read-only");
+		goto out;
+	}
+	pthread_mutex_lock(&st->wmu);
+	c.counts = st->counts;
+	c.wb = rocksdb_writebatch_create();
+	groups_reset(b);
+	pith_buf_t sb = PITH_BUF_INIT;
+	if (!(rc = commit_events(&c)) && !(rc = commit_bundles(&c)))
+		for (size_t gi = 0; gi < b->ng && !rc; gi++)
+			rc = commit_group(&c, &b->g[gi], &sb);
+	pith_buf_release(&sb);
+	if (!rc) {
+		put_count(&c, STORE_META_EVENTS, c.counts.events);
+		put_count(&c, STORE_META_RECORDS, c.counts.records);
+		put_count(&c, STORE_META_BUNDLES, c.counts.bundles);
+		char *e = NULL;
+		rocksdb_write(st->db, st->wo, c.wb, &e);
+		if (e) {
+			rc = pith_err_set(err, PITH_EIO, "store: write: %s", e);
+			rocksdb_free(e);
+		} else {
+			st->counts = c.counts;
+		}
+	}
+	rocksdb_writebatch_destroy(c.wb);
+	pthread_mutex_unlock(&st->wmu);
+out:
+	for (size_t i = 0; i < b->n; i++) {
+		store_outcome_t o = b->e[i].outcome;
+		if (rc)
+			b->e[i].outcome = STORE_PENDING;
+		else if (o == STORE_STORED)
+			c.stats.stored++;
+		else if (o == STORE_RESIGNED)
+			c.stats.resigned++;
+		else
+			c.stats.duplicate++;
+	}
+	for (size_t j = 0; j < b->nb; j++) {
+		if (rc)
+			b->b[j].outcome = STORE_BUNDLE_PENDING;
+		else if (b->b[j].outcome == STORE_BUNDLE_NEWER)
+			c.stats.bundles_newer++;
+		else
+			c.stats.bundles_older++;
+	}
+	batch_drop_items(b);
+	groups_reset(b);
+	b->committed = 1;
+	if (rc) {
+		b->n = 0;
+		b->nb = 0;
+	}
+	if (stats && !rc)
+		*stats = c.stats;
+	return rc;
+}
+
+/* ---- one item ------------------------------------------------------------ */
+
+int store_event_put(store_t *st, const pith_event_t *ev, store_outcome_t *out, pith_err_t *err)
+{
+	/* a private parsed copy, so the batch can own it */
+	pith_buf_t canon = PITH_BUF_INIT;
+	pith_event_t *copy = NULL;
+	int rc;
+	if (out)
+		*out = STORE_PENDING;
+	if (pith_event_canon(ev, &canon)) {
+		pith_buf_release(&canon);
+		return pith_err_set(err, PITH_ENOMEM, "store: out of memory");
+	}
+	if ((rc = pith_event_parse_stored(canon.data, canon.len, &copy, err))) {
+		pith_buf_release(&canon);
+		return rc;
+	}
+	store_batch_t *b = store_batch_new(st);
+	if (!b) {
+		pith_event_free(copy);
+		pith_buf_release(&canon);
+		return pith_err_set(err, PITH_ENOMEM, "store: out of memory");
+	}
+	int idx = store_batch_add_event(b, copy, &canon, err);
+	pith_buf_release(&canon);
+	if (idx >= 0 && !(rc = store_batch_commit(b, NULL, err)) && out)
+		*out = store_batch_outcome(b, idx);
+	if (idx < 0)
+		rc = idx;
+	store_batch_free(b);
+	return rc;
+}
+
+int store_bundle_put(store_t *st, const json_value_t *bundle, store_bundle_outcome_t *out,
+		     store_commit_stats_t *stats, pith_err_t *err)
+{
+	store_batch_t *b = store_batch_new(st);
+	int rc;
+	if (out)
+		*out = STORE_BUNDLE_PENDING;
+	if (!b)
+		return pith_err_set(err, PITH_ENOMEM, "store: out of memory");
+	int idx = add_bundle(b, NULL, bundle, err);
+	if (idx < 0)
+		rc = idx;
+	else if (!(rc = store_batch_commit(b, stats, err)) && out)
+		*out = store_batch_bundle_outcome(b, idx);
+	store_batch_free(b);
+	return rc;
+}

@@ -1,0 +1,323 @@
+/* The consistency audit: what a crash must never leave behind. */
+#include "store_int.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hmap.h"
+#include "merge.h"
+
+typedef struct audit {
+	store_t *st;
+	store_report_fn report;
+	void *arg;
+	size_t problems;
+	pith_err_t *err;
+	hmap_t subjects; /* SKEY -> index into nsubj counts, from the subj index */
+	uint64_t *subj_counts;
+	size_t nsubj, capsubj;
+} audit_t;
+
+static void problem(audit_t *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void problem(audit_t *a, const char *fmt, ...)
+{
+	char line[512];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	a->problems++;
+	if (a->report && a->problems <= 1000)
+		a->report(a->arg, line);
+}
+
+static int key_exists(audit_t *a, int cf, const uint8_t *k, size_t kl, int *exists)
+{
+	char *val;
+	size_t vl;
+	int rc = store_get_raw(a->st, cf, k, kl, &val, &vl, a->err);
+	*exists = val != NULL;
+	rocksdb_free(val);
+	return rc;
+}
+
+/* Every event parses, hashes to its key and has its two index entries. */
+static int audit_events(audit_t *a, uint64_t *nevents)
+{
+	store_iter_t it;
+	int rc = store_iter_open(a->st, STORE_CF_EVENTS, NULL, 0, NULL, 0, &it, a->err);
+	if (rc)
+		return rc;
+	for (; store_iter_valid(&it); store_iter_next(&it)) {
+		size_t kl, vl;
+		const uint8_t *k = store_iter_key(&it, &kl), *v = store_iter_value(&it, &vl);
+		char hex[65];
+		pith_hex_encode(k, kl == STORE_ID_LEN ? kl : 0, hex);
+		(*nevents)++;
+		pith_event_t *ev = NULL;
+		pith_err_t e = {0};
+		if (kl != STORE_ID_LEN) {
+			problem(a, "events: key of %zu bytes", kl);
+			continue;
+		}
+		if (pith_event_parse_stored(v, vl, &ev, &e)) {
+			problem(a, "events: sha256:%s does not parse: %s", hex, e.msg);
+			continue;
+		}
+		pith_buf_t canon = PITH_BUF_INIT;
+		if (memcmp(ev->content_hash, k, STORE_ID_LEN))
+			problem(a, "events: sha256:%s holds %s", hex, ev->event_id);
+		else if (pith_event_canon(ev, &canon) || canon.len != vl || memcmp(canon.data, v, vl))
+			problem(a, "events: sha256:%s is not stored in canonical form", hex);
+		pith_buf_release(&canon);
+		uint8_t skey[STORE_SKEY_LEN], sk[STORE_SUBJ_KEY_LEN], tk[STORE_TIME_KEY_LEN];
+		int ex;
+		store_skey_make(ev->subject, skey);
+		store_subj_key_make(skey, ev->created_at, k, sk);
+		store_time_key_make(ev->created_us, k, tk);
+		if ((rc = key_exists(a, STORE_CF_SUBJ, sk, sizeof(sk), &ex)))
+			break;
+		if (!ex)
+			problem(a, "subj: no entry for event sha256:%s", hex);
+		if ((rc = key_exists(a, STORE_CF_TIME, tk, sizeof(tk), &ex)))
+			break;
+		if (!ex)
+			problem(a, "time: no entry for event sha256:%s", hex);
+		pith_event_free(ev);
+	}
+	if (!rc)
+		rc = store_iter_status(&it, a->err);
+	store_iter_close(&it);
+	return rc;
+}
+
+/* Every index entry names a stored event; count the entries per subject. */
+static int audit_index(audit_t *a, int cf, uint64_t *n)
+{
+	store_iter_t it;
+	int rc = store_iter_open(a->st, cf, NULL, 0, NULL, 0, &it, a->err);
+	if (rc)
+		return rc;
+	size_t want = cf == STORE_CF_SUBJ ? STORE_SUBJ_KEY_LEN : STORE_TIME_KEY_LEN;
+	for (; store_iter_valid(&it); store_iter_next(&it)) {
+		size_t kl;
+		const uint8_t *k = store_iter_key(&it, &kl);
+		(*n)++;
+		if (kl != want) {
+			problem(a, "%s: key of %zu bytes", store_cf_names[cf], kl);
+			continue;
+		}
+		int ex;
+		if ((rc = key_exists(a, STORE_CF_EVENTS, k + kl - STORE_ID_LEN, STORE_ID_LEN, &ex)))
+			break;
+		if (!ex) {
+			char hex[65];
+			pith_hex_encode(k + kl - STORE_ID_LEN, STORE_ID_LEN, hex);
+			problem(a, "%s: entry for sha256:%s, which is not stored", store_cf_names[cf], hex);
+		}
+		if (cf != STORE_CF_SUBJ)
+			continue;
+		int si = hmap_get(&a->subjects, k);
+		if (si < 0) {
+			if (a->nsubj == a->capsubj) {
+				size_t nc = a->capsubj ? a->capsubj * 2 : 256;
+				uint64_t *p = realloc(a->subj_counts, nc * sizeof(*p));
+				if (!p) {
+					rc = pith_err_set(a->err, PITH_ENOMEM, "check: out of memory");
+					break;
+				}
+				a->subj_counts = p;
+				a->capsubj = nc;
+			}
+			si = (int)a->nsubj++;
+			a->subj_counts[si] = 0;
+			if (hmap_put(&a->subjects, k, si)) {
+				rc = pith_err_set(a->err, PITH_ENOMEM, "check: out of memory");
+				break;
+			}
+		}
+		a->subj_counts[si]++;
+	}
+	if (!rc)
+		rc = store_iter_status(&it, a->err);
+	store_iter_close(&it);
+	return rc;
+}
+
+/* Every record's cached state and summary equal a fresh merge. */
+static int audit_record(audit_t *a, const uint8_t *k, const uint8_t *v, size_t vl, int *seen)
+{
+	char pith[PITH_NUMBER_LEN + 1];
+	pith_event_t **evs = NULL;
+	size_t n = 0;
+	json_doc_t *bdoc = NULL;
+	const json_value_t *aliases = NULL;
+	pith_state_t state = {0};
+	pith_buf_t fresh = PITH_BUF_INIT;
+	char *sv = NULL;
+	size_t svl;
+	pith_err_t e = {0};
+	store_skey_pith(k, pith);
+	int rc = store_subject_load(a->st, k, &evs, &n, &e);
+	if (rc == PITH_EIO || rc == PITH_ENOMEM) {
+		problem(a, "records: %s: cannot load its events: %s", pith, e.msg);
+		rc = 0;
+		goto done;
+	} else if (rc) {
+		problem(a, "records: %s: a stored event does not parse: %s", pith, e.msg);
+		rc = 0;
+		goto done;
+	}
+	int si = hmap_get(&a->subjects, k);
+	if (si >= 0)
+		seen[si] = 1;
+	if ((rc = store_bundle_aliases_load(a->st, k, &bdoc, &aliases, a->err)))
+		goto done;
+	if ((rc = pith_merge_ex(pith, evs, n, aliases, a->st->registry, &state, a->err)) ||
+	    (rc = pith_state_canon(&state, &fresh)))
+		goto done;
+	if ((rc = store_get_raw(a->st, STORE_CF_STATES, k, STORE_SKEY_LEN, &sv, &svl, a->err)))
+		goto done;
+	if (!sv)
+		problem(a, "states: %s has no cached state", pith);
+	else if (svl != fresh.len || memcmp(sv, fresh.data, svl))
+		problem(a, "states: cached state of %s differs from a fresh merge", pith);
+	uint8_t want[STORE_REC_LEN];
+	store_rec_encode(want, n, state.state_hash, bdoc != NULL);
+	if (vl != STORE_REC_LEN || memcmp(v, want, STORE_REC_LEN))
+		problem(a, "records: summary of %s differs from its %zu events and state", pith, n);
+done:
+	rocksdb_free(sv);
+	pith_buf_release(&fresh);
+	pith_state_release(&state);
+	json_doc_free(bdoc);
+	store_events_free(evs, n);
+	return rc;
+}
+
+static int audit_records(audit_t *a, uint64_t *nrec)
+{
+	store_iter_t it;
+	int *seen = calloc(a->nsubj + 1, sizeof(*seen));
+	if (!seen)
+		return pith_err_set(a->err, PITH_ENOMEM, "check: out of memory");
+	int rc = store_iter_open(a->st, STORE_CF_RECORDS, NULL, 0, NULL, 0, &it, a->err);
+	if (rc) {
+		free(seen);
+		return rc;
+	}
+	for (; store_iter_valid(&it) && !rc; store_iter_next(&it)) {
+		size_t kl, vl;
+		const uint8_t *k = store_iter_key(&it, &kl), *v = store_iter_value(&it, &vl);
+		(*nrec)++;
+		if (kl != STORE_SKEY_LEN) {
+			problem(a, "records: key of %zu bytes", kl);
+			continue;
+		}
+		rc = audit_record(a, k, v, vl, seen);
+	}
+	if (!rc)
+		rc = store_iter_status(&it, a->err);
+	store_iter_close(&it);
+	/* a subject with events but no record summary (hence no state) */
+	for (size_t i = 0; i < a->subjects.cap; i++) {
+		const hmap_slot_t *sl = &a->subjects.slots[i];
+		if (sl->used && !seen[sl->value]) {
+			char pith[PITH_NUMBER_LEN + 1];
+			store_skey_pith(sl->key, pith);
+			problem(a, "records: %s has %llu events but no record summary", pith,
+				(unsigned long long)a->subj_counts[sl->value]);
+		}
+	}
+	free(seen);
+	return rc;
+}
+
+/* Keys of cf that must each have a record summary; counted into *n. */
+static int audit_keyed_by_record(audit_t *a, int cf, uint64_t *n)
+{
+	store_iter_t it;
+	int rc = store_iter_open(a->st, cf, NULL, 0, NULL, 0, &it, a->err);
+	if (rc)
+		return rc;
+	for (; store_iter_valid(&it); store_iter_next(&it)) {
+		size_t kl, vl;
+		const uint8_t *k = store_iter_key(&it, &kl), *v = store_iter_value(&it, &vl);
+		const uint8_t *rk = k;
+		size_t rkl = kl;
+		uint8_t skey[STORE_SKEY_LEN];
+		(*n)++;
+		if (cf == STORE_CF_ALIASES) {
+			char pith[PITH_NUMBER_LEN + 1];
+			if (vl != STORE_ALIAS_VAL_LEN) {
+				problem(a, "aliases: value of %zu bytes", vl);
+				continue;
+			}
+			memcpy(pith, v, PITH_NUMBER_LEN);
+			pith[PITH_NUMBER_LEN] = 0;
+			if (!pith_number_is_valid(pith)) {
+				problem(a, "aliases: '%.36s' is not a pith number", pith);
+				continue;
+			}
+			store_skey_make(pith, skey);
+			rk = skey;
+			rkl = sizeof(skey);
+		}
+		int ex = 0;
+		if (rkl == STORE_SKEY_LEN && (rc = key_exists(a, STORE_CF_RECORDS, rk, rkl, &ex)))
+			break;
+		if (!ex)
+			problem(a, "%s: an entry for a record without a summary (%.*s)", store_cf_names[cf],
+				(int)(kl < 60 ? kl : 60), (const char *)k);
+	}
+	if (!rc)
+		rc = store_iter_status(&it, a->err);
+	store_iter_close(&it);
+	return rc;
+}
+
+static void count_problem(audit_t *a, const char *what, uint64_t meta, uint64_t real)
+{
+	if (meta != real)
+		problem(a, "meta: %s counter says %llu, the store holds %llu", what,
+			(unsigned long long)meta, (unsigned long long)real);
+}
+
+int store_check(store_t *st, store_report_fn report, void *arg, size_t *problems,
+		pith_err_t *err)
+{
+	audit_t a = {.st = st, .report = report, .arg = arg, .err = err};
+	uint64_t nev = 0, nsubj = 0, ntime = 0, nrec = 0, nstates = 0, nbundles = 0, naliases = 0;
+	store_counts_t counts;
+	int rc;
+	hmap_init(&a.subjects, STORE_SKEY_LEN);
+	store_counts_get(st, &counts);
+	if ((rc = audit_events(&a, &nev)) || (rc = audit_index(&a, STORE_CF_SUBJ, &nsubj)) ||
+	    (rc = audit_index(&a, STORE_CF_TIME, &ntime)) || (rc = audit_records(&a, &nrec)) ||
+	    (rc = audit_keyed_by_record(&a, STORE_CF_STATES, &nstates)) ||
+	    (rc = audit_keyed_by_record(&a, STORE_CF_BUNDLES, &nbundles)) ||
+	    (rc = audit_keyed_by_record(&a, STORE_CF_ALIASES, &naliases)))
+		goto done;
+	/* each event has its own entries (checked above); equal counts mean
+	 * there are no others */
+	if (nsubj != nev)
+		problem(&a, "subj: %llu entries for %llu events", (unsigned long long)nsubj,
+			(unsigned long long)nev);
+	if (ntime != nev)
+		problem(&a, "time: %llu entries for %llu events", (unsigned long long)ntime,
+			(unsigned long long)nev);
+	if (nstates != nrec)
+		problem(&a, "states: %llu states for %llu records", (unsigned long long)nstates,
+			(unsigned long long)nrec);
+	count_problem(&a, "events", counts.events, nev);
+	count_problem(&a, "records", counts.records, nrec);
+	count_problem(&a, "bundles", counts.bundles, nbundles);
+done:
+	hmap_release(&a.subjects);
+	free(a.subj_counts);
+	if (problems)
+		*problems = a.problems;
+	return rc;
+}

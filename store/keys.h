@@ -1,0 +1,144 @@
+/* The store's key schema: every column family, its keys and its values.
+ * This header is the one place that says how bytes are laid out on disk;
+ * docs/store.md explains the choices. Private to store/.
+ *
+ * A "subject key" (SKEY) is the 26-character body of a pith number followed
+ * by its 4-character year: "AR7B3DEVMOTSBRCCVXUCLYSRRE2024". Body first, so
+ * that a body or any prefix of one finds its records by a prefix scan; the
+ * year is kept so that two subjects differing only in year (one of them
+ * necessarily bogus) never share a state.
+ *
+ * column family  key                                   value
+ * -------------  ------------------------------------  ---------------------------------
+ * default        (unused; RocksDB requires it)
+ * meta           "schema_version"                      "1"
+ *                "count:events" / "count:records" /    8-byte big-endian unsigned
+ *                "count:bundles"
+ * events         event id digest (32 raw bytes)        canonical JSON of the whole event,
+ *                                                      signature block included
+ * subj           SKEY(30) created_at(20) id(32) = 82   empty
+ * time           created_us(8, big-endian, sign bit    empty
+ *                flipped) id(32) = 40
+ * bundles        SKEY(30)                              canonical JSON of the newest
+ *                                                      verified registry bundle
+ * aliases        alias_kind '\0' alias_value           full pith number (36) + claim rank
+ *                                                      (1 byte source, 8 bytes built_at)
+ * states         SKEY(30)                              canonical state JSON
+ * records        SKEY(30)                              record summary, STORE_REC_LEN bytes
+ *
+ * created_at in subj keys is the event's own "YYYY-MM-DDTHH:MM:SSZ" text,
+ * whose byte order is time order. The time index is the time-ordered list
+ * of all event ids used by set reconciliation (issue 5): keep its layout. */
+#ifndef PITH_STORE_KEYS_H
+#define PITH_STORE_KEYS_H
+
+#include <stdint.h>
+#include <string.h>
+
+#include "ids.h"
+
+#define STORE_SCHEMA_VERSION "1"
+
+enum store_cf {
+	STORE_CF_DEFAULT = 0,
+	STORE_CF_META,
+	STORE_CF_EVENTS,
+	STORE_CF_SUBJ,
+	STORE_CF_TIME,
+	STORE_CF_BUNDLES,
+	STORE_CF_ALIASES,
+	STORE_CF_STATES,
+	STORE_CF_RECORDS,
+	STORE_NCF
+};
+
+/* Column family names, indexed by enum store_cf. */
+static const char *const store_cf_names[STORE_NCF] = {
+	"default", "meta", "events", "subj", "time",
+	"bundles", "aliases", "states", "records",
+};
+
+#define STORE_ID_LEN 32
+#define STORE_SKEY_LEN (PITH_BODY_LEN + 4)         /* 30 */
+#define STORE_CREATED_LEN 20                       /* YYYY-MM-DDTHH:MM:SSZ */
+#define STORE_SUBJ_KEY_LEN (STORE_SKEY_LEN + STORE_CREATED_LEN + STORE_ID_LEN) /* 82 */
+#define STORE_TIME_KEY_LEN (8 + STORE_ID_LEN)      /* 40 */
+#define STORE_ALIAS_KEY_MAX (16 + 1 + 200)
+#define STORE_ALIAS_VAL_LEN (PITH_NUMBER_LEN + 1 + 8) /* 45 */
+
+/* Alias claim sources, in rising priority (docs/store.md, "Aliases"). */
+#define STORE_ALIAS_DERIVED 1 /* derived from an applied record_created */
+#define STORE_ALIAS_BUNDLE 2  /* listed in a verified registry bundle */
+
+/* records value: event_count(8) state_hash(32) has_bundle(1) */
+#define STORE_REC_LEN (8 + 32 + 1)
+
+#define STORE_META_SCHEMA "schema_version"
+#define STORE_META_EVENTS "count:events"
+#define STORE_META_RECORDS "count:records"
+#define STORE_META_BUNDLES "count:bundles"
+
+static inline void store_be64_put(uint8_t *p, uint64_t v)
+{
+	for (int i = 7; i >= 0; i--) {
+		p[i] = (uint8_t)v;
+		v >>= 8;
+	}
+}
+
+static inline uint64_t store_be64_get(const uint8_t *p)
+{
+	uint64_t v = 0;
+	for (int i = 0; i < 8; i++)
+		v = (v << 8) | p[i];
+	return v;
+}
+
+/* SKEY of a full pith number "pith:YYYY:BODY" (assumed well formed). */
+static inline void store_skey_make(const char *pith_number, uint8_t out[STORE_SKEY_LEN])
+{
+	memcpy(out, pith_number + 10, PITH_BODY_LEN);
+	memcpy(out + PITH_BODY_LEN, pith_number + 5, 4);
+}
+
+/* The full pith number of an SKEY. */
+static inline void store_skey_pith(const uint8_t skey[STORE_SKEY_LEN],
+				   char out[PITH_NUMBER_LEN + 1])
+{
+	memcpy(out, "pith:", 5);
+	memcpy(out + 5, skey + PITH_BODY_LEN, 4);
+	out[9] = ':';
+	memcpy(out + 10, skey, PITH_BODY_LEN);
+	out[PITH_NUMBER_LEN] = 0;
+}
+
+static inline void store_subj_key_make(const uint8_t skey[STORE_SKEY_LEN],
+				       const char created_at[STORE_CREATED_LEN],
+				       const uint8_t id[STORE_ID_LEN],
+				       uint8_t out[STORE_SUBJ_KEY_LEN])
+{
+	memcpy(out, skey, STORE_SKEY_LEN);
+	memcpy(out + STORE_SKEY_LEN, created_at, STORE_CREATED_LEN);
+	memcpy(out + STORE_SKEY_LEN + STORE_CREATED_LEN, id, STORE_ID_LEN);
+}
+
+/* Microseconds as an 8-byte key whose byte order is numeric order, also
+ * for times before 1970. */
+static inline void store_time_put(uint8_t p[8], int64_t us)
+{
+	store_be64_put(p, (uint64_t)us ^ (UINT64_C(1) << 63));
+}
+
+static inline int64_t store_time_get(const uint8_t p[8])
+{
+	return (int64_t)(store_be64_get(p) ^ (UINT64_C(1) << 63));
+}
+
+static inline void store_time_key_make(int64_t us, const uint8_t id[STORE_ID_LEN],
+				       uint8_t out[STORE_TIME_KEY_LEN])
+{
+	store_time_put(out, us);
+	memcpy(out + 8, id, STORE_ID_LEN);
+}
+
+#endif

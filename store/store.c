@@ -1,0 +1,694 @@
+/* Opening the database, lookups, resolution and iteration. Ingest is in
+ * batch.c, the audit in check.c. */
+#include "store_int.h"
+
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bundle.h"
+#include "ids.h"
+
+/* RocksDB reports errors as malloc'd strings; this turns one into err. */
+static int db_error(pith_err_t *err, char *msg, const char *what)
+{
+	int rc = pith_err_set(err, PITH_EIO, "store: %s: %s", what, msg ? msg : "unknown error");
+	rocksdb_free(msg);
+	return rc;
+}
+
+const char *store_outcome_name(store_outcome_t o)
+{
+	switch (o) {
+	case STORE_STORED: return "stored";
+	case STORE_DUPLICATE: return "duplicate";
+	case STORE_RESIGNED: return "resigned";
+	default: return "pending";
+	}
+}
+
+/* ---- opening -------------------------------------------------------------- */
+
+/* Column families holding JSON documents get larger blocks (better
+ * compression); the point-looked-up ones get a whole-key bloom filter so
+ * that the duplicate check of a new event rarely touches a data block. */
+static void cf_tune(store_t *st, int cf)
+{
+	rocksdb_options_t *o = rocksdb_options_create_copy(st->opts);
+	rocksdb_block_based_table_options_t *t = rocksdb_block_based_options_create();
+	int docs = cf == STORE_CF_EVENTS || cf == STORE_CF_STATES || cf == STORE_CF_BUNDLES;
+	rocksdb_block_based_options_set_block_cache(t, st->cache);
+	rocksdb_block_based_options_set_block_size(t, docs ? 32 * 1024 : 4 * 1024);
+	if (cf == STORE_CF_EVENTS || cf == STORE_CF_RECORDS || cf == STORE_CF_STATES ||
+	    cf == STORE_CF_BUNDLES || cf == STORE_CF_ALIASES)
+		rocksdb_block_based_options_set_filter_policy(t, rocksdb_filterpolicy_create_bloom_full(10));
+	rocksdb_block_based_options_set_cache_index_and_filter_blocks(t, 1);
+	rocksdb_block_based_options_set_pin_l0_filter_and_index_blocks_in_cache(t, 1);
+	rocksdb_options_set_block_based_table_factory(o, t);
+	/* LZ4 while data is young (cheap on the two cores that also verify
+	 * signatures), ZSTD once it settles in the last level. */
+	rocksdb_options_set_compression(o, rocksdb_lz4_compression);
+	rocksdb_options_set_bottommost_compression(o, rocksdb_zstd_compression);
+	rocksdb_options_set_level_compaction_dynamic_level_bytes(o, 1);
+	if (docs)
+		rocksdb_options_set_write_buffer_size(o, 64u << 20);
+	else
+		rocksdb_options_set_write_buffer_size(o, 16u << 20);
+	st->cf_opts[cf] = o;
+	st->table[cf] = t;
+}
+
+static int meta_get_u64(store_t *st, const char *key, uint64_t *v, pith_err_t *err)
+{
+	char *val;
+	size_t len;
+	int rc = store_get_raw(st, STORE_CF_META, (const uint8_t *)key, strlen(key), &val, &len, err);
+	if (rc)
+		return rc;
+	*v = 0;
+	if (val && len == 8)
+		*v = store_be64_get((const uint8_t *)val);
+	else if (val)
+		rc = pith_err_set(err, PITH_EIO, "store: meta %s: %zu bytes, expected 8", key, len);
+	rocksdb_free(val);
+	return rc;
+}
+
+static int meta_init(store_t *st, pith_err_t *err)
+{
+	char *val;
+	size_t len;
+	int rc = store_get_raw(st, STORE_CF_META, (const uint8_t *)STORE_META_SCHEMA,
+			       strlen(STORE_META_SCHEMA), &val, &len, err);
+	if (rc)
+		return rc;
+	if (val) {
+		int same = len == strlen(STORE_SCHEMA_VERSION) && !memcmp(val, STORE_SCHEMA_VERSION, len);
+		if (!same)
+			rc = pith_err_set(err, PITH_EINVAL, "store: schema version '%.*s', this build reads '%s'",
+					  (int)(len < 16 ? len : 16), val, STORE_SCHEMA_VERSION);
+		rocksdb_free(val);
+		if (rc)
+			return rc;
+	} else if (!st->read_only) {
+		char *e = NULL;
+		rocksdb_put_cf(st->db, st->wo, st->cf[STORE_CF_META], STORE_META_SCHEMA,
+			       strlen(STORE_META_SCHEMA), STORE_SCHEMA_VERSION,
+			       strlen(STORE_SCHEMA_VERSION), &e);
+		if (e)
+			return db_error(err, e, "writing the schema version");
+	}
+	if ((rc = meta_get_u64(st, STORE_META_EVENTS, &st->counts.events, err)) ||
+	    (rc = meta_get_u64(st, STORE_META_RECORDS, &st->counts.records, err)) ||
+	    (rc = meta_get_u64(st, STORE_META_BUNDLES, &st->counts.bundles, err)))
+		return rc;
+	return 0;
+}
+
+int store_open(const char *dir, const store_opts_t *opts, store_t **out, pith_err_t *err)
+{
+	static const store_opts_t defaults = {1, 0, NULL};
+	if (!opts)
+		opts = &defaults;
+	*out = NULL;
+	store_t *st = calloc(1, sizeof(*st));
+	if (!st)
+		return pith_err_set(err, PITH_ENOMEM, "store: out of memory");
+	pthread_mutex_init(&st->wmu, NULL);
+	st->read_only = opts->read_only;
+	st->registry = opts->registry;
+	st->opts = rocksdb_options_create();
+	rocksdb_options_set_create_if_missing(st->opts, opts->create && !opts->read_only);
+	rocksdb_options_set_create_missing_column_families(st->opts, !opts->read_only);
+	rocksdb_options_increase_parallelism(st->opts, 2);
+	rocksdb_options_set_max_background_jobs(st->opts, 2);
+	rocksdb_options_set_keep_log_file_num(st->opts, 4);
+	rocksdb_options_set_max_log_file_size(st->opts, 8u << 20);
+	st->cache = rocksdb_cache_create_lru(64u << 20);
+	for (int cf = 0; cf < STORE_NCF; cf++)
+		cf_tune(st, cf);
+	st->wo = rocksdb_writeoptions_create();
+	rocksdb_writeoptions_set_sync(st->wo, 1);
+	st->ro = rocksdb_readoptions_create();
+
+	char *e = NULL;
+	if (opts->read_only)
+		st->db = rocksdb_open_for_read_only_column_families(
+			st->opts, dir, STORE_NCF, store_cf_names,
+			(const rocksdb_options_t *const *)st->cf_opts, st->cf, 0, &e);
+	else
+		st->db = rocksdb_open_column_families(st->opts, dir, STORE_NCF, store_cf_names,
+						      (const rocksdb_options_t *const *)st->cf_opts,
+						      st->cf, &e);
+	int rc;
+	if (e || !st->db) {
+		rc = pith_err_set(err, PITH_EIO, "store %s: cannot open: %s", dir,
+				  e ? e : "unknown error");
+		rocksdb_free(e);
+		st->db = NULL;
+		goto fail;
+	}
+	if ((rc = meta_init(st, err)))
+		goto fail;
+	*out = st;
+	return 0;
+fail:
+	store_close_(st);
+	return rc;
+}
+
+void store_close_(store_t *st)
+{
+	if (!st)
+		return;
+	if (st->db) {
+		for (int cf = 0; cf < STORE_NCF; cf++)
+			if (st->cf[cf])
+				rocksdb_column_family_handle_destroy(st->cf[cf]);
+		rocksdb_close(st->db);
+	}
+	for (int cf = 0; cf < STORE_NCF; cf++) {
+		if (st->cf_opts[cf])
+			rocksdb_options_destroy(st->cf_opts[cf]);
+		if (st->table[cf])
+			rocksdb_block_based_options_destroy(st->table[cf]);
+	}
+	if (st->wo)
+		rocksdb_writeoptions_destroy(st->wo);
+	if (st->ro)
+		rocksdb_readoptions_destroy(st->ro);
+	if (st->opts)
+		rocksdb_options_destroy(st->opts);
+	if (st->cache)
+		rocksdb_cache_destroy(st->cache);
+	pthread_mutex_destroy(&st->wmu);
+	free(st);
+}
+
+/* ---- raw access ----------------------------------------------------------- */
+
+int store_get_raw(store_t *st, int cf, const uint8_t *key, size_t klen, char **val,
+		  size_t *vlen, pith_err_t *err)
+{
+	char *e = NULL;
+	*vlen = 0;
+	*val = rocksdb_get_cf(st->db, st->ro, st->cf[cf], (const char *)key, klen, vlen, &e);
+	if (e) {
+		*val = NULL;
+		return db_error(err, e, store_cf_names[cf]);
+	}
+	return 0;
+}
+
+int store_iter_open(store_t *st, int cf, const uint8_t *lo, size_t lo_len,
+		    const uint8_t *hi, size_t hi_len, store_iter_t *out, pith_err_t *err)
+{
+	memset(out, 0, sizeof(*out));
+	if (lo_len > sizeof(out->lo) || hi_len > sizeof(out->hi))
+		return pith_err_set(err, PITH_EINVAL, "store: iterator bound too long");
+	out->ro = rocksdb_readoptions_create();
+	if (lo_len) {
+		memcpy(out->lo, lo, lo_len);
+		out->lo_len = lo_len;
+		rocksdb_readoptions_set_iterate_lower_bound(out->ro, (const char *)out->lo, lo_len);
+	}
+	if (hi_len) {
+		memcpy(out->hi, hi, hi_len);
+		out->hi_len = hi_len;
+		rocksdb_readoptions_set_iterate_upper_bound(out->ro, (const char *)out->hi, hi_len);
+	}
+	out->it = rocksdb_create_iterator_cf(st->db, out->ro, st->cf[cf]);
+	if (lo_len)
+		rocksdb_iter_seek(out->it, (const char *)out->lo, lo_len);
+	else
+		rocksdb_iter_seek_to_first(out->it);
+	return 0;
+}
+
+int store_iter_prefix(store_t *st, int cf, const uint8_t *prefix, size_t len,
+		      store_iter_t *out, pith_err_t *err)
+{
+	uint8_t hi[256];
+	size_t hl = len;
+	if (len > sizeof(hi))
+		return pith_err_set(err, PITH_EINVAL, "store: prefix too long");
+	memcpy(hi, prefix, len);
+	/* the smallest key greater than every key with this prefix */
+	while (hl > 0 && hi[hl - 1] == 0xff)
+		hl--;
+	if (hl > 0)
+		hi[hl - 1]++;
+	return store_iter_open(st, cf, prefix, len, hi, hl, out, err);
+}
+
+int store_iter_valid(store_iter_t *it)
+{
+	return rocksdb_iter_valid(it->it);
+}
+
+const uint8_t *store_iter_key(store_iter_t *it, size_t *len)
+{
+	return (const uint8_t *)rocksdb_iter_key(it->it, len);
+}
+
+const uint8_t *store_iter_value(store_iter_t *it, size_t *len)
+{
+	return (const uint8_t *)rocksdb_iter_value(it->it, len);
+}
+
+void store_iter_next(store_iter_t *it)
+{
+	rocksdb_iter_next(it->it);
+}
+
+int store_iter_status(store_iter_t *it, pith_err_t *err)
+{
+	char *e = NULL;
+	rocksdb_iter_get_error(it->it, &e);
+	return e ? db_error(err, e, "iterating") : 0;
+}
+
+void store_iter_close(store_iter_t *it)
+{
+	if (it->it)
+		rocksdb_iter_destroy(it->it);
+	if (it->ro)
+		rocksdb_readoptions_destroy(it->ro);
+	memset(it, 0, sizeof(*it));
+}
+
+/* ---- helpers shared with batch.c and check.c --------------------------- */
+
+void store_events_free(pith_event_t **evs, size_t n)
+{
+	if (!evs)
+		return;
+	for (size_t i = 0; i < n; i++)
+		pith_event_free(evs[i]);
+	free(evs);
+}
+
+int store_subject_load(store_t *st, const uint8_t skey[STORE_SKEY_LEN], pith_event_t ***out,
+		       size_t *n, pith_err_t *err)
+{
+	store_iter_t it;
+	pith_event_t **evs = NULL;
+	size_t cnt = 0, cap = 0;
+	int rc = store_iter_prefix(st, STORE_CF_SUBJ, skey, STORE_SKEY_LEN, &it, err);
+	if (rc)
+		return rc;
+	for (; store_iter_valid(&it); store_iter_next(&it)) {
+		size_t kl, vl;
+		const uint8_t *k = store_iter_key(&it, &kl);
+		if (kl != STORE_SUBJ_KEY_LEN) {
+			rc = pith_err_set(err, PITH_EIO, "store: subj key of %zu bytes", kl);
+			break;
+		}
+		char *val;
+		if ((rc = store_get_raw(st, STORE_CF_EVENTS, k + kl - STORE_ID_LEN, STORE_ID_LEN,
+					&val, &vl, err)))
+			break;
+		if (!val) {
+			char hex[65];
+			pith_hex_encode(k + kl - STORE_ID_LEN, STORE_ID_LEN, hex);
+			rc = pith_err_set(err, PITH_EIO, "store: subj entry for sha256:%s without its event", hex);
+			break;
+		}
+		if (cnt == cap) {
+			size_t nc = cap ? cap * 2 : 16;
+			pith_event_t **p = realloc(evs, nc * sizeof(*p));
+			if (!p) {
+				rocksdb_free(val);
+				rc = pith_err_set(err, PITH_ENOMEM, "store: out of memory");
+				break;
+			}
+			evs = p;
+			cap = nc;
+		}
+		rc = pith_event_parse_stored((const uint8_t *)val, vl, &evs[cnt], err);
+		rocksdb_free(val);
+		if (rc)
+			break;
+		cnt++;
+	}
+	if (!rc)
+		rc = store_iter_status(&it, err);
+	store_iter_close(&it);
+	if (rc) {
+		store_events_free(evs, cnt);
+		return rc;
+	}
+	*out = evs;
+	*n = cnt;
+	return 0;
+}
+
+int store_bundle_ident(const json_value_t *bundle, int64_t *built_us, char sha[65],
+		       pith_err_t *err)
+{
+	const char *built = json_get_str(bundle, "built_at");
+	if (!built || pith_time_parse(built, built_us))
+		return pith_err_set(err, PITH_EINVAL, "bundle: built_at missing or not a timestamp");
+	uint8_t h[32];
+	if (pith_bundle_hash(bundle, h))
+		return pith_err_set(err, PITH_EINVAL, "bundle: cannot hash");
+	pith_hex_encode(h, 32, sha);
+	return 0;
+}
+
+int store_bundle_newer(int64_t a_us, const char *a_sha, int64_t b_us, const char *b_sha)
+{
+	if (a_us != b_us)
+		return a_us > b_us ? 1 : -1;
+	return strcmp(a_sha, b_sha);
+}
+
+int store_bundle_aliases_load(store_t *st, const uint8_t skey[STORE_SKEY_LEN],
+			      json_doc_t **doc, const json_value_t **aliases, pith_err_t *err)
+{
+	char *val;
+	size_t len;
+	*doc = NULL;
+	*aliases = NULL;
+	int rc = store_get_raw(st, STORE_CF_BUNDLES, skey, STORE_SKEY_LEN, &val, &len, err);
+	if (rc || !val)
+		return rc;
+	rc = json_parse(doc, (const uint8_t *)val, len, NULL, err);
+	rocksdb_free(val);
+	if (rc)
+		return rc;
+	*aliases = json_get_type(json_doc_root(*doc), "source_aliases", JSON_ARRAY);
+	return 0;
+}
+
+size_t store_alias_key(const char *kind, const char *value, uint8_t out[STORE_ALIAS_KEY_MAX])
+{
+	size_t kl = strlen(kind), vl = strlen(value);
+	if (kl == 0 || kl + 1 + vl > STORE_ALIAS_KEY_MAX)
+		return 0;
+	memcpy(out, kind, kl);
+	out[kl] = 0;
+	memcpy(out + kl + 1, value, vl);
+	if (!strcmp(kind, "doi"))
+		for (size_t i = kl + 1; i < kl + 1 + vl; i++)
+			out[i] = (uint8_t)tolower(out[i]);
+	return kl + 1 + vl;
+}
+
+void store_rec_encode(uint8_t out[STORE_REC_LEN], uint64_t events, const uint8_t hash[32],
+		      int has_bundle)
+{
+	store_be64_put(out, events);
+	memcpy(out + 8, hash, 32);
+	out[40] = has_bundle ? 1 : 0;
+}
+
+static int rec_decode(const uint8_t *k, size_t kl, const uint8_t *v, size_t vl,
+		      store_record_info_t *r, pith_err_t *err)
+{
+	if (kl != STORE_SKEY_LEN || vl != STORE_REC_LEN)
+		return pith_err_set(err, PITH_EIO, "store: record summary of %zu/%zu bytes", kl, vl);
+	store_skey_pith(k, r->pith_number);
+	r->event_count = store_be64_get(v);
+	memcpy(r->state_hash, v + 8, 32);
+	r->has_bundle = v[40];
+	return 0;
+}
+
+/* ---- lookups ------------------------------------------------------------ */
+
+static int get_into(store_t *st, int cf, const uint8_t *key, size_t klen, pith_buf_t *out,
+		    const char *what, pith_err_t *err)
+{
+	char *val;
+	size_t len;
+	int rc = store_get_raw(st, cf, key, klen, &val, &len, err);
+	if (rc)
+		return rc;
+	if (!val)
+		return pith_err_set(err, PITH_ENOTFOUND, "%s: not in the store", what);
+	rc = pith_buf_append(out, val, len) ? pith_err_set(err, PITH_ENOMEM, "store: out of memory") : 0;
+	rocksdb_free(val);
+	return rc;
+}
+
+int store_event_get(store_t *st, const uint8_t id[static 32], pith_buf_t *out, pith_err_t *err)
+{
+	char what[80], hex[65];
+	pith_hex_encode(id, 32, hex);
+	snprintf(what, sizeof(what), "event sha256:%s", hex);
+	return get_into(st, STORE_CF_EVENTS, id, 32, out, what, err);
+}
+
+int store_event_has(store_t *st, const uint8_t id[static 32], pith_err_t *err)
+{
+	char *val;
+	size_t len;
+	int rc = store_get_raw(st, STORE_CF_EVENTS, id, 32, &val, &len, err);
+	if (rc)
+		return rc;
+	rocksdb_free(val);
+	return val != NULL;
+}
+
+int store_event_id_parse(const char *s, uint8_t id[static 32], pith_err_t *err)
+{
+	const char *h = strncmp(s, "sha256:", 7) ? s : s + 7;
+	if (strlen(h) != 64 || pith_hex_decode(h, 64, id, 32))
+		return pith_err_set(err, PITH_EINVAL,
+				    "event id '%.80s' is not sha256: and 64 lower-case hex digits", s);
+	return 0;
+}
+
+static int skey_of(const char *pith_number, uint8_t skey[STORE_SKEY_LEN], pith_err_t *err)
+{
+	if (!pith_number_is_valid(pith_number))
+		return pith_err_set(err, PITH_EINVAL, "'%.60s' is not a full pith number", pith_number);
+	store_skey_make(pith_number, skey);
+	return 0;
+}
+
+int store_state_get(store_t *st, const char *pith_number, pith_buf_t *out, pith_err_t *err)
+{
+	uint8_t skey[STORE_SKEY_LEN];
+	char what[64];
+	int rc = skey_of(pith_number, skey, err);
+	if (rc)
+		return rc;
+	snprintf(what, sizeof(what), "state of %s", pith_number);
+	return get_into(st, STORE_CF_STATES, skey, sizeof(skey), out, what, err);
+}
+
+int store_bundle_get(store_t *st, const char *pith_number, pith_buf_t *out, pith_err_t *err)
+{
+	uint8_t skey[STORE_SKEY_LEN];
+	char what[64];
+	int rc = skey_of(pith_number, skey, err);
+	if (rc)
+		return rc;
+	snprintf(what, sizeof(what), "bundle of %s", pith_number);
+	return get_into(st, STORE_CF_BUNDLES, skey, sizeof(skey), out, what, err);
+}
+
+int store_record_get(store_t *st, const char *pith_number, store_record_info_t *out,
+		     pith_err_t *err)
+{
+	uint8_t skey[STORE_SKEY_LEN];
+	char *val;
+	size_t len;
+	int rc = skey_of(pith_number, skey, err);
+	if (rc || (rc = store_get_raw(st, STORE_CF_RECORDS, skey, sizeof(skey), &val, &len, err)))
+		return rc;
+	if (!val)
+		return pith_err_set(err, PITH_ENOTFOUND, "record %s: not in the store", pith_number);
+	rc = rec_decode(skey, sizeof(skey), (const uint8_t *)val, len, out, err);
+	rocksdb_free(val);
+	return rc;
+}
+
+/* Records whose body starts with prefix (upper-case base32, 1..26 chars).
+ * Exactly one: its pith number in out. */
+static int resolve_prefix(store_t *st, const char *prefix, const char *typed,
+			  char out[static PITH_NUMBER_LEN + 1], pith_err_t *err)
+{
+	store_iter_t it;
+	size_t found = 0;
+	char first[PITH_NUMBER_LEN + 1] = "", second[PITH_NUMBER_LEN + 1] = "";
+	int rc = store_iter_prefix(st, STORE_CF_RECORDS, (const uint8_t *)prefix, strlen(prefix),
+				   &it, err);
+	if (rc)
+		return rc;
+	for (; store_iter_valid(&it) && found < 2; store_iter_next(&it)) {
+		size_t kl;
+		const uint8_t *k = store_iter_key(&it, &kl);
+		if (kl != STORE_SKEY_LEN)
+			continue;
+		store_skey_pith(k, found ? second : first);
+		found++;
+	}
+	rc = store_iter_status(&it, err);
+	store_iter_close(&it);
+	if (rc)
+		return rc;
+	if (found == 0)
+		return pith_err_set(err, PITH_ENOTFOUND, "%s: no stored record", typed);
+	if (found > 1)
+		return pith_err_set(err, PITH_EINVAL, "%s: ambiguous, names %s, %s and maybe more",
+				    typed, first, second);
+	memcpy(out, first, PITH_NUMBER_LEN + 1);
+	return 0;
+}
+
+int store_resolve(store_t *st, const char *text, char out[static PITH_NUMBER_LEN + 1],
+		  pith_err_t *err)
+{
+	pith_id_t id;
+	int rc = pith_id_parse(text, &id, err);
+	if (rc)
+		return rc;
+	if (id.kind == PITH_ID_FULL) {
+		if (!strncmp(text, "pith:", 5) && pith_number_is_valid(text)) {
+			/* exact year given: that record or nothing */
+			store_record_info_t r;
+			if ((rc = store_record_get(st, text, &r, err)))
+				return rc;
+			memcpy(out, r.pith_number, PITH_NUMBER_LEN + 1);
+			return 0;
+		}
+		return resolve_prefix(st, id.value, text, out, err);
+	}
+	if (id.alias_kind[0]) {
+		uint8_t key[STORE_ALIAS_KEY_MAX];
+		size_t kl = store_alias_key(id.alias_kind, id.value, key);
+		char *val;
+		size_t vl;
+		if (kl && !(rc = store_get_raw(st, STORE_CF_ALIASES, key, kl, &val, &vl, err)) && val) {
+			if (vl == STORE_ALIAS_VAL_LEN) {
+				memcpy(out, val, PITH_NUMBER_LEN);
+				out[PITH_NUMBER_LEN] = 0;
+			} else {
+				rc = pith_err_set(err, PITH_EIO, "store: alias value of %zu bytes", vl);
+			}
+			rocksdb_free(val);
+			return rc;
+		}
+		if (rc)
+			return rc;
+	}
+	if (id.kind == PITH_ID_SHORT)
+		return resolve_prefix(st, id.value, text, out, err);
+	return pith_err_set(err, PITH_ENOTFOUND, "%s: no stored record has this alias", text);
+}
+
+/* ---- iteration ---------------------------------------------------------- */
+
+int store_records_each(store_t *st, store_record_fn fn, void *arg, pith_err_t *err)
+{
+	store_iter_t it;
+	int rc = store_iter_open(st, STORE_CF_RECORDS, NULL, 0, NULL, 0, &it, err);
+	if (rc)
+		return rc;
+	for (; store_iter_valid(&it); store_iter_next(&it)) {
+		size_t kl, vl;
+		const uint8_t *k = store_iter_key(&it, &kl), *v = store_iter_value(&it, &vl);
+		store_record_info_t r;
+		if ((rc = rec_decode(k, kl, v, vl, &r, err)) || (rc = fn(arg, &r)))
+			break;
+	}
+	if (!rc)
+		rc = store_iter_status(&it, err);
+	store_iter_close(&it);
+	return rc;
+}
+
+int store_events_each(store_t *st, const char *pith_number, store_event_fn fn, void *arg,
+		      pith_err_t *err)
+{
+	uint8_t skey[STORE_SKEY_LEN];
+	store_iter_t it;
+	int rc;
+	if (pith_number) {
+		if ((rc = skey_of(pith_number, skey, err)) ||
+		    (rc = store_iter_prefix(st, STORE_CF_SUBJ, skey, sizeof(skey), &it, err)))
+			return rc;
+	} else if ((rc = store_iter_open(st, STORE_CF_SUBJ, NULL, 0, NULL, 0, &it, err))) {
+		return rc;
+	}
+	for (; store_iter_valid(&it); store_iter_next(&it)) {
+		size_t kl, vl;
+		const uint8_t *k = store_iter_key(&it, &kl);
+		char *val;
+		if (kl != STORE_SUBJ_KEY_LEN) {
+			rc = pith_err_set(err, PITH_EIO, "store: subj key of %zu bytes", kl);
+			break;
+		}
+		const uint8_t *id = k + kl - STORE_ID_LEN;
+		if ((rc = store_get_raw(st, STORE_CF_EVENTS, id, STORE_ID_LEN, &val, &vl, err)))
+			break;
+		if (!val) {
+			rc = pith_err_set(err, PITH_EIO, "store: subj entry without its event");
+			break;
+		}
+		rc = fn(arg, id, (const uint8_t *)val, vl);
+		rocksdb_free(val);
+		if (rc)
+			break;
+	}
+	if (!rc)
+		rc = store_iter_status(&it, err);
+	store_iter_close(&it);
+	return rc;
+}
+
+int store_time_each(store_t *st, int64_t from_us, int64_t to_us, store_time_fn fn, void *arg,
+		    pith_err_t *err)
+{
+	uint8_t lo[8], hi[8];
+	store_iter_t it;
+	if (to_us <= from_us)
+		return 0;
+	store_time_put(lo, from_us);
+	store_time_put(hi, to_us);
+	int rc = store_iter_open(st, STORE_CF_TIME, lo, 8, hi, 8, &it, err);
+	if (rc)
+		return rc;
+	for (; store_iter_valid(&it); store_iter_next(&it)) {
+		size_t kl;
+		const uint8_t *k = store_iter_key(&it, &kl);
+		if (kl != STORE_TIME_KEY_LEN) {
+			rc = pith_err_set(err, PITH_EIO, "store: time key of %zu bytes", kl);
+			break;
+		}
+		if ((rc = fn(arg, store_time_get(k), k + 8)))
+			break;
+	}
+	if (!rc)
+		rc = store_iter_status(&it, err);
+	store_iter_close(&it);
+	return rc;
+}
+
+void store_counts_get(store_t *st, store_counts_t *out)
+{
+	pthread_mutex_lock(&st->wmu);
+	*out = st->counts;
+	pthread_mutex_unlock(&st->wmu);
+}
+
+int store_compact(store_t *st, pith_err_t *err)
+{
+	if (st->read_only)
+		return pith_err_set(err, PITH_EINVAL, "store: opened read-only");
+	rocksdb_flushoptions_t *fo = rocksdb_flushoptions_create();
+	rocksdb_flushoptions_set_wait(fo, 1);
+	char *e = NULL;
+	for (int cf = 0; cf < STORE_NCF && !e; cf++)
+		rocksdb_flush_cf(st->db, fo, st->cf[cf], &e);
+	rocksdb_flushoptions_destroy(fo);
+	if (e)
+		return db_error(err, e, "flushing");
+	for (int cf = 0; cf < STORE_NCF; cf++)
+		rocksdb_compact_range_cf(st->db, st->cf[cf], NULL, 0, NULL, 0);
+	return 0;
+}

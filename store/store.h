@@ -1,0 +1,208 @@
+/* The event store: one RocksDB database per node, behind an opaque store_t.
+ *
+ * It keeps every verified event, the newest verified registry bundle of
+ * each record, the aliases of records, and the merged state of each record
+ * (pith-open-graph-merge-v1, proto/merge.h), recomputed per subject on
+ * ingest. The key schema is in store/keys.h; docs/store.md describes the
+ * atomicity and durability contracts.
+ *
+ * Contracts shared by every function here:
+ * - Callers verify before they ingest: events with pith_event_parse (or
+ *   pith_event_verify_value) against a trust store, bundles with
+ *   pith_bundle_verify. The store re-checks hashes but not signatures.
+ * - Every ingest is one atomic RocksDB WriteBatch written with the WAL and
+ *   synced before the call returns 0: an event reported stored survives a
+ *   crash, and a crash leaves either all of a batch or none of it.
+ * - Writers are serialised by a mutex inside store_t; readers need none.
+ *   Only one process may open a store directory at a time (RocksDB's
+ *   lock file); a second store_open fails with PITH_EIO.
+ * - Functions return 0 or a negative PITH_E* code and fill err (may be NULL)
+ *   with one line saying what failed. */
+#ifndef PITH_STORE_H
+#define PITH_STORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "buf.h"
+#include "err.h"
+#include "event.h"
+#include "json.h"
+#include "trust.h"
+
+typedef struct store store_t;
+
+typedef struct store_opts {
+	int create;    /* create the database if the directory has none */
+	int read_only; /* open without the write lock; every put fails */
+	/* Registry keys for the merge (pith_merge_ex): borrowed, must outlive
+	 * the store; NULL for the built-in registry key only. Cached states are
+	 * computed with these keys, so open a store with the same registry keys
+	 * every time (store_check reports states that differ). */
+	const pith_trust_t *registry;
+} store_opts_t;
+
+/* Opens (or with opts->create, creates) the store in dir. opts may be NULL
+ * (create, read-write). *out is owned by the caller: store_close it. */
+int store_open(const char *dir, const store_opts_t *opts, store_t **out, pith_err_t *err);
+/* Flushes and closes; NULL-tolerant. */
+void store_close_(store_t *st);
+#define store_close(s) do { store_close_(s); (s) = NULL; } while (0)
+
+/* What happened to one event handed to the store. */
+typedef enum store_outcome {
+	STORE_PENDING = 0, /* added to a batch that is not committed yet */
+	STORE_STORED,      /* a new event, now stored */
+	STORE_DUPLICATE,   /* already stored (or earlier in the batch); kept as is */
+	STORE_RESIGNED,    /* already stored with a signature block that lost to
+			    * this copy's (pith_merge_sigblock_cmp); the stored
+			    * bytes now carry this block; the state is unchanged */
+} store_outcome_t;
+
+/* What happened to a bundle. */
+typedef enum store_bundle_outcome {
+	STORE_BUNDLE_PENDING = 0,
+	STORE_BUNDLE_NEWER, /* now the record's newest bundle: its aliases apply */
+	STORE_BUNDLE_OLDER, /* an equal or newer one is kept; its events were still ingested */
+} store_bundle_outcome_t;
+
+const char *store_outcome_name(store_outcome_t o);
+
+/* ---- Ingest in batches ---------------------------------------------------
+ * A batch gathers events and bundles and commits them as ONE WriteBatch:
+ * the events, their subj and time index entries, each touched record's
+ * state recomputed once from all of its events, its summary, its aliases
+ * and the meta counters. Duplicates are decided at commit time, under the
+ * store's write lock, against the database and the rest of the batch. */
+typedef struct store_batch store_batch_t;
+
+/* A new empty batch for st (which must outlive it). NULL on OOM. */
+store_batch_t *store_batch_new(store_t *st);
+/* Discards whatever was not committed. NULL-tolerant. */
+void store_batch_free_(store_batch_t *b);
+#define store_batch_free(b) do { store_batch_free_(b); (b) = NULL; } while (0)
+
+/* Adds a verified event; the batch takes ownership of ev in every case.
+ * canon, if non-NULL, holds the event's canonical bytes (pith_event_canon)
+ * computed by the caller, e.g. on a worker thread; the batch takes its
+ * buffer and resets *canon. Returns the entry's index (>= 0) for
+ * store_batch_outcome, or a negative code. */
+int store_batch_add_event(store_batch_t *b, pith_event_t *ev, pith_buf_t *canon,
+			  pith_err_t *err);
+
+/* Adds a bundle verified with pith_bundle_verify, and its events; the batch
+ * takes ownership of doc in every case. Returns the bundle's index, for
+ * store_batch_bundle_outcome, or a negative code (the bundle is malformed
+ * in a way verification should have caught; nothing of it is added). */
+int store_batch_add_bundle(store_batch_t *b, json_doc_t *doc, pith_err_t *err);
+
+/* Number of events (bundle events included) added since the last commit. */
+size_t store_batch_count(const store_batch_t *b);
+
+typedef struct store_commit_stats {
+	size_t stored, duplicate, resigned;   /* events */
+	size_t bundles_newer, bundles_older;  /* bundles */
+	size_t records_touched;               /* states recomputed */
+} store_commit_stats_t;
+
+/* Writes the batch atomically and durably (synced WAL). On success the
+ * outcomes of its entries can be read until the next add, and the batch is
+ * otherwise empty again. On failure nothing was written and the batch is
+ * empty. stats may be NULL. */
+int store_batch_commit(store_batch_t *b, store_commit_stats_t *stats, pith_err_t *err);
+
+/* Outcome of the entry with this index after the last commit. */
+store_outcome_t store_batch_outcome(const store_batch_t *b, int index);
+store_bundle_outcome_t store_batch_bundle_outcome(const store_batch_t *b, int index);
+
+/* ---- Ingest one item ----------------------------------------------------- */
+
+/* Stores one verified event (borrowed: the caller still owns ev) in its own
+ * batch. *out (may be NULL) gets the outcome. */
+int store_event_put(store_t *st, const pith_event_t *ev, store_outcome_t *out,
+		    pith_err_t *err);
+
+/* Stores one verified bundle (borrowed) and its events in one batch. */
+int store_bundle_put(store_t *st, const json_value_t *bundle,
+		     store_bundle_outcome_t *out, store_commit_stats_t *stats,
+		     pith_err_t *err);
+
+/* ---- Reading --------------------------------------------------------------
+ * Lookups append to out (a caller-owned buffer) and return PITH_ENOTFOUND
+ * if there is nothing to return. */
+
+/* Canonical bytes of the stored event with this id digest. */
+int store_event_get(store_t *st, const uint8_t id[static 32], pith_buf_t *out,
+		    pith_err_t *err);
+/* Whether the event is stored: 1, 0, or a negative code. */
+int store_event_has(store_t *st, const uint8_t id[static 32], pith_err_t *err);
+
+/* "sha256:HEX" or bare HEX (64 lower-case hex) to the id digest. */
+int store_event_id_parse(const char *s, uint8_t id[static 32], pith_err_t *err);
+
+/* Canonical state, newest bundle, by full pith number ("pith:YYYY:BODY"). */
+int store_state_get(store_t *st, const char *pith_number, pith_buf_t *out,
+		    pith_err_t *err);
+int store_bundle_get(store_t *st, const char *pith_number, pith_buf_t *out,
+		     pith_err_t *err);
+
+/* Resolves an identifier in any form pith_id_parse accepts (full pith
+ * number, 26-character body, pith:SHORT or a bare prefix of 8 to 25
+ * characters, arxiv:ID, doi:DOI) to the full pith number of a stored
+ * record. PITH_ENOTFOUND if none, PITH_EINVAL if malformed or if a prefix
+ * names more than one record. */
+int store_resolve(store_t *st, const char *id, char out[static PITH_NUMBER_LEN + 1],
+		  pith_err_t *err);
+
+typedef struct store_record_info {
+	char pith_number[PITH_NUMBER_LEN + 1];
+	uint64_t event_count;
+	uint8_t state_hash[32];
+	int has_bundle;
+} store_record_info_t;
+
+/* Summary of one record. */
+int store_record_get(store_t *st, const char *pith_number, store_record_info_t *out,
+		     pith_err_t *err);
+
+/* Iteration callbacks return 0 to go on, anything else to stop (the
+ * iteration then returns that value). Pointers are valid during the call. */
+typedef int (*store_record_fn)(void *arg, const store_record_info_t *rec);
+typedef int (*store_event_fn)(void *arg, const uint8_t id[32], const uint8_t *bytes,
+			      size_t len);
+typedef int (*store_time_fn)(void *arg, int64_t created_us, const uint8_t id[32]);
+
+/* Every record, in subject-key order (body, then year). */
+int store_records_each(store_t *st, store_record_fn fn, void *arg, pith_err_t *err);
+/* Every event of one record (pith_number non-NULL) or of all records,
+ * grouped by record and in (created_at, event id) order within each. */
+int store_events_each(store_t *st, const char *pith_number, store_event_fn fn, void *arg,
+		      pith_err_t *err);
+/* The time index: event ids with from_us <= created_at < to_us, in
+ * (created_at, event id) order. */
+int store_time_each(store_t *st, int64_t from_us, int64_t to_us, store_time_fn fn,
+		    void *arg, pith_err_t *err);
+
+typedef struct store_counts {
+	uint64_t events, records, bundles;
+} store_counts_t;
+
+/* The meta counters, as of the last commit. */
+void store_counts_get(store_t *st, store_counts_t *out);
+
+/* ---- Maintenance ---------------------------------------------------------- */
+
+/* Audits the whole store: every event parses and hashes to its key; every
+ * event has exactly its subj and time entries and every index entry its
+ * event; every cached state, record summary and counter equals a fresh
+ * recomputation; every alias names a stored record. report (may be NULL)
+ * gets one line per problem. *problems gets the count. Returns 0 when the
+ * audit ran (whatever it found), negative on a database error. */
+typedef void (*store_report_fn)(void *arg, const char *line);
+int store_check(store_t *st, store_report_fn report, void *arg, size_t *problems,
+		pith_err_t *err);
+
+/* Flushes memtables and compacts every column family (after a bulk import). */
+int store_compact(store_t *st, pith_err_t *err);
+
+#endif
