@@ -37,6 +37,8 @@ typedef struct group {
 	size_t nnew, capnew;
 	int bundle;                /* newest bundle of the batch, or -1 */
 	int bundle_newer;          /* ... and it beats the stored one */
+	int exists;                /* the store has a summary of this record */
+	int stored_bundle;         /* ... and a bundle */
 } group_t;
 
 /* An alias claim written by this commit, so later claims in the same
@@ -297,6 +299,25 @@ static int entry_canon(commit_t *c, entry_t *e)
 	return 0;
 }
 
+/* Whether the store knows the record of each group. Every stored event's
+ * record has a summary (they are written in one batch), so the events of
+ * a record the store does not know are new without looking them up. */
+static int groups_lookup(commit_t *c, size_t from)
+{
+	for (size_t gi = from; gi < c->b->ng; gi++) {
+		group_t *g = &c->b->g[gi];
+		char *val;
+		size_t vl;
+		int rc = store_get_raw(c->st, STORE_CF_RECORDS, g->skey, STORE_SKEY_LEN, &val, &vl, c->err);
+		if (rc)
+			return rc;
+		g->exists = val != NULL;
+		g->stored_bundle = val && vl == STORE_REC_LEN && val[STORE_REC_LEN - 1];
+		rocksdb_free(val);
+	}
+	return 0;
+}
+
 /* Step 1: one primary copy per id; copies already stored are duplicates
  * (maybe re-signed); the others are new and grouped by subject. */
 static int commit_events(commit_t *c)
@@ -318,14 +339,6 @@ static int commit_events(commit_t *c)
 			return pith_err_set(c->err, PITH_ENOMEM, "store: out of memory");
 		e->primary = 1;
 		e->win = (int)i;
-		int has = store_event_has(c->st, id, c->err);
-		if (has < 0)
-			return has;
-		if (has) {
-			e->outcome = STORE_DUPLICATE;
-			continue;
-		}
-		e->outcome = STORE_STORED;
 		uint8_t skey[STORE_SKEY_LEN];
 		store_skey_make(e->ev->subject, skey);
 		int gi = group_of(c, skey, e->ev->subject);
@@ -333,6 +346,22 @@ static int commit_events(commit_t *c)
 			return gi;
 		if ((rc = group_add_new(c, gi, (int)i)))
 			return rc;
+	}
+	if ((rc = groups_lookup(c, 0)))
+		return rc;
+	for (size_t gi = 0; gi < b->ng; gi++) {
+		group_t *g = &b->g[gi];
+		size_t k = 0;
+		for (size_t x = 0; x < g->nnew; x++) {
+			entry_t *e = &b->e[g->news[x]];
+			int has = g->exists ? store_event_has(c->st, e->ev->content_hash, c->err) : 0;
+			if (has < 0)
+				return has;
+			e->outcome = has ? STORE_DUPLICATE : STORE_STORED;
+			if (!has)
+				g->news[k++] = g->news[x];
+		}
+		g->nnew = k;
 	}
 	/* signature blocks: a new event is written with the winning copy's
 	 * block; a stored one is rewritten only if a copy here beats it */
@@ -377,6 +406,7 @@ static int commit_events(commit_t *c)
 static int commit_bundles(commit_t *c)
 {
 	store_batch_t *b = c->b;
+	size_t ng0 = b->ng; /* groups made from here on need a lookup */
 	for (size_t j = 0; j < b->nb; j++) {
 		bentry_t *be = &b->b[j];
 		be->outcome = STORE_BUNDLE_OLDER;
@@ -388,15 +418,18 @@ static int commit_bundles(commit_t *c)
 							b->b[g->bundle].sha) > 0)
 			g->bundle = (int)j;
 	}
+	int rc = groups_lookup(c, ng0);
+	if (rc)
+		return rc;
 	for (size_t gi = 0; gi < b->ng; gi++) {
 		group_t *g = &b->g[gi];
 		if (g->bundle < 0)
 			continue;
 		bentry_t *be = &b->b[g->bundle];
-		char *val;
+		char *val = NULL;
 		size_t vl;
-		int rc = store_get_raw(c->st, STORE_CF_BUNDLES, g->skey, STORE_SKEY_LEN, &val, &vl, c->err);
-		if (rc)
+		if (g->stored_bundle &&
+		    (rc = store_get_raw(c->st, STORE_CF_BUNDLES, g->skey, STORE_SKEY_LEN, &val, &vl, c->err)))
 			return rc;
 		if (val) {
 			json_doc_t *d = NULL;
@@ -523,13 +556,11 @@ static int commit_group(commit_t *c, group_t *g, pith_buf_t *sb)
 	json_doc_t *bdoc = NULL;
 	const json_value_t *aliases = NULL;
 	pith_state_t state = {0};
-	char *val = NULL;
-	size_t vl;
 	int rc;
 
 	if (!g->nnew && !g->bundle_newer)
 		return 0; /* only an older bundle: nothing changes */
-	if ((rc = store_subject_load(c->st, g->skey, &stored, &nstored, c->err)))
+	if (g->exists && (rc = store_subject_load(c->st, g->skey, &stored, &nstored, c->err)))
 		goto done;
 	all = malloc((nstored + g->nnew + 1) * sizeof(*all));
 	if (!all) {
@@ -543,7 +574,7 @@ static int commit_group(commit_t *c, group_t *g, pith_buf_t *sb)
 	int has_bundle = g->bundle_newer;
 	if (g->bundle_newer) {
 		aliases = json_get_type(b->b[g->bundle].root, "source_aliases", JSON_ARRAY);
-	} else {
+	} else if (g->stored_bundle) {
 		if ((rc = store_bundle_aliases_load(c->st, g->skey, &bdoc, &aliases, c->err)))
 			goto done;
 		has_bundle = bdoc != NULL;
@@ -558,9 +589,7 @@ static int commit_group(commit_t *c, group_t *g, pith_buf_t *sb)
 	}
 	put(c, STORE_CF_STATES, g->skey, STORE_SKEY_LEN, sb->data, sb->len);
 
-	if ((rc = store_get_raw(c->st, STORE_CF_RECORDS, g->skey, STORE_SKEY_LEN, &val, &vl, c->err)))
-		goto done;
-	if (!val)
+	if (!g->exists)
 		c->counts.records++;
 	uint8_t rec[STORE_REC_LEN];
 	store_rec_encode(rec, nstored + g->nnew, state.state_hash, has_bundle);
@@ -579,7 +608,6 @@ static int commit_group(commit_t *c, group_t *g, pith_buf_t *sb)
 	c->counts.events += g->nnew;
 	c->stats.records_touched++;
 done:
-	rocksdb_free(val);
 	pith_state_release(&state);
 	json_doc_free(bdoc);
 	free(all);

@@ -46,9 +46,14 @@ static void cf_tune(store_t *st, int cf)
 	rocksdb_block_based_options_set_cache_index_and_filter_blocks(t, 1);
 	rocksdb_block_based_options_set_pin_l0_filter_and_index_blocks_in_cache(t, 1);
 	rocksdb_options_set_block_based_table_factory(o, t);
-	/* LZ4 while data is young (cheap on the two cores that also verify
-	 * signatures), ZSTD once it settles in the last level. */
-	rocksdb_options_set_compression(o, rocksdb_lz4_compression);
+	/* LZ4 for flushes and young levels: cheap on the two cores that also
+	 * verify signatures. Data settles in the last level with ZSTD, which
+	 * is where nearly all of it ends up. */
+	int levels[7] = {rocksdb_lz4_compression, rocksdb_lz4_compression, rocksdb_lz4_compression,
+			 rocksdb_lz4_compression, rocksdb_lz4_compression, rocksdb_lz4_compression,
+			 rocksdb_zstd_compression};
+	rocksdb_options_set_num_levels(o, 7);
+	rocksdb_options_set_compression_per_level(o, levels, 7);
 	rocksdb_options_set_bottommost_compression(o, rocksdb_zstd_compression);
 	rocksdb_options_set_level_compaction_dynamic_level_bytes(o, 1);
 	if (docs)
@@ -676,7 +681,7 @@ void store_counts_get(store_t *st, store_counts_t *out)
 	pthread_mutex_unlock(&st->wmu);
 }
 
-int store_compact(store_t *st, pith_err_t *err)
+int store_flush(store_t *st, pith_err_t *err)
 {
 	if (st->read_only)
 		return pith_err_set(err, PITH_EINVAL, "store: opened read-only");
@@ -686,8 +691,14 @@ int store_compact(store_t *st, pith_err_t *err)
 	for (int cf = 0; cf < STORE_NCF && !e; cf++)
 		rocksdb_flush_cf(st->db, fo, st->cf[cf], &e);
 	rocksdb_flushoptions_destroy(fo);
-	if (e)
-		return db_error(err, e, "flushing");
+	return e ? db_error(err, e, "flushing") : 0;
+}
+
+int store_compact(store_t *st, pith_err_t *err)
+{
+	int rc = store_flush(st, err);
+	if (rc)
+		return rc;
 	for (int cf = 0; cf < STORE_NCF; cf++)
 		rocksdb_compact_range_cf(st->db, st->cf[cf], NULL, 0, NULL, 0);
 	return 0;

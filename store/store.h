@@ -202,7 +202,12 @@ typedef void (*store_report_fn)(void *arg, const char *line);
 int store_check(store_t *st, store_report_fn report, void *arg, size_t *problems,
 		pith_err_t *err);
 
-/* Flushes memtables and compacts every column family (after a bulk import). */
+/* Writes the memtables out as (compressed) table files and waits, so the
+ * write-ahead log holding the same bytes uncompressed can be dropped; for
+ * the end of a bulk import. Durability does not depend on it. */
+int store_flush(store_t *st, pith_err_t *err);
+
+/* Flushes, then compacts every column family into its last level. */
 int store_compact(store_t *st, pith_err_t *err);
 
 #endif
