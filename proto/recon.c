@@ -1,0 +1,1039 @@
+/* Range-based set reconciliation: the message codec and both roles.
+ * docs/sync.md specifies the format; this file follows it.
+ *
+ * A message covers the whole key space in order, as consecutive ranges
+ * [previous bound, bound), each with a mode:
+ *   SKIP     nothing to say
+ *   FP       8-byte keyed fingerprint of the sender's items in the range
+ *   LIST     the sender's items in the range as 6-byte keyed short ids
+ *   REPLY    answer to a LIST: full ids the lister lacks, and the short
+ *            ids of listed items the replier lacks
+ *   IDS      answer to REPLY's lacks: the full ids */
+#include <sodium.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "recon_int.h"
+
+#define FP_LEN 8
+#define SID_LEN 6
+/* Ids of one kind in one range of an incoming message, and in any range
+ * we produce (bounds list_max and reply_max). */
+#define RANGE_IDS_MAX 1024
+#define BOUND_MAX_BYTES (10 + 2 + RECON_ID_LEN)
+#define FLAG_KEY 0x01
+#define MSG_MIN_BYTES (64u << 10)
+/* Work units: one per item hashed or copied, this much per tree descent. */
+#define WORK_DESCENT 16
+
+enum { M_SKIP = 0, M_FP = 1, M_LIST = 2, M_REPLY = 3, M_IDS = 4, M_COUNT };
+static const char *const mode_name[M_COUNT] = {"SKIP", "FP", "LIST", "REPLY", "IDS"};
+
+enum { ST_NEW, ST_WAIT, ST_DONE };
+
+typedef struct bound {
+	uint64_t ts;
+	uint8_t id[RECON_ID_LEN];
+	int inf;
+} bound_t;
+
+struct recon_session {
+	const recon_set_t *set;
+	recon_role_t role;
+	recon_config_t cfg;
+	uint8_t key[RECON_KEY_LEN];
+	int keyed;
+	uint8_t fp_key[crypto_shorthash_siphash24_KEYBYTES];
+	uint8_t sid_key[crypto_shorthash_siphash24_KEYBYTES];
+	int state;
+	int err;
+	pith_err_t errrec;
+	recon_stats_t st;
+	size_t range_out_max; /* worst-case bytes one range's answer adds */
+	/* scratch reused across steps */
+	recon_item_t *items;
+	uint64_t *sids, *sids2;
+	size_t scratch_cap;
+};
+
+/* ---- small helpers ---------------------------------------------------- */
+
+void recon_config_default(recon_config_t *c)
+{
+	c->max_msg_bytes = 256u << 10;
+	c->max_ranges = 65536;
+	c->max_rounds = 4096;
+	c->max_session_bytes = UINT64_C(1) << 30;
+	c->max_work = 2000000;
+	c->fanout = 16;
+	c->list_max = 32;
+	c->reply_max = 256;
+}
+
+void recon_ids_release(recon_ids_t *ids)
+{
+	if (!ids)
+		return;
+	free(ids->ids);
+	ids->ids = NULL;
+	ids->n = ids->cap = 0;
+}
+
+static int ids_push(recon_ids_t *ids, const uint8_t *id)
+{
+	if (!ids)
+		return 0;
+	if (ids->n == ids->cap) {
+		size_t cap = ids->cap ? ids->cap * 2 : 64;
+		void *p = realloc(ids->ids, cap * RECON_ID_LEN);
+		if (!p)
+			return PITH_ENOMEM;
+		ids->ids = p;
+		ids->cap = cap;
+	}
+	memcpy(ids->ids[ids->n++], id, RECON_ID_LEN);
+	return 0;
+}
+
+static int bound_cmp(const bound_t *a, const bound_t *b)
+{
+	if (a->inf || b->inf)
+		return a->inf - b->inf;
+	return item_cmp(a->ts, a->id, b->ts, b->id);
+}
+
+static void fp_compute(const recon_session_t *s, const sum256_t *lo, const sum256_t *hi,
+		       uint64_t count, uint8_t out[FP_LEN])
+{
+	sum256_t d = *hi;
+	sum256_sub(&d, lo);
+	uint8_t in[40];
+	for (int i = 0; i < 4; i++)
+		wr_le64(in + 8 * i, d.w[i]);
+	wr_le64(in + 32, count);
+	crypto_shorthash_siphash24(out, in, sizeof(in), s->fp_key);
+}
+
+/* The 6-byte short id as a number (for sorting). */
+static uint64_t sid_of(const recon_session_t *s, const uint8_t *id)
+{
+	uint8_t h[8];
+	crypto_shorthash_siphash24(h, id, RECON_ID_LEN, s->sid_key);
+	uint64_t v = 0;
+	for (int i = 0; i < SID_LEN; i++)
+		v = v << 8 | h[i];
+	return v;
+}
+
+static void sid_put(uint8_t *p, uint64_t v)
+{
+	for (int i = SID_LEN - 1; i >= 0; i--) {
+		p[i] = (uint8_t)v;
+		v >>= 8;
+	}
+}
+
+static uint64_t sid_get(const uint8_t *p)
+{
+	uint64_t v = 0;
+	for (int i = 0; i < SID_LEN; i++)
+		v = v << 8 | p[i];
+	return v;
+}
+
+static int u64_cmp(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+static int u64_in(const uint64_t *sorted, size_t n, uint64_t v)
+{
+	size_t lo = 0, hi = n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (sorted[mid] < v)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < n && sorted[lo] == v;
+}
+
+static int scratch_reserve(recon_session_t *s, size_t n)
+{
+	if (n <= s->scratch_cap && s->items)
+		return 0;
+	size_t cap = n < 256 ? 256 : n;
+	recon_item_t *it = realloc(s->items, cap * sizeof(*it));
+	if (!it)
+		return PITH_ENOMEM;
+	s->items = it;
+	uint64_t *a = realloc(s->sids, cap * sizeof(*a));
+	if (!a)
+		return PITH_ENOMEM;
+	s->sids = a;
+	uint64_t *b = realloc(s->sids2, cap * sizeof(*b));
+	if (!b)
+		return PITH_ENOMEM;
+	s->sids2 = b;
+	s->scratch_cap = cap;
+	return 0;
+}
+
+/* Copies our items [r0, r1) into s->items (r1 - r0 <= scratch_cap). */
+static void copy_items(recon_session_t *s, size_t r0, size_t r1)
+{
+	if (r0 >= r1)
+		return;
+	const leaf_t *l;
+	uint32_t pos;
+	rset_seek(s->set, r0, &l, &pos, NULL);
+	for (size_t k = 0; k < r1 - r0; k++) {
+		while (pos >= l->n) {
+			l = l->next;
+			pos = 0;
+		}
+		s->items[k] = l->it[pos++];
+	}
+}
+
+/* ---- varints and bounds ----------------------------------------------- */
+
+static int put_varint(pith_buf_t *b, uint64_t v)
+{
+	uint8_t tmp[10];
+	size_t n = 0;
+	do {
+		uint8_t c = v & 0x7f;
+		v >>= 7;
+		tmp[n++] = c | (v ? 0x80 : 0);
+	} while (v);
+	return pith_buf_append(b, tmp, n);
+}
+
+typedef struct rd {
+	const uint8_t *p;
+	size_t len, off;
+} rd_t;
+
+static int rd_varint(rd_t *r, uint64_t *v, const char *what, pith_err_t *err)
+{
+	uint64_t x = 0;
+	size_t start = r->off;
+	for (int shift = 0;; shift += 7) {
+		if (r->off >= r->len)
+			return pith_err_set(err, PITH_ETRUNC, "recon: %s truncated at byte %zu",
+					    what, start);
+		uint8_t c = r->p[r->off++];
+		if (shift == 63 && c > 1)
+			return pith_err_set(err, PITH_EINVAL,
+					    "recon: %s at byte %zu overflows 64 bits", what, start);
+		x |= (uint64_t)(c & 0x7f) << shift;
+		if (!(c & 0x80)) {
+			if (c == 0 && shift > 0)
+				return pith_err_set(err, PITH_EINVAL,
+						    "recon: %s at byte %zu is not minimally encoded",
+						    what, start);
+			break;
+		}
+	}
+	*v = x;
+	err->offset = 0;
+	return 0;
+}
+
+static int rd_bytes(rd_t *r, size_t n, const uint8_t **out, const char *what,
+		    pith_err_t *err)
+{
+	if (r->len - r->off < n)
+		return pith_err_set(err, PITH_ETRUNC,
+				    "recon: %s at byte %zu needs %zu bytes, %zu left", what,
+				    r->off, n, r->len - r->off);
+	*out = r->p + r->off;
+	r->off += n;
+	return 0;
+}
+
+/* Among the deltas d in [dl, dh] (<= RECON_TS_MAX), the one with the
+ * shortest code m << 6 | e where d = m << e. Returns the code, sets *d. */
+static uint64_t ts_code(uint64_t dl, uint64_t dh, uint64_t *d)
+{
+	uint64_t best = dl << 6;
+	*d = dl;
+	for (unsigned e = 1; e <= 56; e++) {
+		uint64_t step = UINT64_C(1) << e;
+		if (step > dh && dl > 0)
+			break;
+		uint64_t m = (dl + step - 1) >> e;
+		if ((m << e) > dh)
+			continue;
+		uint64_t code = m << 6 | e;
+		if (code < best) {
+			best = code;
+			*d = m << e;
+		}
+	}
+	return best;
+}
+
+/* The writer of one outgoing message. */
+typedef struct wr {
+	pith_buf_t *out;
+	bound_t pos;      /* upper bound of the last range written */
+	int any;          /* a non-SKIP range was written */
+	int demands;      /* the message asks the peer for an answer */
+} wr_t;
+
+/* Writes the bound (ts in [tlo, thi], id prefix) and the range header. */
+static int wr_bound_raw(wr_t *w, uint64_t tlo, uint64_t thi, const uint8_t *id, int inf,
+			int mode, bound_t *chosen)
+{
+	pith_buf_t *b = w->out;
+	if (inf) {
+		put_varint(b, 0);
+		put_varint(b, (uint64_t)mode);
+		chosen->inf = 1;
+		chosen->ts = 0;
+		memset(chosen->id, 0, RECON_ID_LEN);
+	} else {
+		uint64_t prev = w->pos.ts, d;
+		uint64_t code = ts_code(tlo - prev, thi - prev, &d);
+		int plen = 0;
+		if (id)
+			for (int i = RECON_ID_LEN; i > 0; i--)
+				if (id[i - 1]) {
+					plen = i;
+					break;
+				}
+		put_varint(b, code + 1);
+		put_varint(b, (uint64_t)plen << 3 | (uint64_t)mode);
+		if (plen)
+			pith_buf_append(b, id, (size_t)plen);
+		chosen->inf = 0;
+		chosen->ts = prev + d;
+		memset(chosen->id, 0, RECON_ID_LEN);
+		if (plen)
+			memcpy(chosen->id, id, (size_t)plen);
+	}
+	w->pos = *chosen;
+	if (mode != M_SKIP)
+		w->any = 1;
+	return b->oom ? PITH_ENOMEM : 0;
+}
+
+/* Starts a range [lo, hi) with an exact upper bound; a SKIP range first
+ * fills any gap since the last range written. */
+static int wr_range(wr_t *w, const bound_t *lo, const bound_t *hi, int mode)
+{
+	bound_t tmp;
+	if (bound_cmp(lo, &w->pos) > 0)
+		wr_bound_raw(w, lo->ts, lo->ts, lo->id, lo->inf, M_SKIP, &tmp);
+	return wr_bound_raw(w, hi->ts, hi->ts, hi->id, hi->inf, mode, &tmp);
+}
+
+/* Starts a range [lo, b) whose upper bound b is ours to choose anywhere in
+ * (p, q], p < q being consecutive items of our set: the shortest one. */
+static int wr_range_gap(wr_t *w, const bound_t *lo, const recon_item_t *p,
+			const recon_item_t *q, int mode, bound_t *chosen)
+{
+	bound_t tmp;
+	if (bound_cmp(lo, &w->pos) > 0)
+		wr_bound_raw(w, lo->ts, lo->ts, lo->id, lo->inf, M_SKIP, &tmp);
+	if (p->ts < q->ts)
+		return wr_bound_raw(w, p->ts + 1, q->ts, NULL, 0, mode, chosen);
+	uint8_t pre[RECON_ID_LEN] = {0};
+	int l = 0;
+	while (p->id[l] == q->id[l])
+		l++;
+	memcpy(pre, q->id, (size_t)l + 1);
+	return wr_bound_raw(w, q->ts, q->ts, pre, 0, mode, chosen);
+}
+
+static int wr_finish(wr_t *w)
+{
+	if (w->any && !w->pos.inf) {
+		bound_t tmp;
+		wr_bound_raw(w, 0, 0, NULL, 1, M_SKIP, &tmp);
+	}
+	return w->out->oom ? PITH_ENOMEM : 0;
+}
+
+/* ---- producing ranges ------------------------------------------------- */
+
+typedef struct pos {
+	bound_t b;
+	size_t rank;
+	sum256_t sum;
+} pos_t;
+
+static void locate(const recon_session_t *s, const bound_t *b, pos_t *p)
+{
+	p->b = *b;
+	if (b->inf) {
+		p->rank = s->set->count;
+		p->sum = s->set->total;
+	} else {
+		rset_locate(s->set, b->ts, b->id, &p->rank, &p->sum);
+	}
+}
+
+/* Our items [lo, hi) as a LIST range. */
+static int emit_list(recon_session_t *s, wr_t *w, const pos_t *lo, const pos_t *hi,
+		     uint64_t *work)
+{
+	size_t n = hi->rank - lo->rank;
+	int rc = scratch_reserve(s, n);
+	if (rc)
+		return rc;
+	copy_items(s, lo->rank, hi->rank);
+	wr_range(w, &lo->b, &hi->b, M_LIST);
+	put_varint(w->out, n);
+	if (pith_buf_reserve(w->out, n * SID_LEN))
+		return PITH_ENOMEM;
+	for (size_t k = 0; k < n; k++) {
+		sid_put(w->out->data + w->out->len, sid_of(s, s->items[k].id));
+		w->out->len += SID_LEN;
+	}
+	*work += n + WORK_DESCENT;
+	w->demands = 1;
+	return w->out->oom ? PITH_ENOMEM : 0;
+}
+
+/* Asks about our items in [lo, hi): a LIST when few, else fanout FP
+ * children split at equal counts. */
+static int emit_split(recon_session_t *s, wr_t *w, const pos_t *lo, const pos_t *hi,
+		      uint64_t *work)
+{
+	size_t n = hi->rank - lo->rank;
+	if (n <= s->cfg.list_max)
+		return emit_list(s, w, lo, hi, work);
+	size_t k = s->cfg.fanout < n ? s->cfg.fanout : n;
+	pos_t cur = *lo;
+	for (size_t i = 1; i <= k; i++) {
+		pos_t nxt;
+		uint8_t fp[FP_LEN];
+		if (i == k) {
+			nxt = *hi;
+			wr_range(w, &cur.b, &nxt.b, M_FP);
+		} else {
+			/* one descent: the item at the split, the one before
+			 * it and the sum of everything before it */
+			nxt.rank = lo->rank + n * i / k;
+			const leaf_t *l;
+			uint32_t at;
+			rset_seek(s->set, nxt.rank, &l, &at, &nxt.sum);
+			const recon_item_t *q = &l->it[at];
+			const recon_item_t *p = at ? &l->it[at - 1] : &l->prev->it[l->prev->n - 1];
+			wr_range_gap(w, &cur.b, p, q, M_FP, &nxt.b);
+			*work += WORK_DESCENT;
+		}
+		fp_compute(s, &cur.sum, &nxt.sum, nxt.rank - cur.rank, fp);
+		if (pith_buf_append(w->out, fp, FP_LEN))
+			return PITH_ENOMEM;
+		cur = nxt;
+	}
+	w->demands = 1;
+	return 0;
+}
+
+/* ---- the session ------------------------------------------------------ */
+
+static int fail(recon_session_t *s, pith_err_t *err, int code)
+{
+	s->err = code;
+	s->errrec = *err;
+	s->errrec.code = code;
+	return code;
+}
+
+static int sticky(const recon_session_t *s, pith_err_t *err)
+{
+	if (err)
+		*err = s->errrec;
+	return s->err;
+}
+
+static int config_check(const recon_config_t *c, pith_err_t *err)
+{
+	if (c->max_msg_bytes < MSG_MIN_BYTES)
+		return pith_err_set(err, PITH_EINVAL, "recon: max_msg_bytes below %u",
+				    MSG_MIN_BYTES);
+	if (c->fanout < 2 || c->fanout > 64)
+		return pith_err_set(err, PITH_EINVAL, "recon: fanout %u not in 2..64",
+				    c->fanout);
+	if (c->list_max < 1 || c->list_max > RANGE_IDS_MAX)
+		return pith_err_set(err, PITH_EINVAL, "recon: list_max %u not in 1..%d",
+				    c->list_max, RANGE_IDS_MAX);
+	if (c->reply_max < c->list_max || c->reply_max > RANGE_IDS_MAX)
+		return pith_err_set(err, PITH_EINVAL,
+				    "recon: reply_max %u not in list_max..%d", c->reply_max,
+				    RANGE_IDS_MAX);
+	if (c->max_ranges < 1 || c->max_rounds < 1 || c->max_work < 1)
+		return pith_err_set(err, PITH_EINVAL, "recon: a zero limit");
+	return 0;
+}
+
+static void derive_keys(recon_session_t *s)
+{
+	static const char fp_label[] = "pith-recon-v1 fingerprint";
+	static const char sid_label[] = "pith-recon-v1 short id";
+	crypto_generichash(s->fp_key, sizeof(s->fp_key), (const uint8_t *)fp_label,
+			   sizeof(fp_label) - 1, s->key, RECON_KEY_LEN);
+	crypto_generichash(s->sid_key, sizeof(s->sid_key), (const uint8_t *)sid_label,
+			   sizeof(sid_label) - 1, s->key, RECON_KEY_LEN);
+	s->keyed = 1;
+}
+
+recon_session_t *recon_session_new(const recon_set_t *set, recon_role_t role,
+				   const recon_config_t *cfg, const uint8_t *key,
+				   pith_err_t *err)
+{
+	pith_err_t dummy;
+	if (!err)
+		err = &dummy;
+	if (sodium_init() < 0) {
+		pith_err_set(err, PITH_EIO, "recon: libsodium failed to initialise");
+		return NULL;
+	}
+	if (role != RECON_INITIATOR && role != RECON_RESPONDER) {
+		pith_err_set(err, PITH_EINVAL, "recon: unknown role %d", (int)role);
+		return NULL;
+	}
+	recon_session_t *s = calloc(1, sizeof(*s));
+	if (!s) {
+		pith_err_set(err, PITH_ENOMEM, "recon: out of memory");
+		return NULL;
+	}
+	if (cfg)
+		s->cfg = *cfg;
+	else
+		recon_config_default(&s->cfg);
+	if (config_check(&s->cfg, err)) {
+		free(s);
+		return NULL;
+	}
+	s->set = set;
+	s->role = role;
+	s->state = ST_NEW;
+	if (role == RECON_INITIATOR) {
+		if (key)
+			memcpy(s->key, key, RECON_KEY_LEN);
+		else
+			randombytes_buf(s->key, RECON_KEY_LEN);
+		derive_keys(s);
+	}
+	size_t split = (size_t)s->cfg.fanout * (BOUND_MAX_BYTES + FP_LEN);
+	size_t reply = 20 + (size_t)s->cfg.reply_max * RECON_ID_LEN + RANGE_IDS_MAX * SID_LEN;
+	size_t ids = 10 + RANGE_IDS_MAX * RECON_ID_LEN;
+	size_t m = split > reply ? split : reply;
+	m = m > ids ? m : ids;
+	/* + a SKIP before the range, the deferral FP and the final SKIP */
+	s->range_out_max = m + 3 * BOUND_MAX_BYTES + FP_LEN + 16;
+	return s;
+}
+
+void recon_session_free_(recon_session_t *s)
+{
+	if (!s)
+		return;
+	free(s->items);
+	free(s->sids);
+	free(s->sids2);
+	sodium_memzero(s->key, sizeof(s->key));
+	free(s);
+}
+
+bool recon_session_is_done(const recon_session_t *s)
+{
+	return s->state == ST_DONE;
+}
+
+int recon_session_error(const recon_session_t *s)
+{
+	return s->err;
+}
+
+void recon_session_stats(const recon_session_t *s, recon_stats_t *out)
+{
+	*out = s->st;
+}
+
+static void msg_header(recon_session_t *s, pith_buf_t *out, int with_key)
+{
+	pith_buf_reset(out);
+	pith_buf_putc(out, RECON_VERSION);
+	pith_buf_putc(out, with_key ? FLAG_KEY : 0);
+	if (with_key)
+		pith_buf_append(out, s->key, RECON_KEY_LEN);
+}
+
+int recon_initiate(recon_session_t *s, pith_buf_t *out, pith_err_t *err)
+{
+	pith_err_t dummy;
+	if (!err)
+		err = &dummy;
+	if (s->err)
+		return sticky(s, err);
+	if (s->role != RECON_INITIATOR || s->state != ST_NEW) {
+		pith_err_set(err, PITH_EINVAL, "recon: initiate called %s",
+			     s->role != RECON_INITIATOR ? "by a responder" : "twice");
+		return fail(s, err, PITH_EINVAL);
+	}
+	msg_header(s, out, 1);
+	wr_t w = {.out = out};
+	pos_t lo = {.b = {0}}, hi;
+	bound_t inf = {.inf = 1};
+	sum256_zero(&lo.sum);
+	lo.rank = 0;
+	locate(s, &inf, &hi);
+	uint64_t work = 0;
+	int rc = emit_split(s, &w, &lo, &hi, &work);
+	if (!rc)
+		rc = wr_finish(&w);
+	if (rc) {
+		pith_err_set(err, rc, "recon: out of memory");
+		return fail(s, err, rc);
+	}
+	s->state = ST_WAIT;
+	s->st.rounds_out++;
+	s->st.bytes_out += out->len;
+	return 0;
+}
+
+/* State of one incoming message being answered. */
+typedef struct step {
+	recon_session_t *s;
+	wr_t w;
+	recon_ids_t *have, *need;
+	uint64_t work;
+	int deferring;    /* limits reached: answer nothing more in detail */
+	pos_t defer_lo;   /* where the unanswered part starts */
+	int dropped;      /* something after defer_lo still needs an answer */
+} step_t;
+
+/* Checks the budget before answering a range that starts at lo; returns 1
+ * if the answer must be deferred. */
+static int must_defer(step_t *t, const pos_t *lo)
+{
+	if (!t->deferring &&
+	    (t->w.out->len + t->s->range_out_max > t->s->cfg.max_msg_bytes ||
+	     t->work > t->s->cfg.max_work)) {
+		t->deferring = 1;
+		t->defer_lo = *lo;
+	}
+	if (t->deferring)
+		t->dropped = 1;
+	return t->deferring;
+}
+
+static int push_have(step_t *t, const uint8_t *id)
+{
+	t->s->st.have++;
+	return ids_push(t->have, id);
+}
+
+/* Answers a LIST of m short ids (sorted into s->sids2) for [lo, hi). */
+static int answer_list(step_t *t, const pos_t *lo, const pos_t *hi, const uint8_t *list,
+		       size_t m)
+{
+	recon_session_t *s = t->s;
+	size_t n = hi->rank - lo->rank;
+	int rc;
+	if (n > s->cfg.reply_max && m > 0)
+		return emit_split(s, &t->w, lo, hi, &t->work);
+	if (n > s->cfg.reply_max) {
+		/* The peer has nothing here: stream our ids in chunks, as many
+		 * as fit; the rest is deferred like any other answer. */
+		pos_t cur = *lo;
+		while (cur.rank < hi->rank) {
+			if (cur.rank > lo->rank && must_defer(t, &cur))
+				return 0;
+			size_t end = cur.rank + s->cfg.reply_max;
+			pos_t nxt;
+			if ((rc = scratch_reserve(s, s->cfg.reply_max + 1)))
+				return rc;
+			if (end >= hi->rank) {
+				end = hi->rank;
+				nxt = *hi;
+				copy_items(s, cur.rank, end);
+				wr_range(&t->w, &cur.b, &nxt.b, M_REPLY);
+			} else {
+				copy_items(s, cur.rank, end + 1);
+				nxt.rank = end;
+				wr_range_gap(&t->w, &cur.b, &s->items[end - cur.rank - 1],
+					     &s->items[end - cur.rank], M_REPLY, &nxt.b);
+				const leaf_t *l;
+				uint32_t at;
+				rset_seek(s->set, end, &l, &at, &nxt.sum);
+				t->work += WORK_DESCENT;
+			}
+			size_t c = end - cur.rank;
+			put_varint(t->w.out, c);
+			for (size_t k = 0; k < c; k++) {
+				pith_buf_append(t->w.out, s->items[k].id, RECON_ID_LEN);
+				if ((rc = push_have(t, s->items[k].id)))
+					return rc;
+			}
+			put_varint(t->w.out, 0);
+			t->work += c + 2 * WORK_DESCENT;
+			cur = nxt;
+		}
+		return t->w.out->oom ? PITH_ENOMEM : 0;
+	}
+	if ((rc = scratch_reserve(s, n > m ? n : m)))
+		return rc;
+	copy_items(s, lo->rank, hi->rank);
+	for (size_t k = 0; k < m; k++)
+		s->sids2[k] = sid_get(list + k * SID_LEN);
+	qsort(s->sids2, m, sizeof(uint64_t), u64_cmp);
+	for (size_t k = 0; k < n; k++)
+		s->sids[k] = sid_of(s, s->items[k].id);
+	t->work += n + m + WORK_DESCENT;
+	size_t extras = 0;
+	for (size_t k = 0; k < n; k++)
+		if (!u64_in(s->sids2, m, s->sids[k]))
+			extras++;
+	/* our short ids, sorted, to find the listed ones we lack */
+	uint64_t *own = malloc((n ? n : 1) * sizeof(uint64_t));
+	if (!own)
+		return PITH_ENOMEM;
+	memcpy(own, s->sids, n * sizeof(uint64_t));
+	qsort(own, n, sizeof(uint64_t), u64_cmp);
+	size_t lacks = 0;
+	for (size_t k = 0; k < m; k++)
+		if ((k == 0 || s->sids2[k] != s->sids2[k - 1]) && !u64_in(own, n, s->sids2[k]))
+			lacks++;
+	if (extras == 0 && lacks == 0) {
+		free(own);
+		return 0;
+	}
+	wr_range(&t->w, &lo->b, &hi->b, M_REPLY);
+	put_varint(t->w.out, extras);
+	for (size_t k = 0; k < n; k++) {
+		if (u64_in(s->sids2, m, s->sids[k]))
+			continue;
+		pith_buf_append(t->w.out, s->items[k].id, RECON_ID_LEN);
+		if ((rc = push_have(t, s->items[k].id))) {
+			free(own);
+			return rc;
+		}
+	}
+	put_varint(t->w.out, lacks);
+	if (pith_buf_reserve(t->w.out, lacks * SID_LEN)) {
+		free(own);
+		return PITH_ENOMEM;
+	}
+	for (size_t k = 0; k < m; k++) {
+		if ((k == 0 || s->sids2[k] != s->sids2[k - 1]) && !u64_in(own, n, s->sids2[k])) {
+			sid_put(t->w.out->data + t->w.out->len, s->sids2[k]);
+			t->w.out->len += SID_LEN;
+		}
+	}
+	free(own);
+	if (lacks)
+		t->w.demands = 1;
+	return t->w.out->oom ? PITH_ENOMEM : 0;
+}
+
+/* Answers REPLY's lacks (sorted in s->sids2, m of them) with IDS. */
+static int answer_lacks(step_t *t, const pos_t *lo, const pos_t *hi, size_t m)
+{
+	recon_session_t *s = t->s;
+	size_t n = hi->rank - lo->rank;
+	int rc;
+	if (n > 2 * RANGE_IDS_MAX)
+		/* we never listed that many: the set changed or the peer lies;
+		 * ask again about the range instead of scanning it */
+		return emit_split(s, &t->w, lo, hi, &t->work);
+	if ((rc = scratch_reserve(s, n)))
+		return rc;
+	copy_items(s, lo->rank, hi->rank);
+	size_t found = 0;
+	for (size_t k = 0; k < n; k++) {
+		s->sids[k] = sid_of(s, s->items[k].id);
+		if (u64_in(s->sids2, m, s->sids[k]) && found < RANGE_IDS_MAX)
+			found++;
+		else
+			s->sids[k] = UINT64_MAX; /* not sent */
+	}
+	t->work += n + m + WORK_DESCENT;
+	if (!found)
+		return 0;
+	wr_range(&t->w, &lo->b, &hi->b, M_IDS);
+	put_varint(t->w.out, found);
+	for (size_t k = 0; k < n; k++) {
+		if (s->sids[k] == UINT64_MAX)
+			continue;
+		pith_buf_append(t->w.out, s->items[k].id, RECON_ID_LEN);
+		if ((rc = push_have(t, s->items[k].id)))
+			return rc;
+	}
+	return t->w.out->oom ? PITH_ENOMEM : 0;
+}
+
+static int read_count(rd_t *r, size_t unit, const char *what, size_t *n, pith_err_t *err);
+
+/* Reads n full ids (the peer's, that we lack) into need. */
+static int read_need(step_t *t, rd_t *r, size_t n, const char *what, pith_err_t *err)
+{
+	const uint8_t *p = NULL;
+	int rc = rd_bytes(r, n * RECON_ID_LEN, &p, what, err);
+	if (rc)
+		return rc;
+	for (size_t k = 0; k < n; k++) {
+		t->s->st.need++;
+		if (ids_push(t->need, p + k * RECON_ID_LEN))
+			return pith_err_set(err, PITH_ENOMEM, "recon: out of memory");
+	}
+	return 0;
+}
+
+static int read_count(rd_t *r, size_t unit, const char *what, size_t *n, pith_err_t *err)
+{
+	uint64_t v;
+	size_t at = r->off;
+	int rc = rd_varint(r, &v, what, err);
+	if (rc)
+		return rc;
+	if (v > RANGE_IDS_MAX)
+		return pith_err_set(err, PITH_ETOOBIG,
+				    "recon: %s at byte %zu is %llu, above the limit of %d", what,
+				    at, (unsigned long long)v, RANGE_IDS_MAX);
+	if (v * unit > r->len - r->off)
+		return pith_err_set(err, PITH_ETRUNC,
+				    "recon: %s at byte %zu is %llu but only %zu bytes follow",
+				    what, at, (unsigned long long)v, r->len - r->off);
+	*n = (size_t)v;
+	return 0;
+}
+
+/* Reads one bound after prev (strictly above it). */
+static int read_bound(rd_t *r, const bound_t *prev, bound_t *b, int *mode, pith_err_t *err)
+{
+	size_t at = r->off;
+	uint64_t code, hdr;
+	int rc = rd_varint(r, &code, "bound", err);
+	if (rc)
+		return rc;
+	if ((rc = rd_varint(r, &hdr, "range header", err)))
+		return rc;
+	*mode = (int)(hdr & 7);
+	uint64_t plen = hdr >> 3;
+	if (*mode >= M_COUNT)
+		return pith_err_set(err, PITH_EINVAL, "recon: unknown mode %d at byte %zu",
+				    *mode, at);
+	if (plen > RECON_ID_LEN)
+		return pith_err_set(err, PITH_EINVAL,
+				    "recon: bound id prefix of %llu bytes at byte %zu",
+				    (unsigned long long)plen, at);
+	memset(b->id, 0, RECON_ID_LEN);
+	if (code == 0) {
+		if (plen)
+			return pith_err_set(err, PITH_EINVAL,
+					    "recon: infinite bound with an id prefix at byte %zu",
+					    at);
+		b->inf = 1;
+		b->ts = 0;
+		return 0;
+	}
+	uint64_t c = code - 1, e = c & 63, m = c >> 6;
+	if (e > 56 || m > (RECON_TS_MAX >> e) || (m << e) > RECON_TS_MAX - prev->ts)
+		return pith_err_set(err, PITH_EINVAL,
+				    "recon: bound at byte %zu is past the largest timestamp", at);
+	b->inf = 0;
+	b->ts = prev->ts + (m << e);
+	const uint8_t *p = NULL;
+	if ((rc = rd_bytes(r, (size_t)plen, &p, "bound id prefix", err)))
+		return rc;
+	memcpy(b->id, p, (size_t)plen);
+	if (bound_cmp(b, prev) <= 0)
+		return pith_err_set(err, PITH_EINVAL,
+				    "recon: bound at byte %zu is not above the previous one", at);
+	return 0;
+}
+
+static int process(step_t *t, rd_t *r, int *demanded, pith_err_t *err)
+{
+	recon_session_t *s = t->s;
+	pos_t lo = {.b = {0}};
+	lo.rank = 0;
+	sum256_zero(&lo.sum);
+	size_t nranges = 0;
+	int rc;
+	while (r->off < r->len) {
+		size_t at = r->off;
+		if (lo.b.inf)
+			return pith_err_set(err, PITH_EINVAL,
+					    "recon: range at byte %zu after the end of the key space",
+					    at);
+		if (++nranges > s->cfg.max_ranges)
+			return pith_err_set(err, PITH_ETOOBIG,
+					    "recon: more than %zu ranges (byte %zu)",
+					    s->cfg.max_ranges, at);
+		bound_t hb;
+		int mode;
+		if ((rc = read_bound(r, &lo.b, &hb, &mode, err)))
+			return rc;
+		pos_t hi;
+		locate(s, &hb, &hi);
+		t->work += WORK_DESCENT;
+		const uint8_t *p = NULL;
+		size_t n, n2;
+		switch (mode) {
+		case M_SKIP:
+			break;
+		case M_FP: {
+			*demanded = 1;
+			if ((rc = rd_bytes(r, FP_LEN, &p, "fingerprint", err)))
+				return rc;
+			uint8_t fp[FP_LEN];
+			fp_compute(s, &lo.sum, &hi.sum, hi.rank - lo.rank, fp);
+			if (memcmp(fp, p, FP_LEN) == 0 || must_defer(t, &lo))
+				break;
+			rc = emit_split(s, &t->w, &lo, &hi, &t->work);
+			break;
+		}
+		case M_LIST:
+			*demanded = 1;
+			if ((rc = read_count(r, SID_LEN, "list length", &n, err)))
+				return rc;
+			if ((rc = rd_bytes(r, n * SID_LEN, &p, "short ids", err)))
+				return rc;
+			if (must_defer(t, &lo))
+				break;
+			rc = answer_list(t, &lo, &hi, p, n);
+			break;
+		case M_REPLY:
+			if ((rc = read_count(r, RECON_ID_LEN, "reply id count", &n, err)) ||
+			    (rc = read_need(t, r, n, "reply ids", err)))
+				return rc;
+			if ((rc = read_count(r, SID_LEN, "lack count", &n2, err)))
+				return rc;
+			if ((rc = rd_bytes(r, n2 * SID_LEN, &p, "lacked short ids", err)))
+				return rc;
+			if (n == 0 && n2 == 0)
+				return pith_err_set(err, PITH_EINVAL,
+						    "recon: empty REPLY at byte %zu", at);
+			if (n2 == 0)
+				break;
+			*demanded = 1;
+			if (must_defer(t, &lo))
+				break;
+			if ((rc = scratch_reserve(s, n2)))
+				break;
+			for (size_t k = 0; k < n2; k++)
+				s->sids2[k] = sid_get(p + k * SID_LEN);
+			qsort(s->sids2, n2, sizeof(uint64_t), u64_cmp);
+			rc = answer_lacks(t, &lo, &hi, n2);
+			break;
+		case M_IDS:
+			if ((rc = read_count(r, RECON_ID_LEN, "id count", &n, err)))
+				return rc;
+			if (n == 0)
+				return pith_err_set(err, PITH_EINVAL,
+						    "recon: empty IDS at byte %zu", at);
+			if ((rc = read_need(t, r, n, "ids", err)))
+				return rc;
+			break;
+		}
+		if (rc)
+			return pith_err_set(err, rc, "recon: out of memory answering %s at byte %zu",
+					    mode_name[mode], at);
+		lo = hi;
+	}
+	if (nranges > 0 && !lo.b.inf)
+		return pith_err_set(err, PITH_ETRUNC,
+				    "recon: message ends before the top of the key space");
+	return 0;
+}
+
+int recon_respond(recon_session_t *s, const uint8_t *in, size_t len, pith_buf_t *out,
+		  recon_ids_t *have, recon_ids_t *need, pith_err_t *err)
+{
+	pith_err_t dummy;
+	if (!err)
+		err = &dummy;
+	if (s->err)
+		return sticky(s, err);
+	pith_buf_reset(out);
+	int rc;
+	if (s->state == ST_DONE || (s->state == ST_NEW && s->role == RECON_INITIATOR)) {
+		pith_err_set(err, PITH_EINVAL, "recon: unexpected message (session %s)",
+			     s->state == ST_DONE ? "already done" : "not initiated");
+		return fail(s, err, PITH_EINVAL);
+	}
+	if (len > s->cfg.max_msg_bytes) {
+		pith_err_set(err, PITH_ETOOBIG, "recon: message of %zu bytes over the limit %zu",
+			     len, s->cfg.max_msg_bytes);
+		return fail(s, err, PITH_ETOOBIG);
+	}
+	s->st.rounds_in++;
+	s->st.bytes_in += len;
+	if (s->st.rounds_in > s->cfg.max_rounds) {
+		pith_err_set(err, PITH_ETOOBIG, "recon: more than %u messages in one session",
+			     s->cfg.max_rounds);
+		return fail(s, err, PITH_ETOOBIG);
+	}
+	if (s->st.bytes_in + s->st.bytes_out > s->cfg.max_session_bytes) {
+		pith_err_set(err, PITH_ETOOBIG, "recon: session over %llu bytes",
+			     (unsigned long long)s->cfg.max_session_bytes);
+		return fail(s, err, PITH_ETOOBIG);
+	}
+	rd_t r = {in, len, 0};
+	const uint8_t *p = NULL;
+	if ((rc = rd_bytes(&r, 2, &p, "header", err)))
+		return fail(s, err, rc);
+	if (p[0] != RECON_VERSION) {
+		pith_err_set(err, PITH_EINVAL, "recon: version %u, expected %u", p[0],
+			     RECON_VERSION);
+		return fail(s, err, PITH_EINVAL);
+	}
+	if (p[1] & ~FLAG_KEY) {
+		pith_err_set(err, PITH_EINVAL, "recon: unknown flags 0x%02x at byte 1", p[1]);
+		return fail(s, err, PITH_EINVAL);
+	}
+	int first = s->role == RECON_RESPONDER && s->state == ST_NEW;
+	if (!!(p[1] & FLAG_KEY) != first) {
+		pith_err_set(err, PITH_EINVAL, first ? "recon: first message lacks the session key"
+						     : "recon: session key after the first message");
+		return fail(s, err, PITH_EINVAL);
+	}
+	if (first) {
+		if ((rc = rd_bytes(&r, RECON_KEY_LEN, &p, "session key", err)))
+			return fail(s, err, rc);
+		memcpy(s->key, p, RECON_KEY_LEN);
+		derive_keys(s);
+	}
+	msg_header(s, out, 0);
+	step_t t = {.s = s, .have = have, .need = need};
+	t.w.out = out;
+	int demanded = 0;
+	if ((rc = process(&t, &r, &demanded, err)))
+		return fail(s, err, rc);
+	if (t.dropped) {
+		/* One fingerprint for everything not answered: the peer splits
+		 * it again next round. */
+		pos_t hi;
+		bound_t inf = {.inf = 1};
+		uint8_t fp[FP_LEN];
+		locate(s, &inf, &hi);
+		wr_range(&t.w, &t.defer_lo.b, &hi.b, M_FP);
+		fp_compute(s, &t.defer_lo.sum, &hi.sum, hi.rank - t.defer_lo.rank, fp);
+		pith_buf_append(out, fp, FP_LEN);
+		t.w.demands = 1;
+		s->st.deferred++;
+	}
+	if ((rc = wr_finish(&t.w)) || out->oom) {
+		pith_err_set(err, PITH_ENOMEM, "recon: out of memory");
+		return fail(s, err, PITH_ENOMEM);
+	}
+	if (!demanded && !t.w.any)
+		out->len = 0;
+	s->state = t.w.demands ? ST_WAIT : ST_DONE;
+	if (out->len) {
+		s->st.rounds_out++;
+		s->st.bytes_out += out->len;
+	}
+	return 0;
+}

@@ -1,0 +1,720 @@
+/* Set reconciliation: the set (B+tree with counts and sums) and the
+ * protocol, with both sides simulated in-process: exchange messages until
+ * done, fetch what each side needs from the other, and compare. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "recon.h"
+#include "test_util.h"
+
+/* ---- helpers ---------------------------------------------------------- */
+
+static uint64_t rng_state;
+
+static uint64_t rng(void)
+{
+	uint64_t z = (rng_state += 0x9e3779b97f4a7c15ULL);
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+	return z ^ (z >> 31);
+}
+
+static void rand_item(recon_item_t *it, uint64_t ts_span)
+{
+	it->ts = ts_span ? rng() % ts_span : 0;
+	for (int i = 0; i < 32; i += 8) {
+		uint64_t v = rng();
+		memcpy(it->id + i, &v, 8);
+	}
+}
+
+static int item_order(const void *a, const void *b)
+{
+	const recon_item_t *x = a, *y = b;
+	if (x->ts != y->ts)
+		return x->ts < y->ts ? -1 : 1;
+	return memcmp(x->id, y->id, 32);
+}
+
+/* A universe of n distinct sorted items. */
+static recon_item_t *universe(size_t n, uint64_t ts_span)
+{
+	recon_item_t *u = malloc((n ? n : 1) * sizeof(*u));
+	for (size_t i = 0; i < n; i++)
+		rand_item(&u[i], ts_span);
+	qsort(u, n, sizeof(*u), item_order);
+	return u;
+}
+
+/* The items of u selected by mask bit (1: side A, 2: side B). */
+static recon_set_t *side(const recon_item_t *u, const uint8_t *mask, size_t n, int bit)
+{
+	recon_item_t *v = malloc((n ? n : 1) * sizeof(*v));
+	size_t k = 0;
+	for (size_t i = 0; i < n; i++)
+		if (mask[i] & bit)
+			v[k++] = u[i];
+	recon_set_t *s = NULL;
+	pith_err_t err;
+	int rc = recon_set_new_sorted(&s, v, k, &err);
+	free(v);
+	return rc ? NULL : s;
+}
+
+typedef struct sync_out {
+	recon_ids_t have_a, need_a, have_b, need_b;
+	unsigned messages;
+	size_t bytes;
+	int rc;
+	char err[240];
+} sync_out_t;
+
+static void sync_out_release(sync_out_t *o)
+{
+	recon_ids_release(&o->have_a);
+	recon_ids_release(&o->need_a);
+	recon_ids_release(&o->have_b);
+	recon_ids_release(&o->need_b);
+}
+
+/* Runs one session, A initiating, until a side has nothing to send. */
+static void run_sync(const recon_set_t *a, const recon_set_t *b, const recon_config_t *cfg,
+		     sync_out_t *o)
+{
+	memset(o, 0, sizeof(*o));
+	pith_err_t err = {0};
+	recon_session_t *sa = recon_session_new(a, RECON_INITIATOR, cfg, NULL, &err);
+	recon_session_t *sb = recon_session_new(b, RECON_RESPONDER, cfg, NULL, &err);
+	pith_buf_t m1 = PITH_BUF_INIT, m2 = PITH_BUF_INIT;
+	o->rc = recon_initiate(sa, &m1, &err);
+	while (!o->rc) {
+		o->messages++;
+		o->bytes += m1.len;
+		o->rc = recon_respond(sb, m1.data, m1.len, &m2, &o->have_b, &o->need_b, &err);
+		if (o->rc || m2.len == 0)
+			break;
+		o->messages++;
+		o->bytes += m2.len;
+		o->rc = recon_respond(sa, m2.data, m2.len, &m1, &o->have_a, &o->need_a, &err);
+		if (o->rc || m1.len == 0)
+			break;
+		if (o->messages > 100000) {
+			o->rc = -100;
+			break;
+		}
+	}
+	if (o->rc)
+		snprintf(o->err, sizeof(o->err), "%s", err.msg);
+	else if (!recon_session_is_done(sa) || !recon_session_is_done(sb))
+		o->rc = -101;
+	recon_session_free(sa);
+	recon_session_free(sb);
+	pith_buf_release(&m1);
+	pith_buf_release(&m2);
+}
+
+static int id_cmp(const void *a, const void *b)
+{
+	return memcmp(a, b, 32);
+}
+
+/* Sorted, deduplicated copy of ids; returns the count. */
+static size_t ids_sorted(const recon_ids_t *ids, uint8_t (**out)[32])
+{
+	*out = malloc((ids->n ? ids->n : 1) * 32);
+	if (ids->n)
+		memcpy(*out, ids->ids, ids->n * 32);
+	qsort(*out, ids->n, 32, id_cmp);
+	size_t k = 0;
+	for (size_t i = 0; i < ids->n; i++)
+		if (k == 0 || memcmp((*out)[k - 1], (*out)[i], 32) != 0)
+			memcpy((*out)[k++], (*out)[i], 32);
+	return k;
+}
+
+/* Ids of u with mask bits exactly `want` (sorted). */
+static size_t expected_ids(const recon_item_t *u, const uint8_t *mask, size_t n, int want,
+			   uint8_t (**out)[32])
+{
+	*out = malloc((n ? n : 1) * 32);
+	size_t k = 0;
+	for (size_t i = 0; i < n; i++)
+		if (mask[i] == want)
+			memcpy((*out)[k++], u[i].id, 32);
+	qsort(*out, k, 32, id_cmp);
+	return k;
+}
+
+static int ids_equal(const recon_ids_t *got, const recon_item_t *u, const uint8_t *mask,
+		     size_t n, int want)
+{
+	uint8_t(*g)[32], (*e)[32];
+	size_t ng = ids_sorted(got, &g), ne = expected_ids(u, mask, n, want, &e);
+	int ok = ng == ne && memcmp(g, e, ng * 32) == 0;
+	if (!ok)
+		fprintf(stderr, "#   got %zu distinct ids, expected %zu\n", ng, ne);
+	free(g);
+	free(e);
+	return ok;
+}
+
+/* Full check: both sides learn exactly their differences; after fetching
+ * (adding the needed items from the other side) the sets are identical. */
+static void check_sync(const recon_item_t *u, uint8_t *mask, size_t n,
+		       const recon_config_t *cfg, sync_out_t *o)
+{
+	recon_set_t *a = side(u, mask, n, 1), *b = side(u, mask, n, 2);
+	CHECK(a && b);
+	run_sync(a, b, cfg, o);
+	if (o->rc)
+		fprintf(stderr, "#   sync failed: %d %s\n", o->rc, o->err);
+	CHECK_INT_EQ(o->rc, 0);
+	CHECK(ids_equal(&o->need_a, u, mask, n, 2));
+	CHECK(ids_equal(&o->have_a, u, mask, n, 1));
+	CHECK(ids_equal(&o->need_b, u, mask, n, 1));
+	CHECK(ids_equal(&o->have_b, u, mask, n, 2));
+	/* apply: every needed id is fetched from the other side */
+	uint8_t(*na)[32], (*nb)[32];
+	size_t cna = ids_sorted(&o->need_a, &na), cnb = ids_sorted(&o->need_b, &nb);
+	for (size_t i = 0; i < n; i++) {
+		if (mask[i] == 2 && bsearch(u[i].id, na, cna, 32, id_cmp))
+			CHECK_INT_EQ(recon_set_add(a, u[i].ts, u[i].id), 0);
+		if (mask[i] == 1 && bsearch(u[i].id, nb, cnb, 32, id_cmp))
+			CHECK_INT_EQ(recon_set_add(b, u[i].ts, u[i].id), 0);
+	}
+	free(na);
+	free(nb);
+	CHECK_INT_EQ(recon_set_count(a), recon_set_count(b));
+	size_t cnt = recon_set_count(a);
+	for (size_t i = 0; i < cnt; i++) {
+		recon_item_t x, y;
+		recon_set_item_at(a, i, &x);
+		recon_set_item_at(b, i, &y);
+		if (memcmp(&x, &y, sizeof(x)) != 0) {
+			CHECK(!"sets differ after applying the differences");
+			break;
+		}
+	}
+	/* and a second session finds nothing */
+	sync_out_t o2;
+	run_sync(a, b, cfg, &o2);
+	CHECK_INT_EQ(o2.rc, 0);
+	CHECK_INT_EQ(o2.need_a.n + o2.need_b.n + o2.have_a.n + o2.have_b.n, 0);
+	CHECK_INT_EQ(o2.messages, 2);
+	sync_out_release(&o2);
+	recon_set_free(a);
+	recon_set_free(b);
+}
+
+static void scenario(size_t n, uint64_t ts_span, uint64_t seed, unsigned only_a_per_mille,
+		     unsigned only_b_per_mille, const recon_config_t *cfg, sync_out_t *o)
+{
+	rng_state = seed;
+	recon_item_t *u = universe(n, ts_span);
+	uint8_t *mask = malloc(n ? n : 1);
+	for (size_t i = 0; i < n; i++) {
+		unsigned r = (unsigned)(rng() % 1000);
+		mask[i] = r < only_a_per_mille ? 1 : r < only_a_per_mille + only_b_per_mille ? 2 : 3;
+	}
+	check_sync(u, mask, n, cfg, o);
+	free(mask);
+	free(u);
+}
+
+#define TS_YEARS (UINT64_C(2) * 365 * 86400 * 1000000) /* two years in µs */
+
+/* ---- the set ---------------------------------------------------------- */
+
+TEST(set_matches_reference, "keeps order, counts and membership through random adds and removes")
+{
+	rng_state = 7;
+	size_t n = 20000;
+	recon_item_t *u = universe(n, 1000); /* many equal timestamps */
+	uint8_t *in = calloc(n, 1);
+	recon_set_t *s = recon_set_new();
+	size_t count = 0;
+	for (int round = 0; round < 60000; round++) {
+		size_t i = rng() % n;
+		if (rng() % 3) {
+			int rc = recon_set_add(s, u[i].ts, u[i].id);
+			CHECK_INT_EQ(rc, in[i] ? PITH_EEXIST : 0);
+			count += !in[i];
+			in[i] = 1;
+		} else {
+			int rc = recon_set_remove(s, u[i].ts, u[i].id);
+			CHECK_INT_EQ(rc, in[i] ? 0 : PITH_ENOTFOUND);
+			count -= in[i];
+			in[i] = 0;
+		}
+	}
+	CHECK_INT_EQ(recon_set_count(s), count);
+	size_t r = 0;
+	for (size_t i = 0; i < n; i++) {
+		CHECK(recon_set_has(s, u[i].ts, u[i].id) == (in[i] != 0));
+		if (!in[i])
+			continue;
+		recon_item_t x;
+		CHECK_INT_EQ(recon_set_item_at(s, r, &x), 0);
+		if (memcmp(&x, &u[i], sizeof(x)) != 0) {
+			CHECK(!"item_at out of order");
+			break;
+		}
+		r++;
+	}
+	recon_item_t x;
+	CHECK_INT_EQ(recon_set_item_at(s, count, &x), PITH_ENOTFOUND);
+	/* remove everything, then the set works again */
+	for (size_t i = 0; i < n; i++)
+		if (in[i])
+			CHECK_INT_EQ(recon_set_remove(s, u[i].ts, u[i].id), 0);
+	CHECK_INT_EQ(recon_set_count(s), 0);
+	CHECK_INT_EQ(recon_set_add(s, u[0].ts, u[0].id), 0);
+	CHECK_INT_EQ(recon_set_count(s), 1);
+	recon_set_free(s);
+	free(in);
+	free(u);
+}
+
+TEST(set_rejects_bad_input, "rejects unsorted or duplicate bulk input and timestamps past the maximum")
+{
+	recon_item_t it[3] = {{1, {1}}, {2, {1}}, {2, {1}}};
+	recon_set_t *s = NULL;
+	pith_err_t err = {0};
+	CHECK_INT_EQ(recon_set_new_sorted(&s, it, 3, &err), PITH_EINVAL);
+	CHECK_STR_CONTAINS(err.msg, "item 2 is not above item 1");
+	CHECK(s == NULL);
+	it[2].ts = RECON_TS_MAX + 1;
+	CHECK_INT_EQ(recon_set_new_sorted(&s, it, 3, &err), PITH_EINVAL);
+	CHECK_STR_CONTAINS(err.msg, "above the maximum");
+	s = recon_set_new();
+	uint8_t id[32] = {9};
+	CHECK_INT_EQ(recon_set_add(s, RECON_TS_MAX + 1, id), PITH_EINVAL);
+	CHECK_INT_EQ(recon_set_add(s, RECON_TS_MAX, id), 0);
+	CHECK_INT_EQ(recon_set_add(s, RECON_TS_MAX, id), PITH_EEXIST);
+	recon_set_free(s);
+}
+
+TEST(incremental_equals_bulk, "a set built item by item in random order reconciles as equal to a bulk-built one")
+{
+	rng_state = 11;
+	size_t n = 30000;
+	recon_item_t *u = universe(n, TS_YEARS);
+	recon_set_t *bulk = NULL, *inc = recon_set_new();
+	pith_err_t err;
+	CHECK_INT_EQ(recon_set_new_sorted(&bulk, u, n, &err), 0);
+	size_t *perm = malloc(n * sizeof(*perm));
+	for (size_t i = 0; i < n; i++)
+		perm[i] = i;
+	for (size_t i = n - 1; i > 0; i--) {
+		size_t j = rng() % (i + 1), t = perm[i];
+		perm[i] = perm[j];
+		perm[j] = t;
+	}
+	for (size_t i = 0; i < n; i++)
+		CHECK_INT_EQ(recon_set_add(inc, u[perm[i]].ts, u[perm[i]].id), 0);
+	sync_out_t o;
+	run_sync(bulk, inc, NULL, &o);
+	CHECK_INT_EQ(o.rc, 0);
+	CHECK_INT_EQ(o.need_a.n + o.need_b.n, 0);
+	CHECK_INT_EQ(o.messages, 2);
+	sync_out_release(&o);
+	free(perm);
+	recon_set_free(bulk);
+	recon_set_free(inc);
+	free(u);
+}
+
+/* ---- reconciliation --------------------------------------------------- */
+
+TEST(identical_sets, "identical sets agree in one round trip, for sizes 0 to 100,000")
+{
+	size_t sizes[] = {0, 1, 2, 31, 33, 1000, 100000};
+	for (size_t k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
+		sync_out_t o;
+		scenario(sizes[k], TS_YEARS, 100 + k, 0, 0, NULL, &o);
+		CHECK_INT_EQ(o.messages, 2);
+		CHECK(o.bytes < 400);
+		sync_out_release(&o);
+	}
+}
+
+TEST(disjoint_sets, "disjoint sets each learn all of the other's ids")
+{
+	size_t sizes[] = {1, 40, 5000, 60000};
+	for (size_t k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
+		sync_out_t o;
+		scenario(sizes[k], TS_YEARS, 200 + k, 500, 500, NULL, &o);
+		sync_out_release(&o);
+	}
+}
+
+TEST(overlapping_sets, "overlapping sets with both sides missing some end identical")
+{
+	unsigned rates[][2] = {{1, 1}, {10, 0}, {0, 10}, {50, 50}, {300, 100}};
+	for (size_t k = 0; k < sizeof(rates) / sizeof(rates[0]); k++) {
+		sync_out_t o;
+		scenario(50000, TS_YEARS, 300 + k, rates[k][0], rates[k][1], NULL, &o);
+		sync_out_release(&o);
+	}
+}
+
+TEST(empty_vs_full, "an empty side learns every id of a full side, as initiator and as responder")
+{
+	sync_out_t o;
+	scenario(150000, TS_YEARS, 400, 1000, 0, NULL, &o); /* all on A */
+	CHECK(o.messages > 2); /* more than fits one message: deferred */
+	CHECK(o.bytes < 150000 * 33);
+	sync_out_release(&o);
+	scenario(150000, TS_YEARS, 401, 0, 1000, NULL, &o); /* all on B */
+	CHECK(o.bytes < 150000 * 33);
+	sync_out_release(&o);
+	scenario(0, TS_YEARS, 402, 0, 0, NULL, &o);
+	CHECK_INT_EQ(o.messages, 2);
+	sync_out_release(&o);
+}
+
+TEST(edges_of_time_range, "differences at the very first and last items and at timestamps 0 and the maximum")
+{
+	rng_state = 500;
+	size_t n = 20000;
+	recon_item_t *u = universe(n, TS_YEARS);
+	u[0].ts = 0;
+	memset(u[0].id, 0, 32);
+	u[0].id[31] = 1;
+	u[n - 1].ts = RECON_TS_MAX;
+	memset(u[n - 1].id, 0xff, 32);
+	uint8_t *mask = malloc(n);
+	memset(mask, 3, n);
+	sync_out_t o;
+	mask[0] = 1;
+	mask[n - 1] = 2;
+	check_sync(u, mask, n, NULL, &o);
+	sync_out_release(&o);
+	mask[0] = 2;
+	mask[1] = 2;
+	mask[n - 1] = 1;
+	mask[n - 2] = 1;
+	check_sync(u, mask, n, NULL, &o);
+	sync_out_release(&o);
+	free(mask);
+	free(u);
+}
+
+TEST(single_item_difference, "a single missing item is found with traffic far below the set size")
+{
+	rng_state = 600;
+	size_t n = 100000;
+	recon_item_t *u = universe(n, TS_YEARS);
+	uint8_t *mask = malloc(n);
+	for (int side_bit = 1; side_bit <= 2; side_bit++) {
+		memset(mask, 3, n);
+		mask[rng() % n] = (uint8_t)side_bit;
+		sync_out_t o;
+		check_sync(u, mask, n, NULL, &o);
+		CHECK(o.bytes < 4000);
+		sync_out_release(&o);
+	}
+	free(mask);
+	free(u);
+}
+
+TEST(equal_timestamps, "items sharing one timestamp are split by id prefixes")
+{
+	sync_out_t o;
+	scenario(40000, 1, 700, 20, 20, NULL, &o); /* every ts is 0 */
+	sync_out_release(&o);
+	scenario(40000, 3, 701, 5, 5, NULL, &o);
+	sync_out_release(&o);
+}
+
+TEST(small_messages, "with the smallest message limit and odd tuning the exchange still converges")
+{
+	recon_config_t cfg;
+	recon_config_default(&cfg);
+	cfg.max_msg_bytes = 64 << 10;
+	cfg.fanout = 2;
+	cfg.list_max = 1;
+	cfg.reply_max = 1;
+	sync_out_t o;
+	scenario(20000, TS_YEARS, 800, 30, 30, &cfg, &o);
+	sync_out_release(&o);
+	cfg.fanout = 64;
+	cfg.list_max = 1024;
+	cfg.reply_max = 1024;
+	scenario(100000, TS_YEARS, 801, 100, 100, &cfg, &o);
+	CHECK(o.messages > 2);
+	sync_out_release(&o);
+	cfg.max_work = 1000; /* every message defers after a few ranges */
+	cfg.fanout = 16;
+	cfg.list_max = 32;
+	cfg.reply_max = 256;
+	scenario(20000, TS_YEARS, 802, 20, 20, &cfg, &o);
+	sync_out_release(&o);
+}
+
+TEST(set_changes_mid_session, "items arriving during a session do not break it")
+{
+	rng_state = 900;
+	size_t n = 30000;
+	recon_item_t *u = universe(n + 500, TS_YEARS);
+	uint8_t *mask = malloc(n + 500);
+	for (size_t i = 0; i < n + 500; i++)
+		mask[i] = rng() % 50 == 0 ? 1 + (uint8_t)(rng() % 2) : 3;
+	recon_set_t *a = side(u, mask, n + 500, 1), *b = side(u, mask, n + 500, 2);
+	/* remove 500 random items from A's set, re-add them mid-session */
+	size_t late[500], nl = 0;
+	for (size_t i = 0; i < n + 500 && nl < 500; i += 61)
+		if (mask[i] & 1)
+			late[nl++] = i;
+	for (size_t k = 0; k < nl; k++)
+		CHECK_INT_EQ(recon_set_remove(a, u[late[k]].ts, u[late[k]].id), 0);
+	pith_err_t err = {0};
+	recon_session_t *sa = recon_session_new(a, RECON_INITIATOR, NULL, NULL, &err);
+	recon_session_t *sb = recon_session_new(b, RECON_RESPONDER, NULL, NULL, &err);
+	pith_buf_t m1 = PITH_BUF_INIT, m2 = PITH_BUF_INIT;
+	recon_ids_t ha = RECON_IDS_INIT, na = RECON_IDS_INIT, hb = RECON_IDS_INIT,
+		    nb = RECON_IDS_INIT;
+	int rc = recon_initiate(sa, &m1, &err);
+	int msgs = 0;
+	while (!rc) {
+		rc = recon_respond(sb, m1.data, m1.len, &m2, &hb, &nb, &err);
+		if (rc || !m2.len)
+			break;
+		if (msgs++ == 1)
+			for (size_t k = 0; k < nl; k++)
+				recon_set_add(a, u[late[k]].ts, u[late[k]].id);
+		rc = recon_respond(sa, m2.data, m2.len, &m1, &ha, &na, &err);
+		if (rc || !m1.len)
+			break;
+	}
+	CHECK_INT_EQ(rc, 0);
+	CHECK(recon_session_is_done(sa) && recon_session_is_done(sb));
+	recon_session_free(sa);
+	recon_session_free(sb);
+	/* a second, undisturbed session then finds exactly the difference */
+	sync_out_t o;
+	run_sync(a, b, NULL, &o);
+	CHECK_INT_EQ(o.rc, 0);
+	CHECK(ids_equal(&o.need_a, u, mask, n + 500, 2));
+	CHECK(ids_equal(&o.need_b, u, mask, n + 500, 1));
+	sync_out_release(&o);
+	recon_ids_release(&ha);
+	recon_ids_release(&na);
+	recon_ids_release(&hb);
+	recon_ids_release(&nb);
+	pith_buf_release(&m1);
+	pith_buf_release(&m2);
+	recon_set_free(a);
+	recon_set_free(b);
+	free(mask);
+	free(u);
+}
+
+/* ---- hostile input ---------------------------------------------------- */
+
+/* Feeds msg to a fresh responder over set; returns the code, err filled. */
+static int feed(const recon_set_t *set, const uint8_t *msg, size_t len, pith_buf_t *out,
+		pith_err_t *err)
+{
+	recon_session_t *s = recon_session_new(set, RECON_RESPONDER, NULL, NULL, err);
+	int rc = recon_respond(s, msg, len, out, NULL, NULL, err);
+	recon_session_free(s);
+	return rc;
+}
+
+#define HDR 0x01, 0x01, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0
+
+TEST(rejects_malformed, "rejects malformed messages with the reason and the byte offset")
+{
+	recon_set_t *s = recon_set_new();
+	pith_buf_t out = PITH_BUF_INIT;
+	pith_err_t err = {0};
+	uint8_t ok[] = {HDR, 0x00, 0x02, 0x00}; /* LIST of 0 ids to +inf */
+	CHECK_INT_EQ(feed(s, ok, sizeof(ok), &out, &err), 0);
+
+	uint8_t v2[] = {0x02, 0x01};
+	CHECK_INT_EQ(feed(s, v2, sizeof(v2), &out, &err), PITH_EINVAL);
+	CHECK_STR_CONTAINS(err.msg, "version 2");
+	uint8_t nokey[] = {0x01, 0x00};
+	CHECK_INT_EQ(feed(s, nokey, sizeof(nokey), &out, &err), PITH_EINVAL);
+	CHECK_STR_CONTAINS(err.msg, "lacks the session key");
+	uint8_t flags[] = {0x01, 0x81};
+	CHECK_INT_EQ(feed(s, flags, sizeof(flags), &out, &err), PITH_EINVAL);
+	CHECK_STR_CONTAINS(err.msg, "unknown flags");
+	uint8_t shortkey[] = {0x01, 0x01, 1, 2, 3};
+	CHECK_INT_EQ(feed(s, shortkey, sizeof(shortkey), &out, &err), PITH_ETRUNC);
+	CHECK_STR_CONTAINS(err.msg, "session key");
+	uint8_t mode7[] = {HDR, 0x00, 0x07};
+	CHECK_INT_EQ(feed(s, mode7, sizeof(mode7), &out, &err), PITH_EINVAL);
+	CHECK_STR_CONTAINS(err.msg, "unknown mode 7 at byte 18");
+	uint8_t noend[] = {HDR, 0x41, 0x00};
+	CHECK_INT_EQ(feed(s, noend, sizeof(noend), &out, &err), PITH_ETRUNC);
+	CHECK_STR_CONTAINS(err.msg, "before the top of the key space");
+	uint8_t after_inf[] = {HDR, 0x00, 0x00, 0x05, 0x00};
+	CHECK_INT_EQ(feed(s, after_inf, sizeof(after_inf), &out, &err), PITH_EINVAL);
+	CHECK_STR_CONTAINS(err.msg, "after the end of the key space");
+	uint8_t not_above[] = {HDR, 0x41, 0x00, 0x01, 0x00};
+	CHECK_INT_EQ(feed(s, not_above, sizeof(not_above), &out, &err), PITH_EINVAL);
+	CHECK_STR_CONTAINS(err.msg, "bound at byte 20 is not above the previous one");
+	uint8_t zero_first[] = {HDR, 0x01, 0x00, 0x00, 0x00};
+	CHECK_INT_EQ(feed(s, zero_first, sizeof(zero_first), &out, &err), PITH_EINVAL);
+	uint8_t fp_short[] = {HDR, 0x00, 0x01, 1, 2, 3};
+	CHECK_INT_EQ(feed(s, fp_short, sizeof(fp_short), &out, &err), PITH_ETRUNC);
+	CHECK_STR_CONTAINS(err.msg, "fingerprint at byte 20 needs 8 bytes, 3 left");
+	uint8_t list_big[] = {HDR, 0x00, 0x02, 0x81, 0x10}; /* 2049 ids */
+	CHECK_INT_EQ(feed(s, list_big, sizeof(list_big), &out, &err), PITH_ETOOBIG);
+	CHECK_STR_CONTAINS(err.msg, "above the limit");
+	uint8_t list_trunc[] = {HDR, 0x00, 0x02, 0x02, 1, 2, 3, 4, 5, 6};
+	CHECK_INT_EQ(feed(s, list_trunc, sizeof(list_trunc), &out, &err), PITH_ETRUNC);
+	uint8_t varint_long[] = {HDR, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x02};
+	CHECK_INT_EQ(feed(s, varint_long, sizeof(varint_long), &out, &err), PITH_EINVAL);
+	CHECK_STR_CONTAINS(err.msg, "overflows 64 bits");
+	uint8_t varint_pad[] = {HDR, 0x80, 0x00, 0x00};
+	CHECK_INT_EQ(feed(s, varint_pad, sizeof(varint_pad), &out, &err), PITH_EINVAL);
+	CHECK_STR_CONTAINS(err.msg, "not minimally encoded");
+	uint8_t ts_big[] = {HDR, 0x81, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x40, 0x00};
+	CHECK_INT_EQ(feed(s, ts_big, sizeof(ts_big), &out, &err), PITH_EINVAL);
+	CHECK_STR_CONTAINS(err.msg, "past the largest timestamp");
+	uint8_t prefix_big[] = {HDR, 0x02, 0x88, 0x02}; /* 33-byte id prefix */
+	CHECK_INT_EQ(feed(s, prefix_big, sizeof(prefix_big), &out, &err), PITH_EINVAL);
+	uint8_t empty_reply[] = {HDR, 0x00, 0x03, 0x00, 0x00};
+	CHECK_INT_EQ(feed(s, empty_reply, sizeof(empty_reply), &out, &err), PITH_EINVAL);
+	CHECK_STR_CONTAINS(err.msg, "empty REPLY");
+	uint8_t trunc_hdr[] = {0x01};
+	CHECK_INT_EQ(feed(s, trunc_hdr, sizeof(trunc_hdr), &out, &err), PITH_ETRUNC);
+	pith_buf_release(&out);
+	recon_set_free(s);
+}
+
+TEST(errors_are_sticky, "after an error, and after the end, a session refuses further messages")
+{
+	recon_set_t *set = recon_set_new();
+	pith_buf_t out = PITH_BUF_INIT;
+	pith_err_t err = {0};
+	recon_session_t *s = recon_session_new(set, RECON_RESPONDER, NULL, NULL, &err);
+	uint8_t bad[] = {0x07};
+	CHECK_INT_EQ(recon_respond(s, bad, 1, &out, NULL, NULL, &err), PITH_ETRUNC);
+	uint8_t ok[] = {HDR, 0x00, 0x02, 0x00};
+	memset(&err, 0, sizeof(err));
+	CHECK_INT_EQ(recon_respond(s, ok, sizeof(ok), &out, NULL, NULL, &err), PITH_ETRUNC);
+	CHECK_STR_CONTAINS(err.msg, "header");
+	CHECK_INT_EQ(recon_session_error(s), PITH_ETRUNC);
+	recon_session_free(s);
+
+	s = recon_session_new(set, RECON_RESPONDER, NULL, NULL, &err);
+	CHECK_INT_EQ(recon_respond(s, ok, sizeof(ok), &out, NULL, NULL, &err), 0);
+	CHECK(recon_session_is_done(s));
+	CHECK_INT_EQ(recon_respond(s, ok, sizeof(ok), &out, NULL, NULL, &err), PITH_EINVAL);
+	CHECK_STR_CONTAINS(err.msg, "already done");
+	recon_session_free(s);
+
+	s = recon_session_new(set, RECON_INITIATOR, NULL, NULL, &err);
+	CHECK_INT_EQ(recon_respond(s, ok, sizeof(ok), &out, NULL, NULL, &err), PITH_EINVAL);
+	CHECK_STR_CONTAINS(err.msg, "not initiated");
+	recon_session_free(s);
+	pith_buf_release(&out);
+	recon_set_free(set);
+}
+
+TEST(limits_hold, "oversized messages, too many rounds and hostile lists stay within the limits")
+{
+	rng_state = 1000;
+	size_t n = 200000;
+	recon_item_t *u = universe(n, TS_YEARS);
+	recon_set_t *set = NULL;
+	pith_err_t err = {0};
+	CHECK_INT_EQ(recon_set_new_sorted(&set, u, n, &err), 0);
+	recon_config_t cfg;
+	recon_config_default(&cfg);
+	pith_buf_t out = PITH_BUF_INIT;
+
+	/* a message over max_msg_bytes is refused before it is parsed */
+	size_t big = cfg.max_msg_bytes + 1;
+	uint8_t *msg = calloc(big, 1);
+	msg[0] = 1;
+	msg[1] = 1;
+	CHECK_INT_EQ(feed(set, msg, big, &out, &err), PITH_ETOOBIG);
+	CHECK_STR_CONTAINS(err.msg, "over the limit");
+
+	/* "I have nothing": the answer stays within one message */
+	uint8_t none[] = {HDR, 0x00, 0x02, 0x00};
+	recon_ids_t have = RECON_IDS_INIT;
+	recon_session_t *s = recon_session_new(set, RECON_RESPONDER, NULL, NULL, &err);
+	CHECK_INT_EQ(recon_respond(s, none, sizeof(none), &out, &have, NULL, &err), 0);
+	CHECK(out.len <= cfg.max_msg_bytes);
+	CHECK(have.n > 1000 && have.n < n);
+	recon_stats_t st;
+	recon_session_stats(s, &st);
+	CHECK_INT_EQ(st.deferred, 1);
+	recon_session_free(s);
+	recon_ids_release(&have);
+
+	/* 15,000 fingerprint ranges that all mismatch: bounded answer */
+	size_t len = 18;
+	memcpy(msg, (uint8_t[]){HDR}, 18);
+	uint64_t step = TS_YEARS / 15000;
+	for (int k = 0; k < 15000; k++) {
+		/* bound code (step << 6 | 0) + 1 as a varint, then FP */
+		uint64_t code = (step << 6) + 1;
+		while (code >= 0x80) {
+			msg[len++] = (uint8_t)(code | 0x80);
+			code >>= 7;
+		}
+		msg[len++] = (uint8_t)code;
+		msg[len++] = 0x01;
+		memset(msg + len, 0xab, 8);
+		len += 8;
+	}
+	msg[len++] = 0x00;
+	msg[len++] = 0x00;
+	CHECK(len <= cfg.max_msg_bytes);
+	s = recon_session_new(set, RECON_RESPONDER, NULL, NULL, &err);
+	CHECK_INT_EQ(recon_respond(s, msg, len, &out, NULL, NULL, &err), 0);
+	CHECK(out.len <= cfg.max_msg_bytes);
+	recon_session_stats(s, &st);
+	CHECK_INT_EQ(st.deferred, 1);
+	recon_session_free(s);
+
+	/* rounds: a session never ends if the peer keeps asking; max_rounds */
+	cfg.max_rounds = 3;
+	s = recon_session_new(set, RECON_RESPONDER, &cfg, NULL, &err);
+	uint8_t again[] = {0x01, 0x00, 0x00, 0x02, 0x00};
+	CHECK_INT_EQ(recon_respond(s, none, sizeof(none), &out, NULL, NULL, &err), 0);
+	CHECK_INT_EQ(recon_respond(s, again, sizeof(again), &out, NULL, NULL, &err), 0);
+	CHECK_INT_EQ(recon_respond(s, again, sizeof(again), &out, NULL, NULL, &err), 0);
+	CHECK_INT_EQ(recon_respond(s, again, sizeof(again), &out, NULL, NULL, &err),
+		     PITH_ETOOBIG);
+	CHECK_STR_CONTAINS(err.msg, "more than 3 messages");
+	recon_session_free(s);
+
+	/* bad configurations are refused */
+	cfg.max_rounds = 10;
+	cfg.max_msg_bytes = 1000;
+	CHECK(recon_session_new(set, RECON_RESPONDER, &cfg, NULL, &err) == NULL);
+	CHECK_STR_CONTAINS(err.msg, "max_msg_bytes");
+
+	free(msg);
+	pith_buf_release(&out);
+	recon_set_free(set);
+	free(u);
+}
+
+int main(void)
+{
+	RUN(set_matches_reference);
+	RUN(set_rejects_bad_input);
+	RUN(incremental_equals_bulk);
+	RUN(identical_sets);
+	RUN(disjoint_sets);
+	RUN(overlapping_sets);
+	RUN(empty_vs_full);
+	RUN(edges_of_time_range);
+	RUN(single_item_difference);
+	RUN(equal_timestamps);
+	RUN(small_messages);
+	RUN(set_changes_mid_session);
+	RUN(rejects_malformed);
+	RUN(errors_are_sticky);
+	RUN(limits_hold);
+	return test_done();
+}
