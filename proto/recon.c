@@ -791,7 +791,7 @@ static int read_need(step_t *t, rd_t *r, size_t n, const char *what, pith_err_t 
 
 static int read_count(rd_t *r, size_t unit, const char *what, size_t *n, pith_err_t *err)
 {
-	uint64_t v;
+	uint64_t v = 0;
 	size_t at = r->off;
 	int rc = rd_varint(r, &v, what, err);
 	if (rc)
