@@ -139,7 +139,10 @@ static int verify(const json_value_t *r, const pith_trust_t *trust, pith_event_t
 	}
 	ev->root = r;
 	pith_buf_t b = PITH_BUF_INIT;
-	rc = pith_event_content_bytes(r, &b);
+	/* one allocation: the hashed part is about the size of the event */
+	rc = pith_buf_reserve(&b, 4096);
+	if (!rc)
+		rc = pith_event_content_bytes(r, &b);
 	if (rc) {
 		pith_buf_release(&b);
 		*failed = PITH_CHECK_JSON;

@@ -9,6 +9,7 @@
 #include "json.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -115,6 +116,9 @@ typedef struct parser {
 	size_t vs_len, vs_cap;
 	json_member_t *ms;
 	size_t ms_len, ms_cap;
+	/* small documents never touch the heap for their scratch stacks */
+	json_value_t *vs_inline[64];
+	json_member_t ms_inline[32];
 } parser_t;
 
 static int perr(parser_t *ps, const uint8_t *at, int code, const char *what)
@@ -411,14 +415,21 @@ static void sort_members(json_member_t *m, size_t n)
 	}
 }
 
-static int grow(void **arr, size_t *cap, size_t need, size_t elsize)
+static int grow(void **arr, size_t *cap, size_t need, size_t elsize, void *inline_buf)
 {
 	if (need <= *cap)
 		return 0;
 	size_t nc = *cap ? *cap * 2 : 64;
 	while (nc < need)
 		nc *= 2;
-	void *p = realloc(*arr, nc * elsize);
+	void *p;
+	if (*arr == inline_buf) {
+		p = malloc(nc * elsize);
+		if (p)
+			memcpy(p, *arr, *cap * elsize);
+	} else {
+		p = realloc(*arr, nc * elsize);
+	}
 	if (!p)
 		return PITH_ENOMEM;
 	*arr = p;
@@ -439,7 +450,8 @@ static int parse_array(parser_t *ps, json_value_t **out)
 			int rc = parse_value(ps, &v);
 			if (rc)
 				return rc;
-			if (grow((void **)&ps->vs, &ps->vs_cap, ps->vs_len + 1, sizeof(*ps->vs)))
+			if (grow((void **)&ps->vs, &ps->vs_cap, ps->vs_len + 1, sizeof(*ps->vs),
+				 ps->vs_inline))
 				return perr(ps, ps->p, PITH_ENOMEM, "out of memory");
 			ps->vs[ps->vs_len++] = v;
 			skip_ws(ps);
@@ -501,7 +513,8 @@ static int parse_object(parser_t *ps, json_value_t **out)
 			rc = parse_value(ps, &m.value);
 			if (rc)
 				return rc;
-			if (grow((void **)&ps->ms, &ps->ms_cap, ps->ms_len + 1, sizeof(*ps->ms)))
+			if (grow((void **)&ps->ms, &ps->ms_cap, ps->ms_len + 1, sizeof(*ps->ms),
+				 ps->ms_inline))
 				return perr(ps, ps->p, PITH_ENOMEM, "out of memory");
 			ps->ms[ps->ms_len++] = m;
 			skip_ws(ps);
@@ -638,7 +651,12 @@ int json_parse(json_doc_t **out, const uint8_t *buf, size_t len,
 	json_doc_t *doc = json_doc_new();
 	if (!doc)
 		return pith_err_set(err, PITH_ENOMEM, "JSON: out of memory");
-	parser_t ps = {0};
+	parser_t ps;
+	memset(&ps, 0, offsetof(parser_t, vs_inline));
+	ps.vs = ps.vs_inline;
+	ps.vs_cap = sizeof(ps.vs_inline) / sizeof(ps.vs_inline[0]);
+	ps.ms = ps.ms_inline;
+	ps.ms_cap = sizeof(ps.ms_inline) / sizeof(ps.ms_inline[0]);
 	ps.doc = doc;
 	ps.lim = lim;
 	ps.err = err;
@@ -662,8 +680,10 @@ int json_parse(json_doc_t **out, const uint8_t *buf, size_t len,
 		if (ps.p != ps.end)
 			rc = perr(&ps, ps.p, PITH_EINVAL, "trailing data after the document");
 	}
-	free(ps.vs);
-	free(ps.ms);
+	if (ps.vs != ps.vs_inline)
+		free(ps.vs);
+	if (ps.ms != ps.ms_inline)
+		free(ps.ms);
 	if (rc) {
 		json_doc_free(doc);
 		return rc;
