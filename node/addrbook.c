@@ -1,0 +1,457 @@
+/* The address book (where peers may be found, when to try them next),
+ * bans, and peer exchange. */
+#include "node_int.h"
+
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <sodium.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+
+#define PEX_MIN_INTERVAL_US 10000000 /* answer one PEERS_REQ per peer per 10 s */
+#define PEX_SHARE_AGE_US (24 * 3600 * INT64_C(1000000))
+#define BANS_MAX 4096
+
+static log_rl_t rl_ban;
+
+void addr_format(const struct sockaddr *sa, char out[static 64])
+{
+	char ip[INET6_ADDRSTRLEN] = "?";
+	if (sa->sa_family == AF_INET) {
+		const struct sockaddr_in *s4 = (const struct sockaddr_in *)sa;
+		inet_ntop(AF_INET, &s4->sin_addr, ip, sizeof(ip));
+		snprintf(out, 64, "%s:%u", ip, ntohs(s4->sin_port));
+	} else if (sa->sa_family == AF_INET6) {
+		const struct sockaddr_in6 *s6 = (const struct sockaddr_in6 *)sa;
+		inet_ntop(AF_INET6, &s6->sin6_addr, ip, sizeof(ip));
+		snprintf(out, 64, "[%s]:%u", ip, ntohs(s6->sin6_port));
+	} else {
+		snprintf(out, 64, "(family %d)", sa->sa_family);
+	}
+}
+
+/* IP bytes and port of an inet address; 0 or -1 for other families. */
+static int sa_ip(const struct sockaddr *sa, uint8_t ip[16], uint8_t *len, uint16_t *port)
+{
+	if (sa->sa_family == AF_INET) {
+		const struct sockaddr_in *s4 = (const struct sockaddr_in *)sa;
+		memcpy(ip, &s4->sin_addr, 4);
+		*len = 4;
+		*port = ntohs(s4->sin_port);
+		return 0;
+	}
+	if (sa->sa_family == AF_INET6) {
+		const struct sockaddr_in6 *s6 = (const struct sockaddr_in6 *)sa;
+		memcpy(ip, &s6->sin6_addr, 16);
+		*len = 16;
+		*port = ntohs(s6->sin6_port);
+		return 0;
+	}
+	return -1;
+}
+
+static socklen_t sa_make(struct sockaddr_storage *ss, const uint8_t *ip, uint8_t len, uint16_t port)
+{
+	memset(ss, 0, sizeof(*ss));
+	if (len == 4) {
+		struct sockaddr_in *s4 = (struct sockaddr_in *)ss;
+		s4->sin_family = AF_INET;
+		memcpy(&s4->sin_addr, ip, 4);
+		s4->sin_port = htons(port);
+		return sizeof(*s4);
+	}
+	struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)ss;
+	s6->sin6_family = AF_INET6;
+	memcpy(&s6->sin6_addr, ip, 16);
+	s6->sin6_port = htons(port);
+	return sizeof(*s6);
+}
+
+static int ip_is_loopback(const uint8_t *ip, uint8_t len)
+{
+	static const uint8_t v6lo[16] = {[15] = 1};
+	return len == 4 ? ip[0] == 127 : !memcmp(ip, v6lo, 16);
+}
+
+/* Addresses a node may dial: not unspecified, not multicast, a port. */
+static int ip_is_dialable(const uint8_t *ip, uint8_t len, uint16_t port)
+{
+	static const uint8_t zero[16];
+	if (!port || !memcmp(ip, zero, len))
+		return 0;
+	if (len == 4)
+		return ip[0] < 224 && ip[0] != 0;
+	return ip[0] != 0xff;
+}
+
+static int sa_same(const struct sockaddr *a, const struct sockaddr *b)
+{
+	uint8_t ia[16], ib[16], la, lb;
+	uint16_t pa, pb;
+	if (sa_ip(a, ia, &la, &pa) || sa_ip(b, ib, &lb, &pb))
+		return 0;
+	return la == lb && pa == pb && !memcmp(ia, ib, la);
+}
+
+addr_entry_t *addrbook_add(node_t *n, const struct sockaddr *sa, socklen_t len, int source)
+{
+	uint8_t ip[16], il;
+	uint16_t port;
+	if (sa_ip(sa, ip, &il, &port) || !ip_is_dialable(ip, il, port))
+		return NULL;
+	for (size_t i = 0; i < n->nbook; i++)
+		if (sa_same((const struct sockaddr *)&n->book[i]->sa, sa)) {
+			if (source == ADDR_CONFIG)
+				n->book[i]->pinned = 1;
+			return n->book[i];
+		}
+	if (source != ADDR_CONFIG && n->nbook >= (size_t)n->cfg->addrbook_max)
+		return NULL;
+	addr_entry_t **nb = realloc(n->book, (n->nbook + 1) * sizeof(*nb));
+	if (!nb)
+		return NULL;
+	n->book = nb;
+	addr_entry_t *a = calloc(1, sizeof(*a));
+	if (!a)
+		return NULL;
+	memcpy(&a->sa, sa, len);
+	a->salen = len;
+	a->source = source;
+	a->pinned = source == ADDR_CONFIG;
+	addr_format(sa, a->str);
+	n->book[n->nbook++] = a;
+	log_debug("address book: added %s (%s)", a->str,
+		  source == ADDR_CONFIG ? "configured" : source == ADDR_PEX ? "peer exchange" : "inbound");
+	return a;
+}
+
+int addrbook_add_hostport(node_t *n, const char *hostport, int pinned, pith_err_t *err)
+{
+	char host[256], portstr[8];
+	uint16_t port;
+	if (config_split_hostport(hostport, host, &port, 0))
+		return pith_err_set(err, PITH_EINVAL, "'%s' is not HOST:PORT", hostport);
+	snprintf(portstr, sizeof(portstr), "%u", port);
+	struct addrinfo hints = {0}, *res = NULL;
+	hints.ai_socktype = SOCK_STREAM;
+	hints.ai_flags = AI_NUMERICSERV;
+	int g = getaddrinfo(host, portstr, &hints, &res);
+	if (g || !res)
+		return pith_err_set(err, PITH_EINVAL, "cannot resolve %s: %s", host, gai_strerror(g));
+	/* prefer IPv4, which loopback meshes use */
+	struct addrinfo *pick = res;
+	for (struct addrinfo *r = res; r; r = r->ai_next)
+		if (r->ai_family == AF_INET) {
+			pick = r;
+			break;
+		}
+	addr_entry_t *a = addrbook_add(n, pick->ai_addr, pick->ai_addrlen,
+				       pinned ? ADDR_CONFIG : ADDR_PEX);
+	freeaddrinfo(res);
+	if (!a)
+		return pith_err_set(err, PITH_EINVAL, "%s is not a dialable address", hostport);
+	a->next_attempt_us = 0;
+	return 0;
+}
+
+static int pk_connected(node_t *n, const uint8_t pk[32])
+{
+	for (peer_t *p = n->peers; p; p = p->next)
+		if (p->state != PEER_CLOSING && p->got_hello && !memcmp(p->pk, pk, 32))
+			return 1;
+	return 0;
+}
+
+static int entry_eligible(node_t *n, addr_entry_t *a, int64_t now)
+{
+	return !a->peer_serial && !a->self && a->next_attempt_us <= now &&
+	       !ban_is_banned(n, (const struct sockaddr *)&a->sa, now) &&
+	       !(a->has_pk && pk_connected(n, a->pk));
+}
+
+void addrbook_maintain(node_t *n, int64_t now)
+{
+	if (n->shutting_down)
+		return;
+	size_t out = 0;
+	for (peer_t *p = n->peers; p; p = p->next)
+		if (p->outbound && p->state != PEER_CLOSING)
+			out++;
+	/* configured peers are always kept */
+	for (size_t i = 0; i < n->nbook; i++) {
+		addr_entry_t *a = n->book[i];
+		if (a->pinned && entry_eligible(n, a, now) && peer_connect(n, a) == 0)
+			out++;
+	}
+	while (out < (size_t)n->cfg->outbound_target) {
+		size_t cand = 0, pick = SIZE_MAX;
+		for (size_t i = 0; i < n->nbook; i++) {
+			addr_entry_t *a = n->book[i];
+			if (a->pinned || !entry_eligible(n, a, now))
+				continue;
+			/* reservoir sampling: a uniformly random eligible entry */
+			if (randombytes_uniform((uint32_t)++cand) == 0)
+				pick = i;
+		}
+		if (pick == SIZE_MAX || peer_connect(n, n->book[pick]))
+			break;
+		out++;
+	}
+}
+
+void addrbook_failed(node_t *n, addr_entry_t *a, int was_ready)
+{
+	const node_config_t *c = n->cfg;
+	int64_t delay = c->reconnect_min_ms;
+	if (was_ready) {
+		a->failures = 0;
+	} else {
+		a->failures++;
+		for (unsigned i = 1; i < a->failures && delay < c->reconnect_max_ms; i++)
+			delay *= 2;
+	}
+	if (delay > c->reconnect_max_ms)
+		delay = c->reconnect_max_ms;
+	/* jitter: 0.5x to 1.5x, so that nodes that lost each other at the same
+	 * moment do not all call back at the same moment */
+	delay = delay / 2 + (int64_t)randombytes_uniform((uint32_t)(delay > 1 ? delay : 1));
+	a->next_attempt_us = node_now_us() + delay * 1000;
+}
+
+void addrbook_ready(node_t *n, peer_t *p)
+{
+	int64_t now = node_now_us();
+	if (p->outbound && p->book) {
+		p->book->failures = 0;
+		p->book->last_ok_us = now;
+		memcpy(p->book->pk, p->pk, 32);
+		p->book->has_pk = 1;
+		return;
+	}
+	if (!p->listen_port)
+		return;
+	uint8_t ip[16], il;
+	uint16_t port;
+	if (sa_ip((const struct sockaddr *)&p->sa, ip, &il, &port))
+		return;
+	struct sockaddr_storage ss;
+	socklen_t len = sa_make(&ss, ip, il, p->listen_port);
+	addr_entry_t *a = addrbook_add(n, (const struct sockaddr *)&ss, len, ADDR_INBOUND);
+	if (!a)
+		return;
+	memcpy(a->pk, p->pk, 32);
+	a->has_pk = 1;
+	a->last_ok_us = now;
+	if (!a->peer_serial) {
+		a->peer_serial = p->serial;
+		p->book = a;
+	}
+}
+
+void addrbook_free(node_t *n)
+{
+	for (size_t i = 0; i < n->nbook; i++)
+		free(n->book[i]);
+	free(n->book);
+	n->book = NULL;
+	n->nbook = 0;
+	free(n->bans);
+	n->bans = NULL;
+	n->nbans = n->capbans = 0;
+}
+
+/* ---- bans ------------------------------------------------------------------------ */
+
+void ban_add(node_t *n, const struct sockaddr *sa, const char *reason)
+{
+	uint8_t ip[16], il;
+	uint16_t port;
+	if (sa_ip(sa, ip, &il, &port))
+		return;
+	int64_t until = node_now_us() + n->cfg->ban_seconds * 1000000;
+	ban_t *b = NULL;
+	for (size_t i = 0; i < n->nbans; i++)
+		if (n->bans[i].ip_len == il && !memcmp(n->bans[i].ip, ip, il))
+			b = &n->bans[i];
+	if (!b) {
+		if (n->nbans >= BANS_MAX)
+			ban_prune(n, node_now_us());
+		if (n->nbans >= BANS_MAX)
+			return;
+		if (n->nbans == n->capbans) {
+			size_t cap = n->capbans ? n->capbans * 2 : 16;
+			ban_t *nb = realloc(n->bans, cap * sizeof(*nb));
+			if (!nb)
+				return;
+			n->bans = nb;
+			n->capbans = cap;
+		}
+		b = &n->bans[n->nbans++];
+		memset(b, 0, sizeof(*b));
+		memcpy(b->ip, ip, il);
+		b->ip_len = il;
+		inet_ntop(il == 4 ? AF_INET : AF_INET6, ip, b->ip_str, sizeof(b->ip_str));
+	}
+	b->until_us = until;
+	snprintf(b->reason, sizeof(b->reason), "%s", reason);
+	n->stats.bans++;
+	log_rl(&rl_ban, LOG_WARN, "banned %s for %lld s: %s", b->ip_str,
+	       (long long)n->cfg->ban_seconds, reason);
+}
+
+int ban_is_banned(node_t *n, const struct sockaddr *sa, int64_t now)
+{
+	uint8_t ip[16], il;
+	uint16_t port;
+	if (sa_ip(sa, ip, &il, &port))
+		return 0;
+	for (size_t i = 0; i < n->nbans; i++)
+		if (n->bans[i].until_us > now && n->bans[i].ip_len == il &&
+		    !memcmp(n->bans[i].ip, ip, il))
+			return 1;
+	return 0;
+}
+
+void ban_prune(node_t *n, int64_t now)
+{
+	size_t w = 0;
+	for (size_t i = 0; i < n->nbans; i++) {
+		if (n->bans[i].until_us > now)
+			n->bans[w++] = n->bans[i];
+		else
+			log_info("ban on %s expired", n->bans[i].ip_str);
+	}
+	n->nbans = w;
+}
+
+/* ---- peer exchange ----------------------------------------------------------------- */
+
+/* The address a peer can be dialled at, if known. */
+static int peer_listen_addr(const peer_t *q, struct sockaddr_storage *ss, socklen_t *len)
+{
+	if (q->outbound && q->book) {
+		memcpy(ss, &q->book->sa, q->book->salen);
+		*len = q->book->salen;
+		return 0;
+	}
+	uint8_t ip[16], il;
+	uint16_t port;
+	if (!q->listen_port || sa_ip((const struct sockaddr *)&q->sa, ip, &il, &port))
+		return -1;
+	*len = sa_make(ss, ip, il, q->listen_port);
+	return 0;
+}
+
+static void pex_push(wire_msg_t *m, const struct sockaddr *sa, int to_loopback, size_t max)
+{
+	wire_addr_t a = {0};
+	if (m->u.peers.n >= max || sa_ip(sa, a.ip, &a.ip_len, &a.port))
+		return;
+	if (!ip_is_dialable(a.ip, a.ip_len, a.port) || (ip_is_loopback(a.ip, a.ip_len) && !to_loopback))
+		return;
+	for (size_t i = 0; i < m->u.peers.n; i++)
+		if (m->u.peers.addrs[i].ip_len == a.ip_len && m->u.peers.addrs[i].port == a.port &&
+		    !memcmp(m->u.peers.addrs[i].ip, a.ip, a.ip_len))
+			return;
+	m->u.peers.addrs[m->u.peers.n++] = a;
+}
+
+void pex_on_request(peer_t *p)
+{
+	node_t *n = p->node;
+	int64_t now = node_now_us();
+	if (p->pex_answered_us && now - p->pex_answered_us < PEX_MIN_INTERVAL_US)
+		return; /* charged as a message; not answered again so soon */
+	p->pex_answered_us = now;
+	uint8_t pip[16], pl;
+	uint16_t pport;
+	int to_lo = !sa_ip((const struct sockaddr *)&p->sa, pip, &pl, &pport) &&
+		    ip_is_loopback(pip, pl);
+	wire_msg_t m = {.type = WIRE_PEERS};
+	size_t max = n->wlim.max_peers;
+	struct sockaddr_storage own;
+	socklen_t ownlen = 0;
+	int has_own = peer_listen_addr(p, &own, &ownlen) == 0;
+	/* peers we are connected to first, then addresses that worked lately */
+	for (peer_t *q = n->peers; q; q = q->next) {
+		struct sockaddr_storage ss;
+		socklen_t len;
+		if (q == p || q->state != PEER_READY || peer_listen_addr(q, &ss, &len))
+			continue;
+		pex_push(&m, (const struct sockaddr *)&ss, to_lo, max);
+	}
+	for (size_t i = 0; i < n->nbook && m.u.peers.n < max; i++) {
+		addr_entry_t *a = n->book[i];
+		if (a->self || !a->last_ok_us || now - a->last_ok_us > PEX_SHARE_AGE_US)
+			continue;
+		if (has_own && sa_same((const struct sockaddr *)&a->sa, (const struct sockaddr *)&own))
+			continue;
+		pex_push(&m, (const struct sockaddr *)&a->sa, to_lo, max);
+	}
+	/* never tell a peer its own address */
+	if (has_own) {
+		size_t w = 0;
+		wire_addr_t o = {0};
+		sa_ip((const struct sockaddr *)&own, o.ip, &o.ip_len, &o.port);
+		for (size_t i = 0; i < m.u.peers.n; i++) {
+			wire_addr_t *a = &m.u.peers.addrs[i];
+			if (!(a->ip_len == o.ip_len && a->port == o.port && !memcmp(a->ip, o.ip, o.ip_len)))
+				m.u.peers.addrs[w++] = *a;
+		}
+		m.u.peers.n = w;
+	}
+	peer_send(p, &m);
+}
+
+void pex_on_peers(peer_t *p, const wire_msg_t *m)
+{
+	node_t *n = p->node;
+	if (!p->pex_requested)
+		return; /* unasked: charged as a message and ignored */
+	p->pex_requested = 0;
+	uint8_t pip[16], pl;
+	uint16_t pport;
+	int from_lo = !sa_ip((const struct sockaddr *)&p->sa, pip, &pl, &pport) &&
+		      ip_is_loopback(pip, pl);
+	size_t added = 0;
+	for (size_t i = 0; i < m->u.peers.n; i++) {
+		const wire_addr_t *a = &m->u.peers.addrs[i];
+		if (ip_is_loopback(a->ip, a->ip_len) && !from_lo)
+			continue;
+		struct sockaddr_storage ss;
+		socklen_t len = sa_make(&ss, a->ip, a->ip_len, a->port);
+		size_t before = n->nbook;
+		if (addrbook_add(n, (const struct sockaddr *)&ss, len, ADDR_PEX) && n->nbook > before)
+			added++;
+	}
+	if (added)
+		log_debug("peer %s: learnt %zu new addresses", p->addr, added);
+}
+
+void pex_tick(node_t *n, int64_t now)
+{
+	if (now < n->next_pex_us)
+		return;
+	n->next_pex_us = now + n->cfg->pex_interval_ms * 1000;
+	size_t out = 0, ready = 0;
+	for (peer_t *p = n->peers; p; p = p->next) {
+		if (p->outbound && p->state != PEER_CLOSING)
+			out++;
+		if (p->state == PEER_READY)
+			ready++;
+	}
+	if (out >= (size_t)n->cfg->outbound_target || !ready)
+		return;
+	uint32_t k = randombytes_uniform((uint32_t)ready);
+	for (peer_t *p = n->peers; p; p = p->next) {
+		if (p->state != PEER_READY || k--)
+			continue;
+		wire_msg_t m = {.type = WIRE_PEERS_REQ};
+		p->pex_requested = 1;
+		peer_send(p, &m);
+		return;
+	}
+}

@@ -1,0 +1,299 @@
+/* The settings table: name, type, bounds, default and meaning. The config
+ * file, the flags and `pithd --help` all read it. */
+#include "config.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+#include "wire.h"
+
+typedef enum { K_STR, K_INT, K_LIST, K_ADDR, K_LEVEL, K_NETID } kind_t;
+
+typedef struct key {
+	const char *name;
+	kind_t kind;
+	size_t off;
+	int64_t min, max;
+	const char *def;
+	const char *help;
+} key_t_;
+
+#define O(f) offsetof(node_config_t, f)
+static const key_t_ keys[] = {
+	{"data", K_STR, O(data_dir), 0, 0, "", "data directory (store, node key, control socket)"},
+	{"listen", K_ADDR, O(listen), 0, 0, "127.0.0.1:7411", "HOST:PORT for peers; port 0 picks one"},
+	{"http", K_ADDR, O(http), 0, 0, "", "HOST:PORT of the HTTP views (issue 6: accepted, not served yet)"},
+	{"control", K_STR, O(control), 0, 0, "", "control socket path (default DATA/pithd.sock)"},
+	{"network_id", K_NETID, O(network_id), 0, 0, "pith-main", "peers must use the same network id"},
+	{"log_level", K_LEVEL, O(log_level), 0, 0, "info", "error, warn, info or debug"},
+	{"trace_stored", K_STR, O(trace_stored), 0, 0, "", "append 'UNIX_US EVENT_ID' per stored event to this file (benchmarks)"},
+	{"peer", K_LIST, O(peers), 0, 0, "", "HOST:PORT to dial and keep (repeatable)"},
+	{"trust_key", K_LIST, O(trust_keys), 0, 0, "", "key file to trust besides the registry key (repeatable)"},
+	{"outbound_target", K_INT, O(outbound_target), 0, 64, "8", "outbound connections to keep"},
+	{"inbound_max", K_INT, O(inbound_max), 0, 1024, "32", "inbound connections accepted"},
+	{"validate_threads", K_INT, O(validate_threads), 1, 64, "2", "threads verifying signatures"},
+	{"max_frame", K_INT, O(max_frame), 65536, WIRE_FRAME_MAX_HARD, "4194304", "largest wire frame payload, bytes"},
+	{"max_inflight", K_INT, O(max_inflight), 1, 65536, "1024", "ids requested from one peer at a time"},
+	{"max_pending", K_INT, O(max_pending), 1024, 16777216, "262144", "ids waiting to be fetched, all peers"},
+	{"max_wanted", K_INT, O(max_wanted), 1024, 16777216, "65536", "ids queued to fetch from one peer"},
+	{"max_serve_queue", K_INT, O(max_serve_queue), 4096, 1048576, "16384", "ids one peer may ask for before it is answered"},
+	{"peer_msg_rate", K_INT, O(peer_msg_rate), 1, 1000000, "5000", "unsolicited messages per second from one peer"},
+	{"peer_msg_burst", K_INT, O(peer_msg_burst), 1, 10000000, "10000", "burst of unsolicited messages"},
+	{"peer_byte_rate", K_INT, O(peer_byte_rate), 65536, INT64_C(1) << 40, "33554432", "bytes read per second from one peer"},
+	{"peer_out_max", K_INT, O(peer_out_max), 1 << 20, INT64_C(1) << 34, "33554432", "bytes queued to a peer before it is dropped as too slow"},
+	{"ban_threshold", K_INT, O(ban_threshold), 1, 1000000, "100", "misbehaviour score that bans"},
+	{"ban_seconds", K_INT, O(ban_seconds), 1, INT64_C(1) << 32, "3600", "how long a ban lasts"},
+	{"handshake_timeout_ms", K_INT, O(handshake_timeout_ms), 100, 600000, "10000", "HELLO and AUTH must arrive within"},
+	{"ping_interval_ms", K_INT, O(ping_interval_ms), 100, 3600000, "30000", "PING an idle peer this often"},
+	{"ping_timeout_ms", K_INT, O(ping_timeout_ms), 100, 3600000, "20000", "PONG must arrive within"},
+	{"idle_timeout_ms", K_INT, O(idle_timeout_ms), 1000, 86400000, "120000", "close a peer silent this long"},
+	{"fetch_timeout_ms", K_INT, O(fetch_timeout_ms), 100, 600000, "10000", "an EVENT must answer a GET within"},
+	{"announce_delay_ms", K_INT, O(announce_delay_ms), 0, 10000, "2", "gather new ids this long before announcing"},
+	{"pex_interval_ms", K_INT, O(pex_interval_ms), 100, 86400000, "60000", "ask a peer for addresses this often while short of peers"},
+	{"reconnect_min_ms", K_INT, O(reconnect_min_ms), 10, 3600000, "500", "first reconnect delay (doubles, jittered)"},
+	{"reconnect_max_ms", K_INT, O(reconnect_max_ms), 10, 86400000, "60000", "longest reconnect delay"},
+	{"addrbook_max", K_INT, O(addrbook_max), 16, 1000000, "1024", "addresses remembered"},
+};
+#define NKEYS (sizeof(keys) / sizeof(keys[0]))
+
+static const key_t_ *key_find(const char *name)
+{
+	for (size_t i = 0; i < NKEYS; i++)
+		if (!strcmp(keys[i].name, name))
+			return &keys[i];
+	/* a few aliases that read better as flags */
+	if (!strcmp(name, "data_dir"))
+		return key_find("data");
+	return NULL;
+}
+
+int config_split_hostport(const char *s, char host[static 256], uint16_t *port, int allow_zero)
+{
+	const char *colon;
+	size_t hl;
+	if (s[0] == '[') {
+		const char *rb = strchr(s, ']');
+		if (!rb || rb[1] != ':')
+			return PITH_EINVAL;
+		hl = (size_t)(rb - s - 1);
+		memcpy(host, s + 1, hl < 255 ? hl : 255);
+		colon = rb + 1;
+	} else {
+		colon = strrchr(s, ':');
+		if (!colon)
+			return PITH_EINVAL;
+		hl = (size_t)(colon - s);
+		memcpy(host, s, hl < 255 ? hl : 255);
+	}
+	if (hl == 0 || hl > 255)
+		return PITH_EINVAL;
+	host[hl] = 0;
+	char *end;
+	errno = 0;
+	long p = strtol(colon + 1, &end, 10);
+	if (errno || end == colon + 1 || *end || p < (allow_zero ? 0 : 1) || p > 65535)
+		return PITH_EINVAL;
+	*port = (uint16_t)p;
+	return 0;
+}
+
+int config_set(node_config_t *c, const char *name, const char *value, int from_flag,
+	       pith_err_t *err)
+{
+	const key_t_ *k = key_find(name);
+	if (!k)
+		return pith_err_set(err, PITH_EINVAL, "unknown setting '%s'", name);
+	char *field = (char *)c + k->off;
+	size_t vl = strlen(value);
+	char host[256];
+	uint16_t port;
+	switch (k->kind) {
+	case K_ADDR:
+		if (vl && config_split_hostport(value, host, &port, 1))
+			return pith_err_set(err, PITH_EINVAL, "%s: '%s' is not HOST:PORT", name, value);
+		/* fall through */
+	case K_STR:
+		if (vl >= CONFIG_STR_MAX)
+			return pith_err_set(err, PITH_EINVAL, "%s: longer than %d bytes", name,
+					    CONFIG_STR_MAX - 1);
+		memcpy(field, value, vl + 1);
+		return 0;
+	case K_NETID:
+		if (!wire_netid_is_valid(value))
+			return pith_err_set(err, PITH_EINVAL,
+					    "%s: '%s' is not 1 to %d of [A-Za-z0-9._-]", name, value,
+					    WIRE_NETID_MAX);
+		memcpy(field, value, vl + 1);
+		return 0;
+	case K_LEVEL:
+		if (log_level_parse(value) < 0)
+			return pith_err_set(err, PITH_EINVAL, "%s: '%s' is not error, warn, info or debug",
+					    name, value);
+		snprintf(field, 16, "%s", value);
+		return 0;
+	case K_LIST: {
+		config_list_t *l = (config_list_t *)field;
+		if (from_flag && !l->from_flags) {
+			l->n = 0;
+			l->from_flags = 1;
+		}
+		if (l->n >= CONFIG_LIST_MAX)
+			return pith_err_set(err, PITH_EINVAL, "%s: more than %d entries", name,
+					    CONFIG_LIST_MAX);
+		if (!vl || vl >= CONFIG_STR_MAX)
+			return pith_err_set(err, PITH_EINVAL, "%s: empty or too long", name);
+		if (k->off == O(peers) && config_split_hostport(value, host, &port, 0))
+			return pith_err_set(err, PITH_EINVAL, "%s: '%s' is not HOST:PORT", name, value);
+		memcpy(l->items[l->n++], value, vl + 1);
+		return 0;
+	}
+	case K_INT: {
+		char *end;
+		errno = 0;
+		long long v = strtoll(value, &end, 10);
+		if (errno || end == value || *end)
+			return pith_err_set(err, PITH_EINVAL, "%s: '%s' is not an integer", name, value);
+		if (v < k->min || v > k->max)
+			return pith_err_set(err, PITH_EINVAL, "%s: %lld is outside %lld..%lld", name, v,
+					    (long long)k->min, (long long)k->max);
+		*(int64_t *)field = v;
+		return 0;
+	}
+	}
+	return PITH_EINVAL;
+}
+
+void config_defaults(node_config_t *c)
+{
+	memset(c, 0, sizeof(*c));
+	for (size_t i = 0; i < NKEYS; i++)
+		if (keys[i].kind != K_LIST && (keys[i].def[0] || keys[i].kind != K_INT))
+			config_set(c, keys[i].name, keys[i].def, 0, NULL);
+}
+
+static char *trim(char *s)
+{
+	while (*s == ' ' || *s == '\t')
+		s++;
+	size_t n = strlen(s);
+	while (n && (s[n - 1] == ' ' || s[n - 1] == '\t' || s[n - 1] == '\r' || s[n - 1] == '\n'))
+		s[--n] = 0;
+	return s;
+}
+
+int config_load_file(node_config_t *c, const char *path, pith_err_t *err)
+{
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return pith_err_set(err, PITH_EIO, "cannot open config %s: %s", path, strerror(errno));
+	char line[2048];
+	int lineno = 0, rc = 0;
+	while (fgets(line, sizeof(line), f)) {
+		lineno++;
+		if (!strchr(line, '\n') && !feof(f)) {
+			rc = pith_err_set(err, PITH_EINVAL, "%s:%d: line longer than %zu bytes", path,
+					  lineno, sizeof(line) - 2);
+			break;
+		}
+		char *s = trim(line);
+		if (!*s || *s == '#')
+			continue;
+		char *eq = strchr(s, '=');
+		if (!eq) {
+			rc = pith_err_set(err, PITH_EINVAL, "%s:%d: expected 'key = value'", path, lineno);
+			break;
+		}
+		*eq = 0;
+		char *k = trim(s), *v = trim(eq + 1);
+		pith_err_t e = {0};
+		if (config_set(c, k, v, 0, &e)) {
+			rc = pith_err_set(err, PITH_EINVAL, "%s:%d: %s", path, lineno, e.msg);
+			break;
+		}
+	}
+	fclose(f);
+	return rc;
+}
+
+int config_from_args(node_config_t *c, int argc, char **argv, int *help, pith_err_t *err)
+{
+	*help = 0;
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+			*help = 1;
+			return 0;
+		}
+		if (!strcmp(argv[i], "--config")) {
+			if (i + 1 >= argc)
+				return pith_err_set(err, PITH_EINVAL, "--config needs a FILE");
+			int rc = config_load_file(c, argv[i + 1], err);
+			if (rc)
+				return rc;
+		}
+	}
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		if (strncmp(a, "--", 2) || !a[2])
+			return pith_err_set(err, PITH_EINVAL, "unexpected argument '%s'", a);
+		if (i + 1 >= argc)
+			return pith_err_set(err, PITH_EINVAL, "%s needs a value", a);
+		const char *v = argv[++i];
+		if (!strcmp(a, "--config"))
+			continue;
+		char name[64];
+		size_t n = strlen(a + 2);
+		if (n >= sizeof(name))
+			return pith_err_set(err, PITH_EINVAL, "unknown flag %s", a);
+		for (size_t j = 0; j <= n; j++)
+			name[j] = a[2 + j] == '-' ? '_' : a[2 + j];
+		pith_err_t e = {0};
+		if (!key_find(name))
+			return pith_err_set(err, PITH_EINVAL, "unknown flag %s", a);
+		if (config_set(c, name, v, 1, &e))
+			return pith_err_set(err, PITH_EINVAL, "%s", e.msg);
+	}
+	return 0;
+}
+
+int config_finish(node_config_t *c, pith_err_t *err)
+{
+	if (!c->data_dir[0])
+		return pith_err_set(err, PITH_EINVAL, "no data directory: use --data DIR or data = DIR");
+	if (!c->listen[0])
+		return pith_err_set(err, PITH_EINVAL, "listen must be HOST:PORT");
+	if (!c->control[0]) {
+		int n = snprintf(c->control, sizeof(c->control), "%s/pithd.sock", c->data_dir);
+		if (n < 0 || (size_t)n >= sizeof(c->control) || (size_t)n >= 100)
+			return pith_err_set(err, PITH_EINVAL,
+					    "the default control path DATA/pithd.sock is too long "
+					    "for a Unix socket; set control = PATH");
+	}
+	if (c->reconnect_min_ms > c->reconnect_max_ms)
+		return pith_err_set(err, PITH_EINVAL, "reconnect_min_ms exceeds reconnect_max_ms");
+	if (c->peer_msg_burst < c->peer_msg_rate)
+		c->peer_msg_burst = c->peer_msg_rate;
+	return 0;
+}
+
+void config_usage(void *file)
+{
+	FILE *f = file;
+	fprintf(f, "usage: pithd [--config FILE] [--KEY VALUE]...\n\n"
+		   "Every setting is a config file line `key = value` and a flag\n"
+		   "`--key value` (dashes or underscores); flags override the file.\n"
+		   "peer and trust_key repeat; given as flags they replace the file's.\n\n");
+	for (size_t i = 0; i < NKEYS; i++) {
+		char flag[64];
+		snprintf(flag, sizeof(flag), "--%s", keys[i].name);
+		for (char *p = flag + 2; *p; p++)
+			if (*p == '_')
+				*p = '-';
+		fprintf(f, "  %-24s %s", flag, keys[i].help);
+		if (keys[i].def[0])
+			fprintf(f, " [%s]", keys[i].def);
+		fputc('\n', f);
+	}
+}

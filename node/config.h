@@ -1,0 +1,85 @@
+/* pithd's settings: defaults, a `key = value` config file, and flags.
+ *
+ * Every setting has one name, used both in the file (`ban_seconds = 60`)
+ * and as a flag (`--ban-seconds 60`). Flags override the file; for the
+ * repeatable settings (peer, trust_key) the flags' list replaces the
+ * file's. docs/pithd.md lists every key; deploy/pithd.conf is an example. */
+#ifndef PITH_NODE_CONFIG_H
+#define PITH_NODE_CONFIG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "err.h"
+
+#define CONFIG_LIST_MAX 64
+#define CONFIG_STR_MAX 512
+
+typedef struct config_list {
+	char items[CONFIG_LIST_MAX][CONFIG_STR_MAX];
+	size_t n;
+	int from_flags; /* set once a flag added to it: the file's entries are gone */
+} config_list_t;
+
+typedef struct node_config {
+	char data_dir[CONFIG_STR_MAX];
+	char listen[CONFIG_STR_MAX];  /* HOST:PORT; port 0 picks a free one */
+	char http[CONFIG_STR_MAX];    /* HOST:PORT for the HTTP views (issue 6); "" off */
+	char control[CONFIG_STR_MAX]; /* Unix socket path; "" = DATA/pithd.sock */
+	char network_id[CONFIG_STR_MAX];
+	char log_level[16];
+	char trace_stored[CONFIG_STR_MAX]; /* benchmark trace file, "" off */
+	config_list_t peers;          /* HOST:PORT, dialled and kept */
+	config_list_t trust_keys;     /* key files trusted besides the registry key */
+
+	int64_t outbound_target;      /* outbound connections to keep */
+	int64_t inbound_max;
+	int64_t validate_threads;
+	int64_t max_frame;            /* wire frame payload bytes */
+	int64_t max_inflight;         /* ids requested from one peer and not yet answered */
+	int64_t max_pending;          /* ids waiting to be fetched, all peers */
+	int64_t max_wanted;           /* ids queued for one peer */
+	int64_t max_serve_queue;      /* ids one peer asked for and we have not sent */
+	int64_t peer_msg_rate;        /* unsolicited messages per second per peer */
+	int64_t peer_msg_burst;
+	int64_t peer_byte_rate;       /* bytes read per second per peer */
+	int64_t peer_out_max;         /* output bytes queued to one peer before closing */
+	int64_t ban_threshold;        /* misbehaviour score that bans */
+	int64_t ban_seconds;
+	int64_t handshake_timeout_ms;
+	int64_t ping_interval_ms;
+	int64_t ping_timeout_ms;
+	int64_t idle_timeout_ms;
+	int64_t fetch_timeout_ms;
+	int64_t announce_delay_ms;
+	int64_t pex_interval_ms;
+	int64_t reconnect_min_ms;
+	int64_t reconnect_max_ms;
+	int64_t addrbook_max;
+} node_config_t;
+
+/* The defaults. */
+void config_defaults(node_config_t *c);
+
+/* Sets one key from text. PITH_EINVAL with err naming the key and value. */
+int config_set(node_config_t *c, const char *key, const char *value, int from_flag,
+	       pith_err_t *err);
+
+/* Reads a config file into c (over what c holds). err names file and line. */
+int config_load_file(node_config_t *c, const char *path, pith_err_t *err);
+
+/* Applies argv: --config FILE first (if any), then every other flag over
+ * it. *help is set for -h/--help. */
+int config_from_args(node_config_t *c, int argc, char **argv, int *help, pith_err_t *err);
+
+/* Checks cross-field rules (data dir set, ranges that depend on each
+ * other) and fills derived defaults (control path). */
+int config_finish(node_config_t *c, pith_err_t *err);
+
+/* Prints every key with its default and meaning. */
+void config_usage(void *file);
+
+/* Splits "HOST:PORT" or "[V6]:PORT". 0 or PITH_EINVAL. */
+int config_split_hostport(const char *s, char host[static 256], uint16_t *port, int allow_zero);
+
+#endif

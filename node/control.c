@@ -1,0 +1,391 @@
+/* A minimal control socket: a Unix domain socket (mode 0600) taking one
+ * command per line and answering each with one line of JSON, in request
+ * order. Issue 6 grows this into the operator's full interface; here it
+ * carries what tests and benchmarks need:
+ *
+ *   status              the node's status object (node.c)
+ *   records             {"records":[{pith_number,event_count,state_sha256,has_bundle}...]}
+ *   event JSON          validate and store one event exactly as gossip does;
+ *                       answered once the outcome is durable
+ *   bundle JSON         the same for a registry bundle
+ *   connect HOST:PORT   dial and keep a peer
+ *
+ * Replies to `event` and `bundle` come after validation and the synced
+ * write: {"ok":true,"event_id":...,"outcome":"stored"} means the event
+ * survives a crash from then on. */
+#include "node_int.h"
+
+#include <errno.h>
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+#include <event2/listener.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "log.h"
+
+#define CTL_LINE_MAX (64u << 20)  /* a bundle on one line may be large */
+#define CTL_PENDING_MAX 4096      /* requests in flight per client */
+
+typedef struct ctl_client ctl_client_t;
+
+typedef struct ctl_req {
+	uint64_t serial;
+	ctl_client_t *client; /* NULL once the client went away */
+	int done;
+	pith_buf_t reply;
+	struct ctl_req *next;
+} ctl_req_t;
+
+struct ctl_client {
+	control_t *c;
+	struct bufferevent *bev;
+	ctl_req_t *head, *tail;
+	size_t pending;
+	int read_off;
+	ctl_client_t *prev, *next;
+};
+
+struct control {
+	node_t *node;
+	struct evconnlistener *listener;
+	char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
+	ctl_client_t *clients;
+	idmap_t *reqs; /* serial -> ctl_req_t awaiting an ingest result */
+	uint64_t next_serial;
+};
+
+static void serial_key(uint64_t s, uint8_t key[32])
+{
+	node_serial_key(s, key);
+}
+
+static void req_free(ctl_req_t *r)
+{
+	pith_buf_release(&r->reply);
+	free(r);
+}
+
+/* Writes the replies at the head of the queue that are ready. */
+static void client_flush(ctl_client_t *cl)
+{
+	struct evbuffer *out = bufferevent_get_output(cl->bev);
+	while (cl->head && cl->head->done) {
+		ctl_req_t *r = cl->head;
+		cl->head = r->next;
+		if (!cl->head)
+			cl->tail = NULL;
+		evbuffer_add(out, r->reply.data, r->reply.len);
+		evbuffer_add(out, "\n", 1);
+		cl->pending--;
+		req_free(r);
+	}
+	if (cl->read_off && cl->pending < CTL_PENDING_MAX / 2) {
+		cl->read_off = 0;
+		bufferevent_enable(cl->bev, EV_READ);
+	}
+}
+
+static ctl_req_t *req_new(ctl_client_t *cl)
+{
+	ctl_req_t *r = calloc(1, sizeof(*r));
+	if (!r)
+		return NULL;
+	r->serial = ++cl->c->next_serial;
+	r->client = cl;
+	if (cl->tail)
+		cl->tail->next = r;
+	else
+		cl->head = r;
+	cl->tail = r;
+	cl->pending++;
+	return r;
+}
+
+static void reply_error(ctl_req_t *r, const char *what)
+{
+	pith_buf_reset(&r->reply);
+	pith_buf_puts(&r->reply, "{\"ok\":false,\"error\":");
+	json_write_string(&r->reply, what, strlen(what));
+	pith_buf_puts(&r->reply, "}");
+	r->done = 1;
+}
+
+static int record_line(void *arg, const store_record_info_t *ri)
+{
+	pith_buf_t *b = arg;
+	char hex[65];
+	pith_hex_encode(ri->state_hash, 32, hex);
+	pith_buf_printf(b, "%s{\"pith_number\":\"%s\",\"event_count\":%llu,\"state_sha256\":\"%s\","
+			"\"has_bundle\":%s}",
+			b->data[b->len - 1] == '[' ? "" : ",", ri->pith_number,
+			(unsigned long long)ri->event_count, hex, ri->has_bundle ? "true" : "false");
+	return b->oom ? 1 : 0;
+}
+
+static void submit(ctl_client_t *cl, ctl_req_t *r, ingest_kind_t kind, const char *json, size_t len)
+{
+	control_t *c = cl->c;
+	ingest_job_t *job = ingest_job_new(kind, (const uint8_t *)json, len);
+	uint8_t key[32];
+	serial_key(r->serial, key);
+	if (!job || idmap_put(c->reqs, key, r)) {
+		ingest_job_free(job);
+		reply_error(r, "out of memory");
+		return;
+	}
+	job->ctl = r->serial;
+	ingest_submit(c->node->ingest, job);
+}
+
+static void handle_line(ctl_client_t *cl, char *line, size_t len)
+{
+	node_t *n = cl->c->node;
+	ctl_req_t *r = req_new(cl);
+	if (!r) {
+		log_error("control: out of memory");
+		return;
+	}
+	if (len && line[len - 1] == '\r')
+		line[--len] = 0;
+	char *arg = memchr(line, ' ', len);
+	size_t cmdlen = arg ? (size_t)(arg - line) : len;
+	if (arg)
+		arg++;
+	size_t arglen = arg ? len - (size_t)(arg - line) : 0;
+#define IS(s) (cmdlen == sizeof(s) - 1 && !memcmp(line, s, cmdlen))
+	if (IS("status")) {
+		node_status_json(n, &r->reply);
+		r->done = 1;
+	} else if (IS("records")) {
+		pith_err_t err = {0};
+		pith_buf_puts(&r->reply, "{\"records\":[");
+		if (store_records_each(n->store, record_line, &r->reply, &err) < 0)
+			reply_error(r, err.msg);
+		else {
+			pith_buf_puts(&r->reply, "]}");
+			r->done = 1;
+		}
+	} else if (IS("event") && arglen) {
+		submit(cl, r, INGEST_EVENT, arg, arglen);
+	} else if (IS("bundle") && arglen) {
+		submit(cl, r, INGEST_BUNDLE, arg, arglen);
+	} else if (IS("connect") && arglen) {
+		pith_err_t err = {0};
+		if (addrbook_add_hostport(n, arg, 1, &err))
+			reply_error(r, err.msg);
+		else {
+			pith_buf_puts(&r->reply, "{\"ok\":true}");
+			r->done = 1;
+			addrbook_maintain(n, node_now_us());
+		}
+	} else {
+		reply_error(r, "unknown command; try: status, records, event JSON, bundle JSON, "
+			       "connect HOST:PORT");
+	}
+#undef IS
+	if (r->reply.oom)
+		reply_error(r, "out of memory");
+}
+
+void control_job_done(control_t *c, ingest_job_t *job)
+{
+	uint8_t key[32];
+	serial_key(job->ctl, key);
+	ctl_req_t *r = idmap_del(c->reqs, key);
+	if (!r)
+		return;
+	pith_buf_t *b = &r->reply;
+	pith_buf_reset(b);
+	if (job->rc) {
+		pith_buf_puts(b, "{\"ok\":false,");
+		pith_buf_printf(b, "\"reason\":\"%s\",\"error\":", job->reason ? job->reason : "error");
+		json_write_string(b, job->msg, strlen(job->msg));
+		pith_buf_puts(b, "}");
+	} else if (job->kind == INGEST_EVENT) {
+		char hex[65];
+		pith_hex_encode(job->id, 32, hex);
+		pith_buf_printf(b, "{\"ok\":true,\"event_id\":\"sha256:%s\",\"outcome\":\"%s\"}", hex,
+				store_outcome_name(job->outcome));
+	} else {
+		pith_buf_printf(b, "{\"ok\":true,\"pith_number\":\"%s\",\"outcome\":\"%s\",\"events\":%zu}",
+				job->subject,
+				job->bundle_outcome == STORE_BUNDLE_NEWER ? "newer" : "older",
+				job->n_event_ids);
+	}
+	r->done = 1;
+	if (r->client)
+		client_flush(r->client);
+	else
+		req_free(r);
+}
+
+/* ---- clients -------------------------------------------------------------------------- */
+
+static void client_free(ctl_client_t *cl)
+{
+	control_t *c = cl->c;
+	if (cl->prev)
+		cl->prev->next = cl->next;
+	else
+		c->clients = cl->next;
+	if (cl->next)
+		cl->next->prev = cl->prev;
+	for (ctl_req_t *r = cl->head, *nx; r; r = nx) {
+		nx = r->next;
+		if (r->done)
+			req_free(r);
+		else
+			r->client = NULL; /* freed when its job comes back */
+	}
+	bufferevent_free(cl->bev);
+	free(cl);
+}
+
+static void client_read(ctl_client_t *cl)
+{
+	struct evbuffer *in = bufferevent_get_input(cl->bev);
+	char *line;
+	size_t len;
+	while (cl->pending < CTL_PENDING_MAX &&
+	       (line = evbuffer_readln(in, &len, EVBUFFER_EOL_LF)) != NULL) {
+		handle_line(cl, line, len);
+		free(line);
+	}
+	client_flush(cl);
+	if (cl->pending >= CTL_PENDING_MAX) {
+		cl->read_off = 1;
+		bufferevent_disable(cl->bev, EV_READ);
+	} else if (evbuffer_get_length(in) > CTL_LINE_MAX) {
+		log_warn("control: a line longer than %u bytes; closing that client", CTL_LINE_MAX);
+		client_free(cl);
+	}
+}
+
+static void client_read_cb(struct bufferevent *bev, void *arg)
+{
+	(void)bev;
+	client_read(arg);
+}
+
+static void client_event_cb(struct bufferevent *bev, short what, void *arg)
+{
+	(void)bev;
+	if (what & (BEV_EVENT_EOF | BEV_EVENT_ERROR))
+		client_free(arg);
+}
+
+static void accept_cb(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa, int len,
+		      void *arg)
+{
+	(void)l;
+	(void)sa;
+	(void)len;
+	control_t *c = arg;
+	ctl_client_t *cl = calloc(1, sizeof(*cl));
+	if (!cl) {
+		close(fd);
+		return;
+	}
+	cl->c = c;
+	cl->bev = bufferevent_socket_new(c->node->base, fd, BEV_OPT_CLOSE_ON_FREE);
+	if (!cl->bev) {
+		close(fd);
+		free(cl);
+		return;
+	}
+	bufferevent_setcb(cl->bev, client_read_cb, NULL, client_event_cb, cl);
+	bufferevent_enable(cl->bev, EV_READ | EV_WRITE);
+	cl->next = c->clients;
+	if (c->clients)
+		c->clients->prev = cl;
+	c->clients = cl;
+}
+
+/* ---- the listener ------------------------------------------------------------------------ */
+
+/* A stale socket file from a crashed run is removed; a live one (another
+ * node answers on it) is an error. */
+static int path_take(const char *path)
+{
+	struct stat st;
+	if (lstat(path, &st))
+		return errno == ENOENT ? 0 : -1;
+	if (!S_ISSOCK(st.st_mode)) {
+		log_error("control: %s exists and is not a socket", path);
+		return -1;
+	}
+	int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+	struct sockaddr_un sun = {.sun_family = AF_UNIX};
+	snprintf(sun.sun_path, sizeof(sun.sun_path), "%s", path);
+	int live = fd >= 0 && connect(fd, (struct sockaddr *)&sun, sizeof(sun)) == 0;
+	if (fd >= 0)
+		close(fd);
+	if (live) {
+		log_error("control: another process answers on %s", path);
+		return -1;
+	}
+	return unlink(path);
+}
+
+control_t *control_new(node_t *n, const char *path)
+{
+	struct sockaddr_un sun = {.sun_family = AF_UNIX};
+	if (strlen(path) >= sizeof(sun.sun_path)) {
+		log_error("control: path %s is too long for a Unix socket", path);
+		return NULL;
+	}
+	if (path_take(path))
+		return NULL;
+	control_t *c = calloc(1, sizeof(*c));
+	if (!c)
+		return NULL;
+	c->node = n;
+	snprintf(c->path, sizeof(c->path), "%s", path);
+	snprintf(sun.sun_path, sizeof(sun.sun_path), "%s", path);
+	c->reqs = idmap_new();
+	/* owner-only from the moment it exists */
+	mode_t old = umask(0177);
+	c->listener = evconnlistener_new_bind(n->base, accept_cb, c,
+					      LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC, 16,
+					      (struct sockaddr *)&sun, sizeof(sun));
+	umask(old);
+	if (!c->listener || !c->reqs || chmod(path, 0600)) {
+		log_error("control: cannot listen on %s: %s", path, strerror(errno));
+		control_free(c);
+		return NULL;
+	}
+	return c;
+}
+
+static int free_req(void *arg, const uint8_t id[32], void *val)
+{
+	(void)arg;
+	(void)id;
+	ctl_req_t *r = val;
+	if (r->client == NULL)
+		req_free(r); /* clients free their own below */
+	return 1;
+}
+
+void control_free_(control_t *c)
+{
+	if (!c)
+		return;
+	if (c->listener) {
+		evconnlistener_free(c->listener);
+		unlink(c->path);
+	}
+	while (c->clients)
+		client_free(c->clients);
+	if (c->reqs) {
+		idmap_each(c->reqs, free_req, NULL);
+		idmap_free(c->reqs);
+	}
+	free(c);
+}

@@ -1,0 +1,598 @@
+/* Building, running and stopping the node; the tick; the status report. */
+#include "node.h"
+
+#include <errno.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+#include <event2/listener.h>
+#include <event2/thread.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/tcp.h>
+#include <signal.h>
+#include <sodium.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "node_int.h"
+
+#define TICK_MS 200
+#define STOP_LINGER_MS 500 /* time for BYEs to leave at shutdown */
+#define RECENT_BITS 20     /* ids remembered as stored: 8 MiB */
+#define NODE_KEY_FILE "node.key"
+#define STORE_SUBDIR "store"
+
+int64_t node_now_us(void)
+{
+	struct timeval tv;
+	gettimeofday(&tv, NULL);
+	return (int64_t)tv.tv_sec * 1000000 + tv.tv_usec;
+}
+
+void node_serial_key(uint64_t serial, uint8_t key[32])
+{
+	memset(key, 0, 32);
+	memcpy(key, &serial, sizeof(serial));
+}
+
+peer_t *node_peer_by_serial(node_t *n, uint64_t serial)
+{
+	uint8_t key[32];
+	node_serial_key(serial, key);
+	return idmap_get(n->peer_by_serial, key);
+}
+
+void node_reap_soon(node_t *n)
+{
+	event_active(n->reap_ev, EV_READ, 0);
+}
+
+/* ---- the node key --------------------------------------------------------------------- */
+
+/* Loads DATA/node.key, or makes it (mode 0600) on first start. */
+static int identity_load(node_t *n, pith_err_t *err)
+{
+	char path[CONFIG_STR_MAX + 32];
+	snprintf(path, sizeof(path), "%s/%s", n->cfg->data_dir, NODE_KEY_FILE);
+	pith_buf_t b = PITH_BUF_INIT;
+	pith_key_t k;
+	int rc = 0, fd = open(path, O_RDONLY | O_NOFOLLOW);
+	if (fd < 0 && errno == ENOENT) {
+		if (pith_keyfile_generate("pithd-node", &b, &k, n->sk))
+			return pith_err_set(err, PITH_ENOMEM, "cannot generate a node key");
+		fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0600);
+		if (fd < 0 || write(fd, b.data, b.len) != (ssize_t)b.len || fsync(fd)) {
+			rc = pith_err_set(err, PITH_EIO, "cannot write %s: %s", path, strerror(errno));
+		} else {
+			memcpy(n->pk, k.pk, 32);
+			log_info("created node key %s", path);
+		}
+		if (fd >= 0)
+			close(fd);
+		sodium_memzero(b.data, b.len);
+		pith_buf_release(&b);
+		return rc;
+	}
+	if (fd < 0)
+		return pith_err_set(err, PITH_EIO, "cannot open %s: %s", path, strerror(errno));
+	struct stat st;
+	if (fstat(fd, &st) || (st.st_mode & 077)) {
+		close(fd);
+		return pith_err_set(err, PITH_EIO,
+				    "%s is readable by others (mode %03o): chmod 600 it", path,
+				    (unsigned)(st.st_mode & 0777));
+	}
+	uint8_t chunk[4096];
+	ssize_t got;
+	while ((got = read(fd, chunk, sizeof(chunk))) > 0 && b.len < 65536)
+		pith_buf_append(&b, chunk, (size_t)got);
+	close(fd);
+	int has = 0;
+	pith_err_t e = {0};
+	if (pith_keyfile_parse(b.data, b.len, &k, n->sk, &has, &e) || !has)
+		rc = pith_err_set(err, PITH_EINVAL, "%s: %s", path, has ? e.msg : "no secret key in it");
+	else
+		memcpy(n->pk, k.pk, 32);
+	if (b.data)
+		sodium_memzero(b.data, b.len);
+	pith_buf_release(&b);
+	return rc;
+}
+
+static int trust_load(node_t *n, pith_err_t *err)
+{
+	n->trust = pith_trust_new();
+	if (!n->trust)
+		return pith_err_set(err, PITH_ENOMEM, "cannot initialise the trust store");
+	for (size_t i = 0; i < n->cfg->trust_keys.n; i++) {
+		const char *path = n->cfg->trust_keys.items[i];
+		FILE *f = fopen(path, "rb");
+		if (!f)
+			return pith_err_set(err, PITH_EIO, "trust_key %s: %s", path, strerror(errno));
+		uint8_t buf[65536];
+		size_t len = fread(buf, 1, sizeof(buf), f);
+		fclose(f);
+		pith_key_t k;
+		pith_err_t e = {0};
+		if (pith_keyfile_parse(buf, len, &k, NULL, NULL, &e) || pith_trust_add(n->trust, &k)) {
+			sodium_memzero(buf, sizeof(buf));
+			return pith_err_set(err, PITH_EINVAL, "trust_key %s: %s", path, e.msg);
+		}
+		sodium_memzero(buf, sizeof(buf));
+		log_info("trusting key %s (%s)%s", k.key_id, k.fp, k.is_registry ? " as a registry key" : "");
+	}
+	return 0;
+}
+
+/* ---- callbacks --------------------------------------------------------------------------- */
+
+static void set_nodelay(int fd)
+{
+	int one = 1;
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+}
+
+static void node_on_accept(node_t *n, int fd, struct sockaddr *sa, int len)
+{
+	static log_rl_t rl;
+	int64_t now = node_now_us();
+	char a[64];
+	if (n->shutting_down) {
+		close(fd);
+		return;
+	}
+	if (ban_is_banned(n, sa, now)) {
+		n->stats.refused_banned++;
+		addr_format(sa, a);
+		log_rl(&rl, LOG_INFO, "refused %s: banned", a);
+		close(fd);
+		return;
+	}
+	if (n->n_in >= (size_t)n->cfg->inbound_max) {
+		n->stats.refused_full++;
+		addr_format(sa, a);
+		log_rl(&rl, LOG_INFO, "refused %s: %zu inbound peers already", a, n->n_in);
+		close(fd);
+		return;
+	}
+	set_nodelay(fd);
+	if (peer_accept(n, fd, sa, (socklen_t)len))
+		log_error("cannot set up an inbound peer (out of memory)");
+}
+
+static void accept_cb(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa, int len,
+		      void *arg)
+{
+	(void)l;
+	node_on_accept(arg, fd, sa, len);
+}
+
+static void accept_error_cb(struct evconnlistener *l, void *arg)
+{
+	(void)l;
+	(void)arg;
+	static log_rl_t rl;
+	int e = EVUTIL_SOCKET_ERROR();
+	/* EMFILE and friends: keep listening, say so now and then */
+	log_rl(&rl, LOG_ERROR, "accept failed: %s", evutil_socket_error_to_string(e));
+}
+
+static void node_tick(node_t *n)
+{
+	int64_t now = node_now_us();
+	for (peer_t *p = n->peers; p; p = p->next)
+		peer_tick(p, now);
+	if (n->shutting_down)
+		return;
+	relay_tick(n, now);
+	ban_prune(n, now);
+	addrbook_maintain(n, now);
+	pex_tick(n, now);
+}
+
+static void tick_cb(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	node_tick(arg);
+}
+
+static void reap_cb(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	peer_reap(arg, 0);
+}
+
+static void announce_cb(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	relay_flush_announces(arg);
+}
+
+static void stop_cb(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	node_t *n = arg;
+	event_base_loopexit(n->base, NULL);
+}
+
+/* First signal: stop accepting, say goodbye, leave the loop shortly.
+ * A second one leaves at once. */
+static void node_stop(node_t *n, int sig)
+{
+	if (n->shutting_down) {
+		log_info("signal %d again: stopping now", sig);
+		event_base_loopbreak(n->base);
+		return;
+	}
+	n->shutting_down = 1;
+	log_info("signal %d: shutting down", sig);
+	if (n->listener) {
+		evconnlistener_free(n->listener);
+		n->listener = NULL;
+	}
+	control_free(n->control);
+	for (peer_t *p = n->peers; p; p = p->next)
+		peer_close(p, WIRE_BYE_SHUTDOWN, "node shutting down");
+	struct timeval tv = {0, STOP_LINGER_MS * 1000};
+	evtimer_add(n->stop_ev, &tv);
+}
+
+static void signal_cb(evutil_socket_t sig, short what, void *arg)
+{
+	(void)what;
+	node_stop(arg, (int)sig);
+}
+
+/* ---- setup ----------------------------------------------------------------------------------- */
+
+static int listen_start(node_t *n, pith_err_t *err)
+{
+	char host[256], portstr[8];
+	uint16_t port;
+	if (config_split_hostport(n->cfg->listen, host, &port, 1))
+		return pith_err_set(err, PITH_EINVAL, "listen: '%s' is not HOST:PORT", n->cfg->listen);
+	snprintf(portstr, sizeof(portstr), "%u", port);
+	struct addrinfo hints = {0}, *res = NULL;
+	hints.ai_socktype = SOCK_STREAM;
+	hints.ai_flags = AI_NUMERICSERV | AI_PASSIVE;
+	int g = getaddrinfo(host, portstr, &hints, &res);
+	if (g || !res)
+		return pith_err_set(err, PITH_EINVAL, "listen: cannot resolve %s: %s", host,
+				    gai_strerror(g));
+	n->listener = evconnlistener_new_bind(n->base, accept_cb, n,
+					      LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE |
+						      LEV_OPT_CLOSE_ON_EXEC,
+					      128, res->ai_addr, (int)res->ai_addrlen);
+	freeaddrinfo(res);
+	if (!n->listener)
+		return pith_err_set(err, PITH_EIO, "cannot listen on %s: %s", n->cfg->listen,
+				    strerror(errno));
+	evconnlistener_set_error_cb(n->listener, accept_error_cb);
+	struct sockaddr_storage ss;
+	socklen_t len = sizeof(ss);
+	getsockname(evconnlistener_get_fd(n->listener), (struct sockaddr *)&ss, &len);
+	addr_format((struct sockaddr *)&ss, n->listen_str);
+	n->listen_port = ntohs(ss.ss_family == AF_INET ? ((struct sockaddr_in *)&ss)->sin_port
+						      : ((struct sockaddr_in6 *)&ss)->sin6_port);
+	return 0;
+}
+
+int node_new(node_config_t *cfg, node_t **out, pith_err_t *err)
+{
+	*out = NULL;
+	log_set_level((log_level_t)log_level_parse(cfg->log_level));
+	if (sodium_init() < 0)
+		return pith_err_set(err, PITH_EIO, "cannot initialise libsodium");
+	idmap_init();
+	if (evthread_use_pthreads())
+		return pith_err_set(err, PITH_EIO, "libevent has no pthreads support");
+	signal(SIGPIPE, SIG_IGN);
+
+	node_t *n = calloc(1, sizeof(*n));
+	if (!n)
+		return pith_err_set(err, PITH_ENOMEM, "out of memory");
+	n->cfg = cfg;
+	n->started_us = node_now_us();
+	n->wlim = wire_limits_default;
+	n->wlim.max_frame = (size_t)cfg->max_frame;
+	n->wlim.max_buffer = (size_t)cfg->max_frame + WIRE_HEADER_LEN + (64u << 10);
+	n->next_pex_us = n->started_us + cfg->pex_interval_ms * 1000;
+	int rc = 0;
+	char path[CONFIG_STR_MAX + 32];
+	store_opts_t so = {.create = 1};
+
+	if (mkdir(cfg->data_dir, 0700) && errno != EEXIST) {
+		rc = pith_err_set(err, PITH_EIO, "cannot create %s: %s", cfg->data_dir, strerror(errno));
+		goto fail;
+	}
+	if ((rc = identity_load(n, err)) || (rc = trust_load(n, err)))
+		goto fail;
+	pith_hex_encode(n->pk, 32, n->id_hex);
+	snprintf(path, sizeof(path), "%s/%s", cfg->data_dir, STORE_SUBDIR);
+	so.registry = n->trust;
+	if ((rc = store_open(path, &so, &n->store, err)))
+		goto fail;
+	n->base = event_base_new();
+	n->peer_by_serial = idmap_new();
+	n->fetches = idmap_new();
+	n->bundles = idmap_new();
+	if (!n->base || !n->peer_by_serial || !n->fetches || !n->bundles ||
+	    idcache_init(&n->recent, RECENT_BITS)) {
+		rc = pith_err_set(err, PITH_ENOMEM, "out of memory");
+		goto fail;
+	}
+	n->ingest = ingest_new(n->base, n->trust, n->store, (int)cfg->validate_threads,
+			       (size_t)cfg->max_frame, cfg->trace_stored, relay_ingest_done, n);
+	if (!n->ingest) {
+		rc = pith_err_set(err, PITH_EIO, "cannot start the validation threads");
+		goto fail;
+	}
+	if ((rc = listen_start(n, err)))
+		goto fail;
+	n->control = control_new(n, cfg->control);
+	if (!n->control) {
+		rc = pith_err_set(err, PITH_EIO, "cannot open the control socket %s", cfg->control);
+		goto fail;
+	}
+	for (size_t i = 0; i < cfg->peers.n; i++)
+		if ((rc = addrbook_add_hostport(n, cfg->peers.items[i], 1, err)))
+			goto fail;
+	n->sig_term = evsignal_new(n->base, SIGTERM, signal_cb, n);
+	n->sig_int = evsignal_new(n->base, SIGINT, signal_cb, n);
+	n->tick_ev = event_new(n->base, -1, EV_PERSIST, tick_cb, n);
+	n->announce_ev = evtimer_new(n->base, announce_cb, n);
+	n->reap_ev = event_new(n->base, -1, 0, reap_cb, n);
+	n->stop_ev = evtimer_new(n->base, stop_cb, n);
+	if (!n->sig_term || !n->sig_int || !n->tick_ev || !n->announce_ev || !n->reap_ev ||
+	    !n->stop_ev) {
+		rc = pith_err_set(err, PITH_ENOMEM, "out of memory");
+		goto fail;
+	}
+	struct timeval tick = {0, TICK_MS * 1000};
+	event_add(n->sig_term, NULL);
+	event_add(n->sig_int, NULL);
+	event_add(n->tick_ev, &tick);
+	*out = n;
+	return 0;
+fail:
+	node_free(n);
+	return rc ? rc : PITH_EIO;
+}
+
+int node_run(node_t *n)
+{
+	store_counts_t c;
+	store_counts_get(n->store, &c);
+	log_info("pithd started: node %.16s, listening on %s, network %s, control %s, "
+		 "%llu events in %llu records",
+		 n->id_hex, n->listen_str, n->cfg->network_id, n->cfg->control,
+		 (unsigned long long)c.events, (unsigned long long)c.records);
+	if (n->cfg->http[0])
+		log_info("http = %s noted; the HTTP views are not served by this version",
+			 n->cfg->http);
+	node_tick(n); /* dial the configured peers now, not a tick later */
+	int rc = event_base_dispatch(n->base);
+	return rc < 0 ? PITH_EIO : 0;
+}
+
+static int free_value(void *arg, const uint8_t id[32], void *val)
+{
+	(void)arg;
+	(void)id;
+	free(val);
+	return 1;
+}
+
+void node_free_(node_t *n)
+{
+	if (!n)
+		return;
+	n->shutting_down = 1;
+	control_free(n->control);
+	if (n->listener)
+		evconnlistener_free(n->listener);
+	/* validated events are written before the store closes */
+	ingest_free(n->ingest);
+	for (peer_t *p = n->peers; p; p = p->next)
+		if (p->state != PEER_CLOSING)
+			peer_close(p, 0, "node stopped");
+	peer_reap(n, 1);
+	if (n->sig_term)
+		event_free(n->sig_term);
+	if (n->sig_int)
+		event_free(n->sig_int);
+	if (n->tick_ev)
+		event_free(n->tick_ev);
+	if (n->announce_ev)
+		event_free(n->announce_ev);
+	if (n->reap_ev)
+		event_free(n->reap_ev);
+	if (n->stop_ev)
+		event_free(n->stop_ev);
+	if (n->fetches) {
+		idmap_each(n->fetches, free_value, NULL);
+		idmap_free(n->fetches);
+	}
+	if (n->bundles) {
+		idmap_each(n->bundles, free_value, NULL);
+		idmap_free(n->bundles);
+	}
+	idmap_free(n->peer_by_serial);
+	idcache_release(&n->recent);
+	pith_buf_release(&n->announce_q);
+	free(n->bundle_q);
+	addrbook_free(n);
+	if (n->base)
+		event_base_free(n->base);
+	if (n->store) {
+		store_close(n->store);
+		log_info("store closed");
+	}
+	pith_trust_free(n->trust);
+	sodium_memzero(n->sk, sizeof(n->sk));
+	free(n);
+}
+
+/* ---- status ------------------------------------------------------------------------------------ */
+
+static const char *state_name(peer_state_t s)
+{
+	switch (s) {
+	case PEER_CONNECTING: return "connecting";
+	case PEER_HANDSHAKE: return "handshake";
+	case PEER_READY: return "ready";
+	default: return "closing";
+	}
+}
+
+static const char *inv_name(inv_state_t s)
+{
+	switch (s) {
+	case INV_WAITING: return "listing";
+	case INV_MORE: return "fetching";
+	case INV_DONE: return "done";
+	default: return "idle";
+	}
+}
+
+static void jstr(pith_buf_t *b, const char *key, const char *val)
+{
+	pith_buf_printf(b, "\"%s\":", key);
+	json_write_string(b, val, strlen(val));
+}
+
+static void type_counts(pith_buf_t *b, const char *key, const uint64_t *v)
+{
+	pith_buf_printf(b, "\"%s\":{", key);
+	int first = 1;
+	for (int t = WIRE_HELLO; t <= WIRE_TYPE_LAST_DEFINED; t++) {
+		if (!v[t])
+			continue;
+		pith_buf_printf(b, "%s\"%s\":%llu", first ? "" : ",", wire_type_name(t),
+				(unsigned long long)v[t]);
+		first = 0;
+	}
+	pith_buf_puts(b, "}");
+}
+
+int node_status_json(node_t *n, pith_buf_t *b)
+{
+	int64_t now = node_now_us();
+	store_counts_t c;
+	store_counts_get(n->store, &c);
+	ingest_stats_t is;
+	ingest_stats_get(n->ingest, &is);
+	const node_stats_t *s = &n->stats;
+	pith_buf_puts(b, "{");
+	jstr(b, "node_id", n->id_hex);
+	pith_buf_puts(b, ",");
+	jstr(b, "network_id", n->cfg->network_id);
+	pith_buf_puts(b, ",");
+	jstr(b, "listen", n->listen_str);
+	pith_buf_puts(b, ",");
+	jstr(b, "http", n->cfg->http);
+	pith_buf_printf(b, ",\"uptime_ms\":%lld,\"shutting_down\":%s",
+			(long long)((now - n->started_us) / 1000), n->shutting_down ? "true" : "false");
+	pith_buf_printf(b, ",\"store\":{\"events\":%llu,\"records\":%llu,\"bundles\":%llu}",
+			(unsigned long long)c.events, (unsigned long long)c.records,
+			(unsigned long long)c.bundles);
+	pith_buf_puts(b, ",\"peers\":[");
+	int first = 1;
+	for (peer_t *p = n->peers; p; p = p->next) {
+		char id[65] = "";
+		if (p->got_hello)
+			pith_hex_encode(p->pk, 32, id);
+		pith_buf_printf(b, "%s{", first ? "" : ",");
+		first = 0;
+		jstr(b, "addr", p->addr);
+		pith_buf_puts(b, ",");
+		jstr(b, "node_id", id);
+		pith_buf_puts(b, ",");
+		jstr(b, "agent", p->agent);
+		pith_buf_printf(b,
+				",\"direction\":\"%s\",\"state\":\"%s\",\"score\":%d,"
+				"\"listen_port\":%u,\"rtt_ms\":%.3f,\"age_ms\":%lld,"
+				"\"bytes_in\":%llu,\"bytes_out\":%llu,\"msgs_in\":%llu,\"msgs_out\":%llu,"
+				"\"events_in\":%llu,\"events_out\":%llu,\"inflight\":%zu,"
+				"\"wanted\":%zu,\"serve_queue\":%zu,\"catchup\":\"%s\"}",
+				p->outbound ? "out" : "in", state_name(p->state), p->score,
+				p->listen_port, (double)p->rtt_us / 1000.0,
+				(long long)((now - p->created_us) / 1000),
+				(unsigned long long)p->bytes_in, (unsigned long long)p->bytes_out,
+				(unsigned long long)p->msgs_in, (unsigned long long)p->msgs_out,
+				(unsigned long long)p->events_in, (unsigned long long)p->events_out,
+				p->inflight, p->wanted.n, p->serve.n, inv_name(p->inv));
+	}
+	pith_buf_puts(b, "],\"bans\":[");
+	first = 1;
+	for (size_t i = 0; i < n->nbans; i++) {
+		const ban_t *bn = &n->bans[i];
+		if (bn->until_us <= now)
+			continue;
+		pith_buf_printf(b, "%s{", first ? "" : ",");
+		first = 0;
+		jstr(b, "ip", bn->ip_str);
+		pith_buf_puts(b, ",");
+		jstr(b, "reason", bn->reason);
+		pith_buf_printf(b, ",\"remaining_s\":%lld}", (long long)((bn->until_us - now) / 1000000));
+	}
+	size_t known = 0;
+	for (size_t i = 0; i < n->nbook; i++)
+		known += !n->book[i]->self;
+	pith_buf_printf(b, "],\"addresses\":%zu,\"pending_fetches\":%zu", known,
+			idmap_count(n->fetches));
+	pith_buf_printf(b,
+			",\"ingest\":{\"in_flight\":%zu,\"queued_validate\":%zu,\"queued_write\":%zu,"
+			"\"validated\":%llu,\"invalid\":%llu,\"batches\":%llu,\"store_errors\":%llu}",
+			ingest_in_flight(n->ingest), is.queued_validate, is.queued_write,
+			(unsigned long long)is.validated, (unsigned long long)is.invalid,
+			(unsigned long long)is.committed_batches, (unsigned long long)is.store_errors);
+	pith_buf_printf(b,
+			",\"stats\":{\"events_stored\":%llu,\"events_duplicate\":%llu,"
+			"\"events_resigned\":%llu,\"events_invalid\":%llu,\"bundles_stored\":%llu,"
+			"\"bundles_older\":%llu,\"bundles_invalid\":%llu,\"unrequested\":%llu,"
+			"\"fetch_timeouts\":%llu,\"pending_dropped\":%llu,\"notfound_in\":%llu,"
+			"\"ids_announced\":%llu,\"ids_requested\":%llu,\"events_served\":%llu,"
+			"\"bytes_sent\":%llu,\"bytes_recv\":%llu,\"bans\":%llu,\"malformed\":%llu,"
+			"\"connections_in\":%llu,\"connections_out\":%llu,\"refused_banned\":%llu,"
+			"\"refused_full\":%llu,\"rejected\":{",
+			(unsigned long long)s->events_stored, (unsigned long long)s->events_duplicate,
+			(unsigned long long)s->events_resigned, (unsigned long long)s->events_invalid,
+			(unsigned long long)s->bundles_stored, (unsigned long long)s->bundles_older,
+			(unsigned long long)s->bundles_invalid, (unsigned long long)s->unrequested,
+			(unsigned long long)s->fetch_timeouts, (unsigned long long)s->pending_dropped,
+			(unsigned long long)s->notfound_in, (unsigned long long)s->ids_announced,
+			(unsigned long long)s->ids_requested, (unsigned long long)s->events_served,
+			(unsigned long long)s->bytes_sent, (unsigned long long)s->bytes_recv,
+			(unsigned long long)s->bans, (unsigned long long)s->malformed,
+			(unsigned long long)s->connections_in, (unsigned long long)s->connections_out,
+			(unsigned long long)s->refused_banned, (unsigned long long)s->refused_full);
+	first = 1;
+	for (int i = 1; i < PITH_CHECK_NCHECKS + 3; i++) {
+		if (!s->rejected[i])
+			continue;
+		const char *name = i < PITH_CHECK_NCHECKS ? pith_event_check_name((pith_event_check_t)i)
+			: i == PITH_CHECK_NCHECKS ? "id_mismatch"
+			: i == PITH_CHECK_NCHECKS + 1 ? "store" : "other";
+		pith_buf_printf(b, "%s\"%s\":%llu", first ? "" : ",", name,
+				(unsigned long long)s->rejected[i]);
+		first = 0;
+	}
+	pith_buf_puts(b, "},");
+	type_counts(b, "msgs_sent", s->msgs_sent);
+	pith_buf_puts(b, ",");
+	type_counts(b, "msgs_recv", s->msgs_recv);
+	pith_buf_puts(b, ",");
+	type_counts(b, "bytes_sent_by_type", s->bytes_sent_type);
+	pith_buf_puts(b, "}}");
+	return b->oom ? PITH_ENOMEM : 0;
+}

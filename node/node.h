@@ -1,0 +1,25 @@
+/* pithd: the replica node. Build it from a finished config, run it until
+ * SIGTERM/SIGINT, free it. */
+#ifndef PITH_NODE_H
+#define PITH_NODE_H
+
+#include "config.h"
+#include "err.h"
+
+typedef struct node node_t;
+
+/* Opens the data directory (store, node key), binds the listener and the
+ * control socket, and starts the validation threads. cfg is borrowed and
+ * must outlive the node. */
+int node_new(node_config_t *cfg, node_t **out, pith_err_t *err);
+
+/* Runs the event loop until a signal stops the node. 0, or negative if the
+ * loop failed. */
+int node_run(node_t *n);
+
+/* Shuts down in order: peers told, validated events written (durable),
+ * threads joined, store closed. NULL-tolerant. */
+void node_free_(node_t *n);
+#define node_free(x) do { node_free_(x); (x) = NULL; } while (0)
+
+#endif

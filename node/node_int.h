@@ -1,0 +1,307 @@
+/* pithd's insides, shared by node/ sources only (the CLI never includes this).
+ *
+ * One event loop thread owns everything here. Other threads (validators,
+ * the writer) touch only ingest_t's queues. Peers are referred to across
+ * asynchronous steps by their serial number, never by pointer: a peer may
+ * be gone when a validation result comes back.
+ *
+ * Files: node.c (setup, signals, ticks, status), peer.c (connections,
+ * handshake, budgets, closing), relay.c (announce, fetch, serve, catch-up,
+ * bundles), addrbook.c (addresses, backoff, bans, peer exchange),
+ * control.c (the control socket), ingest.c (validation and writes). */
+#ifndef PITH_NODE_INT_H
+#define PITH_NODE_INT_H
+
+#include <netinet/in.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include "config.h"
+#include "idmap.h"
+#include "ingest.h"
+#include "store.h"
+#include "trust.h"
+#include "wire.h"
+
+struct event_base;
+struct event;
+struct bufferevent;
+struct evconnlistener;
+
+typedef struct node node_t;
+typedef struct peer peer_t;
+typedef struct control control_t;
+
+/* ---- misbehaviour points (docs/pithd.md, "Misbehaviour") -------------------- */
+#define SCORE_MALFORMED 100   /* a frame that does not decode, oversized frames */
+#define SCORE_PROTOCOL 100    /* a message out of place (before the handshake...) */
+#define SCORE_BAD_AUTH 100    /* a handshake signature that does not verify */
+#define SCORE_INVALID 50      /* an event or bundle that fails validation */
+#define SCORE_UNREQUESTED 25  /* data we did not ask for */
+#define SCORE_FLOOD 20        /* per second spent over the message budget */
+#define SCORE_TRUNCATED 10    /* closed inside a frame */
+
+typedef enum peer_state {
+	PEER_CONNECTING = 0, /* outbound TCP connect in progress */
+	PEER_HANDSHAKE,      /* HELLO sent, waiting for HELLO and AUTH */
+	PEER_READY,          /* authenticated */
+	PEER_CLOSING,        /* marked: reaped after the loop turn */
+} peer_state_t;
+
+typedef enum inv_state {
+	INV_IDLE = 0,   /* not started */
+	INV_WAITING,    /* INV_REQ sent, no answer yet */
+	INV_MORE,       /* answered, more pages to ask for */
+	INV_DONE,
+} inv_state_t;
+
+typedef struct addr_entry addr_entry_t;
+
+struct peer {
+	node_t *node;
+	uint64_t serial;
+	struct bufferevent *bev;
+	struct event *cont_ev;   /* continue reading after a budgeted turn */
+	struct event *resume_ev; /* re-enable reading after a budget pause */
+	int outbound;
+	struct sockaddr_storage sa;
+	socklen_t salen;
+	char addr[64];           /* "ip:port" of the socket's far end */
+	addr_entry_t *book;      /* outbound: the address dialled */
+	peer_state_t state;
+	wire_reader_t *reader;
+
+	/* handshake */
+	uint8_t my_nonce[32];
+	int got_hello;
+	uint8_t pk[32];
+	char id_short[17];       /* first 16 hex of pk */
+	uint8_t their_nonce[32];
+	uint16_t listen_port;
+	uint64_t features;
+	char agent[WIRE_AGENT_MAX + 1];
+
+	/* time */
+	int64_t created_us, ready_us, last_recv_us;
+	int64_t ping_sent_us;    /* 0: no PING outstanding */
+	uint64_t ping_nonce;
+	int64_t rtt_us;
+	int64_t pex_answered_us; /* last PEERS we sent */
+	int pex_requested;       /* we sent PEERS_REQ and wait for PEERS */
+	int64_t pings_window_us;
+	unsigned pings_in_window;
+
+	/* budgets */
+	double msg_tokens, byte_tokens;
+	int64_t tokens_us;
+	int read_paused;
+	int64_t last_flood_us;
+	unsigned flood_strikes;
+
+	/* misbehaviour and closing */
+	int score;
+	char close_reason[160];
+	int64_t close_deadline_us;
+	int reap_queued;
+
+	/* relay */
+	idcache_t known;         /* ids this peer has or was told about */
+	idq_t wanted;            /* ids to GET from it */
+	size_t inflight;         /* GETs not yet answered */
+	idq_t serve;             /* ids it asked for, not yet sent */
+	inv_state_t inv;
+	int64_t inv_next_us;
+	uint8_t inv_next_id[32];
+
+	/* counters */
+	uint64_t bytes_in, bytes_out, msgs_in, msgs_out;
+	uint64_t events_in, events_out, ids_announced_in, ids_announced_out;
+
+	peer_t *prev, *next;
+};
+
+struct addr_entry {
+	struct sockaddr_storage sa;
+	socklen_t salen;
+	char str[64];
+	int pinned;           /* from --peer or `connect`: always redialled */
+	int source;           /* ADDR_CONFIG, ADDR_PEX, ADDR_INBOUND */
+	int self;             /* it is this node */
+	unsigned failures;
+	int64_t next_attempt_us;
+	int64_t last_ok_us;
+	uint64_t peer_serial; /* a live connection to it, or 0 */
+	uint8_t pk[32];
+	int has_pk;
+};
+
+enum { ADDR_CONFIG = 1, ADDR_PEX, ADDR_INBOUND };
+
+typedef struct ban {
+	uint8_t ip[16];
+	uint8_t ip_len;
+	int64_t until_us;
+	char ip_str[48];
+	char reason[96];
+} ban_t;
+
+typedef enum fetch_state {
+	FETCH_QUEUED = 1, /* in the assigned peer's wanted queue */
+	FETCH_REQUESTED,  /* GET sent to the assigned peer */
+	FETCH_VALIDATING, /* its EVENT is in the ingest pipeline */
+} fetch_state_t;
+
+#define FETCH_ALTS 4
+
+/* One id being fetched: a single request at a time, the next announcers
+ * kept as fallbacks. */
+typedef struct fetch {
+	uint64_t peer;
+	uint64_t alt[FETCH_ALTS];
+	uint8_t nalt;
+	uint8_t state;
+	uint8_t is_bundle;
+	int64_t since_us;
+	char pith[PITH_NUMBER_LEN + 1]; /* bundles */
+} fetch_t;
+
+typedef struct bundle_info {
+	int64_t built_us;
+	uint8_t sha[32];
+} bundle_info_t;
+
+/* Counters shown by `status`. */
+typedef struct node_stats {
+	uint64_t events_stored, events_duplicate, events_resigned;
+	uint64_t events_invalid, bundles_stored, bundles_older, bundles_invalid;
+	uint64_t rejected[PITH_CHECK_NCHECKS + 4];
+	uint64_t unrequested, fetch_timeouts, pending_dropped, notfound_in;
+	uint64_t ids_announced, ids_requested, events_served;
+	uint64_t bytes_sent, bytes_recv;
+	uint64_t msgs_sent[WIRE_TYPE_LAST_DEFINED + 1], msgs_recv[WIRE_TYPE_LAST_DEFINED + 1];
+	uint64_t bytes_sent_type[WIRE_TYPE_LAST_DEFINED + 1];
+	uint64_t bans, connections_in, connections_out, refused_banned, refused_full;
+	uint64_t malformed;
+} node_stats_t;
+
+struct node {
+	node_config_t *cfg;
+	struct event_base *base;
+	struct evconnlistener *listener;
+	struct event *sig_term, *sig_int, *sig_pipe;
+	struct event *tick_ev, *announce_ev, *reap_ev, *stop_ev;
+	store_t *store;
+	pith_trust_t *trust;
+	ingest_t *ingest;
+	control_t *control;
+	wire_limits_t wlim;
+
+	uint8_t pk[32], sk[64];
+	char id_hex[65];
+	char listen_str[80];
+	uint16_t listen_port;
+	int64_t started_us;
+	int shutting_down;
+
+	peer_t *peers;
+	size_t n_out, n_in;
+	uint64_t next_serial;
+	idmap_t *peer_by_serial;    /* key: serial in the first 8 bytes */
+
+	addr_entry_t **book;
+	size_t nbook;
+	ban_t *bans;
+	size_t nbans, capbans;
+	int64_t next_pex_us;
+
+	idmap_t *fetches;           /* event id, or SHA-256 of a pith number for bundles */
+	idmap_t *bundles;           /* SHA-256(pith number) -> bundle_info_t (cache) */
+	idcache_t recent;           /* ids stored lately (saves store lookups) */
+	pith_buf_t announce_q;      /* ids to announce, 32 bytes each */
+	wire_bundle_ref_t *bundle_q;/* bundles to announce */
+	size_t nbundle_q;
+
+	node_stats_t stats;
+};
+
+/* ---- node.c ------------------------------------------------------------------ */
+int64_t node_now_us(void);
+/* The serial key for peer_by_serial. */
+void node_serial_key(uint64_t serial, uint8_t key[32]);
+peer_t *node_peer_by_serial(node_t *n, uint64_t serial);
+/* Appends the status object (JSON) to out. */
+int node_status_json(node_t *n, pith_buf_t *out);
+/* Asks the loop to reap closing peers after this turn. */
+void node_reap_soon(node_t *n);
+
+/* ---- peer.c ------------------------------------------------------------------ */
+int peer_connect(node_t *n, addr_entry_t *a);
+int peer_accept(node_t *n, int fd, const struct sockaddr *sa, socklen_t len);
+/* Sends one message; closes the peer (as too slow) if its output queue
+ * is over the limit. 0, or negative if not sent. */
+int peer_send(peer_t *p, const wire_msg_t *m);
+/* Marks p for closing with a reason (logged); sends BYE first when code is
+ * non-zero. Safe inside p's own callbacks: p is freed after the loop turn. */
+void peer_close(peer_t *p, uint32_t bye_code, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+/* Adds misbehaviour points; at the threshold, bans the address and closes. */
+void peer_misbehaved(peer_t *p, int points, const char *what);
+/* Frees closing peers whose output drained or whose linger ran out
+ * (force: all of them). */
+void peer_reap(node_t *n, int force);
+/* Per-tick timeouts: handshake, ping, idle, linger. */
+void peer_tick(peer_t *p, int64_t now);
+size_t peer_out_len(const peer_t *p);
+int peer_is_ready(const peer_t *p);
+
+/* ---- relay.c ----------------------------------------------------------------- */
+/* The peer finished its handshake: start catch-up. */
+void relay_peer_ready(peer_t *p);
+/* The peer is going: hand its fetches to others. */
+void relay_peer_gone(peer_t *p);
+/* One authenticated message (not HELLO/AUTH/PING/PONG/BYE/PEERS*). */
+void relay_dispatch(peer_t *p, const wire_msg_t *m);
+/* The peer's output drained: send more of what it asked for. */
+void relay_peer_writable(peer_t *p);
+/* Ingest results (ingest_done_fn). */
+void relay_ingest_done(void *arg, ingest_job_t *job);
+/* Per-tick: fetch timeouts. */
+void relay_tick(node_t *n, int64_t now);
+/* Flushes the announce queues to every ready peer. */
+void relay_flush_announces(node_t *n);
+/* Queues a stored event id for announcing. */
+void relay_queue_announce(node_t *n, const uint8_t id[32]);
+/* Is this message type one of our requested answers (free of the budget)? */
+int relay_is_answer(const peer_t *p, const wire_msg_t *m);
+
+/* ---- addrbook.c -------------------------------------------------------------- */
+/* Adds (or finds) an address; NULL if the book is full or the address is
+ * unusable. */
+addr_entry_t *addrbook_add(node_t *n, const struct sockaddr *sa, socklen_t len, int source);
+/* Resolves HOST:PORT (numeric or by name) and adds it pinned. */
+int addrbook_add_hostport(node_t *n, const char *hostport, int pinned, pith_err_t *err);
+/* Dials what the outbound target and the pinned entries call for. */
+void addrbook_maintain(node_t *n, int64_t now);
+/* A dial or a session with a ended: schedule the next try. */
+void addrbook_failed(node_t *n, addr_entry_t *a, int was_ready);
+void addrbook_ready(node_t *n, peer_t *p);
+void addrbook_free(node_t *n);
+/* Bans the peer's IP address for cfg->ban_seconds. */
+void ban_add(node_t *n, const struct sockaddr *sa, const char *reason);
+int ban_is_banned(node_t *n, const struct sockaddr *sa, int64_t now);
+void ban_prune(node_t *n, int64_t now);
+/* PEERS_REQ and PEERS. */
+void pex_on_request(peer_t *p);
+void pex_on_peers(peer_t *p, const wire_msg_t *m);
+void pex_tick(node_t *n, int64_t now);
+/* Formats a socket address as ip:port. */
+void addr_format(const struct sockaddr *sa, char out[static 64]);
+
+/* ---- control.c --------------------------------------------------------------- */
+control_t *control_new(node_t *n, const char *path);
+void control_free_(control_t *c);
+#define control_free(c) do { control_free_(c); (c) = NULL; } while (0)
+/* A job submitted for control request serial is done. */
+void control_job_done(control_t *c, ingest_job_t *job);
+
+#endif

@@ -1,0 +1,36 @@
+/* pithd: the Pith mirror's replica node. See docs/pithd.md. */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "config.h"
+#include "log.h"
+#include "node.h"
+
+int main(int argc, char **argv)
+{
+	static node_config_t cfg; /* large: lists of paths */
+	pith_err_t err = {0};
+	int help = 0;
+	config_defaults(&cfg);
+	if (config_from_args(&cfg, argc, argv, &help, &err)) {
+		fprintf(stderr, "pithd: %s\n", err.msg);
+		return 2;
+	}
+	if (help) {
+		config_usage(stdout);
+		return 0;
+	}
+	if (config_finish(&cfg, &err)) {
+		fprintf(stderr, "pithd: %s\n", err.msg);
+		return 2;
+	}
+	node_t *n = NULL;
+	if (node_new(&cfg, &n, &err)) {
+		log_error("cannot start: %s", err.msg);
+		return 1;
+	}
+	int rc = node_run(n);
+	node_free(n);
+	log_info("pithd stopped");
+	return rc ? 1 : 0;
+}

@@ -1,0 +1,799 @@
+/* Announce-then-fetch relay, serving, interim catch-up, and bundles.
+ *
+ * A node announces the ids of events it validated and stored; a peer that
+ * lacks one asks one announcer for it (GET), keeps the other announcers
+ * as fallbacks, validates what arrives off the loop, stores it, and only
+ * then announces it onward. Each id is fetched from one peer at a time,
+ * so a node receives one full copy of each event in the usual case.
+ *
+ * Catch-up (interim, until issue 5's reconciliation): after the handshake
+ * each side pages through the other's time index with INV_REQ/INV and
+ * treats the ids like announcements; the next page is asked for only once
+ * the fetch queue has drained, so a large store streams at the pace the
+ * node can validate. */
+#include "node_int.h"
+
+#include <event2/event.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bundle.h"
+#include "log.h"
+
+#define SERVE_HIGH (512u << 10)    /* stop serving a peer above this much output */
+#define BUNDLE_CACHE_MAX 65536
+
+static log_rl_t rl_invalid;
+
+static void bundle_key(const char *pith, uint8_t key[32])
+{
+	pith_sha256(pith, strlen(pith), key);
+}
+
+/* ---- sending id lists ------------------------------------------------------------- */
+
+static void send_ids(peer_t *p, wire_type_t type, const uint8_t *ids, size_t count)
+{
+	size_t max = p->node->wlim.max_ids;
+	for (size_t i = 0; i < count; i += max) {
+		wire_msg_t m = {.type = type};
+		m.u.ids.ids = ids + i * 32;
+		m.u.ids.n = count - i < max ? count - i : max;
+		peer_send(p, &m);
+	}
+}
+
+static void send_inv_req(peer_t *p)
+{
+	wire_msg_t m = {.type = WIRE_INV_REQ};
+	m.u.inv_req.after_us = p->inv_next_us;
+	memcpy(m.u.inv_req.after_id, p->inv_next_id, 32);
+	m.u.inv_req.limit = (uint32_t)p->node->wlim.max_ids;
+	p->inv = INV_WAITING;
+	peer_send(p, &m);
+}
+
+/* ---- fetching ---------------------------------------------------------------------- */
+
+/* Requests queued ids from p while it has room, then the next catch-up
+ * page if the queue ran low. */
+static void pump(peer_t *p)
+{
+	static uint8_t batch[WIRE_IDS_MAX * 32];
+	node_t *n = p->node;
+	if (p->state != PEER_READY)
+		return;
+	size_t k = 0, max = n->wlim.max_ids;
+	int64_t now = node_now_us();
+	uint8_t id[32];
+	while (p->inflight < (size_t)n->cfg->max_inflight && idq_pop(&p->wanted, id)) {
+		fetch_t *f = idmap_get(n->fetches, id);
+		if (!f || f->is_bundle || f->peer != p->serial || f->state != FETCH_QUEUED)
+			continue; /* handed to another peer meanwhile, or done */
+		f->state = FETCH_REQUESTED;
+		f->since_us = now;
+		p->inflight++;
+		memcpy(batch + 32 * k++, id, 32);
+		if (k == max) {
+			send_ids(p, WIRE_GET, batch, k);
+			n->stats.ids_requested += k;
+			k = 0;
+		}
+	}
+	if (k) {
+		send_ids(p, WIRE_GET, batch, k);
+		n->stats.ids_requested += k;
+	}
+	if (p->inv == INV_MORE && p->wanted.n < max)
+		send_inv_req(p);
+}
+
+static void fetch_add_alt(fetch_t *f, uint64_t serial)
+{
+	if (f->peer == serial)
+		return;
+	for (int i = 0; i < f->nalt; i++)
+		if (f->alt[i] == serial)
+			return;
+	if (f->nalt < FETCH_ALTS)
+		f->alt[f->nalt++] = serial;
+}
+
+/* The current source of f failed: queue it at the next announcer that is
+ * still connected, or forget it. */
+static void fetch_retry(node_t *n, const uint8_t id[32], fetch_t *f)
+{
+	while (f->nalt) {
+		uint64_t serial = f->alt[0];
+		memmove(f->alt, f->alt + 1, (size_t)(f->nalt - 1) * sizeof(f->alt[0]));
+		f->nalt--;
+		peer_t *q = node_peer_by_serial(n, serial);
+		if (q && q->state == PEER_READY && idq_push(&q->wanted, id) == 0) {
+			f->peer = serial;
+			f->state = FETCH_QUEUED;
+			f->since_us = node_now_us();
+			pump(q);
+			return;
+		}
+	}
+	free(idmap_del(n->fetches, id));
+}
+
+/* p says it has id: fetch it unless we have it or are fetching it. */
+static void want(peer_t *p, const uint8_t id[32])
+{
+	node_t *n = p->node;
+	idcache_add(&p->known, id);
+	if (idcache_has(&n->recent, id))
+		return;
+	fetch_t *f = idmap_get(n->fetches, id);
+	if (f) {
+		if (!f->is_bundle)
+			fetch_add_alt(f, p->serial);
+		return;
+	}
+	/* bounds first: a peer announcing junk costs no store lookup once full */
+	if (p->wanted.n >= p->wanted.max || idmap_count(n->fetches) >= (size_t)n->cfg->max_pending) {
+		n->stats.pending_dropped++;
+		return;
+	}
+	int has = store_event_has(n->store, id, NULL);
+	if (has) {
+		if (has == 1)
+			idcache_add(&n->recent, id);
+		return;
+	}
+	f = calloc(1, sizeof(*f));
+	if (!f)
+		return;
+	f->peer = p->serial;
+	f->state = FETCH_QUEUED;
+	f->since_us = node_now_us();
+	if (idmap_put(n->fetches, id, f)) {
+		free(f);
+		return;
+	}
+	if (idq_push(&p->wanted, id))
+		free(idmap_del(n->fetches, id));
+}
+
+static void on_announce(peer_t *p, const wire_msg_t *m)
+{
+	p->ids_announced_in += m->u.ids.n;
+	for (size_t i = 0; i < m->u.ids.n; i++)
+		want(p, m->u.ids.ids + 32 * i);
+	pump(p);
+}
+
+static void on_event(peer_t *p, const wire_msg_t *m)
+{
+	node_t *n = p->node;
+	const uint8_t *id = m->u.event.id;
+	fetch_t *f = idmap_get(n->fetches, id);
+	if (!f || f->is_bundle || f->peer != p->serial || f->state != FETCH_REQUESTED) {
+		n->stats.unrequested++;
+		peer_misbehaved(p, SCORE_UNREQUESTED, "sent an event it was not asked for");
+		return;
+	}
+	p->inflight--;
+	p->events_in++;
+	idcache_add(&p->known, id);
+	ingest_job_t *job = m->u.event.len <= PITH_EVENT_MAX_BYTES
+		? ingest_job_new(INGEST_EVENT, m->u.event.json, m->u.event.len) : NULL;
+	if (!job) {
+		if (m->u.event.len > PITH_EVENT_MAX_BYTES)
+			peer_misbehaved(p, SCORE_INVALID, "sent an event over the size limit");
+		fetch_retry(n, id, f);
+		pump(p);
+		return;
+	}
+	job->has_claim = 1;
+	memcpy(job->claimed_id, id, 32);
+	job->peer = p->serial;
+	f->state = FETCH_VALIDATING;
+	ingest_submit(n->ingest, job);
+	pump(p);
+}
+
+static void on_notfound(peer_t *p, const wire_msg_t *m)
+{
+	node_t *n = p->node;
+	for (size_t i = 0; i < m->u.ids.n; i++) {
+		const uint8_t *id = m->u.ids.ids + 32 * i;
+		fetch_t *f = idmap_get(n->fetches, id);
+		if (!f || f->is_bundle || f->peer != p->serial || f->state != FETCH_REQUESTED)
+			continue;
+		n->stats.notfound_in++;
+		p->inflight--;
+		fetch_retry(n, id, f);
+	}
+	pump(p);
+}
+
+/* ---- serving ------------------------------------------------------------------------- */
+
+/* Sends what p asked for while its output queue is short. */
+static void serve(peer_t *p)
+{
+	static pith_buf_t buf = PITH_BUF_INIT;
+	static uint8_t nf[WIRE_IDS_MAX * 32];
+	node_t *n = p->node;
+	size_t k = 0;
+	uint8_t id[32];
+	while (p->state == PEER_READY && peer_out_len(p) < SERVE_HIGH && idq_pop(&p->serve, id)) {
+		pith_buf_reset(&buf);
+		if (store_event_get(n->store, id, &buf, NULL) == 0) {
+			wire_msg_t m = {.type = WIRE_EVENT};
+			memcpy(m.u.event.id, id, 32);
+			m.u.event.json = buf.data;
+			m.u.event.len = buf.len;
+			peer_send(p, &m);
+			p->events_out++;
+			n->stats.events_served++;
+		} else {
+			memcpy(nf + 32 * k++, id, 32);
+			if (k == n->wlim.max_ids) {
+				send_ids(p, WIRE_NOTFOUND, nf, k);
+				k = 0;
+			}
+		}
+	}
+	if (k)
+		send_ids(p, WIRE_NOTFOUND, nf, k);
+	if (buf.cap > (1u << 20))
+		pith_buf_release(&buf);
+}
+
+static void on_get(peer_t *p, const wire_msg_t *m)
+{
+	for (size_t i = 0; i < m->u.ids.n; i++) {
+		const uint8_t *id = m->u.ids.ids + 32 * i;
+		idcache_add(&p->known, id);
+		if (idq_push(&p->serve, id)) {
+			peer_misbehaved(p, SCORE_FLOOD, "GET flood: asked for more than it reads");
+			break;
+		}
+	}
+	serve(p);
+}
+
+void relay_peer_writable(peer_t *p)
+{
+	serve(p);
+}
+
+/* ---- catch-up --------------------------------------------------------------------------- */
+
+typedef struct inv_ctx {
+	int64_t after_us;
+	const uint8_t *after_id;
+	size_t limit, n;
+	uint8_t *ids;
+	int64_t last_us;
+} inv_ctx_t;
+
+static int inv_collect(void *arg, int64_t us, const uint8_t id[32])
+{
+	inv_ctx_t *c = arg;
+	if (us == c->after_us && memcmp(id, c->after_id, 32) <= 0)
+		return 0; /* at or before the cursor */
+	memcpy(c->ids + 32 * c->n++, id, 32);
+	c->last_us = us;
+	return c->n >= c->limit ? 1 : 0;
+}
+
+static void on_inv_req(peer_t *p, const wire_msg_t *m)
+{
+	static uint8_t ids[WIRE_IDS_MAX * 32];
+	node_t *n = p->node;
+	inv_ctx_t c = {m->u.inv_req.after_us, m->u.inv_req.after_id, m->u.inv_req.limit, 0, ids,
+		       m->u.inv_req.after_us};
+	pith_err_t err = {0};
+	if (store_time_each(n->store, m->u.inv_req.after_us, INT64_MAX, inv_collect, &c, &err) < 0) {
+		log_error("store: reading the time index: %s", err.msg);
+		return;
+	}
+	wire_msg_t r = {.type = WIRE_INV};
+	r.u.inv.ids = ids;
+	r.u.inv.n = c.n;
+	r.u.inv.next_us = c.last_us;
+	memcpy(r.u.inv.next_id, c.n ? ids + 32 * (c.n - 1) : m->u.inv_req.after_id, 32);
+	r.u.inv.done = c.n < c.limit;
+	for (size_t i = 0; i < c.n; i++)
+		idcache_add(&p->known, ids + 32 * i);
+	peer_send(p, &r);
+}
+
+static void on_inv(peer_t *p, const wire_msg_t *m)
+{
+	node_t *n = p->node;
+	if (p->inv != INV_WAITING) {
+		n->stats.unrequested++;
+		peer_misbehaved(p, SCORE_UNREQUESTED, "sent an INV it was not asked for");
+		return;
+	}
+	for (size_t i = 0; i < m->u.inv.n; i++)
+		want(p, m->u.inv.ids + 32 * i);
+	if (m->u.inv.done) {
+		p->inv = INV_DONE;
+		log_debug("peer %s: catch-up listing complete", p->addr);
+	} else {
+		p->inv = INV_MORE;
+		p->inv_next_us = m->u.inv.next_us;
+		memcpy(p->inv_next_id, m->u.inv.next_id, 32);
+	}
+	pump(p);
+}
+
+void relay_peer_ready(peer_t *p)
+{
+	p->inv_next_us = INT64_MIN;
+	memset(p->inv_next_id, 0, 32);
+	send_inv_req(p);
+}
+
+/* ---- bundles -------------------------------------------------------------------------------- */
+
+static int free_value(void *arg, const uint8_t id[32], void *val)
+{
+	(void)arg;
+	(void)id;
+	free(val);
+	return 1;
+}
+
+/* The newest stored bundle of pith (cached), or NULL if none. */
+static const bundle_info_t *bundle_local(node_t *n, const char *pith)
+{
+	uint8_t key[32];
+	bundle_key(pith, key);
+	bundle_info_t *bi = idmap_get(n->bundles, key);
+	if (bi)
+		return bi;
+	pith_buf_t buf = PITH_BUF_INIT;
+	json_doc_t *doc = NULL;
+	if (store_bundle_get(n->store, pith, &buf, NULL) ||
+	    json_parse(&doc, buf.data, buf.len, NULL, NULL)) {
+		pith_buf_release(&buf);
+		return NULL;
+	}
+	pith_buf_release(&buf);
+	const json_value_t *root = json_doc_root(doc);
+	const char *built = json_get_str(root, "built_at");
+	bi = calloc(1, sizeof(*bi));
+	if (bi && built && !pith_time_parse(built, &bi->built_us)) {
+		pith_bundle_hash(root, bi->sha);
+		if (idmap_count(n->bundles) >= BUNDLE_CACHE_MAX)
+			idmap_each(n->bundles, free_value, NULL);
+		if (idmap_put(n->bundles, key, bi)) {
+			free(bi);
+			bi = NULL;
+		}
+	} else {
+		free(bi);
+		bi = NULL;
+	}
+	json_doc_free(doc);
+	return bi;
+}
+
+static void bundle_remember(node_t *n, const char *pith, int64_t built_us, const uint8_t sha[32])
+{
+	uint8_t key[32];
+	bundle_key(pith, key);
+	bundle_info_t *bi = idmap_get(n->bundles, key);
+	if (!bi) {
+		if (idmap_count(n->bundles) >= BUNDLE_CACHE_MAX)
+			idmap_each(n->bundles, free_value, NULL);
+		bi = calloc(1, sizeof(*bi));
+		if (!bi || idmap_put(n->bundles, key, bi)) {
+			free(bi);
+			return;
+		}
+	}
+	bi->built_us = built_us;
+	memcpy(bi->sha, sha, 32);
+}
+
+/* Is (built_us, sha) newer than the bundle we hold? The store's order:
+ * greater built_at, then greater bundle_sha256. */
+static int bundle_is_newer(node_t *n, const char *pith, int64_t built_us, const uint8_t sha[32])
+{
+	const bundle_info_t *bi = bundle_local(n, pith);
+	if (!bi)
+		return 1;
+	if (built_us != bi->built_us)
+		return built_us > bi->built_us;
+	return memcmp(sha, bi->sha, 32) > 0;
+}
+
+/* Starts fetching pith's bundle from p. Returns 1 if a request was added
+ * to get (the caller sends it). */
+static int bundle_fetch_start(peer_t *p, const char *pith, wire_msg_t *get)
+{
+	node_t *n = p->node;
+	uint8_t key[32];
+	bundle_key(pith, key);
+	if (idmap_get(n->fetches, key) || idmap_count(n->fetches) >= (size_t)n->cfg->max_pending)
+		return 0;
+	fetch_t *f = calloc(1, sizeof(*f));
+	if (!f)
+		return 0;
+	f->is_bundle = 1;
+	f->peer = p->serial;
+	f->state = FETCH_REQUESTED;
+	f->since_us = node_now_us();
+	snprintf(f->pith, sizeof(f->pith), "%s", pith);
+	if (idmap_put(n->fetches, key, f)) {
+		free(f);
+		return 0;
+	}
+	snprintf(get->u.bundles.refs[get->u.bundles.n++].pith_number, PITH_NUMBER_LEN + 1, "%s", pith);
+	return 1;
+}
+
+static void on_bundle_announce(peer_t *p, const wire_msg_t *m)
+{
+	wire_msg_t get = {.type = WIRE_BUNDLE_GET};
+	for (size_t i = 0; i < m->u.bundles.n; i++) {
+		const wire_bundle_ref_t *r = &m->u.bundles.refs[i];
+		idcache_add(&p->known, r->sha);
+		if (bundle_is_newer(p->node, r->pith_number, r->built_us, r->sha))
+			bundle_fetch_start(p, r->pith_number, &get);
+	}
+	if (get.u.bundles.n)
+		peer_send(p, &get);
+}
+
+static void on_bundle_get(peer_t *p, const wire_msg_t *m)
+{
+	node_t *n = p->node;
+	pith_buf_t buf = PITH_BUF_INIT;
+	for (size_t i = 0; i < m->u.bundles.n; i++) {
+		if (p->state != PEER_READY || peer_out_len(p) > (size_t)n->cfg->peer_out_max / 2)
+			break; /* it is not reading: the rest times out on its side */
+		const char *pith = m->u.bundles.refs[i].pith_number;
+		pith_buf_reset(&buf);
+		if (store_bundle_get(n->store, pith, &buf, NULL))
+			continue; /* none: the asker's request times out */
+		wire_msg_t r = {.type = WIRE_BUNDLE};
+		snprintf(r.u.bundle.pith_number, sizeof(r.u.bundle.pith_number), "%s", pith);
+		r.u.bundle.json = buf.data;
+		r.u.bundle.len = buf.len;
+		peer_send(p, &r);
+	}
+	pith_buf_release(&buf);
+}
+
+static void on_bundle(peer_t *p, const wire_msg_t *m)
+{
+	node_t *n = p->node;
+	uint8_t key[32];
+	bundle_key(m->u.bundle.pith_number, key);
+	fetch_t *f = idmap_get(n->fetches, key);
+	if (!f || !f->is_bundle || f->peer != p->serial || f->state != FETCH_REQUESTED) {
+		n->stats.unrequested++;
+		peer_misbehaved(p, SCORE_UNREQUESTED, "sent a bundle it was not asked for");
+		return;
+	}
+	ingest_job_t *job = ingest_job_new(INGEST_BUNDLE, m->u.bundle.json, m->u.bundle.len);
+	if (!job) {
+		free(idmap_del(n->fetches, key));
+		return;
+	}
+	job->has_claim = 1;
+	snprintf(job->claimed_pith, sizeof(job->claimed_pith), "%s", m->u.bundle.pith_number);
+	job->peer = p->serial;
+	f->state = FETCH_VALIDATING;
+	ingest_submit(n->ingest, job);
+}
+
+/* A record_created arrived from p and we hold no bundle for its record:
+ * ask p for one (interim catch-up of bundles, docs/wire.md). */
+static void bundle_maybe_request(peer_t *p, const char *subject)
+{
+	store_record_info_t ri;
+	if (p->state != PEER_READY ||
+	    (store_record_get(p->node->store, subject, &ri, NULL) == 0 && ri.has_bundle))
+		return;
+	wire_msg_t get = {.type = WIRE_BUNDLE_GET};
+	if (bundle_fetch_start(p, subject, &get))
+		peer_send(p, &get);
+}
+
+/* ---- announcing ------------------------------------------------------------------------------ */
+
+static void announce_schedule(node_t *n)
+{
+	if (evtimer_pending(n->announce_ev, NULL))
+		return;
+	struct timeval tv = {0, (suseconds_t)(n->cfg->announce_delay_ms * 1000)};
+	evtimer_add(n->announce_ev, &tv);
+}
+
+void relay_queue_announce(node_t *n, const uint8_t id[32])
+{
+	if (pith_buf_append(&n->announce_q, id, 32))
+		return;
+	announce_schedule(n);
+}
+
+static void queue_bundle_announce(node_t *n, const char *pith, int64_t built_us,
+				  const uint8_t sha[32])
+{
+	wire_bundle_ref_t *q = realloc(n->bundle_q, (n->nbundle_q + 1) * sizeof(*q));
+	if (!q)
+		return;
+	n->bundle_q = q;
+	wire_bundle_ref_t *r = &q[n->nbundle_q++];
+	memset(r, 0, sizeof(*r));
+	snprintf(r->pith_number, sizeof(r->pith_number), "%s", pith);
+	r->built_us = built_us;
+	memcpy(r->sha, sha, 32);
+	announce_schedule(n);
+}
+
+void relay_flush_announces(node_t *n)
+{
+	static uint8_t out[WIRE_IDS_MAX * 32];
+	const uint8_t *ids = n->announce_q.data;
+	size_t count = n->announce_q.len / 32, max = n->wlim.max_ids;
+	for (peer_t *p = n->peers; p; p = p->next) {
+		if (p->state != PEER_READY)
+			continue;
+		/* a peer that does not read now learns these at its next catch-up */
+		if (peer_out_len(p) > (size_t)n->cfg->peer_out_max / 2)
+			continue;
+		size_t k = 0;
+		for (size_t i = 0; i < count; i++) {
+			const uint8_t *id = ids + 32 * i;
+			if (idcache_has(&p->known, id))
+				continue;
+			idcache_add(&p->known, id);
+			memcpy(out + 32 * k++, id, 32);
+			if (k == max) {
+				send_ids(p, WIRE_ANNOUNCE, out, k);
+				p->ids_announced_out += k;
+				n->stats.ids_announced += k;
+				k = 0;
+			}
+		}
+		if (k) {
+			send_ids(p, WIRE_ANNOUNCE, out, k);
+			p->ids_announced_out += k;
+			n->stats.ids_announced += k;
+		}
+		wire_msg_t m = {.type = WIRE_BUNDLE_ANNOUNCE};
+		for (size_t i = 0; i < n->nbundle_q; i++) {
+			if (idcache_has(&p->known, n->bundle_q[i].sha))
+				continue;
+			idcache_add(&p->known, n->bundle_q[i].sha);
+			m.u.bundles.refs[m.u.bundles.n++] = n->bundle_q[i];
+			if (m.u.bundles.n == n->wlim.max_refs) {
+				peer_send(p, &m);
+				m.u.bundles.n = 0;
+			}
+		}
+		if (m.u.bundles.n)
+			peer_send(p, &m);
+	}
+	pith_buf_reset(&n->announce_q);
+	if (n->announce_q.cap > (4u << 20))
+		pith_buf_release(&n->announce_q);
+	free(n->bundle_q);
+	n->bundle_q = NULL;
+	n->nbundle_q = 0;
+}
+
+/* ---- ingest results --------------------------------------------------------------------------- */
+
+static int reason_is_peers_fault(const char *r)
+{
+	/* not: keys this node does not trust (a configuration difference),
+	 * our own store or memory, or shutdown */
+	return strcmp(r, "untrusted_key") && strcmp(r, "rotated_key") && strcmp(r, "store") &&
+	       strcmp(r, "oom") && strcmp(r, "shutdown");
+}
+
+static void count_rejection(node_t *n, const ingest_job_t *job)
+{
+	if (!strcmp(job->reason, "id_mismatch"))
+		n->stats.rejected[PITH_CHECK_NCHECKS]++;
+	else if (!strcmp(job->reason, "store"))
+		n->stats.rejected[PITH_CHECK_NCHECKS + 1]++;
+	else if (job->check > PITH_CHECK_OK && job->check < PITH_CHECK_NCHECKS)
+		n->stats.rejected[job->check]++;
+	else
+		n->stats.rejected[PITH_CHECK_NCHECKS + 2]++;
+}
+
+static void done_event(node_t *n, ingest_job_t *job, peer_t *p)
+{
+	fetch_t *f = job->peer ? idmap_get(n->fetches, job->claimed_id) : NULL;
+	if (f && (f->is_bundle || f->state != FETCH_VALIDATING))
+		f = NULL;
+	if (job->rc == 0) {
+		if (f)
+			free(idmap_del(n->fetches, job->claimed_id));
+		idcache_add(&n->recent, job->id);
+		switch (job->outcome) {
+		case STORE_STORED:
+			n->stats.events_stored++;
+			relay_queue_announce(n, job->id);
+			if (job->is_record_created && p)
+				bundle_maybe_request(p, job->subject);
+			break;
+		case STORE_DUPLICATE:
+			n->stats.events_duplicate++;
+			break;
+		case STORE_RESIGNED:
+			n->stats.events_resigned++;
+			break;
+		default:
+			break;
+		}
+		return;
+	}
+	n->stats.events_invalid++;
+	count_rejection(n, job);
+	int fault = reason_is_peers_fault(job->reason);
+	if (job->peer) {
+		log_rl(&rl_invalid, LOG_WARN, "event from peer %s rejected (%s): %s",
+		       p ? p->addr : "(gone)", job->reason, job->msg);
+		if (p && fault)
+			peer_misbehaved(p, SCORE_INVALID, "sent an invalid event");
+	}
+	if (f) {
+		/* another announcer may hold a good copy (a good signature block,
+		 * or the real event behind an id this peer lied about) */
+		if (fault)
+			fetch_retry(n, job->claimed_id, f);
+		else
+			free(idmap_del(n->fetches, job->claimed_id));
+	}
+}
+
+static void done_bundle(node_t *n, ingest_job_t *job, peer_t *p)
+{
+	uint8_t key[32];
+	bundle_key(job->has_claim ? job->claimed_pith : job->subject, key);
+	fetch_t *f = job->peer ? idmap_get(n->fetches, key) : NULL;
+	if (f && f->is_bundle && f->state == FETCH_VALIDATING)
+		free(idmap_del(n->fetches, key));
+	if (job->rc == 0) {
+		if (job->bundle_outcome == STORE_BUNDLE_NEWER) {
+			n->stats.bundles_stored++;
+			bundle_remember(n, job->subject, job->built_us, job->sha);
+			queue_bundle_announce(n, job->subject, job->built_us, job->sha);
+			log_info("stored bundle of %s (%zu events)", job->subject, job->n_event_ids);
+		} else {
+			n->stats.bundles_older++;
+		}
+		for (size_t i = 0; i < job->n_event_ids; i++) {
+			idcache_add(&n->recent, job->event_ids + 32 * i);
+			relay_queue_announce(n, job->event_ids + 32 * i);
+		}
+		return;
+	}
+	n->stats.bundles_invalid++;
+	if (job->peer) {
+		log_rl(&rl_invalid, LOG_WARN, "bundle from peer %s rejected (%s): %s",
+		       p ? p->addr : "(gone)", job->reason, job->msg);
+		if (p && reason_is_peers_fault(job->reason))
+			peer_misbehaved(p, SCORE_INVALID, "sent an invalid bundle");
+	}
+}
+
+void relay_ingest_done(void *arg, ingest_job_t *job)
+{
+	node_t *n = arg;
+	if (!n->shutting_down) {
+		peer_t *p = job->peer ? node_peer_by_serial(n, job->peer) : NULL;
+		if (p && p->state == PEER_CLOSING)
+			p = NULL;
+		if (job->kind == INGEST_EVENT)
+			done_event(n, job, p);
+		else
+			done_bundle(n, job, p);
+	}
+	if (job->ctl && n->control)
+		control_job_done(n->control, job);
+	ingest_job_free(job);
+}
+
+/* ---- peers coming and going, timeouts ------------------------------------------------------------ */
+
+typedef struct collect {
+	node_t *n;
+	uint64_t serial;   /* peer whose fetches to collect, or 0 for timeouts */
+	int64_t now;
+	pith_buf_t ids;
+} collect_t;
+
+static int collect_fetch(void *arg, const uint8_t id[32], void *val)
+{
+	collect_t *c = arg;
+	fetch_t *f = val;
+	int pick;
+	if (c->serial)
+		pick = f->peer == c->serial && f->state != FETCH_VALIDATING;
+	else
+		pick = f->state == FETCH_REQUESTED &&
+		       c->now - f->since_us > c->n->cfg->fetch_timeout_ms * 1000;
+	if (pick)
+		pith_buf_append(&c->ids, id, 32);
+	return 0;
+}
+
+/* Fetches picked by c, handled one by one outside the map walk. */
+static void retry_collected(collect_t *c, int timeouts)
+{
+	node_t *n = c->n;
+	for (size_t i = 0; i + 32 <= c->ids.len; i += 32) {
+		const uint8_t *id = c->ids.data + i;
+		fetch_t *f = idmap_get(n->fetches, id);
+		if (!f)
+			continue;
+		if (timeouts) {
+			n->stats.fetch_timeouts++;
+			peer_t *q = node_peer_by_serial(n, f->peer);
+			if (q && q->inflight && !f->is_bundle)
+				q->inflight--;
+		}
+		if (f->is_bundle)
+			free(idmap_del(n->fetches, id));
+		else
+			fetch_retry(n, id, f);
+	}
+	pith_buf_release(&c->ids);
+}
+
+void relay_peer_gone(peer_t *p)
+{
+	collect_t c = {p->node, p->serial, 0, PITH_BUF_INIT};
+	idmap_each(p->node->fetches, collect_fetch, &c);
+	p->inflight = 0;
+	retry_collected(&c, 0);
+}
+
+void relay_tick(node_t *n, int64_t now)
+{
+	collect_t c = {n, 0, now, PITH_BUF_INIT};
+	idmap_each(n->fetches, collect_fetch, &c);
+	if (c.ids.len)
+		log_debug("%zu fetches timed out", c.ids.len / 32);
+	retry_collected(&c, 1);
+	for (peer_t *p = n->peers; p; p = p->next)
+		if (p->state == PEER_READY && p->wanted.n && p->inflight < (size_t)n->cfg->max_inflight)
+			pump(p);
+}
+
+/* ---- dispatch ------------------------------------------------------------------------------------- */
+
+int relay_is_answer(const peer_t *p, const wire_msg_t *m)
+{
+	(void)p;
+	return m->type == WIRE_EVENT || m->type == WIRE_BUNDLE || m->type == WIRE_NOTFOUND ||
+	       m->type == WIRE_INV;
+}
+
+void relay_dispatch(peer_t *p, const wire_msg_t *m)
+{
+	switch (m->type) {
+	case WIRE_ANNOUNCE: on_announce(p, m); break;
+	case WIRE_GET: on_get(p, m); break;
+	case WIRE_EVENT: on_event(p, m); break;
+	case WIRE_NOTFOUND: on_notfound(p, m); break;
+	case WIRE_INV_REQ: on_inv_req(p, m); break;
+	case WIRE_INV: on_inv(p, m); break;
+	case WIRE_BUNDLE_ANNOUNCE: on_bundle_announce(p, m); break;
+	case WIRE_BUNDLE_GET: on_bundle_get(p, m); break;
+	case WIRE_BUNDLE: on_bundle(p, m); break;
+	default: {
+		static log_rl_t rl;
+		log_rl(&rl, LOG_WARN, "peer %s: unexpected %s", p->addr, wire_type_name(m->type));
+		break;
+	}
+	}
+}
