@@ -49,7 +49,7 @@ struct recon_session {
 	int err;
 	pith_err_t errrec;
 	recon_stats_t st;
-	size_t range_out_max; /* worst-case bytes one range's answer adds */
+	size_t split_max;     /* worst-case bytes of an emit_split answer */
 	/* scratch reused across steps */
 	recon_item_t *items;
 	uint64_t *sids, *sids2;
@@ -456,6 +456,9 @@ static int sticky(const recon_session_t *s, pith_err_t *err)
 
 static int config_check(const recon_config_t *c, pith_err_t *err)
 {
+	/* The largest answer to one range (a REPLY for a full LIST, about
+	 * 39 KB) must fit an otherwise empty message, or the exchange could
+	 * stall. */
 	if (c->max_msg_bytes < MSG_MIN_BYTES)
 		return pith_err_set(err, PITH_EINVAL, "recon: max_msg_bytes below %u",
 				    MSG_MIN_BYTES);
@@ -524,12 +527,8 @@ recon_session_t *recon_session_new(const recon_set_t *set, recon_role_t role,
 		derive_keys(s);
 	}
 	size_t split = (size_t)s->cfg.fanout * (BOUND_MAX_BYTES + FP_LEN);
-	size_t reply = 20 + (size_t)s->cfg.reply_max * RECON_ID_LEN + RANGE_IDS_MAX * SID_LEN;
-	size_t ids = 10 + RANGE_IDS_MAX * RECON_ID_LEN;
-	size_t m = split > reply ? split : reply;
-	m = m > ids ? m : ids;
-	/* + a SKIP before the range, the deferral FP and the final SKIP */
-	s->range_out_max = m + 3 * BOUND_MAX_BYTES + FP_LEN + 16;
+	size_t list = BOUND_MAX_BYTES + 10 + (size_t)s->cfg.list_max * SID_LEN;
+	s->split_max = split > list ? split : list;
 	return s;
 }
 
@@ -610,21 +609,34 @@ typedef struct step {
 	int deferring;    /* limits reached: answer nothing more in detail */
 	pos_t defer_lo;   /* where the unanswered part starts */
 	int dropped;      /* something after defer_lo still needs an answer */
+	size_t answered;  /* ranges answered in detail */
 } step_t;
 
-/* Checks the budget before answering a range that starts at lo; returns 1
- * if the answer must be deferred. */
-static int must_defer(step_t *t, const pos_t *lo)
+/* Checks the budget before answering a range that starts at lo with at
+ * most answer_max bytes; returns 1 if the answer must be deferred. The
+ * room kept back covers a SKIP before the range, the deferral FP and the
+ * final SKIP, so a message never exceeds max_msg_bytes. (config_check
+ * makes sure that the largest single answer fits an empty message, so
+ * every message answers at least one range: the exchange progresses.) */
+static int must_defer(step_t *t, const pos_t *lo, size_t answer_max)
 {
+	size_t room = answer_max + 3 * BOUND_MAX_BYTES + FP_LEN + 16;
 	if (!t->deferring &&
-	    (t->w.out->len + t->s->range_out_max > t->s->cfg.max_msg_bytes ||
-	     t->work > t->s->cfg.max_work)) {
+	    (t->w.out->len + room > t->s->cfg.max_msg_bytes ||
+	     (t->work > t->s->cfg.max_work && t->answered > 0))) {
 		t->deferring = 1;
 		t->defer_lo = *lo;
 	}
 	if (t->deferring)
 		t->dropped = 1;
+	else
+		t->answered++;
 	return t->deferring;
+}
+
+static size_t max_sz(size_t a, size_t b)
+{
+	return a > b ? a : b;
 }
 
 static int push_have(step_t *t, const uint8_t *id)
@@ -647,7 +659,8 @@ static int answer_list(step_t *t, const pos_t *lo, const pos_t *hi, const uint8_
 		 * as fit; the rest is deferred like any other answer. */
 		pos_t cur = *lo;
 		while (cur.rank < hi->rank) {
-			if (cur.rank > lo->rank && must_defer(t, &cur))
+			if (cur.rank > lo->rank &&
+			    must_defer(t, &cur, 20 + (size_t)s->cfg.reply_max * RECON_ID_LEN))
 				return 0;
 			size_t end = cur.rank + s->cfg.reply_max;
 			pos_t nxt;
@@ -752,7 +765,7 @@ static int answer_lacks(step_t *t, const pos_t *lo, const pos_t *hi, size_t m)
 	size_t found = 0;
 	for (size_t k = 0; k < n; k++) {
 		s->sids[k] = sid_of(s, s->items[k].id);
-		if (u64_in(s->sids2, m, s->sids[k]) && found < RANGE_IDS_MAX)
+		if (u64_in(s->sids2, m, s->sids[k]) && found < m)
 			found++;
 		else
 			s->sids[k] = UINT64_MAX; /* not sent */
@@ -812,7 +825,7 @@ static int read_count(rd_t *r, size_t unit, const char *what, size_t *n, pith_er
 static int read_bound(rd_t *r, const bound_t *prev, bound_t *b, int *mode, pith_err_t *err)
 {
 	size_t at = r->off;
-	uint64_t code, hdr;
+	uint64_t code = 0, hdr = 0;
 	int rc = rd_varint(r, &code, "bound", err);
 	if (rc)
 		return rc;
@@ -889,7 +902,7 @@ static int process(step_t *t, rd_t *r, int *demanded, pith_err_t *err)
 				return rc;
 			uint8_t fp[FP_LEN];
 			fp_compute(s, &lo.sum, &hi.sum, hi.rank - lo.rank, fp);
-			if (memcmp(fp, p, FP_LEN) == 0 || must_defer(t, &lo))
+			if (memcmp(fp, p, FP_LEN) == 0 || must_defer(t, &lo, s->split_max))
 				break;
 			rc = emit_split(s, &t->w, &lo, &hi, &t->work);
 			break;
@@ -900,7 +913,9 @@ static int process(step_t *t, rd_t *r, int *demanded, pith_err_t *err)
 				return rc;
 			if ((rc = rd_bytes(r, n * SID_LEN, &p, "short ids", err)))
 				return rc;
-			if (must_defer(t, &lo))
+			if (must_defer(t, &lo, max_sz(s->split_max,
+						      20 + (size_t)s->cfg.reply_max * RECON_ID_LEN +
+							      n * SID_LEN)))
 				break;
 			rc = answer_list(t, &lo, &hi, p, n);
 			break;
@@ -918,7 +933,7 @@ static int process(step_t *t, rd_t *r, int *demanded, pith_err_t *err)
 			if (n2 == 0)
 				break;
 			*demanded = 1;
-			if (must_defer(t, &lo))
+			if (must_defer(t, &lo, max_sz(s->split_max, 10 + n2 * RECON_ID_LEN)))
 				break;
 			if ((rc = scratch_reserve(s, n2)))
 				break;
