@@ -567,7 +567,8 @@ static int commit_group(commit_t *c, group_t *g, pith_buf_t *sb)
 		rc = pith_err_set(c->err, PITH_ENOMEM, "store: out of memory");
 		goto done;
 	}
-	memcpy(all, stored, nstored * sizeof(*all));
+	if (nstored)
+		memcpy(all, stored, nstored * sizeof(*all));
 	for (size_t k = 0; k < g->nnew; k++)
 		all[nstored + k] = b->e[g->news[k]].ev;
 

@@ -39,7 +39,7 @@ typedef struct item {
 	pith_buf_t canon;
 	json_doc_t *bundle;
 	const char *reason;
-	char msg[240];
+	char msg[400];
 	int index;           /* in the store batch */
 } item_t;
 
@@ -90,14 +90,21 @@ static void verify_bundle(item_t *it, const uint8_t *p, const pith_trust_t *trus
 	if (pith_doc_kind(json_doc_root(doc)) != PITH_DOC_BUNDLE) {
 		reject(it, "shape", "%s", "neither an event nor a bundle");
 	} else if (pith_bundle_verify(json_doc_root(doc), trust, &rep)) {
+		/* the names of all failed checks, then why the first failed */
 		size_t w = 0;
+		const pith_check_t *first = NULL;
 		it->kind = IT_REJECT;
 		it->reason = "bundle";
-		for (size_t i = 0; i < rep.n && w < sizeof(it->msg) - 1; i++)
-			if (!rep.checks[i].ok)
-				w += (size_t)snprintf(it->msg + w, sizeof(it->msg) - w, "%s%s: %s",
-						      w ? "; " : "bundle check ", rep.checks[i].name,
-						      rep.checks[i].value);
+		for (size_t i = 0; i < rep.n && w < sizeof(it->msg) - 1; i++) {
+			if (rep.checks[i].ok)
+				continue;
+			if (!first)
+				first = &rep.checks[i];
+			w += (size_t)snprintf(it->msg + w, sizeof(it->msg) - w, "%s%s",
+					      w ? ", " : "failed checks: ", rep.checks[i].name);
+		}
+		if (first && w < sizeof(it->msg) - 1)
+			snprintf(it->msg + w, sizeof(it->msg) - w, " (%s: %s)", first->name, first->value);
 	} else {
 		it->kind = IT_BUNDLE;
 		it->bundle = doc;

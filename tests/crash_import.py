@@ -1,0 +1,166 @@
+#!/usr/bin/env python3
+"""Crash safety of `pithctl import`: kill -9 at random moments, restart.
+
+Generates N signed events (default 100,000; all event kinds, many records),
+then several times starts `pithctl import --progress-file` and kills it with
+SIGKILL at a random moment, each time checking the store as the crash left
+it:
+  - every line the import had reported as stored ("stored N through F:L",
+    written only after the batch holding line L was committed and synced)
+    has its event in the store;
+  - the store holds nothing that is not in the file;
+  - `pithctl check` passes: every event has its subj and time entries and
+    every entry its event (no half-written batch), and every cached state,
+    record summary and counter equals a fresh recomputation.
+Finally the import runs to completion and everything is checked once more.
+
+usage: crash_import.py PITHCTL GEN_EVENTS [--events N] [--kills K] [--seed S]
+"""
+import argparse
+import os
+import random
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+ap = argparse.ArgumentParser()
+ap.add_argument("pithctl")
+ap.add_argument("gen")
+ap.add_argument("--events", type=int, default=100000)
+ap.add_argument("--kills", type=int, default=6)
+ap.add_argument("--seed", type=int, default=int(time.time()))
+a = ap.parse_args()
+rng = random.Random(a.seed)
+n = 0
+ID = re.compile(rb'"event_id":"(sha256:[0-9a-f]{64})"')
+
+
+def ok(msg):
+    global n
+    n += 1
+    print(f"ok {n} - {msg}", flush=True)
+
+
+def fail(msg):
+    global n
+    n += 1
+    print(f"not ok {n} - {msg} (seed {a.seed})", flush=True)
+    sys.exit(1)
+
+
+def first_id(line):
+    # canonical JSON: the top-level event_id is the first (only content_sha256
+    # and created_at, both strings, sort before it)
+    m = ID.search(line)
+    return m.group(1) if m else None
+
+
+with tempfile.TemporaryDirectory() as t:
+    events = os.path.join(t, "events.jsonl")
+    key = os.path.join(t, "key.json")
+    store = os.path.join(t, "store")
+    progress = os.path.join(t, "progress")
+    per = 10
+    t0 = time.time()
+    r = subprocess.run([a.gen, "--records", str((a.events + per - 1) // per), "--per-record",
+                        str(per), "--seed", str(a.seed % 1000 + 1), "--key-out", key, events])
+    if r.returncode:
+        fail("gen_events runs")
+    offsets = []       # byte offset of each line
+    ids = []
+    with open(events, "rb") as f:
+        pos = 0
+        for l in f:
+            offsets.append(pos)
+            pos += len(l)
+            ids.append(first_id(l))
+    if len(ids) < a.events or None in ids:
+        fail("the generated file has an event id on every line")
+    ok(f"generated {len(ids)} events in {time.time() - t0:.1f} s (seed {a.seed})")
+    base = [a.pithctl, "--store", store, "--trust-key", key]
+
+    def stored_ids():
+        r = subprocess.run(base + ["export"], capture_output=True)
+        if r.returncode:
+            fail("export after a crash: " + r.stderr.decode())
+        return [first_id(l) for l in r.stdout.splitlines()]
+
+    def audit(what):
+        r = subprocess.run(base + ["check"], capture_output=True, text=True)
+        if r.returncode:
+            fail(f"check after {what}:\n{r.stdout[:3000]}{r.stderr}")
+
+    claimed = 0        # lines reported stored, over all runs
+    duration = None    # of an uninterrupted import, once known
+    kills = 0
+    for attempt in range(a.kills * 3):
+        if kills == a.kills:
+            break
+        if os.path.exists(progress):
+            os.unlink(progress)
+        # restart from the first line (all earlier lines are duplicates
+        # then) or, like an operator with --progress-file, after the last
+        # line reported stored, fed on stdin
+        skip = claimed if claimed and rng.random() < 0.7 else 0
+        src = open(events, "rb")
+        src.seek(offsets[skip] if skip < len(offsets) else 0)
+        # kill somewhere in the run: early, mid-batch, during the final flush
+        horizon = duration if duration else 3.0
+        delay = rng.uniform(0.05, horizon * 1.05)
+        started = time.time()
+        p = subprocess.Popen(base + ["import", "--no-progress", "--progress-file", progress, "-"],
+                             stdin=src, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        src.close()
+        try:
+            p.wait(timeout=delay)
+            finished = True
+        except subprocess.TimeoutExpired:
+            os.kill(p.pid, signal.SIGKILL)
+            p.wait()
+            finished = False
+        err = p.stderr.read().decode()
+        p.stderr.close()
+        if finished:
+            if p.returncode:
+                fail(f"an uninterrupted import exits 0: {err}")
+            duration = time.time() - started
+            claimed = len(ids)
+            continue
+        kills += 1
+        last = 0
+        if os.path.exists(progress):
+            for line in open(progress):
+                m = re.match(r"stored \d+ through .*:(\d+)$", line.strip())
+                if not m:
+                    fail(f"progress line '{line.strip()}'")
+                last = skip + int(m.group(1))
+        claimed = max(claimed, last)
+        have = stored_ids()
+        have_set = set(have)
+        if len(have) != len(have_set):
+            fail("export lists no event twice")
+        missing = [i for i in ids[:claimed] if i not in have_set]
+        if missing:
+            fail(f"after kill {kills} at {delay:.2f} s: {len(missing)} events of lines 1..{claimed}, "
+                 f"reported stored, are missing (first {missing[0]})")
+        extra = have_set - set(ids)
+        if extra:
+            fail(f"the store holds {len(extra)} events that are not in the file")
+        audit(f"kill {kills}")
+        ok(f"kill -9 at {delay:.2f} s (started at line {skip + 1}): {len(have)} events stored, "
+           f"all {claimed} lines reported stored are present, audit clean")
+    if kills < a.kills:
+        fail(f"only {kills} of {a.kills} runs could be killed before they finished")
+
+    r = subprocess.run(base + ["import", "--no-progress", "--json", events], capture_output=True, text=True)
+    if r.returncode:
+        fail("the final import completes: " + r.stderr)
+    have = set(stored_ids())
+    if have != set(ids):
+        fail(f"after the final import the store holds every event ({len(have)} of {len(set(ids))})")
+    audit("the final import")
+    ok(f"the final import completes: all {len(ids)} events stored, audit clean")
+    print(f"1..{n}")

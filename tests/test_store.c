@@ -1,0 +1,791 @@
+/* The store (store/store.h): ingest of the registry bundle and of generated
+ * events, resolution, duplicates and re-signed copies, order independence
+ * across stores, the indexes, reopening, and the consistency audit. */
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "bundle.h"
+#include "merge.h"
+#include "store.h"
+#include "store_int.h"
+#include "test_util.h"
+#include "testgen.h"
+
+#define AR7B "pith:2024:AR7B3DEVMOTSBRCCVXUCLYSRRE"
+#define AR7B_STATE_SHA "3facdc2aeec0c5e2ff45dd750211a965091b49387ad1b15346dff0bb9a58c999"
+
+static tg_key_t reg, op;
+static pith_trust_t *trust;
+static pith_buf_t bundle_bytes;
+
+/* ---- helpers ------------------------------------------------------------- */
+
+static char *tmpdir(void)
+{
+	char *d = strdup("/tmp/test_store.XXXXXX");
+	if (!mkdtemp(d)) {
+		perror("mkdtemp");
+		exit(1);
+	}
+	return d;
+}
+
+static void rmdir_rf(char *d)
+{
+	char cmd[512];
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", d);
+	if (system(cmd))
+		fprintf(stderr, "cannot remove %s\n", d);
+	free(d);
+}
+
+static store_t *open_store(const char *dir)
+{
+	store_t *st = NULL;
+	pith_err_t err = {0};
+	store_opts_t o = {.create = 1, .registry = trust};
+	if (store_open(dir, &o, &st, &err))
+		fprintf(stderr, "store_open %s: %s\n", dir, err.msg);
+	return st;
+}
+
+static json_doc_t *parse(const uint8_t *p, size_t n)
+{
+	json_doc_t *d = NULL;
+	pith_err_t err = {0};
+	if (json_parse(&d, p, n, NULL, &err))
+		fprintf(stderr, "parse: %s\n", err.msg);
+	return d;
+}
+
+static int put_bytes(store_t *st, const pith_buf_t *b, store_outcome_t *out)
+{
+	pith_event_t *ev = NULL;
+	pith_err_t err = {0};
+	int rc = pith_event_parse(b->data, b->len, trust, &ev, NULL, &err);
+	if (rc) {
+		fprintf(stderr, "event does not verify: %s\n", err.msg);
+		return rc;
+	}
+	rc = store_event_put(st, ev, out, &err);
+	if (rc)
+		fprintf(stderr, "store_event_put: %s\n", err.msg);
+	pith_event_free(ev);
+	return rc;
+}
+
+static int put_bundle(store_t *st, const pith_buf_t *b, store_bundle_outcome_t *out,
+		      store_commit_stats_t *stats)
+{
+	json_doc_t *d = parse(b->data, b->len);
+	pith_err_t err = {0};
+	int rc = d ? store_bundle_put(st, json_doc_root(d), out, stats, &err) : -1;
+	if (rc && d)
+		fprintf(stderr, "store_bundle_put: %s\n", err.msg);
+	json_doc_free(d);
+	return rc;
+}
+
+static size_t check_problems(store_t *st)
+{
+	size_t problems = 99;
+	pith_err_t err = {0};
+	if (store_check(st, NULL, NULL, &problems, &err))
+		fprintf(stderr, "store_check: %s\n", err.msg);
+	return problems;
+}
+
+/* The state's bytes, NUL-terminated. */
+static void state_of(store_t *st, const char *pith, pith_buf_t *out)
+{
+	pith_err_t err = {0};
+	pith_buf_reset(out);
+	if (store_state_get(st, pith, out, &err))
+		fprintf(stderr, "store_state_get %s: %s\n", pith, err.msg);
+	pith_buf_cstr(out);
+}
+
+/* A set of generated events over nrec records: all kinds, supersedes,
+ * an equivocation and an unknown type. */
+typedef struct evset {
+	pith_buf_t *b;
+	size_t n, cap;
+	char pith[16][PITH_NUMBER_LEN + 1];
+	size_t nrec;
+} evset_t;
+
+static pith_buf_t *set_next(evset_t *s)
+{
+	if (s->n == s->cap) {
+		s->cap = s->cap ? s->cap * 2 : 64;
+		s->b = realloc(s->b, s->cap * sizeof(*s->b));
+	}
+	memset(&s->b[s->n], 0, sizeof(s->b[0]));
+	return &s->b[s->n++];
+}
+
+static void gen_set(evset_t *s, size_t nrec)
+{
+	static const char *const types[] = {
+		"graph_snapshot", "author_attestation", "timestamp_anchor", "storage_attestation",
+		"citation_signature", "replication_record", "correction", "mirror_hint",
+	};
+	memset(s, 0, sizeof(*s));
+	s->nrec = nrec;
+	for (size_t r = 0; r < nrec; r++) {
+		pith_buf_t rec = PITH_BUF_INIT;
+		tg_record((unsigned)(100 + r), &rec, s->pith[r]);
+		pith_buf_release(&rec);
+	}
+	for (size_t r = 0; r < nrec; r++) {
+		char id[PITH_EVENT_ID_LEN + 1], first[PITH_EVENT_ID_LEN + 1], at[32];
+		tg_event(set_next(s), &reg, "record_created", s->pith[r], "record", "2026-01-01T00:00:00Z",
+			 NULL, NULL, NULL, 0, (int)(100 + r), id);
+		for (size_t k = 0; k < 8; k++) {
+			const char *sup[1] = {first};
+			snprintf(at, sizeof(at), "2026-01-0%uT00:00:%02uZ", (unsigned)(1 + k % 5), (unsigned)(r % 60));
+			tg_event(set_next(s), k % 2 ? &op : &reg, types[k], s->pith[r],
+				 k == 4 ? s->pith[(r + 1) % nrec] : "t", at, "{\"n\":1}", NULL,
+				 k == 6 ? sup : NULL, k == 6 ? 1 : 0, -1, id);
+			if (k == 0)
+				memcpy(first, id, sizeof(id));
+		}
+		/* an equivocation (same slot as the mirror hint) and an unknown type */
+		tg_event(set_next(s), &op, "mirror_hint", s->pith[r], "t", "2026-01-09T00:00:00Z",
+			 "{\"n\":2}", NULL, NULL, 0, -1, id);
+		tg_event(set_next(s), &reg, "future_kind", s->pith[r], "x", "2026-01-09T00:00:01Z",
+			 "{}", NULL, NULL, 0, -1, id);
+	}
+}
+
+static void set_free(evset_t *s)
+{
+	for (size_t i = 0; i < s->n; i++)
+		pith_buf_release(&s->b[i]);
+	free(s->b);
+	memset(s, 0, sizeof(*s));
+}
+
+static void setup(void)
+{
+	tg_key_make(&reg, 1, "test-registry", 1);
+	tg_key_make(&op, 2, "op-one", 0);
+	trust = pith_trust_new();
+	pith_trust_add(trust, &reg.key);
+	pith_trust_add(trust, &op.key);
+	FILE *f = fopen(PITH_TEST_DATA "/bundle-AR7B3DEV.json", "rb");
+	uint8_t chunk[65536];
+	size_t n;
+	while (f && (n = fread(chunk, 1, sizeof(chunk), f)) > 0)
+		pith_buf_append(&bundle_bytes, chunk, n);
+	if (f)
+		fclose(f);
+}
+
+/* ---- cases --------------------------------------------------------------- */
+
+TEST(registry_bundle_state, "imports the registry bundle and reproduces its published state_sha256")
+{
+	char *dir = tmpdir();
+	store_t *st = open_store(dir);
+	json_doc_t *d = parse(bundle_bytes.data, bundle_bytes.len);
+	pith_report_t rep = {0};
+	CHECK(d && pith_bundle_verify(json_doc_root(d), trust, &rep) == 0);
+	pith_report_release(&rep);
+	json_doc_free(d);
+	store_bundle_outcome_t bo;
+	store_commit_stats_t s;
+	CHECK_INT_EQ(put_bundle(st, &bundle_bytes, &bo, &s), 0);
+	CHECK_INT_EQ(bo, STORE_BUNDLE_NEWER);
+	CHECK_INT_EQ(s.stored, 2);
+
+	pith_buf_t b = PITH_BUF_INIT;
+	state_of(st, AR7B, &b);
+	json_doc_t *sd = parse(b.data, b.len);
+	CHECK_STR_EQ(json_get_str(json_doc_root(sd), "state_sha256"), AR7B_STATE_SHA);
+	/* the hash is of the state without state_sha256, as the registry does */
+	pith_buf_t c = PITH_BUF_INIT;
+	static const char *const skip[] = {"state_sha256"};
+	uint8_t h[32];
+	char hex[65];
+	json_canon_write_skip(json_doc_root(sd), skip, 1, &c);
+	pith_sha256(c.data, c.len, h);
+	pith_hex_encode(h, 32, hex);
+	CHECK_STR_EQ(hex, AR7B_STATE_SHA);
+	/* and the state is the one the bundle publishes */
+	json_doc_t *bd = parse(bundle_bytes.data, bundle_bytes.len);
+	CHECK(json_equal(json_get(json_doc_root(bd), "state"), json_doc_root(sd)));
+	store_record_info_t ri;
+	CHECK_INT_EQ(store_record_get(st, AR7B, &ri, NULL), 0);
+	CHECK_INT_EQ(ri.event_count, 2);
+	CHECK(ri.has_bundle);
+	CHECK_MEM_EQ(ri.state_hash, 32, h, 32);
+	store_counts_t n;
+	store_counts_get(st, &n);
+	CHECK_INT_EQ(n.events, 2);
+	CHECK_INT_EQ(n.records, 1);
+	CHECK_INT_EQ(n.bundles, 1);
+	CHECK_INT_EQ(check_problems(st), 0);
+	json_doc_free(bd);
+	json_doc_free(sd);
+	pith_buf_release(&b);
+	pith_buf_release(&c);
+	store_close(st);
+	rmdir_rf(dir);
+}
+
+TEST(resolve_forms, "resolves arxiv, arxiv_version, doi, pith short 8/12/16, a body prefix, the body and the full number")
+{
+	static const char *const forms[] = {
+		"arxiv:2401.14489", "2401.14489", "arxiv:2401.14489v2", "doi:10.48550/arxiv.2401.14489",
+		"doi:10.48550/ARXIV.2401.14489", "10.48550/arxiv.2401.14489", "pith:AR7B3DEV",
+		"pith:AR7B3DEVMOTS", "pith:AR7B3DEVMOTSBRCC", "AR7B3DEVMO", "ar7b3devmotsbrccvxuclysrre",
+		"AR7B3DEVMOTSBRCCVXUCLYSRRE", AR7B,
+	};
+	char *dir = tmpdir();
+	store_t *st = open_store(dir);
+	CHECK_INT_EQ(put_bundle(st, &bundle_bytes, NULL, NULL), 0);
+	for (size_t i = 0; i < sizeof(forms) / sizeof(forms[0]); i++) {
+		char out[PITH_NUMBER_LEN + 1] = "";
+		pith_err_t err = {0};
+		if (store_resolve(st, forms[i], out, &err))
+			fprintf(stderr, "#   %s: %s\n", forms[i], err.msg);
+		CHECK_STR_EQ(out, AR7B);
+	}
+	char out[PITH_NUMBER_LEN + 1];
+	pith_err_t err = {0};
+	CHECK_INT_EQ(store_resolve(st, "arxiv:2401.99999", out, &err), PITH_ENOTFOUND);
+	CHECK_INT_EQ(store_resolve(st, "pith:2025:AR7B3DEVMOTSBRCCVXUCLYSRRE", out, &err), PITH_ENOTFOUND);
+	CHECK_INT_EQ(store_resolve(st, "pith:ZZZZZZZZ", out, &err), PITH_ENOTFOUND);
+	CHECK_INT_EQ(store_resolve(st, "nonsense!", out, &err), PITH_EINVAL);
+	store_close(st);
+	rmdir_rf(dir);
+}
+
+TEST(bundle_twice, "a second import of the same bundle changes nothing")
+{
+	char *dir = tmpdir();
+	store_t *st = open_store(dir);
+	pith_buf_t a = PITH_BUF_INIT, b = PITH_BUF_INIT;
+	store_bundle_outcome_t bo;
+	store_commit_stats_t s;
+	CHECK_INT_EQ(put_bundle(st, &bundle_bytes, NULL, NULL), 0);
+	state_of(st, AR7B, &a);
+	CHECK_INT_EQ(put_bundle(st, &bundle_bytes, &bo, &s), 0);
+	CHECK_INT_EQ(bo, STORE_BUNDLE_OLDER);
+	CHECK_INT_EQ(s.stored, 0);
+	CHECK_INT_EQ(s.duplicate, 2);
+	CHECK_INT_EQ(s.records_touched, 0);
+	state_of(st, AR7B, &b);
+	CHECK_MEM_EQ(b.data, b.len, a.data, a.len);
+	store_counts_t n;
+	store_counts_get(st, &n);
+	CHECK_INT_EQ(n.events, 2);
+	CHECK_INT_EQ(n.bundles, 1);
+	CHECK_INT_EQ(check_problems(st), 0);
+	pith_buf_release(&a);
+	pith_buf_release(&b);
+	store_close(st);
+	rmdir_rf(dir);
+}
+
+/* The registry's first event with another signed_at: still valid (the
+ * signature block is outside the hash), a re-signed copy. */
+static void resigned_copy(pith_buf_t *orig, pith_buf_t *copy, const char *signed_at)
+{
+	json_doc_t *d = parse(bundle_bytes.data, bundle_bytes.len);
+	const json_value_t *events = json_get(json_doc_root(d), "events");
+	json_value_t *ev = events->u.items[0];
+	json_canon_write(ev, orig);
+	json_value_t *sig = (json_value_t *)json_get(ev, "signature");
+	json_object_set(d, sig, "signed_at", json_new_string(d, signed_at));
+	json_canon_write(ev, copy);
+	json_doc_free(d);
+}
+
+TEST(resigned_deterministic, "keeps one deterministic signature block for a re-signed event, whatever arrives first")
+{
+	pith_buf_t orig = PITH_BUF_INIT, copy = PITH_BUF_INIT, x = PITH_BUF_INIT, y = PITH_BUF_INIT;
+	resigned_copy(&orig, &copy, "2026-09-01T00:00:00.000001Z");
+	json_doc_t *od = parse(orig.data, orig.len), *cd = parse(copy.data, copy.len);
+	int orig_wins = pith_merge_sigblock_cmp(json_get(json_doc_root(od), "signature"),
+						json_get(json_doc_root(cd), "signature")) < 0;
+	const pith_buf_t *winner = orig_wins ? &orig : &copy;
+	char *d1 = tmpdir(), *d2 = tmpdir();
+	store_t *a = open_store(d1), *b = open_store(d2);
+	store_outcome_t o1, o2, o3, o4;
+	CHECK_INT_EQ(put_bytes(a, &orig, &o1), 0);
+	CHECK_INT_EQ(put_bytes(a, &copy, &o2), 0);
+	CHECK_INT_EQ(put_bytes(b, &copy, &o3), 0);
+	CHECK_INT_EQ(put_bytes(b, &orig, &o4), 0);
+	CHECK_INT_EQ(o1, STORE_STORED);
+	CHECK_INT_EQ(o3, STORE_STORED);
+	CHECK_INT_EQ(o2, orig_wins ? STORE_DUPLICATE : STORE_RESIGNED);
+	CHECK_INT_EQ(o4, orig_wins ? STORE_RESIGNED : STORE_DUPLICATE);
+	pith_event_t *ev = NULL;
+	pith_event_parse(orig.data, orig.len, trust, &ev, NULL, NULL);
+	CHECK(ev != NULL);
+	if (ev) {
+		CHECK_INT_EQ(store_event_get(a, ev->content_hash, &x, NULL), 0);
+		CHECK_INT_EQ(store_event_get(b, ev->content_hash, &y, NULL), 0);
+		CHECK_MEM_EQ(x.data, x.len, winner->data, winner->len);
+		CHECK_MEM_EQ(y.data, y.len, winner->data, winner->len);
+	}
+	/* a third copy arriving later changes nothing more */
+	store_outcome_t o5;
+	CHECK_INT_EQ(put_bytes(a, &orig, &o5), 0);
+	CHECK_INT_EQ(o5, STORE_DUPLICATE);
+	store_counts_t n;
+	store_counts_get(a, &n);
+	CHECK_INT_EQ(n.events, 1);
+	CHECK_INT_EQ(check_problems(a), 0);
+	CHECK_INT_EQ(check_problems(b), 0);
+	pith_event_free(ev);
+	json_doc_free(od);
+	json_doc_free(cd);
+	store_close(a);
+	store_close(b);
+	rmdir_rf(d1);
+	rmdir_rf(d2);
+	pith_buf_release(&orig);
+	pith_buf_release(&copy);
+	pith_buf_release(&x);
+	pith_buf_release(&y);
+}
+
+TEST(batch_duplicates, "stores an event given three times in one batch once, with the winning block")
+{
+	pith_buf_t orig = PITH_BUF_INIT, c1 = PITH_BUF_INIT, c2 = PITH_BUF_INIT, got = PITH_BUF_INIT;
+	resigned_copy(&orig, &c1, "2026-09-01T00:00:00Z");
+	pith_buf_reset(&orig);
+	resigned_copy(&orig, &c2, "2026-10-01T00:00:00Z");
+	char *dir = tmpdir();
+	store_t *st = open_store(dir);
+	store_batch_t *b = store_batch_new(st);
+	const pith_buf_t *copies[3] = {&c1, &orig, &c2};
+	int idx[3];
+	pith_buf_t *best = NULL;
+	json_doc_t *docs[3];
+	for (int i = 0; i < 3; i++) {
+		pith_event_t *ev = NULL;
+		pith_event_parse(copies[i]->data, copies[i]->len, trust, &ev, NULL, NULL);
+		docs[i] = parse(copies[i]->data, copies[i]->len);
+		idx[i] = store_batch_add_event(b, ev, NULL, NULL);
+		CHECK(idx[i] >= 0);
+	}
+	/* the smallest block by pith_merge_sigblock_cmp */
+	int w = 0;
+	for (int i = 1; i < 3; i++)
+		if (pith_merge_sigblock_cmp(json_get(json_doc_root(docs[i]), "signature"),
+					    json_get(json_doc_root(docs[w]), "signature")) < 0)
+			w = i;
+	best = (pith_buf_t *)copies[w];
+	store_commit_stats_t s;
+	CHECK_INT_EQ(store_batch_commit(b, &s, NULL), 0);
+	CHECK_INT_EQ(s.stored, 1);
+	CHECK_INT_EQ(s.duplicate, 2);
+	CHECK_INT_EQ(store_batch_outcome(b, idx[0]), STORE_STORED);
+	CHECK_INT_EQ(store_batch_outcome(b, idx[1]), STORE_DUPLICATE);
+	pith_event_t *ev = NULL;
+	pith_event_parse(orig.data, orig.len, trust, &ev, NULL, NULL);
+	CHECK_INT_EQ(store_event_get(st, ev->content_hash, &got, NULL), 0);
+	CHECK_MEM_EQ(got.data, got.len, best->data, best->len);
+	CHECK_INT_EQ(check_problems(st), 0);
+	pith_event_free(ev);
+	for (int i = 0; i < 3; i++)
+		json_doc_free(docs[i]);
+	store_batch_free(b);
+	store_close(st);
+	rmdir_rf(dir);
+	pith_buf_release(&orig);
+	pith_buf_release(&c1);
+	pith_buf_release(&c2);
+	pith_buf_release(&got);
+}
+
+/* Every record's state in st, concatenated. */
+static void all_states(store_t *st, const evset_t *s, pith_buf_t *out)
+{
+	pith_buf_reset(out);
+	for (size_t r = 0; r < s->nrec; r++) {
+		pith_err_t err = {0};
+		if (store_state_get(st, s->pith[r], out, &err))
+			fprintf(stderr, "#   state %s: %s\n", s->pith[r], err.msg);
+		pith_buf_putc(out, '\n');
+	}
+}
+
+static int copy_event(void *arg, const uint8_t id[32], const uint8_t *bytes, size_t len)
+{
+	(void)id;
+	pith_buf_t b = PITH_BUF_INIT;
+	pith_buf_append(&b, bytes, len);
+	int rc = put_bytes(arg, &b, NULL);
+	pith_buf_release(&b);
+	return rc;
+}
+
+TEST(order_independent, "gives byte-identical states for any order, batching, duplication or split of one event set")
+{
+	evset_t s;
+	gen_set(&s, 6);
+	size_t n = s.n;
+	char *dirs[4];
+	store_t *st[4];
+	for (int i = 0; i < 4; i++)
+		st[i] = open_store(dirs[i] = tmpdir());
+	/* 0: one event at a time, in order */
+	for (size_t i = 0; i < n; i++)
+		put_bytes(st[0], &s.b[i], NULL);
+	/* 1: all in one batch, reversed, every event twice */
+	store_batch_t *b = store_batch_new(st[1]);
+	for (size_t k = 0; k < 2 * n; k++) {
+		size_t i = n - 1 - k % n;
+		pith_event_t *ev = NULL;
+		pith_event_parse(s.b[i].data, s.b[i].len, trust, &ev, NULL, NULL);
+		store_batch_add_event(b, ev, NULL, NULL);
+	}
+	store_commit_stats_t cs;
+	CHECK_INT_EQ(store_batch_commit(b, &cs, NULL), 0);
+	CHECK_INT_EQ(cs.stored, n);
+	CHECK_INT_EQ(cs.duplicate, n);
+	store_batch_free(b);
+	/* 2 and 3: a shuffled split into two stores, batches of 7, then an
+	 * exchange of everything each has */
+	uint64_t rng = 42;
+	size_t *perm = malloc(n * sizeof(*perm));
+	for (size_t i = 0; i < n; i++)
+		perm[i] = i;
+	for (size_t i = n - 1; i > 0; i--) {
+		size_t j = tg_rand(&rng) % (i + 1), t = perm[i];
+		perm[i] = perm[j];
+		perm[j] = t;
+	}
+	for (int half = 0; half < 2; half++) {
+		b = store_batch_new(st[2 + half]);
+		for (size_t k = half; k < n; k += 2) {
+			pith_event_t *ev = NULL;
+			pith_event_parse(s.b[perm[k]].data, s.b[perm[k]].len, trust, &ev, NULL, NULL);
+			store_batch_add_event(b, ev, NULL, NULL);
+			if (store_batch_count(b) == 7)
+				CHECK_INT_EQ(store_batch_commit(b, NULL, NULL), 0);
+		}
+		CHECK_INT_EQ(store_batch_commit(b, NULL, NULL), 0);
+		store_batch_free(b);
+	}
+	CHECK_INT_EQ(store_events_each(st[2], NULL, copy_event, st[3], NULL), 0);
+	CHECK_INT_EQ(store_events_each(st[3], NULL, copy_event, st[2], NULL), 0);
+
+	pith_buf_t ref = PITH_BUF_INIT, got = PITH_BUF_INIT;
+	all_states(st[0], &s, &ref);
+	CHECK(ref.len > 1000);
+	for (int i = 0; i < 4; i++) {
+		store_counts_t c;
+		store_counts_get(st[i], &c);
+		CHECK_INT_EQ(c.events, n);
+		CHECK_INT_EQ(c.records, s.nrec);
+		all_states(st[i], &s, &got);
+		CHECK_MEM_EQ(got.data, got.len, ref.data, ref.len);
+		CHECK_INT_EQ(check_problems(st[i]), 0);
+		store_close(st[i]);
+		rmdir_rf(dirs[i]);
+	}
+	/* the merge itself agrees with the store: each state is a fresh merge */
+	CHECK(strstr((char *)ref.data, "\"equivocation_count\":1") != NULL);
+	CHECK(strstr((char *)ref.data, "unknown_event_type") != NULL);
+	free(perm);
+	pith_buf_release(&ref);
+	pith_buf_release(&got);
+	set_free(&s);
+}
+
+typedef struct timelist {
+	int64_t us[64];
+	size_t n;
+} timelist_t;
+
+static int collect_time(void *arg, int64_t us, const uint8_t id[32])
+{
+	timelist_t *t = arg;
+	(void)id;
+	if (t->n < 64)
+		t->us[t->n++] = us;
+	return 0;
+}
+
+typedef struct subjlist {
+	char created[64][24];
+	size_t n;
+} subjlist_t;
+
+static int collect_created(void *arg, const uint8_t id[32], const uint8_t *bytes, size_t len)
+{
+	subjlist_t *l = arg;
+	pith_event_t *ev = NULL;
+	(void)id;
+	if (pith_event_parse_stored(bytes, len, &ev, NULL) || l->n >= 64)
+		return 1;
+	snprintf(l->created[l->n++], 24, "%s", ev->created_at);
+	pith_event_free(ev);
+	return 0;
+}
+
+TEST(indexes, "lists a time range in created_at order and a record's events grouped and ordered")
+{
+	evset_t s;
+	gen_set(&s, 2);
+	char *dir = tmpdir();
+	store_t *st = open_store(dir);
+	for (size_t i = s.n; i-- > 0;)
+		put_bytes(st, &s.b[i], NULL);
+	timelist_t all = {0}, part = {0};
+	int64_t from, to;
+	pith_time_parse("2026-01-02T00:00:00Z", &from);
+	pith_time_parse("2026-01-04T00:00:00Z", &to);
+	CHECK_INT_EQ(store_time_each(st, INT64_MIN / 2, INT64_MAX / 2, collect_time, &all, NULL), 0);
+	CHECK_INT_EQ(all.n, s.n);
+	for (size_t i = 1; i < all.n; i++)
+		CHECK(all.us[i - 1] <= all.us[i]);
+	CHECK_INT_EQ(store_time_each(st, from, to, collect_time, &part, NULL), 0);
+	CHECK(part.n > 0 && part.n < all.n);
+	for (size_t i = 0; i < part.n; i++)
+		CHECK(part.us[i] >= from && part.us[i] < to);
+	subjlist_t l = {0};
+	CHECK_INT_EQ(store_events_each(st, s.pith[1], collect_created, &l, NULL), 0);
+	CHECK_INT_EQ(l.n, s.n / 2);
+	for (size_t i = 1; i < l.n; i++)
+		CHECK(strcmp(l.created[i - 1], l.created[i]) <= 0);
+	store_close(st);
+	rmdir_rf(dir);
+	set_free(&s);
+}
+
+TEST(derived_aliases, "a record known only from its events resolves by the aliases of its record")
+{
+	evset_t s;
+	gen_set(&s, 1);
+	char *dir = tmpdir();
+	store_t *st = open_store(dir);
+	for (size_t i = 0; i < s.n; i++)
+		put_bytes(st, &s.b[i], NULL);
+	pith_buf_t rec = PITH_BUF_INIT;
+	char pith[PITH_NUMBER_LEN + 1], out[PITH_NUMBER_LEN + 1] = "", arxiv[80];
+	tg_record(100, &rec, pith);
+	json_doc_t *d = parse(rec.data, rec.len);
+	snprintf(arxiv, sizeof(arxiv), "arxiv:%s",
+		 json_get_str(json_get(json_doc_root(d), "source"), "id"));
+	pith_err_t err = {0};
+	CHECK_INT_EQ(store_resolve(st, arxiv, out, &err), 0);
+	CHECK_STR_EQ(out, pith);
+	char shorty[16];
+	snprintf(shorty, sizeof(shorty), "pith:%.8s", pith + 10);
+	CHECK_INT_EQ(store_resolve(st, shorty, out, &err), 0);
+	CHECK_STR_EQ(out, pith);
+	json_doc_free(d);
+	pith_buf_release(&rec);
+	store_close(st);
+	rmdir_rf(dir);
+	set_free(&s);
+}
+
+/* The registry bundle with a later built_at and one more alias (the store
+ * trusts its caller's verification, so the broken signature is not its
+ * concern here). */
+static void newer_bundle(pith_buf_t *out)
+{
+	json_doc_t *d = parse(bundle_bytes.data, bundle_bytes.len);
+	json_value_t *r = json_doc_root(d);
+	json_object_set(d, r, "built_at", json_new_string(d, "2026-09-01T00:00:00Z"));
+	json_value_t *al = (json_value_t *)json_get(r, "source_aliases");
+	json_value_t *a = json_new_object(d);
+	json_object_set(d, a, "alias_kind", json_new_string(d, "arxiv"));
+	json_object_set(d, a, "alias_value", json_new_string(d, "2401.99999"));
+	json_object_set(d, a, "created_at", json_new_string(d, "2026-09-01T00:00:00Z"));
+	json_array_push(d, al, a);
+	json_canon_write(r, out);
+	json_doc_free(d);
+}
+
+TEST(newest_bundle, "takes aliases from the newest bundle by built_at, whichever arrives first")
+{
+	pith_buf_t nb = PITH_BUF_INIT, s1 = PITH_BUF_INIT, s2 = PITH_BUF_INIT, got = PITH_BUF_INIT;
+	newer_bundle(&nb);
+	char *d1 = tmpdir(), *d2 = tmpdir();
+	store_t *a = open_store(d1), *b = open_store(d2);
+	store_bundle_outcome_t o1, o2, o3, o4;
+	CHECK_INT_EQ(put_bundle(a, &bundle_bytes, &o1, NULL), 0);
+	CHECK_INT_EQ(put_bundle(a, &nb, &o2, NULL), 0);
+	CHECK_INT_EQ(put_bundle(b, &nb, &o3, NULL), 0);
+	CHECK_INT_EQ(put_bundle(b, &bundle_bytes, &o4, NULL), 0);
+	CHECK_INT_EQ(o1, STORE_BUNDLE_NEWER);
+	CHECK_INT_EQ(o2, STORE_BUNDLE_NEWER);
+	CHECK_INT_EQ(o3, STORE_BUNDLE_NEWER);
+	CHECK_INT_EQ(o4, STORE_BUNDLE_OLDER);
+	state_of(a, AR7B, &s1);
+	state_of(b, AR7B, &s2);
+	CHECK_MEM_EQ(s1.data, s1.len, s2.data, s2.len);
+	CHECK(strstr((char *)s1.data, "2401.99999") != NULL);
+	CHECK_INT_EQ(store_bundle_get(a, AR7B, &got, NULL), 0);
+	CHECK_MEM_EQ(got.data, got.len, nb.data, nb.len);
+	char out[PITH_NUMBER_LEN + 1] = "";
+	CHECK_INT_EQ(store_resolve(b, "arxiv:2401.99999", out, NULL), 0);
+	CHECK_STR_EQ(out, AR7B);
+	store_counts_t n;
+	store_counts_get(a, &n);
+	CHECK_INT_EQ(n.bundles, 1);
+	CHECK_INT_EQ(check_problems(a), 0);
+	CHECK_INT_EQ(check_problems(b), 0);
+	store_close(a);
+	store_close(b);
+	rmdir_rf(d1);
+	rmdir_rf(d2);
+	pith_buf_release(&nb);
+	pith_buf_release(&s1);
+	pith_buf_release(&s2);
+	pith_buf_release(&got);
+}
+
+TEST(reopen_and_lock, "reopens with its counters and refuses a second writer")
+{
+	char *dir = tmpdir();
+	store_t *st = open_store(dir), *other = NULL;
+	CHECK_INT_EQ(put_bundle(st, &bundle_bytes, NULL, NULL), 0);
+	pith_err_t err = {0};
+	CHECK_INT_EQ(store_open(dir, NULL, &other, &err), PITH_EIO);
+	CHECK(other == NULL);
+	CHECK_STR_CONTAINS(err.msg, "lock");
+	store_opts_t ro = {.read_only = 1, .registry = trust};
+	CHECK_INT_EQ(store_open(dir, &ro, &other, &err), 0);
+	store_counts_t n;
+	store_counts_get(other, &n);
+	CHECK_INT_EQ(n.events, 2);
+	pith_buf_t orig = PITH_BUF_INIT, copy = PITH_BUF_INIT;
+	resigned_copy(&orig, &copy, "2026-09-01T00:00:00Z");
+	pith_event_t *ev = NULL;
+	pith_event_parse(copy.data, copy.len, trust, &ev, NULL, NULL);
+	CHECK(ev && store_event_put(other, ev, NULL, &err) != 0);
+	pith_event_free(ev);
+	pith_buf_release(&orig);
+	pith_buf_release(&copy);
+	store_close(other);
+	store_close(st);
+	st = open_store(dir);
+	store_counts_get(st, &n);
+	CHECK_INT_EQ(n.events, 2);
+	CHECK_INT_EQ(n.records, 1);
+	CHECK_INT_EQ(n.bundles, 1);
+	store_opts_t nocreate = {.create = 0};
+	char missing[600];
+	snprintf(missing, sizeof(missing), "%s/none", dir);
+	CHECK(store_open(missing, &nocreate, &other, &err) != 0);
+	store_close(st);
+	rmdir_rf(dir);
+}
+
+static void count_line(void *arg, const char *line)
+{
+	(*(int *)arg)++;
+	(void)line;
+}
+
+TEST(check_finds_damage, "the audit reports an index entry without its event, an event without its entries and a stale state")
+{
+	char *dir = tmpdir();
+	store_t *st = open_store(dir);
+	CHECK_INT_EQ(put_bundle(st, &bundle_bytes, NULL, NULL), 0);
+	CHECK_INT_EQ(check_problems(st), 0);
+	uint8_t id[32] = {1, 2, 3}, tk[STORE_TIME_KEY_LEN], skey[STORE_SKEY_LEN];
+	char *e = NULL;
+	/* a time entry for an event that is not stored */
+	store_time_key_make(0, id, tk);
+	rocksdb_put_cf(st->db, st->wo, st->cf[STORE_CF_TIME], (char *)tk, sizeof(tk), "", 0, &e);
+	CHECK(e == NULL);
+	int lines = 0;
+	size_t problems = 0;
+	CHECK_INT_EQ(store_check(st, count_line, &lines, &problems, NULL), 0);
+	CHECK(problems >= 2); /* the dangling entry, and the count */
+	CHECK_INT_EQ(lines, (int)problems);
+	rocksdb_delete_cf(st->db, st->wo, st->cf[STORE_CF_TIME], (char *)tk, sizeof(tk), &e);
+	/* a stale state */
+	store_skey_make(AR7B, skey);
+	rocksdb_put_cf(st->db, st->wo, st->cf[STORE_CF_STATES], (char *)skey, sizeof(skey), "{}", 2, &e);
+	CHECK(check_problems(st) >= 1);
+	json_doc_t *d = parse(bundle_bytes.data, bundle_bytes.len);
+	pith_buf_t sb = PITH_BUF_INIT;
+	store_state_get(st, AR7B, &sb, NULL);
+	CHECK_MEM_EQ(sb.data, sb.len, "{}", 2);
+	/* an event without its index entries */
+	uint8_t ev_id[32];
+	const char *h = json_get_str(json_get(json_doc_root(d), "events")->u.items[0], "content_sha256");
+	pith_hex_decode(h, 64, ev_id, 32);
+	store_iter_t it;
+	store_iter_prefix(st, STORE_CF_SUBJ, skey, sizeof(skey), &it, NULL);
+	size_t kl;
+	const uint8_t *k = store_iter_key(&it, &kl);
+	uint8_t sk[STORE_SUBJ_KEY_LEN];
+	memcpy(sk, k, sizeof(sk));
+	store_iter_close(&it);
+	rocksdb_delete_cf(st->db, st->wo, st->cf[STORE_CF_SUBJ], (char *)sk, sizeof(sk), &e);
+	lines = 0;
+	CHECK_INT_EQ(store_check(st, count_line, &lines, &problems, NULL), 0);
+	CHECK(problems >= 3);
+	json_doc_free(d);
+	pith_buf_release(&sb);
+	store_close(st);
+	rmdir_rf(dir);
+}
+
+TEST(nothing_on_failure, "a batch that fails to commit leaves nothing behind")
+{
+	char *dir = tmpdir();
+	store_t *st = open_store(dir);
+	CHECK_INT_EQ(put_bundle(st, &bundle_bytes, NULL, NULL), 0);
+	store_close(st);
+	/* read-only: the commit fails as a whole */
+	store_opts_t ro = {.read_only = 1, .registry = trust};
+	pith_err_t err = {0};
+	CHECK_INT_EQ(store_open(dir, &ro, &st, &err), 0);
+	evset_t s;
+	gen_set(&s, 1);
+	store_batch_t *b = store_batch_new(st);
+	int idx = -1;
+	for (size_t i = 0; i < s.n; i++) {
+		pith_event_t *ev = NULL;
+		pith_event_parse(s.b[i].data, s.b[i].len, trust, &ev, NULL, NULL);
+		idx = store_batch_add_event(b, ev, NULL, NULL);
+	}
+	CHECK(store_batch_commit(b, NULL, &err) != 0);
+	CHECK_INT_EQ(store_batch_outcome(b, idx), STORE_PENDING);
+	CHECK_INT_EQ(store_batch_count(b), 0);
+	store_batch_free(b);
+	store_close(st);
+	st = open_store(dir);
+	store_counts_t n;
+	store_counts_get(st, &n);
+	CHECK_INT_EQ(n.events, 2);
+	CHECK_INT_EQ(check_problems(st), 0);
+	store_close(st);
+	rmdir_rf(dir);
+	set_free(&s);
+}
+
+int main(void)
+{
+	setup();
+	RUN(registry_bundle_state);
+	RUN(resolve_forms);
+	RUN(bundle_twice);
+	RUN(resigned_deterministic);
+	RUN(batch_duplicates);
+	RUN(order_independent);
+	RUN(indexes);
+	RUN(derived_aliases);
+	RUN(newest_bundle);
+	RUN(reopen_and_lock);
+	RUN(check_finds_damage);
+	RUN(nothing_on_failure);
+	pith_trust_free(trust);
+	pith_buf_release(&bundle_bytes);
+	return test_done();
+}
