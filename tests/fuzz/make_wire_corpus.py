@@ -1,0 +1,46 @@
+#!/usr/bin/env python3
+"""Writes the seed corpus of fuzz_wire (tests/fuzz/corpus/wire): one frame
+of every message type, a stream of several, and a few broken ones. Run
+again after a change to docs/wire.md; the files are committed."""
+import os
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+from pithtest import mp_pack, msg, frame  # noqa: E402
+
+out = os.path.join(os.path.dirname(os.path.abspath(__file__)), "corpus", "wire")
+os.makedirs(out, exist_ok=True)
+ids = bytes(range(32)) + bytes(range(32, 64))
+pith = "pith:2024:AR7B3DEVMOTSBRCCVXUCLYSRRE"
+ev = b'{"event_type":"x"}'
+seeds = {
+    "hello": msg(1, 1, 0, "pith-main", b"k" * 32, b"n" * 32, 7411, "pithd/0.1"),
+    "hello_extra": frame(mp_pack([1, 2, 1, "pith-main", b"k" * 32, b"n" * 32, 0, "", None])),
+    "auth": msg(2, b"s" * 64),
+    "ping": msg(3, 7),
+    "pong": msg(4, 2**64 - 1),
+    "bye": msg(5, 3, "banned: malformed frame"),
+    "peers_req": msg(6),
+    "peers": msg(7, [[bytes([127, 0, 0, 1]), 7411], [bytes(15) + b"\x01", 9]]),
+    "announce": msg(8, ids),
+    "get": msg(9, ids[:32]),
+    "event": msg(10, ids[:32], ev),
+    "notfound": msg(11, ids),
+    "bundle_announce": msg(12, [[pith, 1717000000000000, ids[:32]]]),
+    "bundle_get": msg(13, [pith]),
+    "bundle": msg(14, pith, b"{}"),
+    "inv_req": msg(15, -(2**63), bytes(32), 4096),
+    "inv": msg(16, ids, 1717000000000000, ids[32:], False),
+    "stream": msg(3, 1) + msg(8, ids) + msg(4, 1) + msg(6),
+    "bad_zero_len": b"\x00\x00\x00\x00",
+    "bad_huge_len": b"\xff\xff\xff\xff\x91\x03",
+    "bad_count": frame(b"\xdd\xff\xff\xff\xff\x01"),
+    "bad_float": frame(b"\x92\x03\xcb" + bytes(8)),
+    "bad_partial": msg(8, ids)[:-5],
+    "bad_reserved": msg(32),
+    "bad_deep": frame(b"\x91\x91\x91\x91\x91\x01"),
+}
+for name, data in seeds.items():
+    with open(os.path.join(out, name), "wb") as f:
+        f.write(data)
+print("wrote %d seeds to %s" % (len(seeds), out))
