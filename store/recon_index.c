@@ -1,0 +1,86 @@
+/* Set reconciliation over the store's time index: see recon_index.h. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "ids.h"
+#include "recon_index.h"
+
+int store_recon_ts(int64_t created_us, uint64_t *ts)
+{
+	if (created_us < -STORE_RECON_TS_OFFSET || created_us >= STORE_RECON_TS_OFFSET)
+		return PITH_EINVAL;
+	*ts = (uint64_t)(created_us + STORE_RECON_TS_OFFSET);
+	return 0;
+}
+
+typedef struct collect {
+	recon_item_t *items;
+	size_t n, cap;
+	size_t skipped;
+	int oom;
+} collect_t;
+
+static int collect_one(void *arg, int64_t created_us, const uint8_t id[32])
+{
+	collect_t *c = arg;
+	uint64_t ts;
+	if (store_recon_ts(created_us, &ts)) {
+		c->skipped++;
+		return 0;
+	}
+	if (c->n == c->cap) {
+		size_t cap = c->cap ? c->cap * 2 : 4096;
+		recon_item_t *p = realloc(c->items, cap * sizeof(*p));
+		if (!p) {
+			c->oom = 1;
+			return 1;
+		}
+		c->items = p;
+		c->cap = cap;
+	}
+	c->items[c->n].ts = ts;
+	memcpy(c->items[c->n].id, id, 32);
+	c->n++;
+	return 0;
+}
+
+int store_recon_index_load(store_t *st, recon_set_t **out, size_t *skipped,
+			   pith_err_t *err)
+{
+	collect_t c = {0};
+	*out = NULL;
+	int rc = store_time_each(st, INT64_MIN, INT64_MAX, collect_one, &c, err);
+	if (c.oom)
+		rc = pith_err_set(err, PITH_ENOMEM, "recon index: out of memory after %zu events",
+				  c.n);
+	else if (rc > 0)
+		rc = pith_err_set(err, PITH_EIO, "recon index: time index walk stopped");
+	/* The time index is in (created_at, id) order and the mapping keeps
+	 * it, so the set is bulk-built; a broken order is reported. */
+	if (!rc)
+		rc = recon_set_new_sorted(out, c.items, c.n, err);
+	free(c.items);
+	if (!rc && skipped)
+		*skipped = c.skipped;
+	return rc;
+}
+
+int store_recon_index_add_raw(recon_set_t *set, int64_t created_us,
+			      const uint8_t id[static 32])
+{
+	uint64_t ts;
+	if (store_recon_ts(created_us, &ts))
+		return 0;
+	int rc = recon_set_add(set, ts, id);
+	return rc == PITH_EEXIST ? 0 : rc;
+}
+
+int store_recon_index_add(recon_set_t *set, const pith_event_t *ev)
+{
+	static const char prefix[] = "sha256:";
+	uint8_t id[32];
+	if (strncmp(ev->event_id, prefix, sizeof(prefix) - 1) != 0 ||
+	    pith_hex_decode(ev->event_id + sizeof(prefix) - 1, 64, id, 32))
+		return PITH_EINVAL;
+	return store_recon_index_add_raw(set, ev->created_us, id);
+}
