@@ -361,15 +361,18 @@ static int wr_finish(wr_t *w)
 
 /* ---- producing ranges ------------------------------------------------- */
 
+/* A bound and, once located, our rank and prefix sum there. */
 typedef struct pos {
 	bound_t b;
 	size_t rank;
 	sum256_t sum;
+	int located;
 } pos_t;
 
 static void locate(const recon_session_t *s, const bound_t *b, pos_t *p)
 {
 	p->b = *b;
+	p->located = 1;
 	if (b->inf) {
 		p->rank = s->set->count;
 		p->sum = s->set->total;
@@ -821,6 +824,14 @@ static int read_count(rd_t *r, size_t unit, const char *what, size_t *n, pith_er
 	return 0;
 }
 
+static void need_pos(step_t *t, pos_t *p)
+{
+	if (p->located)
+		return;
+	locate(t->s, &p->b, p);
+	t->work += WORK_DESCENT;
+}
+
 /* Reads one bound after prev (strictly above it). */
 static int read_bound(rd_t *r, const bound_t *prev, bound_t *b, int *mode, pith_err_t *err)
 {
@@ -869,7 +880,7 @@ static int read_bound(rd_t *r, const bound_t *prev, bound_t *b, int *mode, pith_
 static int process(step_t *t, rd_t *r, int *demanded, pith_err_t *err)
 {
 	recon_session_t *s = t->s;
-	pos_t lo = {.b = {0}};
+	pos_t lo = {.b = {0}, .located = 1};
 	lo.rank = 0;
 	sum256_zero(&lo.sum);
 	size_t nranges = 0;
@@ -884,13 +895,12 @@ static int process(step_t *t, rd_t *r, int *demanded, pith_err_t *err)
 			return pith_err_set(err, PITH_ETOOBIG,
 					    "recon: more than %zu ranges (byte %zu)",
 					    s->cfg.max_ranges, at);
-		bound_t hb;
+		bound_t hb = {0};
 		int mode;
 		if ((rc = read_bound(r, &lo.b, &hb, &mode, err)))
 			return rc;
-		pos_t hi;
-		locate(s, &hb, &hi);
-		t->work += WORK_DESCENT;
+		/* located lazily: SKIP ranges and received ids need no descent */
+		pos_t hi = {.b = hb, .located = 0};
 		const uint8_t *p = NULL;
 		size_t n, n2;
 		switch (mode) {
@@ -901,6 +911,8 @@ static int process(step_t *t, rd_t *r, int *demanded, pith_err_t *err)
 			if ((rc = rd_bytes(r, FP_LEN, &p, "fingerprint", err)))
 				return rc;
 			uint8_t fp[FP_LEN];
+			need_pos(t, &lo);
+			need_pos(t, &hi);
 			fp_compute(s, &lo.sum, &hi.sum, hi.rank - lo.rank, fp);
 			if (memcmp(fp, p, FP_LEN) == 0 || must_defer(t, &lo, s->split_max))
 				break;
@@ -913,6 +925,8 @@ static int process(step_t *t, rd_t *r, int *demanded, pith_err_t *err)
 				return rc;
 			if ((rc = rd_bytes(r, n * SID_LEN, &p, "short ids", err)))
 				return rc;
+			need_pos(t, &lo);
+			need_pos(t, &hi);
 			if (must_defer(t, &lo, max_sz(s->split_max,
 						      20 + (size_t)s->cfg.reply_max * RECON_ID_LEN +
 							      n * SID_LEN)))
@@ -933,6 +947,8 @@ static int process(step_t *t, rd_t *r, int *demanded, pith_err_t *err)
 			if (n2 == 0)
 				break;
 			*demanded = 1;
+			need_pos(t, &lo);
+			need_pos(t, &hi);
 			if (must_defer(t, &lo, max_sz(s->split_max, 10 + n2 * RECON_ID_LEN)))
 				break;
 			if ((rc = scratch_reserve(s, n2)))
