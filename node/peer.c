@@ -411,6 +411,12 @@ static void dispatch(peer_t *p, const wire_msg_t *m, int64_t now)
 		}
 		return;
 	}
+	/* answers to our own requests are free; everything else is budgeted */
+	if (!relay_is_answer(p, m)) {
+		charge(p, m, now);
+		if (p->state == PEER_CLOSING)
+			return;
+	}
 	switch (m->type) {
 	case WIRE_HELLO:
 	case WIRE_AUTH: {
@@ -430,18 +436,13 @@ static void dispatch(peer_t *p, const wire_msg_t *m, int64_t now)
 		}
 		return;
 	case WIRE_PEERS_REQ:
-		charge(p, m, now);
 		pex_on_request(p);
 		return;
 	case WIRE_PEERS:
-		charge(p, m, now);
 		pex_on_peers(p, m);
 		return;
 	default:
-		if (!relay_is_answer(p, m))
-			charge(p, m, now);
-		if (p->state == PEER_READY)
-			relay_dispatch(p, m);
+		relay_dispatch(p, m);
 		return;
 	}
 }
