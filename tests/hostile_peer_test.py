@@ -26,7 +26,6 @@ usage: hostile_peer_test.py --pithd P --gen-events G [--keep]
 import argparse
 import json
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -34,8 +33,8 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from pithtest import (ANNOUNCE, BYE, EVENT, GET, RawPeer, Node, msg, frame,  # noqa: E402
-                      wait_for)
+from pithtest import (ANNOUNCE, BYE, EVENT, GET, RawPeer, Node, finish, msg,  # noqa: E402
+                      frame, wait_for)
 
 NET = "pith-hostile"
 
@@ -234,21 +233,7 @@ def main():
         log("hostile peer test passed")
         ok = True
     finally:
-        for n in nodes:
-            if n.alive():
-                n.stop()
-        if not ok:
-            for n in nodes:
-                log("---- %s" % n.log_path)
-                try:
-                    for line in open(n.log_path, errors="replace").read().splitlines()[-30:]:
-                        log(line)
-                except OSError:
-                    pass
-        if ok and not args.keep:
-            shutil.rmtree(root, ignore_errors=True)
-        else:
-            log("work directory kept: %s" % root)
+        finish(nodes, root, ok, args.keep)
     return 0 if ok else 1
 
 

@@ -20,7 +20,6 @@ usage: mesh_test.py --pithd P --pithctl C --gen-events G [--events N] [--keep]
 
 import argparse
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -28,7 +27,7 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from pithtest import Node, wait_for  # noqa: E402
+from pithtest import Node, finish, wait_for  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -182,21 +181,7 @@ def main():
         log("mesh test passed in %.1f s" % (time.time() - t0))
         ok = True
     finally:
-        for n in nodes:
-            if n.alive():
-                n.stop()
-        if not ok:
-            for n in nodes:
-                log("---- %s (last lines)" % n.log_path)
-                try:
-                    for line in open(n.log_path, errors="replace").read().splitlines()[-25:]:
-                        log(line)
-                except OSError:
-                    pass
-        if ok and not args.keep:
-            shutil.rmtree(root, ignore_errors=True)
-        else:
-            log("work directory kept: %s" % root)
+        finish(nodes, root, ok, args.keep)
     return 0 if ok else 1
 
 

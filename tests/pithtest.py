@@ -11,6 +11,7 @@
 import hashlib
 import json
 import os
+import shutil
 import signal
 import socket
 import struct
@@ -446,3 +447,24 @@ def wait_for(pred, timeout, interval=0.1, what="condition"):
             return v
         time.sleep(interval)
     raise AssertionError("timed out after %.0f s waiting for %s" % (timeout, what))
+
+
+def finish(nodes, root, ok, keep, tail=30):
+    """Ends a test run: stops what still runs, shows the end of every node's
+    log if the run failed, removes the work directory unless it failed or
+    keep is set."""
+    for n in nodes:
+        if n.alive():
+            n.stop()
+    if not ok:
+        for n in nodes:
+            print("# ---- %s (last lines)" % n.log_path)
+            try:
+                for line in open(n.log_path, errors="replace").read().splitlines()[-tail:]:
+                    print("#", line)
+            except OSError:
+                pass
+    if ok and not keep:
+        shutil.rmtree(root, ignore_errors=True)
+    else:
+        print("# work directory kept: %s" % root, flush=True)
