@@ -39,15 +39,9 @@ typedef struct group {
 	int bundle_newer;          /* ... and it beats the stored one */
 	int exists;                /* the store has a summary of this record */
 	int stored_bundle;         /* ... and a bundle */
+	uint8_t *old_rec;          /* that summary (malloc'd), or NULL */
+	size_t old_rec_len;
 } group_t;
-
-/* An alias claim written by this commit, so later claims in the same
- * commit see it (a WriteBatch cannot be read back). */
-typedef struct claim {
-	uint8_t key[STORE_ALIAS_KEY_MAX];
-	size_t klen;
-	uint8_t val[STORE_ALIAS_VAL_LEN];
-} claim_t;
 
 struct store_batch {
 	store_t *st;
@@ -56,11 +50,9 @@ struct store_batch {
 	bentry_t *b;
 	size_t nb, capb;
 	int committed;             /* outcomes readable; the next add starts afresh */
-	hmap_t ids, subjects, claim_map;
+	hmap_t ids, subjects;
 	group_t *g;
 	size_t ng, capg;
-	claim_t *c;
-	size_t nc, capc;
 };
 
 store_batch_t *store_batch_new(store_t *st)
@@ -71,7 +63,6 @@ store_batch_t *store_batch_new(store_t *st)
 	b->st = st;
 	hmap_init(&b->ids, STORE_ID_LEN);
 	hmap_init(&b->subjects, STORE_SKEY_LEN);
-	hmap_init(&b->claim_map, 32);
 	return b;
 }
 
@@ -90,13 +81,13 @@ static void batch_drop_items(store_batch_t *b)
 
 static void groups_reset(store_batch_t *b)
 {
-	for (size_t i = 0; i < b->ng; i++)
+	for (size_t i = 0; i < b->ng; i++) {
 		free(b->g[i].news);
+		free(b->g[i].old_rec);
+	}
 	b->ng = 0;
-	b->nc = 0;
 	hmap_clear(&b->ids);
 	hmap_clear(&b->subjects);
-	hmap_clear(&b->claim_map);
 }
 
 void store_batch_free_(store_batch_t *b)
@@ -108,10 +99,8 @@ void store_batch_free_(store_batch_t *b)
 	free(b->e);
 	free(b->b);
 	free(b->g);
-	free(b->c);
 	hmap_release(&b->ids);
 	hmap_release(&b->subjects);
-	hmap_release(&b->claim_map);
 	free(b);
 }
 
@@ -308,11 +297,22 @@ static int groups_lookup(commit_t *c, size_t from)
 		group_t *g = &c->b->g[gi];
 		char *val;
 		size_t vl;
+		store_rec_t rec;
 		int rc = store_get_raw(c->st, STORE_CF_RECORDS, g->skey, STORE_SKEY_LEN, &val, &vl, c->err);
 		if (rc)
 			return rc;
 		g->exists = val != NULL;
-		g->stored_bundle = val && vl == STORE_REC_LEN && val[STORE_REC_LEN - 1];
+		if (val) {
+			if (store_rec_decode((const uint8_t *)val, vl, &rec) ||
+			    !(g->old_rec = malloc(vl))) {
+				rocksdb_free(val);
+				return pith_err_set(c->err, PITH_EIO, "store: summary of %s is malformed "
+						    "or out of memory", g->pith);
+			}
+			memcpy(g->old_rec, val, vl);
+			g->old_rec_len = vl;
+			g->stored_bundle = rec.has_bundle;
+		}
 		rocksdb_free(val);
 	}
 	return 0;
@@ -460,93 +460,6 @@ static int commit_bundles(commit_t *c)
 	return 0;
 }
 
-/* Writes alias (kind, value) -> pith if this claim outranks the current
- * one: a bundle's claim beats a derived one, then the greater built_at,
- * then the smaller pith number. The outcome depends only on the set of
- * claims ever made, not on their order. */
-static int claim_alias(commit_t *c, const char *kind, const char *value, const char *pith,
-		       int source, int64_t built_us)
-{
-	store_batch_t *b = c->b;
-	claim_t nw;
-	nw.klen = store_alias_key(kind, value, nw.key);
-	if (!nw.klen)
-		return 0; /* too long to be a real alias: not indexed */
-	memcpy(nw.val, pith, PITH_NUMBER_LEN);
-	nw.val[PITH_NUMBER_LEN] = (uint8_t)source;
-	store_time_put(nw.val + PITH_NUMBER_LEN + 1, built_us);
-
-	uint8_t h[32], cur[STORE_ALIAS_VAL_LEN];
-	int have = 0;
-	pith_sha256(nw.key, nw.klen, h);
-	int ci = hmap_get(&b->claim_map, h);
-	if (ci >= 0) {
-		memcpy(cur, b->c[ci].val, sizeof(cur));
-		have = 1;
-	} else {
-		char *val;
-		size_t vl;
-		int rc = store_get_raw(c->st, STORE_CF_ALIASES, nw.key, nw.klen, &val, &vl, c->err);
-		if (rc)
-			return rc;
-		if (val && vl == STORE_ALIAS_VAL_LEN) {
-			memcpy(cur, val, sizeof(cur));
-			have = 1;
-		}
-		rocksdb_free(val);
-	}
-	if (have) {
-		/* rank: source, then built_at (both greater wins), then pith smaller */
-		int r = memcmp(nw.val + PITH_NUMBER_LEN, cur + PITH_NUMBER_LEN, 9);
-		if (r == 0)
-			r = -memcmp(nw.val, cur, PITH_NUMBER_LEN);
-		if (r <= 0)
-			return 0;
-	}
-	if (ci < 0) {
-		if (b->nc == b->capc) {
-			size_t ncap = b->capc ? b->capc * 2 : 64;
-			claim_t *p = realloc(b->c, ncap * sizeof(*p));
-			if (!p)
-				return pith_err_set(c->err, PITH_ENOMEM, "store: out of memory");
-			b->c = p;
-			b->capc = ncap;
-		}
-		ci = (int)b->nc++;
-		if (hmap_put(&b->claim_map, h, ci))
-			return pith_err_set(c->err, PITH_ENOMEM, "store: out of memory");
-	}
-	b->c[ci] = nw;
-	put(c, STORE_CF_ALIASES, nw.key, nw.klen, nw.val, sizeof(nw.val));
-	return 0;
-}
-
-static int claim_aliases(commit_t *c, group_t *g, const json_value_t *state_root)
-{
-	int rc;
-	if (g->bundle_newer) {
-		const bentry_t *be = &c->b->b[g->bundle];
-		const json_value_t *list = json_get_type(be->root, "source_aliases", JSON_ARRAY);
-		for (size_t i = 0; list && i < list->len; i++) {
-			const char *kind = json_get_str(list->u.items[i], "alias_kind");
-			const char *value = json_get_str(list->u.items[i], "alias_value");
-			if (kind && value &&
-			    (rc = claim_alias(c, kind, value, g->pith, STORE_ALIAS_BUNDLE, be->built_us)))
-				return rc;
-		}
-	}
-	const json_value_t *rec = json_get_type(json_get(state_root, "current"), "canonical_record",
-						JSON_OBJECT);
-	if (rec) {
-		pith_alias_t al[6];
-		int n = pith_record_aliases(rec, g->pith, al);
-		for (int i = 0; i < n; i++)
-			if ((rc = claim_alias(c, al[i].kind, al[i].value, g->pith, STORE_ALIAS_DERIVED, 0)))
-				return rc;
-	}
-	return 0;
-}
-
 /* Step 3: per touched record, the state from all of its events. */
 static int commit_group(commit_t *c, group_t *g, pith_buf_t *sb)
 {
@@ -556,6 +469,7 @@ static int commit_group(commit_t *c, group_t *g, pith_buf_t *sb)
 	json_doc_t *bdoc = NULL;
 	const json_value_t *aliases = NULL;
 	pith_state_t state = {0};
+	store_claims_t claims = {0};
 	int rc;
 
 	if (!g->nnew && !g->bundle_newer)
@@ -573,10 +487,12 @@ static int commit_group(commit_t *c, group_t *g, pith_buf_t *sb)
 		all[nstored + k] = b->e[g->news[k]].ev;
 
 	int has_bundle = g->bundle_newer;
+	int64_t built_us = 0;
 	if (g->bundle_newer) {
 		aliases = json_get_type(b->b[g->bundle].root, "source_aliases", JSON_ARRAY);
+		built_us = b->b[g->bundle].built_us;
 	} else if (g->stored_bundle) {
-		if ((rc = store_bundle_aliases_load(c->st, g->skey, &bdoc, &aliases, c->err)))
+		if ((rc = store_bundle_aliases_load(c->st, g->skey, &bdoc, &aliases, &built_us, c->err)))
 			goto done;
 		has_bundle = bdoc != NULL;
 	}
@@ -592,11 +508,20 @@ static int commit_group(commit_t *c, group_t *g, pith_buf_t *sb)
 
 	if (!g->exists)
 		c->counts.records++;
-	uint8_t rec[STORE_REC_LEN];
-	store_rec_encode(rec, nstored + g->nnew, state.state_hash, has_bundle);
-	put(c, STORE_CF_RECORDS, g->skey, STORE_SKEY_LEN, rec, sizeof(rec));
-	if ((rc = claim_aliases(c, g, state.root)))
+	const json_value_t *record = json_get(json_get(state.root, "current"), "canonical_record");
+	if ((rc = store_claims_make(&claims, aliases, built_us, record, g->pith)) ||
+	    (rc = store_rec_encode(sb, nstored + g->nnew, state.state_hash, has_bundle, &claims))) {
+		rc = pith_err_set(c->err, rc, "store: out of memory");
 		goto done;
+	}
+	put(c, STORE_CF_RECORDS, g->skey, STORE_SKEY_LEN, sb->data, sb->len);
+	if (g->old_rec) {
+		store_rec_t old;
+		store_rec_decode(g->old_rec, g->old_rec_len, &old); /* checked when read */
+		store_claims_write(c->wb, c->st, g->pith, &old, &claims);
+	} else {
+		store_claims_write(c->wb, c->st, g->pith, NULL, &claims);
+	}
 
 	for (size_t k = 0; k < g->nnew; k++) {
 		const pith_event_t *ev = b->e[g->news[k]].ev;
@@ -609,6 +534,7 @@ static int commit_group(commit_t *c, group_t *g, pith_buf_t *sb)
 	c->counts.events += g->nnew;
 	c->stats.records_touched++;
 done:
+	store_claims_release(&claims);
 	pith_state_release(&state);
 	json_doc_free(bdoc);
 	free(all);

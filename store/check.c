@@ -18,6 +18,7 @@ typedef struct audit {
 	hmap_t subjects; /* SKEY -> index into nsubj counts, from the subj index */
 	uint64_t *subj_counts;
 	size_t nsubj, capsubj;
+	uint64_t claims; /* alias claims the record summaries list */
 } audit_t;
 
 static void problem(audit_t *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -155,7 +156,9 @@ static int audit_record(audit_t *a, const uint8_t *k, const uint8_t *v, size_t v
 	json_doc_t *bdoc = NULL;
 	const json_value_t *aliases = NULL;
 	pith_state_t state = {0};
-	pith_buf_t fresh = PITH_BUF_INIT;
+	pith_buf_t fresh = PITH_BUF_INIT, want = PITH_BUF_INIT;
+	store_claims_t claims = {0};
+	int64_t built_us = 0;
 	char *sv = NULL;
 	size_t svl;
 	pith_err_t e = {0};
@@ -173,7 +176,7 @@ static int audit_record(audit_t *a, const uint8_t *k, const uint8_t *v, size_t v
 	int si = hmap_get(&a->subjects, k);
 	if (si >= 0)
 		seen[si] = 1;
-	if ((rc = store_bundle_aliases_load(a->st, k, &bdoc, &aliases, a->err)))
+	if ((rc = store_bundle_aliases_load(a->st, k, &bdoc, &aliases, &built_us, a->err)))
 		goto done;
 	if ((rc = pith_merge_ex(pith, evs, n, aliases, a->st->registry, &state, a->err)) ||
 	    (rc = pith_state_canon(&state, &fresh)))
@@ -184,11 +187,33 @@ static int audit_record(audit_t *a, const uint8_t *k, const uint8_t *v, size_t v
 		problem(a, "states: %s has no cached state", pith);
 	else if (svl != fresh.len || memcmp(sv, fresh.data, svl))
 		problem(a, "states: cached state of %s differs from a fresh merge", pith);
-	uint8_t want[STORE_REC_LEN];
-	store_rec_encode(want, n, state.state_hash, bdoc != NULL);
-	if (vl != STORE_REC_LEN || memcmp(v, want, STORE_REC_LEN))
-		problem(a, "records: summary of %s differs from its %zu events and state", pith, n);
+	const json_value_t *record = json_get(json_get(state.root, "current"), "canonical_record");
+	if ((rc = store_claims_make(&claims, aliases, built_us, record, pith)) ||
+	    (rc = store_rec_encode(&want, n, state.state_hash, bdoc != NULL, &claims))) {
+		rc = pith_err_set(a->err, rc, "check: out of memory");
+		goto done;
+	}
+	if (vl != want.len || memcmp(v, want.data, vl))
+		problem(a, "records: summary of %s differs from its %zu events, state and aliases", pith, n);
+	/* each alias the record claims has its entry, with its rank */
+	for (size_t i = 0; i < claims.n; i++) {
+		uint8_t ek[STORE_ALIAS_ENTRY_MAX];
+		size_t ekl = store_alias_entry_key(claims.c[i].key, claims.c[i].klen, pith, ek);
+		char *av;
+		size_t avl;
+		if ((rc = store_get_raw(a->st, STORE_CF_ALIASES, ek, ekl, &av, &avl, a->err)))
+			goto done;
+		if (!av || avl != STORE_ALIAS_RANK_LEN || memcmp(av, claims.c[i].rank, avl))
+			problem(a, "aliases: %s's claim on %s:%.*s is %s", pith, (const char *)claims.c[i].key,
+				(int)(claims.c[i].klen - strlen((const char *)claims.c[i].key) - 1),
+				(const char *)claims.c[i].key + strlen((const char *)claims.c[i].key) + 1,
+				av ? "wrong" : "missing");
+		rocksdb_free(av);
+	}
+	a->claims += claims.n;
 done:
+	store_claims_release(&claims);
+	pith_buf_release(&want);
 	rocksdb_free(sv);
 	pith_buf_release(&fresh);
 	pith_state_release(&state);
@@ -244,18 +269,19 @@ static int audit_keyed_by_record(audit_t *a, int cf, uint64_t *n)
 		return rc;
 	for (; store_iter_valid(&it); store_iter_next(&it)) {
 		size_t kl, vl;
-		const uint8_t *k = store_iter_key(&it, &kl), *v = store_iter_value(&it, &vl);
+		const uint8_t *k = store_iter_key(&it, &kl);
 		const uint8_t *rk = k;
 		size_t rkl = kl;
 		uint8_t skey[STORE_SKEY_LEN];
 		(*n)++;
 		if (cf == STORE_CF_ALIASES) {
 			char pith[PITH_NUMBER_LEN + 1];
-			if (vl != STORE_ALIAS_VAL_LEN) {
-				problem(a, "aliases: value of %zu bytes", vl);
+			store_iter_value(&it, &vl);
+			if (vl != STORE_ALIAS_RANK_LEN || kl < PITH_NUMBER_LEN + 3) {
+				problem(a, "aliases: entry of %zu/%zu bytes", kl, vl);
 				continue;
 			}
-			memcpy(pith, v, PITH_NUMBER_LEN);
+			memcpy(pith, k + kl - PITH_NUMBER_LEN, PITH_NUMBER_LEN);
 			pith[PITH_NUMBER_LEN] = 0;
 			if (!pith_number_is_valid(pith)) {
 				problem(a, "aliases: '%.36s' is not a pith number", pith);
@@ -311,6 +337,11 @@ int store_check(store_t *st, store_report_fn report, void *arg, size_t *problems
 	if (nstates != nrec)
 		problem(&a, "states: %llu states for %llu records", (unsigned long long)nstates,
 			(unsigned long long)nrec);
+	/* each claim has its entry (checked per record); equal counts mean
+	 * no entry is left of a withdrawn claim */
+	if (naliases != a.claims)
+		problem(&a, "aliases: %llu entries for %llu claims", (unsigned long long)naliases,
+			(unsigned long long)a.claims);
 	count_problem(&a, "events", counts.events, nev);
 	count_problem(&a, "records", counts.records, nrec);
 	count_problem(&a, "bundles", counts.bundles, nbundles);

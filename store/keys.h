@@ -21,10 +21,14 @@
  *                flipped) id(32) = 40
  * bundles        SKEY(30)                              canonical JSON of the newest
  *                                                      verified registry bundle
- * aliases        alias_kind '\0' alias_value           full pith number (36) + claim rank
- *                                                      (1 byte source, 8 bytes built_at)
+ * aliases        alias_kind '\0' alias_value '\0'      claim rank: source (1 byte),
+ *                full pith number (36)                 built_at (8, as in time keys)
  * states         SKEY(30)                              canonical state JSON
- * records        SKEY(30)                              record summary, STORE_REC_LEN bytes
+ * records        SKEY(30)                              record summary: event_count (8,
+ *                                                      big-endian), state hash (32),
+ *                                                      has_bundle (1), claim count (2,
+ *                                                      big-endian), then per claimed
+ *                                                      alias: length (1), kind '\0' value
  *
  * created_at in subj keys is the event's own "YYYY-MM-DDTHH:MM:SSZ" text,
  * whose byte order is time order. The time index is the time-ordered list
@@ -63,15 +67,17 @@ static const char *const store_cf_names[STORE_NCF] = {
 #define STORE_CREATED_LEN 20                       /* YYYY-MM-DDTHH:MM:SSZ */
 #define STORE_SUBJ_KEY_LEN (STORE_SKEY_LEN + STORE_CREATED_LEN + STORE_ID_LEN) /* 82 */
 #define STORE_TIME_KEY_LEN (8 + STORE_ID_LEN)      /* 40 */
-#define STORE_ALIAS_KEY_MAX (16 + 1 + 200)
-#define STORE_ALIAS_VAL_LEN (PITH_NUMBER_LEN + 1 + 8) /* 45 */
+#define STORE_ALIAS_KEY_MAX (16 + 1 + 200)  /* kind '\0' value */
+#define STORE_ALIAS_ENTRY_MAX (STORE_ALIAS_KEY_MAX + 1 + PITH_NUMBER_LEN)
+#define STORE_ALIAS_RANK_LEN 9
+#define STORE_MAX_CLAIMS 1024                /* aliases indexed per record */
 
 /* Alias claim sources, in rising priority (docs/store.md, "Aliases"). */
 #define STORE_ALIAS_DERIVED 1 /* derived from an applied record_created */
 #define STORE_ALIAS_BUNDLE 2  /* listed in a verified registry bundle */
 
-/* records value: event_count(8) state_hash(32) has_bundle(1) */
-#define STORE_REC_LEN (8 + 32 + 1)
+/* records value: the fixed part, before the claimed aliases */
+#define STORE_REC_LEN (8 + 32 + 1 + 2)
 
 #define STORE_META_SCHEMA "schema_version"
 #define STORE_META_EVENTS "count:events"

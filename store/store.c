@@ -366,16 +366,19 @@ int store_bundle_newer(int64_t a_us, const char *a_sha, int64_t b_us, const char
 {
 	if (a_us != b_us)
 		return a_us > b_us ? 1 : -1;
-	return strcmp(a_sha, b_sha);
+	/* docs/merge.md: ties go to the smaller bundle_sha256 */
+	return strcmp(b_sha, a_sha);
 }
 
 int store_bundle_aliases_load(store_t *st, const uint8_t skey[STORE_SKEY_LEN],
-			      json_doc_t **doc, const json_value_t **aliases, pith_err_t *err)
+			      json_doc_t **doc, const json_value_t **aliases, int64_t *built_us,
+			      pith_err_t *err)
 {
 	char *val;
 	size_t len;
 	*doc = NULL;
 	*aliases = NULL;
+	*built_us = 0;
 	int rc = store_get_raw(st, STORE_CF_BUNDLES, skey, STORE_SKEY_LEN, &val, &len, err);
 	if (rc || !val)
 		return rc;
@@ -384,6 +387,9 @@ int store_bundle_aliases_load(store_t *st, const uint8_t skey[STORE_SKEY_LEN],
 	if (rc)
 		return rc;
 	*aliases = json_get_type(json_doc_root(*doc), "source_aliases", JSON_ARRAY);
+	const char *built = json_get_str(json_doc_root(*doc), "built_at");
+	if (!built || pith_time_parse(built, built_us))
+		return pith_err_set(err, PITH_EIO, "store: stored bundle without a valid built_at");
 	return 0;
 }
 
@@ -401,23 +407,17 @@ size_t store_alias_key(const char *kind, const char *value, uint8_t out[STORE_AL
 	return kl + 1 + vl;
 }
 
-void store_rec_encode(uint8_t out[STORE_REC_LEN], uint64_t events, const uint8_t hash[32],
-		      int has_bundle)
-{
-	store_be64_put(out, events);
-	memcpy(out + 8, hash, 32);
-	out[40] = has_bundle ? 1 : 0;
-}
-
 static int rec_decode(const uint8_t *k, size_t kl, const uint8_t *v, size_t vl,
 		      store_record_info_t *r, pith_err_t *err)
 {
-	if (kl != STORE_SKEY_LEN || vl != STORE_REC_LEN)
-		return pith_err_set(err, PITH_EIO, "store: record summary of %zu/%zu bytes", kl, vl);
+	store_rec_t rec;
+	if (kl != STORE_SKEY_LEN || store_rec_decode(v, vl, &rec))
+		return pith_err_set(err, PITH_EIO, "store: malformed record summary (%zu/%zu bytes)",
+				    kl, vl);
 	store_skey_pith(k, r->pith_number);
-	r->event_count = store_be64_get(v);
-	memcpy(r->state_hash, v + 8, 32);
-	r->has_bundle = v[40];
+	r->event_count = rec.events;
+	memcpy(r->state_hash, rec.hash, 32);
+	r->has_bundle = rec.has_bundle;
 	return 0;
 }
 
@@ -545,6 +545,40 @@ static int resolve_prefix(store_t *st, const char *prefix, const char *typed,
 	return 0;
 }
 
+/* The record with the best claim on (kind, value): the greater rank
+ * (bundle over derived, then the later built_at), then the smaller pith
+ * number. PITH_ENOTFOUND if no record claims it. */
+static int resolve_alias(store_t *st, const char *kind, const char *value,
+			 char out[static PITH_NUMBER_LEN + 1], pith_err_t *err)
+{
+	uint8_t key[STORE_ALIAS_KEY_MAX + 1], best[STORE_ALIAS_RANK_LEN];
+	size_t kl = store_alias_key(kind, value, key);
+	store_iter_t it;
+	int found = 0;
+	if (!kl)
+		return PITH_ENOTFOUND;
+	key[kl++] = 0;
+	int rc = store_iter_prefix(st, STORE_CF_ALIASES, key, kl, &it, err);
+	if (rc)
+		return rc;
+	for (; store_iter_valid(&it); store_iter_next(&it)) {
+		size_t ekl, vl;
+		const uint8_t *k = store_iter_key(&it, &ekl), *v = store_iter_value(&it, &vl);
+		if (ekl != kl + PITH_NUMBER_LEN || vl != STORE_ALIAS_RANK_LEN)
+			continue;
+		/* entries come in pith number order: on equal rank the first stays */
+		if (found && memcmp(v, best, STORE_ALIAS_RANK_LEN) <= 0)
+			continue;
+		memcpy(best, v, STORE_ALIAS_RANK_LEN);
+		memcpy(out, k + kl, PITH_NUMBER_LEN);
+		out[PITH_NUMBER_LEN] = 0;
+		found = 1;
+	}
+	rc = store_iter_status(&it, err);
+	store_iter_close(&it);
+	return rc ? rc : found ? 0 : PITH_ENOTFOUND;
+}
+
 int store_resolve(store_t *st, const char *text, char out[static PITH_NUMBER_LEN + 1],
 		  pith_err_t *err)
 {
@@ -564,21 +598,7 @@ int store_resolve(store_t *st, const char *text, char out[static PITH_NUMBER_LEN
 		return resolve_prefix(st, id.value, text, out, err);
 	}
 	if (id.alias_kind[0]) {
-		uint8_t key[STORE_ALIAS_KEY_MAX];
-		size_t kl = store_alias_key(id.alias_kind, id.value, key);
-		char *val;
-		size_t vl;
-		if (kl && !(rc = store_get_raw(st, STORE_CF_ALIASES, key, kl, &val, &vl, err)) && val) {
-			if (vl == STORE_ALIAS_VAL_LEN) {
-				memcpy(out, val, PITH_NUMBER_LEN);
-				out[PITH_NUMBER_LEN] = 0;
-			} else {
-				rc = pith_err_set(err, PITH_EIO, "store: alias value of %zu bytes", vl);
-			}
-			rocksdb_free(val);
-			return rc;
-		}
-		if (rc)
+		if ((rc = resolve_alias(st, id.alias_kind, id.value, out, err)) != PITH_ENOTFOUND)
 			return rc;
 	}
 	if (id.kind == PITH_ID_SHORT)

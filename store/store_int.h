@@ -56,17 +56,18 @@ int store_subject_load(store_t *st, const uint8_t skey[STORE_SKEY_LEN], pith_eve
 		       size_t *n, pith_err_t *err);
 void store_events_free(pith_event_t **evs, size_t n);
 
-/* The source_aliases of the stored bundle of skey, in a new doc (*doc, may
- * be NULL with *aliases NULL when there is no bundle). */
+/* The source_aliases and built_at of the stored bundle of skey, in a new
+ * doc (*doc, may be NULL with *aliases NULL when there is no bundle). */
 int store_bundle_aliases_load(store_t *st, const uint8_t skey[STORE_SKEY_LEN],
-			      json_doc_t **doc, const json_value_t **aliases, pith_err_t *err);
+			      json_doc_t **doc, const json_value_t **aliases, int64_t *built_us,
+			      pith_err_t *err);
 
 /* Alias key of (kind, value): kind '\0' value, DOIs in lower case.
  * Returns the key length, or 0 if it does not fit. */
 size_t store_alias_key(const char *kind, const char *value,
 		       uint8_t out[STORE_ALIAS_KEY_MAX]);
 
-/* Newest-bundle order: greater built_at, then greater bundle_sha256 hex.
+/* Newest-bundle order: greater built_at, then smaller bundle_sha256 hex.
  * > 0 if (a_us, a_sha) is newer than (b_us, b_sha). */
 int store_bundle_newer(int64_t a_us, const char *a_sha, int64_t b_us, const char *b_sha);
 
@@ -74,8 +75,49 @@ int store_bundle_newer(int64_t a_us, const char *a_sha, int64_t b_us, const char
 int store_bundle_ident(const json_value_t *bundle, int64_t *built_us, char sha[65],
 		       pith_err_t *err);
 
-/* The record summary value (STORE_REC_LEN bytes). */
-void store_rec_encode(uint8_t out[STORE_REC_LEN], uint64_t events, const uint8_t hash[32],
-		      int has_bundle);
+/* ---- alias claims and record summaries (alias.c) ---- */
+
+typedef struct store_claim {
+	uint8_t key[STORE_ALIAS_KEY_MAX]; /* kind '\0' value */
+	size_t klen;
+	uint8_t rank[STORE_ALIAS_RANK_LEN]; /* source, built_at: greater wins */
+} store_claim_t;
+
+typedef struct store_claims {
+	store_claim_t *c;
+	size_t n, cap;
+} store_claims_t;
+
+/* The aliases a record claims: those of its newest bundle (bundle_aliases,
+ * may be NULL; ranked by the bundle's built_us) and those derived from its
+ * canonical record (may be NULL). Sorted, one claim per alias. */
+int store_claims_make(store_claims_t *out, const json_value_t *bundle_aliases, int64_t built_us,
+		      const json_value_t *record, const char *pith);
+void store_claims_release(store_claims_t *c);
+
+/* The aliases entry key of one claim: akey '\0' pith. */
+size_t store_alias_entry_key(const uint8_t *akey, size_t klen, const char *pith,
+			     uint8_t out[STORE_ALIAS_ENTRY_MAX]);
+
+/* A decoded record summary; claims point into the value. */
+typedef struct store_rec {
+	uint64_t events;
+	uint8_t hash[32];
+	int has_bundle;
+	size_t nclaims;
+	const uint8_t *claims, *claims_end;
+} store_rec_t;
+
+int store_rec_encode(pith_buf_t *out, uint64_t events, const uint8_t hash[32], int has_bundle,
+		     const store_claims_t *claims);
+/* 0, or PITH_EIO if v is not a well-formed summary. */
+int store_rec_decode(const uint8_t *v, size_t vl, store_rec_t *out);
+/* Walks the claimed aliases of a summary: 1 with the next, 0 at the end. */
+int store_rec_claim_next(const uint8_t **p, const uint8_t *end, const uint8_t **key, size_t *klen);
+
+/* Adds to wb the puts of now's claims for pith and the deletes of the
+ * claims in old (the previous summary, or NULL) that now lacks. */
+void store_claims_write(rocksdb_writebatch_t *wb, store_t *st, const char *pith,
+			const store_rec_t *old, const store_claims_t *now);
 
 #endif

@@ -148,6 +148,8 @@ with tempfile.TemporaryDirectory() as t:
 
     trust = ["--trust-key", gen_key, "--trust-key", keys["trusted"], "--trust-key", keys["rotated"]]
     r = pithctl("--store", store, *trust, "import", "--json", path)
+    if not r.stdout.startswith("{"):
+        fail(f"import prints a JSON summary (exit {r.returncode}): {r.stderr[-3000:]}")
     if r.returncode != 1:
         fail(f"import of a file with bad lines exits 1 (got {r.returncode}): {r.stderr}")
     summary = json.loads(r.stdout)

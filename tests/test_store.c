@@ -592,7 +592,7 @@ TEST(derived_aliases, "a record known only from its events resolves by the alias
 /* The registry bundle with a later built_at and one more alias (the store
  * trusts its caller's verification, so the broken signature is not its
  * concern here). */
-static void newer_bundle(pith_buf_t *out)
+static void newer_bundle_alias(pith_buf_t *out, const char *alias)
 {
 	json_doc_t *d = parse(bundle_bytes.data, bundle_bytes.len);
 	json_value_t *r = json_doc_root(d);
@@ -600,11 +600,16 @@ static void newer_bundle(pith_buf_t *out)
 	json_value_t *al = (json_value_t *)json_get(r, "source_aliases");
 	json_value_t *a = json_new_object(d);
 	json_object_set(d, a, "alias_kind", json_new_string(d, "arxiv"));
-	json_object_set(d, a, "alias_value", json_new_string(d, "2401.99999"));
+	json_object_set(d, a, "alias_value", json_new_string(d, alias));
 	json_object_set(d, a, "created_at", json_new_string(d, "2026-09-01T00:00:00Z"));
 	json_array_push(d, al, a);
 	json_canon_write(r, out);
 	json_doc_free(d);
+}
+
+static void newer_bundle(pith_buf_t *out)
+{
+	newer_bundle_alias(out, "2401.99999");
 }
 
 TEST(newest_bundle, "takes aliases from the newest bundle by built_at, whichever arrives first")
@@ -644,6 +649,49 @@ TEST(newest_bundle, "takes aliases from the newest bundle by built_at, whichever
 	pith_buf_release(&s1);
 	pith_buf_release(&s2);
 	pith_buf_release(&got);
+}
+
+TEST(bundle_tie, "between bundles built at the same time keeps the smaller bundle_sha256, and withdraws the other's aliases")
+{
+	pith_buf_t x = PITH_BUF_INIT, y = PITH_BUF_INIT, s1 = PITH_BUF_INIT, s2 = PITH_BUF_INIT;
+	newer_bundle_alias(&x, "2401.88888");
+	newer_bundle_alias(&y, "2401.77777");
+	json_doc_t *dx = parse(x.data, x.len), *dy = parse(y.data, y.len);
+	uint8_t hx[32], hy[32];
+	pith_bundle_hash(json_doc_root(dx), hx);
+	pith_bundle_hash(json_doc_root(dy), hy);
+	const char *win = memcmp(hx, hy, 32) < 0 ? "arxiv:2401.88888" : "arxiv:2401.77777";
+	const char *lose = memcmp(hx, hy, 32) < 0 ? "2401.77777" : "2401.88888";
+	char *d1 = tmpdir(), *d2 = tmpdir();
+	store_t *a = open_store(d1), *b = open_store(d2);
+	CHECK_INT_EQ(put_bundle(a, &x, NULL, NULL), 0);
+	CHECK_INT_EQ(put_bundle(a, &y, NULL, NULL), 0);
+	CHECK_INT_EQ(put_bundle(b, &y, NULL, NULL), 0);
+	CHECK_INT_EQ(put_bundle(b, &x, NULL, NULL), 0);
+	state_of(a, AR7B, &s1);
+	state_of(b, AR7B, &s2);
+	CHECK_MEM_EQ(s1.data, s1.len, s2.data, s2.len);
+	CHECK(strstr((char *)s1.data, win + 6) != NULL);
+	CHECK(strstr((char *)s1.data, lose) == NULL);
+	char out[PITH_NUMBER_LEN + 1] = "", lost[40];
+	CHECK_INT_EQ(store_resolve(a, win, out, NULL), 0);
+	CHECK_STR_EQ(out, AR7B);
+	/* the alias only the losing bundle listed is withdrawn, in both orders */
+	snprintf(lost, sizeof(lost), "arxiv:%s", lose);
+	CHECK_INT_EQ(store_resolve(a, lost, out, NULL), PITH_ENOTFOUND);
+	CHECK_INT_EQ(store_resolve(b, lost, out, NULL), PITH_ENOTFOUND);
+	CHECK_INT_EQ(check_problems(a), 0);
+	CHECK_INT_EQ(check_problems(b), 0);
+	json_doc_free(dx);
+	json_doc_free(dy);
+	store_close(a);
+	store_close(b);
+	rmdir_rf(d1);
+	rmdir_rf(d2);
+	pith_buf_release(&x);
+	pith_buf_release(&y);
+	pith_buf_release(&s1);
+	pith_buf_release(&s2);
 }
 
 TEST(reopen_and_lock, "reopens with its counters and refuses a second writer")
@@ -782,6 +830,7 @@ int main(void)
 	RUN(indexes);
 	RUN(derived_aliases);
 	RUN(newest_bundle);
+	RUN(bundle_tie);
 	RUN(reopen_and_lock);
 	RUN(check_finds_damage);
 	RUN(nothing_on_failure);

@@ -59,9 +59,22 @@ typedef struct pool {
 	const pith_trust_t *trust;
 	pthread_t th[MAX_WORKERS];
 	int nth;
+	double worker_cpu;     /* CPU seconds of the workers that have exited */
 } pool_t;
 
 /* ---- verification (any thread) -------------------------------------------- */
+
+static double cpu_seconds(clockid_t clk)
+{
+	struct timespec ts;
+	clock_gettime(clk, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static double thread_cpu(void)
+{
+	return cpu_seconds(CLOCK_THREAD_CPUTIME_ID);
+}
 
 static void reject(item_t *it, const char *reason, const char *fmt, const char *arg)
 {
@@ -195,6 +208,7 @@ static void *worker(void *arg)
 		pool_run(p, c, from, to);
 		pthread_mutex_lock(&p->mu);
 	}
+	p->worker_cpu += thread_cpu();
 	pthread_mutex_unlock(&p->mu);
 	return NULL;
 }
@@ -443,13 +457,6 @@ static void draw_progress(import_t *im, int final)
 		fputc('\n', stderr);
 }
 
-static double thread_cpu(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 static chunk_t *chunk_new(void)
 {
 	chunk_t *c = calloc(1, sizeof(*c));
@@ -682,8 +689,9 @@ static void print_summary(import_t *im, double secs)
 		       (unsigned long long)im->bundles_newer, (unsigned long long)im->bundles_older);
 	printf("time       %.2f s, %.0f events/s\n", secs, rate);
 	if (getenv("PITH_IMPORT_PROFILE"))
-		fprintf(stderr, "main thread CPU: %.3f s committing, %.3f s verifying while waiting, %.3f s total\n",
-			im->cpu_commit, im->cpu_wait, thread_cpu());
+		fprintf(stderr, "CPU seconds: main thread %.3f (committing %.3f, verifying while waiting "
+			"%.3f), workers %.3f, process %.3f\n", thread_cpu(), im->cpu_commit, im->cpu_wait,
+			im->pool.worker_cpu, cpu_seconds(CLOCK_PROCESS_CPUTIME_ID));
 }
 
 static int run(cli_ctx_t *ctx, int argc, char **argv)
