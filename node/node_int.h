@@ -161,6 +161,7 @@ typedef struct fetch {
 	uint8_t nalt;
 	uint8_t state;
 	uint8_t is_bundle;
+	uint8_t catchup;  /* first learnt from an INV page, not an announce */
 	int64_t since_us;
 	char pith[PITH_NUMBER_LEN + 1]; /* bundles */
 } fetch_t;

@@ -120,8 +120,9 @@ static void fetch_retry(node_t *n, const uint8_t id[32], fetch_t *f)
 	free(idmap_del(n->fetches, id));
 }
 
-/* p says it has id: fetch it unless we have it or are fetching it. */
-static void want(peer_t *p, const uint8_t id[32])
+/* p says it has id: fetch it unless we have it or are fetching it.
+ * catchup: p listed it in an INV page rather than announcing it. */
+static void want(peer_t *p, const uint8_t id[32], int catchup)
 {
 	node_t *n = p->node;
 	idcache_add(&p->known, id);
@@ -149,6 +150,7 @@ static void want(peer_t *p, const uint8_t id[32])
 		return;
 	f->peer = p->serial;
 	f->state = FETCH_QUEUED;
+	f->catchup = (uint8_t)catchup;
 	f->since_us = node_now_us();
 	if (idmap_put(n->fetches, id, f)) {
 		free(f);
@@ -162,7 +164,7 @@ static void on_announce(peer_t *p, const wire_msg_t *m)
 {
 	p->ids_announced_in += m->u.ids.n;
 	for (size_t i = 0; i < m->u.ids.n; i++)
-		want(p, m->u.ids.ids + 32 * i);
+		want(p, m->u.ids.ids + 32 * i, 0);
 	pump(p);
 }
 
@@ -314,7 +316,7 @@ static void on_inv(peer_t *p, const wire_msg_t *m)
 		return;
 	}
 	for (size_t i = 0; i < m->u.inv.n; i++)
-		want(p, m->u.inv.ids + 32 * i);
+		want(p, m->u.inv.ids + 32 * i, 1);
 	if (m->u.inv.done) {
 		p->inv = INV_DONE;
 		log_debug("peer %s: catch-up listing complete", p->addr);
@@ -614,6 +616,7 @@ static void done_event(node_t *n, ingest_job_t *job, peer_t *p)
 	if (f && (f->is_bundle || f->state != FETCH_VALIDATING))
 		f = NULL;
 	if (job->rc == 0) {
+		int catchup = f && f->catchup;
 		if (f)
 			free(idmap_del(n->fetches, job->claimed_id));
 		idcache_add(&n->recent, job->id);
@@ -621,7 +624,9 @@ static void done_event(node_t *n, ingest_job_t *job, peer_t *p)
 		case STORE_STORED:
 			n->stats.events_stored++;
 			relay_queue_announce(n, job->id);
-			if (job->is_record_created && p)
+			/* live bundles travel by BUNDLE_ANNOUNCE; a node catching up
+			 * may have missed one, so it asks */
+			if (job->is_record_created && p && catchup)
 				bundle_maybe_request(p, job->subject);
 			break;
 		case STORE_DUPLICATE:

@@ -365,7 +365,7 @@ int wire_netid_is_valid(const char *s)
 static int decode_fields(dctx_t *c, const msgpack_object *f, size_t nf,
 			 const wire_limits_t *lim, wire_msg_t *m)
 {
-	uint64_t u;
+	uint64_t u = 0;
 	int rc = 0;
 	(void)nf;
 	switch (m->type) {
