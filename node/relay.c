@@ -398,8 +398,9 @@ static void bundle_remember(node_t *n, const char *pith, int64_t built_us, const
 	memcpy(bi->sha, sha, 32);
 }
 
-/* Is (built_us, sha) newer than the bundle we hold? The store's order:
- * greater built_at, then greater bundle_sha256. */
+/* Is (built_us, sha) newer than the bundle we hold? The store's order
+ * (docs/merge.md): greater built_at, ties to the smaller bundle_sha256.
+ * (store_bundle_newer is private to store/; this must agree with it.) */
 static int bundle_is_newer(node_t *n, const char *pith, int64_t built_us, const uint8_t sha[32])
 {
 	const bundle_info_t *bi = bundle_local(n, pith);
@@ -407,7 +408,7 @@ static int bundle_is_newer(node_t *n, const char *pith, int64_t built_us, const 
 		return 1;
 	if (built_us != bi->built_us)
 		return built_us > bi->built_us;
-	return memcmp(sha, bi->sha, 32) > 0;
+	return memcmp(sha, bi->sha, 32) < 0;
 }
 
 /* Starts fetching pith's bundle from p. Returns 1 if a request was added

@@ -26,15 +26,14 @@ usage: hostile_peer_test.py --pithd P --gen-events G [--keep]
 import argparse
 import json
 import os
-import subprocess
 import sys
 import tempfile
 import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from pithtest import (ANNOUNCE, BYE, EVENT, GET, RawPeer, Node, finish, msg,  # noqa: E402
-                      frame, wait_for)
+from pithtest import (ANNOUNCE, BYE, EVENT, GET, RawPeer, Node, finish,  # noqa: E402
+                      frame, make_events, msg, wait_for)
 
 NET = "pith-hostile"
 
@@ -69,11 +68,7 @@ def main():
     nodes = []
     ok = False
     try:
-        key = os.path.join(root, "testkey.pub")
-        evfile = os.path.join(root, "events.jsonl")
-        subprocess.run([args.gen_events, "--records", "40", "--per-record", "5", "--key-out", key,
-                        evfile], check=True, stdout=subprocess.DEVNULL)
-        events = [l for l in open(evfile, "rb").read().splitlines() if l.strip()]
+        key, events = make_events(args.gen_events, root, 40, 5)
         honest, spare = events[:100], events[100:]
 
         extra = ["--trust-key", key, "--network-id", NET, "--ban-seconds", "600",

@@ -27,7 +27,7 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from pithtest import Node, finish, wait_for  # noqa: E402
+from pithtest import Node, finish, make_events, wait_for  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -82,12 +82,7 @@ def main():
     ok = False
     try:
         t0 = time.time()
-        key = os.path.join(root, "testkey.pub")
-        evfile = os.path.join(root, "events.jsonl")
-        subprocess.run([args.gen_events, "--records", str(args.records), "--per-record",
-                        str(args.per_record), "--key-out", key, evfile], check=True,
-                       stdout=subprocess.DEVNULL)
-        events = [l for l in open(evfile, "rb").read().splitlines() if l.strip()]
+        key, events = make_events(args.gen_events, root, args.records, args.per_record)
         bundle = open(os.path.join(args.data, "bundle-AR7B3DEV.json"), "rb").read().strip()
         # records are grouped: split by record so that later parts hold
         # events of records the earlier parts created, and of new ones

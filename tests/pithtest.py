@@ -468,3 +468,14 @@ def finish(nodes, root, ok, keep, tail=30):
         shutil.rmtree(root, ignore_errors=True)
     else:
         print("# work directory kept: %s" % root, flush=True)
+
+
+def make_events(gen_events, root, records, per_record):
+    """Signed test events from tests/gen_events: (trusted key file, lines).
+    Every node of a test must be given the key file with --trust-key."""
+    key = os.path.join(root, "testkey.pub")
+    evfile = os.path.join(root, "events.jsonl")
+    subprocess.run([gen_events, "--records", str(records), "--per-record", str(per_record),
+                    "--key-out", key, evfile], check=True, stdout=subprocess.DEVNULL)
+    with open(evfile, "rb") as f:
+        return key, [l for l in f.read().splitlines() if l.strip()]

@@ -27,14 +27,13 @@ import json
 import os
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import threading
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from pithtest import Ctl, Node, finish, wait_for  # noqa: E402
+from pithtest import Ctl, Node, finish, make_events, wait_for  # noqa: E402
 
 
 def pct(xs, p):
@@ -81,13 +80,9 @@ def main():
     nodes = []
     ok = False
     try:
-        key = os.path.join(root, "testkey.pub")
-        evfile = os.path.join(root, "events.jsonl")
         per = 6
-        subprocess.run([args.gen_events, "--records", str((args.events + per - 1) // per),
-                        "--per-record", str(per), "--key-out", key, evfile], check=True,
-                       stdout=subprocess.DEVNULL)
-        lines = [l for l in open(evfile, "rb").read().splitlines() if l.strip()][:args.events]
+        key, lines = make_events(args.gen_events, root, (args.events + per - 1) // per, per)
+        lines = lines[:args.events]
         ev_size = statistics.mean(len(l) for l in lines)
         n = args.nodes
         for i in range(n):
