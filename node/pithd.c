@@ -1,6 +1,7 @@
 /* pithd: the Pith mirror's replica node. See docs/pithd.md. */
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 
 #include "config.h"
 #include "log.h"
@@ -10,6 +11,8 @@ int main(int argc, char **argv)
 {
 	static node_config_t cfg; /* large: lists of paths */
 	pith_err_t err = {0};
+	/* everything the node creates (store files, key, socket) is owner-only */
+	umask(0077);
 	int help = 0;
 	config_defaults(&cfg);
 	if (config_from_args(&cfg, argc, argv, &help, &err)) {

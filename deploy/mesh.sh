@@ -1,0 +1,122 @@
+#!/usr/bin/env bash
+# A local pithd mesh on loopback: N nodes, each with its own data directory.
+#
+#   deploy/mesh.sh start [N] [--base-port P] [--dir DIR] [--bundle FILE]... [-- PITHD FLAGS]
+#   deploy/mesh.sh status [--dir DIR]
+#   deploy/mesh.sh stop [--dir DIR]
+#
+# Node i listens on 127.0.0.1:(P+i) (P defaults to 7411), keeps its data in
+# DIR/node-i (DIR defaults to ./mesh), logs to DIR/node-i.log, and dials node
+# 0 (the seed) and node i-1; peer exchange does the rest. --bundle FILE
+# (repeatable) submits a registry bundle at node 0 once the mesh is up, and
+# gossip carries it to every node. Flags after `--` go to every pithd.
+# PITHD names the binary (default: build/node/pithd, then pithd on PATH).
+#
+# Only processes this script started are stopped, by the pid files it wrote.
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/.." && pwd)
+cmd=${1:-}
+[ $# -gt 0 ] && shift
+n=5
+base=7411
+dir=./mesh
+bundles=()
+extra=()
+if [ "${1:-}" != "" ] && [[ "$1" =~ ^[0-9]+$ ]]; then n=$1; shift; fi
+while [ $# -gt 0 ]; do
+	case "$1" in
+	--base-port) base=$2; shift 2 ;;
+	--dir) dir=$2; shift 2 ;;
+	--bundle) bundles+=("$(cd "$(dirname "$2")" && pwd)/$(basename "$2")"); shift 2 ;;
+	--) shift; extra=("$@"); break ;;
+	*) echo "mesh.sh: unknown argument $1" >&2; exit 2 ;;
+	esac
+done
+pithd=${PITHD:-}
+if [ -z "$pithd" ]; then
+	if [ -x "$root/build/node/pithd" ]; then pithd=$root/build/node/pithd
+	else pithd=$(command -v pithd || true); fi
+fi
+
+# ctl SOCKET LINE: one control-socket request, its JSON reply on stdout.
+ctl() {
+	python3 - "$1" "$2" <<'PY'
+import socket, sys
+s = socket.socket(socket.AF_UNIX)
+s.settimeout(60)
+s.connect(sys.argv[1])
+s.sendall(sys.argv[2].encode() + b"\n")
+f = s.makefile("rb")
+sys.stdout.write(f.readline().decode())
+PY
+}
+
+nodes() { ls -d "$dir"/node-*/ 2>/dev/null | sed 's:/$::' | sort -t- -k2 -n; }
+
+start() {
+	[ -n "$pithd" ] && [ -x "$pithd" ] || { echo "mesh.sh: no pithd (build it, or set PITHD)" >&2; exit 1; }
+	mkdir -p "$dir"
+	dir=$(cd "$dir" && pwd)
+	for ((i = 0; i < n; i++)); do
+		d=$dir/node-$i
+		mkdir -p "$d"
+		if [ -f "$d/pithd.pid" ] && kill -0 "$(cat "$d/pithd.pid")" 2>/dev/null; then
+			echo "node-$i already running (pid $(cat "$d/pithd.pid"))"
+			continue
+		fi
+		args=(--data "$d" --listen "127.0.0.1:$((base + i))")
+		[ "$i" -gt 0 ] && args+=(--peer "127.0.0.1:$base")
+		[ "$i" -gt 1 ] && args+=(--peer "127.0.0.1:$((base + i - 1))")
+		nohup "$pithd" "${args[@]}" "${extra[@]}" >>"$dir/node-$i.log" 2>&1 &
+		echo $! >"$d/pithd.pid"
+		echo "node-$i: pid $!, 127.0.0.1:$((base + i)), data $d"
+	done
+	for ((i = 0; i < n; i++)); do
+		for _ in $(seq 100); do [ -S "$dir/node-$i/pithd.sock" ] && break; sleep 0.1; done
+		[ -S "$dir/node-$i/pithd.sock" ] || { echo "node-$i did not start; see $dir/node-$i.log" >&2; exit 1; }
+	done
+	for b in "${bundles[@]+"${bundles[@]}"}"; do
+		printf 'bundle %s: ' "$b"
+		ctl "$dir/node-0/pithd.sock" "bundle $(tr -d '\n' <"$b")"
+	done
+}
+
+status() {
+	for d in $(nodes); do
+		name=$(basename "$d")
+		pid=$(cat "$d/pithd.pid" 2>/dev/null || echo "")
+		if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null && [ -S "$d/pithd.sock" ]; then
+			ctl "$d/pithd.sock" status | python3 -c '
+import json, sys
+s = json.load(sys.stdin)
+ready = [p for p in s["peers"] if p["state"] == "ready"]
+print("%-8s pid %-7s %-21s %6d events %5d records  %d peers  %d bans" % (
+    sys.argv[1], sys.argv[2], s["listen"], s["store"]["events"], s["store"]["records"],
+    len(ready), len(s["bans"])))' "$name" "$pid"
+		else
+			echo "$name   not running"
+		fi
+	done
+}
+
+stop() {
+	for d in $(nodes); do
+		[ -f "$d/pithd.pid" ] || continue
+		pid=$(cat "$d/pithd.pid")
+		if kill -0 "$pid" 2>/dev/null; then
+			kill -TERM "$pid"
+			for _ in $(seq 300); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+			echo "$(basename "$d"): stopped (pid $pid)"
+		fi
+		rm -f "$d/pithd.pid"
+	done
+}
+
+case "$cmd" in
+start) start ;;
+status) status ;;
+stop) stop ;;
+*) sed -n '2,16p' "$0" >&2; exit 2 ;;
+esac
