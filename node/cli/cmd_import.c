@@ -138,7 +138,8 @@ static void verify_item(chunk_t *c, item_t *it, const pith_trust_t *trust)
 		return;
 	}
 	/* bundles name themselves; anything else must be one event */
-	if (memmem(p, it->len, "\"bundle_type\"", 13)) {
+	if (memmem(p, it->len, "\"bundle_type\"", 13) ||
+	    memmem(p, it->len, "\"bundle_signature\"", 18)) {
 		verify_bundle(it, p, trust);
 		if (it->kind == IT_BUNDLE || strcmp(it->reason, "shape"))
 			return;
