@@ -147,6 +147,7 @@ def main():
                                      "max": round(max(per_node) / ev_size, 3)},
             "event_frames_per_node": {"mean": round(statistics.mean(ev_bytes) / ne / ev_size, 3),
                                       "max": round(max(ev_bytes) / ne / ev_size, 3)},
+            "bytes_sent_per_event_by_node": [round(x, 1) for x in per_node],
             "event_frames_by_node": [round(b / ne / ev_size, 2) for b in ev_bytes],
             "events_served_by_node": [a["events_served"] - b["events_served"]
                                       for a, b in zip(after, before)],
