@@ -385,6 +385,14 @@ static int commit_events(commit_t *c)
 			return rc;
 		if (!val)
 			return pith_err_set(c->err, PITH_EIO, "store: %s vanished", e->ev->event_id);
+		/* the common duplicate is byte-identical: no need to parse it */
+		if ((rc = entry_canon(c, w)) ||
+		    (vl == w->canon.len && !memcmp(val, w->canon.data, vl))) {
+			rocksdb_free(val);
+			if (rc)
+				return rc;
+			continue;
+		}
 		rc = pith_event_parse_stored((const uint8_t *)val, vl, &old, c->err);
 		rocksdb_free(val);
 		if (rc)
@@ -392,8 +400,6 @@ static int commit_events(commit_t *c)
 		int better = pith_merge_sigblock_cmp(w->ev->signature, old->signature) < 0;
 		pith_event_free(old);
 		if (better) {
-			if ((rc = entry_canon(c, w)))
-				return rc;
 			put(c, STORE_CF_EVENTS, e->ev->content_hash, STORE_ID_LEN, w->canon.data,
 			    w->canon.len);
 			w->outcome = STORE_RESIGNED;

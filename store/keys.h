@@ -41,7 +41,7 @@
 
 #include "ids.h"
 
-#define STORE_SCHEMA_VERSION "1"
+#define STORE_SCHEMA_VERSION "2" /* 2: alias claims per record */
 
 enum store_cf {
 	STORE_CF_DEFAULT = 0,
