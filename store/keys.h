@@ -11,7 +11,7 @@
  * column family  key                                   value
  * -------------  ------------------------------------  ---------------------------------
  * default        (unused; RocksDB requires it)
- * meta           "schema_version"                      "1"
+ * meta           "schema_version"                      STORE_SCHEMA_VERSION
  *                "count:events" / "count:records" /    8-byte big-endian unsigned
  *                "count:bundles"
  * events         event id digest (32 raw bytes)        canonical JSON of the whole event,
