@@ -164,9 +164,10 @@ def main():
             assert rc == 0, "%s exited with %s" % (n.name, rc)
         outs = set()
         for n in nodes:
-            out = subprocess.run([args.pithctl, "--store", os.path.join(n.dir, "store"), "records"],
-                                 check=True, capture_output=True).stdout
-            outs.add(out)
+            r = subprocess.run([args.pithctl, "--store", os.path.join(n.dir, "store"), "records"],
+                               capture_output=True)
+            assert r.returncode == 0, "pithctl records on %s: %s" % (n.name, r.stderr.decode())
+            outs.add(r.stdout)
         assert len(outs) == 1, "pithctl records differs between data directories"
         chk = subprocess.run([args.pithctl, "--trust-key", key, "--store",
                               os.path.join(ring[2].dir, "store"), "check"],
