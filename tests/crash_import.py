@@ -104,9 +104,9 @@ with tempfile.TemporaryDirectory() as t:
         # restart from the first line (all earlier lines are duplicates
         # then) or, like an operator with --progress-file, after the last
         # line reported stored, fed on stdin
-        skip = claimed if claimed and rng.random() < 0.7 else 0
+        skip = claimed if claimed < len(ids) and rng.random() < 0.7 else 0
         src = open(events, "rb")
-        src.seek(offsets[skip] if skip < len(offsets) else 0)
+        src.seek(offsets[skip])
         # kill somewhere in the run: early, mid-batch, during the final flush
         horizon = duration if duration else 3.0
         delay = rng.uniform(0.05, horizon * 1.05)
