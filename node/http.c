@@ -1,0 +1,683 @@
+/* The HTTP server: set-up and limits, routing, conditional requests,
+ * replies and their metrics. The views are in http_views.c, POST /events
+ * in http_post.c. */
+#include "http.h"
+
+#include <errno.h>
+#include <event2/buffer.h>
+#include <event2/event.h>
+#include <event2/http.h>
+#include <event2/keyvalq_struct.h>
+#include <event2/listener.h>
+#include <netinet/in.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+
+#include "config.h"
+#include "http_int.h"
+#include "json.h"
+#include "log.h"
+
+#define ACCEPT_PAUSE_MS 200 /* after accept() fails (out of descriptors) */
+
+void http_opts_default(http_opts_t *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->name = "pith-mirror";
+	o->max_header_bytes = 8192;
+	o->max_body_bytes = 4u << 20;
+	o->max_post_events = 2000;
+	o->max_inflight = 8192;
+	o->timeout_s = 10;
+	o->events_page_max = 1000;
+	o->list_registry = 1;
+}
+
+int64_t http_now_us(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+static const char *const route_names[HTTP_NROUTES] = {
+	"page", "record", "bundle", "well_known_bundle", "state", "events", "graph",
+	"resolve", "mirrors", "post_events", "metrics", "healthz", "other",
+};
+
+const char *http_route_name(http_route_t r)
+{
+	return r < HTTP_NROUTES ? route_names[r] : "other";
+}
+
+/* Status codes counted on their own; index HTTP_NCODES - 1 is "other". */
+static const int counted_codes[HTTP_NCODES - 1] = {
+	200, 202, 204, 302, 304, 400, 404, 405, 406, 413, 414, 431, 500, 503, 501,
+};
+
+static const char *status_phrase(int s)
+{
+	switch (s) {
+	case 200: return "OK";
+	case 202: return "Accepted";
+	case 204: return "No Content";
+	case 302: return "Found";
+	case 304: return "Not Modified";
+	case 400: return "Bad Request";
+	case 404: return "Not Found";
+	case 405: return "Method Not Allowed";
+	case 406: return "Not Acceptable";
+	case 413: return "Content Too Large";
+	case 414: return "URI Too Long";
+	case 431: return "Request Header Fields Too Large";
+	case 500: return "Internal Server Error";
+	case 501: return "Not Implemented";
+	case 503: return "Service Unavailable";
+	default: return "Unknown";
+	}
+}
+
+static const char *status_code_name(int s)
+{
+	switch (s) {
+	case 400: return "bad_request";
+	case 404: return "not_found";
+	case 405: return "method_not_allowed";
+	case 406: return "not_acceptable";
+	case 413: return "too_large";
+	case 414: return "uri_too_long";
+	case 431: return "headers_too_large";
+	case 500: return "internal";
+	case 503: return "unavailable";
+	default: return "error";
+	}
+}
+
+/* ---- replies ------------------------------------------------------------------ */
+
+void http_error(http_ctx_t *c, int status, const char *fmt, ...)
+{
+	char msg[400];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	/* messages may quote a client's identifier: keep the JSON valid UTF-8
+	 * (the target parser only lets ASCII through, but be sure) */
+	for (char *p = msg; *p; p++)
+		if ((unsigned char)*p < 0x20 || (unsigned char)*p >= 0x7f)
+			*p = '?';
+	pith_buf_reset(c->body);
+	pith_buf_printf(c->body, "{\"error\":\"%s\",\"message\":", status_code_name(status));
+	json_write_string(c->body, msg, strlen(msg));
+	pith_buf_puts(c->body, "}\n");
+	c->r.status = status;
+	c->r.ctype = "application/json";
+	c->r.etag[0] = 0;
+	c->r.no_store = 1;
+}
+
+void http_set_etag_hex(http_ctx_t *c, const char *hex64)
+{
+	snprintf(c->r.etag, sizeof(c->r.etag), "\"%.64s\"", hex64);
+}
+
+void http_set_etag_body(http_ctx_t *c)
+{
+	uint8_t d[32];
+	char hex[65];
+	pith_sha256(c->body->data ? c->body->data : (uint8_t *)"", c->body->len, d);
+	pith_hex_encode(d, 32, hex);
+	http_set_etag_hex(c, hex);
+}
+
+const char *http_header(http_ctx_t *c, const char *name)
+{
+	return evhttp_find_header(evhttp_request_get_input_headers(c->req), name);
+}
+
+/* If-None-Match (RFC 9110 13.1.2): "*" or a list of entity tags, compared
+ * weakly (a W/ prefix is ignored). */
+static int etag_listed(const char *inm, const char *etag)
+{
+	size_t elen = strlen(etag);
+	const char *p = inm;
+	while (*p) {
+		while (*p == ' ' || *p == '\t' || *p == ',')
+			p++;
+		if (!*p)
+			break;
+		if (*p == '*')
+			return 1;
+		if (p[0] == 'W' && p[1] == '/')
+			p += 2;
+		const char *s = p;
+		if (*p == '"') {
+			p++;
+			while (*p && *p != '"')
+				p++;
+			if (*p == '"')
+				p++;
+		} else {
+			while (*p && *p != ',')
+				p++;
+		}
+		if ((size_t)(p - s) == elen && !memcmp(s, etag, elen))
+			return 1;
+		while (*p && *p != ',')
+			p++;
+	}
+	return 0;
+}
+
+static size_t code_index(int status)
+{
+	for (size_t i = 0; i < HTTP_NCODES - 1; i++)
+		if (counted_codes[i] == status)
+			return i;
+	return HTTP_NCODES - 1;
+}
+
+static void count_reply(http_t *h, http_route_t route, int status, int64_t t0_us, size_t bytes)
+{
+	size_t ci = code_index(status);
+	metric_t **slot = &h->req_count[route][ci];
+	if (!*slot) {
+		char labels[96];
+		if (ci == HTTP_NCODES - 1)
+			snprintf(labels, sizeof(labels), "route=\"%s\",code=\"other\"", route_names[route]);
+		else
+			snprintf(labels, sizeof(labels), "route=\"%s\",code=\"%d\"", route_names[route],
+				 status);
+		*slot = metrics_counter(h->metrics, "pith_http_requests_total",
+					"HTTP requests answered, by route and status code", labels);
+	}
+	metric_inc(*slot);
+	metric_hist_observe(h->latency[route], (double)(http_now_us() - t0_us) / 1e6);
+	metric_add(h->bytes_out, bytes);
+}
+
+void http_send(http_ctx_t *c)
+{
+	http_t *h = c->h;
+	struct evhttp_request *req = c->req;
+	struct evkeyvalq *oh = evhttp_request_get_output_headers(req);
+	http_resp_t *r = &c->r;
+	int status = r->status ? r->status : 200;
+	if (status == 200 && r->etag[0]) {
+		const char *inm = http_header(c, "If-None-Match");
+		if (inm && etag_listed(inm, r->etag))
+			status = 304;
+	}
+	int has_body = status != 304 && status != 204;
+	if (r->etag[0])
+		evhttp_add_header(oh, "ETag", r->etag);
+	if (has_body && r->ctype)
+		evhttp_add_header(oh, "Content-Type", r->ctype);
+	evhttp_add_header(oh, "Cache-Control", r->no_store ? "no-store" : "no-cache");
+	evhttp_add_header(oh, "X-Content-Type-Options", "nosniff");
+	if (r->cors)
+		evhttp_add_header(oh, "Access-Control-Allow-Origin", "*");
+	if (r->vary_accept)
+		evhttp_add_header(oh, "Vary", "Accept");
+	if (r->is_html)
+		evhttp_add_header(oh, "Content-Security-Policy",
+				  "default-src 'none'; style-src 'unsafe-inline'; "
+				  "frame-ancestors 'none'");
+	if (r->allow)
+		evhttp_add_header(oh, "Allow", r->allow);
+	if (status == 302 && r->location[0])
+		evhttp_add_header(oh, "Location", r->location);
+	if (r->retry_after) {
+		char ra[16];
+		snprintf(ra, sizeof(ra), "%d", r->retry_after);
+		evhttp_add_header(oh, "Retry-After", ra);
+	}
+	if (h->draining || status == 400 || status == 413 || status == 414 || status == 431)
+		/* after a protocol error the rest of the stream cannot be trusted */
+		evhttp_add_header(oh, "Connection", "close");
+	size_t sent = 0;
+	if (has_body && c->body->len) {
+		if (c->head) {
+			/* evhttp sends no body for HEAD, and no length either */
+			char len[24];
+			snprintf(len, sizeof(len), "%zu", c->body->len);
+			evhttp_add_header(oh, "Content-Length", len);
+		} else {
+			evbuffer_add(evhttp_request_get_output_buffer(req), c->body->data, c->body->len);
+			sent = c->body->len;
+		}
+	}
+	evhttp_send_reply(req, status, status_phrase(status), NULL);
+	count_reply(h, c->route, status, c->t0_us, sent);
+}
+
+/* ---- routing --------------------------------------------------------------------- */
+
+/* Bytes of the request line and headers as received (near enough:
+ * "NAME: VALUE\r\n" per header). */
+static size_t header_bytes(struct evhttp_request *req, size_t uri_len)
+{
+	size_t n = uri_len + 16;
+	const struct evkeyvalq *hs = evhttp_request_get_input_headers(req);
+	for (const struct evkeyval *kv = hs->tqh_first; kv; kv = kv->next.tqe_next)
+		n += strlen(kv->key) + strlen(kv->value) + 4;
+	return n;
+}
+
+static int ends_with(const char *s, const char *suffix, size_t *stem)
+{
+	size_t n = strlen(s), k = strlen(suffix);
+	if (n <= k || memcmp(s + n - k, suffix, k))
+		return 0;
+	*stem = n - k;
+	return 1;
+}
+
+/* Picks the route for the parsed target; *id gets the {ID} segment (or
+ * NULL). Returns ROUTE_OTHER for a path no route serves. */
+static http_route_t route_match(const http_target_t *t, char *id, size_t idcap)
+{
+	const char *const *s = t->seg;
+	size_t n = t->nseg, stem;
+	id[0] = 0;
+	if (t->trailing_slash || n == 0)
+		return ROUTE_OTHER;
+#define SET_ID(p, len) snprintf(id, idcap, "%.*s", (int)(len), (p))
+	if (n == 1) {
+		if (!strcmp(s[0], "pith-mirrors.json"))
+			return ROUTE_MIRRORS;
+		if (!strcmp(s[0], "events"))
+			return ROUTE_POST_EVENTS;
+		if (!strcmp(s[0], "metrics"))
+			return ROUTE_METRICS;
+		if (!strcmp(s[0], "healthz"))
+			return ROUTE_HEALTHZ;
+		return ROUTE_OTHER;
+	}
+	if (!strcmp(s[0], "pith")) {
+		if (n == 2) {
+			if (ends_with(s[1], ".json", &stem)) {
+				SET_ID(s[1], stem);
+				return ROUTE_RECORD;
+			}
+			SET_ID(s[1], strlen(s[1]));
+			return ROUTE_PAGE;
+		}
+		if (n == 3 && !strcmp(s[2], "bundle.json")) {
+			SET_ID(s[1], strlen(s[1]));
+			return ROUTE_BUNDLE;
+		}
+		if (n == 3 && !strcmp(s[2], "state.json")) {
+			SET_ID(s[1], strlen(s[1]));
+			return ROUTE_STATE;
+		}
+		return ROUTE_OTHER;
+	}
+	if (n == 4 && !strcmp(s[0], ".well-known") && !strcmp(s[1], "pith") &&
+	    !strcmp(s[3], "bundle.json")) {
+		SET_ID(s[2], strlen(s[2]));
+		return ROUTE_WELL_KNOWN;
+	}
+	if (!strcmp(s[0], "api") && !strcmp(s[1], "pith-number")) {
+		if (n == 3 && !strcmp(s[2], "resolve"))
+			return ROUTE_RESOLVE;
+		if (n == 4 && !strcmp(s[3], "events.json")) {
+			SET_ID(s[2], strlen(s[2]));
+			return ROUTE_EVENTS;
+		}
+		if (n == 4 && !strcmp(s[3], "graph.json")) {
+			SET_ID(s[2], strlen(s[2]));
+			return ROUTE_GRAPH;
+		}
+	}
+#undef SET_ID
+	return ROUTE_OTHER;
+}
+
+/* Runs the route's view; returns 1 if the reply is deferred. */
+static int route_run(http_ctx_t *c, const char *id)
+{
+	char pith[PITH_NUMBER_LEN + 1];
+	switch (c->route) {
+	case ROUTE_MIRRORS: view_mirrors(c); return 0;
+	case ROUTE_RESOLVE: view_resolve(c); return 0;
+	case ROUTE_METRICS: view_metrics(c); return 0;
+	case ROUTE_HEALTHZ: view_healthz(c); return 0;
+	case ROUTE_POST_EVENTS: post_events(c); return 1;
+	default: break;
+	}
+	if (http_resolve_id(c, id, pith))
+		return 0;
+	switch (c->route) {
+	case ROUTE_PAGE: view_page(c, pith); break;
+	case ROUTE_RECORD: view_record(c, pith); break;
+	case ROUTE_BUNDLE:
+	case ROUTE_WELL_KNOWN: view_bundle(c, pith); break;
+	case ROUTE_STATE: view_state(c, pith); break;
+	case ROUTE_EVENTS: view_events(c, pith); break;
+	case ROUTE_GRAPH: view_graph(c, pith); break;
+	default: http_error(c, 404, "no such resource"); break;
+	}
+	return 0;
+}
+
+static void handle_request(http_t *h, struct evhttp_request *req)
+{
+	http_ctx_t c = {.h = h, .req = req, .route = ROUTE_OTHER, .t0_us = http_now_us()};
+	c.t = &h->target;
+	c.body = &h->body;
+	pith_buf_reset(c.body);
+	if (c.body->cap > (8u << 20))
+		pith_buf_release(c.body); /* one huge events.json must not pin its buffer */
+	enum evhttp_cmd_type cmd = evhttp_request_get_command(req);
+	c.head = cmd == EVHTTP_REQ_HEAD;
+	const char *uri = evhttp_request_get_uri(req);
+	size_t ulen = strlen(uri);
+	const char *why = "";
+	char id[256];
+	if (header_bytes(req, ulen) > h->o.max_header_bytes) {
+		http_error(&c, 431, "request headers over %zu bytes", h->o.max_header_bytes);
+		goto send;
+	}
+	int rc = http_target_parse(uri, ulen, c.t, &why);
+	if (rc == HTTP_TARGET_TOO_LONG) {
+		http_error(&c, 414, "request target over %d bytes", HTTP_TARGET_MAX);
+		goto send;
+	}
+	if (rc) {
+		http_error(&c, 400, "malformed request target: %s", why);
+		goto send;
+	}
+	c.route = route_match(c.t, id, sizeof(id));
+	if (c.route == ROUTE_OTHER) {
+		http_error(&c, 404, "no such resource");
+		goto send;
+	}
+	int is_post = c.route == ROUTE_POST_EVENTS;
+	const char *allow = is_post ? "POST, OPTIONS" : "GET, HEAD, OPTIONS";
+	if (cmd == EVHTTP_REQ_OPTIONS) {
+		c.r.status = 204;
+		c.r.allow = allow;
+		c.r.cors = 1;
+		goto send;
+	}
+	if (is_post ? cmd != EVHTTP_REQ_POST : (cmd != EVHTTP_REQ_GET && cmd != EVHTTP_REQ_HEAD)) {
+		http_error(&c, 405, "%s takes %s", route_names[c.route], is_post ? "POST" : "GET or HEAD");
+		c.r.allow = allow;
+		goto send;
+	}
+	if (!is_post && evbuffer_get_length(evhttp_request_get_input_buffer(req))) {
+		http_error(&c, 400, "a %s request carries no body", c.head ? "HEAD" : "GET");
+		goto send;
+	}
+	c.r.status = 200;
+	if (route_run(&c, id))
+		return; /* POST /events: answered when its events are back */
+send:
+	http_send(&c);
+}
+
+static void request_cb(struct evhttp_request *req, void *arg)
+{
+	handle_request(arg, req);
+}
+
+/* ---- accept errors ---------------------------------------------------------------- */
+
+static void accept_resume_cb(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	evconnlistener_enable(arg);
+}
+
+/* Out of descriptors: evhttp's listener would spin on the ready socket.
+ * Pause accepting a little instead; the kernel keeps the backlog. */
+static void accept_error_cb(struct evconnlistener *l, void *arg)
+{
+	static log_rl_t rl;
+	http_t *h = arg;
+	int e = EVUTIL_SOCKET_ERROR();
+	log_rl(&rl, LOG_WARN, "http: accept failed: %s; pausing %d ms",
+	       evutil_socket_error_to_string(e), ACCEPT_PAUSE_MS);
+	evconnlistener_disable(l);
+	if (!h->accept_resume_ev)
+		h->accept_resume_ev = evtimer_new(h->base, accept_resume_cb, l);
+	struct timeval tv = {0, ACCEPT_PAUSE_MS * 1000};
+	if (h->accept_resume_ev)
+		evtimer_add(h->accept_resume_ev, &tv);
+}
+
+/* ---- set-up ------------------------------------------------------------------------- */
+
+static void metrics_init(http_t *h)
+{
+	for (int r = 0; r < HTTP_NROUTES; r++) {
+		char labels[64];
+		snprintf(labels, sizeof(labels), "route=\"%s\"", route_names[r]);
+		h->latency[r] = metrics_histogram(
+			h->metrics, "pith_http_request_duration_seconds",
+			"Time from a request's headers being read to its reply being queued, by route",
+			labels, metrics_latency_bounds, metrics_latency_nbounds);
+	}
+	h->bytes_out = metrics_counter(h->metrics, "pith_http_response_body_bytes_total",
+				       "Bytes of response bodies queued", NULL);
+	post_metrics_init(h);
+}
+
+/* The store's totals and the POST backlog, at scrape time. */
+static void collect(void *arg, metrics_out_t *o)
+{
+	http_t *h = arg;
+	store_counts_t sc;
+	store_counts_get(h->store, &sc);
+	metrics_out_family(o, "pith_store_events", METRIC_GAUGE, "Events in the store");
+	metrics_out_sample_u64(o, "pith_store_events", NULL, sc.events);
+	metrics_out_family(o, "pith_store_records", METRIC_GAUGE, "Records in the store");
+	metrics_out_sample_u64(o, "pith_store_records", NULL, sc.records);
+	metrics_out_family(o, "pith_store_bundles", METRIC_GAUGE,
+			   "Records with a verified registry bundle");
+	metrics_out_sample_u64(o, "pith_store_bundles", NULL, sc.bundles);
+	metrics_out_family(o, "pith_http_post_events_inflight", METRIC_GAUGE,
+			   "Events from POST /events in validation now");
+	metrics_out_sample_u64(o, "pith_http_post_events_inflight", NULL, h->inflight);
+	metrics_out_family(o, "pith_http_mirrors_listed", METRIC_GAUGE,
+			   "Peer HTTP mirrors listed in /pith-mirrors.json");
+	metrics_out_sample_u64(o, "pith_http_mirrors_listed", NULL, h->nmirrors);
+}
+
+int http_new(struct event_base *base, store_t *store, metrics_t *metrics, const http_opts_t *opts,
+	     const http_hooks_t *hooks, http_t **out, pith_err_t *err)
+{
+	*out = NULL;
+	char host[256];
+	uint16_t port;
+	if (!opts->listen || config_split_hostport(opts->listen, host, &port, 1))
+		return pith_err_set(err, PITH_EINVAL, "http: '%s' is not HOST:PORT",
+				    opts->listen ? opts->listen : "");
+	if (opts->max_header_bytes < 1024 || opts->max_body_bytes < 1024 || !opts->max_post_events ||
+	    !opts->max_inflight || opts->timeout_s < 1 || !opts->events_page_max)
+		return pith_err_set(err, PITH_EINVAL, "http: a limit is out of range");
+	const char *pub = opts->public_url ? opts->public_url : "";
+	size_t publen = strlen(pub);
+	while (publen && pub[publen - 1] == '/')
+		publen--;
+	if (publen && (publen > 200 || (strncmp(pub, "http://", 7) && strncmp(pub, "https://", 8))))
+		return pith_err_set(err, PITH_EINVAL,
+				    "http: public URL '%s' is not an http(s) URL of at most 200 bytes", pub);
+	for (size_t i = 0; i < publen; i++)
+		if (pub[i] <= ' ' || pub[i] >= 0x7f || strchr("\"<>\\^`{|}?#", pub[i]))
+			return pith_err_set(err, PITH_EINVAL,
+					    "http: public URL '%s' has a character not allowed", pub);
+
+	http_t *h = calloc(1, sizeof(*h));
+	if (!h)
+		return pith_err_set(err, PITH_ENOMEM, "out of memory");
+	int rc = 0;
+	h->base = base;
+	h->store = store;
+	h->o = *opts;
+	snprintf(h->name, sizeof(h->name), "%s", opts->name ? opts->name : "pith-mirror");
+	h->o.name = h->name;
+	h->o.listen = NULL;
+	h->o.public_url = NULL;
+	if (hooks)
+		h->hooks = *hooks;
+	h->metrics = metrics;
+	if (!h->metrics) {
+		h->metrics = metrics_new();
+		h->own_metrics = 1;
+	}
+	h->jobs = idmap_new();
+	h->evh = evhttp_new(base);
+	if (!h->metrics || !h->jobs || !h->evh) {
+		rc = pith_err_set(err, PITH_ENOMEM, "out of memory");
+		goto fail;
+	}
+	pith_time_now(h->mirrors_at, 0);
+	evhttp_set_allowed_methods(h->evh, EVHTTP_REQ_GET | EVHTTP_REQ_HEAD | EVHTTP_REQ_POST |
+						   EVHTTP_REQ_PUT | EVHTTP_REQ_DELETE |
+						   EVHTTP_REQ_OPTIONS | EVHTTP_REQ_PATCH |
+						   EVHTTP_REQ_TRACE | EVHTTP_REQ_CONNECT);
+	/* Our own check answers 431 above max_header_bytes; evhttp's hard cap
+	 * (413, connection closed) bounds what one connection can make us
+	 * buffer before that check can run. */
+	evhttp_set_max_headers_size(h->evh, (ev_ssize_t)(4 * opts->max_header_bytes));
+	evhttp_set_max_body_size(h->evh, (ev_ssize_t)opts->max_body_bytes);
+	evhttp_set_timeout(h->evh, opts->timeout_s);
+	evhttp_set_default_content_type(h->evh, "application/json");
+	evhttp_set_gencb(h->evh, request_cb, h);
+	h->bound = evhttp_bind_socket_with_handle(h->evh, host, port);
+	if (!h->bound) {
+		rc = pith_err_set(err, PITH_EIO, "http: cannot listen on %s: %s", opts->listen,
+				  strerror(errno));
+		goto fail;
+	}
+	struct evconnlistener *l = evhttp_bound_socket_get_listener(h->bound);
+	evconnlistener_set_error_cb(l, accept_error_cb);
+	struct sockaddr_storage ss;
+	socklen_t sl = sizeof(ss);
+	getsockname(evhttp_bound_socket_get_fd(h->bound), (struct sockaddr *)&ss, &sl);
+	char ip[INET6_ADDRSTRLEN] = "?";
+	if (ss.ss_family == AF_INET6) {
+		struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)&ss;
+		evutil_inet_ntop(AF_INET6, &s6->sin6_addr, ip, sizeof(ip));
+		h->port = ntohs(s6->sin6_port);
+		snprintf(h->listen_str, sizeof(h->listen_str), "[%s]:%u", ip, h->port);
+	} else {
+		struct sockaddr_in *s4 = (struct sockaddr_in *)&ss;
+		evutil_inet_ntop(AF_INET, &s4->sin_addr, ip, sizeof(ip));
+		h->port = ntohs(s4->sin_port);
+		snprintf(h->listen_str, sizeof(h->listen_str), "%s:%u", ip, h->port);
+	}
+	if (publen)
+		snprintf(h->base_url, sizeof(h->base_url), "%.*s", (int)publen, pub);
+	else
+		snprintf(h->base_url, sizeof(h->base_url), "http://%s", h->listen_str);
+	metrics_init(h);
+	if (metrics_add_collector(h->metrics, collect, h)) {
+		rc = pith_err_set(err, PITH_ENOMEM, "out of memory");
+		goto fail;
+	}
+	*out = h;
+	return 0;
+fail:
+	http_free(h);
+	return rc;
+}
+
+void http_free_(http_t *h)
+{
+	if (!h)
+		return;
+	/* before evhttp_free: it frees the requests our posts point to */
+	post_drop_all(h);
+	if (h->evh)
+		evhttp_free(h->evh);
+	if (h->accept_resume_ev)
+		event_free(h->accept_resume_ev);
+	idmap_free(h->jobs);
+	if (h->own_metrics)
+		metrics_free(h->metrics);
+	pith_buf_release(&h->body);
+	pith_buf_release(&h->tmp);
+	pith_buf_release(&h->tmp2);
+	free(h->mirrors);
+	free(h);
+}
+
+const char *http_listen_str(const http_t *h)
+{
+	return h->listen_str;
+}
+
+uint16_t http_port(const http_t *h)
+{
+	return h->port;
+}
+
+const char *http_base_url(const http_t *h)
+{
+	return h->base_url;
+}
+
+metrics_t *http_metrics(http_t *h)
+{
+	return h->metrics;
+}
+
+void http_set_draining(http_t *h, int draining)
+{
+	h->draining = draining;
+}
+
+/* A peer-announced URL we are willing to print in our manifest. */
+static int mirror_url_is_ok(const char *u)
+{
+	size_t n = strlen(u);
+	size_t skip = !strncmp(u, "https://", 8) ? 8 : !strncmp(u, "http://", 7) ? 7 : 0;
+	if (!skip || n > 200 || n == skip)
+		return 0;
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)u[i];
+		if (c <= ' ' || c >= 0x7f || strchr("\"<>\\^`{|}?#'", c))
+			return 0;
+		if (c == '@' && i >= skip)
+			return 0; /* no credentials */
+	}
+	return u[skip] != '/' && u[skip] != ':';
+}
+
+int http_mirrors_set(http_t *h, const http_mirror_t *m, size_t n)
+{
+	http_mirror_entry_t *v = calloc(n ? n : 1, sizeof(*v));
+	if (!v)
+		return PITH_ENOMEM;
+	size_t k = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (!m[i].base_url || !mirror_url_is_ok(m[i].base_url))
+			continue;
+		size_t len = strlen(m[i].base_url);
+		while (len && m[i].base_url[len - 1] == '/')
+			len--;
+		snprintf(v[k].base_url, sizeof(v[k].base_url), "%.*s", (int)len, m[i].base_url);
+		/* names are peer text: printable ASCII only, truncated */
+		const char *nm = m[i].name && *m[i].name ? m[i].name : v[k].base_url;
+		size_t j = 0;
+		for (; *nm && j + 1 < sizeof(v[k].name); nm++)
+			if ((unsigned char)*nm >= 0x20 && (unsigned char)*nm < 0x7f)
+				v[k].name[j++] = *nm;
+		v[k].name[j] = 0;
+		k++;
+	}
+	free(h->mirrors);
+	h->mirrors = v;
+	h->nmirrors = k;
+	pith_time_now(h->mirrors_at, 0);
+	return (int)k;
+}

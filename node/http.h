@@ -1,0 +1,100 @@
+/* The HTTP views of a mirror: the registry's read URLs served from the
+ * local store, POST /events, /metrics and /healthz. docs/http.md lists
+ * every route, status code and limit.
+ *
+ * One evhttp server on the caller's event base; every callback runs on
+ * that base's thread. GET views read the store directly (RocksDB point
+ * reads and short scans); POST /events hands each event to a validation
+ * pipeline through the submit hook (pithd: its ingest worker pool) and
+ * answers once every outcome is durable, so signature checks never run
+ * on the loop thread.
+ *
+ * Embeddable: pithd starts it with --http; tests/http_serve.c runs it
+ * over a bare store for tests and benchmarks. */
+#ifndef PITH_NODE_HTTP_H
+#define PITH_NODE_HTTP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "err.h"
+#include "ingest.h"
+#include "metrics.h"
+#include "store.h"
+
+struct event_base;
+
+typedef struct http http_t;
+
+typedef struct http_opts {
+	const char *listen;        /* HOST:PORT or [V6]:PORT; port 0 picks a free one */
+	const char *public_url;    /* how clients reach this mirror, e.g.
+				    * "https://mirror.example.org"; NULL or "" =
+				    * "http://" + the bound address */
+	const char *name;          /* this mirror's name in /pith-mirrors.json */
+	size_t max_header_bytes;   /* request line + headers: over it 431 (and
+				    * past 4x of it evhttp itself answers 413
+				    * and closes, without reading more) */
+	size_t max_body_bytes;     /* request bodies (POST /events): over it 413 */
+	size_t max_post_events;    /* events in one POST: over it 413 */
+	size_t max_inflight;       /* HTTP-submitted events in validation at once:
+				    * over it 503 with Retry-After */
+	int timeout_s;             /* per-connection read/write inactivity timeout */
+	size_t events_page_max;    /* events in one events.json page */
+	int list_registry;         /* list the registry itself in /pith-mirrors.json */
+} http_opts_t;
+
+/* The defaults (docs/http.md, "Limits"); listen is NULL: set it. */
+void http_opts_default(http_opts_t *o);
+
+typedef struct http_hooks {
+	/* Validation and storage for POST /events. submit takes ownership of
+	 * job (INGEST_EVENT, peer = ctl = 0) and must hand it back through
+	 * http_job_done on the loop thread exactly once, after its outcome is
+	 * durable (the contract of ingest.h's on_done). NULL: POST /events
+	 * answers 503. */
+	void (*submit)(void *arg, ingest_job_t *job);
+	void *arg;
+} http_hooks_t;
+
+/* Binds and starts serving on base. store (and metrics, when non-NULL)
+ * are borrowed and must outlive the server; with metrics NULL the server
+ * keeps a registry of its own. hooks may be NULL. */
+int http_new(struct event_base *base, store_t *store, metrics_t *metrics,
+	     const http_opts_t *opts, const http_hooks_t *hooks, http_t **out, pith_err_t *err);
+
+/* Stops serving and frees. Requests still waiting for submitted events are
+ * dropped (their jobs, when they come back, are no longer recognised).
+ * NULL-tolerant. */
+void http_free_(http_t *h);
+#define http_free(x) do { http_free_(x); (x) = NULL; } while (0)
+
+/* The bound address as "ip:port", and the port. */
+const char *http_listen_str(const http_t *h);
+uint16_t http_port(const http_t *h);
+/* The public base URL (no trailing slash). */
+const char *http_base_url(const http_t *h);
+/* The registry /metrics renders (the caller's or the server's own). */
+metrics_t *http_metrics(http_t *h);
+
+/* An ingest job came back. Returns 1 if it was one of this server's (the
+ * server keeps the job's results, the caller still frees the job), 0 if
+ * not. */
+int http_job_done(http_t *h, const ingest_job_t *job);
+
+/* The HTTP mirrors this node's peers announce, for /pith-mirrors.json:
+ * replaces the list. Entries whose base_url is not a plain http(s) URL
+ * (scheme, host, optional port and path; printable ASCII; no query,
+ * fragment or credentials; at most 200 bytes) are skipped; returns how
+ * many were kept, or PITH_ENOMEM. */
+typedef struct http_mirror {
+	const char *name;
+	const char *base_url;
+} http_mirror_t;
+int http_mirrors_set(http_t *h, const http_mirror_t *mirrors, size_t n);
+
+/* Draining: /healthz answers 503 so balancers move away, every response
+ * carries Connection: close. For a node shutting down. */
+void http_set_draining(http_t *h, int draining);
+
+#endif

@@ -1,0 +1,190 @@
+/* The HTTP server's insides, shared by node/http*.c only.
+ *
+ * http.c      server set-up, limits, routing, conditional requests, replies,
+ *             per-route metrics
+ * http_uri.c  the strict request-target parser (no I/O; unit-tested and
+ *             fuzzed on its own)
+ * http_views.c the read views: bodies built from the store
+ * http_post.c POST /events through the submit hook */
+#ifndef PITH_NODE_HTTP_INT_H
+#define PITH_NODE_HTTP_INT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "buf.h"
+#include "http.h"
+#include "idmap.h"
+#include "ids.h"
+
+struct evhttp;
+struct evhttp_request;
+struct evhttp_bound_socket;
+struct event;
+
+/* ---- the request target (http_uri.c) -------------------------------------- */
+#define HTTP_TARGET_MAX 4096 /* bytes of the raw request target; over: 414 */
+#define HTTP_SEGS_MAX 8
+#define HTTP_QUERY_MAX 16
+
+typedef struct http_target {
+	const char *seg[HTTP_SEGS_MAX]; /* decoded, NUL-terminated, into buf */
+	size_t nseg;
+	int trailing_slash;             /* the path ended with '/' */
+	struct {
+		const char *key, *val;
+	} q[HTTP_QUERY_MAX];
+	size_t nq;
+	/* decoding never grows text; every piece adds at most two NULs */
+	char buf[2 * HTTP_TARGET_MAX + 8];
+} http_target_t;
+
+enum {
+	HTTP_TARGET_OK = 0,
+	HTTP_TARGET_BAD = -1,     /* 400 */
+	HTTP_TARGET_TOO_LONG = -2 /* 414 */
+};
+
+/* Parses uri[0..len) (origin form only). *why gets a static phrase when
+ * the target is refused. */
+int http_target_parse(const char *uri, size_t len, http_target_t *t, const char **why);
+/* The first value of query parameter key, or NULL; *count (may be NULL)
+ * gets how many times it appears. */
+const char *http_target_query(const http_target_t *t, const char *key, int *count);
+
+/* ---- routes ------------------------------------------------------------------ */
+typedef enum http_route {
+	ROUTE_PAGE = 0,     /* /pith/{ID}: HTML or JSON-LD */
+	ROUTE_RECORD,       /* /pith/{ID}.json */
+	ROUTE_BUNDLE,       /* /pith/{ID}/bundle.json */
+	ROUTE_WELL_KNOWN,   /* /.well-known/pith/{ID}/bundle.json */
+	ROUTE_STATE,        /* /pith/{ID}/state.json */
+	ROUTE_EVENTS,       /* /api/pith-number/{ID}/events.json */
+	ROUTE_GRAPH,        /* /api/pith-number/{ID}/graph.json */
+	ROUTE_RESOLVE,      /* /api/pith-number/resolve */
+	ROUTE_MIRRORS,      /* /pith-mirrors.json */
+	ROUTE_POST_EVENTS,  /* POST /events */
+	ROUTE_METRICS,      /* /metrics */
+	ROUTE_HEALTHZ,      /* /healthz */
+	ROUTE_OTHER,        /* unrouted: 400, 404, 414, 431 */
+	HTTP_NROUTES
+} http_route_t;
+
+/* Status codes with a counter of their own; others count as "other". */
+#define HTTP_NCODES 16
+
+/* ---- a reply being built ------------------------------------------------------ */
+typedef struct http_resp {
+	int status;
+	const char *ctype;     /* static */
+	char etag[72];         /* quoted, or "" */
+	char location[512];    /* 302 */
+	const char *allow;     /* 405 / OPTIONS: static */
+	int vary_accept;
+	int cors;              /* Access-Control-Allow-Origin: * */
+	int no_store;          /* Cache-Control: no-store instead of no-cache */
+	int retry_after;       /* seconds, 503 */
+	int is_html;           /* adds a restrictive Content-Security-Policy */
+} http_resp_t;
+
+/* One request being handled (lives on the stack of the request callback,
+ * or in a post_t for POST /events). */
+typedef struct http_ctx {
+	http_t *h;
+	struct evhttp_request *req;
+	http_route_t route;
+	int64_t t0_us;
+	int head;              /* HEAD: headers only (evhttp drops the body) */
+	http_target_t *t;
+	http_resp_t r;
+	pith_buf_t *body;      /* the server's scratch body buffer */
+} http_ctx_t;
+
+typedef struct http_mirror_entry {
+	char name[128];
+	char base_url[208];
+} http_mirror_entry_t;
+
+typedef struct post post_t;
+
+struct http {
+	struct event_base *base;
+	struct evhttp *evh;
+	struct evhttp_bound_socket *bound;
+	struct event *accept_resume_ev;
+	store_t *store;
+	metrics_t *metrics;
+	int own_metrics;
+	http_hooks_t hooks;
+	http_opts_t o;          /* strings below point into name/base_url */
+	char name[128];
+	char base_url[256];     /* public URL without a trailing slash */
+	char listen_str[80];
+	uint16_t port;
+	int draining;
+
+	http_mirror_entry_t *mirrors;
+	size_t nmirrors;
+	char mirrors_at[32];    /* when the list last changed: generated_at */
+
+	/* POST /events */
+	idmap_t *jobs;          /* job pointer -> post_t slot (see http_post.c) */
+	size_t inflight;        /* events submitted, not yet back */
+	post_t *posts;          /* requests waiting for their events */
+
+	/* scratch, reused by every request on the loop thread */
+	pith_buf_t body, tmp, tmp2;
+	http_target_t target;
+
+	/* metrics */
+	metric_t *req_count[HTTP_NROUTES][HTTP_NCODES];
+	metric_hist_t *latency[HTTP_NROUTES];
+	metric_t *bytes_out;
+	metric_t *post_outcome[4];       /* stored, duplicate, resigned, rejected */
+	metric_t *post_busy;
+};
+
+/* ---- http.c --------------------------------------------------------------------- */
+int64_t http_now_us(void);
+const char *http_route_name(http_route_t r);
+/* Sets an error reply: JSON {"error": code_name, "message": msg}. */
+void http_error(http_ctx_t *c, int status, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+/* Sets r.etag to "\"" + hex + "\"". */
+void http_set_etag_hex(http_ctx_t *c, const char *hex64);
+/* ETag = SHA-256 of the body built so far. */
+void http_set_etag_body(http_ctx_t *c);
+/* Sends c's reply (304 if the request's If-None-Match matches the ETag),
+ * counts it. */
+void http_send(http_ctx_t *c);
+/* A request header, or NULL. */
+const char *http_header(http_ctx_t *c, const char *name);
+
+/* ---- http_views.c ------------------------------------------------------------- */
+/* Resolves an {ID} path segment or query value to a stored record's full
+ * pith number. On failure sets the error reply (400 malformed or
+ * ambiguous, 404 unknown) and returns negative. */
+int http_resolve_id(http_ctx_t *c, const char *id, char pith[static PITH_NUMBER_LEN + 1]);
+void view_page(http_ctx_t *c, const char *pith);
+void view_record(http_ctx_t *c, const char *pith);
+void view_bundle(http_ctx_t *c, const char *pith);
+void view_state(http_ctx_t *c, const char *pith);
+void view_events(http_ctx_t *c, const char *pith);
+void view_graph(http_ctx_t *c, const char *pith);
+void view_resolve(http_ctx_t *c);
+void view_mirrors(http_ctx_t *c);
+void view_healthz(http_ctx_t *c);
+void view_metrics(http_ctx_t *c);
+/* HTML-escapes s[0..n) into out (&, <, >, ", '); invalid UTF-8 becomes
+ * U+FFFD, controls are dropped. */
+void html_escape(pith_buf_t *out, const char *s, size_t n);
+
+/* ---- http_post.c --------------------------------------------------------------- */
+/* Handles POST /events; replies now (errors) or when the events are back. */
+void post_events(http_ctx_t *c);
+/* Drops every waiting request (server shutting down). */
+void post_drop_all(http_t *h);
+/* Registers the POST metrics. */
+void post_metrics_init(http_t *h);
+
+#endif

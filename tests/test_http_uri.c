@@ -1,0 +1,187 @@
+/* node/http_uri.c, the strict request-target parser, and node/metrics.c,
+ * the metrics registry: what they accept, how they decode and render, and
+ * every trick the parser refuses. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "http_int.h"
+#include "metrics.h"
+#include "test_util.h"
+
+static http_target_t t;
+
+static int parse(const char *uri)
+{
+	const char *why;
+	return http_target_parse(uri, strlen(uri), &t, &why);
+}
+
+TEST(splits_paths, "splits a path into decoded segments")
+{
+	CHECK_INT_EQ(parse("/pith/AR7B3DEVMOTSBRCCVXUCLYSRRE/state.json"), HTTP_TARGET_OK);
+	CHECK_INT_EQ(t.nseg, 3);
+	CHECK_STR_EQ(t.seg[0], "pith");
+	CHECK_STR_EQ(t.seg[1], "AR7B3DEVMOTSBRCCVXUCLYSRRE");
+	CHECK_STR_EQ(t.seg[2], "state.json");
+	CHECK_INT_EQ(t.trailing_slash, 0);
+	CHECK_INT_EQ(parse("/"), HTTP_TARGET_OK);
+	CHECK_INT_EQ(t.nseg, 0);
+	CHECK_INT_EQ(parse("/pith/"), HTTP_TARGET_OK);
+	CHECK_INT_EQ(t.nseg, 1);
+	CHECK_INT_EQ(t.trailing_slash, 1);
+}
+
+TEST(decodes_escapes, "decodes percent escapes and keeps colons")
+{
+	CHECK_INT_EQ(parse("/pith/pith%3A2024%3aAR7B3DEVMOTSBRCCVXUCLYSRRE"), HTTP_TARGET_OK);
+	CHECK_STR_EQ(t.seg[1], "pith:2024:AR7B3DEVMOTSBRCCVXUCLYSRRE");
+	CHECK_INT_EQ(parse("/pith/pith:2024:AR7B3DEVMOTSBRCCVXUCLYSRRE.json"), HTTP_TARGET_OK);
+	CHECK_STR_EQ(t.seg[1], "pith:2024:AR7B3DEVMOTSBRCCVXUCLYSRRE.json");
+}
+
+TEST(parses_queries, "parses a query: pairs, '+' as space, slashes in values, bare keys")
+{
+	CHECK_INT_EQ(parse("/api/pith-number/resolve?arxiv=math/0702322&json=true&x&y=a+b%2Fc"),
+		     HTTP_TARGET_OK);
+	CHECK_INT_EQ(t.nq, 4);
+	CHECK_STR_EQ(http_target_query(&t, "arxiv", NULL), "math/0702322");
+	CHECK_STR_EQ(http_target_query(&t, "json", NULL), "true");
+	CHECK_STR_EQ(http_target_query(&t, "x", NULL), "");
+	CHECK_STR_EQ(http_target_query(&t, "y", NULL), "a b/c");
+	CHECK(http_target_query(&t, "doi", NULL) == NULL);
+	int n = 0;
+	CHECK_INT_EQ(parse("/r?a=1&a=2&&"), HTTP_TARGET_OK);
+	CHECK_STR_EQ(http_target_query(&t, "a", &n), "1");
+	CHECK_INT_EQ(n, 2);
+}
+
+TEST(refuses_traversal, "refuses dot segments, raw or encoded, and empty segments")
+{
+	const char *bad[] = {
+		"/pith/../etc/passwd", "/pith/..", "/..", "/./pith", "/pith/%2e%2e/x",
+		"/pith/%2E%2E", "/pith/.%2e/x", "/pith/%2e", "//pith", "/pith//x",
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		if (parse(bad[i]) != HTTP_TARGET_BAD)
+			test_fail_(__FILE__, __LINE__, "accepted %s", bad[i]);
+}
+
+TEST(refuses_encoded_separators, "refuses encoded slashes, backslashes, NUL and controls")
+{
+	const char *bad[] = {
+		"/pith/a%2Fb", "/pith/a%2fb", "/pith/a%5Cb", "/pith/a%00b", "/pith/a%0Ab",
+		"/pith/a%7fb", "/pith/a%C3%A9", "/r?x=%00", "/r?x=%0d%0aSet-Cookie:1",
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		if (parse(bad[i]) != HTTP_TARGET_BAD)
+			test_fail_(__FILE__, __LINE__, "accepted %s", bad[i]);
+	const char nul[] = "/pith/a\0b";
+	const char *why;
+	CHECK_INT_EQ(http_target_parse(nul, sizeof(nul) - 1, &t, &why), HTTP_TARGET_BAD);
+}
+
+TEST(refuses_malformed, "refuses malformed escapes, raw specials, fragments and other forms")
+{
+	const char *bad[] = {
+		"/pith/%", "/pith/%4", "/pith/%zz", "/pith/a b", "/pith/a\"b", "/pith/<x>",
+		"/pith/a\\b", "/pith/a#frag", "/pith/\x80", "http://evil/pith/X", "*", "",
+		"pith/X", "/r?a=<", "/r?a=1#x", "/r?%=1", "/r?a=%g0",
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		if (parse(bad[i]) != HTTP_TARGET_BAD)
+			test_fail_(__FILE__, __LINE__, "accepted '%s'", bad[i]);
+}
+
+TEST(limits, "refuses too long targets (414), too many segments and parameters")
+{
+	char *u = malloc(HTTP_TARGET_MAX + 2);
+	memset(u, 'a', HTTP_TARGET_MAX + 1);
+	u[0] = '/';
+	u[HTTP_TARGET_MAX + 1] = 0;
+	CHECK_INT_EQ(parse(u), HTTP_TARGET_TOO_LONG);
+	u[HTTP_TARGET_MAX] = 0;
+	CHECK_INT_EQ(parse(u), HTTP_TARGET_OK);
+	free(u);
+	CHECK_INT_EQ(parse("/1/2/3/4/5/6/7/8"), HTTP_TARGET_OK);
+	CHECK_INT_EQ(parse("/1/2/3/4/5/6/7/8/9"), HTTP_TARGET_BAD);
+	char q[512] = "/r?";
+	for (int i = 0; i < HTTP_QUERY_MAX; i++)
+		strcat(q, "a=1&");
+	CHECK_INT_EQ(parse(q), HTTP_TARGET_OK);
+	strcat(q, "b=2");
+	CHECK_INT_EQ(parse(q), HTTP_TARGET_BAD);
+}
+
+TEST(worst_case_fits, "the decoding buffer holds the worst case (bare keys and empty values)")
+{
+	/* "?a&a&..." : every 2 input bytes make 3 output bytes; within the
+	 * parameter limit the target stays short, so also try long values */
+	char *u = malloc(HTTP_TARGET_MAX + 1);
+	strcpy(u, "/x?");
+	size_t n = strlen(u);
+	for (int i = 0; i < HTTP_QUERY_MAX - 1; i++) {
+		strcpy(u + n, "k&");
+		n += 2;
+	}
+	u[n++] = 'v';
+	u[n++] = '=';
+	while (n < HTTP_TARGET_MAX)
+		u[n++] = 'z';
+	u[n] = 0;
+	CHECK_INT_EQ(parse(u), HTTP_TARGET_OK);
+	CHECK_INT_EQ(t.nq, HTTP_QUERY_MAX);
+	free(u);
+}
+
+TEST(renders_metrics, "renders counters, gauges, histograms and collector output as Prometheus text")
+{
+	metrics_t *m = metrics_new();
+	metric_t *c = metrics_counter(m, "t_requests_total", "Requests", "route=\"a\"");
+	metric_t *c2 = metrics_counter(m, "t_requests_total", "ignored", "route=\"b\"");
+	CHECK(c && c2 && c != c2);
+	CHECK(metrics_counter(m, "t_requests_total", "", "route=\"a\"") == c);
+	CHECK(metrics_gauge(m, "t_requests_total", "", "x=\"1\"") == NULL); /* type clash */
+	CHECK(metrics_counter(m, "bad name", "", NULL) == NULL);
+	metric_add(c, 41);
+	metric_inc(c);
+	metric_set(metrics_gauge(m, "t_temp", "Temperature", NULL), 1.5);
+	double b[] = {0.1, 1};
+	metric_hist_t *h = metrics_histogram(m, "t_lat_seconds", "Latency", "route=\"a\"", b, 2);
+	metric_hist_observe(h, 0.05);
+	metric_hist_observe(h, 0.5);
+	metric_hist_observe(h, 5);
+	pith_buf_t out = PITH_BUF_INIT;
+	CHECK_INT_EQ(metrics_render(m, &out), 0);
+	pith_buf_cstr(&out);
+	const char *s = (const char *)out.data;
+	CHECK_STR_CONTAINS(s, "# HELP t_requests_total Requests\n# TYPE t_requests_total counter\n"
+			      "t_requests_total{route=\"a\"} 42\nt_requests_total{route=\"b\"} 0\n");
+	CHECK_STR_CONTAINS(s, "# TYPE t_temp gauge\nt_temp 1.5\n");
+	CHECK_STR_CONTAINS(s, "t_lat_seconds_bucket{route=\"a\",le=\"0.10000000000000001\"} 1\n");
+	CHECK_STR_CONTAINS(s, "t_lat_seconds_bucket{route=\"a\",le=\"1\"} 2\n");
+	CHECK_STR_CONTAINS(s, "t_lat_seconds_bucket{route=\"a\",le=\"+Inf\"} 3\n");
+	CHECK_STR_CONTAINS(s, "t_lat_seconds_sum{route=\"a\"} 5.5499999999999998\n");
+	CHECK_STR_CONTAINS(s, "t_lat_seconds_count{route=\"a\"} 3\n");
+	pith_buf_t e = PITH_BUF_INIT;
+	metrics_label_escape(&e, "a\"b\\c\nd");
+	pith_buf_cstr(&e);
+	CHECK_STR_EQ((const char *)e.data, "a\\\"b\\\\c\\nd");
+	pith_buf_release(&e);
+	pith_buf_release(&out);
+	metrics_free(m);
+}
+
+int main(void)
+{
+	RUN(splits_paths);
+	RUN(decodes_escapes);
+	RUN(parses_queries);
+	RUN(refuses_traversal);
+	RUN(refuses_encoded_separators);
+	RUN(refuses_malformed);
+	RUN(limits);
+	RUN(worst_case_fits);
+	RUN(renders_metrics);
+	return test_done();
+}
