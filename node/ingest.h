@@ -44,6 +44,7 @@ typedef struct ingest_job {
 	pith_event_check_t check;
 	char msg[240];
 	uint8_t id[32];          /* event id digest (events) */
+	int64_t created_us;      /* the event's created_at (for the reconciliation set) */
 	char subject[PITH_NUMBER_LEN + 1];
 	int is_record_created;
 	store_outcome_t outcome;
