@@ -87,6 +87,7 @@ void ingest_job_free_(ingest_job_t *j)
 		return;
 	free(j->bytes);
 	free(j->event_ids);
+	free(j->event_created_us);
 	pith_event_free(j->ev);
 	pith_buf_release(&j->canon);
 	json_doc_free(j->doc);
@@ -186,16 +187,19 @@ static void validate_bundle(ingest_t *in, ingest_job_t *j)
 	const json_value_t *evs = json_get_type(root, "events", JSON_ARRAY);
 	size_t n = evs ? evs->len : 0;
 	j->event_ids = malloc(n ? n * 32 : 1);
-	if (!j->event_ids) {
+	j->event_created_us = malloc(n ? n * sizeof(int64_t) : 1);
+	if (!j->event_ids || !j->event_created_us) {
 		job_reject(j, PITH_ENOMEM, "oom", "out of memory");
 		return;
 	}
 	for (size_t i = 0; i < n; i++) {
 		const char *id = json_get_str(evs->u.items[i], "event_id");
-		/* verified above: "sha256:" + 64 hex */
-		if (id && strlen(id) == PITH_EVENT_ID_LEN &&
+		const char *created = json_get_str(evs->u.items[i], "created_at");
+		int64_t us = 0;
+		/* verified above: "sha256:" + 64 hex, and a valid created_at */
+		if (id && strlen(id) == PITH_EVENT_ID_LEN && created && !pith_time_parse(created, &us) &&
 		    !pith_hex_decode(id + 7, 64, j->event_ids + 32 * j->n_event_ids, 32))
-			j->n_event_ids++;
+			j->event_created_us[j->n_event_ids++] = us;
 	}
 }
 

@@ -52,6 +52,7 @@ typedef struct ingest_job {
 	int64_t built_us;        /* bundles: built_at */
 	uint8_t sha[32];         /*   bundle_sha256 */
 	uint8_t *event_ids;      /*   ids of its events, n_event_ids * 32 bytes */
+	int64_t *event_created_us; /*   and their created_at, n_event_ids of them */
 	size_t n_event_ids;
 	/* ---- private ---- */
 	int index;               /* in the writer's batch */
