@@ -549,7 +549,9 @@ static void event_cb(struct bufferevent *bev, short what, void *arg)
 	(void)bev;
 	peer_t *p = arg;
 	if (what & BEV_EVENT_CONNECTED) {
-		on_connected(p);
+		/* a peer marked for closing while its connect was in flight stays closing */
+		if (p->state == PEER_CONNECTING)
+			on_connected(p);
 		return;
 	}
 	if (p->state == PEER_CLOSING) {
