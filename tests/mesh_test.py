@@ -153,7 +153,7 @@ def main():
         log("5 running nodes converged on %d events in %.1f s while n2 was down"
             % (want2, time.time() - t2))
         t3 = time.time()
-        ring[2].start()  # same port, same data directory
+        ring[2].start()  # same port, data directory and configured peers
         wait_for(lambda: converged(nodes, want2), 60, what="n2 to catch up")
         log("n2 caught up %d events in %.1f s after restart" % (len(part_c), time.time() - t3))
         assert state_map(ring[2]) == common2

@@ -367,8 +367,13 @@ class Node:
         self.port = None
         self.log_path = os.path.join(root, name + ".log")
 
-    def start(self, peers=(), listen_port=0, wait=15):
+    def start(self, peers=None, listen_port=0, wait=15):
+        """Starts pithd; a restart (peers None) keeps the same port and the
+        peers of the last start, as a node restarted from its config would."""
         os.makedirs(self.dir, exist_ok=True)
+        if peers is None:
+            peers = getattr(self, "peers", ())
+        self.peers = list(peers)
         port = listen_port or self.port or 0
         args = [self.pithd, "--data", self.dir, "--listen", "127.0.0.1:%d" % port,
                 "--network-id", self.network_id] + self.extra
