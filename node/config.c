@@ -52,6 +52,8 @@ static const key_t_ keys[] = {
 	{"idle_timeout_ms", K_INT, O(idle_timeout_ms), 1000, 86400000, "120000", "close a peer silent this long"},
 	{"fetch_timeout_ms", K_INT, O(fetch_timeout_ms), 100, 600000, "10000", "an EVENT must answer a GET within"},
 	{"announce_delay_ms", K_INT, O(announce_delay_ms), 0, 10000, "2", "gather new ids this long before announcing"},
+	{"announce_fanout", K_INT, O(announce_fanout), 0, 1024, "0", "peers told of a new event at once, the rest later (0: all at once)"},
+	{"lazy_announce_ms", K_INT, O(lazy_announce_ms), 1, 60000, "30", "the other peers are told this much later, if none told them first"},
 	{"pex_interval_ms", K_INT, O(pex_interval_ms), 100, 86400000, "60000", "ask a peer for addresses this often while short of peers"},
 	{"reconnect_min_ms", K_INT, O(reconnect_min_ms), 10, 3600000, "500", "first reconnect delay (doubles, jittered)"},
 	{"reconnect_max_ms", K_INT, O(reconnect_max_ms), 10, 86400000, "60000", "longest reconnect delay"},

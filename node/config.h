@@ -52,6 +52,8 @@ typedef struct node_config {
 	int64_t idle_timeout_ms;
 	int64_t fetch_timeout_ms;
 	int64_t announce_delay_ms;
+	int64_t announce_fanout;      /* peers told of a new id at once (0: all) */
+	int64_t lazy_announce_ms;     /* the others, if still unaware, this much later */
 	int64_t pex_interval_ms;
 	int64_t reconnect_min_ms;
 	int64_t reconnect_max_ms;

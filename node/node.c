@@ -216,6 +216,13 @@ static void announce_cb(evutil_socket_t fd, short what, void *arg)
 	relay_flush_announces(arg);
 }
 
+static void lazy_cb(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	relay_flush_lazy(arg);
+}
+
 static void stop_cb(evutil_socket_t fd, short what, void *arg)
 {
 	(void)fd;
@@ -350,10 +357,11 @@ int node_new(node_config_t *cfg, node_t **out, pith_err_t *err)
 	n->sig_int = evsignal_new(n->base, SIGINT, signal_cb, n);
 	n->tick_ev = event_new(n->base, -1, EV_PERSIST, tick_cb, n);
 	n->announce_ev = evtimer_new(n->base, announce_cb, n);
+	n->lazy_ev = evtimer_new(n->base, lazy_cb, n);
 	n->reap_ev = event_new(n->base, -1, 0, reap_cb, n);
 	n->stop_ev = evtimer_new(n->base, stop_cb, n);
-	if (!n->sig_term || !n->sig_int || !n->tick_ev || !n->announce_ev || !n->reap_ev ||
-	    !n->stop_ev) {
+	if (!n->sig_term || !n->sig_int || !n->tick_ev || !n->announce_ev || !n->lazy_ev ||
+	    !n->reap_ev || !n->stop_ev) {
 		rc = pith_err_set(err, PITH_ENOMEM, "out of memory");
 		goto fail;
 	}
@@ -414,6 +422,8 @@ void node_free_(node_t *n)
 		event_free(n->tick_ev);
 	if (n->announce_ev)
 		event_free(n->announce_ev);
+	if (n->lazy_ev)
+		event_free(n->lazy_ev);
 	if (n->reap_ev)
 		event_free(n->reap_ev);
 	if (n->stop_ev)
@@ -429,6 +439,7 @@ void node_free_(node_t *n)
 	idmap_free(n->peer_by_serial);
 	idcache_release(&n->recent);
 	pith_buf_release(&n->announce_q);
+	pith_buf_release(&n->lazy_q);
 	free(n->bundle_q);
 	addrbook_free(n);
 	if (n->base)

@@ -190,7 +190,7 @@ struct node {
 	struct event_base *base;
 	struct evconnlistener *listener;
 	struct event *sig_term, *sig_int, *sig_pipe;
-	struct event *tick_ev, *announce_ev, *reap_ev, *stop_ev;
+	struct event *tick_ev, *announce_ev, *lazy_ev, *reap_ev, *stop_ev;
 	store_t *store;
 	pith_trust_t *trust;
 	ingest_t *ingest;
@@ -219,6 +219,8 @@ struct node {
 	idmap_t *bundles;           /* SHA-256(pith number) -> bundle_info_t (cache) */
 	idcache_t recent;           /* ids stored lately (saves store lookups) */
 	pith_buf_t announce_q;      /* ids to announce, 32 bytes each */
+	pith_buf_t lazy_q;          /* deferred announces: due_us (8) + id (32), by due time */
+	size_t lazy_head;           /* bytes of lazy_q already handled */
 	wire_bundle_ref_t *bundle_q;/* bundles to announce */
 	size_t nbundle_q;
 
@@ -268,8 +270,11 @@ void relay_peer_writable(peer_t *p);
 void relay_ingest_done(void *arg, ingest_job_t *job);
 /* Per-tick: fetch timeouts. */
 void relay_tick(node_t *n, int64_t now);
-/* Flushes the announce queues to every ready peer. */
+/* Flushes the announce queues: each new id to announce_fanout peers that
+ * do not know it, the rest deferred to the lazy queue. */
 void relay_flush_announces(node_t *n);
+/* Announces deferred ids that are due to every peer still unaware of them. */
+void relay_flush_lazy(node_t *n);
 /* Queues a stored event id for announcing. */
 void relay_queue_announce(node_t *n, const uint8_t id[32]);
 /* Is this message type one of our requested answers (free of the budget)? */

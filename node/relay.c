@@ -537,36 +537,116 @@ static void queue_bundle_announce(node_t *n, const char *pith, int64_t built_us,
 	announce_schedule(n);
 }
 
+/* Ready peers that can take announces now: a peer with more than half of
+ * peer_out_max queued is skipped (it learns these at its next catch-up). */
+static size_t announce_targets(node_t *n, peer_t ***out)
+{
+	static peer_t **ps;
+	static size_t cap;
+	size_t np = 0;
+	for (peer_t *p = n->peers; p; p = p->next) {
+		if (p->state != PEER_READY || peer_out_len(p) > (size_t)n->cfg->peer_out_max / 2)
+			continue;
+		if (np == cap) {
+			size_t nc = cap ? cap * 2 : 64;
+			peer_t **nps = realloc(ps, nc * sizeof(*nps));
+			if (!nps)
+				break;
+			ps = nps;
+			cap = nc;
+		}
+		ps[np++] = p;
+	}
+	*out = ps;
+	return np;
+}
+
+/* Per-peer ANNOUNCE batches built during one flush. */
+static pith_buf_t *batches_get(size_t np)
+{
+	static pith_buf_t *b;
+	static size_t cap;
+	if (np > cap) {
+		pith_buf_t *nb = realloc(b, np * sizeof(*nb));
+		if (!nb)
+			return NULL;
+		for (size_t i = cap; i < np; i++)
+			nb[i] = (pith_buf_t)PITH_BUF_INIT;
+		b = nb;
+		cap = np;
+	}
+	for (size_t i = 0; i < np; i++)
+		pith_buf_reset(&b[i]);
+	return b;
+}
+
+static void batches_send(node_t *n, peer_t **ps, pith_buf_t *b, size_t np)
+{
+	for (size_t i = 0; i < np; i++) {
+		size_t k = b[i].len / 32;
+		if (!k)
+			continue;
+		send_ids(ps[i], WIRE_ANNOUNCE, b[i].data, k);
+		ps[i]->ids_announced_out += k;
+		n->stats.ids_announced += k;
+		if (b[i].cap > (1u << 20))
+			pith_buf_release(&b[i]);
+	}
+}
+
+static void lazy_schedule(node_t *n)
+{
+	if (n->lazy_head >= n->lazy_q.len || evtimer_pending(n->lazy_ev, NULL))
+		return;
+	int64_t due;
+	memcpy(&due, n->lazy_q.data + n->lazy_head, 8);
+	int64_t wait = due - node_now_us();
+	if (wait < 0)
+		wait = 0;
+	struct timeval tv = {(time_t)(wait / 1000000), (suseconds_t)(wait % 1000000)};
+	evtimer_add(n->lazy_ev, &tv);
+}
+
+/* Each new id goes to every peer that does not know it. With
+ * announce_fanout > 0, only that many of them (chosen per id, so that
+ * different events leave through different links) are told at once and
+ * the others after lazy_announce_ms, if none of their other peers told
+ * them first: every peer still hears of every id, and a node with many
+ * peers that injects a lot (a bulk import) no longer serves one full copy
+ * to each of them. It costs latency (docs/performance.md, issue 4), so it
+ * is off by default. */
 void relay_flush_announces(node_t *n)
 {
-	static uint8_t out[WIRE_IDS_MAX * 32];
+	peer_t **ps;
+	size_t np = announce_targets(n, &ps);
+	pith_buf_t *b = batches_get(np);
 	const uint8_t *ids = n->announce_q.data;
-	size_t count = n->announce_q.len / 32, max = n->wlim.max_ids;
-	for (peer_t *p = n->peers; p; p = p->next) {
-		if (p->state != PEER_READY)
-			continue;
-		/* a peer that does not read now learns these at its next catch-up */
-		if (peer_out_len(p) > (size_t)n->cfg->peer_out_max / 2)
-			continue;
-		size_t k = 0;
-		for (size_t i = 0; i < count; i++) {
-			const uint8_t *id = ids + 32 * i;
-			if (idcache_has(&p->known, id))
+	size_t count = n->announce_q.len / 32;
+	size_t fanout = (size_t)n->cfg->announce_fanout;
+	int64_t due = node_now_us() + n->cfg->lazy_announce_ms * 1000;
+	for (size_t i = 0; b && i < count; i++) {
+		const uint8_t *id = ids + 32 * i;
+		size_t start = np ? ((size_t)id[0] << 8 | id[1]) % np : 0, eager = 0;
+		int deferred = 0;
+		for (size_t k = 0; k < np; k++) {
+			size_t j = (start + k) % np;
+			if (idcache_has(&ps[j]->known, id))
 				continue;
-			idcache_add(&p->known, id);
-			memcpy(out + 32 * k++, id, 32);
-			if (k == max) {
-				send_ids(p, WIRE_ANNOUNCE, out, k);
-				p->ids_announced_out += k;
-				n->stats.ids_announced += k;
-				k = 0;
+			if (fanout && eager >= fanout) {
+				deferred = 1;
+				continue;
 			}
+			idcache_add(&ps[j]->known, id);
+			pith_buf_append(&b[j], id, 32);
+			eager++;
 		}
-		if (k) {
-			send_ids(p, WIRE_ANNOUNCE, out, k);
-			p->ids_announced_out += k;
-			n->stats.ids_announced += k;
-		}
+		if (deferred && !pith_buf_append(&n->lazy_q, &due, 8))
+			pith_buf_append(&n->lazy_q, id, 32);
+	}
+	if (b)
+		batches_send(n, ps, b, np);
+	for (size_t j = 0; j < np; j++) {
+		peer_t *p = ps[j];
 		wire_msg_t m = {.type = WIRE_BUNDLE_ANNOUNCE};
 		for (size_t i = 0; i < n->nbundle_q; i++) {
 			if (idcache_has(&p->known, n->bundle_q[i].sha))
@@ -587,6 +667,43 @@ void relay_flush_announces(node_t *n)
 	free(n->bundle_q);
 	n->bundle_q = NULL;
 	n->nbundle_q = 0;
+	lazy_schedule(n);
+}
+
+void relay_flush_lazy(node_t *n)
+{
+	peer_t **ps;
+	size_t np = announce_targets(n, &ps);
+	pith_buf_t *b = batches_get(np);
+	int64_t now = node_now_us();
+	while (b && n->lazy_head + 40 <= n->lazy_q.len) {
+		int64_t due;
+		memcpy(&due, n->lazy_q.data + n->lazy_head, 8);
+		if (due > now)
+			break;
+		const uint8_t *id = n->lazy_q.data + n->lazy_head + 8;
+		for (size_t j = 0; j < np; j++) {
+			if (idcache_has(&ps[j]->known, id))
+				continue;
+			idcache_add(&ps[j]->known, id);
+			pith_buf_append(&b[j], id, 32);
+		}
+		n->lazy_head += 40;
+	}
+	if (b)
+		batches_send(n, ps, b, np);
+	/* drop what was handled once it is most of the buffer */
+	if (n->lazy_head == n->lazy_q.len) {
+		pith_buf_reset(&n->lazy_q);
+		n->lazy_head = 0;
+		if (n->lazy_q.cap > (4u << 20))
+			pith_buf_release(&n->lazy_q);
+	} else if (n->lazy_head > n->lazy_q.len / 2) {
+		memmove(n->lazy_q.data, n->lazy_q.data + n->lazy_head, n->lazy_q.len - n->lazy_head);
+		n->lazy_q.len -= n->lazy_head;
+		n->lazy_head = 0;
+	}
+	lazy_schedule(n);
 }
 
 /* ---- ingest results --------------------------------------------------------------------------- */

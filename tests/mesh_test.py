@@ -95,7 +95,9 @@ def main():
         log("generated %d events for %d records (%d + %d now, %d later)"
             % (len(events), args.records, len(part_a), len(part_b), len(part_c)))
 
+        # announce_fanout 1: the deferred-announce path must converge too
         extra = ["--trust-key", key, "--outbound-target", "3", "--pex-interval-ms", "500",
+                 "--announce-fanout", "1", "--lazy-announce-ms", "20",
                  "--reconnect-min-ms", "200", "--reconnect-max-ms", "2000",
                  "--ping-interval-ms", "2000", "--log-level", "info"]
         seed = Node(args.pithd, root, "seed", extra=extra).start()

@@ -19,7 +19,7 @@ target 0: only configured peers are dialled, no peer exchange on top), so
 every node has exactly 4 peers and an event crosses up to 3 hops.
 
 usage: bench_gossip.py --pithd P --gen-events G [--events 3000] [--rate 200]
-                       [--nodes 10] [--keep]
+                       [--nodes 10] [--keep] [-- PITHD FLAGS...]
 """
 
 import argparse
@@ -75,6 +75,7 @@ def main():
     ap.add_argument("--rate", type=float, default=200.0, help="events per second injected")
     ap.add_argument("--nodes", type=int, default=10)
     ap.add_argument("--keep", action="store_true")
+    ap.add_argument("pithd_flags", nargs="*", help="extra flags for every pithd (after --)")
     args = ap.parse_args()
     root = tempfile.mkdtemp(prefix="pg-", dir="/tmp")
     nodes = []
@@ -88,7 +89,7 @@ def main():
         for i in range(n):
             trace = os.path.join(root, "trace-%d.txt" % i)
             extra = ["--trust-key", key, "--outbound-target", "0", "--log-level", "warn",
-                     "--trace-stored", trace]
+                     "--trace-stored", trace] + args.pithd_flags
             nodes.append(Node(args.pithd, root, "n%d" % i, extra=extra).start())
         for i in range(n):
             for d in (1, 4):
