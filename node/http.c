@@ -534,8 +534,9 @@ int http_new(struct event_base *base, store_t *store, metrics_t *metrics, const 
 		h->own_metrics = 1;
 	}
 	h->jobs = idmap_new();
+	h->bodies = idmap_new();
 	h->evh = evhttp_new(base);
-	if (!h->metrics || !h->jobs || !h->evh) {
+	if (!h->metrics || !h->jobs || !h->bodies || !h->evh) {
 		rc = pith_err_set(err, PITH_ENOMEM, "out of memory");
 		goto fail;
 	}
@@ -602,6 +603,7 @@ void http_free_(http_t *h)
 	if (h->accept_resume_ev)
 		event_free(h->accept_resume_ev);
 	idmap_free(h->jobs);
+	idmap_free(h->bodies);
 	if (h->own_metrics)
 		metrics_free(h->metrics);
 	pith_buf_release(&h->body);

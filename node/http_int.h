@@ -127,6 +127,8 @@ struct http {
 	size_t nmirrors;
 	char mirrors_at[32];    /* when the list last changed: generated_at */
 
+	idmap_t *bodies;        /* resolved bodies -> year (http_views.c) */
+
 	/* POST /events */
 	idmap_t *jobs;          /* job pointer -> post_t slot (see http_post.c) */
 	size_t inflight;        /* events submitted, not yet back */

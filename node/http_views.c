@@ -16,6 +16,53 @@
 
 /* ---- identifiers -------------------------------------------------------------------- */
 
+/* Bodies resolved before: body -> year. The registry's URLs name records by
+ * their 26-character body, and finding the year is a prefix scan of the
+ * store (an iterator: a third of a state.json request's time). A stored
+ * record is never removed, so a cached answer stays right; the one thing a
+ * cached body can miss is a later, second subject with the same body and
+ * another year (necessarily bogus), which would make the body ambiguous:
+ * such a body keeps naming the record it named first until the cache is
+ * cleared (when full, or at restart). Only resolutions that succeeded are
+ * cached, so clients cannot fill it with made-up bodies. */
+#define BODY_CACHE_MAX 262144
+
+static void body_key(const char *body, uint8_t key[32])
+{
+	memset(key, 0, 32);
+	memcpy(key, body, PITH_BODY_LEN);
+}
+
+static int body_cache_get(http_t *h, const char *body, char pith[static PITH_NUMBER_LEN + 1])
+{
+	uint8_t key[32];
+	body_key(body, key);
+	uintptr_t v = (uintptr_t)idmap_get(h->bodies, key);
+	if (!v)
+		return 0;
+	char year[5];
+	uint32_t y = (uint32_t)v;
+	memcpy(year, &y, 4);
+	year[4] = 0;
+	snprintf(pith, PITH_NUMBER_LEN + 1, "pith:%s:%.26s", year, body);
+	return 1;
+}
+
+static void body_cache_put(http_t *h, const char *pith)
+{
+	uint8_t key[32];
+	uint32_t y;
+	if (idmap_count(h->bodies) >= BODY_CACHE_MAX) {
+		idmap_free(h->bodies);
+		h->bodies = idmap_new();
+		if (!h->bodies)
+			return;
+	}
+	body_key(pith + PITH_NUMBER_LEN - PITH_BODY_LEN, key);
+	memcpy(&y, pith + 5, 4); /* four digits: never zero */
+	idmap_put(h->bodies, key, (void *)(uintptr_t)y);
+}
+
 int http_resolve_id(http_ctx_t *c, const char *id, char pith[static PITH_NUMBER_LEN + 1])
 {
 	pith_id_t pid;
@@ -28,6 +75,15 @@ int http_resolve_id(http_ctx_t *c, const char *id, char pith[static PITH_NUMBER_
 		http_error(c, 400, "malformed identifier: %s", err.msg[0] ? err.msg : "too long");
 		return -1;
 	}
+	/* a full number names its record exactly: the view's own read says
+	 * whether it is stored */
+	if (pith_number_is_valid(id)) {
+		snprintf(pith, PITH_NUMBER_LEN + 1, "%s", id);
+		return 0;
+	}
+	int is_body = pid.kind == PITH_ID_FULL && strlen(pid.value) == PITH_BODY_LEN;
+	if (is_body && c->h->bodies && body_cache_get(c->h, pid.value, pith))
+		return 0;
 	int rc = store_resolve(c->h->store, id, pith, &err);
 	if (rc == PITH_ENOTFOUND) {
 		http_error(c, 404, "no record for %s on this mirror", id);
@@ -42,6 +98,8 @@ int http_resolve_id(http_ctx_t *c, const char *id, char pith[static PITH_NUMBER_
 		http_error(c, 500, "store error");
 		return -1;
 	}
+	if (is_body && c->h->bodies)
+		body_cache_put(c->h, pith);
 	return 0;
 }
 
