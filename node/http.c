@@ -33,6 +33,8 @@ void http_opts_default(http_opts_t *o)
 	o->max_post_events = 2000;
 	o->max_inflight = 8192;
 	o->timeout_s = 10;
+	o->request_timeout_s = 30;
+	o->max_connections = 4096;
 	o->events_page_max = 1000;
 	o->list_registry = 1;
 }
@@ -374,6 +376,7 @@ static void handle_request(http_t *h, struct evhttp_request *req)
 	pith_buf_reset(c.body);
 	if (c.body->cap > (8u << 20))
 		pith_buf_release(c.body); /* one huge events.json must not pin its buffer */
+	conn_request_started(h, req);
 	enum evhttp_cmd_type cmd = evhttp_request_get_command(req);
 	c.head = cmd == EVHTTP_REQ_HEAD;
 	const char *uri = evhttp_request_get_uri(req);
@@ -433,7 +436,9 @@ static void accept_resume_cb(evutil_socket_t fd, short what, void *arg)
 {
 	(void)fd;
 	(void)what;
-	evconnlistener_enable(arg);
+	http_t *h = arg;
+	h->accept_error_pause = 0;
+	conn_listener_update(h);
 }
 
 /* Out of descriptors: evhttp's listener would spin on the ready socket.
@@ -445,9 +450,11 @@ static void accept_error_cb(struct evconnlistener *l, void *arg)
 	int e = EVUTIL_SOCKET_ERROR();
 	log_rl(&rl, LOG_WARN, "http: accept failed: %s; pausing %d ms",
 	       evutil_socket_error_to_string(e), ACCEPT_PAUSE_MS);
-	evconnlistener_disable(l);
+	(void)l;
+	h->accept_error_pause = 1;
+	conn_listener_update(h);
 	if (!h->accept_resume_ev)
-		h->accept_resume_ev = evtimer_new(h->base, accept_resume_cb, l);
+		h->accept_resume_ev = evtimer_new(h->base, accept_resume_cb, h);
 	struct timeval tv = {0, ACCEPT_PAUSE_MS * 1000};
 	if (h->accept_resume_ev)
 		evtimer_add(h->accept_resume_ev, &tv);
@@ -467,6 +474,13 @@ static void metrics_init(http_t *h)
 	}
 	h->bytes_out = metrics_counter(h->metrics, "pith_http_response_body_bytes_total",
 				       "Bytes of response bodies queued", NULL);
+	h->conns_total = metrics_counter(h->metrics, "pith_http_connections_total",
+					 "HTTP connections accepted", NULL);
+	h->conns_cut = metrics_counter(h->metrics, "pith_http_connections_cut_total",
+				       "HTTP connections cut for not completing a request in time",
+				       NULL);
+	h->conns_full = metrics_counter(h->metrics, "pith_http_accept_paused_total",
+					"Times accepting paused at the connection cap", NULL);
 	post_metrics_init(h);
 }
 
@@ -483,6 +497,8 @@ static void collect(void *arg, metrics_out_t *o)
 	metrics_out_family(o, "pith_store_bundles", METRIC_GAUGE,
 			   "Records with a verified registry bundle");
 	metrics_out_sample_u64(o, "pith_store_bundles", NULL, sc.bundles);
+	metrics_out_family(o, "pith_http_connections", METRIC_GAUGE, "HTTP connections open now");
+	metrics_out_sample_u64(o, "pith_http_connections", NULL, h->nconns);
 	metrics_out_family(o, "pith_http_post_events_inflight", METRIC_GAUGE,
 			   "Events from POST /events in validation now");
 	metrics_out_sample_u64(o, "pith_http_post_events_inflight", NULL, h->inflight);
@@ -501,7 +517,8 @@ int http_new(struct event_base *base, store_t *store, metrics_t *metrics, const 
 		return pith_err_set(err, PITH_EINVAL, "http: '%s' is not HOST:PORT",
 				    opts->listen ? opts->listen : "");
 	if (opts->max_header_bytes < 1024 || opts->max_body_bytes < 1024 || !opts->max_post_events ||
-	    !opts->max_inflight || opts->timeout_s < 1 || !opts->events_page_max)
+	    !opts->max_inflight || opts->timeout_s < 1 || !opts->events_page_max ||
+	    opts->request_timeout_s < 1 || opts->max_connections < 1)
 		return pith_err_set(err, PITH_EINVAL, "http: a limit is out of range");
 	const char *pub = opts->public_url ? opts->public_url : "";
 	size_t publen = strlen(pub);
@@ -561,6 +578,10 @@ int http_new(struct event_base *base, store_t *store, metrics_t *metrics, const 
 	}
 	struct evconnlistener *l = evhttp_bound_socket_get_listener(h->bound);
 	evconnlistener_set_error_cb(l, accept_error_cb);
+	if (conn_init(h)) {
+		rc = pith_err_set(err, PITH_ENOMEM, "out of memory");
+		goto fail;
+	}
 	struct sockaddr_storage ss;
 	socklen_t sl = sizeof(ss);
 	getsockname(evhttp_bound_socket_get_fd(h->bound), (struct sockaddr *)&ss, &sl);
@@ -598,8 +619,11 @@ void http_free_(http_t *h)
 		return;
 	/* before evhttp_free: it frees the requests our posts point to */
 	post_drop_all(h);
+	conn_stop_sweep(h);
+	h->bound = NULL; /* evhttp_free frees it before the connections */
 	if (h->evh)
 		evhttp_free(h->evh);
+	conn_free_all(h);
 	if (h->accept_resume_ev)
 		event_free(h->accept_resume_ev);
 	idmap_free(h->jobs);

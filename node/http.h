@@ -40,6 +40,11 @@ typedef struct http_opts {
 	size_t max_inflight;       /* HTTP-submitted events in validation at once:
 				    * over it 503 with Retry-After */
 	int timeout_s;             /* per-connection read/write inactivity timeout */
+	int request_timeout_s;     /* a whole request must arrive within this of the
+				    * connection's accept or previous reply; else
+				    * the connection is cut (slow clients) */
+	size_t max_connections;    /* open at once; at the cap accepting pauses
+				    * (lowered to half the descriptor limit) */
 	size_t events_page_max;    /* events in one events.json page */
 	int list_registry;         /* list the registry itself in /pith-mirrors.json */
 } http_opts_t;

@@ -106,12 +106,15 @@ typedef struct http_mirror_entry {
 } http_mirror_entry_t;
 
 typedef struct post post_t;
+typedef struct hconn hconn_t;
 
 struct http {
 	struct event_base *base;
 	struct evhttp *evh;
 	struct evhttp_bound_socket *bound;
 	struct event *accept_resume_ev;
+	int accept_error_pause; /* accept() failed: paused for a moment */
+	int accepting;          /* the listener is enabled */
 	store_t *store;
 	metrics_t *metrics;
 	int own_metrics;
@@ -129,6 +132,12 @@ struct http {
 
 	idmap_t *bodies;        /* resolved bodies -> year (http_views.c) */
 
+	/* connections (http_conn.c) */
+	idmap_t *conns;         /* bufferevent pointer -> hconn_t */
+	hconn_t *conn_list;
+	size_t nconns;
+	struct event *sweep_ev;
+
 	/* POST /events */
 	idmap_t *jobs;          /* job pointer -> post_t slot (see http_post.c) */
 	size_t inflight;        /* events submitted, not yet back */
@@ -144,6 +153,7 @@ struct http {
 	metric_t *bytes_out;
 	metric_t *post_outcome[4];       /* stored, duplicate, resigned, rejected */
 	metric_t *post_busy;
+	metric_t *conns_total, *conns_cut, *conns_full;
 };
 
 /* ---- http.c --------------------------------------------------------------------- */
@@ -161,6 +171,17 @@ void http_set_etag_body(http_ctx_t *c);
 void http_send(http_ctx_t *c);
 /* A request header, or NULL. */
 const char *http_header(http_ctx_t *c, const char *name);
+
+/* ---- http_conn.c --------------------------------------------------------------- */
+/* Starts tracking connections (evhttp_set_bevcb) and the sweep timer. */
+int conn_init(http_t *h);
+/* A request of a tracked connection reached the handler. */
+void conn_request_started(http_t *h, struct evhttp_request *req);
+/* Enables or disables the listener for the cap and accept errors. */
+void conn_listener_update(http_t *h);
+void conn_stop_sweep(http_t *h);
+/* After evhttp_free: drops the last references. */
+void conn_free_all(http_t *h);
 
 /* ---- http_views.c ------------------------------------------------------------- */
 /* Resolves an {ID} path segment or query value to a stored record's full

@@ -5,6 +5,7 @@
  *                   [--name NAME] [--trust-key FILE]... [--threads N]
  *                   [--mirror NAME=URL]... [--max-body N] [--max-header N]
  *                   [--max-post-events N] [--max-inflight N] [--timeout S]
+ *                   [--request-timeout S] [--max-connections N]
  *                   [--port-file FILE] [--no-submit]
  *
  * Opens (or creates) the store with the trusted keys as registry keys, as
@@ -62,7 +63,8 @@ static int usage(void)
 	fprintf(stderr, "usage: http_serve --store DIR [--listen HOST:PORT] [--public-url URL] "
 			"[--name NAME] [--trust-key FILE]... [--threads N] [--mirror NAME=URL]... "
 			"[--max-body N] [--max-header N] [--max-post-events N] [--max-inflight N] "
-			"[--timeout S] [--port-file FILE] [--no-submit]\n");
+			"[--timeout S] [--request-timeout S] [--max-connections N] [--port-file FILE] "
+			"[--no-submit]\n");
 	return 2;
 }
 
@@ -133,6 +135,10 @@ int main(int argc, char **argv)
 			o.max_inflight = strtoull(v, NULL, 10);
 		else if (OPT("--timeout"))
 			o.timeout_s = atoi(v);
+		else if (OPT("--request-timeout"))
+			o.request_timeout_s = atoi(v);
+		else if (OPT("--max-connections"))
+			o.max_connections = strtoull(v, NULL, 10);
 		else if (OPT("--port-file"))
 			port_file = v;
 		else if (!strcmp(a, "--no-submit"))

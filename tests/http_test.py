@@ -251,7 +251,8 @@ def main():
     log("store: %d records" % len(records))
 
     S = Server(args.serve, store, root, trust + [
-        "--timeout", "3", "--max-post-events", "100", "--max-body", str(1 << 20),
+        "--timeout", "3", "--request-timeout", "5", "--max-post-events", "100",
+        "--max-body", str(1 << 20),
         "--mirror", "peer-one=https://mirror-one.example.org/",
         "--mirror", "bad=javascript:alert(1)",
         "--mirror", "creds=http://user:pw@evil.example"])
@@ -683,6 +684,60 @@ print("verified bundle and %d events" % n)
         stalled.close()
         assert r == b"" or status_of(r) in (400, 408), r
         assert 2 <= took < 10, took
+
+    @case("a trickler within the inactivity timeout is cut at the request deadline (5 s)")
+    def _():
+        s = socket.create_connection(("127.0.0.1", S.port), timeout=20)
+        msg = b"GET /pith/AR7B3DEV HTTP/1.1\r\nHost: t\r\nX-Slow: " + b"a" * 100
+
+        def trickle():
+            try:
+                for ch in msg:
+                    s.send(bytes([ch]))
+                    time.sleep(0.5)
+            except OSError:
+                pass
+
+        t0 = time.time()
+        th = threading.Thread(target=trickle, daemon=True)
+        th.start()
+        r = s.recv(100)
+        took = time.time() - t0
+        s.close()
+        assert r == b"", r
+        assert 4.5 <= took < 8, took
+        m = metrics()
+        assert m["pith_http_connections_cut_total"] >= 1
+
+    @case("at max_connections the server stops accepting until one closes")
+    def _():
+        s3 = Server(args.serve, os.path.join(root, "store3"), root, ["--max-connections", "8"])
+        servers.append(s3)
+        idle = [socket.create_connection(("127.0.0.1", s3.port), timeout=5) for _ in range(8)]
+        time.sleep(0.3)
+        late = socket.create_connection(("127.0.0.1", s3.port), timeout=5)  # kernel backlog
+        late.sendall(b"GET /healthz HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n")
+        late.settimeout(1.0)
+        try:
+            got = late.recv(100)
+        except socket.timeout:
+            got = None
+        assert got is None, got
+        idle.pop().close()
+        late.settimeout(5)
+        t0 = time.time()
+        got = late.recv(100)
+        assert status_of(got) == 200, got
+        log("served %.0f ms after a slot freed" % ((time.time() - t0) * 1000))
+        late.close()
+        for c in idle:
+            c.close()
+        time.sleep(0.5)
+        st, _, b = req("GET", "/metrics", server=s3)
+        txt = b.decode()
+        assert "\npith_http_connections 1\n" in txt, re.findall(r"pith_http_conn.*", txt)
+        assert re.search(r"\npith_http_accept_paused_total [1-9]", txt)
+        assert s3.stop() == 0
 
     @case("keep-alive: several requests on one connection, pipelined too")
     def _():

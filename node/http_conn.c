@@ -1,0 +1,229 @@
+/* Connections: a cap on how many are open, and a deadline for each request.
+ *
+ * evhttp's own timeout is an inactivity timeout: a client that sends one
+ * byte every few seconds keeps its connection (and a descriptor) for ever,
+ * and enough of them take every descriptor the process has. evhttp 2.1
+ * has no hook for new or closed connections, so this module follows them
+ * through the one hook it has, the bufferevent factory (evhttp_set_bevcb):
+ *
+ * - Each connection's bufferevent gets an extra reference, so that our
+ *   record of it never points at freed memory. We drop that reference
+ *   when evhttp frees the connection: through the connection's close
+ *   callback once a request of it reached us (at once), or, for a
+ *   connection that never completed a request, when the sweep sees that
+ *   evhttp cleared its callbacks (bufferevent_free does; within
+ *   SWEEP_MS).
+ * - A connection that has not completed a request within request_timeout_s
+ *   of being accepted or of its previous reply being written is cut:
+ *   shutdown(2) on its socket, which evhttp reads as the client leaving.
+ *   Connections we owe a reply (a request being handled, a reply being
+ *   written) are never cut here; evhttp's write timeout covers readers
+ *   that stop reading.
+ * - At max_connections the listener stops accepting (the kernel's backlog
+ *   holds newcomers) until one closes. */
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+#include <event2/http.h>
+#include <event2/listener.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+
+#include "http_int.h"
+#include "log.h"
+
+#define SWEEP_MS 100
+/* Input a connection may hold unread, beyond the largest body: bounds
+ * what a client can push at a connection evhttp has already let go and we
+ * have not yet released. (evhttp waits for a whole chunk of a chunked body
+ * in the input, and refuses chunks past max_body_bytes.) */
+#define CONN_READ_SLACK (64u << 10)
+
+struct hconn {
+	struct bufferevent *bev;
+	int64_t since_us;     /* accepted, or its last reply written */
+	int busy;             /* a request dispatched, its reply not yet written */
+	int has_closecb;
+	int cut;              /* shut down by the deadline */
+	hconn_t *prev, *next;
+};
+
+static void bev_key(const struct bufferevent *bev, uint8_t key[32])
+{
+	uintptr_t p = (uintptr_t)bev;
+	memset(key, 0, 32);
+	memcpy(key, &p, sizeof(p));
+}
+
+/* Accept while below the cap and not paused by an accept error. */
+void conn_listener_update(http_t *h)
+{
+	if (!h->bound)
+		return;
+	struct evconnlistener *l = evhttp_bound_socket_get_listener(h->bound);
+	int want = !h->accept_error_pause && h->nconns < h->o.max_connections;
+	if (want && !h->accepting) {
+		evconnlistener_enable(l);
+		h->accepting = 1;
+	} else if (!want && h->accepting) {
+		evconnlistener_disable(l);
+		h->accepting = 0;
+		if (h->nconns >= h->o.max_connections)
+			metric_inc(h->conns_full);
+	}
+}
+
+static void conn_release(http_t *h, hconn_t *c)
+{
+	uint8_t key[32];
+	bev_key(c->bev, key);
+	idmap_del(h->conns, key);
+	if (c->prev)
+		c->prev->next = c->next;
+	else
+		h->conn_list = c->next;
+	if (c->next)
+		c->next->prev = c->prev;
+	h->nconns--;
+	bufferevent_decref(c->bev);
+	free(c);
+	conn_listener_update(h);
+}
+
+struct bufferevent *conn_bev_cb(struct event_base *base, void *arg)
+{
+	http_t *h = arg;
+	struct bufferevent *bev = bufferevent_socket_new(base, -1, BEV_OPT_CLOSE_ON_FREE);
+	if (!bev)
+		return NULL; /* evhttp makes one itself: untracked, but served */
+	hconn_t *c = calloc(1, sizeof(*c));
+	uint8_t key[32];
+	bev_key(bev, key);
+	if (!c || idmap_put(h->conns, key, c)) {
+		free(c);
+		return bev;
+	}
+	bufferevent_incref(bev);
+	bufferevent_setwatermark(bev, EV_READ, 0,
+				 h->o.max_body_bytes + 4 * h->o.max_header_bytes + CONN_READ_SLACK);
+	c->bev = bev;
+	c->since_us = http_now_us();
+	c->next = h->conn_list;
+	if (h->conn_list)
+		h->conn_list->prev = c;
+	h->conn_list = c;
+	h->nconns++;
+	metric_inc(h->conns_total);
+	conn_listener_update(h);
+	return bev;
+}
+
+static hconn_t *conn_of(http_t *h, struct evhttp_request *req)
+{
+	struct evhttp_connection *evcon = evhttp_request_get_connection(req);
+	if (!evcon)
+		return NULL;
+	uint8_t key[32];
+	bev_key(evhttp_connection_get_bufferevent(evcon), key);
+	return idmap_get(h->conns, key);
+}
+
+static void conn_close_cb(struct evhttp_connection *evcon, void *arg)
+{
+	http_t *h = arg;
+	uint8_t key[32];
+	bev_key(evhttp_connection_get_bufferevent(evcon), key);
+	hconn_t *c = idmap_get(h->conns, key);
+	if (c)
+		conn_release(h, c); /* evhttp's own bufferevent_free follows */
+}
+
+static void conn_complete_cb(struct evhttp_request *req, void *arg)
+{
+	hconn_t *c = conn_of(arg, req);
+	if (c) {
+		c->busy = 0;
+		c->since_us = http_now_us();
+	}
+}
+
+void conn_request_started(http_t *h, struct evhttp_request *req)
+{
+	hconn_t *c = conn_of(h, req);
+	if (!c)
+		return;
+	if (!c->has_closecb) {
+		evhttp_connection_set_closecb(evhttp_request_get_connection(req), conn_close_cb, h);
+		c->has_closecb = 1;
+	}
+	c->busy = 1;
+	evhttp_request_set_on_complete_cb(req, conn_complete_cb, h);
+}
+
+static void sweep(http_t *h)
+{
+	int64_t now = http_now_us(), limit = (int64_t)h->o.request_timeout_s * 1000000;
+	for (hconn_t *c = h->conn_list, *nx; c; c = nx) {
+		nx = c->next;
+		bufferevent_event_cb ev = NULL;
+		bufferevent_getcb(c->bev, NULL, NULL, &ev, NULL);
+		if (!ev) {
+			conn_release(h, c); /* evhttp let it go */
+			continue;
+		}
+		if (!c->busy && !c->cut && now - c->since_us > limit) {
+			evutil_socket_t fd = bufferevent_getfd(c->bev);
+			if (fd >= 0) {
+				shutdown(fd, SHUT_RDWR);
+				c->cut = 1;
+				metric_inc(h->conns_cut);
+			}
+		}
+	}
+}
+
+static void sweep_cb(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	sweep(arg);
+}
+
+int conn_init(http_t *h)
+{
+	/* leave descriptors for the store, peers and the rest of the node */
+	struct rlimit rl;
+	if (!getrlimit(RLIMIT_NOFILE, &rl) && rl.rlim_cur != RLIM_INFINITY &&
+	    h->o.max_connections > rl.rlim_cur / 2) {
+		log_warn("http: max connections %zu lowered to %llu (half the descriptor limit)",
+			 h->o.max_connections, (unsigned long long)(rl.rlim_cur / 2));
+		h->o.max_connections = rl.rlim_cur / 2;
+	}
+	h->conns = idmap_new();
+	h->sweep_ev = event_new(h->base, -1, EV_PERSIST, sweep_cb, h);
+	if (!h->conns || !h->sweep_ev)
+		return PITH_ENOMEM;
+	struct timeval tv = {0, SWEEP_MS * 1000};
+	event_add(h->sweep_ev, &tv);
+	h->accepting = 1;
+	evhttp_set_bevcb(h->evh, conn_bev_cb, h);
+	return 0;
+}
+
+void conn_stop_sweep(http_t *h)
+{
+	if (h->sweep_ev) {
+		event_free(h->sweep_ev);
+		h->sweep_ev = NULL;
+	}
+}
+
+void conn_free_all(http_t *h)
+{
+	/* evhttp_free has freed every connection: ours are the last references */
+	while (h->conn_list)
+		conn_release(h, h->conn_list);
+	idmap_free(h->conns);
+}
