@@ -88,6 +88,11 @@ S3="$T/c"
 [ "$("$P" --store "$S3" export)" = "$(cat "$T/export.jsonl")" ] || fail "export of the re-import is identical"
 ok "export, import from stdin, export again: identical"
 
+"$P" --store "$S" export --bundles "$T/bundles" 2>/dev/null || fail "export --bundles exits 0"
+"$P" verify "$T/bundles/AR7B3DEVMOTSBRCCVXUCLYSRRE.json" >/dev/null || fail "an exported bundle verifies"
+[ "$(ls "$T/bundles" | wc -l)" -eq 1 ] || fail "one bundle file per record with a bundle"
+ok "export --bundles writes each record's verified bundle, which verifies"
+
 "$P" --store "$S" check >"$T/out" || fail "check passes: $(cat "$T/out")"
 "$P" --store "$S2" check >/dev/null || fail "check passes on the second store"
 ok "check finds no problem"

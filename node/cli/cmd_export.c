@@ -1,7 +1,10 @@
 /* pithctl export: every stored event as JSON Lines. */
 #include "cli_store.h"
 
+#include <errno.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 static int write_event(void *arg, const uint8_t id[32], const uint8_t *bytes, size_t len)
 {
@@ -12,12 +15,86 @@ static int write_event(void *arg, const uint8_t id[32], const uint8_t *bytes, si
 	return 0;
 }
 
+typedef struct bundle_list {
+	char (*pith)[PITH_NUMBER_LEN + 1];
+	size_t n, cap;
+} bundle_list_t;
+
+static int note_bundle(void *arg, const store_record_info_t *rec)
+{
+	bundle_list_t *l = arg;
+	if (!rec->has_bundle)
+		return 0;
+	if (l->n == l->cap) {
+		size_t nc = l->cap ? l->cap * 2 : 64;
+		void *p = realloc(l->pith, nc * sizeof(*l->pith));
+		if (!p)
+			return -1;
+		l->pith = p;
+		l->cap = nc;
+	}
+	memcpy(l->pith[l->n++], rec->pith_number, PITH_NUMBER_LEN + 1);
+	return 0;
+}
+
+/* DIR/BODY.json: the newest verified registry bundle, byte for byte as it
+ * was verified, so that anyone can check its signature. Written to a
+ * temporary name and renamed, so a reader never sees half a file. */
+static int write_bundle(store_t *st, const char *dir, const char *pith, pith_err_t *err)
+{
+	pith_buf_t b = PITH_BUF_INIT;
+	char path[4096], tmp[4200];
+	int rc = store_bundle_get(st, pith, &b, err);
+	if (rc) {
+		pith_buf_release(&b);
+		return cli_fail("export", "%s: %s", pith, err->msg);
+	}
+	snprintf(path, sizeof(path), "%s/%s.json", dir, pith + 10);
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	FILE *f = fopen(tmp, "wb");
+	rc = !f || fwrite(b.data, 1, b.len, f) != b.len;
+	if (f && fclose(f))
+		rc = 1;
+	if (!rc && rename(tmp, path))
+		rc = 1;
+	pith_buf_release(&b);
+	return rc ? cli_fail("export", "cannot write %s: %s", path, strerror(errno)) : 0;
+}
+
+static int export_bundles(store_t *st, const char *dir, const char *subject)
+{
+	bundle_list_t l = {0};
+	pith_err_t err = {0};
+	int rc = 0;
+	if (mkdir(dir, 0755) && errno != EEXIST)
+		return cli_fail("export", "cannot create %s: %s", dir, strerror(errno));
+	if (subject) {
+		store_record_info_t info;
+		if (store_record_get(st, subject, &info, &err))
+			return cli_fail("export", "%s: %s", subject, err.msg);
+		if (!info.has_bundle)
+			return cli_fail("export", "%s: no verified registry bundle is stored", subject);
+		rc = note_bundle(&l, &info);
+	} else if (store_records_each(st, note_bundle, &l, &err)) {
+		free(l.pith);
+		return cli_fail("export", "%s", err.msg);
+	}
+	for (size_t i = 0; !rc && i < l.n; i++)
+		rc = write_bundle(st, dir, l.pith[i], &err);
+	if (!rc)
+		fprintf(stderr, "pithctl export: %zu bundle(s) written to %s\n", l.n, dir);
+	free(l.pith);
+	return rc;
+}
+
 static int run(cli_ctx_t *ctx, int argc, char **argv)
 {
-	const char *subject = NULL;
+	const char *subject = NULL, *bundles = NULL;
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--subject") && i + 1 < argc)
 			subject = argv[++i];
+		else if (!strcmp(argv[i], "--bundles") && i + 1 < argc)
+			bundles = argv[++i];
 		else
 			return cli_fail("export", "unknown argument %s", argv[i]);
 	}
@@ -28,7 +105,9 @@ static int run(cli_ctx_t *ctx, int argc, char **argv)
 	if (cli_store_open(ctx, "export", 0, &trust, &st))
 		return 1;
 	int rc = subject ? cli_store_resolve(st, "export", subject, pith) : 0;
-	if (!rc) {
+	if (!rc && bundles) {
+		rc = export_bundles(st, bundles, subject ? pith : NULL);
+	} else if (!rc) {
 		rc = store_events_each(st, subject ? pith : NULL, write_event, NULL, &err);
 		if (rc < 0)
 			rc = cli_fail("export", "%s", err.msg);
@@ -42,9 +121,12 @@ static int run(cli_ctx_t *ctx, int argc, char **argv)
 
 const cli_cmd_t cli_cmd_export = {
 	"export", "write stored events as JSON Lines",
-	"usage: pithctl --store DIR export [--subject ID]\n\n"
+	"usage: pithctl --store DIR export [--subject ID] [--bundles OUTDIR]\n\n"
 	"Writes every stored event (or those of one record) as canonical JSON,\n"
 	"one per line, grouped by record and in (created_at, event_id) order\n"
-	"within each: the order `pithctl import` ingests fastest.\n",
+	"within each: the order `pithctl import` ingests fastest.\n"
+	"With --bundles, writes instead one file per record, OUTDIR/BODY.json:\n"
+	"the newest verified registry bundle, byte for byte (records without one\n"
+	"are skipped; a mirror cannot sign a registry bundle).\n",
 	run,
 };
