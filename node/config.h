@@ -25,6 +25,7 @@ typedef struct node_config {
 	char data_dir[CONFIG_STR_MAX];
 	char listen[CONFIG_STR_MAX];  /* HOST:PORT; port 0 picks a free one */
 	char http[CONFIG_STR_MAX];    /* HOST:PORT for the HTTP views (issue 6); "" off */
+	char http_public_url[CONFIG_STR_MAX]; /* base URL of those views; "" = http://HTTP */
 	char control[CONFIG_STR_MAX]; /* Unix socket path; "" = DATA/pithd.sock */
 	char network_id[CONFIG_STR_MAX];
 	char log_level[16];

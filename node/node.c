@@ -18,6 +18,7 @@
 #include <sys/time.h>
 #include <unistd.h>
 
+#include "http.h"
 #include "log.h"
 #include "node_int.h"
 
@@ -247,6 +248,7 @@ static void node_stop(node_t *n, int sig)
 		n->listener = NULL;
 	}
 	control_free(n->control);
+	node_http_draining(n);
 	for (peer_t *p = n->peers; p; p = p->next)
 		peer_close(p, WIRE_BYE_SHUTDOWN, "node shutting down");
 	struct timeval tv = {0, STOP_LINGER_MS * 1000};
@@ -350,6 +352,8 @@ int node_new(node_config_t *cfg, node_t **out, pith_err_t *err)
 		rc = pith_err_set(err, PITH_EIO, "cannot open the control socket %s", cfg->control);
 		goto fail;
 	}
+	if ((rc = node_http_start(n, err)))
+		goto fail;
 	for (size_t i = 0; i < cfg->peers.n; i++)
 		if ((rc = addrbook_add_hostport(n, cfg->peers.items[i], 1, err)))
 			goto fail;
@@ -384,9 +388,6 @@ int node_run(node_t *n)
 		 "%llu events in %llu records",
 		 n->id_hex, n->listen_str, n->cfg->network_id, n->cfg->control,
 		 (unsigned long long)c.events, (unsigned long long)c.records);
-	if (n->cfg->http[0])
-		log_info("http = %s noted; the HTTP views are not served by this version",
-			 n->cfg->http);
 	node_tick(n); /* dial the configured peers now, not a tick later */
 	int rc = event_base_dispatch(n->base);
 	return rc < 0 ? PITH_EIO : 0;
@@ -406,6 +407,7 @@ void node_free_(node_t *n)
 		return;
 	n->shutting_down = 1;
 	control_free(n->control);
+	node_http_stop(n); /* before the pipeline hands back the jobs HTTP was waiting for */
 	if (n->listener)
 		evconnlistener_free(n->listener);
 	/* validated events are written before the store closes */
@@ -510,7 +512,7 @@ int node_status_json(node_t *n, pith_buf_t *b)
 	pith_buf_puts(b, ",");
 	jstr(b, "listen", n->listen_str);
 	pith_buf_puts(b, ",");
-	jstr(b, "http", n->cfg->http);
+	jstr(b, "http", n->http ? http_listen_str(n->http) : n->cfg->http);
 	pith_buf_printf(b, ",\"uptime_ms\":%lld,\"shutting_down\":%s",
 			(long long)((now - n->started_us) / 1000), n->shutting_down ? "true" : "false");
 	pith_buf_printf(b, ",\"store\":{\"events\":%llu,\"records\":%llu,\"bundles\":%llu}",

@@ -195,6 +195,8 @@ struct node {
 	pith_trust_t *trust;
 	ingest_t *ingest;
 	control_t *control;
+	struct http *http;          /* --http: node_http.c (NULL when off) */
+	struct metrics *metrics;    /* what /metrics renders */
 	wire_limits_t wlim;
 
 	uint8_t pk[32], sk[64];
@@ -302,6 +304,14 @@ void pex_on_peers(peer_t *p, const wire_msg_t *m);
 void pex_tick(node_t *n, int64_t now);
 /* Formats a socket address as ip:port. */
 void addr_format(const struct sockaddr *sa, char out[static 64]);
+
+/* ---- node_http.c ------------------------------------------------------------- */
+/* Starts the HTTP views when cfg->http is set (0 when off). */
+int node_http_start(node_t *n, pith_err_t *err);
+/* Shutting down: /healthz answers 503, connections close after replies. */
+void node_http_draining(node_t *n);
+/* Stops serving; NULL-tolerant parts. */
+void node_http_stop(node_t *n);
 
 /* ---- control.c --------------------------------------------------------------- */
 control_t *control_new(node_t *n, const char *path);

@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "bundle.h"
+#include "http.h"
 #include "log.h"
 
 #define SERVE_HIGH (512u << 10)    /* stop serving a peer above this much output */
@@ -820,6 +821,8 @@ void relay_ingest_done(void *arg, ingest_job_t *job)
 		else
 			done_bundle(n, job, p);
 	}
+	if (n->http)
+		http_job_done(n->http, job);
 	if (job->ctl && n->control)
 		control_job_done(n->control, job);
 	ingest_job_free(job);

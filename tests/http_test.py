@@ -953,6 +953,52 @@ print("verified bundle and %d events" % n)
                 p.wait(30)
                 logf.close()
 
+    if args.pithd:
+        @case("pithd --http: POSTed events are stored, served and gossiped to a peer; /metrics")
+        def _():
+            sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+            from pithtest import Node, wait_for
+            a = Node(args.pithd, root, "node-a", extra=["--http", "127.0.0.1:0"] + trust)
+            b = Node(args.pithd, root, "node-b", extra=trust)
+            try:
+                a.start()
+                b.start(peers=[a.addr])
+                port = int(a.status()["http"].rsplit(":", 1)[1])
+                srv = type("Srv", (), {"port": port})()
+                wait_for(lambda: any(p["state"] == "ready" for p in a.status()["peers"]), 15,
+                         what="the peers' handshake")
+                body = b"\n".join(held[150:180])
+                st, _, r = req("POST", "/events", {}, body, server=srv)
+                d = json.loads(r)
+                assert st == 202 and d["stored"] == 30, (st, r[:300])
+                with open(os.path.join(args.data, "bundle-AR7B3DEV.json"), "rb") as f:
+                    bundle = json.load(f)
+                evs = b"\n".join(canon(e) for e in bundle["events"])
+                st, _, r = req("POST", "/events", {}, evs, server=srv)
+                assert st == 202, r
+                wait_for(lambda: b.status()["store"]["events"] == 32, 30,
+                         what="node B to have the 32 events node A took over HTTP")
+                subj = json.loads(held[150])["subject_pith_number"]
+                st, h, r = req("GET", "/pith/%s/state.json" % subj[-26:], server=srv)
+                assert st == 200 and b.records()[subj]["state_sha256"] == \
+                    json.loads(r)["state_sha256"]
+                cmd = ONE_LINER.replace("https://pith.science", "http://127.0.0.1:%d" % port)
+                out = subprocess.run(["bash", "-c", "set -o pipefail; " + cmd],
+                                     capture_output=True, text=True, timeout=60)
+                assert out.stdout.strip() == AR7B_CANON, out.stdout + out.stderr
+                st, _, mb = req("GET", "/metrics", server=srv)
+                m = mb.decode()
+                assert re.search(r'\npith_events_total\{outcome="stored"\} 32\n', m), m[:3000]
+                assert re.search(r'\npith_peers\{direction="in",state="ready"\} 1\n', m)
+                assert re.search(r'\npith_http_requests_total\{route="post_events",code="202"\} 2',
+                                 m)
+                assert "pith_sync_peers{" in m and "pith_bans " in m
+                assert a.stop() == 0 and b.stop() == 0
+            finally:
+                for n in (a, b):
+                    if n.alive():
+                        n.stop()
+
     @case("the server is still up and answering after all of the above")
     def _():
         assert S.alive()
