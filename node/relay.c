@@ -269,8 +269,6 @@ void relay_peer_writable(peer_t *p)
 /* ---- catch-up --------------------------------------------------------------------------- */
 
 typedef struct inv_ctx {
-	int64_t after_us;
-	const uint8_t *after_id;
 	size_t limit, n;
 	uint8_t *ids;
 	int64_t last_us;
@@ -279,8 +277,6 @@ typedef struct inv_ctx {
 static int inv_collect(void *arg, int64_t us, const uint8_t id[32])
 {
 	inv_ctx_t *c = arg;
-	if (us == c->after_us && memcmp(id, c->after_id, 32) <= 0)
-		return 0; /* at or before the cursor */
 	memcpy(c->ids + 32 * c->n++, id, 32);
 	c->last_us = us;
 	return c->n >= c->limit ? 1 : 0;
@@ -290,10 +286,10 @@ static void on_inv_req(peer_t *p, const wire_msg_t *m)
 {
 	static uint8_t ids[WIRE_IDS_MAX * 32];
 	node_t *n = p->node;
-	inv_ctx_t c = {m->u.inv_req.after_us, m->u.inv_req.after_id, m->u.inv_req.limit, 0, ids,
-		       m->u.inv_req.after_us};
+	inv_ctx_t c = {m->u.inv_req.limit, 0, ids, m->u.inv_req.after_us};
 	pith_err_t err = {0};
-	if (store_time_each(n->store, m->u.inv_req.after_us, INT64_MAX, inv_collect, &c, &err) < 0) {
+	if (store_time_each_after(n->store, m->u.inv_req.after_us, m->u.inv_req.after_id, INT64_MAX,
+				  inv_collect, &c, &err) < 0) {
 		log_error("store: reading the time index: %s", err.msg);
 		return;
 	}
@@ -354,30 +350,19 @@ static const bundle_info_t *bundle_local(node_t *n, const char *pith)
 	bundle_info_t *bi = idmap_get(n->bundles, key);
 	if (bi)
 		return bi;
-	pith_buf_t buf = PITH_BUF_INIT;
-	json_doc_t *doc = NULL;
-	if (store_bundle_get(n->store, pith, &buf, NULL) ||
-	    json_parse(&doc, buf.data, buf.len, NULL, NULL)) {
-		pith_buf_release(&buf);
+	bundle_info_t got;
+	if (store_bundle_newest(n->store, pith, &got.built_us, got.sha, NULL))
+		return NULL;
+	if (idmap_count(n->bundles) >= BUNDLE_CACHE_MAX)
+		idmap_each(n->bundles, free_value, NULL);
+	bi = malloc(sizeof(*bi));
+	if (!bi)
+		return NULL;
+	*bi = got;
+	if (idmap_put(n->bundles, key, bi)) {
+		free(bi);
 		return NULL;
 	}
-	pith_buf_release(&buf);
-	const json_value_t *root = json_doc_root(doc);
-	const char *built = json_get_str(root, "built_at");
-	bi = calloc(1, sizeof(*bi));
-	if (bi && built && !pith_time_parse(built, &bi->built_us)) {
-		pith_bundle_hash(root, bi->sha);
-		if (idmap_count(n->bundles) >= BUNDLE_CACHE_MAX)
-			idmap_each(n->bundles, free_value, NULL);
-		if (idmap_put(n->bundles, key, bi)) {
-			free(bi);
-			bi = NULL;
-		}
-	} else {
-		free(bi);
-		bi = NULL;
-	}
-	json_doc_free(doc);
 	return bi;
 }
 
@@ -399,17 +384,11 @@ static void bundle_remember(node_t *n, const char *pith, int64_t built_us, const
 	memcpy(bi->sha, sha, 32);
 }
 
-/* Is (built_us, sha) newer than the bundle we hold? The store's order
- * (docs/merge.md): greater built_at, ties to the smaller bundle_sha256.
- * (store_bundle_newer is private to store/; this must agree with it.) */
+/* Is (built_us, sha) newer than the bundle we hold (the store's order)? */
 static int bundle_is_newer(node_t *n, const char *pith, int64_t built_us, const uint8_t sha[32])
 {
 	const bundle_info_t *bi = bundle_local(n, pith);
-	if (!bi)
-		return 1;
-	if (built_us != bi->built_us)
-		return built_us > bi->built_us;
-	return memcmp(sha, bi->sha, 32) < 0;
+	return !bi || store_bundle_order(built_us, sha, bi->built_us, bi->sha) > 0;
 }
 
 /* Starts fetching pith's bundle from p. Returns 1 if a request was added

@@ -362,12 +362,59 @@ int store_bundle_ident(const json_value_t *bundle, int64_t *built_us, char sha[6
 	return 0;
 }
 
-int store_bundle_newer(int64_t a_us, const char *a_sha, int64_t b_us, const char *b_sha)
+int store_bundle_order(int64_t a_us, const uint8_t a_sha[static 32], int64_t b_us,
+		       const uint8_t b_sha[static 32])
 {
 	if (a_us != b_us)
 		return a_us > b_us ? 1 : -1;
 	/* docs/merge.md: ties go to the smaller bundle_sha256 */
-	return strcmp(b_sha, a_sha);
+	int c = memcmp(b_sha, a_sha, 32);
+	return c > 0 ? 1 : c < 0 ? -1 : 0;
+}
+
+int store_bundle_newer(int64_t a_us, const char *a_sha, int64_t b_us, const char *b_sha)
+{
+	/* lower-case hex sorts as the bytes do; one rule: store_bundle_order */
+	uint8_t a[32] = {0}, b[32] = {0};
+	pith_hex_decode(a_sha, 64, a, 32);
+	pith_hex_decode(b_sha, 64, b, 32);
+	return store_bundle_order(a_us, a, b_us, b);
+}
+
+int store_bundle_newest(store_t *st, const char *pith_number, int64_t *built_us,
+			uint8_t sha[static 32], pith_err_t *err)
+{
+	pith_buf_t buf = PITH_BUF_INIT;
+	json_doc_t *doc = NULL;
+	char hex[65];
+	pith_err_t e = {0};
+	int rc = store_bundle_get(st, pith_number, &buf, &e);
+	if (!rc)
+		rc = json_parse(&doc, buf.data, buf.len, NULL, &e);
+	if (!rc)
+		rc = store_bundle_ident(json_doc_root(doc), built_us, hex, &e);
+	if (!rc)
+		pith_hex_decode(hex, 64, sha, 32);
+	else if (rc == PITH_ENOTFOUND || rc == PITH_EIO)
+		pith_err_set(err, rc, "%s", e.msg);
+	else
+		rc = pith_err_set(err, PITH_EIO, "store: stored bundle of %s: %s", pith_number, e.msg);
+	json_doc_free(doc);
+	pith_buf_release(&buf);
+	return rc;
+}
+
+int store_bundle_is_newer(store_t *st, const char *pith_number, int64_t built_us,
+			  const uint8_t sha[static 32], pith_err_t *err)
+{
+	int64_t us;
+	uint8_t have[32];
+	int rc = store_bundle_newest(st, pith_number, &us, have, err);
+	if (rc == PITH_ENOTFOUND)
+		return 1;
+	if (rc)
+		return rc;
+	return store_bundle_order(built_us, sha, us, have) > 0;
 }
 
 int store_bundle_aliases_load(store_t *st, const uint8_t skey[STORE_SKEY_LEN],
@@ -669,13 +716,28 @@ int store_events_each(store_t *st, const char *pith_number, store_event_fn fn, v
 int store_time_each(store_t *st, int64_t from_us, int64_t to_us, store_time_fn fn, void *arg,
 		    pith_err_t *err)
 {
-	uint8_t lo[8], hi[8];
+	return store_time_each_after(st, from_us, NULL, to_us, fn, arg, err);
+}
+
+int store_time_each_after(store_t *st, int64_t after_us, const uint8_t *after_id, int64_t to_us,
+			  store_time_fn fn, void *arg, pith_err_t *err)
+{
+	/* the lower bound (us, id, 0x00) is the first 41-byte string after the
+	 * cursor's 40-byte key, so every key strictly after it, and no other,
+	 * is at or above it */
+	uint8_t lo[STORE_TIME_KEY_LEN + 1], hi[8];
+	size_t lo_len = 8;
 	store_iter_t it;
-	if (to_us <= from_us)
+	if (to_us <= after_us)
 		return 0;
-	store_time_put(lo, from_us);
+	store_time_put(lo, after_us);
+	if (after_id) {
+		memcpy(lo + 8, after_id, STORE_ID_LEN);
+		lo[STORE_TIME_KEY_LEN] = 0;
+		lo_len = sizeof(lo);
+	}
 	store_time_put(hi, to_us);
-	int rc = store_iter_open(st, STORE_CF_TIME, lo, 8, hi, 8, &it, err);
+	int rc = store_iter_open(st, STORE_CF_TIME, lo, lo_len, hi, 8, &it, err);
 	if (rc)
 		return rc;
 	for (; store_iter_valid(&it); store_iter_next(&it)) {
@@ -712,6 +774,24 @@ int store_flush(store_t *st, pith_err_t *err)
 		rocksdb_flush_cf(st->db, fo, st->cf[cf], &e);
 	rocksdb_flushoptions_destroy(fo);
 	return e ? db_error(err, e, "flushing") : 0;
+}
+
+int store_checkpoint(store_t *st, const char *dir, pith_err_t *err)
+{
+	char *e = NULL;
+	rocksdb_checkpoint_t *cp = rocksdb_checkpoint_object_create(st->db, &e);
+	if (e || !cp)
+		return db_error(err, e, "checkpoint");
+	/* log_size_for_flush 0: flush the memtables first, so the copy does
+	 * not depend on replaying a write-ahead log */
+	rocksdb_checkpoint_create(cp, dir, 0, &e);
+	rocksdb_checkpoint_object_destroy(cp);
+	if (e) {
+		int rc = pith_err_set(err, PITH_EIO, "store: checkpoint into %s: %s", dir, e);
+		rocksdb_free(e);
+		return rc;
+	}
+	return 0;
 }
 
 int store_compact(store_t *st, pith_err_t *err)

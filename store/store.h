@@ -183,6 +183,34 @@ int store_events_each(store_t *st, const char *pith_number, store_event_fn fn, v
 int store_time_each(store_t *st, int64_t from_us, int64_t to_us, store_time_fn fn,
 		    void *arg, pith_err_t *err);
 
+/* The same from a cursor: ids strictly after (after_us, after_id) in
+ * that order, with created_at < to_us. after_id NULL: every id with
+ * created_at >= after_us (as store_time_each). For paging: pass the last
+ * (created_us, id) a callback saw to resume right after it. */
+int store_time_each_after(store_t *st, int64_t after_us, const uint8_t *after_id, int64_t to_us,
+			  store_time_fn fn, void *arg, pith_err_t *err);
+
+/* ---- Bundle order --------------------------------------------------------
+ * Which of two registry bundles of a record is the newer one
+ * (docs/merge.md): the greater built_at, ties to the smaller bundle_sha256.
+ * The store keeps only the newest; peers compare before they fetch. */
+
+/* > 0 if (a_us, a_sha) is newer than (b_us, b_sha), < 0 if older, 0 if
+ * they are the same bundle. */
+int store_bundle_order(int64_t a_us, const uint8_t a_sha[static 32], int64_t b_us,
+		       const uint8_t b_sha[static 32]);
+
+/* built_at (µs) and bundle_sha256 of the newest stored bundle of
+ * pith_number. PITH_ENOTFOUND if the record has none. */
+int store_bundle_newest(store_t *st, const char *pith_number, int64_t *built_us,
+			uint8_t sha[static 32], pith_err_t *err);
+
+/* Would a bundle (built_us, sha) of pith_number replace the stored one?
+ * 1 if so (or if none is stored), 0 if the stored one is as new or newer,
+ * negative on a database error. */
+int store_bundle_is_newer(store_t *st, const char *pith_number, int64_t built_us,
+			  const uint8_t sha[static 32], pith_err_t *err);
+
 typedef struct store_counts {
 	uint64_t events, records, bundles;
 } store_counts_t;
@@ -209,5 +237,13 @@ int store_flush(store_t *st, pith_err_t *err);
 
 /* Flushes, then compacts every column family into its last level. */
 int store_compact(store_t *st, pith_err_t *err);
+
+/* Writes a consistent copy of the open store to dir (a RocksDB
+ * checkpoint: memtables flushed, table files hard-linked when dir is on
+ * the same filesystem, copied otherwise), while other threads keep
+ * reading and writing. dir must not exist; its parent must. The copy
+ * opens with store_open like any store. Blocks for the flush and the
+ * links: call it off an event loop. */
+int store_checkpoint(store_t *st, const char *dir, pith_err_t *err);
 
 #endif

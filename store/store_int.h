@@ -67,7 +67,7 @@ int store_bundle_aliases_load(store_t *st, const uint8_t skey[STORE_SKEY_LEN],
 size_t store_alias_key(const char *kind, const char *value,
 		       uint8_t out[STORE_ALIAS_KEY_MAX]);
 
-/* Newest-bundle order: greater built_at, then smaller bundle_sha256 hex.
+/* store_bundle_order (store.h) over bundle_sha256 in hex.
  * > 0 if (a_us, a_sha) is newer than (b_us, b_sha). */
 int store_bundle_newer(int64_t a_us, const char *a_sha, int64_t b_us, const char *b_sha);
 

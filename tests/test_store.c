@@ -561,6 +561,60 @@ TEST(indexes, "lists a time range in created_at order and a record's events grou
 	set_free(&s);
 }
 
+typedef struct timeids {
+	int64_t us[64];
+	uint8_t id[64][32];
+	size_t n, limit;
+} timeids_t;
+
+static int collect_time_id(void *arg, int64_t us, const uint8_t id[32])
+{
+	timeids_t *t = arg;
+	if (t->n >= 64)
+		return 1;
+	t->us[t->n] = us;
+	memcpy(t->id[t->n++], id, 32);
+	return t->limit && t->n % t->limit == 0 ? 2 : 0;
+}
+
+TEST(time_each_after, "pages through the time index from a (created_at, id) cursor, ties included, each id once")
+{
+	evset_t s;
+	gen_set(&s, 2);
+	char *dir = tmpdir();
+	store_t *st = open_store(dir);
+	for (size_t i = 0; i < s.n; i++)
+		put_bytes(st, &s.b[i], NULL);
+	timeids_t all = {0}, paged = {.limit = 3};
+	CHECK_INT_EQ(store_time_each(st, INT64_MIN, INT64_MAX, collect_time_id, &all, NULL), 0);
+	CHECK_INT_EQ(all.n, s.n);
+	int ties = 0;
+	for (size_t i = 1; i < all.n; i++)
+		ties += all.us[i - 1] == all.us[i];
+	CHECK(ties > 0); /* the set has events created at the same microsecond */
+	/* three at a time, each page resuming after the last one seen */
+	int rc = store_time_each_after(st, INT64_MIN, NULL, INT64_MAX, collect_time_id, &paged, NULL);
+	for (int pages = 0; rc == 2 && pages < 64; pages++)
+		rc = store_time_each_after(st, paged.us[paged.n - 1], paged.id[paged.n - 1], INT64_MAX,
+					   collect_time_id, &paged, NULL);
+	CHECK_INT_EQ(rc, 0);
+	CHECK_INT_EQ(paged.n, all.n);
+	CHECK(memcmp(paged.us, all.us, sizeof(all.us)) == 0);
+	CHECK(memcmp(paged.id, all.id, sizeof(all.id)) == 0);
+	/* strictly after: a cursor on the last id yields nothing, an upper
+	 * bound at the cursor's time nothing either */
+	timeids_t none = {0};
+	CHECK_INT_EQ(store_time_each_after(st, all.us[all.n - 1], all.id[all.n - 1], INT64_MAX,
+					   collect_time_id, &none, NULL), 0);
+	CHECK_INT_EQ(none.n, 0);
+	CHECK_INT_EQ(store_time_each_after(st, all.us[0], all.id[0], all.us[0], collect_time_id,
+					   &none, NULL), 0);
+	CHECK_INT_EQ(none.n, 0);
+	store_close(st);
+	rmdir_rf(dir);
+	set_free(&s);
+}
+
 TEST(derived_aliases, "a record known only from its events resolves by the aliases of its record")
 {
 	evset_t s;
@@ -692,6 +746,90 @@ TEST(bundle_tie, "between bundles built at the same time keeps the smaller bundl
 	pith_buf_release(&y);
 	pith_buf_release(&s1);
 	pith_buf_release(&s2);
+}
+
+TEST(bundle_order_public, "compares a candidate bundle with the stored newest one by the same rule the store keeps")
+{
+	pith_buf_t x = PITH_BUF_INIT, y = PITH_BUF_INIT;
+	newer_bundle_alias(&x, "2401.88888");
+	newer_bundle_alias(&y, "2401.77777");
+	json_doc_t *dx = parse(x.data, x.len), *dy = parse(y.data, y.len), *d0 =
+		parse(bundle_bytes.data, bundle_bytes.len);
+	uint8_t hx[32], hy[32], h0[32], got[32];
+	int64_t ux, u0, us;
+	pith_bundle_hash(json_doc_root(dx), hx);
+	pith_bundle_hash(json_doc_root(dy), hy);
+	pith_bundle_hash(json_doc_root(d0), h0);
+	pith_time_parse(json_get_str(json_doc_root(dx), "built_at"), &ux);
+	pith_time_parse(json_get_str(json_doc_root(d0), "built_at"), &u0);
+	CHECK(ux > u0);
+	CHECK_INT_EQ(store_bundle_order(ux, hx, u0, h0), 1);
+	CHECK_INT_EQ(store_bundle_order(u0, h0, ux, hx), -1);
+	CHECK_INT_EQ(store_bundle_order(ux, hx, ux, hx), 0);
+	CHECK_INT_EQ(store_bundle_order(ux, hx, ux, hy), memcmp(hx, hy, 32) < 0 ? 1 : -1);
+	char *dir = tmpdir();
+	store_t *st = open_store(dir);
+	pith_err_t err = {0};
+	CHECK_INT_EQ(store_bundle_newest(st, AR7B, &us, got, &err), PITH_ENOTFOUND);
+	CHECK_INT_EQ(store_bundle_is_newer(st, AR7B, u0, h0, NULL), 1);
+	CHECK_INT_EQ(put_bundle(st, &bundle_bytes, NULL, NULL), 0);
+	CHECK_INT_EQ(store_bundle_newest(st, AR7B, &us, got, NULL), 0);
+	CHECK_INT_EQ(us, u0);
+	CHECK(memcmp(got, h0, 32) == 0);
+	CHECK_INT_EQ(store_bundle_is_newer(st, AR7B, u0, h0, NULL), 0);
+	CHECK_INT_EQ(store_bundle_is_newer(st, AR7B, ux, hx, NULL), 1);
+	/* whichever of x and y the store keeps, the other is not newer */
+	CHECK_INT_EQ(put_bundle(st, &x, NULL, NULL), 0);
+	CHECK_INT_EQ(put_bundle(st, &y, NULL, NULL), 0);
+	CHECK_INT_EQ(store_bundle_newest(st, AR7B, &us, got, NULL), 0);
+	CHECK(memcmp(got, memcmp(hx, hy, 32) < 0 ? hx : hy, 32) == 0);
+	CHECK_INT_EQ(store_bundle_is_newer(st, AR7B, ux, hx, NULL), 0);
+	CHECK_INT_EQ(store_bundle_is_newer(st, AR7B, ux, hy, NULL), 0);
+	store_close(st);
+	rmdir_rf(dir);
+	json_doc_free(dx);
+	json_doc_free(dy);
+	json_doc_free(d0);
+	pith_buf_release(&x);
+	pith_buf_release(&y);
+}
+
+TEST(checkpoint_while_open, "writes a checkpoint of an open store that opens on its own and passes the audit")
+{
+	evset_t s;
+	gen_set(&s, 3);
+	char *dir = tmpdir(), cp[600];
+	snprintf(cp, sizeof(cp), "%s/backup", dir);
+	char *sdir = tmpdir();
+	store_t *st = open_store(sdir), *copy = NULL;
+	CHECK_INT_EQ(put_bundle(st, &bundle_bytes, NULL, NULL), 0);
+	for (size_t i = 0; i < s.n; i++)
+		put_bytes(st, &s.b[i], NULL);
+	pith_err_t err = {0};
+	CHECK_INT_EQ(store_checkpoint(st, cp, &err), 0);
+	/* the original goes on taking writes; the copy is as of the checkpoint */
+	store_counts_t a, b;
+	store_counts_get(st, &a);
+	CHECK_INT_EQ(store_checkpoint(st, cp, &err), PITH_EIO); /* exists */
+	CHECK_STR_CONTAINS(err.msg, cp);
+	store_opts_t ro = {.read_only = 1, .registry = trust};
+	CHECK_INT_EQ(store_open(cp, &ro, &copy, &err), 0);
+	store_counts_get(copy, &b);
+	CHECK_INT_EQ(b.events, a.events);
+	CHECK_INT_EQ(b.records, a.records);
+	CHECK_INT_EQ(b.bundles, 1);
+	CHECK_INT_EQ(check_problems(copy), 0);
+	pith_buf_t s1 = PITH_BUF_INIT, s2 = PITH_BUF_INIT;
+	state_of(st, AR7B, &s1);
+	state_of(copy, AR7B, &s2);
+	CHECK_MEM_EQ(s1.data, s1.len, s2.data, s2.len);
+	store_close(copy);
+	store_close(st);
+	rmdir_rf(dir);
+	rmdir_rf(sdir);
+	pith_buf_release(&s1);
+	pith_buf_release(&s2);
+	set_free(&s);
 }
 
 TEST(reopen_and_lock, "reopens with its counters and refuses a second writer")
@@ -828,9 +966,12 @@ int main(void)
 	RUN(batch_duplicates);
 	RUN(order_independent);
 	RUN(indexes);
+	RUN(time_each_after);
 	RUN(derived_aliases);
 	RUN(newest_bundle);
 	RUN(bundle_tie);
+	RUN(bundle_order_public);
+	RUN(checkpoint_while_open);
 	RUN(reopen_and_lock);
 	RUN(check_finds_damage);
 	RUN(nothing_on_failure);
