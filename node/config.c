@@ -59,6 +59,8 @@ static const key_t_ keys[] = {
 	{"reconnect_min_ms", K_INT, O(reconnect_min_ms), 10, 3600000, "500", "first reconnect delay (doubles, jittered)"},
 	{"reconnect_max_ms", K_INT, O(reconnect_max_ms), 10, 86400000, "60000", "longest reconnect delay"},
 	{"addrbook_max", K_INT, O(addrbook_max), 16, 1000000, "1024", "addresses remembered"},
+	{"sync_interval_ms", K_INT, O(sync_interval_ms), 0, INT64_C(604800000), "600000", "reconcile with each dialled peer this often, jittered (0: only on connecting)"},
+	{"sync_timeout_ms", K_INT, O(sync_timeout_ms), 1000, 86400000, "300000", "a peer must answer a reconciliation message within"},
 };
 #define NKEYS (sizeof(keys) / sizeof(keys[0]))
 

@@ -59,6 +59,8 @@ typedef struct node_config {
 	int64_t reconnect_min_ms;
 	int64_t reconnect_max_ms;
 	int64_t addrbook_max;
+	int64_t sync_interval_ms;     /* reconcile with each dialled peer this often (0: on connect only) */
+	int64_t sync_timeout_ms;      /* a peer must answer a reconciliation message within */
 } node_config_t;
 
 /* The defaults. */

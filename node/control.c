@@ -9,6 +9,8 @@
  *                       answered once the outcome is durable
  *   bundle JSON         the same for a registry bundle
  *   connect HOST:PORT   dial and keep a peer
+ *   sync PEER           one reconciliation session with PEER (sync.c);
+ *                       answered when it ends
  *
  * Replies to `event` and `bundle` come after validation and the synced
  * write: {"ok":true,"event_id":...,"outcome":"stored"} means the event
@@ -28,6 +30,7 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "sync.h"
 
 #define CTL_LINE_MAX (64u << 20)  /* a bundle on one line may be large */
 #define CTL_PENDING_MAX 4096      /* requests in flight per client */
@@ -143,6 +146,23 @@ static void submit(ctl_client_t *cl, ctl_req_t *r, ingest_kind_t kind, const cha
 	ingest_submit(c->node->ingest, job);
 }
 
+/* sync PEER: answered by control_reply when the session ends. */
+static void start_sync(ctl_client_t *cl, ctl_req_t *r, const char *peer)
+{
+	control_t *c = cl->c;
+	uint8_t key[32];
+	pith_err_t err = {0};
+	serial_key(r->serial, key);
+	if (idmap_put(c->reqs, key, r)) {
+		reply_error(r, "out of memory");
+		return;
+	}
+	if (sync_control_start(c->node, peer, r->serial, &err)) {
+		idmap_del(c->reqs, key);
+		reply_error(r, err.msg);
+	}
+}
+
 static void handle_line(ctl_client_t *cl, char *line, size_t len)
 {
 	node_t *n = cl->c->node;
@@ -175,6 +195,8 @@ static void handle_line(ctl_client_t *cl, char *line, size_t len)
 		submit(cl, r, INGEST_EVENT, arg, arglen);
 	} else if (IS("bundle") && arglen) {
 		submit(cl, r, INGEST_BUNDLE, arg, arglen);
+	} else if (IS("sync") && arglen) {
+		start_sync(cl, r, arg);
 	} else if (IS("connect") && arglen) {
 		pith_err_t err = {0};
 		if (addrbook_add_hostport(n, arg, 1, &err))
@@ -218,6 +240,24 @@ void control_job_done(control_t *c, ingest_job_t *job)
 				job->bundle_outcome == STORE_BUNDLE_NEWER ? "newer" : "older",
 				job->n_event_ids);
 	}
+	r->done = 1;
+	if (r->client)
+		client_flush(r->client);
+	else
+		req_free(r);
+}
+
+void control_reply(control_t *c, uint64_t serial, const char *json, size_t len)
+{
+	uint8_t key[32];
+	serial_key(serial, key);
+	ctl_req_t *r = idmap_del(c->reqs, key);
+	if (!r)
+		return;
+	pith_buf_reset(&r->reply);
+	pith_buf_append(&r->reply, json, len);
+	if (r->reply.oom)
+		reply_error(r, "out of memory");
 	r->done = 1;
 	if (r->client)
 		client_flush(r->client);

@@ -21,6 +21,7 @@
 #include "http.h"
 #include "log.h"
 #include "node_int.h"
+#include "sync.h"
 
 #define TICK_MS 200
 #define STOP_LINGER_MS 500 /* time for BYEs to leave at shutdown */
@@ -191,6 +192,7 @@ static void node_tick(node_t *n)
 	if (n->shutting_down)
 		return;
 	relay_tick(n, now);
+	sync_tick(n, now);
 	ban_prune(n, now);
 	addrbook_maintain(n, now);
 	pex_tick(n, now);
@@ -330,6 +332,8 @@ int node_new(node_config_t *cfg, node_t **out, pith_err_t *err)
 	so.registry = n->trust;
 	if ((rc = store_open(path, &so, &n->store, err)))
 		goto fail;
+	if ((rc = sync_new(n, err)))
+		goto fail;
 	n->base = event_base_new();
 	n->peer_by_serial = idmap_new();
 	n->fetches = idmap_new();
@@ -444,6 +448,7 @@ void node_free_(node_t *n)
 	pith_buf_release(&n->lazy_q);
 	free(n->bundle_q);
 	addrbook_free(n);
+	sync_free(n);
 	if (n->base)
 		event_base_free(n->base);
 	if (n->store) {
@@ -487,7 +492,7 @@ static void type_counts(pith_buf_t *b, const char *key, const uint64_t *v)
 {
 	pith_buf_printf(b, "\"%s\":{", key);
 	int first = 1;
-	for (int t = WIRE_HELLO; t <= WIRE_TYPE_LAST_DEFINED; t++) {
+	for (int t = WIRE_HELLO; t <= WIRE_TYPE_MAX; t++) {
 		if (!v[t])
 			continue;
 		pith_buf_printf(b, "%s\"%s\":%llu", first ? "" : ",", wire_type_name(t),
@@ -569,6 +574,8 @@ int node_status_json(node_t *n, pith_buf_t *b)
 			ingest_in_flight(n->ingest), is.queued_validate, is.queued_write,
 			(unsigned long long)is.validated, (unsigned long long)is.invalid,
 			(unsigned long long)is.committed_batches, (unsigned long long)is.store_errors);
+	pith_buf_puts(b, ",");
+	sync_status_json(n, b);
 	pith_buf_printf(b,
 			",\"stats\":{\"events_stored\":%llu,\"events_duplicate\":%llu,"
 			"\"events_resigned\":%llu,\"events_invalid\":%llu,\"bundles_stored\":%llu,"

@@ -112,6 +112,7 @@ struct peer {
 	inv_state_t inv;
 	int64_t inv_next_us;
 	uint8_t inv_next_id[32];
+	struct sync_peer *sync;  /* reconciliation with it (sync.c), once ready */
 
 	/* counters */
 	uint64_t bytes_in, bytes_out, msgs_in, msgs_out;
@@ -179,8 +180,8 @@ typedef struct node_stats {
 	uint64_t unrequested, fetch_timeouts, pending_dropped, notfound_in;
 	uint64_t ids_announced, ids_requested, events_served;
 	uint64_t bytes_sent, bytes_recv;
-	uint64_t msgs_sent[WIRE_TYPE_LAST_DEFINED + 1], msgs_recv[WIRE_TYPE_LAST_DEFINED + 1];
-	uint64_t bytes_sent_type[WIRE_TYPE_LAST_DEFINED + 1];
+	uint64_t msgs_sent[WIRE_TYPE_MAX + 1], msgs_recv[WIRE_TYPE_MAX + 1];
+	uint64_t bytes_sent_type[WIRE_TYPE_MAX + 1];
 	uint64_t bans, connections_in, connections_out, refused_banned, refused_full;
 	uint64_t malformed;
 } node_stats_t;
@@ -192,6 +193,7 @@ struct node {
 	struct event *sig_term, *sig_int, *sig_pipe;
 	struct event *tick_ev, *announce_ev, *lazy_ev, *reap_ev, *stop_ev;
 	store_t *store;
+	struct sync *sync;          /* reconciliation set and sessions (sync.c) */
 	pith_trust_t *trust;
 	ingest_t *ingest;
 	control_t *control;
@@ -281,6 +283,14 @@ void relay_flush_lazy(node_t *n);
 void relay_queue_announce(node_t *n, const uint8_t id[32]);
 /* Is this message type one of our requested answers (free of the budget)? */
 int relay_is_answer(const peer_t *p, const wire_msg_t *m);
+/* Fetches id from p as catch-up, unless held or fetched already; queued
+ * only (relay_pump sends the GETs). */
+void relay_want_catchup(peer_t *p, const uint8_t id[32]);
+/* Sends p the GETs its fetch queue and inflight window allow. */
+void relay_pump(peer_t *p);
+/* Asks p for the bundle of record pith unless the node holds one or asks
+ * already. 1 if a BUNDLE_GET went out. */
+int relay_bundle_request(peer_t *p, const char *pith);
 
 /* ---- addrbook.c -------------------------------------------------------------- */
 /* Adds (or finds) an address; NULL if the book is full or the address is
@@ -319,5 +329,8 @@ void control_free_(control_t *c);
 #define control_free(c) do { control_free_(c); (c) = NULL; } while (0)
 /* A job submitted for control request serial is done. */
 void control_job_done(control_t *c, ingest_job_t *job);
+/* Answers control request serial (waiting since its command) with one
+ * JSON line; nothing if it is gone. */
+void control_reply(control_t *c, uint64_t serial, const char *json, size_t len);
 
 #endif

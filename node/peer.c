@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "sync.h"
 
 #define READ_CHUNK 65536
 #define TURN_MAX_MSGS 256            /* messages per read turn, then yield */
@@ -125,6 +126,7 @@ static void peer_release(peer_t *p)
 	idcache_release(&p->known);
 	idq_release(&p->wanted);
 	idq_release(&p->serve);
+	sync_peer_free(p);
 	free(p);
 }
 
@@ -235,6 +237,10 @@ static double msg_cost(const wire_msg_t *m)
 		return 1.0 + 16.0 * (double)m->u.bundles.n;
 	case WIRE_INV_REQ:
 		return 100.0;
+	case WIRE_RECON:
+		/* bounded work per byte (docs/sync.md, "Limits"): up to 2 tree
+		 * descents per fingerprint of about 12 bytes */
+		return 1.0 + (double)m->u.recon.len / 512.0;
 	default:
 		return 1.0;
 	}
@@ -266,7 +272,7 @@ static void send_hello(peer_t *p)
 	node_t *n = p->node;
 	wire_msg_t m = {.type = WIRE_HELLO};
 	m.u.hello.version = WIRE_VERSION;
-	m.u.hello.features = 0;
+	m.u.hello.features = sync_features(n);
 	/* config_set checked it: at most WIRE_NETID_MAX bytes */
 	memcpy(m.u.hello.network_id, n->cfg->network_id, strlen(n->cfg->network_id) + 1);
 	memcpy(m.u.hello.node_pk, n->pk, 32);

@@ -6,11 +6,13 @@
  * then announces it onward. Each id is fetched from one peer at a time,
  * so a node receives one full copy of each event in the usual case.
  *
- * Catch-up (interim, until issue 5's reconciliation): after the handshake
- * each side pages through the other's time index with INV_REQ/INV and
- * treats the ids like announcements; the next page is asked for only once
- * the fetch queue has drained, so a large store streams at the pace the
- * node can validate. */
+ * Catch-up runs through set reconciliation (sync.c), which hands the ids
+ * it finds missing to want() as the fetch queue drains. With a peer that
+ * does not speak it, the interim listing remains: after the handshake each
+ * side pages through the other's time index with INV_REQ/INV and treats
+ * the ids like announcements; the next page is asked for only once the
+ * fetch queue has drained, so a large store streams at the pace the node
+ * can validate. */
 #include "node_int.h"
 
 #include <event2/event.h>
@@ -21,6 +23,7 @@
 #include "bundle.h"
 #include "http.h"
 #include "log.h"
+#include "sync.h"
 
 #define SERVE_HIGH (512u << 10)    /* stop serving a peer above this much output */
 #define BUNDLE_CACHE_MAX 65536
@@ -58,17 +61,25 @@ static void send_inv_req(peer_t *p)
 /* ---- fetching ---------------------------------------------------------------------- */
 
 /* Requests queued ids from p while it has room, then the next catch-up
- * page if the queue ran low. */
+ * page if the queue ran low. GETs go out in batches of at least a
+ * sixteenth of the inflight window (unless fewer are queued): one GET per
+ * returning EVENT would cost the peer's message budget more than the
+ * events do, and a node catching up would be taken for a flooder. */
 static void pump(peer_t *p)
 {
 	static uint8_t batch[WIRE_IDS_MAX * 32];
 	node_t *n = p->node;
 	if (p->state != PEER_READY)
 		return;
-	size_t k = 0, max = n->wlim.max_ids;
+	sync_peer_feed(p); /* ids reconciliation found missing */
+	if (p->state != PEER_READY)
+		return;
+	size_t k = 0, max = n->wlim.max_ids, window = (size_t)n->cfg->max_inflight;
+	size_t least = window / 16 ? (window / 16 < 64 ? window / 16 : 64) : 1;
 	int64_t now = node_now_us();
 	uint8_t id[32];
-	while (p->inflight < (size_t)n->cfg->max_inflight && idq_pop(&p->wanted, id)) {
+	int room = p->inflight + least <= window || p->inflight + p->wanted.n <= window;
+	while (room && p->inflight < window && idq_pop(&p->wanted, id)) {
 		fetch_t *f = idmap_get(n->fetches, id);
 		if (!f || f->is_bundle || f->peer != p->serial || f->state != FETCH_QUEUED)
 			continue; /* handed to another peer meanwhile, or done */
@@ -122,7 +133,8 @@ static void fetch_retry(node_t *n, const uint8_t id[32], fetch_t *f)
 }
 
 /* p says it has id: fetch it unless we have it or are fetching it.
- * catchup: p listed it in an INV page rather than announcing it. */
+ * catchup: p listed it in catch-up (reconciliation or an INV page) rather
+ * than announcing it. */
 static void want(peer_t *p, const uint8_t id[32], int catchup)
 {
 	node_t *n = p->node;
@@ -325,8 +337,20 @@ static void on_inv(peer_t *p, const wire_msg_t *m)
 	pump(p);
 }
 
+void relay_want_catchup(peer_t *p, const uint8_t id[32])
+{
+	want(p, id, 1);
+}
+
+void relay_pump(peer_t *p)
+{
+	pump(p);
+}
+
 void relay_peer_ready(peer_t *p)
 {
+	if (sync_peer_ready(p))
+		return; /* catch-up through reconciliation */
 	p->inv_next_us = INT64_MIN;
 	memset(p->inv_next_id, 0, 32);
 	send_inv_req(p);
@@ -472,17 +496,20 @@ static void on_bundle(peer_t *p, const wire_msg_t *m)
 	ingest_submit(n->ingest, job);
 }
 
-/* A record_created arrived from p and we hold no bundle for its record:
- * ask p for one (interim catch-up of bundles, docs/wire.md). */
-static void bundle_maybe_request(peer_t *p, const char *subject)
+/* A record_created arrived from p in catch-up and we may hold no bundle
+ * for its record: ask p for one (interim catch-up of bundles,
+ * docs/wire.md; sync.c paces the calls). */
+int relay_bundle_request(peer_t *p, const char *subject)
 {
 	store_record_info_t ri;
 	if (p->state != PEER_READY ||
 	    (store_record_get(p->node->store, subject, &ri, NULL) == 0 && ri.has_bundle))
-		return;
+		return 0;
 	wire_msg_t get = {.type = WIRE_BUNDLE_GET};
-	if (bundle_fetch_start(p, subject, &get))
-		peer_send(p, &get);
+	if (!bundle_fetch_start(p, subject, &get))
+		return 0;
+	peer_send(p, &get);
+	return 1;
 }
 
 /* ---- announcing ------------------------------------------------------------------------------ */
@@ -721,11 +748,12 @@ static void done_event(node_t *n, ingest_job_t *job, peer_t *p)
 		switch (job->outcome) {
 		case STORE_STORED:
 			n->stats.events_stored++;
+			sync_event_stored(n, job->created_us, job->id);
 			relay_queue_announce(n, job->id);
 			/* live bundles travel by BUNDLE_ANNOUNCE; a node catching up
 			 * may have missed one, so it asks */
 			if (job->is_record_created && p && catchup)
-				bundle_maybe_request(p, job->subject);
+				sync_bundle_wanted(p, job->subject);
 			break;
 		case STORE_DUPLICATE:
 			n->stats.events_duplicate++;
@@ -775,6 +803,7 @@ static void done_bundle(node_t *n, ingest_job_t *job, peer_t *p)
 		}
 		for (size_t i = 0; i < job->n_event_ids; i++) {
 			idcache_add(&n->recent, job->event_ids + 32 * i);
+			sync_event_stored(n, job->event_created_us[i], job->event_ids + 32 * i);
 			relay_queue_announce(n, job->event_ids + 32 * i);
 		}
 		return;
@@ -856,6 +885,7 @@ static void retry_collected(collect_t *c, int timeouts)
 
 void relay_peer_gone(peer_t *p)
 {
+	sync_peer_gone(p);
 	collect_t c = {p->node, p->serial, 0, PITH_BUF_INIT};
 	idmap_each(p->node->fetches, collect_fetch, &c);
 	p->inflight = 0;
@@ -895,6 +925,7 @@ void relay_dispatch(peer_t *p, const wire_msg_t *m)
 	case WIRE_BUNDLE_ANNOUNCE: on_bundle_announce(p, m); break;
 	case WIRE_BUNDLE_GET: on_bundle_get(p, m); break;
 	case WIRE_BUNDLE: on_bundle(p, m); break;
+	case WIRE_RECON: sync_on_recon(p, m); break;
 	default: {
 		static log_rl_t rl;
 		log_rl(&rl, LOG_WARN, "peer %s: unexpected %s", p->addr, wire_type_name(m->type));

@@ -30,6 +30,7 @@ static const char *const type_names[] = {
 	[WIRE_BUNDLE] = "BUNDLE",
 	[WIRE_INV_REQ] = "INV_REQ",
 	[WIRE_INV] = "INV",
+	[WIRE_RECON] = "RECON",
 };
 
 /* Array length of each defined message (the type included). HELLO may
@@ -52,11 +53,18 @@ static const uint8_t type_fields[] = {
 	[WIRE_BUNDLE] = 3,
 	[WIRE_INV_REQ] = 4,
 	[WIRE_INV] = 5,
+	[WIRE_RECON] = 4,
 };
+
+/* Types this version decodes: 1..16 and RECON. */
+static int type_is_defined(uint64_t t)
+{
+	return (t >= WIRE_HELLO && t <= WIRE_TYPE_LAST_DEFINED) || t == WIRE_RECON;
+}
 
 const char *wire_type_name(int type)
 {
-	if (type >= WIRE_HELLO && type <= WIRE_TYPE_LAST_DEFINED)
+	if (type >= 0 && type_is_defined((uint64_t)type))
 		return type_names[type];
 	if (type >= WIRE_SYNC_FIRST && type <= WIRE_SYNC_LAST)
 		return "reserved";
@@ -484,6 +492,22 @@ static int decode_fields(dctx_t *c, const msgpack_object *f, size_t nf,
 			return bad(c, PITH_EINVAL, "done", "is not a boolean", NULL);
 		m->u.inv.done = f[4].via.boolean ? 1 : 0;
 		return 0;
+	case WIRE_RECON:
+		if ((rc = get_uint(c, &f[1], "session", UINT64_MAX, &m->u.recon.session)))
+			return rc;
+		if (m->u.recon.session == 0)
+			return bad(c, PITH_EINVAL, "session", "is 0", NULL);
+		if (f[2].type != MSGPACK_OBJECT_BIN)
+			return bad(c, PITH_EINVAL, "data", "is not binary", NULL);
+		if (f[2].via.bin.size > WIRE_RECON_MAX) {
+			char what[80];
+			snprintf(what, sizeof(what), "has %u bytes, more than the limit of %u",
+				 f[2].via.bin.size, WIRE_RECON_MAX);
+			return bad(c, PITH_ETOOBIG, "data", what, f[2].via.bin.ptr);
+		}
+		m->u.recon.data = (const uint8_t *)f[2].via.bin.ptr;
+		m->u.recon.len = f[2].via.bin.size;
+		return get_uint(c, &f[3], "items", UINT64_MAX, &m->u.recon.items);
 	default:
 		return bad(c, PITH_EINVAL, "type", "is not handled", NULL);
 	}
@@ -532,7 +556,7 @@ int wire_decode(const uint8_t *payload, size_t len, const wire_limits_t *lim,
 		goto out;
 	}
 	uint64_t t = f[0].via.u64;
-	if (t < WIRE_HELLO || t > WIRE_TYPE_LAST_DEFINED) {
+	if (!type_is_defined(t)) {
 		rc = pith_err_set(err, PITH_EINVAL, "wire: message type %llu is %s",
 				  (unsigned long long)t, wire_type_name(t > 255 ? 0 : (int)t));
 		goto out;
@@ -620,6 +644,9 @@ static int encode_check(const wire_msg_t *m)
 		return m->u.inv_req.limit >= 1 && m->u.inv_req.limit <= WIRE_IDS_MAX;
 	case WIRE_INV:
 		return m->u.inv.n <= WIRE_IDS_MAX;
+	case WIRE_RECON:
+		return m->u.recon.session >= 1 && m->u.recon.len <= WIRE_RECON_MAX &&
+		       (m->u.recon.data || !m->u.recon.len);
 	case WIRE_AUTH:
 	case WIRE_PING:
 	case WIRE_PONG:
@@ -632,7 +659,7 @@ static int encode_check(const wire_msg_t *m)
 
 int wire_encode(const wire_msg_t *m, pith_buf_t *out)
 {
-	if (m->type < WIRE_HELLO || m->type > WIRE_TYPE_LAST_DEFINED || !encode_check(m))
+	if (!type_is_defined((uint64_t)m->type) || !encode_check(m))
 		return PITH_EINVAL;
 	size_t start = out->len;
 	static const uint8_t zero[WIRE_HEADER_LEN];
@@ -714,6 +741,11 @@ int wire_encode(const wire_msg_t *m, pith_buf_t *out)
 			msgpack_pack_true(&pk);
 		else
 			msgpack_pack_false(&pk);
+		break;
+	case WIRE_RECON:
+		msgpack_pack_uint64(&pk, m->u.recon.session);
+		pack_bin(&pk, m->u.recon.data, m->u.recon.len);
+		msgpack_pack_uint64(&pk, m->u.recon.items);
 		break;
 	default:
 		break;

@@ -35,13 +35,15 @@
 #define WIRE_AGENT_MAX 64
 #define WIRE_REASON_MAX 128
 #define WIRE_DEPTH_MAX 4                /* nested arrays in any message */
+#define WIRE_RECON_MAX (1u << 20)       /* bytes of one RECON message's data */
 
 /* Default limits (wire_limits_default). */
 #define WIRE_FRAME_MAX_DEFAULT (4u << 20)
 
-/* Message types. 32..47 are reserved for set reconciliation (issue 5,
- * docs/sync.md); a peer may send them only after both HELLOs carried
- * WIRE_FEAT_SYNC. Until then they decode as unknown (PITH_EINVAL). */
+/* Message types. 32..47 belong to set reconciliation (docs/sync.md); a
+ * peer may send them only if its HELLO carried WIRE_FEAT_SYNC and ours did
+ * too. 32 is RECON; 33..47 stay reserved and decode as unknown
+ * (PITH_EINVAL). */
 typedef enum wire_type {
 	WIRE_HELLO = 1,
 	WIRE_AUTH = 2,
@@ -59,13 +61,15 @@ typedef enum wire_type {
 	WIRE_BUNDLE = 14,
 	WIRE_INV_REQ = 15,
 	WIRE_INV = 16,
-	WIRE_TYPE_LAST_DEFINED = WIRE_INV,
-	WIRE_SYNC_FIRST = 32, /* reserved for issue 5 */
+	WIRE_TYPE_LAST_DEFINED = WIRE_INV, /* last of the contiguous 1..16 */
+	WIRE_SYNC_FIRST = 32,
+	WIRE_RECON = 32,
 	WIRE_SYNC_LAST = 47,
+	WIRE_TYPE_MAX = WIRE_SYNC_LAST, /* size tables indexed by type with this + 1 */
 } wire_type_t;
 
 /* HELLO feature bits. */
-#define WIRE_FEAT_SYNC (UINT64_C(1) << 0) /* reserved: reconciliation (issue 5) */
+#define WIRE_FEAT_SYNC (UINT64_C(1) << 0) /* speaks RECON (docs/sync.md) */
 
 /* BYE codes. */
 enum {
@@ -163,6 +167,13 @@ typedef struct wire_msg {
 			uint8_t next_id[32];
 			int done;
 		} inv;
+		struct {
+			uint64_t session;    /* >= 1; odd: the dialler's, even: the acceptor's */
+			const uint8_t *data; /* one reconciliation message; len 0: the
+						sender ends the session */
+			size_t len;          /* <= WIRE_RECON_MAX */
+			uint64_t items;      /* the sender's item count (progress only) */
+		} recon;
 	} u;
 } wire_msg_t;
 

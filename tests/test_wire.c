@@ -101,7 +101,7 @@ TEST(all_round_trip, "round-trips every other message type")
 	uint8_t ids[3 * 32];
 	fill(ids, sizeof(ids), 3);
 	const char *json = "{\"a\":1}";
-	wire_msg_t ms[14];
+	wire_msg_t ms[16];
 	memset(ms, 0, sizeof(ms));
 	int k = 0;
 	ms[k].type = WIRE_AUTH;
@@ -149,6 +149,13 @@ TEST(all_round_trip, "round-trips every other message type")
 	ms[k].u.inv.n = 0;
 	ms[k].u.inv.next_us = 1700000000000000;
 	ms[k++].u.inv.done = 1;
+	ms[k].type = WIRE_RECON;
+	ms[k].u.recon.session = UINT64_MAX;
+	ms[k].u.recon.data = (const uint8_t *)json;
+	ms[k].u.recon.len = strlen(json);
+	ms[k++].u.recon.items = 1000000;
+	ms[k].type = WIRE_RECON; /* empty data: the sender ends the session */
+	ms[k++].u.recon.session = 2;
 
 	pith_buf_t b = PITH_BUF_INIT;
 	for (int i = 0; i < k; i++) {
@@ -214,6 +221,12 @@ TEST(all_round_trip, "round-trips every other message type")
 			CHECK_INT_EQ(d.u.inv.n, 0);
 			CHECK_INT_EQ(d.u.inv.next_us, 1700000000000000);
 			CHECK_INT_EQ(d.u.inv.done, 1);
+			break;
+		case WIRE_RECON:
+			CHECK(d.u.recon.session == ms[i].u.recon.session);
+			CHECK_MEM_EQ(d.u.recon.data, d.u.recon.len, ms[i].u.recon.data,
+				     ms[i].u.recon.len);
+			CHECK(d.u.recon.items == ms[i].u.recon.items);
 			break;
 		default:
 			break;
@@ -351,8 +364,8 @@ TEST(shapes, "rejects wrong element counts, wrong field types and unknown types"
 	CHECK_INT_EQ(DEC_RAW("\x92\x03\xff", &err), PITH_EINVAL); /* negative nonce */
 	CHECK_INT_EQ(DEC_RAW("\x91\x00", &err), PITH_EINVAL);
 	CHECK_STR_CONTAINS(err.msg, "type 0 is unknown");
-	CHECK_INT_EQ(DEC_RAW("\x91\x20", &err), PITH_EINVAL);
-	CHECK_STR_CONTAINS(err.msg, "type 32 is reserved");
+	CHECK_INT_EQ(DEC_RAW("\x91\x21", &err), PITH_EINVAL);
+	CHECK_STR_CONTAINS(err.msg, "type 33 is reserved");
 	CHECK_INT_EQ(DEC_RAW("\x90", &err), PITH_EINVAL);
 	CHECK_INT_EQ(DEC_RAW("\x03", &err), PITH_EINVAL);
 	CHECK_STR_CONTAINS(err.msg, "not an array");
@@ -501,6 +514,55 @@ TEST(encode_refuses, "refuses to encode what a peer must reject")
 	pith_buf_release(&b);
 }
 
+TEST(recon_checks, "checks RECON's session, data and item count, and caps the data")
+{
+	pith_err_t err;
+	CHECK_INT_EQ(DEC_RAW("\x94\x20\x01\xc4\x00\x00", &err), 0);
+	CHECK_INT_EQ(DEC_RAW("\x94\x20\x00\xc4\x01\x01\x00", &err), PITH_EINVAL);
+	CHECK_STR_CONTAINS(err.msg, "RECON: session is 0");
+	CHECK_INT_EQ(DEC_RAW("\x94\x20\x01\xa1x\x00", &err), PITH_EINVAL);
+	CHECK_STR_CONTAINS(err.msg, "RECON: data is not binary");
+	CHECK_INT_EQ(DEC_RAW("\x94\x20\x01\xc4\x00\xff", &err), PITH_EINVAL);
+	CHECK_STR_CONTAINS(err.msg, "RECON: items is not an unsigned integer");
+	CHECK_INT_EQ(DEC_RAW("\x93\x20\x01\xc4\x00", &err), PITH_EINVAL);
+	CHECK_STR_CONTAINS(err.msg, "RECON: message has 3 elements, expected 4");
+
+	/* data one byte over WIRE_RECON_MAX: too big, though the frame fits */
+	size_t n = WIRE_RECON_MAX + 1, len = 0;
+	uint8_t *p = calloc(1, n + 16);
+	p[len++] = 0x94;
+	p[len++] = 0x20;
+	p[len++] = 0x07;
+	p[len++] = 0xc6;
+	p[len++] = (uint8_t)(n >> 24);
+	p[len++] = (uint8_t)(n >> 16);
+	p[len++] = (uint8_t)(n >> 8);
+	p[len++] = (uint8_t)n;
+	len += n;
+	p[len++] = 0x00;
+	wire_msg_t d;
+	memset(&err, 0, sizeof(err));
+	CHECK_INT_EQ(wire_decode(p, len, NULL, &d, &err), PITH_ETOOBIG);
+	CHECK_STR_CONTAINS(err.msg, "RECON: data has 1048577 bytes, more than the limit of 1048576");
+	CHECK_INT_EQ(err.offset, 8);
+
+	/* and the sender refuses what the receiver would */
+	pith_buf_t b = PITH_BUF_INIT;
+	wire_msg_t m = {.type = WIRE_RECON};
+	m.u.recon.data = p;
+	m.u.recon.len = 1;
+	CHECK_INT_EQ(wire_encode(&m, &b), PITH_EINVAL); /* session 0 */
+	m.u.recon.session = 1;
+	m.u.recon.len = n;
+	CHECK_INT_EQ(wire_encode(&m, &b), PITH_EINVAL);
+	m.u.recon.len = n - 1;
+	CHECK_INT_EQ(wire_encode(&m, &b), 0);
+	CHECK_INT_EQ(dec_frame(b.data, b.len, &d, &err), 1);
+	CHECK_INT_EQ(d.u.recon.len, n - 1);
+	pith_buf_release(&b);
+	free(p);
+}
+
 TEST(auth_msg, "binds the AUTH message to the network, both keys, both nonces and the direction")
 {
 	uint8_t a[32], b[32], na[32], nb[32], m1[WIRE_AUTH_MSG_MAX], m2[WIRE_AUTH_MSG_MAX],
@@ -522,6 +584,9 @@ TEST(names, "names message types, reserved and unknown ones")
 {
 	CHECK_STR_EQ(wire_type_name(WIRE_ANNOUNCE), "ANNOUNCE");
 	CHECK_STR_EQ(wire_type_name(40), "reserved");
+	CHECK_STR_EQ(wire_type_name(WIRE_RECON), "RECON");
+	CHECK_STR_EQ(wire_type_name(33), "reserved");
+	CHECK_STR_EQ(wire_type_name(20), "unknown");
 	CHECK_STR_EQ(wire_type_name(200), "unknown");
 	CHECK_STR_EQ(wire_type_name(-1), "unknown");
 }
@@ -548,6 +613,7 @@ int main(void)
 	RUN(buffer_limit);
 	RUN(sticky);
 	RUN(encode_refuses);
+	RUN(recon_checks);
 	RUN(auth_msg);
 	RUN(names);
 	wire_msg_t m;

@@ -1,0 +1,922 @@
+/* Catch-up sync: reconciliation sessions with peers, the backlog of ids
+ * they find missing, paced bundle requests, progress. See sync.h and
+ * docs/sync.md ("Integration with the node").
+ *
+ * Sessions: RECON messages carry a session number; the dialler numbers
+ * its sessions 1, 3, 5..., the acceptor 2, 4, 6..., each increasing, so
+ * that the two never collide and a late message of an old session is told
+ * apart and ignored. Turns alternate strictly: after sending, a node waits
+ * for the peer's message; a message from the peer when it is not its turn
+ * is a protocol violation. Empty data ends a session (either side, any
+ * time: a limit, a timeout, or "busy"). If both sides start a session at
+ * once, the dialler's goes on and the acceptor's yields. */
+#include "sync.h"
+
+#include <netdb.h>
+#include <sodium.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+#include "recon.h"
+#include "recon_index.h"
+
+typedef struct sync sync_t;
+typedef struct sync_peer sync_peer_t;
+
+#define SYNC_BACKLOG_HOLD 32768     /* ids found missing and not yet queued for
+				       fetching, above which our next message waits */
+#define SYNC_FEED_LOW 8192          /* keep a peer's fetch queue topped up to this */
+#define SYNC_BUNDLE_Q_MAX 65536     /* bundle requests queued per peer */
+#define SYNC_BUNDLE_REF_COST 17.0   /* a BUNDLE_GET ref in the peer's budget (peer.c) */
+#define SYNC_PROGRESS_US 5000000    /* a progress line this often while syncing */
+#define SYNC_QUIET_US 10000000      /* syncing ends after this long with nothing
+				       stored, even with fetches still pending */
+#define SYNC_CONNECT_US 30000000    /* `sync HOST:PORT`: the connection must be
+				       ready within */
+#define SYNC_PENDING_MAX 16         /* `sync` requests waiting for a connection */
+#define PITH_LEN (PITH_NUMBER_LEN + 1)
+
+static log_rl_t rl_recon;
+
+/* One finished session, for status and the `sync` answer. */
+typedef struct sync_result {
+	uint64_t session;
+	int initiator;
+	int ok;
+	char error[160];
+	recon_stats_t st;
+	int64_t started_us, ms;
+	uint64_t peer_items, our_items;
+} sync_result_t;
+
+struct sync_peer {
+	recon_session_t *s;      /* the running session, or NULL */
+	uint64_t session;        /* its number */
+	int initiator;           /* we started it */
+	int waiting;             /* our message is out: the next one is the peer's */
+	pith_buf_t held;         /* our next message, held while the backlog is long */
+	uint64_t next_own;       /* our next session number */
+	uint64_t peer_last;      /* the highest session number the peer started */
+	int64_t started_us, last_us, next_round_us;
+	uint64_t peer_items;     /* the peer's item count, as it last said */
+	pith_buf_t backlog;      /* ids to fetch from this peer, 32 bytes each */
+	size_t backlog_head;
+	pith_buf_t bundles;      /* pith numbers (PITH_LEN bytes each) to ask for */
+	size_t bundles_head;
+	double bundle_tokens;
+	int64_t bundle_us;
+	uint64_t ctl;            /* `sync` request answered when this session ends */
+	uint64_t ctl_next;       /* `sync` request for a session after this one */
+	uint64_t sessions, failures;
+	sync_result_t last;
+};
+
+typedef struct pending_ctl {
+	uint64_t serial;
+	char addr[64];           /* ip:port the peer must have */
+	int64_t deadline_us;
+} pending_ctl_t;
+
+struct sync {
+	recon_set_t *set;
+	recon_config_t rcfg;
+	int enabled;
+	size_t skipped;          /* events outside the reconciled span at load */
+	int add_failed;          /* an add to the set failed (logged once) */
+	/* totals */
+	uint64_t started, done, failed;
+	uint64_t ids_needed, ids_offered, bytes_sent, bytes_recv;
+	/* progress of a catch-up */
+	int syncing;
+	int64_t sync_start_us, last_log_us, last_store_us;
+	uint64_t stored_at_start, stored_at_log;
+	double rate;             /* events stored per second, last window */
+	pending_ctl_t pend[SYNC_PENDING_MAX];
+	size_t npend;
+};
+
+/* ---- small helpers ------------------------------------------------------------------ */
+
+static size_t backlog_len(const sync_peer_t *sp)
+{
+	return (sp->backlog.len - sp->backlog_head) / 32;
+}
+
+/* Drops consumed bytes from the front of a FIFO buffer once they are
+ * most of it. */
+static void fifo_compact(pith_buf_t *b, size_t *head)
+{
+	if (*head == b->len) {
+		pith_buf_reset(b);
+		*head = 0;
+		if (b->cap > (4u << 20))
+			pith_buf_release(b);
+	} else if (*head > b->len / 2) {
+		memmove(b->data, b->data + *head, b->len - *head);
+		b->len -= *head;
+		*head = 0;
+	}
+}
+
+/* Is session number x one this side of p's connection would use? */
+static int session_is_ours(const peer_t *p, uint64_t x)
+{
+	return (int)(x & 1) == (p->outbound ? 1 : 0);
+}
+
+static int64_t jittered(int64_t ms)
+{
+	/* 0.75x to 1.25x, so that nodes started together do not stay in step */
+	int64_t span = ms / 2 > 0 ? ms / 2 : 1;
+	return (ms - span / 2 + (int64_t)randombytes_uniform((uint32_t)(span > UINT32_MAX ? UINT32_MAX : span))) * 1000;
+}
+
+static void result_json(const peer_t *p, const sync_result_t *r, pith_buf_t *b)
+{
+	char id[65];
+	pith_hex_encode(p->pk, 32, id);
+	pith_buf_printf(b, "{\"ok\":%s,\"peer\":\"%s\",\"node_id\":\"%s\",\"session\":%llu,"
+			"\"role\":\"%s\"",
+			r->ok ? "true" : "false", p->addr, id, (unsigned long long)r->session,
+			r->initiator ? "initiator" : "responder");
+	if (!r->ok) {
+		pith_buf_puts(b, ",\"error\":");
+		json_write_string(b, r->error, strlen(r->error));
+	}
+	uint32_t msgs = r->st.rounds_in + r->st.rounds_out;
+	pith_buf_printf(b,
+			",\"ids_needed\":%llu,\"ids_offered\":%llu,\"bytes_sent\":%llu,"
+			"\"bytes_received\":%llu,\"messages_sent\":%u,\"messages_received\":%u,"
+			"\"round_trips\":%u,\"deferred\":%llu,\"duration_ms\":%lld,"
+			"\"our_items\":%llu,\"peer_items\":%llu}",
+			(unsigned long long)r->st.need, (unsigned long long)r->st.have,
+			(unsigned long long)r->st.bytes_out, (unsigned long long)r->st.bytes_in,
+			r->st.rounds_out, r->st.rounds_in, (msgs + 1) / 2,
+			(unsigned long long)r->st.deferred, (long long)r->ms,
+			(unsigned long long)r->our_items, (unsigned long long)r->peer_items);
+}
+
+static void ctl_answer(node_t *n, uint64_t serial, const pith_buf_t *b)
+{
+	if (serial && n->control)
+		control_reply(n->control, serial, (const char *)b->data, b->len);
+}
+
+static void ctl_fail(node_t *n, uint64_t serial, const char *what)
+{
+	pith_buf_t b = PITH_BUF_INIT;
+	pith_buf_puts(&b, "{\"ok\":false,\"error\":");
+	json_write_string(&b, what, strlen(what));
+	pith_buf_puts(&b, "}");
+	ctl_answer(n, serial, &b);
+	pith_buf_release(&b);
+}
+
+/* ---- sending ------------------------------------------------------------------------ */
+
+static void send_recon(peer_t *p, uint64_t session, const uint8_t *data, size_t len)
+{
+	node_t *n = p->node;
+	wire_msg_t m = {.type = WIRE_RECON};
+	m.u.recon.session = session;
+	m.u.recon.data = data;
+	m.u.recon.len = len;
+	m.u.recon.items = recon_set_count(n->sync->set);
+	n->sync->bytes_sent += len;
+	peer_send(p, &m);
+}
+
+/* ---- ending a session ----------------------------------------------------------------- */
+
+static void session_start(peer_t *p);
+
+/* Ends p's session: records the result, answers a waiting `sync` request,
+ * and starts the next session if one was asked for. error NULL: it
+ * finished. tell: send the peer an empty RECON (after the session is
+ * gone here, since a send may close p, which ends its session again). */
+static void session_end(peer_t *p, const char *error, int tell)
+{
+	node_t *n = p->node;
+	sync_t *sy = n->sync;
+	sync_peer_t *sp = p->sync;
+	if (!sp || !sp->s)
+		return;
+	int64_t now = node_now_us();
+	sync_result_t *r = &sp->last;
+	memset(r, 0, sizeof(*r));
+	r->session = sp->session;
+	r->initiator = sp->initiator;
+	r->ok = error == NULL;
+	if (error)
+		snprintf(r->error, sizeof(r->error), "%s", error);
+	recon_session_stats(sp->s, &r->st);
+	r->started_us = sp->started_us;
+	r->ms = (now - sp->started_us) / 1000;
+	r->peer_items = sp->peer_items;
+	r->our_items = recon_set_count(sy->set);
+	recon_session_free(sp->s);
+	pith_buf_release(&sp->held);
+	sp->waiting = 0;
+	sp->sessions++;
+	if (error) {
+		sp->failures++;
+		sy->failed++;
+		log_rl(&rl_recon, LOG_INFO, "sync with peer %s (node %s): session %llu ended: %s",
+		       p->addr, p->id_short, (unsigned long long)r->session, error);
+	} else {
+		sy->done++;
+		if (r->st.need || r->st.have)
+			log_info("sync with peer %s (node %s): %llu ids missing here, %llu there; "
+				 "%llu bytes, %u messages, %lld ms",
+				 p->addr, p->id_short, (unsigned long long)r->st.need,
+				 (unsigned long long)r->st.have,
+				 (unsigned long long)(r->st.bytes_in + r->st.bytes_out),
+				 r->st.rounds_in + r->st.rounds_out, (long long)r->ms);
+		else
+			log_debug("sync with peer %s: in step (%llu items, %llu bytes, %lld ms)",
+				  p->addr, (unsigned long long)r->our_items,
+				  (unsigned long long)(r->st.bytes_in + r->st.bytes_out),
+				  (long long)r->ms);
+	}
+	if (sp->ctl) {
+		pith_buf_t b = PITH_BUF_INIT;
+		result_json(p, r, &b);
+		ctl_answer(n, sp->ctl, &b);
+		pith_buf_release(&b);
+		sp->ctl = 0;
+	}
+	if (p->outbound && n->cfg->sync_interval_ms)
+		sp->next_round_us = now + jittered(n->cfg->sync_interval_ms);
+	else
+		sp->next_round_us = INT64_MAX;
+	if (tell && p->state == PEER_READY)
+		send_recon(p, r->session, NULL, 0);
+	if (sp->ctl_next && p->state == PEER_READY) {
+		sp->ctl = sp->ctl_next;
+		sp->ctl_next = 0;
+		session_start(p);
+	}
+}
+
+/* ---- progress ----------------------------------------------------------------------- */
+
+static void progress_begin(node_t *n, const peer_t *p, size_t need)
+{
+	sync_t *sy = n->sync;
+	if (sy->syncing)
+		return;
+	int64_t now = node_now_us();
+	sy->syncing = 1;
+	sy->sync_start_us = sy->last_log_us = sy->last_store_us = now;
+	sy->stored_at_start = sy->stored_at_log = n->stats.events_stored;
+	sy->rate = 0;
+	log_info("sync: catching up from peer %s (node %s): %zu ids missing so far, it holds %llu, "
+		 "this node %zu",
+		 p->addr, p->id_short, need, (unsigned long long)p->sync->peer_items,
+		 recon_set_count(sy->set));
+}
+
+/* What is left to fetch, as well as this node can tell: the ids sessions
+ * found and have not fetched yet, or the largest gap to a peer's count. */
+static uint64_t progress_remaining(node_t *n, size_t *sessions)
+{
+	sync_t *sy = n->sync;
+	uint64_t queued = idmap_count(n->fetches), gap = 0;
+	size_t active = 0;
+	uint64_t ours = recon_set_count(sy->set);
+	for (peer_t *p = n->peers; p; p = p->next) {
+		if (!p->sync || p->state != PEER_READY)
+			continue;
+		queued += backlog_len(p->sync);
+		active += p->sync->s != NULL;
+		if (p->sync->peer_items > ours && p->sync->peer_items - ours > gap)
+			gap = p->sync->peer_items - ours;
+	}
+	if (sessions)
+		*sessions = active;
+	return queued > gap ? queued : gap;
+}
+
+static void progress_tick(node_t *n, int64_t now)
+{
+	sync_t *sy = n->sync;
+	if (!sy->syncing)
+		return;
+	uint64_t stored = n->stats.events_stored;
+	if (stored != sy->stored_at_log)
+		sy->last_store_us = now;
+	size_t active = 0;
+	uint64_t remaining = progress_remaining(n, &active);
+	int backlog = 0;
+	for (peer_t *p = n->peers; p; p = p->next)
+		backlog |= p->sync && backlog_len(p->sync) > 0;
+	int pending = idmap_count(n->fetches) > 0 && now - sy->last_store_us < SYNC_QUIET_US;
+	if (!active && !backlog && !pending) {
+		double s = (double)(now - sy->sync_start_us) / 1e6;
+		uint64_t got = stored - sy->stored_at_start;
+		log_info("sync: caught up: %llu events stored in %.1f s (%.0f/s), %zu in the set",
+			 (unsigned long long)got, s, s > 0 ? (double)got / s : 0.0,
+			 recon_set_count(sy->set));
+		sy->syncing = 0;
+		sy->rate = 0;
+		return;
+	}
+	if (now - sy->last_log_us < SYNC_PROGRESS_US)
+		return;
+	double dt = (double)(now - sy->last_log_us) / 1e6;
+	sy->rate = (double)(stored - sy->stored_at_log) / dt;
+	sy->last_log_us = now;
+	sy->stored_at_log = stored;
+	if (sy->rate > 0)
+		log_info("sync: %llu events stored (%.0f/s), about %llu remaining (%.0f s)",
+			 (unsigned long long)(stored - sy->stored_at_start), sy->rate,
+			 (unsigned long long)remaining, (double)remaining / sy->rate);
+	else
+		log_info("sync: %llu events stored, about %llu remaining, none in the last %.0f s",
+			 (unsigned long long)(stored - sy->stored_at_start),
+			 (unsigned long long)remaining, dt);
+}
+
+/* ---- the backlog and the fetcher ------------------------------------------------------ */
+
+void sync_peer_feed(peer_t *p)
+{
+	sync_peer_t *sp = p->sync;
+	node_t *n = p->node;
+	if (!sp || p->state != PEER_READY)
+		return;
+	size_t max_pending = (size_t)n->cfg->max_pending;
+	size_t low = p->wanted.max < SYNC_FEED_LOW ? p->wanted.max : SYNC_FEED_LOW;
+	while (sp->backlog_head < sp->backlog.len && p->wanted.n < low &&
+	       idmap_count(n->fetches) < max_pending) {
+		relay_want_catchup(p, sp->backlog.data + sp->backlog_head);
+		sp->backlog_head += 32;
+	}
+	fifo_compact(&sp->backlog, &sp->backlog_head);
+	if (sp->s && sp->held.len && backlog_len(sp) < SYNC_BACKLOG_HOLD) {
+		/* the fetcher caught up: the session goes on */
+		pith_buf_t held = sp->held;
+		sp->held = (pith_buf_t)PITH_BUF_INIT;
+		sp->waiting = 1;
+		sp->last_us = node_now_us();
+		send_recon(p, sp->session, held.data, held.len);
+		pith_buf_release(&held);
+		if (sp->s && recon_session_is_done(sp->s))
+			session_end(p, NULL, 0);
+	}
+}
+
+/* ---- running a session ------------------------------------------------------------------- */
+
+/* Feeds one message of the peer's to the session and answers it (or
+ * holds the answer while the backlog is long). */
+static void session_step(peer_t *p, const uint8_t *data, size_t len)
+{
+	static pith_buf_t out = PITH_BUF_INIT; /* loop thread only */
+	node_t *n = p->node;
+	sync_t *sy = n->sync;
+	sync_peer_t *sp = p->sync;
+	recon_ids_t have = RECON_IDS_INIT, need = RECON_IDS_INIT;
+	pith_err_t err = {0};
+	sp->waiting = 0;
+	sp->last_us = node_now_us();
+	sy->bytes_recv += len;
+	int rc = recon_respond(sp->s, data, len, &out, &have, &need, &err);
+	if (rc) {
+		char what[300];
+		snprintf(what, sizeof(what), "bad reconciliation message: %s", err.msg);
+		recon_ids_release(&have);
+		recon_ids_release(&need);
+		if (rc == PITH_ENOMEM) {
+			session_end(p, "out of memory", 1);
+			return;
+		}
+		session_end(p, what, 1);
+		/* malformed: the peer's fault; over a limit: maybe a bigger
+		 * difference than we allow in one session, so only a strike */
+		peer_misbehaved(p, rc == PITH_ETOOBIG ? SCORE_FLOOD : SCORE_MALFORMED, what);
+		return;
+	}
+	sy->ids_needed += need.n;
+	sy->ids_offered += have.n;
+	if (need.n) {
+		progress_begin(n, p, need.n);
+		if (pith_buf_append(&sp->backlog, need.ids, need.n * 32))
+			log_error("sync: out of memory queueing %zu ids from peer %s", need.n, p->addr);
+	}
+	recon_ids_release(&have);
+	recon_ids_release(&need);
+	relay_pump(p); /* feeds the backlog to the fetcher, sends GETs */
+	if (p->state != PEER_READY || !sp->s)
+		return; /* a send closed p (too slow): its session ended */
+	if (!out.len) {
+		session_end(p, NULL, 0);
+		return;
+	}
+	if (backlog_len(sp) >= SYNC_BACKLOG_HOLD) {
+		pith_buf_reset(&sp->held);
+		if (pith_buf_append(&sp->held, out.data, out.len)) {
+			session_end(p, "out of memory", 1);
+			return;
+		}
+	} else {
+		sp->waiting = 1;
+		send_recon(p, sp->session, out.data, out.len);
+		if (sp->s && recon_session_is_done(sp->s))
+			session_end(p, NULL, 0);
+	}
+	if (out.cap > (1u << 20))
+		pith_buf_release(&out);
+}
+
+static int session_new(peer_t *p, recon_role_t role, uint64_t number)
+{
+	node_t *n = p->node;
+	sync_peer_t *sp = p->sync;
+	pith_err_t err = {0};
+	sp->s = recon_session_new(n->sync->set, role, &n->sync->rcfg, NULL, &err);
+	if (!sp->s) {
+		log_error("sync: cannot start a session with peer %s: %s", p->addr,
+			  err.msg[0] ? err.msg : "out of memory");
+		return PITH_ENOMEM;
+	}
+	sp->session = number;
+	sp->initiator = role == RECON_INITIATOR;
+	sp->waiting = 0;
+	sp->started_us = sp->last_us = node_now_us();
+	n->sync->started++;
+	return 0;
+}
+
+/* Starts a session with p as the initiator. */
+static void session_start(peer_t *p)
+{
+	static pith_buf_t out = PITH_BUF_INIT;
+	node_t *n = p->node;
+	sync_peer_t *sp = p->sync;
+	pith_err_t err = {0};
+	if (sp->s || p->state != PEER_READY)
+		return;
+	if (session_new(p, RECON_INITIATOR, sp->next_own)) {
+		if (sp->ctl) {
+			ctl_fail(n, sp->ctl, "out of memory");
+			sp->ctl = 0;
+		}
+		return;
+	}
+	sp->next_own += 2;
+	if (recon_initiate(sp->s, &out, &err)) {
+		session_end(p, err.msg, 0);
+		return;
+	}
+	sp->waiting = 1;
+	send_recon(p, sp->session, out.data, out.len);
+	if (out.cap > (1u << 20))
+		pith_buf_release(&out);
+}
+
+void sync_on_recon(peer_t *p, const wire_msg_t *m)
+{
+	node_t *n = p->node;
+	sync_peer_t *sp = p->sync;
+	if (!n->sync->enabled || !(p->features & WIRE_FEAT_SYNC) || !sp) {
+		peer_misbehaved(p, SCORE_PROTOCOL, "sent RECON without the sync feature");
+		peer_close(p, WIRE_BYE_PROTOCOL, "RECON without the sync feature");
+		return;
+	}
+	uint64_t x = m->u.recon.session;
+	sp->peer_items = m->u.recon.items;
+	if (sp->s && x == sp->session) {
+		if (!m->u.recon.len) {
+			session_end(p, "the peer ended it", 0);
+			return;
+		}
+		if (!sp->waiting) {
+			peer_misbehaved(p, SCORE_PROTOCOL, "sent a RECON out of turn");
+			session_end(p, "a message out of turn", 1);
+			return;
+		}
+		session_step(p, m->u.recon.data, m->u.recon.len);
+		return;
+	}
+	if (session_is_ours(p, x) || x <= sp->peer_last)
+		return; /* a late message of a session that ended */
+	sp->peer_last = x;
+	if (!m->u.recon.len)
+		return; /* the peer ended a session we never took part in */
+	if (sp->s) {
+		if (sp->initiator && p->outbound) {
+			/* both started one at once: the dialler's goes on */
+			send_recon(p, x, NULL, 0);
+			return;
+		}
+		if (sp->initiator && sp->ctl && !sp->ctl_next) {
+			sp->ctl_next = sp->ctl; /* rerun it after the peer's */
+			sp->ctl = 0;
+		}
+		session_end(p, "superseded by a session the peer started", 0);
+	}
+	if (session_new(p, RECON_RESPONDER, x)) {
+		send_recon(p, x, NULL, 0);
+		return;
+	}
+	session_step(p, m->u.recon.data, m->u.recon.len);
+}
+
+/* ---- peers ----------------------------------------------------------------------------- */
+
+static void pending_attach(peer_t *p);
+
+int sync_peer_ready(peer_t *p)
+{
+	node_t *n = p->node;
+	sync_peer_t *sp = calloc(1, sizeof(*sp));
+	if (!sp) {
+		log_error("sync: out of memory for peer %s", p->addr);
+		return 0;
+	}
+	p->sync = sp;
+	sp->next_own = p->outbound ? 1 : 2;
+	sp->bundle_us = node_now_us();
+	sp->next_round_us = INT64_MAX;
+	if (!n->sync->enabled || !(p->features & WIRE_FEAT_SYNC))
+		return 0;
+	/* the dialler starts, now; and again every interval */
+	if (p->outbound)
+		sp->next_round_us = node_now_us();
+	pending_attach(p);
+	if (p->outbound || sp->ctl)
+		session_start(p);
+	return 1;
+}
+
+void sync_peer_gone(peer_t *p)
+{
+	sync_peer_t *sp = p->sync;
+	if (!sp)
+		return;
+	node_t *n = p->node;
+	session_end(p, "the connection closed", 0);
+	if (sp->ctl)
+		ctl_fail(n, sp->ctl, "the connection closed");
+	if (sp->ctl_next)
+		ctl_fail(n, sp->ctl_next, "the connection closed");
+	sp->ctl = sp->ctl_next = 0;
+	pith_buf_release(&sp->held);
+	pith_buf_release(&sp->backlog);
+	sp->backlog_head = 0;
+	pith_buf_release(&sp->bundles);
+	sp->bundles_head = 0;
+}
+
+void sync_peer_free(peer_t *p)
+{
+	sync_peer_t *sp = p->sync;
+	if (!sp)
+		return;
+	recon_session_free(sp->s);
+	pith_buf_release(&sp->held);
+	pith_buf_release(&sp->backlog);
+	pith_buf_release(&sp->bundles);
+	free(sp);
+	p->sync = NULL;
+}
+
+/* ---- the set -------------------------------------------------------------------------- */
+
+void sync_event_stored(node_t *n, int64_t created_us, const uint8_t id[static 32])
+{
+	sync_t *sy = n->sync;
+	if (!sy)
+		return;
+	int rc = store_recon_index_add_raw(sy->set, created_us, id);
+	if (rc && !sy->add_failed) {
+		sy->add_failed = 1;
+		log_error("sync: cannot add a stored event to the reconciliation set (%s); "
+			  "sessions may fetch it again until a restart",
+			  pith_err_name(rc));
+	}
+}
+
+/* ---- bundles -------------------------------------------------------------------------- */
+
+void sync_bundle_wanted(peer_t *p, const char *pith)
+{
+	sync_peer_t *sp = p->sync;
+	char rec[PITH_LEN] = {0};
+	if (!sp || (sp->bundles.len - sp->bundles_head) / PITH_LEN >= SYNC_BUNDLE_Q_MAX)
+		return; /* best effort: the next catch-up asks again */
+	snprintf(rec, sizeof(rec), "%s", pith);
+	pith_buf_append(&sp->bundles, rec, PITH_LEN);
+}
+
+/* Asks p for queued bundles within a quarter of the message budget a
+ * peer with our settings grants (docs/pithd.md): a node catching up on
+ * many records must not be banned as a flooder for it. */
+static void bundles_tick(peer_t *p, int64_t now)
+{
+	sync_peer_t *sp = p->sync;
+	double rate = (double)p->node->cfg->peer_msg_rate / 4.0;
+	sp->bundle_tokens += rate * (double)(now - sp->bundle_us) / 1e6;
+	sp->bundle_us = now;
+	if (sp->bundle_tokens > rate)
+		sp->bundle_tokens = rate;
+	while (sp->bundles_head < sp->bundles.len && sp->bundle_tokens >= SYNC_BUNDLE_REF_COST) {
+		const char *pith = (const char *)sp->bundles.data + sp->bundles_head;
+		sp->bundles_head += PITH_LEN;
+		if (relay_bundle_request(p, pith))
+			sp->bundle_tokens -= SYNC_BUNDLE_REF_COST;
+	}
+	fifo_compact(&sp->bundles, &sp->bundles_head);
+}
+
+/* ---- the control socket ---------------------------------------------------------------- */
+
+static void peer_listen_str(const peer_t *p, char out[static 64])
+{
+	/* the far end of an outbound connection is its listen address; an
+	 * inbound peer listens on the port its HELLO gave */
+	if (p->outbound || !p->listen_port) {
+		snprintf(out, 64, "%s", p->addr);
+		return;
+	}
+	struct sockaddr_storage ss = p->sa;
+	if (ss.ss_family == AF_INET)
+		((struct sockaddr_in *)&ss)->sin_port = htons(p->listen_port);
+	else if (ss.ss_family == AF_INET6)
+		((struct sockaddr_in6 *)&ss)->sin6_port = htons(p->listen_port);
+	addr_format((const struct sockaddr *)&ss, out);
+}
+
+static int is_hex_prefix(const char *s)
+{
+	size_t n = strlen(s);
+	if (n < 8 || n > 64)
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
+			return 0;
+	return 1;
+}
+
+/* Resolves HOST:PORT into the address book's form. */
+static int resolve(const char *hostport, struct sockaddr_storage *ss, socklen_t *len,
+		   char str[static 64], pith_err_t *err)
+{
+	char host[256], portstr[8];
+	uint16_t port;
+	if (config_split_hostport(hostport, host, &port, 0))
+		return pith_err_set(err, PITH_EINVAL, "'%s' is neither a node id nor HOST:PORT",
+				    hostport);
+	snprintf(portstr, sizeof(portstr), "%u", port);
+	struct addrinfo hints = {0}, *res = NULL, *pick;
+	hints.ai_socktype = SOCK_STREAM;
+	hints.ai_flags = AI_NUMERICSERV;
+	int g = getaddrinfo(host, portstr, &hints, &res);
+	if (g || !res)
+		return pith_err_set(err, PITH_EINVAL, "cannot resolve %s: %s", host, gai_strerror(g));
+	for (pick = res; pick->ai_next && pick->ai_family != AF_INET; pick = pick->ai_next)
+		;
+	memcpy(ss, pick->ai_addr, pick->ai_addrlen);
+	*len = pick->ai_addrlen;
+	freeaddrinfo(res);
+	addr_format((const struct sockaddr *)ss, str);
+	return 0;
+}
+
+/* Attaches a `sync` request waiting for p's connection, if any. */
+static void pending_attach(peer_t *p)
+{
+	sync_t *sy = p->node->sync;
+	char a[64];
+	peer_listen_str(p, a);
+	for (size_t i = 0; i < sy->npend; i++) {
+		if (strcmp(sy->pend[i].addr, a) || p->sync->ctl)
+			continue;
+		p->sync->ctl = sy->pend[i].serial;
+		sy->pend[i] = sy->pend[--sy->npend];
+		return;
+	}
+}
+
+/* Runs a session for request serial with a ready peer. */
+static int control_on_peer(peer_t *p, uint64_t serial, pith_err_t *err)
+{
+	sync_peer_t *sp = p->sync;
+	if (!sp || !(p->features & WIRE_FEAT_SYNC))
+		return pith_err_set(err, PITH_EINVAL, "peer %s does not speak reconciliation", p->addr);
+	if (!sp->s) {
+		sp->ctl = serial;
+		session_start(p);
+		return 0;
+	}
+	if (sp->initiator && !sp->ctl) {
+		sp->ctl = serial; /* report the session that runs */
+		return 0;
+	}
+	if (sp->ctl_next)
+		return pith_err_set(err, PITH_EEXIST, "a sync with peer %s is already queued", p->addr);
+	sp->ctl_next = serial;
+	return 0;
+}
+
+int sync_control_start(node_t *n, const char *arg, uint64_t serial, pith_err_t *err)
+{
+	sync_t *sy = n->sync;
+	if (!sy->enabled)
+		return pith_err_set(err, PITH_EINVAL, "reconciliation is off (max_frame too small)");
+	if (is_hex_prefix(arg)) {
+		peer_t *found = NULL;
+		size_t len = strlen(arg);
+		for (peer_t *p = n->peers; p; p = p->next) {
+			char id[65];
+			if (p->state != PEER_READY)
+				continue;
+			pith_hex_encode(p->pk, 32, id);
+			if (strncmp(id, arg, len))
+				continue;
+			if (found)
+				return pith_err_set(err, PITH_EINVAL, "node id prefix %s is ambiguous", arg);
+			found = p;
+		}
+		if (!found)
+			return pith_err_set(err, PITH_ENOTFOUND, "no connected peer has node id %s", arg);
+		return control_on_peer(found, serial, err);
+	}
+	struct sockaddr_storage ss;
+	socklen_t slen = 0;
+	char a[64];
+	int rc = resolve(arg, &ss, &slen, a, err);
+	if (rc)
+		return rc;
+	for (peer_t *p = n->peers; p; p = p->next) {
+		char pa[64];
+		if (p->state != PEER_READY)
+			continue;
+		peer_listen_str(p, pa);
+		if (!strcmp(pa, a))
+			return control_on_peer(p, serial, err);
+	}
+	/* not connected: dial it (unless a dial is on its way) and wait */
+	if (sy->npend == SYNC_PENDING_MAX)
+		return pith_err_set(err, PITH_ETOOBIG, "%d sync requests already wait for connections",
+				    SYNC_PENDING_MAX);
+	addr_entry_t *e = addrbook_add(n, (const struct sockaddr *)&ss, slen, ADDR_PEX);
+	if (!e)
+		return pith_err_set(err, PITH_EINVAL, "%s is not an address this node dials", a);
+	if (e->self)
+		return pith_err_set(err, PITH_EINVAL, "%s is this node", a);
+	e->next_attempt_us = 0;
+	if (!e->peer_serial && (rc = peer_connect(n, e)))
+		return pith_err_set(err, rc, "cannot dial %s", a);
+	pending_ctl_t *pc = &sy->pend[sy->npend++];
+	pc->serial = serial;
+	snprintf(pc->addr, sizeof(pc->addr), "%s", a);
+	pc->deadline_us = node_now_us() + SYNC_CONNECT_US;
+	return 0;
+}
+
+/* ---- the tick -------------------------------------------------------------------------- */
+
+void sync_tick(node_t *n, int64_t now)
+{
+	sync_t *sy = n->sync;
+	if (!sy)
+		return;
+	for (size_t i = 0; i < sy->npend;) {
+		if (now < sy->pend[i].deadline_us) {
+			i++;
+			continue;
+		}
+		char what[128];
+		snprintf(what, sizeof(what), "no connection to %s within %d s", sy->pend[i].addr,
+			 SYNC_CONNECT_US / 1000000);
+		ctl_fail(n, sy->pend[i].serial, what);
+		sy->pend[i] = sy->pend[--sy->npend];
+	}
+	int64_t timeout = n->cfg->sync_timeout_ms * 1000;
+	for (peer_t *p = n->peers; p; p = p->next) {
+		sync_peer_t *sp = p->sync;
+		if (!sp || p->state != PEER_READY)
+			continue;
+		bundles_tick(p, now);
+		if (!sy->enabled || !(p->features & WIRE_FEAT_SYNC))
+			continue;
+		if (sp->s && sp->waiting && now - sp->last_us > timeout) {
+			char what[80];
+			snprintf(what, sizeof(what), "no answer within %lld ms",
+				 (long long)n->cfg->sync_timeout_ms);
+			session_end(p, what, 1);
+		} else if (!sp->s && now >= sp->next_round_us) {
+			session_start(p);
+		}
+	}
+	progress_tick(n, now);
+}
+
+/* ---- status ---------------------------------------------------------------------------- */
+
+void sync_status_json(node_t *n, pith_buf_t *b)
+{
+	sync_t *sy = n->sync;
+	size_t active = 0;
+	uint64_t remaining = progress_remaining(n, &active);
+	int64_t now = node_now_us();
+	uint64_t stored = sy->syncing ? n->stats.events_stored - sy->stored_at_start : 0;
+	double elapsed = sy->syncing ? (double)(now - sy->sync_start_us) / 1e6 : 0;
+	double rate = sy->rate > 0 ? sy->rate : elapsed > 0 ? (double)stored / elapsed : 0;
+	pith_buf_printf(b,
+			"\"sync\":{\"enabled\":%s,\"state\":\"%s\",\"items\":%zu,\"skipped\":%zu,"
+			"\"set_bytes\":%zu,\"events_stored\":%llu,\"elapsed_s\":%.1f,\"rate\":%.1f,"
+			"\"remaining\":%llu,\"eta_s\":%.0f,\"sessions_active\":%zu,"
+			"\"sessions_started\":%llu,\"sessions_done\":%llu,\"sessions_failed\":%llu,"
+			"\"ids_needed\":%llu,\"ids_offered\":%llu,\"bytes_sent\":%llu,"
+			"\"bytes_received\":%llu,\"peers\":[",
+			sy->enabled ? "true" : "false", sy->syncing ? "syncing" : "idle",
+			recon_set_count(sy->set), sy->skipped, recon_set_memory(sy->set),
+			(unsigned long long)stored, elapsed, rate,
+			(unsigned long long)(sy->syncing ? remaining : 0),
+			sy->syncing && rate > 0 ? (double)remaining / rate : 0.0, active,
+			(unsigned long long)sy->started, (unsigned long long)sy->done,
+			(unsigned long long)sy->failed, (unsigned long long)sy->ids_needed,
+			(unsigned long long)sy->ids_offered, (unsigned long long)sy->bytes_sent,
+			(unsigned long long)sy->bytes_recv);
+	int first = 1;
+	for (peer_t *p = n->peers; p; p = p->next) {
+		sync_peer_t *sp = p->sync;
+		if (!sp || p->state != PEER_READY)
+			continue;
+		const char *state = !(p->features & WIRE_FEAT_SYNC) ? "unsupported"
+				    : !sp->s ? "idle"
+				    : sp->held.len ? "holding"
+				    : sp->waiting ? "waiting" : "working";
+		pith_buf_printf(b,
+				"%s{\"addr\":\"%s\",\"state\":\"%s\",\"role\":\"%s\",\"session\":%llu,"
+				"\"backlog\":%zu,\"bundle_queue\":%zu,\"peer_items\":%llu,"
+				"\"sessions\":%llu,\"failures\":%llu,\"last\":",
+				first ? "" : ",", p->addr, state,
+				sp->s ? (sp->initiator ? "initiator" : "responder") : "",
+				(unsigned long long)sp->session, backlog_len(sp),
+				(sp->bundles.len - sp->bundles_head) / PITH_LEN,
+				(unsigned long long)sp->peer_items, (unsigned long long)sp->sessions,
+				(unsigned long long)sp->failures);
+		first = 0;
+		if (sp->sessions)
+			result_json(p, &sp->last, b);
+		else
+			pith_buf_puts(b, "null");
+		pith_buf_puts(b, "}");
+	}
+	pith_buf_puts(b, "]}");
+}
+
+/* ---- setup ----------------------------------------------------------------------------- */
+
+uint64_t sync_features(const node_t *n)
+{
+	return n->sync && n->sync->enabled ? WIRE_FEAT_SYNC : 0;
+}
+
+int sync_new(node_t *n, pith_err_t *err)
+{
+	sync_t *sy = calloc(1, sizeof(*sy));
+	if (!sy)
+		return pith_err_set(err, PITH_ENOMEM, "out of memory");
+	int64_t t0 = node_now_us();
+	int rc = store_recon_index_load(n->store, &sy->set, &sy->skipped, err);
+	if (rc) {
+		free(sy);
+		return rc;
+	}
+	recon_config_default(&sy->rcfg);
+	/* a message and its RECON frame must fit the peer's frame limit,
+	 * which is at least ours in a mesh of equal settings */
+	size_t room = (size_t)n->cfg->max_frame - 64;
+	if (room < sy->rcfg.max_msg_bytes)
+		sy->rcfg.max_msg_bytes = room;
+	pith_err_t e = {0};
+	recon_session_t *probe = recon_session_new(sy->set, RECON_RESPONDER, &sy->rcfg, NULL, &e);
+	sy->enabled = probe != NULL;
+	recon_session_free(probe);
+	if (!sy->enabled)
+		log_warn("sync: reconciliation off (%s); catch-up falls back to listing ids",
+			 e.msg[0] ? e.msg : "out of memory");
+	n->sync = sy;
+	log_info("sync: reconciliation set of %zu events loaded in %lld ms (%zu KiB)%s",
+		 recon_set_count(sy->set), (long long)((node_now_us() - t0) / 1000),
+		 recon_set_memory(sy->set) >> 10,
+		 sy->skipped ? "; some events lie outside the reconciled time span" : "");
+	return 0;
+}
+
+void sync_free(node_t *n)
+{
+	sync_t *sy = n->sync;
+	if (!sy)
+		return;
+	recon_set_free(sy->set);
+	free(sy);
+	n->sync = NULL;
+}

@@ -1,0 +1,78 @@
+/* Catch-up sync in pithd: range-based set reconciliation (proto/recon.h)
+ * over the peer connection, in RECON messages (docs/wire.md), as
+ * docs/sync.md ("Integration with the node") lays out.
+ *
+ * The node keeps one recon_set_t of its store's time index: loaded at
+ * start (store_recon_index_load) and kept current for every event a
+ * commit stores. With each peer that speaks RECON (HELLO feature
+ * WIRE_FEAT_SYNC), the node that dialled starts a session after the
+ * handshake and again every sync_interval_ms; at most one session runs
+ * per peer. The ids a session finds missing here go into a per-peer
+ * backlog and from there, as the fetch queue drains, into the normal GET
+ * path (validated, stored, announced as usual); the ids the peer lacks are
+ * served when it asks for them. While the backlog is long the node holds
+ * its next message back, so a session never makes it hold more than about
+ * SYNC_BACKLOG_HOLD ids plus one message's worth per peer.
+ *
+ * Everything here runs on the loop thread. */
+#ifndef PITH_NODE_SYNC_H
+#define PITH_NODE_SYNC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "node_int.h"
+
+/* Loads the reconciliation set from the store and sets n->sync. 0, or
+ * a negative code with err saying why (the node does not start). */
+int sync_new(node_t *n, pith_err_t *err);
+
+/* Frees n->sync (NULL-tolerant). Call after the peers are gone. */
+void sync_free(node_t *n);
+
+/* HELLO feature bits this node offers (WIRE_FEAT_SYNC when enabled). */
+uint64_t sync_features(const node_t *n);
+
+/* p finished its handshake. Returns 1 if catch-up with it runs through
+ * reconciliation (the dialler starts a session now), 0 if p does not
+ * speak RECON and the caller falls back to the INV listing. */
+int sync_peer_ready(peer_t *p);
+
+/* p is closing: ends its session (answering a waiting `sync` request)
+ * and drops its backlog. The state itself lives until sync_peer_free. */
+void sync_peer_gone(peer_t *p);
+
+/* Frees p's reconciliation state (peer.c, when p itself is freed). */
+void sync_peer_free(peer_t *p);
+
+/* A RECON message from p (after the handshake). */
+void sync_on_recon(peer_t *p, const wire_msg_t *m);
+
+/* Moves ids from p's backlog into its fetch queue while that queue is
+ * short, and sends a held message once the backlog is short again. The
+ * relay calls it each time it pumps GETs to p. */
+void sync_peer_feed(peer_t *p);
+
+/* A commit stored an event: keeps the set current. */
+void sync_event_stored(node_t *n, int64_t created_us, const uint8_t id[static 32]);
+
+/* A record_created learnt in catch-up from p was stored and the node may
+ * lack the record's bundle: queues a BUNDLE_GET to p, sent at a pace that
+ * keeps within a fraction of p's message budget. */
+void sync_bundle_wanted(peer_t *p, const char *pith_number);
+
+/* Per tick: periodic sessions, timeouts, bundle requests, progress log. */
+void sync_tick(node_t *n, int64_t now);
+
+/* Appends `"sync":{...}` (progress, totals, sessions per peer) to b. */
+void sync_status_json(node_t *n, pith_buf_t *b);
+
+/* The control socket's `sync PEER`: runs one session with PEER (a node id
+ * or a prefix of at least 8 hex digits, or HOST:PORT, dialled first if no
+ * connected peer has that address) and answers control request
+ * ctl_serial with the result once it ends (control_reply). Returns 0, or
+ * a negative code with err saying why (then nothing will be answered;
+ * the caller answers with the error). Never answers synchronously. */
+int sync_control_start(node_t *n, const char *peer, uint64_t ctl_serial, pith_err_t *err);
+
+#endif
