@@ -445,6 +445,7 @@ void node_free_(node_t *n)
 	idmap_free(n->peer_by_serial);
 	idcache_release(&n->recent);
 	pith_buf_release(&n->announce_q);
+	pith_buf_release(&n->announce_own_q);
 	pith_buf_release(&n->lazy_q);
 	free(n->bundle_q);
 	addrbook_free(n);
@@ -584,7 +585,8 @@ int node_status_json(node_t *n, pith_buf_t *b)
 			"\"ids_announced\":%llu,\"ids_requested\":%llu,\"events_served\":%llu,"
 			"\"bytes_sent\":%llu,\"bytes_recv\":%llu,\"bans\":%llu,\"malformed\":%llu,"
 			"\"connections_in\":%llu,\"connections_out\":%llu,\"refused_banned\":%llu,"
-			"\"refused_full\":%llu,\"rejected\":{",
+			"\"refused_full\":%llu,\"lazy_deferred\":%llu,\"lazy_sent\":%llu,"
+			"\"rejected\":{",
 			(unsigned long long)s->events_stored, (unsigned long long)s->events_duplicate,
 			(unsigned long long)s->events_resigned, (unsigned long long)s->events_invalid,
 			(unsigned long long)s->bundles_stored, (unsigned long long)s->bundles_older,
@@ -595,7 +597,8 @@ int node_status_json(node_t *n, pith_buf_t *b)
 			(unsigned long long)s->bytes_sent, (unsigned long long)s->bytes_recv,
 			(unsigned long long)s->bans, (unsigned long long)s->malformed,
 			(unsigned long long)s->connections_in, (unsigned long long)s->connections_out,
-			(unsigned long long)s->refused_banned, (unsigned long long)s->refused_full);
+			(unsigned long long)s->refused_banned, (unsigned long long)s->refused_full,
+			(unsigned long long)s->lazy_deferred, (unsigned long long)s->lazy_sent);
 	first = 1;
 	for (int i = 1; i < PITH_CHECK_NCHECKS + 3; i++) {
 		if (!s->rejected[i])

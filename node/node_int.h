@@ -179,6 +179,7 @@ typedef struct node_stats {
 	uint64_t rejected[PITH_CHECK_NCHECKS + 4];
 	uint64_t unrequested, fetch_timeouts, pending_dropped, notfound_in;
 	uint64_t ids_announced, ids_requested, events_served;
+	uint64_t lazy_deferred, lazy_sent; /* own ids: peers deferred; of those, told at the lazy time */
 	uint64_t bytes_sent, bytes_recv;
 	uint64_t msgs_sent[WIRE_TYPE_MAX + 1], msgs_recv[WIRE_TYPE_MAX + 1];
 	uint64_t bytes_sent_type[WIRE_TYPE_MAX + 1];
@@ -222,7 +223,8 @@ struct node {
 	idmap_t *fetches;           /* event id, or SHA-256 of a pith number for bundles */
 	idmap_t *bundles;           /* SHA-256(pith number) -> bundle_info_t (cache) */
 	idcache_t recent;           /* ids stored lately (saves store lookups) */
-	pith_buf_t announce_q;      /* ids to announce, 32 bytes each */
+	pith_buf_t announce_q;      /* relayed ids to announce, 32 bytes each */
+	pith_buf_t announce_own_q;  /* ids of events that entered here (announce_fanout) */
 	pith_buf_t lazy_q;          /* deferred announces: due_us (8) + id (32), by due time */
 	size_t lazy_head;           /* bytes of lazy_q already handled */
 	wire_bundle_ref_t *bundle_q;/* bundles to announce */
@@ -274,13 +276,17 @@ void relay_peer_writable(peer_t *p);
 void relay_ingest_done(void *arg, ingest_job_t *job);
 /* Per-tick: fetch timeouts. */
 void relay_tick(node_t *n, int64_t now);
-/* Flushes the announce queues: each new id to announce_fanout peers that
- * do not know it, the rest deferred to the lazy queue. */
+/* Flushes the announce queues: relayed ids to every peer that does not
+ * know them; own ids to announce_fanout such peers, the rest deferred to
+ * the lazy queue. */
 void relay_flush_announces(node_t *n);
 /* Announces deferred ids that are due to every peer still unaware of them. */
 void relay_flush_lazy(node_t *n);
-/* Queues a stored event id for announcing. */
+/* Queues a stored event id, fetched from a peer, for announcing. */
 void relay_queue_announce(node_t *n, const uint8_t id[32]);
+/* Queues the id of an event that entered at this node (control socket,
+ * HTTP, a bundle given to it): announced with announce_fanout. */
+void relay_queue_announce_own(node_t *n, const uint8_t id[32]);
 /* Is this message type one of our requested answers (free of the budget)? */
 int relay_is_answer(const peer_t *p, const wire_msg_t *m);
 /* Fetches id from p as catch-up, unless held or fetched already; queued

@@ -529,6 +529,13 @@ void relay_queue_announce(node_t *n, const uint8_t id[32])
 	announce_schedule(n);
 }
 
+void relay_queue_announce_own(node_t *n, const uint8_t id[32])
+{
+	if (pith_buf_append(&n->announce_own_q, id, 32))
+		return;
+	announce_schedule(n);
+}
+
 static void queue_bundle_announce(node_t *n, const char *pith, int64_t built_us,
 				  const uint8_t sha[32])
 {
@@ -614,44 +621,56 @@ static void lazy_schedule(node_t *n)
 	evtimer_add(n->lazy_ev, &tv);
 }
 
-/* Each new id goes to every peer that does not know it. With
- * announce_fanout > 0, only that many of them (chosen per id, so that
- * different events leave through different links) are told at once and
- * the others after lazy_announce_ms, if none of their other peers told
- * them first: every peer still hears of every id, and a node with many
- * peers that injects a lot (a bulk import) no longer serves one full copy
- * to each of them. It costs latency (docs/performance.md, issue 4), so it
- * is off by default. */
-void relay_flush_announces(node_t *n)
+/* Adds each of count ids to the batches of the peers that do not know
+ * it: all of them, or with fanout > 0 only that many (chosen per id, so
+ * that different events leave through different links) and the others to
+ * the lazy queue, due at due_us. */
+static void announce_ids(node_t *n, peer_t **ps, pith_buf_t *b, size_t np, const uint8_t *ids,
+			 size_t count, size_t fanout, int64_t due_us)
 {
-	peer_t **ps;
-	size_t np = announce_targets(n, &ps);
-	pith_buf_t *b = batches_get(np);
-	const uint8_t *ids = n->announce_q.data;
-	size_t count = n->announce_q.len / 32;
-	size_t fanout = (size_t)n->cfg->announce_fanout;
-	int64_t due = node_now_us() + n->cfg->lazy_announce_ms * 1000;
-	for (size_t i = 0; b && i < count; i++) {
+	for (size_t i = 0; i < count; i++) {
 		const uint8_t *id = ids + 32 * i;
-		size_t start = np ? ((size_t)id[0] << 8 | id[1]) % np : 0, eager = 0;
-		int deferred = 0;
+		size_t start = np ? ((size_t)id[0] << 8 | id[1]) % np : 0, eager = 0, deferred = 0;
 		for (size_t k = 0; k < np; k++) {
 			size_t j = (start + k) % np;
 			if (idcache_has(&ps[j]->known, id))
 				continue;
 			if (fanout && eager >= fanout) {
-				deferred = 1;
+				deferred++;
 				continue;
 			}
 			idcache_add(&ps[j]->known, id);
 			pith_buf_append(&b[j], id, 32);
 			eager++;
 		}
-		if (deferred && !pith_buf_append(&n->lazy_q, &due, 8))
-			pith_buf_append(&n->lazy_q, id, 32);
+		if (deferred && !pith_buf_append(&n->lazy_q, &due_us, 8) &&
+		    !pith_buf_append(&n->lazy_q, id, 32))
+			n->stats.lazy_deferred += deferred;
 	}
-	if (b)
+}
+
+/* Relayed ids go to every peer that does not know them: they reach this
+ * node's neighbours no faster any other way. An id of an event that
+ * entered here goes to announce_fanout peers at once and to the others
+ * after lazy_announce_ms if none of their other peers told them first:
+ * otherwise every neighbour would learn of it from this node alone, at
+ * the same moment, and fetch one full copy each from it (docs/pithd.md,
+ * "Relay"). The lazy delay is chosen to exceed the time the relays
+ * normally take to reach them (docs/performance.md, issue 4), so the
+ * fallback rarely fires; a neighbour that has only this node as a peer
+ * hears of own events that much later. */
+void relay_flush_announces(node_t *n)
+{
+	peer_t **ps;
+	size_t np = announce_targets(n, &ps);
+	pith_buf_t *b = batches_get(np);
+	int64_t due = node_now_us() + n->cfg->lazy_announce_ms * 1000;
+	if (b) {
+		announce_ids(n, ps, b, np, n->announce_q.data, n->announce_q.len / 32, 0, due);
+		announce_ids(n, ps, b, np, n->announce_own_q.data, n->announce_own_q.len / 32,
+			     (size_t)n->cfg->announce_fanout, due);
 		batches_send(n, ps, b, np);
+	}
 	for (size_t j = 0; j < np; j++) {
 		peer_t *p = ps[j];
 		wire_msg_t m = {.type = WIRE_BUNDLE_ANNOUNCE};
@@ -668,9 +687,12 @@ void relay_flush_announces(node_t *n)
 		if (m.u.bundles.n)
 			peer_send(p, &m);
 	}
-	pith_buf_reset(&n->announce_q);
-	if (n->announce_q.cap > (4u << 20))
-		pith_buf_release(&n->announce_q);
+	pith_buf_t *qs[2] = {&n->announce_q, &n->announce_own_q};
+	for (int i = 0; i < 2; i++) {
+		pith_buf_reset(qs[i]);
+		if (qs[i]->cap > (4u << 20))
+			pith_buf_release(qs[i]);
+	}
 	free(n->bundle_q);
 	n->bundle_q = NULL;
 	n->nbundle_q = 0;
@@ -694,6 +716,7 @@ void relay_flush_lazy(node_t *n)
 				continue;
 			idcache_add(&ps[j]->known, id);
 			pith_buf_append(&b[j], id, 32);
+			n->stats.lazy_sent++;
 		}
 		n->lazy_head += 40;
 	}
@@ -749,7 +772,10 @@ static void done_event(node_t *n, ingest_job_t *job, peer_t *p)
 		case STORE_STORED:
 			n->stats.events_stored++;
 			sync_event_stored(n, job->created_us, job->id);
-			relay_queue_announce(n, job->id);
+			if (job->peer)
+				relay_queue_announce(n, job->id);
+			else
+				relay_queue_announce_own(n, job->id);
 			/* live bundles travel by BUNDLE_ANNOUNCE; a node catching up
 			 * may have missed one, so it asks */
 			if (job->is_record_created && p && catchup)
@@ -804,7 +830,10 @@ static void done_bundle(node_t *n, ingest_job_t *job, peer_t *p)
 		for (size_t i = 0; i < job->n_event_ids; i++) {
 			idcache_add(&n->recent, job->event_ids + 32 * i);
 			sync_event_stored(n, job->event_created_us[i], job->event_ids + 32 * i);
-			relay_queue_announce(n, job->event_ids + 32 * i);
+			if (job->peer)
+				relay_queue_announce(n, job->event_ids + 32 * i);
+			else
+				relay_queue_announce_own(n, job->event_ids + 32 * i);
 		}
 		return;
 	}
