@@ -123,6 +123,7 @@ addr_entry_t *addrbook_add(node_t *n, const struct sockaddr *sa, socklen_t len, 
 	a->pinned = source == ADDR_CONFIG;
 	addr_format(sa, a->str);
 	n->book[n->nbook++] = a;
+	addrbook_changed(n);
 	log_debug("address book: added %s (%s)", a->str,
 		  source == ADDR_CONFIG ? "configured" : source == ADDR_PEX ? "peer exchange" : "inbound");
 	return a;
@@ -154,6 +155,10 @@ int addrbook_add_hostport(node_t *n, const char *hostport, int pinned, pith_err_
 	if (!a)
 		return pith_err_set(err, PITH_EINVAL, "%s is not a dialable address", hostport);
 	a->next_attempt_us = 0;
+	if (pinned == ADDRBOOK_KEEP && !a->kept) {
+		a->kept = 1;
+		addrbook_changed(n);
+	}
 	return 0;
 }
 
@@ -265,13 +270,8 @@ void addrbook_free(node_t *n)
 
 /* ---- bans ------------------------------------------------------------------------ */
 
-void ban_add(node_t *n, const struct sockaddr *sa, const char *reason)
+int ban_set(node_t *n, const uint8_t *ip, uint8_t il, int64_t until_us, const char *reason)
 {
-	uint8_t ip[16], il;
-	uint16_t port;
-	if (sa_ip(sa, ip, &il, &port))
-		return;
-	int64_t until = node_now_us() + n->cfg->ban_seconds * 1000000;
 	ban_t *b = NULL;
 	for (size_t i = 0; i < n->nbans; i++)
 		if (n->bans[i].ip_len == il && !memcmp(n->bans[i].ip, ip, il))
@@ -280,12 +280,12 @@ void ban_add(node_t *n, const struct sockaddr *sa, const char *reason)
 		if (n->nbans >= BANS_MAX)
 			ban_prune(n, node_now_us());
 		if (n->nbans >= BANS_MAX)
-			return;
+			return PITH_ETOOBIG;
 		if (n->nbans == n->capbans) {
 			size_t cap = n->capbans ? n->capbans * 2 : 16;
 			ban_t *nb = realloc(n->bans, cap * sizeof(*nb));
 			if (!nb)
-				return;
+				return PITH_ENOMEM;
 			n->bans = nb;
 			n->capbans = cap;
 		}
@@ -295,11 +295,89 @@ void ban_add(node_t *n, const struct sockaddr *sa, const char *reason)
 		b->ip_len = il;
 		inet_ntop(il == 4 ? AF_INET : AF_INET6, ip, b->ip_str, sizeof(b->ip_str));
 	}
-	b->until_us = until;
+	b->until_us = until_us;
 	snprintf(b->reason, sizeof(b->reason), "%s", reason);
+	addrbook_changed(n);
+	return 0;
+}
+
+int ban_lift(node_t *n, const uint8_t *ip, uint8_t il)
+{
+	int64_t now = node_now_us();
+	int found = 0;
+	size_t w = 0;
+	for (size_t i = 0; i < n->nbans; i++) {
+		if (n->bans[i].ip_len == il && !memcmp(n->bans[i].ip, ip, il))
+			found = n->bans[i].until_us > now;
+		else
+			n->bans[w++] = n->bans[i];
+	}
+	n->nbans = w;
+	/* its addresses may be dialled again at once */
+	for (size_t i = 0; found && i < n->nbook; i++) {
+		uint8_t bip[16], bl;
+		uint16_t port;
+		addr_entry_t *a = n->book[i];
+		if (!sa_ip((const struct sockaddr *)&a->sa, bip, &bl, &port) && bl == il &&
+		    !memcmp(bip, ip, il)) {
+			a->failures = 0;
+			a->next_attempt_us = 0;
+		}
+	}
+	if (found)
+		addrbook_changed(n);
+	return found;
+}
+
+int peer_ip(const peer_t *p, uint8_t ip[16], uint8_t *len)
+{
+	uint16_t port;
+	return sa_ip((const struct sockaddr *)&p->sa, ip, len, &port);
+}
+
+int addr_parse_ip(const char *text, uint8_t ip[16], uint8_t *len)
+{
+	char host[INET6_ADDRSTRLEN + 8];
+	size_t tl = strlen(text);
+	if (tl == 0 || tl >= sizeof(host) + 8)
+		return PITH_EINVAL;
+	const char *h = text, *end = text + tl;
+	if (*text == '[') { /* [v6] or [v6]:port */
+		const char *close = strchr(text, ']');
+		if (!close || (close[1] && close[1] != ':'))
+			return PITH_EINVAL;
+		h = text + 1;
+		end = close;
+	} else if (strchr(text, ':') == strrchr(text, ':') && strchr(text, ':')) {
+		end = strchr(text, ':'); /* v4:port */
+	}
+	if ((size_t)(end - h) >= sizeof(host))
+		return PITH_EINVAL;
+	memcpy(host, h, (size_t)(end - h));
+	host[end - h] = 0;
+	if (inet_pton(AF_INET, host, ip) == 1) {
+		*len = 4;
+		return 0;
+	}
+	if (inet_pton(AF_INET6, host, ip) == 1) {
+		*len = 16;
+		return 0;
+	}
+	return PITH_EINVAL;
+}
+
+void ban_add(node_t *n, const struct sockaddr *sa, const char *reason)
+{
+	uint8_t ip[16], il;
+	uint16_t port;
+	if (sa_ip(sa, ip, &il, &port) ||
+	    ban_set(n, ip, il, node_now_us() + n->cfg->ban_seconds * 1000000, reason))
+		return;
 	n->stats.bans++;
-	log_rl(&rl_ban, LOG_WARN, "banned %s for %lld s: %s", b->ip_str,
-	       (long long)n->cfg->ban_seconds, reason);
+	char s[48];
+	inet_ntop(il == 4 ? AF_INET : AF_INET6, ip, s, sizeof(s));
+	log_rl(&rl_ban, LOG_WARN, "banned %s for %lld s: %s", s, (long long)n->cfg->ban_seconds,
+	       reason);
 }
 
 int ban_is_banned(node_t *n, const struct sockaddr *sa, int64_t now)
@@ -324,6 +402,8 @@ void ban_prune(node_t *n, int64_t now)
 		else
 			log_info("ban on %s expired", n->bans[i].ip_str);
 	}
+	if (w != n->nbans)
+		addrbook_changed(n);
 	n->nbans = w;
 }
 

@@ -8,13 +8,15 @@
  *   event JSON          validate and store one event exactly as gossip does;
  *                       answered once the outcome is durable
  *   bundle JSON         the same for a registry bundle
- *   connect HOST:PORT   dial and keep a peer
+ *   connect HOST:PORT   dial and keep a peer (and the operator's other
+ *                       commands: control_ops.c)
  *   sync PEER           one reconciliation session with PEER (sync.c);
  *                       answered when it ends
  *
  * Replies to `event` and `bundle` come after validation and the synced
  * write: {"ok":true,"event_id":...,"outcome":"stored"} means the event
  * survives a crash from then on. */
+#define _GNU_SOURCE 1 /* struct ucred (SO_PEERCRED) */
 #include "node_int.h"
 
 #include <errno.h>
@@ -178,6 +180,7 @@ static void handle_line(ctl_client_t *cl, char *line, size_t len)
 	if (arg)
 		arg++;
 	size_t arglen = arg ? len - (size_t)(arg - line) : 0;
+	int op;
 #define IS(s) (cmdlen == sizeof(s) - 1 && !memcmp(line, s, cmdlen))
 	if (IS("status")) {
 		node_status_json(n, &r->reply);
@@ -197,18 +200,18 @@ static void handle_line(ctl_client_t *cl, char *line, size_t len)
 		submit(cl, r, INGEST_BUNDLE, arg, arglen);
 	} else if (IS("sync") && arglen) {
 		start_sync(cl, r, arg);
-	} else if (IS("connect") && arglen) {
-		pith_err_t err = {0};
-		if (addrbook_add_hostport(n, arg, 1, &err))
-			reply_error(r, err.msg);
-		else {
-			pith_buf_puts(&r->reply, "{\"ok\":true}");
+	} else if ((op = ctlop_run(n, r->serial, line, cmdlen, arg, arglen, &r->reply)) !=
+		   CTLOP_UNKNOWN) {
+		uint8_t key[32];
+		serial_key(r->serial, key);
+		if (op == CTLOP_DONE)
 			r->done = 1;
-			addrbook_maintain(n, node_now_us());
-		}
+		else if (idmap_put(cl->c->reqs, key, r)) /* answered by control_reply */
+			reply_error(r, "out of memory");
 	} else {
-		reply_error(r, "unknown command; try: status, records, event JSON, bundle JSON, "
-			       "connect HOST:PORT");
+		reply_error(r, "unknown command; try: status, peers, records, state ID, get_event ID, "
+			       "resolve ID, event JSON, bundle JSON, connect HOST:PORT, ban PEER "
+			       "[SECONDS [REASON]], unban PEER, backup DIR, sync PEER");
 	}
 #undef IS
 	if (r->reply.oom)
@@ -320,6 +323,27 @@ static void client_event_cb(struct bufferevent *bev, short what, void *arg)
 		client_free(arg);
 }
 
+/* Only this user (and root) may use the socket: the file's mode says so,
+ * and the kernel's word on who connected says so again, in case the mode
+ * was loosened or is not enforced. */
+static int peer_is_owner(int fd)
+{
+#ifdef SO_PEERCRED
+	struct ucred cr;
+	socklen_t len = sizeof(cr);
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) == 0 &&
+	    (cr.uid == geteuid() || cr.uid == 0))
+		return 1;
+	static log_rl_t rl;
+	log_rl(&rl, LOG_WARN, "control: refused a client of uid %d (pid %d): not the node's user",
+	       len == sizeof(cr) ? (int)cr.uid : -1, len == sizeof(cr) ? (int)cr.pid : -1);
+	return 0;
+#else
+	(void)fd;
+	return 1;
+#endif
+}
+
 static void accept_cb(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa, int len,
 		      void *arg)
 {
@@ -327,6 +351,10 @@ static void accept_cb(struct evconnlistener *l, evutil_socket_t fd, struct socka
 	(void)sa;
 	(void)len;
 	control_t *c = arg;
+	if (!peer_is_owner(fd)) {
+		close(fd);
+		return;
+	}
 	ctl_client_t *cl = calloc(1, sizeof(*cl));
 	if (!cl) {
 		close(fd);
@@ -373,6 +401,36 @@ static int path_take(const char *path)
 	return unlink(path);
 }
 
+/* Whoever can write to the socket's directory can put another socket in
+ * its place, and on some systems the socket file's own mode is not
+ * enforced: the directory must belong to this user (or root) and be
+ * writable by nobody else. */
+static int dir_check(const char *path)
+{
+	char dir[sizeof(((struct sockaddr_un *)0)->sun_path)];
+	snprintf(dir, sizeof(dir), "%s", path);
+	char *slash = strrchr(dir, '/');
+	if (!slash)
+		snprintf(dir, sizeof(dir), ".");
+	else if (slash == dir)
+		dir[1] = 0;
+	else
+		*slash = 0;
+	struct stat st;
+	if (stat(dir, &st)) {
+		log_error("control: directory %s of the socket: %s", dir, strerror(errno));
+		return -1;
+	}
+	if (!S_ISDIR(st.st_mode) || (st.st_uid != geteuid() && st.st_uid != 0) ||
+	    (st.st_mode & 022)) {
+		log_error("control: the socket's directory %s (mode %04o, owner uid %u) must be owned "
+			  "by this user or root and writable by nobody else",
+			  dir, (unsigned)(st.st_mode & 07777), (unsigned)st.st_uid);
+		return -1;
+	}
+	return 0;
+}
+
 control_t *control_new(node_t *n, const char *path)
 {
 	struct sockaddr_un sun = {.sun_family = AF_UNIX};
@@ -380,7 +438,7 @@ control_t *control_new(node_t *n, const char *path)
 		log_error("control: path %s is too long for a Unix socket", path);
 		return NULL;
 	}
-	if (path_take(path))
+	if (dir_check(path) || path_take(path))
 		return NULL;
 	control_t *c = calloc(1, sizeof(*c));
 	if (!c)
@@ -395,8 +453,14 @@ control_t *control_new(node_t *n, const char *path)
 					      LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC, 16,
 					      (struct sockaddr *)&sun, sizeof(sun));
 	umask(old);
-	if (!c->listener || !c->reqs || chmod(path, 0600)) {
+	struct stat st;
+	if (!c->listener || !c->reqs || chmod(path, 0600) || lstat(path, &st)) {
 		log_error("control: cannot listen on %s: %s", path, strerror(errno));
+		control_free(c);
+		return NULL;
+	}
+	if (!S_ISSOCK(st.st_mode) || (st.st_mode & 077) || st.st_uid != geteuid()) {
+		log_error("control: %s is not an owner-only socket of this user after bind", path);
 		control_free(c);
 		return NULL;
 	}

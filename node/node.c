@@ -194,6 +194,7 @@ static void node_tick(node_t *n)
 	relay_tick(n, now);
 	sync_tick(n, now);
 	ban_prune(n, now);
+	addrbook_save_tick(n, now);
 	addrbook_maintain(n, now);
 	pex_tick(n, now);
 }
@@ -361,6 +362,8 @@ int node_new(node_config_t *cfg, node_t **out, pith_err_t *err)
 	for (size_t i = 0; i < cfg->peers.n; i++)
 		if ((rc = addrbook_add_hostport(n, cfg->peers.items[i], 1, err)))
 			goto fail;
+	addrbook_load(n); /* addresses and bans of the last run (DATA/peers.json) */
+	n->book_loaded = 1;
 	n->sig_term = evsignal_new(n->base, SIGTERM, signal_cb, n);
 	n->sig_int = evsignal_new(n->base, SIGINT, signal_cb, n);
 	n->tick_ev = event_new(n->base, -1, EV_PERSIST, tick_cb, n);
@@ -411,6 +414,7 @@ void node_free_(node_t *n)
 		return;
 	n->shutting_down = 1;
 	control_free(n->control);
+	ctlop_free(n); /* waits for a backup in progress: it reads the store */
 	node_http_stop(n); /* before the pipeline hands back the jobs HTTP was waiting for */
 	if (n->listener)
 		evconnlistener_free(n->listener);
@@ -448,6 +452,9 @@ void node_free_(node_t *n)
 	pith_buf_release(&n->announce_own_q);
 	pith_buf_release(&n->lazy_q);
 	free(n->bundle_q);
+	pith_err_t e = {0};
+	if (n->book_loaded && n->book_dirty_us && addrbook_save(n, &e))
+		log_error("%s", e.msg);
 	addrbook_free(n);
 	sync_free(n);
 	if (n->base)
@@ -503,6 +510,50 @@ static void type_counts(pith_buf_t *b, const char *key, const uint64_t *v)
 	pith_buf_puts(b, "}");
 }
 
+void node_peer_json(const peer_t *p, int64_t now, pith_buf_t *b)
+{
+	char id[65] = "";
+	if (p->got_hello)
+		pith_hex_encode(p->pk, 32, id);
+	pith_buf_puts(b, "{");
+	jstr(b, "addr", p->addr);
+	pith_buf_puts(b, ",");
+	jstr(b, "node_id", id);
+	pith_buf_puts(b, ",");
+	jstr(b, "agent", p->agent);
+	pith_buf_printf(b,
+			",\"direction\":\"%s\",\"state\":\"%s\",\"score\":%d,"
+			"\"listen_port\":%u,\"rtt_ms\":%.3f,\"age_ms\":%lld,"
+			"\"bytes_in\":%llu,\"bytes_out\":%llu,\"msgs_in\":%llu,\"msgs_out\":%llu,"
+			"\"events_in\":%llu,\"events_out\":%llu,\"inflight\":%zu,"
+			"\"wanted\":%zu,\"serve_queue\":%zu,\"catchup\":\"%s\"}",
+			p->outbound ? "out" : "in", state_name(p->state), p->score, p->listen_port,
+			(double)p->rtt_us / 1000.0, (long long)((now - p->created_us) / 1000),
+			(unsigned long long)p->bytes_in, (unsigned long long)p->bytes_out,
+			(unsigned long long)p->msgs_in, (unsigned long long)p->msgs_out,
+			(unsigned long long)p->events_in, (unsigned long long)p->events_out,
+			p->inflight, p->wanted.n, p->serve.n, inv_name(p->inv));
+}
+
+void node_bans_json(const node_t *n, int64_t now, pith_buf_t *b)
+{
+	int first = 1;
+	pith_buf_puts(b, "[");
+	for (size_t i = 0; i < n->nbans; i++) {
+		const ban_t *bn = &n->bans[i];
+		if (bn->until_us <= now)
+			continue;
+		pith_buf_printf(b, "%s{", first ? "" : ",");
+		first = 0;
+		jstr(b, "ip", bn->ip_str);
+		pith_buf_puts(b, ",");
+		jstr(b, "reason", bn->reason);
+		pith_buf_printf(b, ",\"remaining_s\":%lld,\"until_us\":%lld}",
+				(long long)((bn->until_us - now) / 1000000), (long long)bn->until_us);
+	}
+	pith_buf_puts(b, "]");
+}
+
 int node_status_json(node_t *n, pith_buf_t *b)
 {
 	int64_t now = node_now_us();
@@ -527,47 +578,16 @@ int node_status_json(node_t *n, pith_buf_t *b)
 	pith_buf_puts(b, ",\"peers\":[");
 	int first = 1;
 	for (peer_t *p = n->peers; p; p = p->next) {
-		char id[65] = "";
-		if (p->got_hello)
-			pith_hex_encode(p->pk, 32, id);
-		pith_buf_printf(b, "%s{", first ? "" : ",");
+		pith_buf_puts(b, first ? "" : ",");
+		node_peer_json(p, now, b);
 		first = 0;
-		jstr(b, "addr", p->addr);
-		pith_buf_puts(b, ",");
-		jstr(b, "node_id", id);
-		pith_buf_puts(b, ",");
-		jstr(b, "agent", p->agent);
-		pith_buf_printf(b,
-				",\"direction\":\"%s\",\"state\":\"%s\",\"score\":%d,"
-				"\"listen_port\":%u,\"rtt_ms\":%.3f,\"age_ms\":%lld,"
-				"\"bytes_in\":%llu,\"bytes_out\":%llu,\"msgs_in\":%llu,\"msgs_out\":%llu,"
-				"\"events_in\":%llu,\"events_out\":%llu,\"inflight\":%zu,"
-				"\"wanted\":%zu,\"serve_queue\":%zu,\"catchup\":\"%s\"}",
-				p->outbound ? "out" : "in", state_name(p->state), p->score,
-				p->listen_port, (double)p->rtt_us / 1000.0,
-				(long long)((now - p->created_us) / 1000),
-				(unsigned long long)p->bytes_in, (unsigned long long)p->bytes_out,
-				(unsigned long long)p->msgs_in, (unsigned long long)p->msgs_out,
-				(unsigned long long)p->events_in, (unsigned long long)p->events_out,
-				p->inflight, p->wanted.n, p->serve.n, inv_name(p->inv));
 	}
-	pith_buf_puts(b, "],\"bans\":[");
-	first = 1;
-	for (size_t i = 0; i < n->nbans; i++) {
-		const ban_t *bn = &n->bans[i];
-		if (bn->until_us <= now)
-			continue;
-		pith_buf_printf(b, "%s{", first ? "" : ",");
-		first = 0;
-		jstr(b, "ip", bn->ip_str);
-		pith_buf_puts(b, ",");
-		jstr(b, "reason", bn->reason);
-		pith_buf_printf(b, ",\"remaining_s\":%lld}", (long long)((bn->until_us - now) / 1000000));
-	}
+	pith_buf_puts(b, "],\"bans\":");
+	node_bans_json(n, now, b);
 	size_t known = 0;
 	for (size_t i = 0; i < n->nbook; i++)
 		known += !n->book[i]->self;
-	pith_buf_printf(b, "],\"addresses\":%zu,\"pending_fetches\":%zu", known,
+	pith_buf_printf(b, ",\"addresses\":%zu,\"pending_fetches\":%zu", known,
 			idmap_count(n->fetches));
 	pith_buf_printf(b,
 			",\"ingest\":{\"in_flight\":%zu,\"queued_validate\":%zu,\"queued_write\":%zu,"

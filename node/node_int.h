@@ -126,6 +126,7 @@ struct addr_entry {
 	socklen_t salen;
 	char str[64];
 	int pinned;           /* from --peer or `connect`: always redialled */
+	int kept;             /* from `connect`: pinned across restarts (DATA/peers.json) */
 	int source;           /* ADDR_CONFIG, ADDR_PEX, ADDR_INBOUND */
 	int self;             /* it is this node */
 	unsigned failures;
@@ -218,6 +219,9 @@ struct node {
 	size_t nbook;
 	ban_t *bans;
 	size_t nbans, capbans;
+	int64_t book_dirty_us;      /* address book or bans changed since (0: saved) */
+	int book_loaded;            /* DATA/peers.json was read: it may be written */
+	struct ctlops *ctlops;      /* operator commands in progress (control_ops.c) */
 	int64_t next_pex_us;
 
 	idmap_t *fetches;           /* event id, or SHA-256 of a pith number for bundles */
@@ -240,6 +244,10 @@ void node_serial_key(uint64_t serial, uint8_t key[32]);
 peer_t *node_peer_by_serial(node_t *n, uint64_t serial);
 /* Appends the status object (JSON) to out. */
 int node_status_json(node_t *n, pith_buf_t *out);
+/* Appends one peer's object of the status "peers" list. */
+void node_peer_json(const peer_t *p, int64_t now, pith_buf_t *out);
+/* Appends the status "bans" list (those still running). */
+void node_bans_json(const node_t *n, int64_t now, pith_buf_t *out);
 /* Asks the loop to reap closing peers after this turn. */
 void node_reap_soon(node_t *n);
 
@@ -302,8 +310,11 @@ int relay_bundle_request(peer_t *p, const char *pith);
 /* Adds (or finds) an address; NULL if the book is full or the address is
  * unusable. */
 addr_entry_t *addrbook_add(node_t *n, const struct sockaddr *sa, socklen_t len, int source);
-/* Resolves HOST:PORT (numeric or by name) and adds it pinned. */
+/* Resolves HOST:PORT (numeric or by name) and adds it: pinned 0 as an
+ * address learnt, 1 pinned (--peer), ADDRBOOK_KEEP pinned and kept across
+ * restarts (`connect`). */
 int addrbook_add_hostport(node_t *n, const char *hostport, int pinned, pith_err_t *err);
+#define ADDRBOOK_KEEP 2
 /* Dials what the outbound target and the pinned entries call for. */
 void addrbook_maintain(node_t *n, int64_t now);
 /* A dial or a session with a ended: schedule the next try. */
@@ -312,6 +323,18 @@ void addrbook_ready(node_t *n, peer_t *p);
 void addrbook_free(node_t *n);
 /* Bans the peer's IP address for cfg->ban_seconds. */
 void ban_add(node_t *n, const struct sockaddr *sa, const char *reason);
+/* Bans ip (ip_len 4 or 16 bytes) until until_us (wall clock), replacing
+ * any ban on it. 0, PITH_ETOOBIG (too many bans) or PITH_ENOMEM. Does not
+ * close connections. */
+int ban_set(node_t *n, const uint8_t *ip, uint8_t ip_len, int64_t until_us, const char *reason);
+/* Lifts the ban on ip and lets its addresses be dialled at once; 1 if it
+ * was banned, else 0. */
+int ban_lift(node_t *n, const uint8_t *ip, uint8_t ip_len);
+/* The IP address of "IP", "IP:PORT" or "[IPv6]:PORT" (numeric only).
+ * 0 or PITH_EINVAL. */
+int addr_parse_ip(const char *text, uint8_t ip[16], uint8_t *len);
+/* The IP address of p's far end. 0, or -1 if not an inet socket. */
+int peer_ip(const peer_t *p, uint8_t ip[16], uint8_t *len);
 int ban_is_banned(node_t *n, const struct sockaddr *sa, int64_t now);
 void ban_prune(node_t *n, int64_t now);
 /* PEERS_REQ and PEERS. */
@@ -328,6 +351,28 @@ int node_http_start(node_t *n, pith_err_t *err);
 void node_http_draining(node_t *n);
 /* Stops serving; NULL-tolerant parts. */
 void node_http_stop(node_t *n);
+
+/* ---- addrbook_file.c: the address book and bans across restarts --------------
+ * DATA/peers.json, written atomically (temporary file, fsync, rename). */
+/* Loads the file if there is one (a damaged file is logged and ignored). */
+void addrbook_load(node_t *n);
+/* Writes the file now. 0 or PITH_EIO (err says where). */
+int addrbook_save(node_t *n, pith_err_t *err);
+/* Something in the file changed: it is written within a few seconds. */
+void addrbook_changed(node_t *n);
+/* Per-tick: writes the file if it changed a while ago. */
+void addrbook_save_tick(node_t *n, int64_t now);
+
+/* ---- control_ops.c: the operator's commands on the control socket ------------- */
+/* Runs one command if it is one of the operator's (peers, ban, unban,
+ * backup, state, event, resolve, connect): CTLOP_DONE with the answer in
+ * reply, CTLOP_LATER if control_reply(serial) answers it later, or
+ * CTLOP_UNKNOWN if it is not one of them. */
+int ctlop_run(node_t *n, uint64_t serial, const char *cmd, size_t cmdlen, const char *arg,
+	      size_t arglen, pith_buf_t *reply);
+enum { CTLOP_UNKNOWN = -1, CTLOP_DONE = 0, CTLOP_LATER = 1 };
+/* Waits for a backup in progress and frees what ctlop_run keeps. */
+void ctlop_free(node_t *n);
 
 /* ---- control.c --------------------------------------------------------------- */
 control_t *control_new(node_t *n, const char *path);

@@ -1,5 +1,17 @@
 /* pithctl event EVENT_ID: one stored event, canonical. */
+#include "cli_node.h"
 #include "cli_store.h"
+
+/* The same from a running node (RocksDB lets one process open a store). */
+static int run_node(cli_ctx_t *ctx, const char *id)
+{
+	json_doc_t *doc;
+	if (cli_node_query(ctx, "event", "get_event", id, &doc))
+		return 1;
+	int rc = cli_json_write_str(json_doc_root(doc), "json", "event");
+	json_doc_free(doc);
+	return rc;
+}
 
 static int run(cli_ctx_t *ctx, int argc, char **argv)
 {
@@ -8,6 +20,8 @@ static int run(cli_ctx_t *ctx, int argc, char **argv)
 	pith_err_t err = {0};
 	if (!idtext)
 		return cli_fail("event", "missing EVENT_ID");
+	if (ctx->node_sock)
+		return run_node(ctx, idtext);
 	if (store_event_id_parse(idtext, id, &err))
 		return cli_fail("event", "%s", err.msg);
 	pith_trust_t *trust;
@@ -28,8 +42,10 @@ static int run(cli_ctx_t *ctx, int argc, char **argv)
 
 const cli_cmd_t cli_cmd_event = {
 	"event", "print one stored event",
-	"usage: pithctl --store DIR event EVENT_ID\n\n"
+	"usage: pithctl --store DIR event EVENT_ID\n"
+	"       pithctl --node SOCKET event EVENT_ID\n\n"
 	"Writes the canonical JSON of the stored event (with the signature block\n"
-	"the store kept), no newline. EVENT_ID: sha256:HEX or HEX.\n",
+	"the store kept), no newline. EVENT_ID: sha256:HEX or HEX. With --node, a\n"
+	"running pithd reads it from its store.\n",
 	run,
 };

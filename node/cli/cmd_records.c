@@ -1,7 +1,9 @@
 /* pithctl records: one line per stored record. */
+#include "cli_node.h"
 #include "cli_store.h"
 
 #include <inttypes.h>
+#include <string.h>
 
 static int print_record(void *arg, const store_record_info_t *r)
 {
@@ -17,6 +19,31 @@ static int print_record(void *arg, const store_record_info_t *r)
 	return ferror(stdout) ? 1 : 0;
 }
 
+/* The same from a running node (RocksDB lets one process open a store). */
+static int run_node(cli_ctx_t *ctx)
+{
+	json_doc_t *doc;
+	if (cli_node_call(ctx, "records", "records", &doc, NULL))
+		return 1;
+	const json_value_t *recs = json_get_type(json_doc_root(doc), "records", JSON_ARRAY);
+	int rc = recs ? 0 : cli_fail("records", "the node's answer has no \"records\"");
+	for (size_t i = 0; !rc && i < recs->len; i++) {
+		const json_value_t *r = recs->u.items[i];
+		store_record_info_t ri = {.has_bundle = json_is(json_get(r, "has_bundle"), JSON_TRUE)};
+		const char *hex = cli_json_str(r, "state_sha256");
+		snprintf(ri.pith_number, sizeof(ri.pith_number), "%s", cli_json_str(r, "pith_number"));
+		ri.event_count = (uint64_t)cli_json_int(r, "event_count");
+		if (pith_hex_decode(hex, strlen(hex), ri.state_hash, 32))
+			rc = cli_fail("records", "the node's answer has a malformed state_sha256");
+		else if (print_record(ctx, &ri))
+			rc = cli_fail("records", "cannot write to stdout");
+	}
+	if (!rc && fflush(stdout))
+		rc = cli_fail("records", "cannot write to stdout");
+	json_doc_free(doc);
+	return rc;
+}
+
 static int run(cli_ctx_t *ctx, int argc, char **argv)
 {
 	pith_trust_t *trust;
@@ -24,6 +51,8 @@ static int run(cli_ctx_t *ctx, int argc, char **argv)
 	pith_err_t err = {0};
 	if (cli_first_operand(argc, argv))
 		return cli_fail("records", "takes no operands");
+	if (ctx->node_sock)
+		return run_node(ctx);
 	if (cli_store_open(ctx, "records", 0, &trust, &st))
 		return 1;
 	int rc = store_records_each(st, print_record, ctx, &err);
@@ -38,8 +67,10 @@ static int run(cli_ctx_t *ctx, int argc, char **argv)
 
 const cli_cmd_t cli_cmd_records = {
 	"records", "list the stored records",
-	"usage: pithctl --store DIR records [--json]\n\n"
+	"usage: pithctl --store DIR records [--json]\n"
+	"       pithctl --node SOCKET records [--json]\n\n"
 	"One line per record: pith number, event count, state_sha256; with\n"
-	"--json one object per line (with has_bundle).\n",
+	"--json one object per line (with has_bundle). With --node, a running\n"
+	"pithd lists its store.\n",
 	run,
 };

@@ -1,11 +1,25 @@
 /* pithctl state ID: the canonical merged state of a record. */
+#include "cli_node.h"
 #include "cli_store.h"
+
+/* The same from a running node (RocksDB lets one process open a store). */
+static int run_node(cli_ctx_t *ctx, const char *id)
+{
+	json_doc_t *doc;
+	if (cli_node_query(ctx, "state", "state", id, &doc))
+		return 1;
+	int rc = cli_json_write_str(json_doc_root(doc), "json", "state");
+	json_doc_free(doc);
+	return rc;
+}
 
 static int run(cli_ctx_t *ctx, int argc, char **argv)
 {
 	const char *id = cli_first_operand(argc, argv);
 	if (!id)
 		return cli_fail("state", "missing ID");
+	if (ctx->node_sock)
+		return run_node(ctx, id);
 	pith_trust_t *trust;
 	store_t *st;
 	if (cli_store_open(ctx, "state", 0, &trust, &st))
@@ -26,9 +40,11 @@ static int run(cli_ctx_t *ctx, int argc, char **argv)
 
 const cli_cmd_t cli_cmd_state = {
 	"state", "print the merged state of a record",
-	"usage: pithctl --store DIR state ID\n\n"
+	"usage: pithctl --store DIR state ID\n"
+	"       pithctl --node SOCKET state ID\n\n"
 	"Writes the canonical JSON of the record's merged state (no newline), as\n"
 	"served at /pith/{ID}/state.json. ID in any form: pith:YYYY:BODY, the\n"
-	"26-character body, pith:SHORT or a body prefix, arxiv:ID, doi:DOI.\n",
+	"26-character body, pith:SHORT or a body prefix, arxiv:ID, doi:DOI.\n"
+	"With --node, a running pithd reads it from its store.\n",
 	run,
 };

@@ -20,6 +20,12 @@ extern const cli_cmd_t cli_cmd_event;
 extern const cli_cmd_t cli_cmd_records;
 extern const cli_cmd_t cli_cmd_resolve;
 extern const cli_cmd_t cli_cmd_check;
+extern const cli_cmd_t cli_cmd_status;
+extern const cli_cmd_t cli_cmd_peers;
+extern const cli_cmd_t cli_cmd_connect;
+extern const cli_cmd_t cli_cmd_ban;
+extern const cli_cmd_t cli_cmd_unban;
+extern const cli_cmd_t cli_cmd_backup;
 
 static const cli_cmd_t *const commands[] = {
 	&cli_cmd_verify,
@@ -34,6 +40,12 @@ static const cli_cmd_t *const commands[] = {
 	&cli_cmd_records,
 	&cli_cmd_resolve,
 	&cli_cmd_check,
+	&cli_cmd_status,
+	&cli_cmd_peers,
+	&cli_cmd_connect,
+	&cli_cmd_ban,
+	&cli_cmd_unban,
+	&cli_cmd_backup,
 };
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
 

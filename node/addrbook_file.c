@@ -1,0 +1,266 @@
+/* The address book and the bans across restarts: DATA/peers.json.
+ *
+ *   {"version":1,
+ *    "addresses":[{"addr":"IP:PORT","kept":BOOL,"last_ok_us":INT,"node_id":"HEX"},...],
+ *    "bans":[{"ip":"IP","until_us":INT,"reason":"..."},...]}
+ *
+ * Times are wall-clock microseconds. "kept" marks the addresses the
+ * operator added with `connect`: they are dialled and redialled like
+ * configured peers after a restart too. Configured peers (--peer) are not
+ * kept here (the configuration says whether they still are); addresses
+ * learnt from peers are, so that a restarted node has somewhere to start.
+ *
+ * The file is written whole to peers.json.tmp, synced, renamed over
+ * peers.json and the directory synced: a crash leaves the old file or the
+ * new one. It is written within a few seconds of a change (misbehaviour
+ * bans, addresses learnt), at once for the operator's commands, and at
+ * shutdown. A file that does not parse is reported and ignored: the node
+ * starts with its configured peers, as it would without one. */
+#include "node_int.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "log.h"
+
+#define PEERS_FILE "peers.json"
+#define PEERS_FILE_MAX (8u << 20)
+#define SAVE_AFTER_US 5000000 /* a change is written within this long */
+
+static void file_path(const node_t *n, const char *suffix, char *out, size_t len)
+{
+	snprintf(out, len, "%s/%s%s", n->cfg->data_dir, PEERS_FILE, suffix);
+}
+
+void addrbook_changed(node_t *n)
+{
+	if (!n->book_dirty_us)
+		n->book_dirty_us = node_now_us();
+}
+
+void addrbook_save_tick(node_t *n, int64_t now)
+{
+	if (!n->book_dirty_us || now - n->book_dirty_us < SAVE_AFTER_US)
+		return;
+	pith_err_t err = {0};
+	if (addrbook_save(n, &err)) {
+		static log_rl_t rl;
+		log_rl(&rl, LOG_ERROR, "%s", err.msg);
+		n->book_dirty_us = now; /* try again later */
+	}
+}
+
+/* ---- writing ------------------------------------------------------------------------ */
+
+static void write_json(const node_t *n, pith_buf_t *b)
+{
+	int64_t now = node_now_us();
+	pith_buf_puts(b, "{\"version\":1,\"addresses\":[");
+	int first = 1;
+	for (size_t i = 0; i < n->nbook; i++) {
+		const addr_entry_t *a = n->book[i];
+		if (a->self)
+			continue;
+		pith_buf_printf(b, "%s\n{\"addr\":", first ? "" : ",");
+		json_write_string(b, a->str, strlen(a->str));
+		pith_buf_printf(b, ",\"kept\":%s,\"last_ok_us\":%lld", a->kept ? "true" : "false",
+				(long long)a->last_ok_us);
+		if (a->has_pk) {
+			char hex[65];
+			pith_hex_encode(a->pk, 32, hex);
+			pith_buf_printf(b, ",\"node_id\":\"%s\"", hex);
+		}
+		pith_buf_puts(b, "}");
+		first = 0;
+	}
+	pith_buf_puts(b, "],\"bans\":[");
+	first = 1;
+	for (size_t i = 0; i < n->nbans; i++) {
+		const ban_t *bn = &n->bans[i];
+		if (bn->until_us <= now)
+			continue;
+		pith_buf_printf(b, "%s\n{\"ip\":\"%s\",\"until_us\":%lld,\"reason\":", first ? "" : ",",
+				bn->ip_str, (long long)bn->until_us);
+		json_write_string(b, bn->reason, strlen(bn->reason));
+		pith_buf_puts(b, "}");
+		first = 0;
+	}
+	pith_buf_puts(b, "]}\n");
+}
+
+static int write_all(int fd, const uint8_t *p, size_t len)
+{
+	while (len) {
+		ssize_t w = write(fd, p, len);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return -1;
+		p += w;
+		len -= (size_t)w;
+	}
+	return 0;
+}
+
+int addrbook_save(node_t *n, pith_err_t *err)
+{
+	char tmp[CONFIG_STR_MAX + 32], path[CONFIG_STR_MAX + 32];
+	file_path(n, ".tmp", tmp, sizeof(tmp));
+	file_path(n, "", path, sizeof(path));
+	pith_buf_t b = PITH_BUF_INIT;
+	write_json(n, &b);
+	int rc = 0, fd = -1;
+	if (b.oom) {
+		rc = pith_err_set(err, PITH_ENOMEM, "%s: out of memory", path);
+		goto done;
+	}
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0 || write_all(fd, b.data, b.len) || fsync(fd)) {
+		rc = pith_err_set(err, PITH_EIO, "cannot write %s: %s", tmp, strerror(errno));
+		goto done;
+	}
+	close(fd);
+	fd = -1;
+	if (rename(tmp, path)) {
+		rc = pith_err_set(err, PITH_EIO, "cannot rename %s to %s: %s", tmp, path,
+				  strerror(errno));
+		goto done;
+	}
+	/* the rename itself is durable once the directory is synced */
+	fd = open(n->cfg->data_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0 || fsync(fd))
+		rc = pith_err_set(err, PITH_EIO, "cannot sync %s: %s", n->cfg->data_dir, strerror(errno));
+	else
+		n->book_dirty_us = 0;
+done:
+	if (fd >= 0)
+		close(fd);
+	pith_buf_release(&b);
+	return rc;
+}
+
+/* ---- reading --------------------------------------------------------------------------- */
+
+static int get_i64(const json_value_t *o, const char *key, int64_t *out)
+{
+	const json_value_t *v = json_get_type(o, key, JSON_INT);
+	if (!v || v->len > 20)
+		return -1;
+	char *end;
+	errno = 0;
+	long long x = strtoll(v->u.str, &end, 10);
+	if (errno || *end)
+		return -1;
+	*out = x;
+	return 0;
+}
+
+static int load_address(node_t *n, const json_value_t *o)
+{
+	const char *addr = json_get_str(o, "addr");
+	const json_value_t *kept = json_get(o, "kept");
+	int64_t last_ok = 0;
+	char host[256];
+	uint16_t port;
+	uint8_t ip[16], il;
+	if (!addr || config_split_hostport(addr, host, &port, 0) || addr_parse_ip(host, ip, &il) ||
+	    get_i64(o, "last_ok_us", &last_ok) || !(json_is(kept, JSON_TRUE) || json_is(kept, JSON_FALSE)))
+		return -1;
+	struct sockaddr_storage ss = {0};
+	socklen_t len;
+	if (il == 4) {
+		struct sockaddr_in *s4 = (struct sockaddr_in *)&ss;
+		s4->sin_family = AF_INET;
+		memcpy(&s4->sin_addr, ip, 4);
+		s4->sin_port = htons(port);
+		len = sizeof(*s4);
+	} else {
+		struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)&ss;
+		s6->sin6_family = AF_INET6;
+		memcpy(&s6->sin6_addr, ip, 16);
+		s6->sin6_port = htons(port);
+		len = sizeof(*s6);
+	}
+	int is_kept = json_is(kept, JSON_TRUE);
+	addr_entry_t *a = addrbook_add(n, (const struct sockaddr *)&ss, len,
+				       is_kept ? ADDR_CONFIG : ADDR_PEX);
+	if (!a)
+		return 0; /* full, or not dialable: skipped */
+	a->kept |= is_kept;
+	if (last_ok > a->last_ok_us)
+		a->last_ok_us = last_ok;
+	const char *id = json_get_str(o, "node_id");
+	if (id && !a->has_pk && pith_hex_decode(id, strlen(id), a->pk, 32) == 0)
+		a->has_pk = 1;
+	return 0;
+}
+
+static int load_ban(node_t *n, const json_value_t *o, int64_t now)
+{
+	const char *ipstr = json_get_str(o, "ip"), *reason = json_get_str(o, "reason");
+	int64_t until;
+	uint8_t ip[16], il;
+	if (!ipstr || !reason || addr_parse_ip(ipstr, ip, &il) || get_i64(o, "until_us", &until))
+		return -1;
+	if (until > now)
+		ban_set(n, ip, il, until, reason);
+	return 0;
+}
+
+static int load_doc(node_t *n, const json_value_t *root, const char *path)
+{
+	const json_value_t *ver = json_get_type(root, "version", JSON_INT);
+	const json_value_t *addrs = json_get_type(root, "addresses", JSON_ARRAY);
+	const json_value_t *bans = json_get_type(root, "bans", JSON_ARRAY);
+	if (!ver || strcmp(ver->u.str, "1") || !addrs || !bans) {
+		log_warn("%s: not a version 1 peers file; ignored", path);
+		return -1;
+	}
+	int64_t now = node_now_us();
+	size_t bad = 0, nb = 0;
+	for (size_t i = 0; i < addrs->len; i++)
+		bad += load_address(n, addrs->u.items[i]) != 0;
+	for (size_t i = 0; i < bans->len; i++) {
+		bad += load_ban(n, bans->u.items[i], now) != 0;
+		nb += json_is(bans->u.items[i], JSON_OBJECT);
+	}
+	if (bad)
+		log_warn("%s: %zu malformed entries skipped", path, bad);
+	log_info("%s: %zu addresses, %zu bans still running of %zu", path, addrs->len, n->nbans, nb);
+	return 0;
+}
+
+void addrbook_load(node_t *n)
+{
+	char path[CONFIG_STR_MAX + 32];
+	file_path(n, "", path, sizeof(path));
+	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0) {
+		if (errno != ENOENT)
+			log_warn("cannot open %s: %s; starting without it", path, strerror(errno));
+		return;
+	}
+	pith_buf_t b = PITH_BUF_INIT;
+	uint8_t chunk[65536];
+	ssize_t got;
+	while ((got = read(fd, chunk, sizeof(chunk))) > 0 && b.len <= PEERS_FILE_MAX)
+		pith_buf_append(&b, chunk, (size_t)got);
+	close(fd);
+	json_doc_t *doc = NULL;
+	pith_err_t err = {0};
+	if (got < 0 || b.oom || b.len > PEERS_FILE_MAX)
+		log_warn("%s: unreadable or over %u bytes; ignored", path, PEERS_FILE_MAX);
+	else if (json_parse(&doc, b.data, b.len, NULL, &err))
+		log_warn("%s: %s (byte %zu); ignored", path, err.msg, err.offset);
+	else
+		load_doc(n, json_doc_root(doc), path);
+	json_doc_free(doc);
+	pith_buf_release(&b);
+	n->book_dirty_us = 0; /* what was loaded is what the file says */
+}
