@@ -239,8 +239,7 @@ void http_send(http_ctx_t *c)
 		snprintf(ra, sizeof(ra), "%d", r->retry_after);
 		evhttp_add_header(oh, "Retry-After", ra);
 	}
-	if (h->draining || status == 400 || status == 413 || status == 414 || status == 431)
-		/* after a protocol error the rest of the stream cannot be trusted */
+	if (h->draining || r->close)
 		evhttp_add_header(oh, "Connection", "close");
 	size_t sent = 0;
 	if (has_body && c->body->len) {
@@ -383,17 +382,22 @@ static void handle_request(http_t *h, struct evhttp_request *req)
 	size_t ulen = strlen(uri);
 	const char *why = "";
 	char id[256];
+	/* after a protocol error the rest of the stream cannot be trusted:
+	 * these replies close the connection */
 	if (header_bytes(req, ulen) > h->o.max_header_bytes) {
 		http_error(&c, 431, "request headers over %zu bytes", h->o.max_header_bytes);
+		c.r.close = 1;
 		goto send;
 	}
 	int rc = http_target_parse(uri, ulen, c.t, &why);
 	if (rc == HTTP_TARGET_TOO_LONG) {
 		http_error(&c, 414, "request target over %d bytes", HTTP_TARGET_MAX);
+		c.r.close = 1;
 		goto send;
 	}
 	if (rc) {
 		http_error(&c, 400, "malformed request target: %s", why);
+		c.r.close = 1;
 		goto send;
 	}
 	c.route = route_match(c.t, id, sizeof(id));
@@ -416,6 +420,7 @@ static void handle_request(http_t *h, struct evhttp_request *req)
 	}
 	if (!is_post && evbuffer_get_length(evhttp_request_get_input_buffer(req))) {
 		http_error(&c, 400, "a %s request carries no body", c.head ? "HEAD" : "GET");
+		c.r.close = 1;
 		goto send;
 	}
 	c.r.status = 200;

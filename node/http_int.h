@@ -85,6 +85,7 @@ typedef struct http_resp {
 	int no_store;          /* Cache-Control: no-store instead of no-cache */
 	int retry_after;       /* seconds, 503 */
 	int is_html;           /* adds a restrictive Content-Security-Policy */
+	int close;             /* a protocol error: close after the reply */
 } http_resp_t;
 
 /* One request being handled (lives on the stack of the request callback,

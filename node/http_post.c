@@ -262,6 +262,7 @@ void post_events(http_ctx_t *c)
 	}
 	if (len > h->o.max_body_bytes) {
 		http_error(c, 413, "body over %zu bytes", h->o.max_body_bytes);
+		c->r.close = 1;
 		http_send(c);
 		return;
 	}

@@ -752,6 +752,22 @@ print("verified bundle and %d events" % n)
             out += c
         s.close()
         assert out.count(b"HTTP/1.1 200") == 6, out[:500]
+        # an unknown or malformed identifier keeps the connection; a
+        # malformed target closes it after the reply
+        s = socket.create_connection(("127.0.0.1", S.port), timeout=10)
+        s.sendall(b"GET /pith/not-an-id HTTP/1.1\r\nHost: t\r\n\r\n"
+                  b"GET /pith/ZZZZZZZZ HTTP/1.1\r\nHost: t\r\n\r\n"
+                  b"GET /pith/%2e%2e HTTP/1.1\r\nHost: t\r\n\r\n"
+                  b"GET /healthz HTTP/1.1\r\nHost: t\r\n\r\n")
+        out = b""
+        while True:
+            c = s.recv(65536)
+            if not c:
+                break
+            out += c
+        s.close()
+        codes = [int(x) for x in re.findall(rb"HTTP/1\.1 (\d{3})", out)]
+        assert codes == [400, 404, 400], codes
 
     @case("POST /events: one event stored (202), then a duplicate; the record appears")
     def _():

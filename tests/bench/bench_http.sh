@@ -8,7 +8,23 @@
 #
 # usage: bench_http.sh BUILD_DIR [--dir DIR] [--records N] [--per-record E]
 #          [--duration S] [--connections C] [--wrk-threads T]
-#          [--validators V] [--rate EV_PER_S] [--keep]
+#          [--validators V] [--rate EV_PER_S] [--pithd] [--nice-workers N]
+#          [--rounds R] [--keep]
+#
+# Each of the six runs (state.json and resolve; no ingest, ingest paced at
+# EV_PER_S, ingest as fast as it goes) takes S seconds (default 10); the
+# runs are interleaved in R rounds (default 3) so that a noisy neighbour
+# hits every configuration alike, and the table (bench_http_table.py) gives
+# the median and the range over the rounds.
+#
+# --nice-workers N renices every thread of the server but its first (the
+# event loop: HTTP, and in pithd the peers too) by N, from outside the
+# process: validators, the store writer, RocksDB's background threads.
+# It measures what giving reads priority over ingest would buy.
+#
+# The server is tests/http_serve (node/http.c + node/ingest.c over the
+# store), or with --pithd the daemon itself (pithd --data DIR --http ...,
+# no peers), POST /events going through its ingest pipeline.
 #
 # DIR (default: a new directory under /tmp) keeps the generated events and
 # the store between runs: a second run with the same --dir skips
@@ -18,19 +34,21 @@ set -euo pipefail
 BUILD=$(cd "$1" && pwd)
 shift
 HERE=$(cd "$(dirname "$0")" && pwd)
-DIR="" RECORDS=100000 PER=3 DUR=20 CONN=32 WT=1 VALIDATORS=1 RATE=2000 KEEP=0
-LOAD_RECORDS=80000
+DIR="" RECORDS=100000 PER=3 DUR=10 ROUNDS=3 CONN=32 WT=1 VALIDATORS=1 RATE=2000 KEEP=0 PITHD=0 NICE=0
 while [ $# -gt 0 ]; do
 	case $1 in
 	--dir) DIR=$2; shift 2 ;;
 	--records) RECORDS=$2; shift 2 ;;
 	--per-record) PER=$2; shift 2 ;;
 	--duration) DUR=$2; shift 2 ;;
+	--rounds) ROUNDS=$2; shift 2 ;;
 	--connections) CONN=$2; shift 2 ;;
 	--wrk-threads) WT=$2; shift 2 ;;
 	--validators) VALIDATORS=$2; shift 2 ;;
 	--rate) RATE=$2; shift 2 ;;
 	--keep) KEEP=1; shift ;;
+	--pithd) PITHD=1; shift ;;
+	--nice-workers) NICE=$2; shift 2 ;;
 	*) echo "unknown option $1" >&2; exit 2 ;;
 	esac
 done
@@ -51,14 +69,32 @@ mkdir -p "$DIR"
 cd "$DIR"
 say() { echo "# $*" >&2; }
 
-if [ ! -s load.jsonl ]; then
-	say "generating $((RECORDS + LOAD_RECORDS)) records of $PER events"
-	"$GEN" --records $((RECORDS + LOAD_RECORDS)) --per-record "$PER" --seed 1 --threads 2 \
-		--key-out key.json all.jsonl >/dev/null
-	head -n $((RECORDS * PER)) all.jsonl >base.jsonl
-	tail -n +$((RECORDS * PER + 1)) all.jsonl >load.jsonl
-	rm -f all.jsonl
+if [ ! -s base.jsonl ]; then
+	say "generating $RECORDS records of $PER events"
+	"$GEN" --records "$RECORDS" --per-record "$PER" --seed 1 --threads 2 --key-out key.json \
+		base.jsonl >/dev/null
+	echo "$RECORDS" >gen.records
+	rm -f load.jsonl load.offset
 fi
+# Events for the ingest load: records after every one generated so far (the
+# generator is deterministic per record number), enough for this run.
+OFFSET=0
+[ -f load.offset ] && OFFSET=$(cat load.offset)
+NEED=$((ROUNDS * 4 * (DUR + 4) * 2500))
+HAVE=0
+[ -s load.jsonl ] && HAVE=$(($(wc -l <load.jsonl) - OFFSET))
+if [ $HAVE -lt $NEED ]; then
+	GENERATED=$(cat gen.records)
+	MORE=$(((NEED + PER - 1) / PER))
+	say "generating $MORE more records for the ingest load"
+	"$GEN" --records $((GENERATED + MORE)) --per-record "$PER" --seed 1 --threads 2 all.jsonl \
+		>/dev/null
+	tail -n +$((GENERATED * PER + 1)) all.jsonl >load.jsonl
+	rm -f all.jsonl
+	echo $((GENERATED + MORE)) >gen.records
+	OFFSET=0
+fi
+echo "$OFFSET" >load.offset
 if [ ! -d store ]; then
 	say "importing $((RECORDS * PER)) events"
 	"$PITHCTL" --store store --trust-key key.json import base.jsonl >import.txt
@@ -79,21 +115,44 @@ fi
 say "store: $("$PITHCTL" --store store records | wc -l) records; $(wc -l <ids.txt) in the request list"
 
 rm -f port
-"$SERVE" --store store --trust-key key.json --threads "$VALIDATORS" --port-file port \
-	>serve.log 2>&1 &
-SERVER=$!
-for _ in $(seq 100); do [ -s port ] && break; sleep 0.1; done
+if [ $PITHD = 1 ]; then
+	# the data directory is DIR: its store/ is the one imported above
+	chmod 700 .
+	"$BUILD/node/pithd" --data "$DIR" --listen 127.0.0.1:0 --http 127.0.0.1:0 \
+		--trust-key key.json --validate-threads "$VALIDATORS" --log-level warn \
+		>serve.log 2>&1 &
+	SERVER=$!
+	for _ in $(seq 200); do
+		python3 -c 'import json,socket,sys
+s = socket.socket(socket.AF_UNIX); s.connect("pithd.sock"); s.sendall(b"status\n")
+print(json.loads(s.makefile().readline())["http"].rsplit(":", 1)[1])' >port 2>/dev/null && break
+		sleep 0.1
+	done
+else
+	"$SERVE" --store store --trust-key key.json --threads "$VALIDATORS" --port-file port \
+		>serve.log 2>&1 &
+	SERVER=$!
+	for _ in $(seq 100); do [ -s port ] && break; sleep 0.1; done
+fi
 PORT=$(cat port)
+SERVER_NAME=http_serve
+[ $PITHD = 1 ] && SERVER_NAME=pithd
+if [ "$NICE" != 0 ]; then
+	for t in /proc/$SERVER/task/*; do
+		t=${t##*/}
+		[ "$t" = "$SERVER" ] || renice -n "$NICE" -p "$t" >/dev/null
+	done
+	SERVER_NAME="$SERVER_NAME, worker threads niced +$NICE"
+fi
 URL=http://127.0.0.1:$PORT
-OFFSET=0
-[ -f load.offset ] && OFFSET=$(cat load.offset)
 
 run_wrk() { # MODE LIST -> one RESULT line
 	wrk -t"$WT" -c"$CONN" -d"${DUR}s" --timeout 5s -s "$HERE/bench_http.lua" "$URL" -- "$1" "$2" |
 		grep '^RESULT' | sed "s/mode=[a-z]*/mode=$1/"
 }
 
-with_load() { # RATE MODE LIST
+with_load() { # RATE MODE LIST (runs in a subshell: the offset lives in load.offset)
+	OFFSET=$(cat load.offset)
 	python3 "$HERE/bench_http_post.py" "$PORT" load.jsonl --skip "$OFFSET" --rate "$1" \
 		>loader.out 2>&1 &
 	local lp=$!
@@ -112,14 +171,20 @@ with_load() { # RATE MODE LIST
 say "warming up"
 wrk -t"$WT" -c"$CONN" -d5s -s "$HERE/bench_http.lua" "$URL" -- state ids.txt >/dev/null
 wrk -t"$WT" -c"$CONN" -d5s -s "$HERE/bench_http.lua" "$URL" -- resolve arxiv.txt >/dev/null
-echo "# wrk -t$WT -c$CONN -d${DUR}s; $RECORDS records; validators $VALIDATORS; $(nproc) cores; load $(cut -d' ' -f1-3 /proc/loadavg)"
-for mode in state resolve; do
-	list=ids.txt
-	[ $mode = resolve ] && list=arxiv.txt
-	echo "$(run_wrk $mode $list) ingest=none"
-	with_load "$RATE" $mode $list
-	with_load 0 $mode $list
+echo "# $SERVER_NAME; wrk -t$WT -c$CONN -d${DUR}s x $ROUNDS rounds; $RECORDS records; validators $VALIDATORS; $(nproc) cores; load before $(cut -d' ' -f1-3 /proc/loadavg)"
+: >results.txt
+for round in $(seq "$ROUNDS"); do
+	for mode in state resolve; do
+		list=ids.txt
+		[ $mode = resolve ] && list=arxiv.txt
+		echo "round=$round $(run_wrk $mode $list) ingest_rate=none" >>results.txt
+		echo "round=$round $(with_load "$RATE" $mode $list)" >>results.txt
+		echo "round=$round $(with_load 0 $mode $list)" >>results.txt
+	done
+	say "round $round done; load $(cut -d' ' -f1-3 /proc/loadavg)"
 done
+echo "# load after $(cut -d' ' -f1-3 /proc/loadavg)"
+python3 "$HERE/bench_http_table.py" results.txt "$RATE"
 curl -s "$URL/metrics" | grep -E '^pith_(store_events|http_post_events_total)' >&2 || true
 kill $SERVER
 wait $SERVER || true
