@@ -283,13 +283,6 @@ static double series_value(const metric_t *s, metric_type_t type)
 	return d;
 }
 
-double metric_value(const metric_t *c)
-{
-	/* counters and gauges share the field; a gauge is never read here as a
-	 * counter in this code base (tests read counters) */
-	return c ? (double)atomic_load_explicit(&((metric_t *)c)->v, memory_order_relaxed) : 0;
-}
-
 int metrics_add_collector(metrics_t *m, metrics_collect_fn fn, void *arg)
 {
 	collector_t *c = calloc(1, sizeof(*c));

@@ -54,8 +54,6 @@ static inline void metric_inc(metric_t *c)
 }
 void metric_set(metric_t *g, double v);
 void metric_hist_observe(metric_hist_t *h, double v);
-/* Current value (tests). */
-double metric_value(const metric_t *c);
 
 /* ---- collectors ---------------------------------------------------------- */
 typedef struct metrics_out metrics_out_t;

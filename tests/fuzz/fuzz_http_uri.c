@@ -1,0 +1,107 @@
+/* libFuzzer harness for the HTTP request-target parser (node/http_uri.c),
+ * the function the server runs on every request target a client sends.
+ *
+ * The input is one request target. Invariants (any broken one aborts):
+ * - the result is OK, BAD or TOO_LONG, and TOO_LONG exactly when the input
+ *   is over HTTP_TARGET_MAX;
+ * - on OK, every segment is non-empty, is not "." or "..", and holds no '/',
+ *   '\\', NUL, control or non-ASCII byte; every query key and value holds
+ *   no NUL, control or non-ASCII byte; all of them lie inside the target's
+ *   buffer; counts stay within their limits;
+ * - re-encoding is a fixed point: the segments and pairs percent-encoded
+ *   again (every byte but unreserved ones) parse back to the same ones. */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "http_int.h"
+
+#define FUZZ_CHECK(cond)                                                       \
+	do {                                                                   \
+		if (!(cond)) {                                                 \
+			fprintf(stderr, "fuzz_http_uri: %s:%d: %s\n", __FILE__, __LINE__, #cond); \
+			abort();                                               \
+		}                                                              \
+	} while (0)
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static http_target_t t1, t2;
+
+static int inside(const http_target_t *t, const char *p)
+{
+	return p >= t->buf && p + strlen(p) < t->buf + sizeof(t->buf);
+}
+
+static void check_text(const char *s, int is_seg)
+{
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+		FUZZ_CHECK(*p >= 0x20 && *p < 0x7f);
+		FUZZ_CHECK(*p != '\\');
+		if (is_seg)
+			FUZZ_CHECK(*p != '/');
+	}
+}
+
+/* Percent-encodes everything but unreserved characters. */
+static size_t enc(char *out, const char *s)
+{
+	size_t n = 0;
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+		if ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+		    *p == '-' || *p == '_' || *p == '~')
+			out[n++] = (char)*p;
+		else
+			n += (size_t)sprintf(out + n, "%%%02X", *p);
+	}
+	return n;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	const char *why = NULL;
+	int rc = http_target_parse((const char *)data, size, &t1, &why);
+	FUZZ_CHECK(why != NULL);
+	FUZZ_CHECK(rc == HTTP_TARGET_OK || rc == HTTP_TARGET_BAD || rc == HTTP_TARGET_TOO_LONG);
+	FUZZ_CHECK((rc == HTTP_TARGET_TOO_LONG) == (size > HTTP_TARGET_MAX));
+	if (rc != HTTP_TARGET_OK)
+		return 0;
+	FUZZ_CHECK(t1.nseg <= HTTP_SEGS_MAX && t1.nq <= HTTP_QUERY_MAX);
+	for (size_t i = 0; i < t1.nseg; i++) {
+		FUZZ_CHECK(inside(&t1, t1.seg[i]));
+		FUZZ_CHECK(t1.seg[i][0] != 0);
+		FUZZ_CHECK(strcmp(t1.seg[i], ".") && strcmp(t1.seg[i], ".."));
+		check_text(t1.seg[i], 1);
+	}
+	for (size_t i = 0; i < t1.nq; i++) {
+		FUZZ_CHECK(inside(&t1, t1.q[i].key) && inside(&t1, t1.q[i].val));
+		check_text(t1.q[i].key, 0);
+		check_text(t1.q[i].val, 0);
+	}
+	/* re-encode (three bytes per byte at most) and parse again */
+	static char again[3 * sizeof(t1.buf) + 64];
+	size_t n = 0;
+	for (size_t i = 0; i < t1.nseg; i++) {
+		again[n++] = '/';
+		n += enc(again + n, t1.seg[i]);
+	}
+	if (!t1.nseg || t1.trailing_slash)
+		again[n++] = '/';
+	for (size_t i = 0; i < t1.nq; i++) {
+		again[n++] = i ? '&' : '?';
+		n += enc(again + n, t1.q[i].key);
+		again[n++] = '=';
+		n += enc(again + n, t1.q[i].val);
+	}
+	if (n > HTTP_TARGET_MAX)
+		return 0; /* escaping grew it past the limit: nothing to compare */
+	FUZZ_CHECK(http_target_parse(again, n, &t2, &why) == HTTP_TARGET_OK);
+	FUZZ_CHECK(t2.nseg == t1.nseg && t2.nq == t1.nq);
+	FUZZ_CHECK(t2.trailing_slash == (t1.trailing_slash && t1.nseg > 0));
+	for (size_t i = 0; i < t1.nseg; i++)
+		FUZZ_CHECK(!strcmp(t1.seg[i], t2.seg[i]));
+	for (size_t i = 0; i < t1.nq; i++)
+		FUZZ_CHECK(!strcmp(t1.q[i].key, t2.q[i].key) && !strcmp(t1.q[i].val, t2.q[i].val));
+	return 0;
+}
