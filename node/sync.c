@@ -25,9 +25,8 @@
 typedef struct sync sync_t;
 typedef struct sync_peer sync_peer_t;
 
-#define SYNC_BACKLOG_HOLD 32768     /* ids found missing and not yet queued for
-				       fetching, above which our next message waits */
-#define SYNC_FEED_LOW 8192          /* keep a peer's fetch queue topped up to this */
+#define SYNC_FEED_LOW 8192          /* keep a peer's fetch queue topped up to this
+				       (at most half of max_wanted) */
 #define SYNC_BUNDLE_Q_MAX 65536     /* bundle requests queued per peer */
 #define SYNC_BUNDLE_REF_COST 17.0   /* a BUNDLE_GET ref in the peer's budget (peer.c) */
 #define SYNC_PROGRESS_US 5000000    /* a progress line this often while syncing */
@@ -88,6 +87,7 @@ struct sync {
 	/* totals */
 	uint64_t started, done, failed;
 	uint64_t ids_needed, ids_offered, bytes_sent, bytes_recv;
+	uint64_t holds;          /* messages held back while a backlog was long */
 	/* progress of a catch-up */
 	int syncing;
 	int64_t sync_start_us, last_log_us, last_store_us;
@@ -102,6 +102,13 @@ struct sync {
 static size_t backlog_len(const sync_peer_t *sp)
 {
 	return (sp->backlog.len - sp->backlog_head) / 32;
+}
+
+/* Ids found missing and not yet queued for fetching, above which our
+ * next message waits: half of max_wanted (32768 by default, 1 MiB). */
+static size_t backlog_hold(const peer_t *p)
+{
+	return p->wanted.max / 2;
 }
 
 /* Drops consumed bytes from the front of a FIFO buffer once they are
@@ -348,14 +355,14 @@ void sync_peer_feed(peer_t *p)
 	if (!sp || p->state != PEER_READY)
 		return;
 	size_t max_pending = (size_t)n->cfg->max_pending;
-	size_t low = p->wanted.max < SYNC_FEED_LOW ? p->wanted.max : SYNC_FEED_LOW;
+	size_t low = p->wanted.max / 2 < SYNC_FEED_LOW ? p->wanted.max / 2 : SYNC_FEED_LOW;
 	while (sp->backlog_head < sp->backlog.len && p->wanted.n < low &&
 	       idmap_count(n->fetches) < max_pending) {
 		relay_want_catchup(p, sp->backlog.data + sp->backlog_head);
 		sp->backlog_head += 32;
 	}
 	fifo_compact(&sp->backlog, &sp->backlog_head);
-	if (sp->s && sp->held.len && backlog_len(sp) < SYNC_BACKLOG_HOLD) {
+	if (sp->s && sp->held.len && backlog_len(sp) < backlog_hold(p)) {
 		/* the fetcher caught up: the session goes on */
 		pith_buf_t held = sp->held;
 		sp->held = (pith_buf_t)PITH_BUF_INIT;
@@ -415,7 +422,8 @@ static void session_step(peer_t *p, const uint8_t *data, size_t len)
 		session_end(p, NULL, 0);
 		return;
 	}
-	if (backlog_len(sp) >= SYNC_BACKLOG_HOLD) {
+	if (backlog_len(sp) >= backlog_hold(p)) {
+		n->sync->holds++;
 		pith_buf_reset(&sp->held);
 		if (pith_buf_append(&sp->held, out.data, out.len)) {
 			session_end(p, "out of memory", 1);
@@ -833,7 +841,7 @@ void sync_status_json(node_t *n, pith_buf_t *b)
 			"\"remaining\":%llu,\"eta_s\":%.0f,\"sessions_active\":%zu,"
 			"\"sessions_started\":%llu,\"sessions_done\":%llu,\"sessions_failed\":%llu,"
 			"\"ids_needed\":%llu,\"ids_offered\":%llu,\"bytes_sent\":%llu,"
-			"\"bytes_received\":%llu,\"peers\":[",
+			"\"bytes_received\":%llu,\"holds\":%llu,\"peers\":[",
 			sy->enabled ? "true" : "false", sy->syncing ? "syncing" : "idle",
 			recon_set_count(sy->set), sy->skipped, recon_set_memory(sy->set),
 			(unsigned long long)stored, elapsed, rate,
@@ -842,7 +850,7 @@ void sync_status_json(node_t *n, pith_buf_t *b)
 			(unsigned long long)sy->started, (unsigned long long)sy->done,
 			(unsigned long long)sy->failed, (unsigned long long)sy->ids_needed,
 			(unsigned long long)sy->ids_offered, (unsigned long long)sy->bytes_sent,
-			(unsigned long long)sy->bytes_recv);
+			(unsigned long long)sy->bytes_recv, (unsigned long long)sy->holds);
 	int first = 1;
 	for (peer_t *p = n->peers; p; p = p->next) {
 		sync_peer_t *sp = p->sync;

@@ -12,7 +12,8 @@
  * path (validated, stored, announced as usual); the ids the peer lacks are
  * served when it asks for them. While the backlog is long the node holds
  * its next message back, so a session never makes it hold more than about
- * SYNC_BACKLOG_HOLD ids plus one message's worth per peer.
+ * max_wanted / 2 ids plus one message's worth per peer (1.3 MiB by
+ * default).
  *
  * Everything here runs on the loop thread. */
 #ifndef PITH_NODE_SYNC_H

@@ -11,7 +11,8 @@ ephemeral loopback ports, each with its own data directory.
    record.
 3. Node 2 is stopped (SIGTERM, exit 0); more events go in at node 4; node
    2 is restarted on the same port and data directory and catches up
-   (interim catch-up: INV paging of the time index after the handshake).
+   (set reconciliation after the handshake, docs/sync.md: no INV listing
+   goes over the wire anywhere in the run).
 4. All nodes stop cleanly; offline, `pithctl --store DIR records` agrees
    across every data directory and `pithctl check` finds no problem.
 
@@ -159,6 +160,13 @@ def main():
         wait_for(lambda: converged(nodes, want2), 60, what="n2 to catch up")
         log("n2 caught up %d events in %.1f s after restart" % (len(part_c), time.time() - t3))
         assert state_map(ring[2]) == common2
+        for n in nodes:
+            st = n.status()["stats"]
+            assert "INV_REQ" not in st["msgs_sent"] and "INV" not in st["msgs_sent"], st
+        st = ring[2].status()["sync"]
+        assert st["sessions_done"] >= 1 and st["ids_needed"] >= len(part_c), st
+        log("n2 learnt %d missing ids in %d reconciliation sessions; no INV anywhere"
+            % (st["ids_needed"], st["sessions_done"]))
 
         # 4. clean shutdown and an offline cross-check of every store
         for n in nodes:

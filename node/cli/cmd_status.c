@@ -53,6 +53,16 @@ static void print_status(const json_value_t *s)
 	       ready, out, in, other, cli_json_int(s, "addresses"));
 	print_bans(json_get(s, "bans"));
 	printf("fetching   %lld pending\n", cli_json_int(s, "pending_fetches"));
+	const json_value_t *sy = json_get(s, "sync");
+	if (!strcmp(cli_json_str(sy, "state"), "syncing"))
+		printf("sync       catching up: %lld events stored (%.0f/s), about %lld remaining "
+		       "(%.0f s)\n",
+		       cli_json_int(sy, "events_stored"), cli_json_num(sy, "rate"),
+		       cli_json_int(sy, "remaining"), cli_json_num(sy, "eta_s"));
+	else if (sy)
+		printf("sync       idle: %lld events in the set, %lld sessions done (%lld failed)\n",
+		       cli_json_int(sy, "items"), cli_json_int(sy, "sessions_done"),
+		       cli_json_int(sy, "sessions_failed"));
 	printf("ingest     %lld in flight; %lld validated, %lld invalid, %lld store errors\n",
 	       cli_json_int(ingest, "in_flight"), cli_json_int(ingest, "validated"),
 	       cli_json_int(ingest, "invalid"), cli_json_int(ingest, "store_errors"));

@@ -20,6 +20,7 @@ extern const cli_cmd_t cli_cmd_event;
 extern const cli_cmd_t cli_cmd_records;
 extern const cli_cmd_t cli_cmd_resolve;
 extern const cli_cmd_t cli_cmd_check;
+extern const cli_cmd_t cli_cmd_sync;
 extern const cli_cmd_t cli_cmd_status;
 extern const cli_cmd_t cli_cmd_peers;
 extern const cli_cmd_t cli_cmd_connect;
@@ -40,6 +41,7 @@ static const cli_cmd_t *const commands[] = {
 	&cli_cmd_records,
 	&cli_cmd_resolve,
 	&cli_cmd_check,
+	&cli_cmd_sync,
 	&cli_cmd_status,
 	&cli_cmd_peers,
 	&cli_cmd_connect,
