@@ -337,11 +337,8 @@ int peer_ip(const peer_t *p, uint8_t ip[16], uint8_t *len)
 
 int addr_parse_ip(const char *text, uint8_t ip[16], uint8_t *len)
 {
-	char host[INET6_ADDRSTRLEN + 8];
-	size_t tl = strlen(text);
-	if (tl == 0 || tl >= sizeof(host) + 8)
-		return PITH_EINVAL;
-	const char *h = text, *end = text + tl;
+	char host[INET6_ADDRSTRLEN];
+	const char *h = text, *end = text + strlen(text);
 	if (*text == '[') { /* [v6] or [v6]:port */
 		const char *close = strchr(text, ']');
 		if (!close || (close[1] && close[1] != ':'))
@@ -351,7 +348,7 @@ int addr_parse_ip(const char *text, uint8_t ip[16], uint8_t *len)
 	} else if (strchr(text, ':') == strrchr(text, ':') && strchr(text, ':')) {
 		end = strchr(text, ':'); /* v4:port */
 	}
-	if ((size_t)(end - h) >= sizeof(host))
+	if (end == h || (size_t)(end - h) >= sizeof(host))
 		return PITH_EINVAL;
 	memcpy(host, h, (size_t)(end - h));
 	host[end - h] = 0;

@@ -364,8 +364,8 @@ void addrbook_changed(node_t *n);
 void addrbook_save_tick(node_t *n, int64_t now);
 
 /* ---- control_ops.c: the operator's commands on the control socket ------------- */
-/* Runs one command if it is one of the operator's (peers, ban, unban,
- * backup, state, event, resolve, connect): CTLOP_DONE with the answer in
+/* Runs one command if it is one of the operator's (peers, connect, ban,
+ * unban, backup, state, resolve, get_event): CTLOP_DONE with the answer in
  * reply, CTLOP_LATER if control_reply(serial) answers it later, or
  * CTLOP_UNKNOWN if it is not one of them. */
 int ctlop_run(node_t *n, uint64_t serial, const char *cmd, size_t cmdlen, const char *arg,
