@@ -768,6 +768,11 @@ static void done_event(node_t *n, ingest_job_t *job, peer_t *p)
 		if (f)
 			free(idmap_del(n->fetches, job->claimed_id));
 		idcache_add(&n->recent, job->id);
+		/* the peer it came from has it: its known cache may have
+		 * forgotten the id while the event waited for validation, and
+		 * a node catching up would announce everything back */
+		if (p)
+			idcache_add(&p->known, job->id);
 		switch (job->outcome) {
 		case STORE_STORED:
 			n->stats.events_stored++;

@@ -27,6 +27,11 @@ typedef struct sync_peer sync_peer_t;
 
 #define SYNC_FEED_LOW 8192          /* keep a peer's fetch queue topped up to this
 				       (at most half of max_wanted) */
+#define SYNC_PIPELINE_MAX 16384     /* ...while fewer than this are queued, in
+				       flight and waiting for validation and
+				       writing: fetched events beyond what the
+				       validators keep up with only wait in memory
+				       (about a second of work, 25 MB) */
 #define SYNC_BUNDLE_Q_MAX 65536     /* bundle requests queued per peer */
 #define SYNC_BUNDLE_REF_COST 17.0   /* a BUNDLE_GET ref in the peer's budget (peer.c) */
 #define SYNC_PROGRESS_US 5000000    /* a progress line this often while syncing */
@@ -88,6 +93,7 @@ struct sync {
 	uint64_t started, done, failed;
 	uint64_t ids_needed, ids_offered, bytes_sent, bytes_recv;
 	uint64_t holds;          /* messages held back while a backlog was long */
+	int starved;             /* a feed stopped at SYNC_PIPELINE_MAX */
 	/* progress of a catch-up */
 	int syncing;
 	int64_t sync_start_us, last_log_us, last_store_us;
@@ -358,6 +364,10 @@ void sync_peer_feed(peer_t *p)
 	size_t low = p->wanted.max / 2 < SYNC_FEED_LOW ? p->wanted.max / 2 : SYNC_FEED_LOW;
 	while (sp->backlog_head < sp->backlog.len && p->wanted.n < low &&
 	       idmap_count(n->fetches) < max_pending) {
+		if (ingest_in_flight(n->ingest) + p->wanted.n + p->inflight >= SYNC_PIPELINE_MAX) {
+			n->sync->starved = 1; /* sync_event_stored feeds again */
+			break;
+		}
 		relay_want_catchup(p, sp->backlog.data + sp->backlog_head);
 		sp->backlog_head += 32;
 	}
@@ -605,6 +615,13 @@ void sync_event_stored(node_t *n, int64_t created_us, const uint8_t id[static 32
 		log_error("sync: cannot add a stored event to the reconciliation set (%s); "
 			  "sessions may fetch it again until a restart",
 			  pith_err_name(rc));
+	}
+	if (sy->starved && ingest_in_flight(n->ingest) + 1024 < SYNC_PIPELINE_MAX) {
+		/* the validators drained what a feed held back for: go on */
+		sy->starved = 0;
+		for (peer_t *p = n->peers; p; p = p->next)
+			if (p->sync && p->state == PEER_READY && backlog_len(p->sync))
+				relay_pump(p);
 	}
 }
 

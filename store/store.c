@@ -60,6 +60,15 @@ static void cf_tune(store_t *st, int cf)
 		rocksdb_options_set_write_buffer_size(o, 64u << 20);
 	else
 		rocksdb_options_set_write_buffer_size(o, 16u << 20);
+	/* A whole-key bloom filter in the memtables too: a node that fetches
+	 * many events asks "do I have this id?" for each before it asks a
+	 * peer, nearly always for one it lacks, and a miss in a full 64 MiB
+	 * skip list costs several microseconds (docs/performance.md, issue 5);
+	 * 2% of the memtable makes it a filter probe. */
+	if (cf == STORE_CF_EVENTS) {
+		rocksdb_options_set_memtable_prefix_bloom_size_ratio(o, 0.02);
+		rocksdb_options_set_memtable_whole_key_filtering(o, 1);
+	}
 	st->cf_opts[cf] = o;
 	st->table[cf] = t;
 }

@@ -15,20 +15,14 @@
  *    as the import left them, and after a full compaction; against the raw
  *    bytes of the events (the JSON Lines without newlines). */
 #include <dirent.h>
-#include <errno.h>
-#include <pthread.h>
 #include <sodium.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
-#include "json.h"
-#include "ids.h"
+#include "bench_util.h"
 #include "store.h"
 
 #ifndef BENCH_PITHCTL
@@ -37,87 +31,6 @@
 #ifndef BENCH_GEN
 #define BENCH_GEN "gen_events"
 #endif
-
-typedef struct sigjob {
-	const uint8_t (*digest)[32];
-	const uint8_t (*sig)[64];
-	const uint8_t *pk;
-	size_t from, to;
-	int bad;
-} sigjob_t;
-
-static double now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static double child_cpu; /* user+sys seconds of the last run() */
-
-static double cpu_now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static void *verify_slice(void *arg)
-{
-	sigjob_t *j = arg;
-	for (size_t i = j->from; i < j->to; i++)
-		if (crypto_sign_verify_detached(j->sig[i], j->digest[i], 32, j->pk))
-			j->bad = 1;
-	return NULL;
-}
-
-/* Signatures per second with nt threads over all n; *cpu_per gets the
- * CPU seconds per signature. */
-static double bare_rate(const uint8_t (*digest)[32], const uint8_t (*sig)[64], const uint8_t *pk,
-			size_t n, int nt, double *cpu_per)
-{
-	pthread_t th[64];
-	sigjob_t jobs[64];
-	double t0 = now(), c0 = cpu_now();
-	for (int t = 0; t < nt; t++) {
-		jobs[t] = (sigjob_t){digest, sig, pk, n * (size_t)t / (size_t)nt,
-				     n * (size_t)(t + 1) / (size_t)nt, 0};
-		pthread_create(&th[t], NULL, verify_slice, &jobs[t]);
-	}
-	for (int t = 0; t < nt; t++) {
-		pthread_join(th[t], NULL);
-		if (jobs[t].bad) {
-			fprintf(stderr, "bench_import: a generated signature does not verify\n");
-			exit(1);
-		}
-	}
-	*cpu_per = (cpu_now() - c0) / (double)n;
-	return (double)n / (now() - t0);
-}
-
-static int run(char *const argv[], const char *out_path, double *secs)
-{
-	double t0 = now();
-	pid_t pid = fork();
-	if (pid < 0)
-		return -1;
-	if (pid == 0) {
-		if (out_path && !freopen(out_path, "w", stdout))
-			_exit(126);
-		execv(argv[0], argv);
-		fprintf(stderr, "bench_import: cannot run %s: %s\n", argv[0], strerror(errno));
-		_exit(127);
-	}
-	int status;
-	struct rusage ru;
-	if (wait4(pid, &status, 0, &ru) < 0)
-		return -1;
-	child_cpu = (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec * 1e-6 +
-		    (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec * 1e-6;
-	if (secs)
-		*secs = now() - t0;
-	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
 
 static uint64_t dir_bytes(const char *dir, uint64_t *apparent)
 {
@@ -174,93 +87,29 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	mkdir(dir, 0755);
-	char events[4096], key[4096], store[4096], out[4096], recs[32], perr[32];
+	char events[4096], key[4096], store[4096], out[4096];
 	snprintf(events, sizeof(events), "%s/events.jsonl", dir);
 	snprintf(key, sizeof(key), "%s/key.json", dir);
 	snprintf(store, sizeof(store), "%s/store", dir);
 	snprintf(out, sizeof(out), "%s/import.json", dir);
-	snprintf(recs, sizeof(recs), "%lu", (nevents + per - 1) / per);
-	snprintf(perr, sizeof(perr), "%lu", per);
 
 	/* 1. the events */
-	struct stat sb;
-	if (stat(events, &sb) || stat(key, &sb)) {
-		char *gargv[] = {(char *)gen, "--records", recs, "--per-record", perr, "--key-out", key,
-				 events, NULL};
-		if (run(gargv, NULL, NULL)) {
-			fprintf(stderr, "bench_import: %s failed\n", gen);
-			return 1;
-		}
-	}
-	FILE *f = fopen(events, "rb");
-	if (!f) {
-		perror(events);
+	bench_sigs_t sigs;
+	if (bench_events_prepare(gen, events, key, nevents, per, &sigs))
 		return 1;
-	}
-	size_t cap = 1024, n = 0;
-	uint8_t (*digest)[32] = malloc(cap * 32), (*sig)[64] = malloc(cap * 64);
-	uint8_t pk[32];
-	uint64_t raw = 0;
-	char *line = NULL;
-	size_t lcap = 0;
-	ssize_t len;
-	pith_buf_t kb = PITH_BUF_INIT;
-	{
-		FILE *kf = fopen(key, "rb");
-		char kbuf[1024];
-		size_t kl = kf ? fread(kbuf, 1, sizeof(kbuf), kf) : 0;
-		json_doc_t *kd = NULL;
-		const char *hex;
-		if (kf)
-			fclose(kf);
-		if (json_parse(&kd, (uint8_t *)kbuf, kl, NULL, NULL) ||
-		    !(hex = json_get_str(json_doc_root(kd), "public_key_hex")) ||
-		    pith_hex_decode(hex, 64, pk, 32)) {
-			fprintf(stderr, "bench_import: bad key file %s\n", key);
-			return 1;
-		}
-		json_doc_free(kd);
-	}
-	while ((len = getline(&line, &lcap, f)) > 0) {
-		if (line[len - 1] == '\n')
-			len--;
-		raw += (uint64_t)len;
-		json_doc_t *d = NULL;
-		if (json_parse(&d, (uint8_t *)line, (size_t)len, NULL, NULL))
-			return 1;
-		const json_value_t *r = json_doc_root(d);
-		const char *h = json_get_str(r, "content_sha256");
-		const char *s = json_get_str(json_get(r, "signature"), "signature_b64");
-		size_t sl = 0;
-		if (n == cap) {
-			cap *= 2;
-			digest = realloc(digest, cap * 32);
-			sig = realloc(sig, cap * 64);
-		}
-		if (!h || !s || pith_hex_decode(h, 64, digest[n], 32) ||
-		    sodium_base642bin(sig[n], 64, s, strlen(s), NULL, &sl, NULL,
-				      sodium_base64_VARIANT_ORIGINAL) || sl != 64)
-			return 1;
-		n++;
-		json_doc_free(d);
-	}
-	free(line);
-	fclose(f);
-	pith_buf_release(&kb);
+	size_t n = sigs.n;
+	uint64_t raw = sigs.raw;
 
 	/* 2-3. bare rate, import, bare rate */
 	char *rmargv[] = {"/bin/rm", "-rf", store, NULL};
-	run(rmargv, NULL, NULL);
+	bench_run(rmargv, NULL, NULL, NULL);
 	double cpu1, cpu2;
-	double bare1 = bare_rate((const uint8_t (*)[32])digest, (const uint8_t (*)[64])sig, pk, n, threads,
-				 &cpu1);
+	double bare1 = bench_bare_rate(&sigs, threads, &cpu1);
 	char *iargv[] = {(char *)pithctl, "--store", store, "--trust-key", key, "import", "--json",
 			 "--no-progress", events, NULL};
-	double secs = 0;
-	int rc = run(iargv, out, &secs);
-	double import_cpu = child_cpu;
-	double bare2 = bare_rate((const uint8_t (*)[32])digest, (const uint8_t (*)[64])sig, pk, n, threads,
-				 &cpu2);
+	double secs = 0, import_cpu = 0;
+	int rc = bench_run(iargv, out, &secs, &import_cpu);
+	double bare2 = bench_bare_rate(&sigs, threads, &cpu2);
 	if (rc) {
 		fprintf(stderr, "bench_import: pithctl import exited with %d (see %s)\n", rc, out);
 		return 1;
@@ -272,7 +121,7 @@ int main(int argc, char **argv)
 	uint64_t disk1 = dir_bytes(store, &app1);
 	store_t *st = NULL;
 	pith_err_t err = {0};
-	double tc = now();
+	double tc = bench_now();
 	if (store_open(store, NULL, &st, &err) || store_compact(st, &err)) {
 		fprintf(stderr, "bench_import: compacting: %s\n", err.msg);
 		return 1;
@@ -280,7 +129,7 @@ int main(int argc, char **argv)
 	store_counts_t cnt;
 	store_counts_get(st, &cnt);
 	store_close(st);
-	tc = now() - tc;
+	tc = bench_now() - tc;
 	uint64_t disk2 = dir_bytes(store, &app2);
 
 	printf("events                      %zu (%lu per record), %llu stored\n", n, per,
@@ -305,9 +154,8 @@ int main(int argc, char **argv)
 	printf("(target <= 1.3 x raw)\n");
 	if (!keep) {
 		char *rargv[] = {"/bin/rm", "-rf", (char *)dir, NULL};
-		run(rargv, NULL, NULL);
+		bench_run(rargv, NULL, NULL, NULL);
 	}
-	free(digest);
-	free(sig);
+	bench_sigs_release(&sigs);
 	return 0;
 }

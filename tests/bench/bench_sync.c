@@ -1,0 +1,360 @@
+/* Benchmark (issue 5): a fresh pithd syncing N events (default 500,000)
+ * from one peer over loopback, in events per second, against the bare
+ * Ed25519 verification rate of all cores measured in the same run.
+ *
+ * usage: bench_sync [--events N] [--per-record E] [--threads T] [--dir DIR]
+ *                   [--pithd PATH] [--pithctl PATH] [--gen PATH]
+ *                   [--arg PITHD_ARG]... [--timeout S] [--keep]
+ *
+ * 1. gen_events writes N signed events (E per record, default 10) to DIR
+ *    (kept and reused when DIR is given and already holds them).
+ * 2. `pithctl import` fills the peer's store, DIR/a/store (reused when it
+ *    already holds N events).
+ * 3. The bare rate: T threads (default: all cores) run nothing but
+ *    crypto_sign_verify_detached over the events' digests and signatures,
+ *    before and after the sync; the mean is reported.
+ * 4. pithd A serves DIR/a on a free loopback port; pithd B starts with an
+ *    empty DIR/b and --peer A, reconciles, fetches, validates and stores
+ *    everything. Timed from B's exec until its status reports N events in
+ *    the store (polled every 50 ms through its control socket); the CPU
+ *    both processes used meanwhile comes from /proc. --arg passes a flag
+ *    to both nodes (e.g. --arg --validate-threads --arg 3).
+ *
+ * Prints the rate, the ratio to the bare rate (target >= 0.7), CPU per
+ * event of each node against the bare CPU per signature, the
+ * reconciliation traffic, and B's progress log lines. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "bench_util.h"
+#include "json.h"
+#include "store.h"
+
+#ifndef BENCH_PITHD
+#define BENCH_PITHD "pithd"
+#endif
+#ifndef BENCH_PITHCTL
+#define BENCH_PITHCTL "pithctl"
+#endif
+#ifndef BENCH_GEN
+#define BENCH_GEN "gen_events"
+#endif
+
+#define MAX_ARGS 32
+
+/* One control-socket command; the parsed answer, or NULL. */
+static json_doc_t *node_ask(const char *sock, const char *cmd)
+{
+	struct sockaddr_un sun = {.sun_family = AF_UNIX};
+	snprintf(sun.sun_path, sizeof(sun.sun_path), "%s", sock);
+	int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+	if (fd < 0)
+		return NULL;
+	if (connect(fd, (struct sockaddr *)&sun, sizeof(sun))) {
+		close(fd);
+		return NULL;
+	}
+	FILE *f = fdopen(fd, "r+");
+	char *line = NULL;
+	size_t cap = 0;
+	json_doc_t *doc = NULL;
+	if (f && fprintf(f, "%s\n", cmd) > 0 && !fflush(f)) {
+		ssize_t got = getline(&line, &cap, f);
+		if (got > 0 && json_parse(&doc, (uint8_t *)line, (size_t)got - 1, NULL, NULL))
+			doc = NULL;
+	}
+	free(line);
+	if (f)
+		fclose(f);
+	else
+		close(fd);
+	return doc;
+}
+
+static long long jint(const json_value_t *o, const char *path)
+{
+	char key[64];
+	const char *dot;
+	while ((dot = strchr(path, '.'))) {
+		snprintf(key, sizeof(key), "%.*s", (int)(dot - path), path);
+		o = json_get(o, key);
+		path = dot + 1;
+	}
+	const json_value_t *v = json_get(o, path);
+	if (json_is(v, JSON_INT))
+		return strtoll(v->u.str, NULL, 10);
+	return json_is(v, JSON_FLOAT) ? (long long)v->u.num : -1;
+}
+
+static uint16_t free_port(void)
+{
+	struct sockaddr_in sa = {.sin_family = AF_INET};
+	socklen_t len = sizeof(sa);
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) ||
+	    getsockname(fd, (struct sockaddr *)&sa, &len)) {
+		perror("bench_sync: finding a free port");
+		exit(1);
+	}
+	close(fd);
+	return ntohs(sa.sin_port);
+}
+
+static pid_t start_node(const char *pithd, const char *data, const char *listen, const char *peer,
+			const char *key, char **extra, int nextra, const char *log)
+{
+	char *argv[16 + MAX_ARGS];
+	int k = 0;
+	argv[k++] = (char *)pithd;
+	argv[k++] = "--data";
+	argv[k++] = (char *)data;
+	argv[k++] = "--listen";
+	argv[k++] = (char *)listen;
+	argv[k++] = "--network-id";
+	argv[k++] = "bench-sync";
+	argv[k++] = "--trust-key";
+	argv[k++] = (char *)key;
+	if (peer) {
+		argv[k++] = "--peer";
+		argv[k++] = (char *)peer;
+	}
+	for (int i = 0; i < nextra; i++)
+		argv[k++] = extra[i];
+	argv[k] = NULL;
+	return bench_spawn(argv, log);
+}
+
+/* Waits until the node answers on its control socket. */
+static json_doc_t *wait_up(pid_t pid, const char *sock, double timeout)
+{
+	double end = bench_now() + timeout;
+	while (bench_now() < end) {
+		json_doc_t *d = node_ask(sock, "status");
+		if (d)
+			return d;
+		if (waitpid(pid, NULL, WNOHANG) == pid)
+			return NULL;
+		usleep(20000);
+	}
+	return NULL;
+}
+
+static int stop_node(pid_t pid)
+{
+	int st = 0;
+	kill(pid, SIGTERM);
+	waitpid(pid, &st, 0);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static void print_log_lines(const char *path, const char *match, int max)
+{
+	FILE *f = fopen(path, "r");
+	char line[1024];
+	int shown = 0, total = 0;
+	if (!f)
+		return;
+	while (fgets(line, sizeof(line), f))
+		total += strstr(line, match) != NULL;
+	rewind(f);
+	int skip = total > max ? total - max : 0;
+	while (fgets(line, sizeof(line), f)) {
+		if (!strstr(line, match))
+			continue;
+		if (skip-- > 0)
+			continue;
+		printf("  %s", line);
+		shown++;
+	}
+	if (total > shown)
+		printf("  (%d earlier lines not shown)\n", total - shown);
+	fclose(f);
+}
+
+int main(int argc, char **argv)
+{
+	unsigned long nevents = 500000, per = 10;
+	int threads = (int)sysconf(_SC_NPROCESSORS_ONLN), keep = 0, nextra = 0;
+	double timeout = 3600;
+	const char *dir = NULL, *pithd = BENCH_PITHD, *pithctl = BENCH_PITHCTL, *gen = BENCH_GEN;
+	char *extra[MAX_ARGS];
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--events") && i + 1 < argc)
+			nevents = strtoul(argv[++i], NULL, 10);
+		else if (!strcmp(argv[i], "--per-record") && i + 1 < argc)
+			per = strtoul(argv[++i], NULL, 10);
+		else if (!strcmp(argv[i], "--threads") && i + 1 < argc)
+			threads = atoi(argv[++i]);
+		else if (!strcmp(argv[i], "--dir") && i + 1 < argc)
+			dir = argv[++i];
+		else if (!strcmp(argv[i], "--pithd") && i + 1 < argc)
+			pithd = argv[++i];
+		else if (!strcmp(argv[i], "--pithctl") && i + 1 < argc)
+			pithctl = argv[++i];
+		else if (!strcmp(argv[i], "--gen") && i + 1 < argc)
+			gen = argv[++i];
+		else if (!strcmp(argv[i], "--arg") && i + 1 < argc && nextra < MAX_ARGS)
+			extra[nextra++] = argv[++i];
+		else if (!strcmp(argv[i], "--timeout") && i + 1 < argc)
+			timeout = atof(argv[++i]);
+		else if (!strcmp(argv[i], "--keep"))
+			keep = 1;
+		else {
+			fprintf(stderr, "usage: bench_sync [--events N] [--per-record E] [--threads T] "
+					"[--dir DIR] [--pithd PATH] [--pithctl PATH] [--gen PATH] "
+					"[--arg PITHD_ARG]... [--timeout S] [--keep]\n");
+			return 2;
+		}
+	}
+	if (nevents == 0 || per == 0 || threads < 1 || threads > 64)
+		return 2;
+	char tmpl[] = "/tmp/bench_sync.XXXXXX";
+	if (!dir && !(dir = mkdtemp(tmpl))) {
+		perror("bench_sync: mkdtemp");
+		return 1;
+	}
+	mkdir(dir, 0700);
+	char events[4096], key[4096], adir[4000], astore[4096], bdir[4000], out[4096], alog[4096],
+		blog[4096], asock[4096], bsock[4096];
+	if (strlen(dir) > 3000) {
+		fprintf(stderr, "bench_sync: --dir path too long\n");
+		return 2;
+	}
+	snprintf(events, sizeof(events), "%s/events-%lu-%lu.jsonl", dir, nevents, per);
+	snprintf(key, sizeof(key), "%s/key.json", dir);
+	snprintf(adir, sizeof(adir), "%s/a-%lu-%lu", dir, nevents, per);
+	snprintf(astore, sizeof(astore), "%s/store", adir);
+	snprintf(bdir, sizeof(bdir), "%s/b", dir);
+	snprintf(out, sizeof(out), "%s/import.json", dir);
+	snprintf(alog, sizeof(alog), "%s/a.log", dir);
+	snprintf(blog, sizeof(blog), "%s/b.log", dir);
+	snprintf(asock, sizeof(asock), "%s/pithd.sock", adir);
+	snprintf(bsock, sizeof(bsock), "%s/pithd.sock", bdir);
+
+	/* 1. the events */
+	bench_sigs_t sigs;
+	if (bench_events_prepare(gen, events, key, nevents, per, &sigs))
+		return 1;
+	size_t n = sigs.n;
+
+	/* 2. the peer's store */
+	store_counts_t cnt = {0};
+	store_t *st = NULL;
+	pith_err_t err = {0};
+	if (!store_open(astore, NULL, &st, &err)) {
+		store_counts_get(st, &cnt);
+		store_close(st);
+	}
+	if (cnt.events != n) {
+		char *rmargv[] = {"/bin/rm", "-rf", adir, NULL};
+		bench_run(rmargv, NULL, NULL, NULL);
+		mkdir(adir, 0700);
+		char *iargv[] = {(char *)pithctl, "--store", astore, "--trust-key", key, "import",
+				 "--json", "--no-progress", events, NULL};
+		double secs = 0;
+		int rc = bench_run(iargv, out, &secs, NULL);
+		if (rc) {
+			fprintf(stderr, "bench_sync: pithctl import exited with %d (see %s)\n", rc, out);
+			return 1;
+		}
+		printf("peer store                  %zu events imported in %.1f s (%.0f/s)\n", n, secs,
+		       (double)n / secs);
+	} else {
+		printf("peer store                  %zu events (reused from %s)\n", n, astore);
+	}
+
+	/* 3-4. bare rate, sync, bare rate */
+	char *rmb[] = {"/bin/rm", "-rf", bdir, alog, blog, NULL};
+	bench_run(rmb, NULL, NULL, NULL);
+	char alisten[64], blisten[] = "127.0.0.1:0";
+	snprintf(alisten, sizeof(alisten), "127.0.0.1:%u", free_port());
+	pid_t pa = start_node(pithd, adir, alisten, NULL, key, extra, nextra, alog);
+	json_doc_t *d = wait_up(pa, asock, 120);
+	if (!d) {
+		fprintf(stderr, "bench_sync: node A did not come up (see %s)\n", alog);
+		return 1;
+	}
+	json_doc_free(d);
+	double cpu1, cpu2;
+	double bare1 = bench_bare_rate(&sigs, threads, &cpu1);
+
+	double t0 = bench_now();
+	pid_t pb = start_node(pithd, bdir, blisten, alisten, key, extra, nextra, blog);
+	double ca0 = bench_child_cpu(pa);
+	long long stored = 0;
+	double t_first = 0, t_end = 0, ca1 = 0, cb1 = 0;
+	while (bench_now() - t0 < timeout) {
+		json_doc_t *s = node_ask(bsock, "status");
+		if (s) {
+			stored = jint(json_doc_root(s), "store.events");
+			json_doc_free(s);
+			if (stored > 0 && !t_first)
+				t_first = bench_now() - t0;
+			if (stored >= (long long)n) {
+				t_end = bench_now() - t0;
+				ca1 = bench_child_cpu(pa);
+				cb1 = bench_child_cpu(pb);
+				break;
+			}
+		}
+		if (waitpid(pb, NULL, WNOHANG) == pb || waitpid(pa, NULL, WNOHANG) == pa) {
+			fprintf(stderr, "bench_sync: a node exited (see %s, %s)\n", alog, blog);
+			return 1;
+		}
+		usleep(50000);
+	}
+	json_doc_t *fin = node_ask(bsock, "status");
+	int rca = stop_node(pa), rcb = stop_node(pb);
+	double bare2 = bench_bare_rate(&sigs, threads, &cpu2);
+	if (!t_end) {
+		fprintf(stderr, "bench_sync: B stored %lld of %zu events in %.0f s (see %s)\n", stored, n,
+			timeout, blog);
+		return 1;
+	}
+
+	double bare = (bare1 + bare2) / 2, rate = (double)n / t_end, vcpu = (cpu1 + cpu2) / 2;
+	double cpu_a = (ca1 - ca0) / (double)n, cpu_b = cb1 / (double)n;
+	const json_value_t *r = fin ? json_doc_root(fin) : NULL;
+	printf("events                      %zu (%lu per record, %.0f bytes of JSON on average)\n", n,
+	       per, (double)sigs.raw / (double)n);
+	printf("bare verify, %d threads      %.0f/s (before %.0f, after %.0f)\n", threads, bare, bare1,
+	       bare2);
+	printf("fresh node sync             %.0f events/s (%zu in %.2f s from exec; first stored "
+	       "after %.2f s)\n",
+	       rate, n, t_end, t_first);
+	printf("sync / bare verify          %.3f (target >= 0.7)\n", rate / bare);
+	printf("CPU per event               B (syncing) %.1f us, A (serving) %.1f us; bare verify "
+	       "%.1f us per signature\n",
+	       cpu_b * 1e6, cpu_a * 1e6, vcpu * 1e6);
+	printf("CPU-bound ratio             %.3f (bare verify CPU / B's CPU per event), %.3f "
+	       "counting A too\n",
+	       vcpu / cpu_b, vcpu / (cpu_a + cpu_b));
+	if (r)
+		printf("reconciliation              %lld sessions, %lld ids needed, %lld bytes sent, "
+		       "%lld received, %lld messages held back; all traffic %lld bytes received by B "
+		       "(%.0f per event)\n",
+		       jint(r, "sync.sessions_done"), jint(r, "sync.ids_needed"),
+		       jint(r, "sync.bytes_sent"), jint(r, "sync.bytes_received"), jint(r, "sync.holds"),
+		       jint(r, "stats.bytes_recv"), (double)jint(r, "stats.bytes_recv") / (double)n);
+	printf("exit status                 A %d, B %d\n", rca, rcb);
+	printf("B's progress lines:\n");
+	print_log_lines(blog, "sync:", 12);
+	json_doc_free(fin);
+	if (!keep) {
+		char *rargv[] = {"/bin/rm", "-rf", (char *)dir, NULL};
+		bench_run(rargv, NULL, NULL, NULL);
+	}
+	bench_sigs_release(&sigs);
+	return 0;
+}

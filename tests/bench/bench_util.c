@@ -1,0 +1,221 @@
+/* Shared benchmark helpers: see bench_util.h. */
+#include "bench_util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <sodium.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ids.h"
+#include "json.h"
+
+double bench_now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+double bench_cpu_now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static int key_load(const char *path, uint8_t pk[32])
+{
+	FILE *kf = fopen(path, "rb");
+	char kbuf[1024];
+	size_t kl = kf ? fread(kbuf, 1, sizeof(kbuf), kf) : 0;
+	json_doc_t *kd = NULL;
+	const char *hex;
+	if (kf)
+		fclose(kf);
+	int bad = json_parse(&kd, (uint8_t *)kbuf, kl, NULL, NULL) ||
+		  !(hex = json_get_str(json_doc_root(kd), "public_key_hex")) ||
+		  pith_hex_decode(hex, 64, pk, 32);
+	json_doc_free(kd);
+	if (bad)
+		fprintf(stderr, "bench: bad key file %s\n", path);
+	return bad;
+}
+
+int bench_sigs_load(const char *events, const char *key, bench_sigs_t *s)
+{
+	memset(s, 0, sizeof(*s));
+	if (key_load(key, s->pk))
+		return 1;
+	FILE *f = fopen(events, "rb");
+	if (!f) {
+		perror(events);
+		return 1;
+	}
+	size_t cap = 1024;
+	s->digest = malloc(cap * 32);
+	s->sig = malloc(cap * 64);
+	char *line = NULL;
+	size_t lcap = 0;
+	ssize_t len;
+	int rc = 0;
+	while (!rc && (len = getline(&line, &lcap, f)) > 0) {
+		if (line[len - 1] == '\n')
+			len--;
+		s->raw += (uint64_t)len;
+		json_doc_t *d = NULL;
+		if (json_parse(&d, (uint8_t *)line, (size_t)len, NULL, NULL)) {
+			rc = 1;
+			break;
+		}
+		const json_value_t *r = json_doc_root(d);
+		const char *h = json_get_str(r, "content_sha256");
+		const char *sg = json_get_str(json_get(r, "signature"), "signature_b64");
+		size_t sl = 0;
+		if (s->n == cap) {
+			cap *= 2;
+			s->digest = realloc(s->digest, cap * 32);
+			s->sig = realloc(s->sig, cap * 64);
+		}
+		if (!s->digest || !s->sig || !h || !sg || pith_hex_decode(h, 64, s->digest[s->n], 32) ||
+		    sodium_base642bin(s->sig[s->n], 64, sg, strlen(sg), NULL, &sl, NULL,
+				      sodium_base64_VARIANT_ORIGINAL) || sl != 64)
+			rc = 1;
+		s->n++;
+		json_doc_free(d);
+	}
+	free(line);
+	fclose(f);
+	if (rc)
+		fprintf(stderr, "bench: %s: event %zu has no usable digest or signature\n", events, s->n);
+	return rc;
+}
+
+int bench_events_prepare(const char *gen, const char *events, const char *key,
+			 unsigned long nevents, unsigned long per, bench_sigs_t *out)
+{
+	struct stat sb;
+	char recs[32], perr[32];
+	snprintf(recs, sizeof(recs), "%lu", (nevents + per - 1) / per);
+	snprintf(perr, sizeof(perr), "%lu", per);
+	if (stat(events, &sb) || stat(key, &sb)) {
+		char *gargv[] = {(char *)gen, "--records", recs, "--per-record", perr, "--key-out",
+				 (char *)key, (char *)events, NULL};
+		if (bench_run(gargv, NULL, NULL, NULL)) {
+			fprintf(stderr, "bench: %s failed\n", gen);
+			return 1;
+		}
+	}
+	return bench_sigs_load(events, key, out);
+}
+
+void bench_sigs_release(bench_sigs_t *s)
+{
+	free(s->digest);
+	free(s->sig);
+	memset(s, 0, sizeof(*s));
+}
+
+typedef struct sigjob {
+	const bench_sigs_t *s;
+	size_t from, to;
+	int bad;
+} sigjob_t;
+
+static void *verify_slice(void *arg)
+{
+	sigjob_t *j = arg;
+	for (size_t i = j->from; i < j->to; i++)
+		if (crypto_sign_verify_detached(j->s->sig[i], j->s->digest[i], 32, j->s->pk))
+			j->bad = 1;
+	return NULL;
+}
+
+double bench_bare_rate(const bench_sigs_t *s, int nt, double *cpu_per)
+{
+	pthread_t th[64];
+	sigjob_t jobs[64];
+	if (nt < 1)
+		nt = 1;
+	if (nt > 64)
+		nt = 64;
+	double t0 = bench_now(), c0 = bench_cpu_now();
+	for (int t = 0; t < nt; t++) {
+		jobs[t] = (sigjob_t){s, s->n * (size_t)t / (size_t)nt, s->n * (size_t)(t + 1) / (size_t)nt, 0};
+		pthread_create(&th[t], NULL, verify_slice, &jobs[t]);
+	}
+	for (int t = 0; t < nt; t++) {
+		pthread_join(th[t], NULL);
+		if (jobs[t].bad) {
+			fprintf(stderr, "bench: a generated signature does not verify\n");
+			exit(1);
+		}
+	}
+	*cpu_per = (bench_cpu_now() - c0) / (double)s->n;
+	return (double)s->n / (bench_now() - t0);
+}
+
+int bench_run(char *const argv[], const char *out_path, double *secs, double *cpu)
+{
+	double t0 = bench_now();
+	pid_t pid = fork();
+	if (pid < 0)
+		return -1;
+	if (pid == 0) {
+		if (out_path && !freopen(out_path, "w", stdout))
+			_exit(126);
+		execv(argv[0], argv);
+		fprintf(stderr, "bench: cannot run %s: %s\n", argv[0], strerror(errno));
+		_exit(127);
+	}
+	int status;
+	struct rusage ru;
+	if (wait4(pid, &status, 0, &ru) < 0)
+		return -1;
+	if (cpu)
+		*cpu = (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec * 1e-6 +
+		       (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec * 1e-6;
+	if (secs)
+		*secs = bench_now() - t0;
+	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+pid_t bench_spawn(char *const argv[], const char *log_path)
+{
+	pid_t pid = fork();
+	if (pid != 0)
+		return pid;
+	int fd = open(log_path, O_WRONLY | O_CREAT | O_APPEND, 0644);
+	if (fd < 0 || dup2(fd, 1) < 0 || dup2(fd, 2) < 0)
+		_exit(126);
+	close(fd);
+	execv(argv[0], argv);
+	fprintf(stderr, "bench: cannot run %s: %s\n", argv[0], strerror(errno));
+	_exit(127);
+}
+
+double bench_child_cpu(pid_t pid)
+{
+	char path[64], buf[1024];
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return -1;
+	size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = 0;
+	/* fields after the command name in parentheses: utime is the 14th
+	 * field, stime the 15th */
+	char *p = strrchr(buf, ')');
+	unsigned long long ut = 0, st = 0;
+	if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut, &st) != 2)
+		return -1;
+	return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
+}

@@ -1,0 +1,52 @@
+/* Shared by the benchmarks that hold a run against the bare Ed25519
+ * verification rate of all cores (bench_import, bench_sync): timing, the
+ * signatures of a gen_events file, the bare rate, and running a child. */
+#ifndef PITH_BENCH_UTIL_H
+#define PITH_BENCH_UTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+double bench_now(void);     /* monotonic seconds */
+double bench_cpu_now(void); /* this process's CPU seconds */
+
+/* The digests and signatures of every event in a gen_events file, and the
+ * test key's public key, for bench_bare_rate. */
+typedef struct bench_sigs {
+	uint8_t (*digest)[32];
+	uint8_t (*sig)[64];
+	uint8_t pk[32];
+	size_t n;
+	uint64_t raw; /* bytes of the JSON Lines without newlines */
+} bench_sigs_t;
+
+/* Loads events (JSON Lines) and key (its public key file). 0, or 1 after
+ * saying why on stderr. */
+int bench_sigs_load(const char *events, const char *key, bench_sigs_t *out);
+
+/* Runs gen (tests/gen_events) for nevents events, per per record, into
+ * events and key unless both exist, then loads them (bench_sigs_load). */
+int bench_events_prepare(const char *gen, const char *events, const char *key,
+			 unsigned long nevents, unsigned long per, bench_sigs_t *out);
+void bench_sigs_release(bench_sigs_t *s);
+
+/* Signatures per second with nt threads doing nothing but
+ * crypto_sign_verify_detached over all of s; *cpu_per gets the CPU
+ * seconds per signature. Exits if one does not verify. */
+double bench_bare_rate(const bench_sigs_t *s, int nt, double *cpu_per);
+
+/* Runs argv[0] with stdout to out_path (NULL: inherited) and waits.
+ * Returns its exit status (-1 if it did not exit); *secs (may be NULL)
+ * gets the wall time, *cpu (may be NULL) its user+system seconds. */
+int bench_run(char *const argv[], const char *out_path, double *secs, double *cpu);
+
+/* Starts argv[0] with stdout and stderr appended to log_path; the pid, or
+ * -1. */
+pid_t bench_spawn(char *const argv[], const char *log_path);
+
+/* User+system CPU seconds a running child has used so far (from /proc),
+ * or -1. */
+double bench_child_cpu(pid_t pid);
+
+#endif
