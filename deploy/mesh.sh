@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # A local pithd mesh on loopback: N nodes, each with its own data directory.
 #
-#   deploy/mesh.sh start [N] [--base-port P] [--dir DIR] [--bundle FILE]... [-- PITHD FLAGS]
+#   deploy/mesh.sh start [N] [--base-port P] [--http-port H] [--dir DIR] [--bundle FILE]... [-- PITHD FLAGS]
 #   deploy/mesh.sh status [--dir DIR]
 #   deploy/mesh.sh stop [--dir DIR]
 #
@@ -9,7 +9,8 @@
 # DIR/node-i (DIR defaults to ./mesh), logs to DIR/node-i.log, and dials node
 # 0 (the seed) and node i-1; peer exchange does the rest. --bundle FILE
 # (repeatable) submits a registry bundle at node 0 once the mesh is up, and
-# gossip carries it to every node. Flags after `--` go to every pithd.
+# gossip carries it to every node. --http-port H serves node i's HTTP views
+# on 127.0.0.1:(H+i). Flags after `--` go to every pithd.
 # PITHD names the binary (default: build/node/pithd, then pithd on PATH).
 #
 # Only processes this script started are stopped, by the pid files it wrote.
@@ -22,12 +23,14 @@ cmd=${1:-}
 n=5
 base=7411
 dir=./mesh
+http=
 bundles=()
 extra=()
 if [ "${1:-}" != "" ] && [[ "$1" =~ ^[0-9]+$ ]]; then n=$1; shift; fi
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--base-port) base=$2; shift 2 ;;
+	--http-port) http=$2; shift 2 ;;
 	--dir) dir=$2; shift 2 ;;
 	--bundle) bundles+=("$(cd "$(dirname "$2")" && pwd)/$(basename "$2")"); shift 2 ;;
 	--) shift; extra=("$@"); break ;;
@@ -69,9 +72,10 @@ start() {
 		args=(--data "$d" --listen "127.0.0.1:$((base + i))")
 		[ "$i" -gt 0 ] && args+=(--peer "127.0.0.1:$base")
 		[ "$i" -gt 1 ] && args+=(--peer "127.0.0.1:$((base + i - 1))")
-		nohup "$pithd" "${args[@]}" "${extra[@]}" >>"$dir/node-$i.log" 2>&1 &
+		[ -n "$http" ] && args+=(--http "127.0.0.1:$((http + i))")
+		nohup "$pithd" "${args[@]}" "${extra[@]+"${extra[@]}"}" >>"$dir/node-$i.log" 2>&1 &
 		echo $! >"$d/pithd.pid"
-		echo "node-$i: pid $!, 127.0.0.1:$((base + i)), data $d"
+		echo "node-$i: pid $!, 127.0.0.1:$((base + i)), data $d${http:+, http://127.0.0.1:$((http + i))/}"
 	done
 	for ((i = 0; i < n; i++)); do
 		for _ in $(seq 100); do [ -S "$dir/node-$i/pithd.sock" ] && break; sleep 0.1; done
@@ -118,5 +122,5 @@ case "$cmd" in
 start) start ;;
 status) status ;;
 stop) stop ;;
-*) sed -n '2,16p' "$0" >&2; exit 2 ;;
+*) sed -n '2,17p' "$0" >&2; exit 2 ;;
 esac

@@ -11,8 +11,16 @@ cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build build -j"$(nproc)"
 PITHCTL=build/node/cli/pithctl
 $PITHCTL verify tests/data/bundle-AR7B3DEV.json
-# a local mesh of three nodes on 127.0.0.1:7411-7413 (data in ./mesh), the
-# registry's sample bundle submitted at the seed and gossiped to the others
-bash deploy/mesh.sh start 3 --bundle tests/data/bundle-AR7B3DEV.json
+# a local mesh of three nodes on 127.0.0.1:7411-7413 (data in ./mesh, HTTP
+# on 127.0.0.1:8411-8413), the registry's sample bundle submitted at the
+# seed and gossiped to the others
+bash deploy/mesh.sh start 3 --http-port 8411 --bundle tests/data/bundle-AR7B3DEV.json
+sleep 1
 bash deploy/mesh.sh status
-echo "stop it with: bash deploy/mesh.sh stop"
+cat <<MSG
+Try:
+  curl -s http://127.0.0.1:8413/pith/AR7B3DEVMOTSBRCCVXUCLYSRRE/state.json | build/node/cli/pithctl canon | sha256sum
+  curl -s 'http://127.0.0.1:8412/api/pith-number/resolve?arxiv=2401.14489&json=true'
+  build/node/cli/pithctl --node mesh/node-0/pithd.sock status
+Stop it with: bash deploy/mesh.sh stop
+MSG
