@@ -331,6 +331,7 @@ int node_new(node_config_t *cfg, node_t **out, pith_err_t *err)
 	pith_hex_encode(n->pk, 32, n->id_hex);
 	snprintf(path, sizeof(path), "%s/%s", cfg->data_dir, STORE_SUBDIR);
 	so.registry = n->trust;
+	so.cache_bytes = (size_t)cfg->store_cache_mb << 20;
 	if ((rc = store_open(path, &so, &n->store, err)))
 		goto fail;
 	if ((rc = sync_new(n, err)))

@@ -122,7 +122,7 @@ static int meta_init(store_t *st, pith_err_t *err)
 
 int store_open(const char *dir, const store_opts_t *opts, store_t **out, pith_err_t *err)
 {
-	static const store_opts_t defaults = {1, 0, NULL};
+	static const store_opts_t defaults = {1, 0, NULL, 0};
 	if (!opts)
 		opts = &defaults;
 	*out = NULL;
@@ -139,7 +139,7 @@ int store_open(const char *dir, const store_opts_t *opts, store_t **out, pith_er
 	rocksdb_options_set_max_background_jobs(st->opts, 2);
 	rocksdb_options_set_keep_log_file_num(st->opts, 4);
 	rocksdb_options_set_max_log_file_size(st->opts, 8u << 20);
-	st->cache = rocksdb_cache_create_lru(64u << 20);
+	st->cache = rocksdb_cache_create_lru(opts->cache_bytes ? opts->cache_bytes : 64u << 20);
 	for (int cf = 0; cf < STORE_NCF; cf++)
 		cf_tune(st, cf);
 	st->wo = rocksdb_writeoptions_create();

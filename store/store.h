@@ -40,6 +40,11 @@ typedef struct store_opts {
 	 * computed with these keys, so open a store with the same registry keys
 	 * every time (store_check reports states that differ). */
 	const pith_trust_t *registry;
+	/* Bytes of the block cache all column families share (uncompressed
+	 * blocks, index and filter blocks); 0 for 64 MiB. A node that serves
+	 * catch-up reads events in random id order, and each miss decompresses
+	 * a whole block (docs/performance.md, issue 5). */
+	size_t cache_bytes;
 } store_opts_t;
 
 /* Opens (or with opts->create, creates) the store in dir. opts may be NULL

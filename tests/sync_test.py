@@ -18,7 +18,10 @@ Scenarios (E: the events in created_at order):
 - a difference larger than one message with a small fetch queue: several
   messages, deferrals, and messages held back while the backlog is long;
 - periodic rounds: with sync_interval_ms 300 the dialler keeps starting
-  sessions.
+  sessions;
+- hostile RECON from scripted peers (from 127.0.0.2x): without the sync
+  feature (banned), with malformed data (the session ends, banned), and an
+  honest "all agreed" first message (no answer, no penalty).
 
 The sessions are started with `pithctl --node SOCKET sync PEER`, which
 dials PEER when it is not connected, or names a connected peer by node id.
@@ -35,7 +38,10 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from pithtest import Node, finish, make_events, wait_for  # noqa: E402
+from pithtest import HELLO, RawPeer, Node, finish, make_events, msg, wait_for  # noqa: E402
+
+RECON = 32
+FEAT_SYNC = 1
 
 
 def log(*a):
@@ -101,6 +107,54 @@ def no_inv(*nodes):
             for t in ("INV_REQ", "INV"):
                 assert t not in st[k], "%s %s %s: %s" % (n.name, k, t, st[k])
         assert "RECON" in st["msgs_sent"] or "RECON" in st["msgs_recv"], st["msgs_sent"]
+
+
+class SyncPeer(RawPeer):
+    """A raw peer whose HELLO offers the sync feature (or not)."""
+
+    def __init__(self, port, network_id, source_ip, feature):
+        super().__init__(port, network_id, source_ip=source_ip)
+        self.feature = feature
+
+    def hello(self, listen_port=0, version=1, network_id=None):
+        self.send(msg(HELLO, version, FEAT_SYNC if self.feature else 0,
+                      network_id or self.network_id, self.pk, self.nonce, listen_port, "raw"))
+
+
+def hostile(node):
+    def bans():
+        return {b["ip"]: b["reason"] for b in node.status()["bans"]}
+
+    def peer_sends(ip, feature, data):
+        p = SyncPeer(node.port, node.network_id, ip, feature=feature)
+        p.handshake()
+        p.send(msg(RECON, 1, data, 0))
+        return p
+
+    def expect_ban(ip, words):
+        wait_for(lambda: ip in bans(), 10, what="a ban on " + ip)
+        assert words in bans()[ip], bans()
+
+    key = os.urandom(16)
+    # without the feature in its HELLO: a protocol violation
+    p = peer_sends("127.0.0.21", False, b"\x01\x01" + key)
+    expect_ban("127.0.0.21", "sync feature")
+    p.close()
+    # with it, but malformed data (version 9): the session ends, banned
+    p = peer_sends("127.0.0.22", True, b"\x09\x01" + key)
+    end = p.recv_until(RECON, timeout=10)
+    assert end is not None and end[1] == 1 and end[2] == b"", end
+    expect_ban("127.0.0.22", "reconciliation")
+    p.close()
+    # honest: a first message with no ranges ("all agreed") needs no answer
+    p = peer_sends("127.0.0.23", True, b"\x01\x01" + key)
+    time.sleep(0.5)
+    assert "127.0.0.23" not in bans()
+    peer = [x for x in node.status()["peers"] if x["addr"].startswith("127.0.0.23")]
+    assert peer and peer[0]["state"] == "ready" and peer[0]["score"] == 0, peer
+    p.close()
+    log("hostile RECON: without the feature and malformed both banned; an honest one taken "
+        "without penalty")
 
 
 def stop(env, *nodes):
@@ -219,9 +273,10 @@ def main():
         no_inv(a, b)
         log("periodic: %d sessions in %.1f s" % (a.status()["sync"]["sessions_done"],
                                                   a.status()["uptime_ms"] / 1000))
-        # a sync request for an address nobody answers fails in time, cleanly
+        # a sync request for something that is no peer fails, cleanly
         r = env.pithctl_sync(b, "nonsense", check=False)
         assert r is None or not r.get("ok")
+        hostile(b)
         stop(env, a, b)
         log("sync test passed in %.1f s" % (time.time() - t0))
         ok = True

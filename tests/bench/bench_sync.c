@@ -24,6 +24,7 @@
  * event of each node against the bare CPU per signature, the
  * reconciliation traffic, and B's progress log lines. */
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <errno.h>
 #include <netinet/in.h>
 #include <signal.h>
@@ -156,6 +157,55 @@ static int stop_node(pid_t pid)
 	kill(pid, SIGTERM);
 	waitpid(pid, &st, 0);
 	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* The CPU time of each of pid's threads, in thread id order (for pithd:
+ * the loop, the validators, the writer, then RocksDB's), per event, as
+ * lines appended to out. */
+static void thread_times(pid_t pid, size_t n, pith_buf_t *out)
+{
+	char dir[64];
+	snprintf(dir, sizeof(dir), "/proc/%d/task", (int)pid);
+	DIR *d = opendir(dir);
+	if (!d)
+		return;
+	int tids[256], nt = 0;
+	struct dirent *e;
+	while ((e = readdir(d)) && nt < 256)
+		if (e->d_name[0] != '.')
+			tids[nt++] = atoi(e->d_name);
+	closedir(d);
+	for (int i = 1; i < nt; i++) /* few: insertion sort */
+		for (int j = i; j > 0 && tids[j] < tids[j - 1]; j--) {
+			int t = tids[j];
+			tids[j] = tids[j - 1];
+			tids[j - 1] = t;
+		}
+	for (int i = 0; i < nt; i++) {
+		char path[128], comm[64] = "?", buf[1024];
+		snprintf(path, sizeof(path), "/proc/%d/task/%d/comm", (int)pid, tids[i]);
+		FILE *f = fopen(path, "r");
+		if (f) {
+			if (fgets(comm, sizeof(comm), f))
+				comm[strcspn(comm, "\n")] = 0;
+			fclose(f);
+		}
+		snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", (int)pid, tids[i]);
+		f = fopen(path, "r");
+		size_t len = f ? fread(buf, 1, sizeof(buf) - 1, f) : 0;
+		if (f)
+			fclose(f);
+		buf[len] = 0;
+		char *p = strrchr(buf, ')');
+		unsigned long long ut = 0, st = 0;
+		if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut,
+				 &st) != 2)
+			continue;
+		double secs = (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
+		if (secs >= 0.01)
+			pith_buf_printf(out, "  thread %d (%s): %.2f s, %.1f us per event\n", i, comm,
+					secs, secs / (double)n * 1e6);
+	}
 }
 
 static void print_log_lines(const char *path, const char *match, int max)
@@ -315,6 +365,8 @@ int main(int argc, char **argv)
 		usleep(50000);
 	}
 	json_doc_t *fin = node_ask(bsock, "status");
+	pith_buf_t tt = PITH_BUF_INIT;
+	thread_times(pb, n, &tt);
 	int rca = stop_node(pa), rcb = stop_node(pb);
 	double bare2 = bench_bare_rate(&sigs, threads, &cpu2);
 	if (!t_end) {
@@ -348,6 +400,9 @@ int main(int argc, char **argv)
 		       jint(r, "sync.bytes_sent"), jint(r, "sync.bytes_received"), jint(r, "sync.holds"),
 		       jint(r, "stats.bytes_recv"), (double)jint(r, "stats.bytes_recv") / (double)n);
 	printf("exit status                 A %d, B %d\n", rca, rcb);
+	printf("B's threads (the loop, the validators, the writer, RocksDB's):\n%.*s",
+	       (int)tt.len, tt.data ? (const char *)tt.data : "");
+	pith_buf_release(&tt);
 	printf("B's progress lines:\n");
 	print_log_lines(blog, "sync:", 12);
 	json_doc_free(fin);
