@@ -6,7 +6,7 @@
  *                   [--mirror NAME=URL]... [--max-body N] [--max-header N]
  *                   [--max-post-events N] [--max-inflight N] [--timeout S]
  *                   [--request-timeout S] [--max-connections N]
- *                   [--port-file FILE] [--no-submit]
+ *                   [--cache-mb N] [--port-file FILE] [--no-submit]
  *
  * Opens (or creates) the store with the trusted keys as registry keys, as
  * pithd does; starts the validation pipeline of node/ingest.c (the one
@@ -63,8 +63,8 @@ static int usage(void)
 	fprintf(stderr, "usage: http_serve --store DIR [--listen HOST:PORT] [--public-url URL] "
 			"[--name NAME] [--trust-key FILE]... [--threads N] [--mirror NAME=URL]... "
 			"[--max-body N] [--max-header N] [--max-post-events N] [--max-inflight N] "
-			"[--timeout S] [--request-timeout S] [--max-connections N] [--port-file FILE] "
-			"[--no-submit]\n");
+			"[--timeout S] [--request-timeout S] [--max-connections N] [--cache-mb N] "
+			"[--port-file FILE] [--no-submit]\n");
 	return 2;
 }
 
@@ -94,6 +94,7 @@ int main(int argc, char **argv)
 	http_opts_default(&o);
 	o.listen = "127.0.0.1:0";
 	int threads = 2, no_submit = 0;
+	size_t cache_mb = 0;
 	http_mirror_t mirrors[MAX_MIRRORS];
 	size_t nmirrors = 0;
 	static char mirror_text[MAX_MIRRORS][512];
@@ -139,6 +140,8 @@ int main(int argc, char **argv)
 			o.request_timeout_s = atoi(v);
 		else if (OPT("--max-connections"))
 			o.max_connections = strtoull(v, NULL, 10);
+		else if (OPT("--cache-mb"))
+			cache_mb = strtoull(v, NULL, 10);
 		else if (OPT("--port-file"))
 			port_file = v;
 		else if (!strcmp(a, "--no-submit"))
@@ -158,7 +161,7 @@ int main(int argc, char **argv)
 	pith_err_t err = {0};
 	store_t *st = NULL;
 	serve_t s = {0};
-	store_opts_t so = {.create = 1, .registry = trust};
+	store_opts_t so = {.create = 1, .registry = trust, .cache_bytes = cache_mb << 20};
 	struct event *sig_term = NULL, *sig_int = NULL;
 	if (store_open(store_dir, &so, &st, &err)) {
 		fprintf(stderr, "http_serve: %s\n", err.msg);

@@ -9,7 +9,10 @@
 # usage: bench_http.sh BUILD_DIR [--dir DIR] [--records N] [--per-record E]
 #          [--duration S] [--connections C] [--wrk-threads T]
 #          [--validators V] [--rate EV_PER_S] [--pithd] [--nice-workers N]
-#          [--rounds R] [--keep]
+#          [--rounds R] [--cache-mb N] [--keep]
+#
+# --cache-mb N sets the store's block cache (pithd: store_cache_mb; default
+# 64 MiB).
 #
 # Each of the six runs (state.json and resolve; no ingest, ingest paced at
 # EV_PER_S, ingest as fast as it goes) takes S seconds (default 10); the
@@ -26,15 +29,15 @@
 # store), or with --pithd the daemon itself (pithd --data DIR --http ...,
 # no peers), POST /events going through its ingest pipeline.
 #
-# DIR (default: a new directory under /tmp) keeps the generated events and
-# the store between runs: a second run with the same --dir skips
-# generation and import (the store then also holds what earlier runs
-# ingested). Needs wrk and python3.
+# DIR (default: a new directory under /tmp, removed at the end) keeps the
+# generated events and the imported store (store.base) between invocations;
+# every invocation serves a fresh copy of store.base, so each one starts from
+# the same RECORDS records. Needs wrk and python3.
 set -euo pipefail
 BUILD=$(cd "$1" && pwd)
 shift
 HERE=$(cd "$(dirname "$0")" && pwd)
-DIR="" RECORDS=100000 PER=3 DUR=10 ROUNDS=3 CONN=32 WT=1 VALIDATORS=1 RATE=2000 KEEP=0 PITHD=0 NICE=0
+DIR="" RECORDS=100000 PER=3 DUR=10 ROUNDS=3 CONN=32 WT=1 VALIDATORS=1 RATE=2000 KEEP=0 PITHD=0 NICE=0 CACHE=64
 while [ $# -gt 0 ]; do
 	case $1 in
 	--dir) DIR=$2; shift 2 ;;
@@ -49,6 +52,7 @@ while [ $# -gt 0 ]; do
 	--keep) KEEP=1; shift ;;
 	--pithd) PITHD=1; shift ;;
 	--nice-workers) NICE=$2; shift 2 ;;
+	--cache-mb) CACHE=$2; shift 2 ;;
 	*) echo "unknown option $1" >&2; exit 2 ;;
 	esac
 done
@@ -69,37 +73,26 @@ mkdir -p "$DIR"
 cd "$DIR"
 say() { echo "# $*" >&2; }
 
-if [ ! -s base.jsonl ]; then
-	say "generating $RECORDS records of $PER events"
-	"$GEN" --records "$RECORDS" --per-record "$PER" --seed 1 --threads 2 --key-out key.json \
-		base.jsonl >/dev/null
-	echo "$RECORDS" >gen.records
-	rm -f load.jsonl load.offset
-fi
-# Events for the ingest load: records after every one generated so far (the
-# generator is deterministic per record number), enough for this run.
-OFFSET=0
-[ -f load.offset ] && OFFSET=$(cat load.offset)
+# base.jsonl: the RECORDS records the store starts with; load.jsonl: the
+# records after them (the generator is deterministic per record number),
+# enough events for every ingest run of this invocation.
 NEED=$((ROUNDS * 4 * (DUR + 4) * 2500))
-HAVE=0
-[ -s load.jsonl ] && HAVE=$(($(wc -l <load.jsonl) - OFFSET))
-if [ $HAVE -lt $NEED ]; then
-	GENERATED=$(cat gen.records)
-	MORE=$(((NEED + PER - 1) / PER))
-	say "generating $MORE more records for the ingest load"
-	"$GEN" --records $((GENERATED + MORE)) --per-record "$PER" --seed 1 --threads 2 all.jsonl \
-		>/dev/null
-	tail -n +$((GENERATED * PER + 1)) all.jsonl >load.jsonl
-	rm -f all.jsonl
-	echo $((GENERATED + MORE)) >gen.records
-	OFFSET=0
+MORE=$(((NEED + PER - 1) / PER))
+if [ ! -s load.jsonl ] || [ "$(wc -l <load.jsonl)" -lt $NEED ]; then
+	say "generating $((RECORDS + MORE)) records of $PER events"
+	"$GEN" --records $((RECORDS + MORE)) --per-record "$PER" --seed 1 --threads 2 \
+		--key-out key.json all.jsonl >/dev/null
+	head -n $((RECORDS * PER)) all.jsonl >base.jsonl
+	tail -n +$((RECORDS * PER + 1)) all.jsonl >load.jsonl
+	rm -rf all.jsonl store.base
 fi
-echo "$OFFSET" >load.offset
-if [ ! -d store ]; then
+# store.base: the imported store, copied afresh for every invocation so that
+# each one starts from the same RECORDS records whatever earlier ones ingested
+if [ ! -d store.base ]; then
 	say "importing $((RECORDS * PER)) events"
-	"$PITHCTL" --store store --trust-key key.json import base.jsonl >import.txt
+	"$PITHCTL" --store store.base --trust-key key.json import base.jsonl >import.txt
 	cat import.txt >&2
-	python3 - <<'EOF'
+	python3 - <<'XEOF'
 import json
 with open("base.jsonl") as f, open("ids.txt", "w") as ids, open("arxiv.txt", "w") as ax:
     for line in f:
@@ -110,8 +103,11 @@ with open("base.jsonl") as f, open("ids.txt", "w") as ids, open("arxiv.txt", "w"
             continue
         ids.write(e["subject_pith_number"][-26:] + "\n")
         ax.write(e["payload"]["canonical_record"]["source"]["id"] + "\n")
-EOF
+XEOF
 fi
+rm -rf store
+cp -a store.base store
+echo 0 >load.offset
 say "store: $("$PITHCTL" --store store records | wc -l) records; $(wc -l <ids.txt) in the request list"
 
 rm -f port
@@ -119,7 +115,8 @@ if [ $PITHD = 1 ]; then
 	# the data directory is DIR: its store/ is the one imported above
 	chmod 700 .
 	"$BUILD/node/pithd" --data "$DIR" --listen 127.0.0.1:0 --http 127.0.0.1:0 \
-		--trust-key key.json --validate-threads "$VALIDATORS" --log-level warn \
+		--trust-key key.json --validate-threads "$VALIDATORS" --store-cache-mb "$CACHE" \
+		--log-level warn \
 		>serve.log 2>&1 &
 	SERVER=$!
 	for _ in $(seq 200); do
@@ -129,7 +126,8 @@ print(json.loads(s.makefile().readline())["http"].rsplit(":", 1)[1])' >port 2>/d
 		sleep 0.1
 	done
 else
-	"$SERVE" --store store --trust-key key.json --threads "$VALIDATORS" --port-file port \
+	"$SERVE" --store store --trust-key key.json --threads "$VALIDATORS" --cache-mb "$CACHE" \
+		--port-file port \
 		>serve.log 2>&1 &
 	SERVER=$!
 	for _ in $(seq 100); do [ -s port ] && break; sleep 0.1; done
@@ -171,7 +169,7 @@ with_load() { # RATE MODE LIST (runs in a subshell: the offset lives in load.off
 say "warming up"
 wrk -t"$WT" -c"$CONN" -d5s -s "$HERE/bench_http.lua" "$URL" -- state ids.txt >/dev/null
 wrk -t"$WT" -c"$CONN" -d5s -s "$HERE/bench_http.lua" "$URL" -- resolve arxiv.txt >/dev/null
-echo "# $SERVER_NAME; wrk -t$WT -c$CONN -d${DUR}s x $ROUNDS rounds; $RECORDS records; validators $VALIDATORS; $(nproc) cores; load before $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "# $SERVER_NAME; wrk -t$WT -c$CONN -d${DUR}s x $ROUNDS rounds; $RECORDS records; cache ${CACHE} MiB; validators $VALIDATORS; $(nproc) cores; load before $(cut -d' ' -f1-3 /proc/loadavg)"
 : >results.txt
 for round in $(seq "$ROUNDS"); do
 	for mode in state resolve; do
