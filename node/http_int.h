@@ -16,6 +16,7 @@
 #include "http.h"
 #include "idmap.h"
 #include "ids.h"
+#include "json.h"
 
 struct evhttp;
 struct evhttp_request;
@@ -184,12 +185,82 @@ void conn_stop_sweep(http_t *h);
 /* After evhttp_free: drops the last references. */
 void conn_free_all(http_t *h);
 
+/* ---- http_doc.c: building documents ------------------------------------------ */
+/* A document being built: every helper below sets oom instead of failing,
+ * jb_finish turns it into a 500. */
+typedef struct jb {
+	json_doc_t *d;
+	int oom;
+} jb_t;
+
+/* Starts a document; on OOM sets the 500 reply and returns -1. */
+int jb_begin(http_ctx_t *c, jb_t *b);
+/* Sends root's canonical bytes (ETag from them), or a 500 if anything
+ * failed; frees the document. */
+void jb_finish(http_ctx_t *c, jb_t *b, const json_value_t *root, const char *ctype);
+json_value_t *jb_chk(jb_t *b, json_value_t *v);
+/* NULL s gives null. */
+json_value_t *jb_str(jb_t *b, const char *s);
+json_value_t *jb_int(jb_t *b, int64_t v);
+json_value_t *jb_bool(jb_t *b, int v);
+json_value_t *jb_obj(jb_t *b);
+json_value_t *jb_arr(jb_t *b);
+/* o[k] = v, linking v (which may belong to another live doc); NULL v gives null. */
+void jb_set(jb_t *b, json_value_t *o, const char *k, const json_value_t *v);
+void jb_push(jb_t *b, json_value_t *a, const json_value_t *v);
+/* The server's base URL + fmt formatted with arg. */
+json_value_t *jb_url(jb_t *b, http_t *h, const char *fmt, const char *arg);
+
+/* A record as the store knows it: its merged state, parsed, and the parts
+ * the views use (pointers into the state; NULL when absent). */
+typedef struct rec {
+	json_doc_t *doc;                /* the parsed state */
+	const json_value_t *state, *cur;
+	const json_value_t *record;     /* canonical_record or NULL */
+	const json_value_t *rc;         /* record_created projection or NULL */
+	const json_value_t *payload;    /* its payload */
+	const json_value_t *receipt;
+	const json_value_t *snap;       /* newest graph snapshot projection */
+	const json_value_t *graph;      /* its payload's graph_snapshot */
+	const json_value_t *paper;      /* graph.paper */
+	const json_value_t *source;     /* canonical_record.source */
+	const json_value_t *aliases;    /* current.source_aliases */
+	char pith[PITH_NUMBER_LEN + 1];
+	const char *body;               /* 26 characters, in pith */
+	char short_num[14];             /* "pith:" + 8 */
+	const char *canon_hex;          /* NULL without a record_created */
+	const char *state_sha;
+	/* derived aliases when no bundle listed any */
+	pith_alias_t derived[6];
+	int nderived;
+} rec_t;
+
+/* Reads and parses the record's state; on failure sets the error reply
+ * (404, 500) and returns -1. rec_release in every case it returned 0. */
+int rec_load(http_ctx_t *c, const char *pith, rec_t *r);
+void rec_release(rec_t *r);
+/* Entries in one of current's lists. */
+size_t rec_list_len(const rec_t *r, const char *key);
+/* An alias value of a kind ("arxiv", "doi"...): the bundle's, or derived
+ * from the record when no bundle listed any. */
+const char *rec_alias(const rec_t *r, const char *kind);
+const char *rec_paper_str(const rec_t *r, const char *key);
+/* This mirror's URLs of the record's documents. */
+json_value_t *rec_links(jb_t *b, http_t *h, const rec_t *r);
+/* v's canonical bytes as the body, with its ETag and CORS. */
+void view_send_json(http_ctx_t *c, const json_value_t *v, const char *ctype);
+
+/* ---- http_page.c: /pith/{ID} ------------------------------------------------------ */
+void view_page(http_ctx_t *c, const char *pith);
+/* HTML-escapes s[0..n) into out (&, <, >, ", '); invalid UTF-8 becomes
+ * U+FFFD, controls are dropped. */
+void html_escape(pith_buf_t *out, const char *s, size_t n);
+
 /* ---- http_views.c ------------------------------------------------------------- */
 /* Resolves an {ID} path segment or query value to a stored record's full
  * pith number. On failure sets the error reply (400 malformed or
  * ambiguous, 404 unknown) and returns negative. */
 int http_resolve_id(http_ctx_t *c, const char *id, char pith[static PITH_NUMBER_LEN + 1]);
-void view_page(http_ctx_t *c, const char *pith);
 void view_record(http_ctx_t *c, const char *pith);
 void view_bundle(http_ctx_t *c, const char *pith);
 void view_state(http_ctx_t *c, const char *pith);
@@ -199,9 +270,6 @@ void view_resolve(http_ctx_t *c);
 void view_mirrors(http_ctx_t *c);
 void view_healthz(http_ctx_t *c);
 void view_metrics(http_ctx_t *c);
-/* HTML-escapes s[0..n) into out (&, <, >, ", '); invalid UTF-8 becomes
- * U+FFFD, controls are dropped. */
-void html_escape(pith_buf_t *out, const char *s, size_t n);
 
 /* ---- http_post.c --------------------------------------------------------------- */
 /* Handles POST /events; replies now (errors) or when the events are back. */

@@ -1,0 +1,195 @@
+/* Building the views' JSON documents: a thin wrapper over proto/json.h's
+ * builder with one sticky out-of-memory flag, and a record as the store
+ * knows it (its merged state, parsed, with the parts the views use). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "http_int.h"
+#include "log.h"
+
+#define STATE_PARSE_MAX (64u << 20)
+
+/* ---- a small JSON builder wrapper: one sticky out-of-memory flag ---------------------- */
+
+json_value_t *jb_chk(jb_t *b, json_value_t *v)
+{
+	if (!v)
+		b->oom = 1;
+	return v;
+}
+
+json_value_t *jb_str(jb_t *b, const char *s)
+{
+	return jb_chk(b, s ? json_new_string(b->d, s) : json_new_null(b->d));
+}
+
+json_value_t *jb_int(jb_t *b, int64_t v)
+{
+	return jb_chk(b, json_new_int(b->d, v));
+}
+
+json_value_t *jb_bool(jb_t *b, int v)
+{
+	return jb_chk(b, json_new_bool(b->d, v));
+}
+
+json_value_t *jb_obj(jb_t *b)
+{
+	return jb_chk(b, json_new_object(b->d));
+}
+
+json_value_t *jb_arr(jb_t *b)
+{
+	return jb_chk(b, json_new_array(b->d));
+}
+
+/* Sets o[k] = v; a NULL v (absent in the state) becomes null. */
+void jb_set(jb_t *b, json_value_t *o, const char *k, const json_value_t *v)
+{
+	if (!v)
+		v = json_new_null(b->d);
+	if (!o || !v || json_object_set(b->d, o, k, (json_value_t *)v))
+		b->oom = 1;
+}
+
+void jb_push(jb_t *b, json_value_t *a, const json_value_t *v)
+{
+	if (!a || !v || json_array_push(b->d, a, (json_value_t *)v))
+		b->oom = 1;
+}
+
+/* "BASE" + path formatted. */
+json_value_t *jb_url(jb_t *b, http_t *h, const char *fmt, const char *arg)
+{
+	char path[512], url[800];
+	snprintf(path, sizeof(path), fmt, arg);
+	snprintf(url, sizeof(url), "%s%s", h->base_url, path);
+	return jb_str(b, url);
+}
+
+/* ---- a record, as the store knows it ---------------------------------------------- */
+
+void rec_release(rec_t *r)
+{
+	json_doc_free(r->doc);
+}
+
+size_t rec_list_len(const rec_t *r, const char *key)
+{
+	const json_value_t *a = json_get_type(r->cur, key, JSON_ARRAY);
+	return a ? a->len : 0;
+}
+
+/* Loads and parses the record's state. Sets the error reply on failure. */
+int rec_load(http_ctx_t *c, const char *pith, rec_t *r)
+{
+	memset(r, 0, sizeof(*r));
+	pith_err_t err = {0};
+	pith_buf_t *raw = &c->h->tmp;
+	pith_buf_reset(raw);
+	int rc = store_state_get(c->h->store, pith, raw, &err);
+	if (rc == PITH_ENOTFOUND) {
+		http_error(c, 404, "no state for %s", pith);
+		return -1;
+	}
+	json_limits_t lim = {STATE_PARSE_MAX, JSON_MAX_DEPTH_DEFAULT, JSON_MAX_INT_DIGITS};
+	if (rc || json_parse(&r->doc, raw->data, raw->len, &lim, &err)) {
+		log_warn("http: the state of %s: %s", pith, err.msg);
+		http_error(c, 500, "cannot read the state of %s", pith);
+		return -1;
+	}
+	snprintf(r->pith, sizeof(r->pith), "%s", pith);
+	r->body = r->pith + PITH_NUMBER_LEN - PITH_BODY_LEN;
+	snprintf(r->short_num, sizeof(r->short_num), "pith:%.8s", r->body);
+	r->state = json_doc_root(r->doc);
+	r->cur = json_get_type(r->state, "current", JSON_OBJECT);
+	r->state_sha = json_get_str(r->state, "state_sha256");
+	r->record = json_get_type(r->cur, "canonical_record", JSON_OBJECT);
+	r->rc = json_get_type(r->cur, "record_created", JSON_OBJECT);
+	r->payload = json_get_type(r->rc, "payload", JSON_OBJECT);
+	r->receipt = json_get_type(r->payload, "receipt", JSON_OBJECT);
+	r->canon_hex = json_get_str(r->payload, "canonical_sha256");
+	r->source = json_get_type(r->record, "source", JSON_OBJECT);
+	r->aliases = json_get_type(r->cur, "source_aliases", JSON_ARRAY);
+	const json_value_t *snaps = json_get_type(r->cur, "graph_snapshots", JSON_ARRAY);
+	if (snaps && snaps->len) {
+		r->snap = snaps->u.items[snaps->len - 1];
+		r->graph = json_get_type(json_get_type(r->snap, "payload", JSON_OBJECT), "graph_snapshot",
+					 JSON_OBJECT);
+		r->paper = json_get_type(r->graph, "paper", JSON_OBJECT);
+	}
+	if (r->record && (!r->aliases || !r->aliases->len)) {
+		int n = pith_record_aliases(r->record, r->pith, r->derived);
+		r->nderived = n > 0 ? n : 0;
+	}
+	return 0;
+}
+
+/* An alias value of a kind ("arxiv", "doi"...), from the bundle's list or
+ * derived from the record. */
+const char *rec_alias(const rec_t *r, const char *kind)
+{
+	if (r->aliases)
+		for (size_t i = 0; i < r->aliases->len; i++) {
+			const json_value_t *a = r->aliases->u.items[i];
+			const char *k = json_get_str(a, "alias_kind");
+			if (k && !strcmp(k, kind))
+				return json_get_str(a, "alias_value");
+		}
+	for (int i = 0; i < r->nderived; i++)
+		if (!strcmp(r->derived[i].kind, kind))
+			return r->derived[i].value;
+	return NULL;
+}
+
+const char *rec_paper_str(const rec_t *r, const char *key)
+{
+	return json_get_str(r->paper, key);
+}
+
+/* The canonical bytes of v into the body, ETag from them. */
+void view_send_json(http_ctx_t *c, const json_value_t *v, const char *ctype)
+{
+	pith_buf_reset(c->body);
+	if (json_canon_write(v, c->body) || c->body->oom) {
+		http_error(c, 500, "out of memory");
+		return;
+	}
+	c->r.ctype = ctype;
+	c->r.cors = 1;
+	http_set_etag_body(c);
+}
+
+int jb_begin(http_ctx_t *c, jb_t *b)
+{
+	b->oom = 0;
+	b->d = json_doc_new();
+	if (!b->d) {
+		http_error(c, 500, "out of memory");
+		return -1;
+	}
+	return 0;
+}
+
+void jb_finish(http_ctx_t *c, jb_t *b, const json_value_t *root, const char *ctype)
+{
+	if (b->oom)
+		http_error(c, 500, "out of memory");
+	else
+		view_send_json(c, root, ctype);
+	json_doc_free(b->d);
+}
+
+json_value_t *rec_links(jb_t *b, http_t *h, const rec_t *r)
+{
+	json_value_t *l = jb_obj(b);
+	jb_set(b, l, "html", jb_url(b, h, "/pith/%s", r->body));
+	jb_set(b, l, "json", jb_url(b, h, "/pith/%s.json", r->body));
+	jb_set(b, l, "bundle", jb_url(b, h, "/pith/%s/bundle.json", r->body));
+	jb_set(b, l, "state", jb_url(b, h, "/pith/%s/state.json", r->body));
+	jb_set(b, l, "well_known_bundle", jb_url(b, h, "/.well-known/pith/%s/bundle.json", r->body));
+	jb_set(b, l, "graph_json", jb_url(b, h, "/api/pith-number/%s/graph.json", r->body));
+	jb_set(b, l, "events_json", jb_url(b, h, "/api/pith-number/%s/events.json", r->body));
+	return l;
+}
