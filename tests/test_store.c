@@ -5,6 +5,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "store_test_util.h"
 #include "bundle.h"
 #include "merge.h"
 #include "store.h"
@@ -23,31 +24,17 @@ static pith_buf_t bundle_bytes;
 
 static char *tmpdir(void)
 {
-	char *d = strdup("/tmp/test_store.XXXXXX");
-	if (!mkdtemp(d)) {
-		perror("mkdtemp");
-		exit(1);
-	}
-	return d;
+	return stu_tmpdir("test_store");
 }
 
 static void rmdir_rf(char *d)
 {
-	char cmd[512];
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", d);
-	if (system(cmd))
-		fprintf(stderr, "cannot remove %s\n", d);
-	free(d);
+	stu_rmdir_rf(d);
 }
 
 static store_t *open_store(const char *dir)
 {
-	store_t *st = NULL;
-	pith_err_t err = {0};
-	store_opts_t o = {.create = 1, .registry = trust};
-	if (store_open(dir, &o, &st, &err))
-		fprintf(stderr, "store_open %s: %s\n", dir, err.msg);
-	return st;
+	return stu_open_store(dir, trust);
 }
 
 static json_doc_t *parse(const uint8_t *p, size_t n)
