@@ -218,6 +218,24 @@ int pith_event_verify_value(const json_value_t *root, const pith_trust_t *trust,
 	return 0;
 }
 
+/* An event owning the parsed document of buf, its fields not yet read. */
+static int parse_doc(const uint8_t *buf, size_t len, pith_event_t **out, pith_err_t *err)
+{
+	json_limits_t lim = {PITH_EVENT_MAX_BYTES, PITH_EVENT_MAX_DEPTH, JSON_MAX_INT_DIGITS};
+	json_doc_t *doc = NULL;
+	int rc = json_parse(&doc, buf, len, &lim, err);
+	if (rc)
+		return rc;
+	pith_event_t *ev = calloc(1, sizeof(*ev));
+	if (!ev) {
+		json_doc_free(doc);
+		return pith_err_set(err, PITH_ENOMEM, "event: out of memory");
+	}
+	ev->doc = doc;
+	*out = ev;
+	return 0;
+}
+
 int pith_event_parse(const uint8_t *buf, size_t len, const pith_trust_t *trust,
 		     pith_event_t **out, pith_event_check_t *failed, pith_err_t *err)
 {
@@ -225,20 +243,13 @@ int pith_event_parse(const uint8_t *buf, size_t len, const pith_trust_t *trust,
 	if (!failed)
 		failed = &dummy;
 	*out = NULL;
-	json_limits_t lim = {PITH_EVENT_MAX_BYTES, PITH_EVENT_MAX_DEPTH, JSON_MAX_INT_DIGITS};
-	json_doc_t *doc = NULL;
-	int rc = json_parse(&doc, buf, len, &lim, err);
+	pith_event_t *ev = NULL;
+	int rc = parse_doc(buf, len, &ev, err);
 	if (rc) {
 		*failed = PITH_CHECK_JSON;
 		return rc;
 	}
-	pith_event_t *ev = calloc(1, sizeof(*ev));
-	if (!ev) {
-		json_doc_free(doc);
-		return pith_err_set(err, PITH_ENOMEM, "event: out of memory");
-	}
-	ev->doc = doc;
-	rc = verify(json_doc_root(doc), trust, ev, failed, err);
+	rc = verify(json_doc_root(ev->doc), trust, ev, failed, err);
 	if (rc) {
 		pith_event_free(ev);
 		return rc;
@@ -309,4 +320,32 @@ int pith_event_parse_stored(const uint8_t *buf, size_t len, pith_event_t **out,
 			    pith_err_t *err)
 {
 	return pith_event_parse(buf, len, NULL, out, NULL, err);
+}
+
+int pith_event_parse_own(const uint8_t *buf, size_t len, const uint8_t id[32],
+			 pith_event_t **out, pith_err_t *err)
+{
+	*out = NULL;
+	pith_event_t *ev = NULL;
+	int rc = parse_doc(buf, len, &ev, err);
+	if (rc)
+		return rc;
+	const json_value_t *r = json_doc_root(ev->doc);
+	if ((rc = check_shape(r, ev, err))) {
+		pith_event_free(ev);
+		return rc;
+	}
+	ev->root = r;
+	char hex[65];
+	pith_hex_encode(id, 32, hex);
+	snprintf(ev->event_id, sizeof(ev->event_id), "sha256:%s", hex);
+	if (strcmp(json_get_str(r, "content_sha256"), hex) ||
+	    strcmp(json_get_str(r, "event_id"), ev->event_id)) {
+		pith_event_free(ev);
+		return pith_err_set(err, PITH_EMISMATCH, "event: stored under sha256:%s but names "
+				    "another id", hex);
+	}
+	memcpy(ev->content_hash, id, 32);
+	*out = ev;
+	return 0;
 }

@@ -65,6 +65,14 @@ int pith_event_verify_value(const json_value_t *root, const pith_trust_t *trust,
 int pith_event_parse_stored(const uint8_t *buf, size_t len, pith_event_t **out,
 			    pith_err_t *err);
 
+/* Re-reads an event from this node's own store, where it is kept under its
+ * 32-byte id: parses and checks its shape, and takes content_sha256 and
+ * event_id as stored once they name that id, without canonicalising and
+ * hashing again (the store audit, pithctl check, still does). For the
+ * store's own bytes only, never for peer input. */
+int pith_event_parse_own(const uint8_t *buf, size_t len, const uint8_t id[32],
+			 pith_event_t **out, pith_err_t *err);
+
 void pith_event_free_(pith_event_t *ev);
 #define pith_event_free(e) do { pith_event_free_(e); (e) = NULL; } while (0)
 

@@ -143,9 +143,10 @@ int store_rec_claim_next(const uint8_t **p, const uint8_t *end, const uint8_t **
 }
 
 void store_claims_write(rocksdb_writebatch_t *wb, store_t *st, const char *pith,
-			const store_rec_t *old, const store_claims_t *now)
+			const store_rec_t *old, const store_claims_t *now, int same_ranks)
 {
 	uint8_t ek[STORE_ALIAS_ENTRY_MAX];
+	uint8_t had[STORE_MAX_CLAIMS] = {0}; /* now->c[i] is in old */
 	rocksdb_column_family_handle_t *cf = st->cf[STORE_CF_ALIASES];
 	if (old) {
 		const uint8_t *p = old->claims, *k;
@@ -153,7 +154,8 @@ void store_claims_write(rocksdb_writebatch_t *wb, store_t *st, const char *pith,
 		while (store_rec_claim_next(&p, old->claims_end, &k, &kl)) {
 			int kept = 0;
 			for (size_t i = 0; i < now->n && !kept; i++)
-				kept = now->c[i].klen == kl && !memcmp(now->c[i].key, k, kl);
+				if (now->c[i].klen == kl && !memcmp(now->c[i].key, k, kl))
+					kept = had[i] = 1;
 			if (!kept) {
 				size_t n = store_alias_entry_key(k, kl, pith, ek);
 				rocksdb_writebatch_delete_cf(wb, cf, (const char *)ek, n);
@@ -161,6 +163,8 @@ void store_claims_write(rocksdb_writebatch_t *wb, store_t *st, const char *pith,
 		}
 	}
 	for (size_t i = 0; i < now->n; i++) {
+		if (same_ranks && had[i])
+			continue;
 		size_t n = store_alias_entry_key(now->c[i].key, now->c[i].klen, pith, ek);
 		rocksdb_writebatch_put_cf(wb, cf, (const char *)ek, n, (const char *)now->c[i].rank,
 					  STORE_ALIAS_RANK_LEN);

@@ -1,6 +1,7 @@
 /* Ingest: batches of verified events and bundles, each committed as one
  * atomic, synced RocksDB WriteBatch together with the recomputed state of
  * every record it touches. */
+#define _GNU_SOURCE /* qsort_r */
 #include "store_int.h"
 
 #include <stdio.h>
@@ -226,6 +227,18 @@ int store_batch_add_bundle(store_batch_t *b, json_doc_t *doc, pith_err_t *err)
 
 /* ---- commit --------------------------------------------------------------- */
 
+/* A put held back until the commit writes its batch. Puts go into the
+ * WriteBatch sorted by column family and key: RocksDB inserts a batch into
+ * each memtable's skip list in order and starts every insert from where the
+ * previous one ended, so ascending keys cost a short walk instead of a
+ * descent from the top through cold memory (the event ids are random). */
+typedef struct pput {
+	const void *vref;          /* the value, if it outlives the commit */
+	size_t koff, voff, vlen;   /* key, and value unless vref, in the arena */
+	uint32_t seq;              /* order of the put: the later one wins */
+	uint8_t cf, klen;
+} pput_t;
+
 typedef struct commit {
 	store_batch_t *b;
 	store_t *st;
@@ -233,11 +246,70 @@ typedef struct commit {
 	store_counts_t counts;     /* what the counters become */
 	store_commit_stats_t stats;
 	pith_err_t *err;
+	pput_t *puts;
+	size_t nputs, capputs;
+	pith_buf_t arena;          /* keys and copied values of puts */
 } commit_t;
 
-static void put(commit_t *c, int cf, const void *k, size_t kl, const void *v, size_t vl)
+/* Queues a put; vref says the value stays valid until the commit ends
+ * (otherwise it is copied). Keys are at most 255 bytes (store/keys.h). */
+static int put_ex(commit_t *c, int cf, const void *k, size_t kl, const void *v, size_t vl,
+		  int vref)
 {
-	rocksdb_writebatch_put_cf(c->wb, c->st->cf[cf], k, kl, v, vl);
+	if (c->nputs == c->capputs) {
+		size_t nc = c->capputs ? c->capputs * 2 : 1024;
+		pput_t *p = realloc(c->puts, nc * sizeof(*p));
+		if (!p)
+			return pith_err_set(c->err, PITH_ENOMEM, "store: out of memory");
+		c->puts = p;
+		c->capputs = nc;
+	}
+	pput_t *p = &c->puts[c->nputs];
+	p->cf = (uint8_t)cf;
+	p->klen = (uint8_t)kl;
+	p->koff = c->arena.len;
+	p->vlen = vl;
+	p->vref = vref ? v : NULL;
+	p->seq = (uint32_t)c->nputs;
+	if (pith_buf_append(&c->arena, k, kl))
+		return pith_err_set(c->err, PITH_ENOMEM, "store: out of memory");
+	p->voff = c->arena.len;
+	if (!vref && pith_buf_append(&c->arena, v, vl))
+		return pith_err_set(c->err, PITH_ENOMEM, "store: out of memory");
+	c->nputs++;
+	return 0;
+}
+
+static int put(commit_t *c, int cf, const void *k, size_t kl, const void *v, size_t vl)
+{
+	return put_ex(c, cf, k, kl, v, vl, 0);
+}
+
+static int pput_cmp(const void *a, const void *b, void *arena)
+{
+	const pput_t *x = a, *y = b;
+	const uint8_t *k = arena;
+	if (x->cf != y->cf)
+		return x->cf < y->cf ? -1 : 1;
+	size_t n = x->klen < y->klen ? x->klen : y->klen;
+	int r = memcmp(k + x->koff, k + y->koff, n);
+	if (r)
+		return r;
+	if (x->klen != y->klen)
+		return x->klen < y->klen ? -1 : 1;
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+/* Moves the queued puts into the WriteBatch, sorted. */
+static void puts_flush(commit_t *c)
+{
+	qsort_r(c->puts, c->nputs, sizeof(*c->puts), pput_cmp, c->arena.data);
+	for (size_t i = 0; i < c->nputs; i++) {
+		const pput_t *p = &c->puts[i];
+		const char *v = p->vref ? p->vref : (const char *)c->arena.data + p->voff;
+		rocksdb_writebatch_put_cf(c->wb, c->st->cf[p->cf], (const char *)c->arena.data + p->koff,
+					  p->klen, v, p->vlen);
+	}
 }
 
 static int group_of(commit_t *c, const uint8_t skey[STORE_SKEY_LEN], const char *pith)
@@ -373,8 +445,9 @@ static int commit_events(commit_t *c)
 		if (e->outcome == STORE_STORED) {
 			if ((rc = entry_canon(c, w)))
 				return rc;
-			put(c, STORE_CF_EVENTS, e->ev->content_hash, STORE_ID_LEN, w->canon.data,
-			    w->canon.len);
+			if ((rc = put_ex(c, STORE_CF_EVENTS, e->ev->content_hash, STORE_ID_LEN,
+					 w->canon.data, w->canon.len, 1)))
+				return rc;
 			continue;
 		}
 		char *val;
@@ -393,15 +466,16 @@ static int commit_events(commit_t *c)
 				return rc;
 			continue;
 		}
-		rc = pith_event_parse_stored((const uint8_t *)val, vl, &old, c->err);
+		rc = pith_event_parse_own((const uint8_t *)val, vl, e->ev->content_hash, &old, c->err);
 		rocksdb_free(val);
 		if (rc)
 			return rc;
 		int better = pith_merge_sigblock_cmp(w->ev->signature, old->signature) < 0;
 		pith_event_free(old);
 		if (better) {
-			put(c, STORE_CF_EVENTS, e->ev->content_hash, STORE_ID_LEN, w->canon.data,
-			    w->canon.len);
+			if ((rc = put_ex(c, STORE_CF_EVENTS, e->ev->content_hash, STORE_ID_LEN,
+					 w->canon.data, w->canon.len, 1)))
+				return rc;
 			w->outcome = STORE_RESIGNED;
 		}
 	}
@@ -458,8 +532,10 @@ static int commit_bundles(commit_t *c)
 			pith_buf_release(&cb);
 			return pith_err_set(c->err, PITH_ENOMEM, "store: cannot write bundle of %s", g->pith);
 		}
-		put(c, STORE_CF_BUNDLES, g->skey, STORE_SKEY_LEN, cb.data, cb.len);
+		rc = put(c, STORE_CF_BUNDLES, g->skey, STORE_SKEY_LEN, cb.data, cb.len);
 		pith_buf_release(&cb);
+		if (rc)
+			return rc;
 		g->bundle_newer = 1;
 		be->outcome = STORE_BUNDLE_NEWER;
 	}
@@ -510,7 +586,8 @@ static int commit_group(commit_t *c, group_t *g, pith_buf_t *sb)
 		rc = pith_err_set(c->err, PITH_ENOMEM, "store: cannot write the state of %s", g->pith);
 		goto done;
 	}
-	put(c, STORE_CF_STATES, g->skey, STORE_SKEY_LEN, sb->data, sb->len);
+	if ((rc = put(c, STORE_CF_STATES, g->skey, STORE_SKEY_LEN, sb->data, sb->len)))
+		goto done;
 
 	if (!g->exists)
 		c->counts.records++;
@@ -520,13 +597,14 @@ static int commit_group(commit_t *c, group_t *g, pith_buf_t *sb)
 		rc = pith_err_set(c->err, rc, "store: out of memory");
 		goto done;
 	}
-	put(c, STORE_CF_RECORDS, g->skey, STORE_SKEY_LEN, sb->data, sb->len);
+	if ((rc = put(c, STORE_CF_RECORDS, g->skey, STORE_SKEY_LEN, sb->data, sb->len)))
+		goto done;
 	if (g->old_rec) {
 		store_rec_t old;
 		store_rec_decode(g->old_rec, g->old_rec_len, &old); /* checked when read */
-		store_claims_write(c->wb, c->st, g->pith, &old, &claims);
+		store_claims_write(c->wb, c->st, g->pith, &old, &claims, !g->bundle_newer);
 	} else {
-		store_claims_write(c->wb, c->st, g->pith, NULL, &claims);
+		store_claims_write(c->wb, c->st, g->pith, NULL, &claims, 0);
 	}
 
 	for (size_t k = 0; k < g->nnew; k++) {
@@ -534,8 +612,9 @@ static int commit_group(commit_t *c, group_t *g, pith_buf_t *sb)
 		uint8_t sk[STORE_SUBJ_KEY_LEN], tk[STORE_TIME_KEY_LEN];
 		store_subj_key_make(g->skey, ev->created_at, ev->content_hash, sk);
 		store_time_key_make(ev->created_us, ev->content_hash, tk);
-		put(c, STORE_CF_SUBJ, sk, sizeof(sk), "", 0);
-		put(c, STORE_CF_TIME, tk, sizeof(tk), "", 0);
+		if ((rc = put(c, STORE_CF_SUBJ, sk, sizeof(sk), "", 0)) ||
+		    (rc = put(c, STORE_CF_TIME, tk, sizeof(tk), "", 0)))
+			goto done;
 	}
 	c->counts.events += g->nnew;
 	c->stats.records_touched++;
@@ -548,11 +627,11 @@ done:
 	return rc;
 }
 
-static void put_count(commit_t *c, const char *key, uint64_t v)
+static int put_count(commit_t *c, const char *key, uint64_t v)
 {
 	uint8_t be[8];
 	store_be64_put(be, v);
-	put(c, STORE_CF_META, key, strlen(key), be, 8);
+	return put(c, STORE_CF_META, key, strlen(key), be, 8);
 }
 
 int store_batch_commit(store_batch_t *b, store_commit_stats_t *stats, pith_err_t *err)
@@ -580,10 +659,10 @@ int store_batch_commit(store_batch_t *b, store_commit_stats_t *stats, pith_err_t
 		for (size_t gi = 0; gi < b->ng && !rc; gi++)
 			rc = commit_group(&c, &b->g[gi], &sb);
 	pith_buf_release(&sb);
-	if (!rc) {
-		put_count(&c, STORE_META_EVENTS, c.counts.events);
-		put_count(&c, STORE_META_RECORDS, c.counts.records);
-		put_count(&c, STORE_META_BUNDLES, c.counts.bundles);
+	if (!rc && !(rc = put_count(&c, STORE_META_EVENTS, c.counts.events)) &&
+	    !(rc = put_count(&c, STORE_META_RECORDS, c.counts.records)) &&
+	    !(rc = put_count(&c, STORE_META_BUNDLES, c.counts.bundles))) {
+		puts_flush(&c);
 		char *e = NULL;
 		rocksdb_write(st->db, st->wo, c.wb, &e);
 		if (e) {
@@ -595,6 +674,8 @@ int store_batch_commit(store_batch_t *b, store_commit_stats_t *stats, pith_err_t
 	}
 	rocksdb_writebatch_destroy(c.wb);
 	pthread_mutex_unlock(&st->wmu);
+	free(c.puts);
+	pith_buf_release(&c.arena);
 out:
 	for (size_t i = 0; i < b->n; i++) {
 		store_outcome_t o = b->e[i].outcome;
@@ -641,7 +722,7 @@ int store_event_put(store_t *st, const pith_event_t *ev, store_outcome_t *out, p
 		pith_buf_release(&canon);
 		return pith_err_set(err, PITH_ENOMEM, "store: out of memory");
 	}
-	if ((rc = pith_event_parse_stored(canon.data, canon.len, &copy, err))) {
+	if ((rc = pith_event_parse_own(canon.data, canon.len, ev->content_hash, &copy, err))) {
 		pith_buf_release(&canon);
 		return rc;
 	}

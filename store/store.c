@@ -340,7 +340,7 @@ int store_subject_load(store_t *st, const uint8_t skey[STORE_SKEY_LEN], pith_eve
 			evs = p;
 			cap = nc;
 		}
-		rc = pith_event_parse_stored((const uint8_t *)val, vl, &evs[cnt], err);
+		rc = pith_event_parse_own((const uint8_t *)val, vl, k + kl - STORE_ID_LEN, &evs[cnt], err);
 		rocksdb_free(val);
 		if (rc)
 			break;

@@ -116,8 +116,10 @@ int store_rec_decode(const uint8_t *v, size_t vl, store_rec_t *out);
 int store_rec_claim_next(const uint8_t **p, const uint8_t *end, const uint8_t **key, size_t *klen);
 
 /* Adds to wb the puts of now's claims for pith and the deletes of the
- * claims in old (the previous summary, or NULL) that now lacks. */
+ * claims in old (the previous summary, or NULL) that now lacks. With
+ * same_ranks (the record's bundle did not change, so a claim it had keeps
+ * its rank) the claims old already has are not written again. */
 void store_claims_write(rocksdb_writebatch_t *wb, store_t *st, const char *pith,
-			const store_rec_t *old, const store_claims_t *now);
+			const store_rec_t *old, const store_claims_t *now, int same_ranks);
 
 #endif

@@ -909,6 +909,40 @@ TEST(check_finds_damage, "the audit reports an index entry without its event, an
 	rmdir_rf(dir);
 }
 
+TEST(own_bytes_checked, "an event read back for a merge must name the id it is stored under")
+{
+	char *dir = tmpdir();
+	store_t *st = open_store(dir);
+	CHECK_INT_EQ(put_bundle(st, &bundle_bytes, NULL, NULL), 0);
+	json_doc_t *d = parse(bundle_bytes.data, bundle_bytes.len);
+	const json_value_t *evs = json_get(json_doc_root(d), "events");
+	uint8_t id0[32], id1[32], skey[STORE_SKEY_LEN];
+	pith_hex_decode(json_get_str(evs->u.items[0], "content_sha256"), 64, id0, 32);
+	pith_hex_decode(json_get_str(evs->u.items[1], "content_sha256"), 64, id1, 32);
+	store_skey_make(AR7B, skey);
+	pith_event_t **loaded = NULL;
+	size_t n = 0;
+	pith_err_t err = {0};
+	CHECK_INT_EQ(store_subject_load(st, skey, &loaded, &n, &err), 0);
+	CHECK_INT_EQ((int)n, (int)evs->len);
+	store_events_free(loaded, n);
+	/* the second event's bytes under the first one's id */
+	char *v, *e = NULL;
+	size_t vl;
+	CHECK_INT_EQ(store_get_raw(st, STORE_CF_EVENTS, id1, 32, &v, &vl, &err), 0);
+	rocksdb_put_cf(st->db, st->wo, st->cf[STORE_CF_EVENTS], (char *)id0, 32, v, vl, &e);
+	CHECK(e == NULL);
+	rocksdb_free(v);
+	loaded = NULL;
+	CHECK_INT_EQ(store_subject_load(st, skey, &loaded, &n, &err), PITH_EMISMATCH);
+	CHECK(strstr(err.msg, "names another id") != NULL);
+	CHECK(loaded == NULL);
+	CHECK(check_problems(st) >= 1);
+	json_doc_free(d);
+	store_close(st);
+	rmdir_rf(dir);
+}
+
 TEST(nothing_on_failure, "a batch that fails to commit leaves nothing behind")
 {
 	char *dir = tmpdir();
@@ -961,6 +995,7 @@ int main(void)
 	RUN(checkpoint_while_open);
 	RUN(reopen_and_lock);
 	RUN(check_finds_damage);
+	RUN(own_bytes_checked);
 	RUN(nothing_on_failure);
 	pith_trust_free(trust);
 	pith_buf_release(&bundle_bytes);
