@@ -144,12 +144,22 @@ static const char *registry_fp(void)
 	return fp;
 }
 
-static item_t *find_item(item_t *items, size_t n, const char *id)
+static int byid_cmp(const void *a, const void *b)
 {
-	for (size_t i = 0; i < n; i++)
-		if (!strcmp(items[i].ev->event_id, id))
-			return &items[i];
-	return NULL;
+	const item_t *x = *(item_t *const *)a, *y = *(item_t *const *)b;
+	return strcmp(x->ev->event_id, y->ev->event_id);
+}
+
+static int byid_key_cmp(const void *key, const void *elem)
+{
+	return strcmp(key, (*(item_t *const *)elem)->ev->event_id);
+}
+
+/* The item with this id among byid (the items sorted by id), or NULL. */
+static item_t *find_item(item_t **byid, size_t n, const char *id)
+{
+	item_t **p = bsearch(id, byid, n, sizeof(*byid), byid_key_cmp);
+	return p ? *p : NULL;
 }
 
 /* {event_id, target, created_at, signer, payload} of an event. */
@@ -194,10 +204,11 @@ int pith_merge_ex(const char *subject, pith_event_t *const *events, size_t n,
 	memset(out, 0, sizeof(*out));
 	item_t *items = calloc(n ? n : 1, sizeof(*items));
 	item_t **byslot = calloc(n ? n : 1, sizeof(*byslot));
+	item_t **byid = calloc(n ? n : 1, sizeof(*byid));
 	const char **ids = calloc(n ? n : 1, sizeof(*ids));
 	json_doc_t *d = json_doc_new();
 	int rc = PITH_ENOMEM;
-	if (!items || !byslot || !ids || !d)
+	if (!items || !byslot || !byid || !ids || !d)
 		goto fail;
 
 	/* M1 */
@@ -214,7 +225,11 @@ int pith_merge_ex(const char *subject, pith_event_t *const *events, size_t n,
 		items[i].reason = semantic_check(&items[i], subject, registry);
 		items[i].fate = items[i].reason ? EV_INVALID : EV_APPLIED;
 	}
-	/* M3 */
+	/* M3: by id in O(log m), so that a record of many events each naming
+	 * up to 64 others does not cost m * 64 * m */
+	for (size_t i = 0; i < m; i++)
+		byid[i] = &items[i];
+	qsort(byid, m, sizeof(*byid), byid_cmp);
 	for (size_t i = 0; i < m; i++) {
 		if (items[i].fate == EV_INVALID)
 			continue;
@@ -223,8 +238,8 @@ int pith_merge_ex(const char *subject, pith_event_t *const *events, size_t n,
 		const pith_key_t *rk = registry ? pith_trust_find(registry, sfp) : NULL;
 		int by_registry = !strcmp(sfp, registry_fp()) || (rk && rk->is_registry);
 		for (size_t k = 0; sup && k < sup->len; k++) {
-			item_t *x = find_item(items, i, sup->u.items[k]->u.str);
-			if (!x || x->fate == EV_INVALID)
+			item_t *x = find_item(byid, m, sup->u.items[k]->u.str);
+			if (!x || x >= &items[i] || x->fate == EV_INVALID)
 				continue;
 			if (by_registry || !strcmp(x->ev->signer_fp, items[i].ev->signer_fp))
 				x->fate = EV_SUPERSEDED;
@@ -396,12 +411,14 @@ int pith_merge_ex(const char *subject, pith_event_t *const *events, size_t n,
 	out->superseded = nsup;
 	free(items);
 	free(byslot);
+	free(byid);
 	free(ids);
 	return 0;
 fail:
 	json_doc_free(d);
 	free(items);
 	free(byslot);
+	free(byid);
 	free(ids);
 	memset(out, 0, sizeof(*out));
 	return pith_err_set(err, rc ? rc : PITH_ENOMEM, "merge: out of memory");

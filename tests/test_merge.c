@@ -1,8 +1,10 @@
 /* The merge (docs/merge.md): the rules one by one, then properties over
  * generated event sets - permutation, duplication, re-signing and
  * splitting never change a state, and every event lands in one place. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "bundle.h"
 #include "merge.h"
@@ -228,6 +230,51 @@ TEST(m3_supersedes, "M3: a later event supersedes its signer's earlier one, not 
 	json_doc_free(dd);
 	set_clear(s);
 	free(s);
+}
+
+/* Many events each superseding 64 earlier ones: the lookups are by id, so
+ * this stays milliseconds (a linear scan per id made it m * 64 * m). */
+TEST(m3_many_supersedes, "M3 at scale: 4,000 events each naming 64 earlier ones")
+{
+	enum { N = 4000, S = 64 };
+	record_subject(9);
+	char (*ids)[PITH_EVENT_ID_LEN + 1] = calloc(N, sizeof(*ids));
+	pith_event_t **evs = calloc(N, sizeof(*evs));
+	pith_buf_t b = PITH_BUF_INIT;
+	pith_err_t err = {0};
+	size_t n = 0;
+	for (int i = 0; i < N; i++) {
+		const char *sup[S];
+		size_t ns = 0;
+		for (int k = i - S; k < i; k++)
+			if (k >= 0)
+				sup[ns++] = ids[k];
+		char at[32];
+		snprintf(at, sizeof(at), "2026-04-01T%02d:%02d:%02dZ", i / 3600, i / 60 % 60, i % 60);
+		pith_buf_reset(&b);
+		if (tg_event(&b, &op1, "correction", subj, "record", at, "{}", NULL, sup, ns, -1, ids[i]))
+			break;
+		if (pith_event_parse(b.data, b.len, trust, &evs[n], NULL, &err))
+			break;
+		n++;
+	}
+	CHECK_INT_EQ((long long)n, N);
+	struct timespec t0, t1;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	pith_state_t st = {0};
+	CHECK_INT_EQ(pith_merge_ex(subj, evs, n, NULL, trust, &st, &err), 0);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	double ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
+	printf("# merge of %zu events naming 64 each: %.1f ms\n", n, ms);
+	/* every event but the last is named by a later one of its signer */
+	CHECK_INT_EQ((long long)st.superseded, N - 1);
+	CHECK(ms < 2000);
+	pith_state_release(&st);
+	for (size_t i = 0; i < n; i++)
+		pith_event_free(evs[i]);
+	free(evs);
+	free(ids);
+	pith_buf_release(&b);
 }
 
 TEST(m4_equivocation, "M4: two events of one signer in one slot: the first applies, the other is an equivocation")
@@ -467,6 +514,7 @@ int main(void)
 	RUN(m2_invalid_reasons);
 	RUN(m2_record_checks);
 	RUN(m3_supersedes);
+	RUN(m3_many_supersedes);
 	RUN(m4_equivocation);
 	RUN(m4_record_created_conflict);
 	RUN(m5_order);
