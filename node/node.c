@@ -94,6 +94,7 @@ static int identity_load(node_t *n, pith_err_t *err)
 	while ((got = read(fd, chunk, sizeof(chunk))) > 0 && b.len < 65536)
 		pith_buf_append(&b, chunk, (size_t)got);
 	close(fd);
+	sodium_memzero(chunk, sizeof(chunk));
 	int has = 0;
 	pith_err_t e = {0};
 	if (pith_keyfile_parse(b.data, b.len, &k, n->sk, &has, &e) || !has)

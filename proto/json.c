@@ -60,17 +60,29 @@ json_doc_t *json_doc_new(void)
 	return calloc(1, sizeof(json_doc_t));
 }
 
-void json_doc_free_(json_doc_t *doc)
+static void doc_free(json_doc_t *doc, int wipe)
 {
 	if (!doc)
 		return;
 	arena_chunk_t *c = doc->chunks;
 	while (c) {
 		arena_chunk_t *n = c->next;
+		if (wipe)
+			explicit_bzero(c, sizeof(*c) + c->used);
 		free(c);
 		c = n;
 	}
 	free(doc);
+}
+
+void json_doc_free_(json_doc_t *doc)
+{
+	doc_free(doc, 0);
+}
+
+void json_doc_free_wiped_(json_doc_t *doc)
+{
+	doc_free(doc, 1);
 }
 
 json_value_t *json_doc_root(const json_doc_t *doc)

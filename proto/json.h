@@ -79,6 +79,9 @@ int json_parse(json_doc_t **out, const uint8_t *buf, size_t len,
 json_value_t *json_doc_root(const json_doc_t *doc);
 void json_doc_free_(json_doc_t *doc);
 #define json_doc_free(d) do { json_doc_free_(d); (d) = NULL; } while (0)
+/* The same, zeroing the arena first: for documents that held a secret. */
+void json_doc_free_wiped_(json_doc_t *doc);
+#define json_doc_free_wiped(d) do { json_doc_free_wiped_(d); (d) = NULL; } while (0)
 
 /* Builder: an empty doc whose arena hands out new values. Returns NULL on OOM. */
 json_doc_t *json_doc_new(void);

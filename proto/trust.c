@@ -201,7 +201,7 @@ int pith_keyfile_parse(const uint8_t *buf, size_t len, pith_key_t *key,
 				*has_secret = 1;
 		}
 	}
-	json_doc_free(doc);
+	json_doc_free_wiped(doc); /* the arena holds a copy of the seed */
 	return rc;
 }
 
@@ -243,6 +243,6 @@ int pith_keyfile_generate(const char *key_id, pith_buf_t *out, pith_key_t *key,
 	rc = rc || json_object_set(d, o, "secret_seed_hex", json_new_string(d, seed_hex));
 	rc = rc || json_canon_write(o, out) || pith_buf_putc(out, '\n');
 	sodium_memzero(seed_hex, sizeof(seed_hex));
-	json_doc_free(d);
+	json_doc_free_wiped(d);
 	return rc ? PITH_ENOMEM : 0;
 }

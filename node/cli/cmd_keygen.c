@@ -6,6 +6,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <sodium.h>
+
 #include "trust.h"
 
 static int run(cli_ctx_t *ctx, int argc, char **argv)
@@ -30,14 +32,16 @@ static int run(cli_ctx_t *ctx, int argc, char **argv)
 	}
 	int fd = open(out, O_WRONLY | O_CREAT | O_EXCL, 0600);
 	if (fd < 0) {
+		sodium_memzero(b.data, b.len);
+		sodium_memzero(sk, sizeof(sk));
 		pith_buf_release(&b);
 		return cli_fail("keygen", "cannot create %s: %s", out, strerror(errno));
 	}
 	int rc = write(fd, b.data, b.len) == (ssize_t)b.len && fsync(fd) == 0 ? 0 : 1;
 	close(fd);
-	memset(b.data, 0, b.len);
+	sodium_memzero(b.data, b.len);
 	pith_buf_release(&b);
-	memset(sk, 0, sizeof(sk));
+	sodium_memzero(sk, sizeof(sk));
 	if (rc)
 		return cli_fail("keygen", "cannot write %s: %s", out, strerror(errno));
 	char pk[65];

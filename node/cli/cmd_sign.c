@@ -3,6 +3,8 @@
 
 #include <string.h>
 
+#include <sodium.h>
+
 #include "event.h"
 #include "trust.h"
 
@@ -79,9 +81,9 @@ static int run(cli_ctx_t *ctx, int argc, char **argv)
 		start = end + 1;
 	}
 done:
-	memset(sk, 0, sizeof(sk));
+	sodium_memzero(sk, sizeof(sk));
 	if (kb.data)
-		memset(kb.data, 0, kb.len);
+		sodium_memzero(kb.data, kb.len);
 	pith_buf_release(&kb);
 	pith_buf_release(&in);
 	return rc;
