@@ -3,9 +3,11 @@
 #include "store_int.h"
 
 #include <ctype.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "bundle.h"
 #include "ids.h"
@@ -120,12 +122,35 @@ static int meta_init(store_t *st, pith_err_t *err)
 	return 0;
 }
 
+/* mkdir -p of the directories above dir (RocksDB makes only dir itself). */
+static int make_parents(const char *dir, pith_err_t *err)
+{
+	char p[4096];
+	size_t n = strlen(dir);
+	if (n >= sizeof(p))
+		return pith_err_set(err, PITH_EINVAL, "store: path too long: %.60s...", dir);
+	memcpy(p, dir, n + 1);
+	while (n > 1 && p[n - 1] == '/')
+		p[--n] = 0;
+	for (char *s = p + 1; (s = strchr(s, '/')); s++) {
+		*s = 0;
+		if (mkdir(p, 0755) && errno != EEXIST) {
+			int e = errno;
+			return pith_err_set(err, PITH_EIO, "store: cannot create %s: %s", p, strerror(e));
+		}
+		*s = '/';
+	}
+	return 0;
+}
+
 int store_open(const char *dir, const store_opts_t *opts, store_t **out, pith_err_t *err)
 {
 	static const store_opts_t defaults = {1, 0, NULL, 0};
 	if (!opts)
 		opts = &defaults;
 	*out = NULL;
+	if (opts->create && !opts->read_only && make_parents(dir, err))
+		return PITH_EIO;
 	store_t *st = calloc(1, sizeof(*st));
 	if (!st)
 		return pith_err_set(err, PITH_ENOMEM, "store: out of memory");

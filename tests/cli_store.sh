@@ -55,6 +55,12 @@ grep -Eq '^stored +0$' "$T/out" && grep -Eq '^duplicate +2$' "$T/out" ||
 "$P" --store "$S" state "$AR7B" | cmp -s - "$T/state" || fail "the state is unchanged"
 ok "importing the bundle again is a no-op"
 
+"$P" --store "$T/new/parents/store" import "$D/bundle-AR7B3DEV.json" >"$T/out" ||
+	fail "import into a store whose parent directories do not exist yet exits 0"
+"$P" --store "$T/absent" records >"$T/out" 2>"$T/err" && fail "records on a missing store fails"
+[ -e "$T/absent" ] && fail "a read-only command does not create the store directory"
+ok "import creates missing parent directories; read-only commands create nothing"
+
 line=$("$P" --store "$S" records)
 [ "$line" = "$AR7B 2 $SHA" ] || fail "records prints '$AR7B 2 $SHA' (got '$line')"
 "$P" --store "$S" records --json | jq -e ".pith_number == \"$AR7B\" and .event_count == 2 and .has_bundle" >/dev/null ||
