@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite: installs dependencies, builds a normal and a
-# sanitizer (ASan+UBSan) tree, and runs ctest in both.
-# Long fuzzing and benchmarks are not part of it (see tests/README.md).
+# sanitizer (ASan+UBSan) tree and runs ctest in both, then runs each
+# libFuzzer target briefly from a clang tree.
+# Long fuzzing and benchmarks are not part of it (README.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/deps.sh
@@ -16,4 +17,9 @@ echo "== tests (release build)"
 echo "== tests (ASan+UBSan build)"
 (cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
    ctest --output-on-failure -j"$jobs" -LE 'long|nosan') || status=1
+echo "== fuzzing (clang, libFuzzer: each target ${PITH_FUZZ_SECONDS:-20} s)"
+CC=clang cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPITH_FUZZ=ON \
+  -DPITH_FUZZ_SECONDS="${PITH_FUZZ_SECONDS:-20}" >/dev/null
+cmake --build build-fuzz -j"$jobs" --target fuzzers
+(cd build-fuzz && ctest --output-on-failure -j"$jobs" -L fuzz) || status=1
 exit $status
