@@ -31,7 +31,8 @@ int sync_new(node_t *n, pith_err_t *err);
 /* Frees n->sync (NULL-tolerant). Call after the peers are gone. */
 void sync_free(node_t *n);
 
-/* HELLO feature bits this node offers (WIRE_FEAT_SYNC when enabled). */
+/* HELLO feature bits this node offers (WIRE_FEAT_SYNC and
+ * WIRE_FEAT_BUNDLE_SYNC when enabled). */
 uint64_t sync_features(const node_t *n);
 
 /* p finished its handshake. Returns 1 if catch-up with it runs through
@@ -56,6 +57,11 @@ void sync_peer_feed(peer_t *p);
 
 /* A commit stored an event: keeps the set current. */
 void sync_event_stored(node_t *n, int64_t created_us, const uint8_t id[static 32]);
+
+/* A commit stored a bundle that became its record's newest: keeps the
+ * bundle set current (the replaced one out, if replaced, this one in). */
+void sync_bundle_stored(node_t *n, int64_t built_us, const uint8_t sha[static 32], int replaced,
+			int64_t old_us, const uint8_t old_sha[static 32]);
 
 /* A record_created learnt in catch-up from p was stored and the node may
  * lack the record's bundle: queues a BUNDLE_GET to p, sent at a pace that
