@@ -1,6 +1,7 @@
-/* Catch-up sync: reconciliation sessions with peers, the backlog of ids
- * they find missing, paced bundle requests, progress. See sync.h and
- * docs/sync.md ("Integration with the node").
+/* Catch-up sync: reconciliation sessions with peers (of events and of
+ * bundles), the backlog of ids they find missing, paced bundle requests
+ * and offers, progress. See sync.h and docs/sync.md ("Integration with
+ * the node", "Bundles").
  *
  * Sessions: RECON messages carry a session number; the dialler numbers
  * its sessions 1, 3, 5..., the acceptor 2, 4, 6..., each increasing, so
@@ -68,6 +69,7 @@ struct sync_peer {
 	uint64_t session;        /* its number */
 	int kind;                /* SYNC_EVENTS or SYNC_BUNDLES */
 	int bundles_next;        /* a bundle session follows the event session */
+	int superseded;          /* ending ours for the peer's: start nothing next */
 	int initiator;           /* we started it */
 	int waiting;             /* our message is out: the next one is the peer's */
 	pith_buf_t held;         /* our next message, held while the backlog is long */
@@ -102,7 +104,7 @@ struct sync {
 	int bundles;             /* bundle reconciliation on (WIRE_FEAT_BUNDLE_SYNC) */
 	size_t bskipped;         /* bundles outside the reconciled span at load */
 	int badd_failed;         /* an update of bset failed (logged once) */
-	uint64_t bundle_sessions, bundles_offered, bundles_missing, offers_sent;
+	uint64_t bundle_sessions, bundles_offered, offers_sent;
 	recon_config_t rcfg;
 	int enabled;
 	size_t skipped;          /* events outside the reconciled span at load */
@@ -311,7 +313,10 @@ static void session_end(peer_t *p, const char *error, int tell)
 		sp->next_round_us = INT64_MAX;
 	if (tell && p->state == PEER_READY)
 		send_recon(p, r->kind, r->session, NULL, 0);
-	if (sp->ctl_next && p->state == PEER_READY) {
+	if (sp->superseded) {
+		/* the peer's session takes the slot now; what was to follow
+		 * ours (a `sync` request) follows that one */
+	} else if (sp->ctl_next && p->state == PEER_READY) {
 		sp->ctl = sp->ctl_next;
 		sp->ctl_next = 0;
 		session_start(p, SYNC_EVENTS);
@@ -622,7 +627,9 @@ void sync_on_recon(peer_t *p, const wire_msg_t *m)
 			sp->ctl_next = sp->ctl; /* rerun it after the peer's */
 			sp->ctl = 0;
 		}
+		sp->superseded = 1;
 		session_end(p, "superseded by a session the peer started", 0);
+		sp->superseded = 0;
 	}
 	if (session_new(p, RECON_RESPONDER, x, kind)) {
 		send_recon(p, kind, x, NULL, 0);
@@ -1110,7 +1117,7 @@ int sync_new(node_t *n, pith_err_t *err)
 	if ((rc = store_recon_bundles_load(n->store, &sy->bset, &sy->bskipped, err)))
 		return rc;
 	sy->bundles = 1;
-	log_info("sync: bundle reconciliation set of %zu records loaded in %lld ms (%zu KiB)",
+	log_info("sync: bundle reconciliation set of %zu bundles loaded in %lld ms (%zu KiB)",
 		 recon_set_count(sy->bset), (long long)((node_now_us() - t0) / 1000),
 		 recon_set_memory(sy->bset) >> 10);
 	return 0;

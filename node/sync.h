@@ -15,6 +15,14 @@
  * max_wanted / 2 ids plus one message's worth per peer (1.3 MiB by
  * default).
  *
+ * A second set holds each record's newest bundle, (built_at, hash), from
+ * the store's bundle index, kept current for every bundle that becomes
+ * its record's newest. With a peer whose HELLO also carries
+ * WIRE_FEAT_BUNDLE_SYNC, the dialler follows each event session with a
+ * bundle session (RECON_BUNDLES, in the same session slot); each side
+ * announces (BUNDLE_ANNOUNCE, paced) the bundles the other lacks, and the
+ * other fetches those newer than its own (docs/sync.md, "Bundles").
+ *
  * Everything here runs on the loop thread. */
 #ifndef PITH_NODE_SYNC_H
 #define PITH_NODE_SYNC_H

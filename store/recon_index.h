@@ -1,5 +1,6 @@
 /* The store's side of set reconciliation (docs/sync.md): a recon_set_t
- * (proto/recon.h) over the time index, built once from the store and then
+ * (proto/recon.h) over the time index, and one over the bundle index
+ * (each record's newest bundle), each built once from the store and then
  * kept current by the caller after each commit.
  *
  * Mapping: recon timestamps are unsigned and at most RECON_TS_MAX, store
