@@ -211,10 +211,8 @@ int store_bundle_index_audit(store_t *st, void (*problem)(void *arg, const char 
 	store_iter_t it;
 	uint64_t nbundles = 0, nt = 0, nh = 0;
 	char line[200];
-	if (!st->cf[STORE_CF_BUNDLE_INDEX]) {
-		problem(arg, "bundle_index: missing (a schema-2 store: open it read-write once)");
-		return 0;
-	}
+	if (!st->cf[STORE_CF_BUNDLE_INDEX])
+		return 0; /* a schema-2 store opened read-only: built at its next read-write open */
 	int rc = store_iter_open(st, STORE_CF_BUNDLES, NULL, 0, NULL, 0, &it, err);
 	if (rc)
 		return rc;
