@@ -19,11 +19,13 @@ Steps:
 3. A stops; B is given X2 (newer still); A restarts; `pithctl sync` from
    A (the acceptor of that connection, so this time the session starter
    is the other side) catches A up.
-4. Both stores pass `pithctl check` (bundle index included), and both
-   bundle sets hold exactly one item.
+4. A fresh node C dials A and ends with the same events, X2 and states
+   (its bundle comes through the bundle session, not a request per
+   record_created).
 5. Old and hostile peers: a scripted peer whose HELLO has the sync
    feature but not the bundle one is banned when it sends RECON_BUNDLES;
    one with both features is answered without penalty.
+6. Every store passes `pithctl check` (bundle index included).
 
 usage: bundle_sync_test.py --pithd P --pithctl C --gen-events G --data DIR [--keep]
 """
@@ -171,7 +173,7 @@ def hostile(node):
     peer = [x for x in node.status()["peers"] if x["addr"].startswith("127.0.0.32")]
     assert peer and peer[0]["state"] == "ready" and peer[0]["score"] == 0, peer
     p.close()
-    log("hostile RECON_BUNDLES: without the feature banned; an honest one taken without penalty")
+    log("5. hostile RECON_BUNDLES: without the feature banned; an honest one taken without penalty")
 
 
 def main():
@@ -244,14 +246,19 @@ def main():
         assert state_bytes(a) == state_bytes(b)
         log("3. A caught up to X2 through a session it started")
 
-        # in step: another round finds nothing
-        for n in (a, b):
-            assert n.status()["sync"]["bundle_items"] == 1
+        # 4. a fresh node gets events and the newest bundle from A
+        c = Node(args.pithd, root, "c", extra=extra).start(peers=[a.addr])
+        nodes.append(c)
+        wait_same(a, c, s2)
+        assert bundle_of(c, "127.0.0.45") == x2 and state_bytes(c) == state_bytes(a)
+        assert c.status()["store"]["events"] == a.status()["store"]["events"]
+        log("4. a fresh node caught up with the events and X2")
+
         hostile(a)
-        for n in (a, b):
+        for n in (a, b, c):
             assert n.stop() == 0
             check_store(args, n, (key, reg.path))
-        log("4. both stores pass pithctl check")
+        log("6. all stores pass pithctl check")
         log("bundle sync test passed in %.1f s" % (time.time() - t0))
         ok = True
     finally:
