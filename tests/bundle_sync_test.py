@@ -24,7 +24,8 @@ Steps:
    record_created).
 5. Old and hostile peers: a scripted peer whose HELLO has the sync
    feature but not the bundle one is banned when it sends RECON_BUNDLES;
-   one with both features is answered without penalty.
+   one with both features is answered without penalty; one that sends a
+   RECON inside a running bundle session is banned.
 6. Every store passes `pithctl check` (bundle index included).
 
 usage: bundle_sync_test.py --pithd P --pithctl C --gen-events G --data DIR [--keep]
@@ -173,7 +174,19 @@ def hostile(node):
     peer = [x for x in node.status()["peers"] if x["addr"].startswith("127.0.0.32")]
     assert peer and peer[0]["state"] == "ready" and peer[0]["score"] == 0, peer
     p.close()
-    log("5. hostile RECON_BUNDLES: without the feature banned; an honest one taken without penalty")
+    # a bundle session answered, then a RECON (events) in it: the wrong kind
+    p = FeaturePeer(node.port, node.network_id, "127.0.0.33", FEAT_SYNC | FEAT_BUNDLE_SYNC)
+    p.handshake()
+    first = b"\x01\x01" + key + b"\x00\x01" + b"F" * 8  # one FP over everything
+    p.send(msg(RECON_BUNDLES, 1, first, 0))
+    ans = p.recv_until(RECON_BUNDLES, timeout=10)
+    assert ans is not None and ans[1] == 1 and len(ans[2]) > 0, ans
+    p.send(msg(RECON, 1, first, 0))
+    wait_for(lambda: "127.0.0.33" in bans(), 10, what="a ban on 127.0.0.33")
+    assert "other kind" in bans()["127.0.0.33"], bans()
+    p.close()
+    log("5. hostile RECON_BUNDLES: without the feature banned, a RECON inside a bundle "
+        "session banned; an honest one taken without penalty")
 
 
 def main():
