@@ -241,6 +241,9 @@ def main():
         assert sa["stats"].get("bundles_older", 0) == older0, sa["stats"]
         last = sb["sync"]["peers"][0]["last_bundles"]
         assert last and last["ok"] and last["kind"] == "bundles", sb["sync"]["peers"][0]
+        out = subprocess.run([args.pithctl, "--node", b.sock, "status"], capture_output=True,
+                             text=True, timeout=30).stdout
+        assert "bundles: 1 in the set" in out, out
         log("2. B caught up to X1 after a restart (bundle session: %d bytes, %d messages)"
             % (last["bytes_sent"] + last["bytes_received"],
                last["messages_sent"] + last["messages_received"]))
