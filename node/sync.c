@@ -763,8 +763,9 @@ static void bundles_offer(peer_t *p)
 	sync_peer_t *sp = p->sync;
 	node_t *n = p->node;
 	wire_msg_t m = {.type = WIRE_BUNDLE_ANNOUNCE};
+	size_t lookups = 256; /* store reads per call, stale hashes included */
 	while (sp->offers_head < sp->offers.len && sp->bundle_tokens >= SYNC_BUNDLE_REF_COST &&
-	       p->state == PEER_READY) {
+	       p->state == PEER_READY && lookups--) {
 		const uint8_t *sha = sp->offers.data + sp->offers_head;
 		wire_bundle_ref_t *r = &m.u.bundles.refs[m.u.bundles.n];
 		sp->offers_head += 32;
