@@ -289,6 +289,8 @@ static void write_batch(ingest_t *in, ingest_job_t *jobs)
 		} else {
 			j->outcome = STORE_STORED;
 			j->bundle_outcome = store_batch_bundle_outcome(b, idx);
+			j->bundle_replaced = store_batch_bundle_replaced(b, idx, &j->old_built_us,
+									 j->old_sha);
 		}
 	}
 	if (rc)

@@ -51,6 +51,9 @@ typedef struct ingest_job {
 	store_bundle_outcome_t bundle_outcome;
 	int64_t built_us;        /* bundles: built_at */
 	uint8_t sha[32];         /*   bundle_sha256 */
+	int bundle_replaced;     /*   NEWER over a stored bundle: */
+	int64_t old_built_us;    /*     that one's built_at */
+	uint8_t old_sha[32];     /*     and bundle_sha256 */
 	uint8_t *event_ids;      /*   ids of its events, n_event_ids * 32 bytes */
 	int64_t *event_created_us; /*   and their created_at, n_event_ids of them */
 	size_t n_event_ids;

@@ -238,6 +238,7 @@ static double msg_cost(const wire_msg_t *m)
 	case WIRE_INV_REQ:
 		return 100.0;
 	case WIRE_RECON:
+	case WIRE_RECON_BUNDLES:
 		/* bounded work per byte (docs/sync.md, "Limits"): up to 2 tree
 		 * descents per fingerprint of about 12 bytes */
 		return 1.0 + (double)m->u.recon.len / 512.0;

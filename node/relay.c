@@ -827,6 +827,8 @@ static void done_bundle(node_t *n, ingest_job_t *job, peer_t *p)
 		if (job->bundle_outcome == STORE_BUNDLE_NEWER) {
 			n->stats.bundles_stored++;
 			bundle_remember(n, job->subject, job->built_us, job->sha);
+			sync_bundle_stored(n, job->built_us, job->sha, job->bundle_replaced,
+					   job->old_built_us, job->old_sha);
 			queue_bundle_announce(n, job->subject, job->built_us, job->sha);
 			log_info("stored bundle of %s (%zu events)", job->subject, job->n_event_ids);
 		} else {
@@ -959,7 +961,8 @@ void relay_dispatch(peer_t *p, const wire_msg_t *m)
 	case WIRE_BUNDLE_ANNOUNCE: on_bundle_announce(p, m); break;
 	case WIRE_BUNDLE_GET: on_bundle_get(p, m); break;
 	case WIRE_BUNDLE: on_bundle(p, m); break;
-	case WIRE_RECON: sync_on_recon(p, m); break;
+	case WIRE_RECON:
+	case WIRE_RECON_BUNDLES: sync_on_recon(p, m); break;
 	default: {
 		static log_rl_t rl;
 		log_rl(&rl, LOG_WARN, "peer %s: unexpected %s", p->addr, wire_type_name(m->type));

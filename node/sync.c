@@ -1,6 +1,7 @@
-/* Catch-up sync: reconciliation sessions with peers, the backlog of ids
- * they find missing, paced bundle requests, progress. See sync.h and
- * docs/sync.md ("Integration with the node").
+/* Catch-up sync: reconciliation sessions with peers (of events and of
+ * bundles), the backlog of ids they find missing, paced bundle requests
+ * and offers, progress. See sync.h and docs/sync.md ("Integration with
+ * the node", "Bundles").
  *
  * Sessions: RECON messages carry a session number; the dialler numbers
  * its sessions 1, 3, 5..., the acceptor 2, 4, 6..., each increasing, so
@@ -25,6 +26,10 @@
 typedef struct sync sync_t;
 typedef struct sync_peer sync_peer_t;
 
+/* What a session reconciles: the events (RECON) or each record's newest
+ * bundle (RECON_BUNDLES). */
+enum { SYNC_EVENTS = 0, SYNC_BUNDLES = 1 };
+
 #define SYNC_FEED_LOW 8192          /* keep a peer's fetch queue topped up to this
 				       (at most half of max_wanted) */
 #define SYNC_PIPELINE_MAX 16384     /* ...while fewer than this are queued, in
@@ -40,6 +45,9 @@ typedef struct sync_peer sync_peer_t;
 #define SYNC_CONNECT_US 30000000    /* `sync HOST:PORT`: the connection must be
 				       ready within */
 #define SYNC_PENDING_MAX 16         /* `sync` requests waiting for a connection */
+#define SYNC_OFFER_HOLD 4096        /* bundle hashes waiting to be announced to a
+				       peer above which our next bundle message
+				       waits (a minute at the paced rate) */
 #define PITH_LEN (PITH_NUMBER_LEN + 1)
 
 static log_rl_t rl_recon;
@@ -47,6 +55,7 @@ static log_rl_t rl_recon;
 /* One finished session, for status and the `sync` answer. */
 typedef struct sync_result {
 	uint64_t session;
+	int kind;
 	int initiator;
 	int ok;
 	char error[160];
@@ -58,6 +67,9 @@ typedef struct sync_result {
 struct sync_peer {
 	recon_session_t *s;      /* the running session, or NULL */
 	uint64_t session;        /* its number */
+	int kind;                /* SYNC_EVENTS or SYNC_BUNDLES */
+	int bundles_next;        /* a bundle session follows the event session */
+	int superseded;          /* ending ours for the peer's: start nothing next */
 	int initiator;           /* we started it */
 	int waiting;             /* our message is out: the next one is the peer's */
 	pith_buf_t held;         /* our next message, held while the backlog is long */
@@ -69,12 +81,15 @@ struct sync_peer {
 	size_t backlog_head;
 	pith_buf_t bundles;      /* pith numbers (PITH_LEN bytes each) to ask for */
 	size_t bundles_head;
+	pith_buf_t offers;       /* hashes of our bundles the peer lacks, to announce */
+	size_t offers_head;
 	double bundle_tokens;
 	int64_t bundle_us;
 	uint64_t ctl;            /* `sync` request answered when this session ends */
 	uint64_t ctl_next;       /* `sync` request for a session after this one */
 	uint64_t sessions, failures;
-	sync_result_t last;
+	sync_result_t last;      /* the last event session */
+	sync_result_t blast;     /* the last bundle session */
 };
 
 typedef struct pending_ctl {
@@ -85,6 +100,11 @@ typedef struct pending_ctl {
 
 struct sync {
 	recon_set_t *set;
+	recon_set_t *bset;       /* each record's newest bundle (built_at, sha) */
+	int bundles;             /* bundle reconciliation on (WIRE_FEAT_BUNDLE_SYNC) */
+	size_t bskipped;         /* bundles outside the reconciled span at load */
+	int badd_failed;         /* an update of bset failed (logged once) */
+	uint64_t bundle_sessions, bundles_offered, offers_sent;
 	recon_config_t rcfg;
 	int enabled;
 	size_t skipped;          /* events outside the reconciled span at load */
@@ -109,6 +129,26 @@ static size_t backlog_len(const sync_peer_t *sp)
 {
 	return (sp->backlog.len - sp->backlog_head) / 32;
 }
+
+static size_t offers_len(const sync_peer_t *sp)
+{
+	return (sp->offers.len - sp->offers_head) / 32;
+}
+
+/* Both sides reconcile bundles. */
+static int peer_bundles(const peer_t *p)
+{
+	return p->node->sync->bundles && (p->features & WIRE_FEAT_SYNC) &&
+	       (p->features & WIRE_FEAT_BUNDLE_SYNC);
+}
+
+static recon_set_t *set_of(const sync_t *sy, int kind)
+{
+	return kind == SYNC_BUNDLES ? sy->bset : sy->set;
+}
+
+static void offers_add(peer_t *p, const recon_ids_t *have);
+static void bundles_offer(peer_t *p);
 
 /* Ids found missing and not yet queued for fetching, above which our
  * next message waits: half of max_wanted (32768 by default, 1 MiB). */
@@ -151,8 +191,9 @@ static void result_json(const peer_t *p, const sync_result_t *r, pith_buf_t *b)
 	char id[65];
 	pith_hex_encode(p->pk, 32, id);
 	pith_buf_printf(b, "{\"ok\":%s,\"peer\":\"%s\",\"node_id\":\"%s\",\"session\":%llu,"
-			"\"role\":\"%s\"",
+			"\"kind\":\"%s\",\"role\":\"%s\"",
 			r->ok ? "true" : "false", p->addr, id, (unsigned long long)r->session,
+			r->kind == SYNC_BUNDLES ? "bundles" : "events",
 			r->initiator ? "initiator" : "responder");
 	if (!r->ok) {
 		pith_buf_puts(b, ",\"error\":");
@@ -189,21 +230,21 @@ static void ctl_fail(node_t *n, uint64_t serial, const char *what)
 
 /* ---- sending ------------------------------------------------------------------------ */
 
-static void send_recon(peer_t *p, uint64_t session, const uint8_t *data, size_t len)
+static void send_recon(peer_t *p, int kind, uint64_t session, const uint8_t *data, size_t len)
 {
 	node_t *n = p->node;
-	wire_msg_t m = {.type = WIRE_RECON};
+	wire_msg_t m = {.type = kind == SYNC_BUNDLES ? WIRE_RECON_BUNDLES : WIRE_RECON};
 	m.u.recon.session = session;
 	m.u.recon.data = data;
 	m.u.recon.len = len;
-	m.u.recon.items = recon_set_count(n->sync->set);
+	m.u.recon.items = recon_set_count(set_of(n->sync, kind));
 	n->sync->bytes_sent += len;
 	peer_send(p, &m);
 }
 
 /* ---- ending a session ----------------------------------------------------------------- */
 
-static void session_start(peer_t *p);
+static void session_start(peer_t *p, int kind);
 
 /* Ends p's session: records the result, answers a waiting `sync` request,
  * and starts the next session if one was asked for. error NULL: it
@@ -217,9 +258,10 @@ static void session_end(peer_t *p, const char *error, int tell)
 	if (!sp || !sp->s)
 		return;
 	int64_t now = node_now_us();
-	sync_result_t *r = &sp->last;
+	sync_result_t *r = sp->kind == SYNC_BUNDLES ? &sp->blast : &sp->last;
 	memset(r, 0, sizeof(*r));
 	r->session = sp->session;
+	r->kind = sp->kind;
 	r->initiator = sp->initiator;
 	r->ok = error == NULL;
 	if (error)
@@ -228,28 +270,33 @@ static void session_end(peer_t *p, const char *error, int tell)
 	r->started_us = sp->started_us;
 	r->ms = (now - sp->started_us) / 1000;
 	r->peer_items = sp->peer_items;
-	r->our_items = recon_set_count(sy->set);
+	r->our_items = recon_set_count(set_of(sy, sp->kind));
 	recon_session_free(sp->s);
+	/* the dialler follows each event session with a bundle session */
+	sp->bundles_next = sp->initiator && sp->kind == SYNC_EVENTS && peer_bundles(p);
 	pith_buf_release(&sp->held);
 	sp->waiting = 0;
 	sp->sessions++;
 	if (error) {
 		sp->failures++;
 		sy->failed++;
-		log_rl(&rl_recon, LOG_INFO, "sync with peer %s (node %s): session %llu ended: %s",
-		       p->addr, p->id_short, (unsigned long long)r->session, error);
+		log_rl(&rl_recon, LOG_INFO, "sync with peer %s (node %s): %s session %llu ended: %s",
+		       p->addr, p->id_short, r->kind == SYNC_BUNDLES ? "bundle" : "event",
+		       (unsigned long long)r->session, error);
 	} else {
 		sy->done++;
 		if (r->st.need || r->st.have)
-			log_info("sync with peer %s (node %s): %llu ids missing here, %llu there; "
+			log_info("sync with peer %s (node %s): %llu %s missing here, %llu there; "
 				 "%llu bytes, %u messages, %lld ms",
 				 p->addr, p->id_short, (unsigned long long)r->st.need,
+				 r->kind == SYNC_BUNDLES ? "bundles" : "ids",
 				 (unsigned long long)r->st.have,
 				 (unsigned long long)(r->st.bytes_in + r->st.bytes_out),
 				 r->st.rounds_in + r->st.rounds_out, (long long)r->ms);
 		else
-			log_debug("sync with peer %s: in step (%llu items, %llu bytes, %lld ms)",
-				  p->addr, (unsigned long long)r->our_items,
+			log_debug("sync with peer %s: %s in step (%llu items, %llu bytes, %lld ms)",
+				  p->addr, r->kind == SYNC_BUNDLES ? "bundles" : "events",
+				  (unsigned long long)r->our_items,
 				  (unsigned long long)(r->st.bytes_in + r->st.bytes_out),
 				  (long long)r->ms);
 	}
@@ -265,11 +312,17 @@ static void session_end(peer_t *p, const char *error, int tell)
 	else
 		sp->next_round_us = INT64_MAX;
 	if (tell && p->state == PEER_READY)
-		send_recon(p, r->session, NULL, 0);
-	if (sp->ctl_next && p->state == PEER_READY) {
+		send_recon(p, r->kind, r->session, NULL, 0);
+	if (sp->superseded) {
+		/* the peer's session takes the slot now; what was to follow
+		 * ours (a `sync` request) follows that one */
+	} else if (sp->ctl_next && p->state == PEER_READY) {
 		sp->ctl = sp->ctl_next;
 		sp->ctl_next = 0;
-		session_start(p);
+		session_start(p, SYNC_EVENTS);
+	} else if (sp->bundles_next && p->state == PEER_READY && !sp->s) {
+		sp->bundles_next = 0;
+		session_start(p, SYNC_BUNDLES);
 	}
 }
 
@@ -354,6 +407,33 @@ static void progress_tick(node_t *n, int64_t now)
 
 /* ---- the backlog and the fetcher ------------------------------------------------------ */
 
+/* Whether p's session must hold its next message: the ids it found
+ * missing (events) or the bundles it has to announce (bundles) are more
+ * than the node passes on in a while. */
+static int must_hold(const peer_t *p)
+{
+	const sync_peer_t *sp = p->sync;
+	if (sp->kind == SYNC_BUNDLES)
+		return offers_len(sp) >= SYNC_OFFER_HOLD;
+	return backlog_len(sp) >= backlog_hold(p);
+}
+
+/* Sends p's held message once the session need not hold it any more. */
+static void held_release(peer_t *p)
+{
+	sync_peer_t *sp = p->sync;
+	if (!sp->s || !sp->held.len || must_hold(p))
+		return;
+	pith_buf_t held = sp->held;
+	sp->held = (pith_buf_t)PITH_BUF_INIT;
+	sp->waiting = 1;
+	sp->last_us = node_now_us();
+	send_recon(p, sp->kind, sp->session, held.data, held.len);
+	pith_buf_release(&held);
+	if (sp->s && recon_session_is_done(sp->s))
+		session_end(p, NULL, 0);
+}
+
 void sync_peer_feed(peer_t *p)
 {
 	sync_peer_t *sp = p->sync;
@@ -372,17 +452,8 @@ void sync_peer_feed(peer_t *p)
 		sp->backlog_head += 32;
 	}
 	fifo_compact(&sp->backlog, &sp->backlog_head);
-	if (sp->s && sp->held.len && backlog_len(sp) < backlog_hold(p)) {
-		/* the fetcher caught up: the session goes on */
-		pith_buf_t held = sp->held;
-		sp->held = (pith_buf_t)PITH_BUF_INIT;
-		sp->waiting = 1;
-		sp->last_us = node_now_us();
-		send_recon(p, sp->session, held.data, held.len);
-		pith_buf_release(&held);
-		if (sp->s && recon_session_is_done(sp->s))
-			session_end(p, NULL, 0);
-	}
+	if (sp->kind == SYNC_EVENTS)
+		held_release(p); /* the fetcher caught up: the session goes on */
 }
 
 /* ---- running a session ------------------------------------------------------------------- */
@@ -397,10 +468,13 @@ static void session_step(peer_t *p, const uint8_t *data, size_t len)
 	sync_peer_t *sp = p->sync;
 	recon_ids_t have = RECON_IDS_INIT, need = RECON_IDS_INIT;
 	pith_err_t err = {0};
+	int bundles = sp->kind == SYNC_BUNDLES;
 	sp->waiting = 0;
 	sp->last_us = node_now_us();
 	sy->bytes_recv += len;
-	int rc = recon_respond(sp->s, data, len, &out, &have, &need, &err);
+	/* bundles: the peer announces what we lack (it alone knows the record
+	 * behind a hash), so only what it lacks is kept */
+	int rc = recon_respond(sp->s, data, len, &out, &have, bundles ? NULL : &need, &err);
 	if (rc) {
 		char what[300];
 		snprintf(what, sizeof(what), "bad reconciliation message: %s", err.msg);
@@ -416,6 +490,14 @@ static void session_step(peer_t *p, const uint8_t *data, size_t len)
 		peer_misbehaved(p, rc == PITH_ETOOBIG ? SCORE_FLOOD : SCORE_MALFORMED, what);
 		return;
 	}
+	if (bundles) {
+		offers_add(p, &have);
+		recon_ids_release(&have);
+		bundles_offer(p);
+		if (p->state != PEER_READY || !sp->s)
+			return; /* a send closed p: its session ended */
+		goto answer;
+	}
 	sy->ids_needed += need.n;
 	sy->ids_offered += have.n;
 	if (need.n) {
@@ -428,11 +510,12 @@ static void session_step(peer_t *p, const uint8_t *data, size_t len)
 	relay_pump(p); /* feeds the backlog to the fetcher, sends GETs */
 	if (p->state != PEER_READY || !sp->s)
 		return; /* a send closed p (too slow): its session ended */
+answer:
 	if (!out.len) {
 		session_end(p, NULL, 0);
 		return;
 	}
-	if (backlog_len(sp) >= backlog_hold(p)) {
+	if (must_hold(p)) {
 		n->sync->holds++;
 		pith_buf_reset(&sp->held);
 		if (pith_buf_append(&sp->held, out.data, out.len)) {
@@ -441,7 +524,7 @@ static void session_step(peer_t *p, const uint8_t *data, size_t len)
 		}
 	} else {
 		sp->waiting = 1;
-		send_recon(p, sp->session, out.data, out.len);
+		send_recon(p, sp->kind, sp->session, out.data, out.len);
 		if (sp->s && recon_session_is_done(sp->s))
 			session_end(p, NULL, 0);
 	}
@@ -449,27 +532,29 @@ static void session_step(peer_t *p, const uint8_t *data, size_t len)
 		pith_buf_release(&out);
 }
 
-static int session_new(peer_t *p, recon_role_t role, uint64_t number)
+static int session_new(peer_t *p, recon_role_t role, uint64_t number, int kind)
 {
 	node_t *n = p->node;
 	sync_peer_t *sp = p->sync;
 	pith_err_t err = {0};
-	sp->s = recon_session_new(n->sync->set, role, &n->sync->rcfg, NULL, &err);
+	sp->s = recon_session_new(set_of(n->sync, kind), role, &n->sync->rcfg, NULL, &err);
 	if (!sp->s) {
 		log_error("sync: cannot start a session with peer %s: %s", p->addr,
 			  err.msg[0] ? err.msg : "out of memory");
 		return PITH_ENOMEM;
 	}
 	sp->session = number;
+	sp->kind = kind;
 	sp->initiator = role == RECON_INITIATOR;
 	sp->waiting = 0;
 	sp->started_us = sp->last_us = node_now_us();
 	n->sync->started++;
+	n->sync->bundle_sessions += kind == SYNC_BUNDLES;
 	return 0;
 }
 
-/* Starts a session with p as the initiator. */
-static void session_start(peer_t *p)
+/* Starts a session of kind with p as the initiator. */
+static void session_start(peer_t *p, int kind)
 {
 	static pith_buf_t out = PITH_BUF_INIT;
 	node_t *n = p->node;
@@ -477,7 +562,7 @@ static void session_start(peer_t *p)
 	pith_err_t err = {0};
 	if (sp->s || p->state != PEER_READY)
 		return;
-	if (session_new(p, RECON_INITIATOR, sp->next_own)) {
+	if (session_new(p, RECON_INITIATOR, sp->next_own, kind)) {
 		if (sp->ctl) {
 			ctl_fail(n, sp->ctl, "out of memory");
 			sp->ctl = 0;
@@ -490,7 +575,7 @@ static void session_start(peer_t *p)
 		return;
 	}
 	sp->waiting = 1;
-	send_recon(p, sp->session, out.data, out.len);
+	send_recon(p, kind, sp->session, out.data, out.len);
 	if (out.cap > (1u << 20))
 		pith_buf_release(&out);
 }
@@ -499,16 +584,24 @@ void sync_on_recon(peer_t *p, const wire_msg_t *m)
 {
 	node_t *n = p->node;
 	sync_peer_t *sp = p->sync;
-	if (!n->sync->enabled || !(p->features & WIRE_FEAT_SYNC) || !sp) {
+	int kind = m->type == WIRE_RECON_BUNDLES ? SYNC_BUNDLES : SYNC_EVENTS;
+	if (!n->sync->enabled || !(p->features & WIRE_FEAT_SYNC) || !sp ||
+	    (kind == SYNC_BUNDLES && !peer_bundles(p))) {
 		peer_misbehaved(p, SCORE_PROTOCOL, "sent RECON without the sync feature");
 		peer_close(p, WIRE_BYE_PROTOCOL, "RECON without the sync feature");
 		return;
 	}
 	uint64_t x = m->u.recon.session;
-	sp->peer_items = m->u.recon.items;
+	if (kind == SYNC_EVENTS)
+		sp->peer_items = m->u.recon.items;
 	if (sp->s && x == sp->session) {
 		if (!m->u.recon.len) {
 			session_end(p, "the peer ended it", 0);
+			return;
+		}
+		if (kind != sp->kind) {
+			peer_misbehaved(p, SCORE_PROTOCOL, "sent a RECON of the other kind");
+			session_end(p, "a message of the other kind", 1);
 			return;
 		}
 		if (!sp->waiting) {
@@ -527,17 +620,19 @@ void sync_on_recon(peer_t *p, const wire_msg_t *m)
 	if (sp->s) {
 		if (sp->initiator && p->outbound) {
 			/* both started one at once: the dialler's goes on */
-			send_recon(p, x, NULL, 0);
+			send_recon(p, kind, x, NULL, 0);
 			return;
 		}
 		if (sp->initiator && sp->ctl && !sp->ctl_next) {
 			sp->ctl_next = sp->ctl; /* rerun it after the peer's */
 			sp->ctl = 0;
 		}
+		sp->superseded = 1;
 		session_end(p, "superseded by a session the peer started", 0);
+		sp->superseded = 0;
 	}
-	if (session_new(p, RECON_RESPONDER, x)) {
-		send_recon(p, x, NULL, 0);
+	if (session_new(p, RECON_RESPONDER, x, kind)) {
+		send_recon(p, kind, x, NULL, 0);
 		return;
 	}
 	session_step(p, m->u.recon.data, m->u.recon.len);
@@ -566,7 +661,7 @@ int sync_peer_ready(peer_t *p)
 		sp->next_round_us = node_now_us();
 	pending_attach(p);
 	if (p->outbound || sp->ctl)
-		session_start(p);
+		session_start(p, SYNC_EVENTS);
 	return 1;
 }
 
@@ -587,6 +682,8 @@ void sync_peer_gone(peer_t *p)
 	sp->backlog_head = 0;
 	pith_buf_release(&sp->bundles);
 	sp->bundles_head = 0;
+	pith_buf_release(&sp->offers);
+	sp->offers_head = 0;
 }
 
 void sync_peer_free(peer_t *p)
@@ -598,6 +695,7 @@ void sync_peer_free(peer_t *p)
 	pith_buf_release(&sp->held);
 	pith_buf_release(&sp->backlog);
 	pith_buf_release(&sp->bundles);
+	pith_buf_release(&sp->offers);
 	free(sp);
 	p->sync = NULL;
 }
@@ -627,12 +725,78 @@ void sync_event_stored(node_t *n, int64_t created_us, const uint8_t id[static 32
 
 /* ---- bundles -------------------------------------------------------------------------- */
 
+void sync_bundle_stored(node_t *n, int64_t built_us, const uint8_t sha[static 32], int replaced,
+			int64_t old_us, const uint8_t old_sha[static 32])
+{
+	sync_t *sy = n->sync;
+	if (!sy || !sy->bset)
+		return;
+	int rc = replaced ? store_recon_index_remove_raw(sy->bset, old_us, old_sha) : 0;
+	if (!rc)
+		rc = store_recon_index_add_raw(sy->bset, built_us, sha);
+	if (rc && !sy->badd_failed) {
+		sy->badd_failed = 1;
+		log_error("sync: cannot update the bundle reconciliation set (%s); sessions may "
+			  "offer or miss a bundle until a restart", pith_err_name(rc));
+	}
+}
+
+/* Queues the hashes of our bundles that a session found p lacks. */
+static void offers_add(peer_t *p, const recon_ids_t *have)
+{
+	sync_peer_t *sp = p->sync;
+	sync_t *sy = p->node->sync;
+	size_t room = SYNC_BUNDLE_Q_MAX - offers_len(sp), k = have->n < room ? have->n : room;
+	sy->bundles_offered += have->n;
+	/* beyond the queue's bound: best effort, the next session finds the
+	 * rest again */
+	if (k && pith_buf_append(&sp->offers, have->ids, k * 32))
+		log_error("sync: out of memory queueing %zu bundle offers to peer %s", k, p->addr);
+}
+
+/* Announces queued bundles to p (BUNDLE_ANNOUNCE, so that p asks for the
+ * ones newer than its own through the normal validated path), within the
+ * token bucket bundle requests use. A hash whose bundle is no longer our
+ * newest is skipped. */
+static void bundles_offer(peer_t *p)
+{
+	sync_peer_t *sp = p->sync;
+	node_t *n = p->node;
+	wire_msg_t m = {.type = WIRE_BUNDLE_ANNOUNCE};
+	size_t lookups = 256; /* store reads per call, stale hashes included */
+	while (sp->offers_head < sp->offers.len && sp->bundle_tokens >= SYNC_BUNDLE_REF_COST &&
+	       p->state == PEER_READY && lookups--) {
+		const uint8_t *sha = sp->offers.data + sp->offers_head;
+		wire_bundle_ref_t *r = &m.u.bundles.refs[m.u.bundles.n];
+		sp->offers_head += 32;
+		if (store_bundle_ref_get(n->store, sha, &r->built_us, r->pith_number, NULL))
+			continue;
+		memcpy(r->sha, sha, 32);
+		idcache_add(&p->known, sha);
+		sp->bundle_tokens -= SYNC_BUNDLE_REF_COST;
+		n->sync->offers_sent++;
+		if (++m.u.bundles.n == n->wlim.max_refs) {
+			peer_send(p, &m);
+			m.u.bundles.n = 0;
+		}
+	}
+	if (m.u.bundles.n && p->state == PEER_READY)
+		peer_send(p, &m);
+	if (p->state != PEER_READY)
+		return;
+	fifo_compact(&sp->offers, &sp->offers_head);
+	if (sp->kind == SYNC_BUNDLES)
+		held_release(p);
+}
+
 void sync_bundle_wanted(peer_t *p, const char *pith)
 {
 	sync_peer_t *sp = p->sync;
 	char rec[PITH_LEN] = {0};
 	if (!sp || (sp->bundles.len - sp->bundles_head) / PITH_LEN >= SYNC_BUNDLE_Q_MAX)
 		return; /* best effort: the next catch-up asks again */
+	if (peer_bundles(p))
+		return; /* its bundle session announces every bundle we lack */
 	snprintf(rec, sizeof(rec), "%s", pith);
 	pith_buf_append(&sp->bundles, rec, PITH_LEN);
 }
@@ -655,6 +819,7 @@ static void bundles_tick(peer_t *p, int64_t now)
 			sp->bundle_tokens -= SYNC_BUNDLE_REF_COST;
 	}
 	fifo_compact(&sp->bundles, &sp->bundles_head);
+	bundles_offer(p);
 }
 
 /* ---- the control socket ---------------------------------------------------------------- */
@@ -734,10 +899,10 @@ static int control_on_peer(peer_t *p, uint64_t serial, pith_err_t *err)
 		return pith_err_set(err, PITH_EINVAL, "peer %s does not speak reconciliation", p->addr);
 	if (!sp->s) {
 		sp->ctl = serial;
-		session_start(p);
+		session_start(p, SYNC_EVENTS);
 		return 0;
 	}
-	if (sp->initiator && !sp->ctl) {
+	if (sp->initiator && !sp->ctl && sp->kind == SYNC_EVENTS) {
 		sp->ctl = serial; /* report the session that runs */
 		return 0;
 	}
@@ -835,7 +1000,7 @@ void sync_tick(node_t *n, int64_t now)
 				 (long long)n->cfg->sync_timeout_ms);
 			session_end(p, what, 1);
 		} else if (!sp->s && now >= sp->next_round_us) {
-			session_start(p);
+			session_start(p, SYNC_EVENTS);
 		}
 	}
 	progress_tick(n, now);
@@ -858,7 +1023,9 @@ void sync_status_json(node_t *n, pith_buf_t *b)
 			"\"remaining\":%llu,\"eta_s\":%.0f,\"sessions_active\":%zu,"
 			"\"sessions_started\":%llu,\"sessions_done\":%llu,\"sessions_failed\":%llu,"
 			"\"ids_needed\":%llu,\"ids_offered\":%llu,\"bytes_sent\":%llu,"
-			"\"bytes_received\":%llu,\"holds\":%llu,\"peers\":[",
+			"\"bytes_received\":%llu,\"holds\":%llu,\"bundles\":%s,\"bundle_items\":%zu,"
+			"\"bundle_sessions\":%llu,\"bundles_offered\":%llu,\"bundle_offers_sent\":%llu,"
+			"\"peers\":[",
 			sy->enabled ? "true" : "false", sy->syncing ? "syncing" : "idle",
 			recon_set_count(sy->set), sy->skipped, recon_set_memory(sy->set),
 			(unsigned long long)stored, elapsed, rate,
@@ -867,7 +1034,10 @@ void sync_status_json(node_t *n, pith_buf_t *b)
 			(unsigned long long)sy->started, (unsigned long long)sy->done,
 			(unsigned long long)sy->failed, (unsigned long long)sy->ids_needed,
 			(unsigned long long)sy->ids_offered, (unsigned long long)sy->bytes_sent,
-			(unsigned long long)sy->bytes_recv, (unsigned long long)sy->holds);
+			(unsigned long long)sy->bytes_recv, (unsigned long long)sy->holds,
+			sy->bundles ? "true" : "false", sy->bset ? recon_set_count(sy->bset) : 0,
+			(unsigned long long)sy->bundle_sessions, (unsigned long long)sy->bundles_offered,
+			(unsigned long long)sy->offers_sent);
 	int first = 1;
 	for (peer_t *p = n->peers; p; p = p->next) {
 		sync_peer_t *sp = p->sync;
@@ -879,17 +1049,24 @@ void sync_status_json(node_t *n, pith_buf_t *b)
 				    : sp->waiting ? "waiting" : "working";
 		pith_buf_printf(b,
 				"%s{\"addr\":\"%s\",\"state\":\"%s\",\"role\":\"%s\",\"session\":%llu,"
-				"\"backlog\":%zu,\"bundle_queue\":%zu,\"peer_items\":%llu,"
+				"\"kind\":\"%s\",\"backlog\":%zu,\"bundle_queue\":%zu,\"bundle_offers\":%zu,"
+				"\"peer_items\":%llu,"
 				"\"sessions\":%llu,\"failures\":%llu,\"last\":",
 				first ? "" : ",", p->addr, state,
 				sp->s ? (sp->initiator ? "initiator" : "responder") : "",
-				(unsigned long long)sp->session, backlog_len(sp),
-				(sp->bundles.len - sp->bundles_head) / PITH_LEN,
+				(unsigned long long)sp->session,
+				sp->kind == SYNC_BUNDLES ? "bundles" : "events", backlog_len(sp),
+				(sp->bundles.len - sp->bundles_head) / PITH_LEN, offers_len(sp),
 				(unsigned long long)sp->peer_items, (unsigned long long)sp->sessions,
 				(unsigned long long)sp->failures);
 		first = 0;
-		if (sp->sessions)
+		if (sp->last.session)
 			result_json(p, &sp->last, b);
+		else
+			pith_buf_puts(b, "null");
+		pith_buf_puts(b, ",\"last_bundles\":");
+		if (sp->blast.session)
+			result_json(p, &sp->blast, b);
 		else
 			pith_buf_puts(b, "null");
 		pith_buf_puts(b, "}");
@@ -901,7 +1078,9 @@ void sync_status_json(node_t *n, pith_buf_t *b)
 
 uint64_t sync_features(const node_t *n)
 {
-	return n->sync && n->sync->enabled ? WIRE_FEAT_SYNC : 0;
+	if (!n->sync || !n->sync->enabled)
+		return 0;
+	return WIRE_FEAT_SYNC | (n->sync->bundles ? WIRE_FEAT_BUNDLE_SYNC : 0);
 }
 
 int sync_new(node_t *n, pith_err_t *err)
@@ -933,6 +1112,15 @@ int sync_new(node_t *n, pith_err_t *err)
 		 recon_set_count(sy->set), (long long)((node_now_us() - t0) / 1000),
 		 recon_set_memory(sy->set) >> 10,
 		 sy->skipped ? "; some events lie outside the reconciled time span" : "");
+	if (!sy->enabled)
+		return 0;
+	t0 = node_now_us();
+	if ((rc = store_recon_bundles_load(n->store, &sy->bset, &sy->bskipped, err)))
+		return rc;
+	sy->bundles = 1;
+	log_info("sync: bundle reconciliation set of %zu bundles loaded in %lld ms (%zu KiB)",
+		 recon_set_count(sy->bset), (long long)((node_now_us() - t0) / 1000),
+		 recon_set_memory(sy->bset) >> 10);
 	return 0;
 }
 
@@ -942,6 +1130,7 @@ void sync_free(node_t *n)
 	if (!sy)
 		return;
 	recon_set_free(sy->set);
+	recon_set_free(sy->bset);
 	free(sy);
 	n->sync = NULL;
 }

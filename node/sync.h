@@ -15,6 +15,14 @@
  * max_wanted / 2 ids plus one message's worth per peer (1.3 MiB by
  * default).
  *
+ * A second set holds each record's newest bundle, (built_at, hash), from
+ * the store's bundle index, kept current for every bundle that becomes
+ * its record's newest. With a peer whose HELLO also carries
+ * WIRE_FEAT_BUNDLE_SYNC, the dialler follows each event session with a
+ * bundle session (RECON_BUNDLES, in the same session slot); each side
+ * announces (BUNDLE_ANNOUNCE, paced) the bundles the other lacks, and the
+ * other fetches those newer than its own (docs/sync.md, "Bundles").
+ *
  * Everything here runs on the loop thread. */
 #ifndef PITH_NODE_SYNC_H
 #define PITH_NODE_SYNC_H
@@ -31,7 +39,8 @@ int sync_new(node_t *n, pith_err_t *err);
 /* Frees n->sync (NULL-tolerant). Call after the peers are gone. */
 void sync_free(node_t *n);
 
-/* HELLO feature bits this node offers (WIRE_FEAT_SYNC when enabled). */
+/* HELLO feature bits this node offers (WIRE_FEAT_SYNC and
+ * WIRE_FEAT_BUNDLE_SYNC when enabled). */
 uint64_t sync_features(const node_t *n);
 
 /* p finished its handshake. Returns 1 if catch-up with it runs through
@@ -56,6 +65,11 @@ void sync_peer_feed(peer_t *p);
 
 /* A commit stored an event: keeps the set current. */
 void sync_event_stored(node_t *n, int64_t created_us, const uint8_t id[static 32]);
+
+/* A commit stored a bundle that became its record's newest: keeps the
+ * bundle set current (the replaced one out, if replaced, this one in). */
+void sync_bundle_stored(node_t *n, int64_t built_us, const uint8_t sha[static 32], int replaced,
+			int64_t old_us, const uint8_t old_sha[static 32]);
 
 /* A record_created learnt in catch-up from p was stored and the node may
  * lack the record's bundle: queues a BUNDLE_GET to p, sent at a pace that

@@ -31,6 +31,7 @@ static const char *const type_names[] = {
 	[WIRE_INV_REQ] = "INV_REQ",
 	[WIRE_INV] = "INV",
 	[WIRE_RECON] = "RECON",
+	[WIRE_RECON_BUNDLES] = "RECON_BUNDLES",
 };
 
 /* Array length of each defined message (the type included). HELLO may
@@ -54,12 +55,14 @@ static const uint8_t type_fields[] = {
 	[WIRE_INV_REQ] = 4,
 	[WIRE_INV] = 5,
 	[WIRE_RECON] = 4,
+	[WIRE_RECON_BUNDLES] = 4,
 };
 
-/* Types this version decodes: 1..16 and RECON. */
+/* Types this version decodes: 1..16, RECON and RECON_BUNDLES. */
 static int type_is_defined(uint64_t t)
 {
-	return (t >= WIRE_HELLO && t <= WIRE_TYPE_LAST_DEFINED) || t == WIRE_RECON;
+	return (t >= WIRE_HELLO && t <= WIRE_TYPE_LAST_DEFINED) || t == WIRE_RECON ||
+	       t == WIRE_RECON_BUNDLES;
 }
 
 const char *wire_type_name(int type)
@@ -493,6 +496,7 @@ static int decode_fields(dctx_t *c, const msgpack_object *f, size_t nf,
 		m->u.inv.done = f[4].via.boolean ? 1 : 0;
 		return 0;
 	case WIRE_RECON:
+	case WIRE_RECON_BUNDLES:
 		if ((rc = get_uint(c, &f[1], "session", UINT64_MAX, &m->u.recon.session)))
 			return rc;
 		if (m->u.recon.session == 0)
@@ -645,6 +649,7 @@ static int encode_check(const wire_msg_t *m)
 	case WIRE_INV:
 		return m->u.inv.n <= WIRE_IDS_MAX;
 	case WIRE_RECON:
+	case WIRE_RECON_BUNDLES:
 		return m->u.recon.session >= 1 && m->u.recon.len <= WIRE_RECON_MAX &&
 		       (m->u.recon.data || !m->u.recon.len);
 	case WIRE_AUTH:
@@ -743,6 +748,7 @@ int wire_encode(const wire_msg_t *m, pith_buf_t *out)
 			msgpack_pack_false(&pk);
 		break;
 	case WIRE_RECON:
+	case WIRE_RECON_BUNDLES:
 		msgpack_pack_uint64(&pk, m->u.recon.session);
 		pack_bin(&pk, m->u.recon.data, m->u.recon.len);
 		msgpack_pack_uint64(&pk, m->u.recon.items);

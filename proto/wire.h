@@ -42,8 +42,9 @@
 
 /* Message types. 32..47 belong to set reconciliation (docs/sync.md); a
  * peer may send them only if its HELLO carried WIRE_FEAT_SYNC and ours did
- * too. 32 is RECON; 33..47 stay reserved and decode as unknown
- * (PITH_EINVAL). */
+ * too. 32 is RECON (events); 33 RECON_BUNDLES (the same fields, over each
+ * record's newest bundle), which also needs WIRE_FEAT_BUNDLE_SYNC on both
+ * sides; 34..47 stay reserved and decode as unknown (PITH_EINVAL). */
 typedef enum wire_type {
 	WIRE_HELLO = 1,
 	WIRE_AUTH = 2,
@@ -64,12 +65,14 @@ typedef enum wire_type {
 	WIRE_TYPE_LAST_DEFINED = WIRE_INV, /* last of the contiguous 1..16 */
 	WIRE_SYNC_FIRST = 32,
 	WIRE_RECON = 32,
+	WIRE_RECON_BUNDLES = 33,
 	WIRE_SYNC_LAST = 47,
 	WIRE_TYPE_MAX = WIRE_SYNC_LAST, /* size tables indexed by type with this + 1 */
 } wire_type_t;
 
 /* HELLO feature bits. */
 #define WIRE_FEAT_SYNC (UINT64_C(1) << 0) /* speaks RECON (docs/sync.md) */
+#define WIRE_FEAT_BUNDLE_SYNC (UINT64_C(1) << 1) /* with SYNC: speaks RECON_BUNDLES */
 
 /* BYE codes. */
 enum {
@@ -173,7 +176,7 @@ typedef struct wire_msg {
 						sender ends the session */
 			size_t len;          /* <= WIRE_RECON_MAX */
 			uint64_t items;      /* the sender's item count (progress only) */
-		} recon;
+		} recon; /* RECON and RECON_BUNDLES */
 	} u;
 } wire_msg_t;
 

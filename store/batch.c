@@ -28,6 +28,9 @@ typedef struct bentry {
 	int64_t built_us;
 	char sha[65];
 	store_bundle_outcome_t outcome;
+	int replaced;              /* NEWER over a stored bundle: */
+	int64_t old_us;            /*   its built_at */
+	char old_sha[65];          /*   and bundle_sha256 */
 } bentry_t;
 
 /* The records a commit touches. */
@@ -127,6 +130,15 @@ store_outcome_t store_batch_outcome(const store_batch_t *b, int index)
 store_bundle_outcome_t store_batch_bundle_outcome(const store_batch_t *b, int index)
 {
 	return index >= 0 && (size_t)index < b->nb ? b->b[index].outcome : STORE_BUNDLE_PENDING;
+}
+
+int store_batch_bundle_replaced(const store_batch_t *b, int index, int64_t *built_us,
+				uint8_t sha[static 32])
+{
+	if (store_batch_bundle_outcome(b, index) != STORE_BUNDLE_NEWER || !b->b[index].replaced)
+		return 0;
+	*built_us = b->b[index].old_us;
+	return pith_hex_decode(b->b[index].old_sha, 64, sha, 32) ? 0 : 1;
 }
 
 static int push_entry(store_batch_t *b, pith_event_t *ev, pith_buf_t *canon, pith_err_t *err)
@@ -524,6 +536,9 @@ static int commit_bundles(commit_t *c)
 				return rc;
 			if (store_bundle_newer(be->built_us, be->sha, us, sha) <= 0)
 				continue;
+			be->replaced = 1;
+			be->old_us = us;
+			memcpy(be->old_sha, sha, sizeof(be->old_sha));
 		} else {
 			c->counts.bundles++;
 		}
@@ -536,6 +551,8 @@ static int commit_bundles(commit_t *c)
 		pith_buf_release(&cb);
 		if (rc)
 			return rc;
+		store_bundle_index_write(c->wb, c->st, g->skey, be->built_us, be->sha, be->old_us,
+					 be->replaced ? be->old_sha : NULL);
 		g->bundle_newer = 1;
 		be->outcome = STORE_BUNDLE_NEWER;
 	}

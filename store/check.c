@@ -304,6 +304,11 @@ static int audit_keyed_by_record(audit_t *a, int cf, uint64_t *n)
 	return rc;
 }
 
+static void index_problem(void *arg, const char *line)
+{
+	problem(arg, "%s", line);
+}
+
 static void count_problem(audit_t *a, const char *what, uint64_t meta, uint64_t real)
 {
 	if (meta != real)
@@ -324,7 +329,8 @@ int store_check(store_t *st, store_report_fn report, void *arg, size_t *problems
 	    (rc = audit_index(&a, STORE_CF_TIME, &ntime)) || (rc = audit_records(&a, &nrec)) ||
 	    (rc = audit_keyed_by_record(&a, STORE_CF_STATES, &nstates)) ||
 	    (rc = audit_keyed_by_record(&a, STORE_CF_BUNDLES, &nbundles)) ||
-	    (rc = audit_keyed_by_record(&a, STORE_CF_ALIASES, &naliases)))
+	    (rc = audit_keyed_by_record(&a, STORE_CF_ALIASES, &naliases)) ||
+	    (rc = store_bundle_index_audit(st, index_problem, &a, err)))
 		goto done;
 	/* each event has its own entries (checked above); equal counts mean
 	 * there are no others */

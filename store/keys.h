@@ -29,10 +29,21 @@
  *                                                      has_bundle (1), claim count (2,
  *                                                      big-endian), then per claimed
  *                                                      alias: length (1), kind '\0' value
+ * bundle_index   't' built_us(8, as in time keys)      SKEY(30)
+ *                bundle_sha256(32) = 41
+ *                'h' bundle_sha256(32) = 33            built_us(8, as in time keys) SKEY(30)
  *
  * created_at in subj keys is the event's own "YYYY-MM-DDTHH:MM:SSZ" text,
  * whose byte order is time order. The time index is the time-ordered list
- * of all event ids used by set reconciliation (issue 5): keep its layout. */
+ * of all event ids used by set reconciliation (issue 5): keep its layout.
+ *
+ * bundle_index lists each record's newest bundle twice: in (built_at,
+ * bundle_sha256) order ('t' keys: the items of bundle reconciliation, bulk
+ * loaded at start) and by hash ('h' keys: which record a reconciled hash
+ * names). A commit that stores a newer bundle deletes the old bundle's two
+ * entries and puts the new ones in the same WriteBatch. Schema 3 added it;
+ * opening a schema-2 store read-write builds it from the bundles and
+ * writes "3" (a read-only open of a schema-2 store works without it). */
 #ifndef PITH_STORE_KEYS_H
 #define PITH_STORE_KEYS_H
 
@@ -41,7 +52,8 @@
 
 #include "ids.h"
 
-#define STORE_SCHEMA_VERSION "2" /* 2: alias claims per record */
+#define STORE_SCHEMA_VERSION "3" /* 2: alias claims per record; 3: bundle_index */
+#define STORE_SCHEMA_PREV "2"    /* opened and upgraded to 3 (bundle_index built) */
 
 enum store_cf {
 	STORE_CF_DEFAULT = 0,
@@ -53,13 +65,14 @@ enum store_cf {
 	STORE_CF_ALIASES,
 	STORE_CF_STATES,
 	STORE_CF_RECORDS,
+	STORE_CF_BUNDLE_INDEX, /* last: a read-only open of a schema-2 store goes without it */
 	STORE_NCF
 };
 
 /* Column family names, indexed by enum store_cf. */
 static const char *const store_cf_names[STORE_NCF] = {
 	"default", "meta", "events", "subj", "time",
-	"bundles", "aliases", "states", "records",
+	"bundles", "aliases", "states", "records", "bundle_index",
 };
 
 #define STORE_ID_LEN 32
@@ -67,6 +80,11 @@ static const char *const store_cf_names[STORE_NCF] = {
 #define STORE_CREATED_LEN 20                       /* YYYY-MM-DDTHH:MM:SSZ */
 #define STORE_SUBJ_KEY_LEN (STORE_SKEY_LEN + STORE_CREATED_LEN + STORE_ID_LEN) /* 82 */
 #define STORE_TIME_KEY_LEN (8 + STORE_ID_LEN)      /* 40 */
+#define STORE_BIDX_TIME 't'
+#define STORE_BIDX_HASH 'h'
+#define STORE_BIDX_TIME_LEN (1 + 8 + STORE_ID_LEN) /* 41 */
+#define STORE_BIDX_HASH_LEN (1 + STORE_ID_LEN)     /* 33 */
+#define STORE_BIDX_HASH_VAL_LEN (8 + STORE_SKEY_LEN) /* 38 */
 #define STORE_ALIAS_KEY_MAX (16 + 1 + 200)  /* kind '\0' value */
 #define STORE_ALIAS_ENTRY_MAX (STORE_ALIAS_KEY_MAX + 1 + PITH_NUMBER_LEN)
 #define STORE_ALIAS_RANK_LEN 9

@@ -44,25 +44,56 @@ static int collect_one(void *arg, int64_t created_us, const uint8_t id[32])
 	return 0;
 }
 
+static int collect_bundle(void *arg, int64_t built_us, const uint8_t sha[32], const char *pith)
+{
+	(void)pith;
+	return collect_one(arg, built_us, sha);
+}
+
+/* Builds the set from what c collected (walk: rc of the index walk). */
+static int load_finish(collect_t *c, int rc, const char *what, recon_set_t **out,
+		       size_t *skipped, pith_err_t *err)
+{
+	if (c->oom)
+		rc = pith_err_set(err, PITH_ENOMEM, "recon index: out of memory after %zu %s", c->n,
+				  what);
+	else if (rc > 0)
+		rc = pith_err_set(err, PITH_EIO, "recon index: %s index walk stopped", what);
+	/* Both indexes are in (time, id) order and the mapping keeps it, so
+	 * the set is bulk-built; a broken order is reported. */
+	if (!rc)
+		rc = recon_set_new_sorted(out, c->items, c->n, err);
+	free(c->items);
+	if (!rc && skipped)
+		*skipped = c->skipped;
+	return rc;
+}
+
 int store_recon_index_load(store_t *st, recon_set_t **out, size_t *skipped,
 			   pith_err_t *err)
 {
 	collect_t c = {0};
 	*out = NULL;
 	int rc = store_time_each(st, INT64_MIN, INT64_MAX, collect_one, &c, err);
-	if (c.oom)
-		rc = pith_err_set(err, PITH_ENOMEM, "recon index: out of memory after %zu events",
-				  c.n);
-	else if (rc > 0)
-		rc = pith_err_set(err, PITH_EIO, "recon index: time index walk stopped");
-	/* The time index is in (created_at, id) order and the mapping keeps
-	 * it, so the set is bulk-built; a broken order is reported. */
-	if (!rc)
-		rc = recon_set_new_sorted(out, c.items, c.n, err);
-	free(c.items);
-	if (!rc && skipped)
-		*skipped = c.skipped;
-	return rc;
+	return load_finish(&c, rc, "events", out, skipped, err);
+}
+
+int store_recon_bundles_load(store_t *st, recon_set_t **out, size_t *skipped,
+			     pith_err_t *err)
+{
+	collect_t c = {0};
+	*out = NULL;
+	int rc = store_bundle_refs_each(st, collect_bundle, &c, err);
+	return load_finish(&c, rc, "bundles", out, skipped, err);
+}
+
+int store_recon_index_remove_raw(recon_set_t *set, int64_t us, const uint8_t id[static 32])
+{
+	uint64_t ts;
+	if (store_recon_ts(us, &ts))
+		return 0;
+	int rc = recon_set_remove(set, ts, id);
+	return rc == PITH_ENOTFOUND ? 0 : rc;
 }
 
 int store_recon_index_add_raw(recon_set_t *set, int64_t created_us,

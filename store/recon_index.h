@@ -1,5 +1,6 @@
 /* The store's side of set reconciliation (docs/sync.md): a recon_set_t
- * (proto/recon.h) over the time index, built once from the store and then
+ * (proto/recon.h) over the time index, and one over the bundle index
+ * (each record's newest bundle), each built once from the store and then
  * kept current by the caller after each commit.
  *
  * Mapping: recon timestamps are unsigned and at most RECON_TS_MAX, store
@@ -29,6 +30,15 @@ int store_recon_ts(int64_t created_us, uint64_t *ts);
  * number of events outside the reconciled span. */
 int store_recon_index_load(store_t *st, recon_set_t **out, size_t *skipped,
 			   pith_err_t *err);
+
+/* Builds a set of every record's newest bundle, as items (built_at + the
+ * same offset, bundle_sha256), from the store's bundle index (O(n)). */
+int store_recon_bundles_load(store_t *st, recon_set_t **out, size_t *skipped,
+			     pith_err_t *err);
+
+/* Removes one item (a replaced bundle). 0 also when it was not in the set
+ * or lies outside the span; PITH_ENOMEM is not possible. */
+int store_recon_index_remove_raw(recon_set_t *set, int64_t us, const uint8_t id[static 32]);
 
 /* Adds one stored event (call it for each event a commit reported
  * STORE_STORED). Returns 0 when the set has it afterwards or it is outside

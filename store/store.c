@@ -101,6 +101,17 @@ static int meta_init(store_t *st, pith_err_t *err)
 		return rc;
 	if (val) {
 		int same = len == strlen(STORE_SCHEMA_VERSION) && !memcmp(val, STORE_SCHEMA_VERSION, len);
+		/* schema 2 lacks only the bundle index: built here (read-write) */
+		int prev = len == strlen(STORE_SCHEMA_PREV) && !memcmp(val, STORE_SCHEMA_PREV, len);
+		if (prev && !st->read_only) {
+			rocksdb_free(val);
+			if ((rc = store_bundle_index_build(st, NULL, err)))
+				return rc;
+			val = NULL;
+			same = 1;
+		} else if (prev) {
+			same = 1;
+		}
 		if (!same)
 			rc = pith_err_set(err, PITH_EINVAL, "store: schema version '%.*s', this build reads '%s'",
 					  (int)(len < 16 ? len : 16), val, STORE_SCHEMA_VERSION);
@@ -143,6 +154,24 @@ static int make_parents(const char *dir, pith_err_t *err)
 	return 0;
 }
 
+/* Whether the database in dir has the bundle_index column family (1 also
+ * when that cannot be told: the open then says what is wrong). */
+static int store_has_bundle_index(const char *dir)
+{
+	rocksdb_options_t *o = rocksdb_options_create();
+	size_t n = 0;
+	char *e = NULL;
+	char **names = rocksdb_list_column_families(o, dir, &n, &e);
+	int has = e || !names;
+	for (size_t i = 0; names && i < n; i++)
+		has |= !strcmp(names[i], store_cf_names[STORE_CF_BUNDLE_INDEX]);
+	if (names)
+		rocksdb_list_column_families_destroy(names, n);
+	rocksdb_free(e);
+	rocksdb_options_destroy(o);
+	return has;
+}
+
 int store_open(const char *dir, const store_opts_t *opts, store_t **out, pith_err_t *err)
 {
 	static const store_opts_t defaults = {1, 0, NULL, 0};
@@ -172,9 +201,12 @@ int store_open(const char *dir, const store_opts_t *opts, store_t **out, pith_er
 	st->ro = rocksdb_readoptions_create();
 
 	char *e = NULL;
+	int ncf = STORE_NCF;
+	if (opts->read_only && !store_has_bundle_index(dir))
+		ncf = STORE_CF_BUNDLE_INDEX; /* a schema-2 store: open without it */
 	if (opts->read_only)
 		st->db = rocksdb_open_for_read_only_column_families(
-			st->opts, dir, STORE_NCF, store_cf_names,
+			st->opts, dir, ncf, store_cf_names,
 			(const rocksdb_options_t *const *)st->cf_opts, st->cf, 0, &e);
 	else
 		st->db = rocksdb_open_column_families(st->opts, dir, STORE_NCF, store_cf_names,

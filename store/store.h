@@ -216,6 +216,28 @@ int store_bundle_newest(store_t *st, const char *pith_number, int64_t *built_us,
 int store_bundle_is_newer(store_t *st, const char *pith_number, int64_t built_us,
 			  const uint8_t sha[static 32], pith_err_t *err);
 
+/* ---- The bundle index -------------------------------------------------------
+ * Each record's newest bundle as (built_at, bundle_sha256), kept current in
+ * the commit that stores a newer one: the items of bundle reconciliation
+ * (docs/sync.md). A store opened read-only before it was ever opened by
+ * this version has none: these return PITH_EINVAL then. */
+
+/* The record whose newest stored bundle has this hash, and its built_at.
+ * PITH_ENOTFOUND if no record's newest bundle has it (any more). */
+int store_bundle_ref_get(store_t *st, const uint8_t sha[static 32], int64_t *built_us,
+			 char pith[static PITH_NUMBER_LEN + 1], pith_err_t *err);
+
+/* Every record's newest bundle, in (built_at, bundle_sha256) order. */
+typedef int (*store_bundle_ref_fn)(void *arg, int64_t built_us, const uint8_t sha[32],
+				   const char *pith_number);
+int store_bundle_refs_each(store_t *st, store_bundle_ref_fn fn, void *arg, pith_err_t *err);
+
+/* After a commit: if the bundle with this index became its record's newest
+ * and replaced a stored one, 1 with that one's built_at and hash (what
+ * leaves the reconciliation set); else 0. */
+int store_batch_bundle_replaced(const store_batch_t *b, int index, int64_t *built_us,
+				uint8_t sha[static 32]);
+
 typedef struct store_counts {
 	uint64_t events, records, bundles;
 } store_counts_t;
@@ -228,7 +250,8 @@ void store_counts_get(store_t *st, store_counts_t *out);
 /* Audits the whole store: every event parses and hashes to its key; every
  * event has exactly its subj and time entries and every index entry its
  * event; every cached state, record summary and counter equals a fresh
- * recomputation; every alias names a stored record. report (may be NULL)
+ * recomputation; every alias names a stored record; every bundle has its
+ * two bundle_index entries and there are no others. report (may be NULL)
  * gets one line per problem. *problems gets the count. Returns 0 when the
  * audit ran (whatever it found), negative on a database error. */
 typedef void (*store_report_fn)(void *arg, const char *line);

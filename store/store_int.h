@@ -75,6 +75,22 @@ int store_bundle_newer(int64_t a_us, const char *a_sha, int64_t b_us, const char
 int store_bundle_ident(const json_value_t *bundle, int64_t *built_us, char sha[65],
 		       pith_err_t *err);
 
+/* ---- the bundle index (bundle_index.c) ---- */
+
+/* Adds to wb the entries of skey's new newest bundle (new_us, new_sha hex)
+ * and the deletes of the old one's (old_sha NULL: there was none). */
+void store_bundle_index_write(rocksdb_writebatch_t *wb, store_t *st,
+			      const uint8_t skey[STORE_SKEY_LEN], int64_t new_us, const char *new_sha,
+			      int64_t old_us, const char *old_sha);
+
+/* Builds the index from the bundles (a schema-2 store) and writes schema
+ * version 3 with its last chunk. *built (may be NULL) gets the count. */
+int store_bundle_index_build(store_t *st, size_t *built, pith_err_t *err);
+
+/* store_check's part: every bundle has its two entries, and no others. */
+int store_bundle_index_audit(store_t *st, void (*problem)(void *arg, const char *line),
+			     void *arg, pith_err_t *err);
+
 /* ---- alias claims and record summaries (alias.c) ---- */
 
 typedef struct store_claim {

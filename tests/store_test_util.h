@@ -43,4 +43,19 @@ static inline store_t *stu_open_store(const char *dir, const pith_trust_t *regis
 	return st;
 }
 
+/* Appends the whole file at path to out; 0, or -1 if it cannot be read. */
+static inline int stu_read_file(const char *path, pith_buf_t *out)
+{
+	FILE *f = fopen(path, "rb");
+	char chunk[65536];
+	size_t n;
+	if (!f)
+		return -1;
+	while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0)
+		pith_buf_append(out, chunk, n);
+	int rc = ferror(f) ? -1 : 0;
+	fclose(f);
+	return rc;
+}
+
 #endif

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "store_test_util.h"
+#include "bundle.h"
 #include "recon_index.h"
 #include "store.h"
 #include "test_util.h"
@@ -113,25 +114,39 @@ static int same_time_index(store_t *a, store_t *b)
 	return same;
 }
 
+/* One session between sa (initiator) and sb; what each side learns it
+ * has that the other lacks (have_*, may be NULL) and lacks (need_*). */
+static void session(recon_set_t *sa, recon_set_t *sb, recon_ids_t *have_a, recon_ids_t *need_a,
+		    recon_ids_t *have_b, recon_ids_t *need_b)
+{
+	pith_err_t err = {0};
+	recon_session_t *ia = recon_session_new(sa, RECON_INITIATOR, NULL, NULL, &err);
+	recon_session_t *rb = recon_session_new(sb, RECON_RESPONDER, NULL, NULL, &err);
+	pith_buf_t m1 = PITH_BUF_INIT, m2 = PITH_BUF_INIT;
+	int rc = recon_initiate(ia, &m1, &err);
+	while (!rc) {
+		rc = recon_respond(rb, m1.data, m1.len, &m2, have_b, need_b, &err);
+		if (rc || !m2.len)
+			break;
+		rc = recon_respond(ia, m2.data, m2.len, &m1, have_a, need_a, &err);
+		if (rc || !m1.len)
+			break;
+	}
+	CHECK_INT_EQ(rc, 0);
+	pith_buf_release(&m1);
+	pith_buf_release(&m2);
+	recon_session_free(ia);
+	recon_session_free(rb);
+}
+
 /* One session; then every needed event is fetched from the other store
  * through the validated path. Returns the number of events fetched. */
 static size_t sync_stores(store_t *a, recon_set_t *sa, store_t *b, recon_set_t *sb)
 {
 	pith_err_t err = {0};
-	recon_session_t *ia = recon_session_new(sa, RECON_INITIATOR, NULL, NULL, &err);
-	recon_session_t *rb = recon_session_new(sb, RECON_RESPONDER, NULL, NULL, &err);
-	pith_buf_t m1 = PITH_BUF_INIT, m2 = PITH_BUF_INIT, ev = PITH_BUF_INIT;
+	pith_buf_t ev = PITH_BUF_INIT;
 	recon_ids_t need_a = RECON_IDS_INIT, need_b = RECON_IDS_INIT;
-	int rc = recon_initiate(ia, &m1, &err);
-	while (!rc) {
-		rc = recon_respond(rb, m1.data, m1.len, &m2, NULL, &need_b, &err);
-		if (rc || !m2.len)
-			break;
-		rc = recon_respond(ia, m2.data, m2.len, &m1, NULL, &need_a, &err);
-		if (rc || !m1.len)
-			break;
-	}
-	CHECK_INT_EQ(rc, 0);
+	session(sa, sb, NULL, &need_a, NULL, &need_b);
 	size_t fetched = 0;
 	for (size_t i = 0; i < need_a.n; i++) {
 		pith_buf_reset(&ev);
@@ -147,12 +162,19 @@ static size_t sync_stores(store_t *a, recon_set_t *sa, store_t *b, recon_set_t *
 	}
 	recon_ids_release(&need_a);
 	recon_ids_release(&need_b);
-	pith_buf_release(&m1);
-	pith_buf_release(&m2);
 	pith_buf_release(&ev);
-	recon_session_free(ia);
-	recon_session_free(rb);
 	return fetched;
+}
+
+/* Frees both sides of a scenario: sets, stores, directories. */
+static void close_both(store_t *a, recon_set_t *sa, char *da, store_t *b, recon_set_t *sb, char *db)
+{
+	recon_set_free(sa);
+	recon_set_free(sb);
+	store_close(a);
+	store_close(b);
+	rmdir_rf(da);
+	rmdir_rf(db);
 }
 
 /* Fills two stores from e: event i goes to A if (sel_a >> (i % 8)) & 1,
@@ -189,12 +211,7 @@ static void scenario(const evs_t *e, unsigned sel_a, unsigned sel_b, size_t want
 	CHECK_INT_EQ(sync_stores(a, fa, b, sb), 0);
 	CHECK_INT_EQ(sync_stores(a, sa, b, sb), 0);
 	recon_set_free(fa);
-	recon_set_free(sa);
-	recon_set_free(sb);
-	store_close(a);
-	store_close(b);
-	rmdir_rf(da);
-	rmdir_rf(db);
+	close_both(a, sa, da, b, sb, db);
 }
 
 static evs_t events;
@@ -251,6 +268,97 @@ TEST(ts_mapping, "maps store times into the reconciled span and leaves the rest 
 	recon_set_free(s);
 }
 
+/* ---- bundles ------------------------------------------------------------- */
+
+static pith_buf_t bundle0;
+
+/* The registry bundle with another built_at (the store trusts its
+ * caller's verification: the signature is not its concern). */
+static void bundle_built(pith_buf_t *out, const char *built_at)
+{
+	json_doc_t *d = NULL;
+	json_parse(&d, bundle0.data, bundle0.len, NULL, NULL);
+	json_object_set(d, json_doc_root(d), "built_at", json_new_string(d, built_at));
+	json_canon_write(json_doc_root(d), out);
+	json_doc_free(d);
+}
+
+/* Stores a bundle; keeps set current as pithd does (the replaced one out,
+ * this one in). Returns the outcome. */
+static store_bundle_outcome_t put_bundle(store_t *st, recon_set_t *set, const pith_buf_t *b)
+{
+	json_doc_t *d = NULL;
+	pith_err_t err = {0};
+	CHECK_INT_EQ(json_parse(&d, b->data, b->len, NULL, &err), 0);
+	store_batch_t *bt = store_batch_new(st);
+	int idx = store_batch_add_bundle(bt, d, &err);
+	CHECK_INT_EQ(store_batch_commit(bt, NULL, &err), 0);
+	store_bundle_outcome_t o = store_batch_bundle_outcome(bt, idx);
+	int64_t old_us, us;
+	uint8_t old_sha[32], sha[32];
+	char pith[PITH_NUMBER_LEN + 1];
+	if (set && o == STORE_BUNDLE_NEWER) {
+		if (store_batch_bundle_replaced(bt, idx, &old_us, old_sha))
+			CHECK_INT_EQ(store_recon_index_remove_raw(set, old_us, old_sha), 0);
+		json_parse(&d, b->data, b->len, NULL, NULL);
+		pith_bundle_hash(json_doc_root(d), sha);
+		json_doc_free(d);
+		CHECK_INT_EQ(store_bundle_ref_get(st, sha, &us, pith, &err), 0);
+		CHECK_INT_EQ(store_recon_index_add_raw(set, us, sha), 0);
+	}
+	store_batch_free(bt);
+	return o;
+}
+
+TEST(bundle_sets, "bundle sets: the side with the older bundle is offered the newer one, never the other way, and the sets end equal")
+{
+	pith_buf_t x1 = PITH_BUF_INIT;
+	bundle_built(&x1, "2026-09-01T00:00:00Z");
+	char *da = tmpdir(), *db = tmpdir();
+	store_t *a = open_store(da), *b = open_store(db);
+	/* A holds X0, B the newer X1 (and had X0 before) */
+	CHECK_INT_EQ(put_bundle(a, NULL, &bundle0), STORE_BUNDLE_NEWER);
+	CHECK_INT_EQ(put_bundle(b, NULL, &bundle0), STORE_BUNDLE_NEWER);
+	CHECK_INT_EQ(put_bundle(b, NULL, &x1), STORE_BUNDLE_NEWER);
+	recon_set_t *sa = NULL, *sb = NULL;
+	pith_err_t err = {0};
+	CHECK_INT_EQ(store_recon_bundles_load(a, &sa, NULL, &err), 0);
+	CHECK_INT_EQ(store_recon_bundles_load(b, &sb, NULL, &err), 0);
+	CHECK_INT_EQ(recon_set_count(sa), 1);
+	CHECK_INT_EQ(recon_set_count(sb), 1);
+
+	/* the sets differ in both: each side has one the other lacks */
+	recon_ids_t have_a = RECON_IDS_INIT, have_b = RECON_IDS_INIT;
+	session(sa, sb, &have_a, NULL, &have_b, NULL);
+	CHECK_INT_EQ(have_a.n, 1);
+	CHECK_INT_EQ(have_b.n, 1);
+	/* each offers its own by record (the index names it); only the newer
+	 * one is newer than what the receiving side holds */
+	int64_t us;
+	char pith[PITH_NUMBER_LEN + 1];
+	CHECK_INT_EQ(store_bundle_ref_get(a, have_a.ids[0], &us, pith, &err), 0);
+	CHECK_INT_EQ(store_bundle_is_newer(b, pith, us, have_a.ids[0], &err), 0);
+	CHECK_INT_EQ(store_bundle_ref_get(b, have_b.ids[0], &us, pith, &err), 0);
+	CHECK_INT_EQ(store_bundle_is_newer(a, pith, us, have_b.ids[0], &err), 1);
+	/* A fetches it: the commit's replaced bundle leaves A's set */
+	CHECK_INT_EQ(put_bundle(a, sa, &x1), STORE_BUNDLE_NEWER);
+	CHECK_INT_EQ(recon_set_count(sa), 1);
+	recon_ids_release(&have_a);
+	recon_ids_release(&have_b);
+	session(sa, sb, &have_a, NULL, &have_b, NULL);
+	CHECK_INT_EQ(have_a.n + have_b.n, 0);
+	/* and the set kept current equals a fresh load */
+	recon_set_t *fa = NULL;
+	CHECK_INT_EQ(store_recon_bundles_load(a, &fa, NULL, &err), 0);
+	session(fa, sa, &have_a, NULL, &have_b, NULL);
+	CHECK_INT_EQ(have_a.n + have_b.n, 0);
+	recon_ids_release(&have_a);
+	recon_ids_release(&have_b);
+	recon_set_free(fa);
+	close_both(a, sa, da, b, sb, db);
+	pith_buf_release(&x1);
+}
+
 int main(void)
 {
 	tg_key_make(&reg, 1, "test-registry", 1);
@@ -264,6 +372,9 @@ int main(void)
 	RUN(stores_overlapping);
 	RUN(store_empty_vs_full);
 	RUN(ts_mapping);
+	stu_read_file(PITH_TEST_DATA "/bundle-AR7B3DEV.json", &bundle0);
+	RUN(bundle_sets);
+	pith_buf_release(&bundle0);
 	evs_free(&events);
 	pith_trust_free(trust);
 	return test_done();

@@ -161,13 +161,7 @@ static void setup(void)
 	trust = pith_trust_new();
 	pith_trust_add(trust, &reg.key);
 	pith_trust_add(trust, &op.key);
-	FILE *f = fopen(PITH_TEST_DATA "/bundle-AR7B3DEV.json", "rb");
-	uint8_t chunk[65536];
-	size_t n;
-	while (f && (n = fread(chunk, 1, sizeof(chunk), f)) > 0)
-		pith_buf_append(&bundle_bytes, chunk, n);
-	if (f)
-		fclose(f);
+	stu_read_file(PITH_TEST_DATA "/bundle-AR7B3DEV.json", &bundle_bytes);
 }
 
 /* ---- cases --------------------------------------------------------------- */
@@ -977,6 +971,192 @@ TEST(nothing_on_failure, "a batch that fails to commit leaves nothing behind")
 	set_free(&s);
 }
 
+/* ---- the bundle index ------------------------------------------------------ */
+
+typedef struct refs {
+	int n;
+	int64_t us[4];
+	uint8_t sha[4][32];
+	char pith[4][PITH_NUMBER_LEN + 1];
+} refs_t;
+
+static int ref_one(void *arg, int64_t us, const uint8_t sha[32], const char *pith)
+{
+	refs_t *r = arg;
+	if (r->n < 4) {
+		r->us[r->n] = us;
+		memcpy(r->sha[r->n], sha, 32);
+		snprintf(r->pith[r->n], sizeof(r->pith[0]), "%s", pith);
+	}
+	r->n++;
+	return 0;
+}
+
+static void bundle_ident_of(const pith_buf_t *b, int64_t *us, uint8_t sha[32])
+{
+	json_doc_t *d = parse(b->data, b->len);
+	const char *built = json_get_str(json_doc_root(d), "built_at");
+	pith_time_parse(built, us);
+	pith_bundle_hash(json_doc_root(d), sha);
+	json_doc_free(d);
+}
+
+TEST(bundle_index_put, "keeps the bundle index at the newest bundle of each record, in the commit that stores it")
+{
+	pith_buf_t nb = PITH_BUF_INIT;
+	newer_bundle(&nb);
+	int64_t u0, u1, us;
+	uint8_t h0[32], h1[32], sha[32];
+	bundle_ident_of(&bundle_bytes, &u0, h0);
+	bundle_ident_of(&nb, &u1, h1);
+	char *dir = tmpdir();
+	store_t *st = open_store(dir);
+	refs_t r = {0};
+	char pith[PITH_NUMBER_LEN + 1];
+	CHECK_INT_EQ(store_bundle_refs_each(st, ref_one, &r, NULL), 0);
+	CHECK_INT_EQ(r.n, 0);
+
+	/* the first bundle of a record: added, nothing replaced */
+	store_batch_t *b = store_batch_new(st);
+	int idx = store_batch_add_bundle(b, parse(bundle_bytes.data, bundle_bytes.len), NULL);
+	CHECK_INT_EQ(store_batch_commit(b, NULL, NULL), 0);
+	CHECK_INT_EQ(store_batch_bundle_replaced(b, idx, &us, sha), 0);
+	CHECK_INT_EQ(store_bundle_refs_each(st, ref_one, &r, NULL), 0);
+	CHECK_INT_EQ(r.n, 1);
+	CHECK(r.us[0] == u0 && !memcmp(r.sha[0], h0, 32));
+	CHECK_STR_EQ(r.pith[0], AR7B);
+	CHECK_INT_EQ(store_bundle_ref_get(st, h0, &us, pith, NULL), 0);
+	CHECK(us == u0);
+	CHECK_STR_EQ(pith, AR7B);
+
+	/* a newer one replaces it, and says which one it replaced */
+	idx = store_batch_add_bundle(b, parse(nb.data, nb.len), NULL);
+	CHECK_INT_EQ(store_batch_commit(b, NULL, NULL), 0);
+	CHECK_INT_EQ(store_batch_bundle_outcome(b, idx), STORE_BUNDLE_NEWER);
+	CHECK_INT_EQ(store_batch_bundle_replaced(b, idx, &us, sha), 1);
+	CHECK(us == u0 && !memcmp(sha, h0, 32));
+	r.n = 0;
+	CHECK_INT_EQ(store_bundle_refs_each(st, ref_one, &r, NULL), 0);
+	CHECK_INT_EQ(r.n, 1);
+	CHECK(r.us[0] == u1 && !memcmp(r.sha[0], h1, 32));
+	CHECK_INT_EQ(store_bundle_ref_get(st, h0, &us, pith, NULL), PITH_ENOTFOUND);
+	CHECK_INT_EQ(store_bundle_ref_get(st, h1, &us, pith, NULL), 0);
+
+	/* an older one changes nothing */
+	idx = store_batch_add_bundle(b, parse(bundle_bytes.data, bundle_bytes.len), NULL);
+	CHECK_INT_EQ(store_batch_commit(b, NULL, NULL), 0);
+	CHECK_INT_EQ(store_batch_bundle_outcome(b, idx), STORE_BUNDLE_OLDER);
+	CHECK_INT_EQ(store_batch_bundle_replaced(b, idx, &us, sha), 0);
+	r.n = 0;
+	CHECK_INT_EQ(store_bundle_refs_each(st, ref_one, &r, NULL), 0);
+	CHECK_INT_EQ(r.n, 1);
+	CHECK(!memcmp(r.sha[0], h1, 32));
+	CHECK_INT_EQ(check_problems(st), 0);
+	store_batch_free(b);
+
+	/* both in one batch: the newer one is indexed, the older never was */
+	char *dir2 = tmpdir();
+	store_t *st2 = open_store(dir2);
+	b = store_batch_new(st2);
+	store_batch_add_bundle(b, parse(nb.data, nb.len), NULL);
+	store_batch_add_bundle(b, parse(bundle_bytes.data, bundle_bytes.len), NULL);
+	CHECK_INT_EQ(store_batch_commit(b, NULL, NULL), 0);
+	store_batch_free(b);
+	r.n = 0;
+	CHECK_INT_EQ(store_bundle_refs_each(st2, ref_one, &r, NULL), 0);
+	CHECK_INT_EQ(r.n, 1);
+	CHECK(!memcmp(r.sha[0], h1, 32));
+	CHECK_INT_EQ(check_problems(st2), 0);
+
+	/* the audit sees a stale entry */
+	uint8_t tk[STORE_BIDX_TIME_LEN] = {STORE_BIDX_TIME};
+	store_time_put(tk + 1, u0);
+	memcpy(tk + 9, h0, 32);
+	char *e = NULL;
+	uint8_t skey[STORE_SKEY_LEN];
+	store_skey_make(AR7B, skey);
+	rocksdb_put_cf(st2->db, st2->wo, st2->cf[STORE_CF_BUNDLE_INDEX], (char *)tk, sizeof(tk),
+		       (char *)skey, sizeof(skey), &e);
+	CHECK(e == NULL);
+	CHECK(check_problems(st2) >= 1);
+	store_close(st2);
+	rmdir_rf(dir2);
+	store_close(st);
+	rmdir_rf(dir);
+	pith_buf_release(&nb);
+}
+
+/* Turns the store in dir back into schema 2: no bundle_index column
+ * family, schema_version "2". */
+static void make_schema2(const char *dir)
+{
+	store_t *st = open_store(dir);
+	char *e = NULL;
+	rocksdb_drop_column_family(st->db, st->cf[STORE_CF_BUNDLE_INDEX], &e);
+	CHECK(e == NULL);
+	rocksdb_put_cf(st->db, st->wo, st->cf[STORE_CF_META], STORE_META_SCHEMA,
+		       strlen(STORE_META_SCHEMA), "2", 1, &e);
+	CHECK(e == NULL);
+	store_close(st);
+}
+
+TEST(bundle_index_upgrade, "opens a schema-2 store: read-only without the bundle index, read-write by building it")
+{
+	pith_buf_t nb = PITH_BUF_INIT;
+	newer_bundle(&nb);
+	int64_t u1, us;
+	uint8_t h1[32];
+	bundle_ident_of(&nb, &u1, h1);
+	char *dir = tmpdir();
+	store_t *st = open_store(dir);
+	CHECK_INT_EQ(put_bundle(st, &bundle_bytes, NULL, NULL), 0);
+	CHECK_INT_EQ(put_bundle(st, &nb, NULL, NULL), 0);
+	store_close(st);
+	make_schema2(dir);
+
+	/* read-only: opens, reads, and says the index is not there */
+	store_opts_t ro = {.read_only = 1, .registry = trust};
+	pith_err_t err = {0};
+	char pith[PITH_NUMBER_LEN + 1];
+	CHECK_INT_EQ(store_open(dir, &ro, &st, &err), 0);
+	pith_buf_t sb = PITH_BUF_INIT;
+	CHECK_INT_EQ(store_state_get(st, AR7B, &sb, NULL), 0);
+	CHECK_INT_EQ(store_bundle_ref_get(st, h1, &us, pith, &err), PITH_EINVAL);
+	CHECK(strstr(err.msg, "bundle index") != NULL);
+	CHECK_INT_EQ(check_problems(st), 0); /* not damage: built at the next read-write open */
+	store_close(st);
+
+	/* read-write: built, schema 3, the audit passes */
+	st = open_store(dir);
+	CHECK(st != NULL);
+	refs_t r = {0};
+	CHECK_INT_EQ(store_bundle_refs_each(st, ref_one, &r, NULL), 0);
+	CHECK_INT_EQ(r.n, 1);
+	CHECK(r.us[0] == u1 && !memcmp(r.sha[0], h1, 32));
+	CHECK_INT_EQ(store_bundle_ref_get(st, h1, &us, pith, NULL), 0);
+	CHECK_STR_EQ(pith, AR7B);
+	CHECK_INT_EQ(check_problems(st), 0);
+	char *val;
+	size_t vl;
+	CHECK_INT_EQ(store_get_raw(st, STORE_CF_META, (const uint8_t *)STORE_META_SCHEMA,
+				   strlen(STORE_META_SCHEMA), &val, &vl, NULL), 0);
+	CHECK_MEM_EQ(val, vl, STORE_SCHEMA_VERSION, strlen(STORE_SCHEMA_VERSION));
+	rocksdb_free(val);
+	store_close(st);
+	/* and a store of another version is still refused */
+	st = open_store(dir);
+	char *e = NULL;
+	rocksdb_put_cf(st->db, st->wo, st->cf[STORE_CF_META], STORE_META_SCHEMA,
+		       strlen(STORE_META_SCHEMA), "1", 1, &e);
+	store_close(st);
+	store_opts_t rw = {.create = 1, .registry = trust};
+	CHECK(store_open(dir, &rw, &st, &err) != 0);
+	CHECK(strstr(err.msg, "schema version") != NULL);
+	rmdir_rf(dir);
+	pith_buf_release(&nb);
+	pith_buf_release(&sb);
+}
+
 int main(void)
 {
 	setup();
@@ -997,6 +1177,8 @@ int main(void)
 	RUN(check_finds_damage);
 	RUN(own_bytes_checked);
 	RUN(nothing_on_failure);
+	RUN(bundle_index_put);
+	RUN(bundle_index_upgrade);
 	pith_trust_free(trust);
 	pith_buf_release(&bundle_bytes);
 	return test_done();

@@ -101,7 +101,7 @@ TEST(all_round_trip, "round-trips every other message type")
 	uint8_t ids[3 * 32];
 	fill(ids, sizeof(ids), 3);
 	const char *json = "{\"a\":1}";
-	wire_msg_t ms[16];
+	wire_msg_t ms[24];
 	memset(ms, 0, sizeof(ms));
 	int k = 0;
 	ms[k].type = WIRE_AUTH;
@@ -156,6 +156,11 @@ TEST(all_round_trip, "round-trips every other message type")
 	ms[k++].u.recon.items = 1000000;
 	ms[k].type = WIRE_RECON; /* empty data: the sender ends the session */
 	ms[k++].u.recon.session = 2;
+	ms[k].type = WIRE_RECON_BUNDLES; /* the same fields, over bundles */
+	ms[k].u.recon.session = 3;
+	ms[k].u.recon.data = (const uint8_t *)json;
+	ms[k].u.recon.len = strlen(json);
+	ms[k++].u.recon.items = 7;
 
 	pith_buf_t b = PITH_BUF_INIT;
 	for (int i = 0; i < k; i++) {
@@ -223,6 +228,7 @@ TEST(all_round_trip, "round-trips every other message type")
 			CHECK_INT_EQ(d.u.inv.done, 1);
 			break;
 		case WIRE_RECON:
+		case WIRE_RECON_BUNDLES:
 			CHECK(d.u.recon.session == ms[i].u.recon.session);
 			CHECK_INT_EQ(d.u.recon.len, ms[i].u.recon.len);
 			if (d.u.recon.len)
@@ -366,8 +372,10 @@ TEST(shapes, "rejects wrong element counts, wrong field types and unknown types"
 	CHECK_INT_EQ(DEC_RAW("\x92\x03\xff", &err), PITH_EINVAL); /* negative nonce */
 	CHECK_INT_EQ(DEC_RAW("\x91\x00", &err), PITH_EINVAL);
 	CHECK_STR_CONTAINS(err.msg, "type 0 is unknown");
+	CHECK_INT_EQ(DEC_RAW("\x91\x22", &err), PITH_EINVAL);
+	CHECK_STR_CONTAINS(err.msg, "type 34 is reserved");
 	CHECK_INT_EQ(DEC_RAW("\x91\x21", &err), PITH_EINVAL);
-	CHECK_STR_CONTAINS(err.msg, "type 33 is reserved");
+	CHECK_STR_CONTAINS(err.msg, "RECON_BUNDLES: message has 1 elements, expected 4");
 	CHECK_INT_EQ(DEC_RAW("\x90", &err), PITH_EINVAL);
 	CHECK_INT_EQ(DEC_RAW("\x03", &err), PITH_EINVAL);
 	CHECK_STR_CONTAINS(err.msg, "not an array");
@@ -587,7 +595,8 @@ TEST(names, "names message types, reserved and unknown ones")
 	CHECK_STR_EQ(wire_type_name(WIRE_ANNOUNCE), "ANNOUNCE");
 	CHECK_STR_EQ(wire_type_name(40), "reserved");
 	CHECK_STR_EQ(wire_type_name(WIRE_RECON), "RECON");
-	CHECK_STR_EQ(wire_type_name(33), "reserved");
+	CHECK_STR_EQ(wire_type_name(WIRE_RECON_BUNDLES), "RECON_BUNDLES");
+	CHECK_STR_EQ(wire_type_name(34), "reserved");
 	CHECK_STR_EQ(wire_type_name(20), "unknown");
 	CHECK_STR_EQ(wire_type_name(200), "unknown");
 	CHECK_STR_EQ(wire_type_name(-1), "unknown");

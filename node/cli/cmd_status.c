@@ -63,6 +63,11 @@ static void print_status(const json_value_t *s)
 		printf("sync       idle: %lld events in the set, %lld sessions done (%lld failed)\n",
 		       cli_json_int(sy, "items"), cli_json_int(sy, "sessions_done"),
 		       cli_json_int(sy, "sessions_failed"));
+	if (sy && cli_json_int(sy, "bundle_sessions"))
+		printf("sync       bundles: %lld in the set, %lld sessions, %lld announced of %lld "
+		       "peers lacked\n",
+		       cli_json_int(sy, "bundle_items"), cli_json_int(sy, "bundle_sessions"),
+		       cli_json_int(sy, "bundle_offers_sent"), cli_json_int(sy, "bundles_offered"));
 	printf("ingest     %lld in flight; %lld validated, %lld invalid, %lld store errors\n",
 	       cli_json_int(ingest, "in_flight"), cli_json_int(ingest, "validated"),
 	       cli_json_int(ingest, "invalid"), cli_json_int(ingest, "store_errors"));

@@ -5,8 +5,12 @@
  * sending all ids; with --dirs it also writes each side's events as one
  * file per event, for bench_recon.sh to measure rsync on the same data.
  *
- * usage: bench_recon [--n N] [--diff D] [--seed S] [--fanout F] [--list-max L]
- *                    [--dirs DIR_A DIR_B]   (tuning flags: see recon_config_t)
+ * With --newer R instead of --diff, the sets are bundle sets (one item per
+ * record): B holds a newer bundle of R records, built in the week after
+ * the span (so at the end of the order), where A holds the older one.
+ *
+ * usage: bench_recon [--n N] [--diff D | --newer R] [--seed S] [--fanout F]
+ *                    [--list-max L] [--dirs DIR_A DIR_B]   (tuning: see recon_config_t)
  * The last line is machine-readable (RESULT key=value ...). */
 #include <errno.h>
 #include <fcntl.h>
@@ -103,7 +107,7 @@ static int write_tree(const char *dir, const recon_item_t *items, size_t n)
 
 int main(int argc, char **argv)
 {
-	size_t n = 1000000, diff = 1000;
+	size_t n = 1000000, diff = 1000, newer = 0;
 	uint64_t seed = 42;
 	const char *dir_a = NULL, *dir_b = NULL;
 	recon_config_t cfg;
@@ -113,6 +117,8 @@ int main(int argc, char **argv)
 			n = strtoull(argv[++i], NULL, 10);
 		else if (!strcmp(argv[i], "--diff") && i + 1 < argc)
 			diff = strtoull(argv[++i], NULL, 10);
+		else if (!strcmp(argv[i], "--newer") && i + 1 < argc)
+			newer = strtoull(argv[++i], NULL, 10);
 		else if (!strcmp(argv[i], "--seed") && i + 1 < argc)
 			seed = strtoull(argv[++i], NULL, 10);
 		else if (!strcmp(argv[i], "--fanout") && i + 1 < argc)
@@ -123,17 +129,21 @@ int main(int argc, char **argv)
 			dir_a = argv[++i];
 			dir_b = argv[++i];
 		} else {
-			fprintf(stderr, "usage: bench_recon [--n N] [--diff D] [--seed S] [--fanout F] "
-					"[--list-max L] [--dirs DIR_A DIR_B]\n");
+			fprintf(stderr, "usage: bench_recon [--n N] [--diff D | --newer R] [--seed S] "
+					"[--fanout F] [--list-max L] [--dirs DIR_A DIR_B]\n");
 			return 2;
 		}
 	}
+	if (newer)
+		diff = 2 * newer;
 	if (diff > n) {
-		fprintf(stderr, "bench_recon: --diff must not exceed --n\n");
+		fprintf(stderr, "bench_recon: --diff (or twice --newer) must not exceed --n\n");
 		return 2;
 	}
 	/* A universe of n + diff/2 items: n - diff/2 common, diff/2 only on
-	 * A, diff/2 only on B, so each side holds n and they differ in diff. */
+	 * A, diff/2 only on B, so each side holds n and they differ in diff.
+	 * --newer: B's are the last diff/2 (newer bundles of records whose
+	 * older ones, anywhere in the span, only A holds). */
 	size_t only = diff / 2, total = n + only;
 	rng_state = seed;
 	recon_item_t *u = malloc(total * sizeof(*u));
@@ -144,6 +154,8 @@ int main(int argc, char **argv)
 	const uint64_t base = UINT64_C(1700000000) * 1000000;
 	for (size_t i = 0; i < total; i++) {
 		u[i].ts = base + rng() % span;
+		if (newer && i >= n) /* built in the week after the span */
+			u[i].ts = base + span + rng() % (UINT64_C(7) * 86400 * 1000000);
 		for (int k = 0; k < 32; k += 8) {
 			uint64_t v = rng();
 			memcpy(u[i].id + k, &v, 8);
@@ -153,6 +165,10 @@ int main(int argc, char **argv)
 	qsort(u, total, sizeof(*u), item_order);
 	for (size_t k = 0; k < 2 * only;) {
 		size_t i = rng() % total;
+		if (newer) {
+			/* the newest `only` are B's; the old ones of as many records A's */
+			i = k < only ? rng() % n : n + (k - only);
+		}
 		if (mask[i] != 3)
 			continue;
 		mask[i] = k < only ? 1 : 2;

@@ -35,13 +35,16 @@ seeds = {
     "recon": msg(32, 1, b"\x01\x01" + b"K" * 16 + b"\x00\x01" + b"F" * 8, 500000),
     "recon_end": msg(32, 2, b"", 0),
     "bad_recon_session0": msg(32, 0, b"\x01\x00", 0),
+    # the same over bundles (RECON_BUNDLES)
+    "recon_bundles": msg(33, 3, b"\x01\x01" + b"K" * 16 + b"\x00\x01" + b"F" * 8, 100000),
+    "recon_bundles_end": msg(33, 4, b"", 0),
     "stream": msg(3, 1) + msg(8, ids) + msg(4, 1) + msg(6),
     "bad_zero_len": b"\x00\x00\x00\x00",
     "bad_huge_len": b"\xff\xff\xff\xff\x91\x03",
     "bad_count": frame(b"\xdd\xff\xff\xff\xff\x01"),
     "bad_float": frame(b"\x92\x03\xcb" + bytes(8)),
     "bad_partial": msg(8, ids)[:-5],
-    "bad_reserved": msg(33),
+    "bad_reserved": msg(34),
     "bad_deep": frame(b"\x91\x91\x91\x91\x91\x01"),
 }
 for name, data in seeds.items():
