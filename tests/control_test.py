@@ -26,19 +26,17 @@ Three pithd on loopback: A (the one operated), B and C (its peers).
 usage: control_test.py --pithd P --pithctl C --gen-events G [--keep]
 """
 
-import argparse
 import json
 import os
 import socket
 import stat
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from pithtest import Node, finish, make_events, wait_for  # noqa: E402
+from pithtest import run_test, Node, make_events, wait_for  # noqa: E402
 
 NOBODY = 65534
 
@@ -122,164 +120,154 @@ def as_other_user(path, uid):
     return out.decode()
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--pithd", required=True)
-    ap.add_argument("--pithctl", required=True)
-    ap.add_argument("--gen-events", required=True)
-    ap.add_argument("--keep", action="store_true")
-    args = ap.parse_args()
-    root = tempfile.mkdtemp(prefix="pc-", dir="/tmp")
-    nodes = []
-    ok = False
+def body(args, root, nodes):
+    key, events = make_events(args.gen_events, root, 40, 5)
+    ctl = Ctl(args.pithctl, key)
+    extra = ["--trust-key", key, "--outbound-target", "0", "--reconnect-min-ms", "100",
+             "--reconnect-max-ms", "500", "--log-level", "info"]
+    a = Node(args.pithd, root, "a", extra=extra).start()
+    b = Node(args.pithd, root, "b", extra=extra).start()
+    c = Node(args.pithd, root, "c", extra=extra).start(peers=[a.addr])
+    nodes += [a, b, c]
+    first = events[:100]
+    replies = a.submit(first)
+    assert all(r.get("ok") for r in replies), [r for r in replies if not r.get("ok")][:2]
+    ids = [r["event_id"] for r in replies]
+
+    # 1. status and the read-only queries through the socket
+    st = ctl.json("status", node=a)
+    assert st["node_id"] == a.node_id and st["store"]["events"] == 100, st["store"]
+    human = ctl.run("status", node=a).stdout.decode()
+    assert a.node_id in human and "100 events" in human, human
+    recs_human = ctl.run("records", node=a).stdout
+    recs_json = [json.loads(l) for l in ctl.run("records", "--json", node=a).stdout.splitlines()]
+    assert len(recs_json) == 20 and len(recs_human.splitlines()) == 20, len(recs_json)
+    pith = recs_json[0]["pith_number"]
+    state_node = ctl.run("state", pith, node=a).stdout
+    event_node = ctl.run("event", ids[0], node=a).stdout
+    resolved = ctl.run("resolve", pith.split(":")[2][:12], node=a).stdout.decode().strip()
+    assert resolved == pith, resolved
+    json.loads(state_node)
+    json.loads(event_node)
+    log("status, records, state, event, resolve through --node: ok (%d records)"
+        % len(recs_json))
+
+    # 2. connect: kept
+    out = ctl.run("connect", b.addr, node=a).stdout.decode()
+    assert b.addr in out, out
+    assert ctl.json("connect", b.addr, node=a)["ok"] is True
+    wait_for(lambda: b.node_id in ready_ids(a), 10, what="A to dial B")
+    peers = ctl.json("peers", node=a)
+    kept = [x for x in peers["addresses"] if x["kept"]]
+    assert [x["addr"] for x in kept] == [b.addr], kept
+    assert {p["node_id"] for p in peers["peers"] if p["state"] == "ready"} == \
+        {b.node_id, c.node_id}, peers["peers"]
+    human = ctl.run("peers", node=a).stdout.decode()
+    assert b.addr in human and "kept" in human, human
+    log("connect: A dials B and keeps it; peers lists B and C")
+
+    # 3. ban by node id prefix (all of loopback: B and C go)
+    out = ctl.run("ban", b.node_id[:12], "--for", "1h", "--reason", "control test",
+                  node=a).stdout.decode()
+    assert "banned 127.0.0.1 for 1h" in out and "control test" in out, out
+    wait_for(lambda: not ready_ids(a), 10, what="A to close its peers on 127.0.0.1")
+    bans = ctl.json("peers", node=a)["bans"]
+    assert len(bans) == 1 and bans[0]["ip"] == "127.0.0.1" and \
+        3590 <= bans[0]["remaining_s"] <= 3600 and bans[0]["reason"] == "control test", bans
+    assert "127.0.0.1 (control test)" in ctl.run("status", node=a).stdout.decode()
+    time.sleep(0.5)
+    assert not ready_ids(a), "a banned address stays away"
+    assert a.stop() == 0
+    pf = os.path.join(a.dir, "peers.json")
+    mode = stat.S_IMODE(os.stat(pf).st_mode)
+    assert mode == 0o600, "peers.json mode %o" % mode
+    saved = json.load(open(pf))
+    assert [x["ip"] for x in saved["bans"]] == ["127.0.0.1"], saved
+    assert [x["addr"] for x in saved["addresses"] if x["kept"]] == [b.addr], saved
+    a.start()
+    bans = ctl.json("peers", node=a)["bans"]
+    assert len(bans) == 1 and bans[0]["ip"] == "127.0.0.1" and bans[0]["remaining_s"] > 3500, bans
+    log("ban: closes 127.0.0.1's connections, shows in peers and status, survives a restart")
+    assert ctl.json("unban", "127.0.0.1", node=a)["ip"] == "127.0.0.1"
+    wait_for(lambda: b.node_id in ready_ids(a), 10, what="A to redial B (kept) after unban")
+    ctl.fails("unban", "127.0.0.1", node=a, what="not banned", where=a.sock)
+    assert json.load(open(pf))["bans"] == []
+    log("unban: lifted, saved, A redials its kept peer B after the restart")
+
+    # 4. backup while events arrive
+    more = events[100:]
+    th = threading.Thread(target=a.submit, args=(more,))
+    th.start()
+    bdir = os.path.join(root, "backup-1")
+    info = ctl.json("backup", bdir, node=a)
+    th.join()
+    assert info["dir"] == bdir, info
+    n_backup = len(ctl.run("records", store=bdir).stdout.splitlines())
+    chk = ctl.run("check", store=bdir).stdout.decode()
+    assert chk.startswith("ok:"), chk
+    out = ctl.run("backup", os.path.relpath(os.path.join(root, "backup-2")), node=a)
+    assert "backup written to %s" % os.path.join(root, "backup-2") in out.stdout.decode()
+    assert ctl.run("check", store=os.path.join(root, "backup-2")).stdout.startswith(b"ok:")
+    ctl.fails("backup", bdir, node=a, what="exists", where=bdir)
+    log("backup: taken while ingesting (%d records, %s), opens, passes check; an existing "
+        "directory is refused" % (n_backup, chk.strip()))
+
+    # 5. errors say what and where
+    ctl.fails("status", node=Node(args.pithd, root, "none"), what="cannot connect",
+              where=os.path.join(root, "none", "pithd.sock"))
+    ctl.fails("ban", "127.0.0.1", "--for", "5x", node=a, what="--for")
+    ctl.fails("ban", "00000000ffff", node=a, what="no connected peer")
+    ctl.fails("state", "pith:2099:AAAAAAAAAAAAAAAAAAAAAAAAAA", node=a, where=a.sock)
+    ctl.fails("peers", "extra", node=a, what="no operands")
+    log("errors: one line on stderr with what and where, exit status 1")
+
+    # 6. permissions
+    mode = stat.S_IMODE(os.lstat(a.sock).st_mode)
+    assert mode == 0o600, "control socket mode %o" % mode
+    open_dir = os.path.join(root, "open")
+    os.mkdir(open_dir)
+    os.chmod(open_dir, 0o777)
+    bad = Node(args.pithd, root, "bad", extra=extra + ["--control",
+                                                       os.path.join(open_dir, "s.sock")])
     try:
-        key, events = make_events(args.gen_events, root, 40, 5)
-        ctl = Ctl(args.pithctl, key)
-        extra = ["--trust-key", key, "--outbound-target", "0", "--reconnect-min-ms", "100",
-                 "--reconnect-max-ms", "500", "--log-level", "info"]
-        a = Node(args.pithd, root, "a", extra=extra).start()
-        b = Node(args.pithd, root, "b", extra=extra).start()
-        c = Node(args.pithd, root, "c", extra=extra).start(peers=[a.addr])
-        nodes += [a, b, c]
-        first = events[:100]
-        replies = a.submit(first)
-        assert all(r.get("ok") for r in replies), [r for r in replies if not r.get("ok")][:2]
-        ids = [r["event_id"] for r in replies]
+        bad.start(wait=5)
+        raise AssertionError("pithd started with its socket in a world-writable directory")
+    except RuntimeError:
+        pass
+    msg = open(bad.log_path).read()
+    assert "writable by nobody else" in msg and open_dir in msg, msg[-500:]
+    log("socket mode 0600; a socket directory others can write to is refused at start")
+    if os.geteuid() == 0:
+        # a directory others may pass through but not change, so that
+        # only the socket's own mode keeps them out
+        os.chmod(root, 0o711)
+        sdir = os.path.join(root, "ctl")
+        os.mkdir(sdir, 0o711)
+        d = Node(args.pithd, root, "d", extra=extra + ["--control",
+                                                     os.path.join(sdir, "d.sock")])
+        d.sock = os.path.join(sdir, "d.sock")
+        nodes.append(d.start())
+        got = as_other_user(d.sock, NOBODY)
+        assert got == "refused", "uid %d: %s" % (NOBODY, got)
+        os.chmod(d.sock, 0o666)
+        got = as_other_user(d.sock, NOBODY)
+        assert got == "closed", "uid %d with the socket loosened to 0666: %s" % (NOBODY, got)
+        assert d.status()["node_id"], "the owner still gets answers"
+        log("as uid %d: connect refused (mode 0600); with the mode loosened by hand the "
+            "node still drops it (SO_PEERCRED)" % NOBODY)
+    else:
+        log("not root: the test of another user is skipped (mode and directory checked)")
 
-        # 1. status and the read-only queries through the socket
-        st = ctl.json("status", node=a)
-        assert st["node_id"] == a.node_id and st["store"]["events"] == 100, st["store"]
-        human = ctl.run("status", node=a).stdout.decode()
-        assert a.node_id in human and "100 events" in human, human
-        recs_human = ctl.run("records", node=a).stdout
-        recs_json = [json.loads(l) for l in ctl.run("records", "--json", node=a).stdout.splitlines()]
-        assert len(recs_json) == 20 and len(recs_human.splitlines()) == 20, len(recs_json)
-        pith = recs_json[0]["pith_number"]
-        state_node = ctl.run("state", pith, node=a).stdout
-        event_node = ctl.run("event", ids[0], node=a).stdout
-        resolved = ctl.run("resolve", pith.split(":")[2][:12], node=a).stdout.decode().strip()
-        assert resolved == pith, resolved
-        json.loads(state_node)
-        json.loads(event_node)
-        log("status, records, state, event, resolve through --node: ok (%d records)"
-            % len(recs_json))
+    # the queries agree with the store once the node is stopped
+    assert a.stop() == 0
+    store = os.path.join(a.dir, "store")
+    assert ctl.run("state", pith, store=store).stdout == state_node
+    assert ctl.run("event", ids[0], store=store).stdout == event_node
+    log("state and event through the socket are byte-identical to --store")
 
-        # 2. connect: kept
-        out = ctl.run("connect", b.addr, node=a).stdout.decode()
-        assert b.addr in out, out
-        assert ctl.json("connect", b.addr, node=a)["ok"] is True
-        wait_for(lambda: b.node_id in ready_ids(a), 10, what="A to dial B")
-        peers = ctl.json("peers", node=a)
-        kept = [x for x in peers["addresses"] if x["kept"]]
-        assert [x["addr"] for x in kept] == [b.addr], kept
-        assert {p["node_id"] for p in peers["peers"] if p["state"] == "ready"} == \
-            {b.node_id, c.node_id}, peers["peers"]
-        human = ctl.run("peers", node=a).stdout.decode()
-        assert b.addr in human and "kept" in human, human
-        log("connect: A dials B and keeps it; peers lists B and C")
 
-        # 3. ban by node id prefix (all of loopback: B and C go)
-        out = ctl.run("ban", b.node_id[:12], "--for", "1h", "--reason", "control test",
-                      node=a).stdout.decode()
-        assert "banned 127.0.0.1 for 1h" in out and "control test" in out, out
-        wait_for(lambda: not ready_ids(a), 10, what="A to close its peers on 127.0.0.1")
-        bans = ctl.json("peers", node=a)["bans"]
-        assert len(bans) == 1 and bans[0]["ip"] == "127.0.0.1" and \
-            3590 <= bans[0]["remaining_s"] <= 3600 and bans[0]["reason"] == "control test", bans
-        assert "127.0.0.1 (control test)" in ctl.run("status", node=a).stdout.decode()
-        time.sleep(0.5)
-        assert not ready_ids(a), "a banned address stays away"
-        assert a.stop() == 0
-        pf = os.path.join(a.dir, "peers.json")
-        mode = stat.S_IMODE(os.stat(pf).st_mode)
-        assert mode == 0o600, "peers.json mode %o" % mode
-        saved = json.load(open(pf))
-        assert [x["ip"] for x in saved["bans"]] == ["127.0.0.1"], saved
-        assert [x["addr"] for x in saved["addresses"] if x["kept"]] == [b.addr], saved
-        a.start()
-        bans = ctl.json("peers", node=a)["bans"]
-        assert len(bans) == 1 and bans[0]["ip"] == "127.0.0.1" and bans[0]["remaining_s"] > 3500, bans
-        log("ban: closes 127.0.0.1's connections, shows in peers and status, survives a restart")
-        assert ctl.json("unban", "127.0.0.1", node=a)["ip"] == "127.0.0.1"
-        wait_for(lambda: b.node_id in ready_ids(a), 10, what="A to redial B (kept) after unban")
-        ctl.fails("unban", "127.0.0.1", node=a, what="not banned", where=a.sock)
-        assert json.load(open(pf))["bans"] == []
-        log("unban: lifted, saved, A redials its kept peer B after the restart")
-
-        # 4. backup while events arrive
-        more = events[100:]
-        th = threading.Thread(target=a.submit, args=(more,))
-        th.start()
-        bdir = os.path.join(root, "backup-1")
-        info = ctl.json("backup", bdir, node=a)
-        th.join()
-        assert info["dir"] == bdir, info
-        n_backup = len(ctl.run("records", store=bdir).stdout.splitlines())
-        chk = ctl.run("check", store=bdir).stdout.decode()
-        assert chk.startswith("ok:"), chk
-        out = ctl.run("backup", os.path.relpath(os.path.join(root, "backup-2")), node=a)
-        assert "backup written to %s" % os.path.join(root, "backup-2") in out.stdout.decode()
-        assert ctl.run("check", store=os.path.join(root, "backup-2")).stdout.startswith(b"ok:")
-        ctl.fails("backup", bdir, node=a, what="exists", where=bdir)
-        log("backup: taken while ingesting (%d records, %s), opens, passes check; an existing "
-            "directory is refused" % (n_backup, chk.strip()))
-
-        # 5. errors say what and where
-        ctl.fails("status", node=Node(args.pithd, root, "none"), what="cannot connect",
-                  where=os.path.join(root, "none", "pithd.sock"))
-        ctl.fails("ban", "127.0.0.1", "--for", "5x", node=a, what="--for")
-        ctl.fails("ban", "00000000ffff", node=a, what="no connected peer")
-        ctl.fails("state", "pith:2099:AAAAAAAAAAAAAAAAAAAAAAAAAA", node=a, where=a.sock)
-        ctl.fails("peers", "extra", node=a, what="no operands")
-        log("errors: one line on stderr with what and where, exit status 1")
-
-        # 6. permissions
-        mode = stat.S_IMODE(os.lstat(a.sock).st_mode)
-        assert mode == 0o600, "control socket mode %o" % mode
-        open_dir = os.path.join(root, "open")
-        os.mkdir(open_dir)
-        os.chmod(open_dir, 0o777)
-        bad = Node(args.pithd, root, "bad", extra=extra + ["--control",
-                                                           os.path.join(open_dir, "s.sock")])
-        try:
-            bad.start(wait=5)
-            raise AssertionError("pithd started with its socket in a world-writable directory")
-        except RuntimeError:
-            pass
-        msg = open(bad.log_path).read()
-        assert "writable by nobody else" in msg and open_dir in msg, msg[-500:]
-        log("socket mode 0600; a socket directory others can write to is refused at start")
-        if os.geteuid() == 0:
-            # a directory others may pass through but not change, so that
-            # only the socket's own mode keeps them out
-            os.chmod(root, 0o711)
-            sdir = os.path.join(root, "ctl")
-            os.mkdir(sdir, 0o711)
-            d = Node(args.pithd, root, "d", extra=extra + ["--control",
-                                                         os.path.join(sdir, "d.sock")])
-            d.sock = os.path.join(sdir, "d.sock")
-            nodes.append(d.start())
-            got = as_other_user(d.sock, NOBODY)
-            assert got == "refused", "uid %d: %s" % (NOBODY, got)
-            os.chmod(d.sock, 0o666)
-            got = as_other_user(d.sock, NOBODY)
-            assert got == "closed", "uid %d with the socket loosened to 0666: %s" % (NOBODY, got)
-            assert d.status()["node_id"], "the owner still gets answers"
-            log("as uid %d: connect refused (mode 0600); with the mode loosened by hand the "
-                "node still drops it (SO_PEERCRED)" % NOBODY)
-        else:
-            log("not root: the test of another user is skipped (mode and directory checked)")
-
-        # the queries agree with the store once the node is stopped
-        assert a.stop() == 0
-        store = os.path.join(a.dir, "store")
-        assert ctl.run("state", pith, store=store).stdout == state_node
-        assert ctl.run("event", ids[0], store=store).stdout == event_node
-        log("state and event through the socket are byte-identical to --store")
-        ok = True
-    finally:
-        finish(nodes, root, ok, args.keep)
-    return 0 if ok else 1
+def main():
+    return run_test("pc-", body, tools=("pithd", "pithctl", "gen-events"))
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@
   talk to its control socket.
 """
 
+import argparse
 import hashlib
 import json
 import os
@@ -16,6 +17,7 @@ import signal
 import socket
 import struct
 import subprocess
+import tempfile
 import time
 
 # ---- msgpack ---------------------------------------------------------------
@@ -473,6 +475,29 @@ def finish(nodes, root, ok, keep, tail=30):
         shutil.rmtree(root, ignore_errors=True)
     else:
         print("# work directory kept: %s" % root, flush=True)
+
+
+def run_test(prefix, body, tools=("pithd", "pithctl", "gen-events"), add_args=None):
+    """The main of a node test: parses --TOOL PATH for each of tools, --keep
+    and whatever add_args(parser) adds; makes a work directory; runs
+    body(args, root, nodes), which appends each Node it starts to nodes;
+    ends with finish(). Returns the exit status (0: body returned)."""
+    ap = argparse.ArgumentParser()
+    for t in tools:
+        ap.add_argument("--" + t, required=True)
+    ap.add_argument("--keep", action="store_true", help="keep the work directory")
+    if add_args:
+        add_args(ap)
+    args = ap.parse_args()
+    root = tempfile.mkdtemp(prefix=prefix, dir="/tmp")
+    nodes = []
+    ok = False
+    try:
+        body(args, root, nodes)
+        ok = True
+    finally:
+        finish(nodes, root, ok, args.keep)
+    return 0 if ok else 1
 
 
 def make_events(gen_events, root, records, per_record):

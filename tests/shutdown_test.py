@@ -11,18 +11,16 @@ must pass `pithctl check`.
 usage: shutdown_test.py --pithd P --pithctl C --gen-events G [--keep]
 """
 
-import argparse
 import json
 import os
 import signal
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from pithtest import Ctl, Node, finish, make_events  # noqa: E402
+from pithtest import run_test, Ctl, Node, make_events  # noqa: E402
 
 
 def log(*a):
@@ -75,43 +73,33 @@ def check_store(args, node, key, acked):
     assert chk.returncode == 0, "pithctl check: %s %s" % (chk.stdout, chk.stderr)
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--pithd", required=True)
-    ap.add_argument("--pithctl", required=True)
-    ap.add_argument("--gen-events", required=True)
-    ap.add_argument("--keep", action="store_true")
-    args = ap.parse_args()
-    root = tempfile.mkdtemp(prefix="ps-", dir="/tmp")
-    nodes = []
-    ok = False
-    try:
-        key, lines = make_events(args.gen_events, root, 400, 5)
-        half = len(lines) // 2
-        node = Node(args.pithd, root, "n", extra=["--trust-key", key])
-        nodes.append(node)
-        for sig, part in ((signal.SIGTERM, lines[:half]), (signal.SIGKILL, lines[half:])):
-            node.start()
-            t = time.time()
-            acked, rc = stream_and_stop(node, part, sig, len(part) // 3)
-            name = "SIGTERM" if sig == signal.SIGTERM else "SIGKILL"
-            if sig == signal.SIGTERM:
-                assert rc == 0, "pithd exited %s on SIGTERM" % rc
-            log("%s after %d of %d events were acknowledged (%.2f s); exit %s"
-                % (name, len(acked), len(part), time.time() - t, rc))
-            assert len(acked) >= len(part) // 3
-            check_store(args, node, key, acked)
-            log("all %d acknowledged events are in the store; check passes" % len(acked))
-        # the node starts again on what it kept
+def body(args, root, nodes):
+    key, lines = make_events(args.gen_events, root, 400, 5)
+    half = len(lines) // 2
+    node = Node(args.pithd, root, "n", extra=["--trust-key", key])
+    nodes.append(node)
+    for sig, part in ((signal.SIGTERM, lines[:half]), (signal.SIGKILL, lines[half:])):
         node.start()
-        st = node.status()
-        log("restarted: %d events in %d records" % (st["store"]["events"], st["store"]["records"]))
-        assert node.stop() == 0
-        ok = True
-        log("shutdown test passed")
-    finally:
-        finish(nodes, root, ok, args.keep)
-    return 0 if ok else 1
+        t = time.time()
+        acked, rc = stream_and_stop(node, part, sig, len(part) // 3)
+        name = "SIGTERM" if sig == signal.SIGTERM else "SIGKILL"
+        if sig == signal.SIGTERM:
+            assert rc == 0, "pithd exited %s on SIGTERM" % rc
+        log("%s after %d of %d events were acknowledged (%.2f s); exit %s"
+            % (name, len(acked), len(part), time.time() - t, rc))
+        assert len(acked) >= len(part) // 3
+        check_store(args, node, key, acked)
+        log("all %d acknowledged events are in the store; check passes" % len(acked))
+    # the node starts again on what it kept
+    node.start()
+    st = node.status()
+    log("restarted: %d events in %d records" % (st["store"]["events"], st["store"]["records"]))
+    assert node.stop() == 0
+    log("shutdown test passed")
+
+
+def main():
+    return run_test("ps-", body, tools=("pithd", "pithctl", "gen-events"))
 
 
 if __name__ == "__main__":
