@@ -166,6 +166,8 @@ typedef struct fetch {
 	uint8_t catchup;  /* first learnt from an INV page, not an announce */
 	int64_t since_us;
 	char pith[PITH_NUMBER_LEN + 1]; /* bundles */
+	uint8_t sha[32];  /* bundles: the hash announced, if has_sha */
+	uint8_t has_sha;
 } fetch_t;
 
 typedef struct bundle_info {
@@ -179,6 +181,7 @@ typedef struct node_stats {
 	uint64_t events_invalid, bundles_stored, bundles_older, bundles_invalid;
 	uint64_t rejected[PITH_CHECK_NCHECKS + 4];
 	uint64_t unrequested, fetch_timeouts, pending_dropped, notfound_in;
+	uint64_t refused_skipped; /* offers not fetched: refused from that peer lately */
 	uint64_t ids_announced, ids_requested, events_served;
 	uint64_t lazy_deferred, lazy_sent; /* own ids: peers deferred; of those, told at the lazy time */
 	uint64_t bytes_sent, bytes_recv;
@@ -227,6 +230,9 @@ struct node {
 	idmap_t *fetches;           /* event id, or SHA-256 of a pith number for bundles */
 	idmap_t *bundles;           /* SHA-256(pith number) -> bundle_info_t (cache) */
 	idcache_t recent;           /* ids stored lately (saves store lookups) */
+	idcache_t refused;          /* (peer key, event id or bundle hash) refused as
+				       signed by keys this node does not trust */
+	uint64_t refused_n;         /* additions to refused (0: skip the lookups) */
 	pith_buf_t announce_q;      /* relayed ids to announce, 32 bytes each */
 	pith_buf_t announce_own_q;  /* ids of events that entered here (announce_fanout) */
 	pith_buf_t lazy_q;          /* deferred announces: due_us (8) + id (32), by due time */

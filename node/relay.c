@@ -35,6 +35,46 @@ static void bundle_key(const char *pith, uint8_t key[32])
 	pith_sha256(pith, strlen(pith), key);
 }
 
+/* ---- refused by trust ------------------------------------------------------------- */
+
+/* An event or bundle refused because it is signed by keys this node does
+ * not trust is remembered per (sender's node key, id): the sender would
+ * offer it again at every session, and fetching and refusing it each time
+ * is wasted work. Keyed by the sender too, because the id does not cover
+ * the signature: a hostile peer re-signing someone's bundle with a key of
+ * its own must not stop us from fetching the good copy from others. The
+ * cache has a fixed size and forgets; a restart (maybe with more trusted
+ * keys) forgets everything. */
+static void refused_key(const peer_t *p, const uint8_t id[32], uint8_t key[32])
+{
+	uint8_t in[64];
+	memcpy(in, p->pk, 32);
+	memcpy(in + 32, id, 32);
+	pith_sha256(in, sizeof(in), key);
+}
+
+static void refused_add(node_t *n, const peer_t *p, const uint8_t id[32])
+{
+	uint8_t key[32];
+	refused_key(p, id, key);
+	idcache_add(&n->refused, key);
+	n->refused_n++;
+}
+
+static int refused_has(const node_t *n, const peer_t *p, const uint8_t id[32])
+{
+	uint8_t key[32];
+	if (!n->refused_n)
+		return 0;
+	refused_key(p, id, key);
+	return idcache_has(&n->refused, key);
+}
+
+static int reason_is_untrusted(const char *r)
+{
+	return !strcmp(r, "untrusted_key") || !strcmp(r, "rotated_key");
+}
+
 /* ---- sending id lists ------------------------------------------------------------- */
 
 static void send_ids(peer_t *p, wire_type_t type, const uint8_t *ids, size_t count)
@@ -141,6 +181,10 @@ static void want(peer_t *p, const uint8_t id[32], int catchup)
 	idcache_add(&p->known, id);
 	if (idcache_has(&n->recent, id))
 		return;
+	if (refused_has(n, p, id)) {
+		n->stats.refused_skipped++;
+		return;
+	}
 	fetch_t *f = idmap_get(n->fetches, id);
 	if (f) {
 		if (!f->is_bundle)
@@ -415,9 +459,9 @@ static int bundle_is_newer(node_t *n, const char *pith, int64_t built_us, const 
 	return !bi || store_bundle_order(built_us, sha, bi->built_us, bi->sha) > 0;
 }
 
-/* Starts fetching pith's bundle from p. Returns 1 if a request was added
- * to get (the caller sends it). */
-static int bundle_fetch_start(peer_t *p, const char *pith, wire_msg_t *get)
+/* Starts fetching pith's bundle from p; sha: the hash p announced, or
+ * NULL. Returns 1 if a request was added to get (the caller sends it). */
+static int bundle_fetch_start(peer_t *p, const char *pith, const uint8_t *sha, wire_msg_t *get)
 {
 	node_t *n = p->node;
 	uint8_t key[32];
@@ -432,6 +476,10 @@ static int bundle_fetch_start(peer_t *p, const char *pith, wire_msg_t *get)
 	f->state = FETCH_REQUESTED;
 	f->since_us = node_now_us();
 	snprintf(f->pith, sizeof(f->pith), "%s", pith);
+	if (sha) {
+		memcpy(f->sha, sha, 32);
+		f->has_sha = 1;
+	}
 	if (idmap_put(n->fetches, key, f)) {
 		free(f);
 		return 0;
@@ -446,8 +494,12 @@ static void on_bundle_announce(peer_t *p, const wire_msg_t *m)
 	for (size_t i = 0; i < m->u.bundles.n; i++) {
 		const wire_bundle_ref_t *r = &m->u.bundles.refs[i];
 		idcache_add(&p->known, r->sha);
+		if (refused_has(p->node, p, r->sha)) {
+			p->node->stats.refused_skipped++;
+			continue;
+		}
 		if (bundle_is_newer(p->node, r->pith_number, r->built_us, r->sha))
-			bundle_fetch_start(p, r->pith_number, &get);
+			bundle_fetch_start(p, r->pith_number, r->sha, &get);
 	}
 	if (get.u.bundles.n)
 		peer_send(p, &get);
@@ -506,7 +558,7 @@ int relay_bundle_request(peer_t *p, const char *subject)
 	    (store_record_get(p->node->store, subject, &ri, NULL) == 0 && ri.has_bundle))
 		return 0;
 	wire_msg_t get = {.type = WIRE_BUNDLE_GET};
-	if (!bundle_fetch_start(p, subject, &get))
+	if (!bundle_fetch_start(p, subject, NULL, &get))
 		return 0;
 	peer_send(p, &get);
 	return 1;
@@ -805,6 +857,8 @@ static void done_event(node_t *n, ingest_job_t *job, peer_t *p)
 		       p ? p->addr : "(gone)", job->reason, job->msg);
 		if (p && fault)
 			peer_misbehaved(p, SCORE_INVALID, "sent an invalid event");
+		if (p && f && reason_is_untrusted(job->reason))
+			refused_add(n, p, job->claimed_id);
 	}
 	if (f) {
 		/* another announcer may hold a good copy (a good signature block,
@@ -821,8 +875,13 @@ static void done_bundle(node_t *n, ingest_job_t *job, peer_t *p)
 	uint8_t key[32];
 	bundle_key(job->has_claim ? job->claimed_pith : job->subject, key);
 	fetch_t *f = job->peer ? idmap_get(n->fetches, key) : NULL;
-	if (f && f->is_bundle && f->state == FETCH_VALIDATING)
+	uint8_t asked[32];
+	int has_asked = 0;
+	if (f && f->is_bundle && f->state == FETCH_VALIDATING) {
+		has_asked = f->has_sha;
+		memcpy(asked, f->sha, 32);
 		free(idmap_del(n->fetches, key));
+	}
 	if (job->rc == 0) {
 		if (job->bundle_outcome == STORE_BUNDLE_NEWER) {
 			n->stats.bundles_stored++;
@@ -850,6 +909,14 @@ static void done_bundle(node_t *n, ingest_job_t *job, peer_t *p)
 		       p ? p->addr : "(gone)", job->reason, job->msg);
 		if (p && reason_is_peers_fault(job->reason))
 			peer_misbehaved(p, SCORE_INVALID, "sent an invalid bundle");
+		/* not fetched from p again: what it holds, and what it
+		 * announced (it sends the same when asked again) */
+		if (p && reason_is_untrusted(job->reason)) {
+			if (job->has_sha)
+				refused_add(n, p, job->sha);
+			if (has_asked)
+				refused_add(n, p, asked);
+		}
 	}
 }
 

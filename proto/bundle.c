@@ -29,9 +29,24 @@ int pith_report_add(pith_report_t *r, const char *name, int ok, const char *fmt,
 	va_start(ap, fmt);
 	vsnprintf(c->value, sizeof(c->value), fmt, ap);
 	va_end(ap);
+	c->untrusted = 0;
 	if (!ok)
 		r->failed++;
 	return 0;
+}
+
+/* Marks the check just added (a failed one) as failed for trust only. */
+static void report_mark_untrusted(pith_report_t *r)
+{
+	if (r->n && !r->checks[r->n - 1].ok && !r->checks[r->n - 1].untrusted) {
+		r->checks[r->n - 1].untrusted = 1;
+		r->untrusted++;
+	}
+}
+
+int pith_report_is_untrusted_only(const pith_report_t *r)
+{
+	return r->failed > 0 && r->untrusted == r->failed;
 }
 
 pith_doc_kind_t pith_doc_kind(const json_value_t *root)
@@ -221,10 +236,12 @@ static int signature_block_check(const json_value_t *sigblk, const uint8_t diges
 	const pith_key_t *k;
 	if (pith_trust_check(trust, fp, kid, us, &k, &err)) {
 		pith_report_add(rep, name, 0, "%s", err.msg);
+		report_mark_untrusted(rep);
 		return -1;
 	}
 	if (need_registry && !k->is_registry) {
 		pith_report_add(rep, name, 0, "key %s is not a registry key", fp);
+		report_mark_untrusted(rep);
 		return -1;
 	}
 	int rc = pith_sig_verify_b64(k, digest, sig);
@@ -259,7 +276,7 @@ int pith_bundle_verify(const json_value_t *b, const pith_trust_t *trust,
 	const json_value_t *evs = json_get_type(b, "events", JSON_ARRAY);
 	size_t nev = evs ? evs->len : 0;
 	pith_event_t **list = calloc(nev ? nev : 1, sizeof(*list));
-	size_t nok = 0;
+	size_t nok = 0, nuntrusted = 0;
 	if (!evs)
 		pith_report_add(rep, "events", 0, "missing or not an array");
 	for (size_t i = 0; list && i < nev; i++) {
@@ -269,6 +286,10 @@ int pith_bundle_verify(const json_value_t *b, const pith_trust_t *trust,
 		if (pith_event_verify_value(evs->u.items[i], trust, &list[nok], &failed, &err)) {
 			snprintf(name, sizeof(name), "events[%zu].%s", i, pith_event_check_name(failed));
 			pith_report_add(rep, name, 0, "%s", err.msg);
+			if (failed == PITH_CHECK_KEY || failed == PITH_CHECK_ROTATED) {
+				report_mark_untrusted(rep);
+				nuntrusted++;
+			}
 			continue;
 		}
 		pith_report_add(rep, name, 1, "%s signed by %s", list[nok]->event_id,
@@ -300,6 +321,10 @@ int pith_bundle_verify(const json_value_t *b, const pith_trust_t *trust,
 					"%s%s%s", ms.state_sha256,
 					strcmp(ms.state_sha256, claimed) ? " recomputed, claimed " : "",
 					strcmp(ms.state_sha256, claimed) ? claimed : "");
+			/* merged without the events this node cannot verify: the
+			 * state says nothing about the sender then */
+			if (nuntrusted)
+				report_mark_untrusted(rep);
 			pith_state_release(&ms);
 		}
 	}
