@@ -126,6 +126,8 @@ static void peer_release(peer_t *p)
 	idcache_release(&p->known);
 	idq_release(&p->wanted);
 	idq_release(&p->serve);
+	idq_release(&p->bwanted);
+	pith_buf_release(&p->bserve);
 	sync_peer_free(p);
 	free(p);
 }
@@ -233,8 +235,9 @@ static double msg_cost(const wire_msg_t *m)
 	case WIRE_GET:
 		return 1.0 + (double)m->u.ids.n / 16.0;
 	case WIRE_BUNDLE_ANNOUNCE:
+		return 1.0 + (double)m->u.bundles.n / 16.0;
 	case WIRE_BUNDLE_GET:
-		return 1.0 + 16.0 * (double)m->u.bundles.n;
+		return 1.0 + (double)m->u.bundles.n / 4.0;
 	case WIRE_INV_REQ:
 		return 100.0;
 	case WIRE_RECON:
@@ -626,6 +629,7 @@ static peer_t *peer_new(node_t *n, int fd, int outbound, const struct sockaddr *
 	randombytes_buf(p->my_nonce, sizeof(p->my_nonce));
 	idq_init(&p->wanted, (size_t)n->cfg->max_wanted);
 	idq_init(&p->serve, (size_t)n->cfg->max_serve_queue);
+	idq_init(&p->bwanted, RELAY_BUNDLE_WANTED_MAX);
 	uint8_t key[32];
 	node_serial_key(p->serial, key);
 	p->bev = bufferevent_socket_new(n->base, fd, BEV_OPT_CLOSE_ON_FREE);

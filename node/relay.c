@@ -27,6 +27,9 @@
 
 #define SERVE_HIGH (512u << 10)    /* stop serving a peer above this much output */
 #define BUNDLE_CACHE_MAX 65536
+#define BUNDLE_INFLIGHT 256   /* bundles asked of one peer, not yet validated */
+#define BUNDLE_SERVE_MAX 4096 /* bundles one peer may ask for before it is answered */
+#define PITH_LEN (PITH_NUMBER_LEN + 1)
 
 static log_rl_t rl_invalid;
 
@@ -272,6 +275,39 @@ static void on_notfound(peer_t *p, const wire_msg_t *m)
 
 /* ---- serving ------------------------------------------------------------------------- */
 
+/* Sends the bundles p asked for while its output queue is short: what a
+ * BUNDLE_GET makes this node read is bounded by what the peer reads. A
+ * record without a bundle gets no answer (the asker's request times out). */
+static void bundles_serve(peer_t *p)
+{
+	static pith_buf_t buf = PITH_BUF_INIT;
+	node_t *n = p->node;
+	while (p->state == PEER_READY && peer_out_len(p) < SERVE_HIGH &&
+	       p->bserve_head < p->bserve.len) {
+		const char *pith = (const char *)p->bserve.data + p->bserve_head;
+		p->bserve_head += PITH_LEN;
+		pith_buf_reset(&buf);
+		if (store_bundle_get(n->store, pith, &buf, NULL))
+			continue;
+		wire_msg_t r = {.type = WIRE_BUNDLE};
+		snprintf(r.u.bundle.pith_number, sizeof(r.u.bundle.pith_number), "%s", pith);
+		r.u.bundle.json = buf.data;
+		r.u.bundle.len = buf.len;
+		peer_send(p, &r);
+	}
+	if (p->bserve_head == p->bserve.len) {
+		pith_buf_reset(&p->bserve);
+		p->bserve_head = 0;
+	} else if (p->bserve_head > p->bserve.len / 2) {
+		memmove(p->bserve.data, p->bserve.data + p->bserve_head,
+			p->bserve.len - p->bserve_head);
+		p->bserve.len -= p->bserve_head;
+		p->bserve_head = 0;
+	}
+	if (buf.cap > (1u << 20))
+		pith_buf_release(&buf);
+}
+
 /* Sends what p asked for while its output queue is short. */
 static void serve(peer_t *p)
 {
@@ -302,6 +338,7 @@ static void serve(peer_t *p)
 		send_ids(p, WIRE_NOTFOUND, nf, k);
 	if (buf.cap > (1u << 20))
 		pith_buf_release(&buf);
+	bundles_serve(p);
 }
 
 static void on_get(peer_t *p, const wire_msg_t *m)
@@ -459,21 +496,75 @@ static int bundle_is_newer(node_t *n, const char *pith, int64_t built_us, const 
 	return !bi || store_bundle_order(built_us, sha, bi->built_us, bi->sha) > 0;
 }
 
-/* Starts fetching pith's bundle from p; sha: the hash p announced, or
- * NULL. Returns 1 if a request was added to get (the caller sends it). */
-static int bundle_fetch_start(peer_t *p, const char *pith, const uint8_t *sha, wire_msg_t *get)
+double relay_bundle_cost(const peer_t *p, wire_type_t type, size_t refs)
+{
+	if (!(p->features & WIRE_FEAT_BUNDLE_BULK))
+		return 1.0 + 16.0 * (double)refs; /* what an older node charges */
+	return 1.0 + (double)refs / (type == WIRE_BUNDLE_GET ? 4.0 : 16.0);
+}
+
+/* Asks p for queued bundles while fewer than BUNDLE_INFLIGHT are out
+ * (asked or being validated: the validators set the pace) and within a
+ * quarter of the message budget p grants at its cost per ref. */
+static void bundle_pump(peer_t *p)
+{
+	node_t *n = p->node;
+	double rate = (double)n->cfg->peer_msg_rate / 4.0;
+	int64_t now = node_now_us();
+	if (p->state != PEER_READY)
+		return;
+	p->bget_tokens += rate * (double)(now - p->bget_us) / 1e6;
+	p->bget_us = now;
+	if (p->bget_tokens > rate)
+		p->bget_tokens = rate;
+	wire_msg_t get = {.type = WIRE_BUNDLE_GET};
+	size_t k = 0;
+	uint8_t key[32];
+	while (p->binflight < BUNDLE_INFLIGHT &&
+	       p->bget_tokens >= relay_bundle_cost(p, WIRE_BUNDLE_GET, k + 1) &&
+	       idq_pop(&p->bwanted, key)) {
+		fetch_t *f = idmap_get(n->fetches, key);
+		if (!f || !f->is_bundle || f->peer != p->serial || f->state != FETCH_QUEUED)
+			continue;
+		f->state = FETCH_REQUESTED;
+		f->since_us = now;
+		p->binflight++;
+		snprintf(get.u.bundles.refs[k++].pith_number, PITH_LEN, "%s", f->pith);
+		if (k == n->wlim.max_refs) {
+			get.u.bundles.n = k;
+			p->bget_tokens -= relay_bundle_cost(p, WIRE_BUNDLE_GET, k);
+			peer_send(p, &get);
+			k = 0;
+			if (p->state != PEER_READY)
+				return;
+		}
+	}
+	if (k) {
+		get.u.bundles.n = k;
+		p->bget_tokens -= relay_bundle_cost(p, WIRE_BUNDLE_GET, k);
+		peer_send(p, &get);
+	}
+	sync_peer_feed(p); /* a bundle session held for this queue may go on */
+}
+
+/* Queues a fetch of pith's bundle from p; sha: the hash p announced, or
+ * NULL. Returns 1 if queued (bundle_pump asks for it). */
+static int bundle_fetch_start(peer_t *p, const char *pith, const uint8_t *sha)
 {
 	node_t *n = p->node;
 	uint8_t key[32];
 	bundle_key(pith, key);
-	if (idmap_get(n->fetches, key) || idmap_count(n->fetches) >= (size_t)n->cfg->max_pending)
+	if (idmap_get(n->fetches, key) || idmap_count(n->fetches) >= (size_t)n->cfg->max_pending ||
+	    p->bwanted.n >= p->bwanted.max) {
+		n->stats.pending_dropped++;
 		return 0;
+	}
 	fetch_t *f = calloc(1, sizeof(*f));
 	if (!f)
 		return 0;
 	f->is_bundle = 1;
 	f->peer = p->serial;
-	f->state = FETCH_REQUESTED;
+	f->state = FETCH_QUEUED;
 	f->since_us = node_now_us();
 	snprintf(f->pith, sizeof(f->pith), "%s", pith);
 	if (sha) {
@@ -484,13 +575,15 @@ static int bundle_fetch_start(peer_t *p, const char *pith, const uint8_t *sha, w
 		free(f);
 		return 0;
 	}
-	snprintf(get->u.bundles.refs[get->u.bundles.n++].pith_number, PITH_NUMBER_LEN + 1, "%s", pith);
+	if (idq_push(&p->bwanted, key)) {
+		free(idmap_del(n->fetches, key));
+		return 0;
+	}
 	return 1;
 }
 
 static void on_bundle_announce(peer_t *p, const wire_msg_t *m)
 {
-	wire_msg_t get = {.type = WIRE_BUNDLE_GET};
 	for (size_t i = 0; i < m->u.bundles.n; i++) {
 		const wire_bundle_ref_t *r = &m->u.bundles.refs[i];
 		idcache_add(&p->known, r->sha);
@@ -499,30 +592,25 @@ static void on_bundle_announce(peer_t *p, const wire_msg_t *m)
 			continue;
 		}
 		if (bundle_is_newer(p->node, r->pith_number, r->built_us, r->sha))
-			bundle_fetch_start(p, r->pith_number, r->sha, &get);
+			bundle_fetch_start(p, r->pith_number, r->sha);
 	}
-	if (get.u.bundles.n)
-		peer_send(p, &get);
+	bundle_pump(p);
 }
 
 static void on_bundle_get(peer_t *p, const wire_msg_t *m)
 {
-	node_t *n = p->node;
-	pith_buf_t buf = PITH_BUF_INIT;
 	for (size_t i = 0; i < m->u.bundles.n; i++) {
-		if (p->state != PEER_READY || peer_out_len(p) > (size_t)n->cfg->peer_out_max / 2)
-			break; /* it is not reading: the rest times out on its side */
-		const char *pith = m->u.bundles.refs[i].pith_number;
-		pith_buf_reset(&buf);
-		if (store_bundle_get(n->store, pith, &buf, NULL))
-			continue; /* none: the asker's request times out */
-		wire_msg_t r = {.type = WIRE_BUNDLE};
-		snprintf(r.u.bundle.pith_number, sizeof(r.u.bundle.pith_number), "%s", pith);
-		r.u.bundle.json = buf.data;
-		r.u.bundle.len = buf.len;
-		peer_send(p, &r);
+		char rec[PITH_LEN] = {0};
+		if ((p->bserve.len - p->bserve_head) / PITH_LEN >= BUNDLE_SERVE_MAX) {
+			peer_misbehaved(p, SCORE_FLOOD,
+					"BUNDLE_GET flood: asked for more than it reads");
+			break;
+		}
+		snprintf(rec, sizeof(rec), "%s", m->u.bundles.refs[i].pith_number);
+		if (pith_buf_append(&p->bserve, rec, PITH_LEN))
+			break;
 	}
-	pith_buf_release(&buf);
+	serve(p);
 }
 
 static void on_bundle(peer_t *p, const wire_msg_t *m)
@@ -539,6 +627,9 @@ static void on_bundle(peer_t *p, const wire_msg_t *m)
 	ingest_job_t *job = ingest_job_new(INGEST_BUNDLE, m->u.bundle.json, m->u.bundle.len);
 	if (!job) {
 		free(idmap_del(n->fetches, key));
+		if (p->binflight)
+			p->binflight--;
+		bundle_pump(p);
 		return;
 	}
 	job->has_claim = 1;
@@ -557,10 +648,9 @@ int relay_bundle_request(peer_t *p, const char *subject)
 	if (p->state != PEER_READY ||
 	    (store_record_get(p->node->store, subject, &ri, NULL) == 0 && ri.has_bundle))
 		return 0;
-	wire_msg_t get = {.type = WIRE_BUNDLE_GET};
-	if (!bundle_fetch_start(p, subject, NULL, &get))
+	if (!bundle_fetch_start(p, subject, NULL))
 		return 0;
-	peer_send(p, &get);
+	bundle_pump(p);
 	return 1;
 }
 
@@ -877,9 +967,13 @@ static void done_bundle(node_t *n, ingest_job_t *job, peer_t *p)
 	fetch_t *f = job->peer ? idmap_get(n->fetches, key) : NULL;
 	uint8_t asked[32];
 	int has_asked = 0;
+	peer_t *from = NULL;
 	if (f && f->is_bundle && f->state == FETCH_VALIDATING) {
 		has_asked = f->has_sha;
 		memcpy(asked, f->sha, 32);
+		from = node_peer_by_serial(n, f->peer);
+		if (from && from->binflight)
+			from->binflight--;
 		free(idmap_del(n->fetches, key));
 	}
 	if (job->rc == 0) {
@@ -927,10 +1021,13 @@ void relay_ingest_done(void *arg, ingest_job_t *job)
 		peer_t *p = job->peer ? node_peer_by_serial(n, job->peer) : NULL;
 		if (p && p->state == PEER_CLOSING)
 			p = NULL;
-		if (job->kind == INGEST_EVENT)
+		if (job->kind == INGEST_EVENT) {
 			done_event(n, job, p);
-		else
+		} else {
 			done_bundle(n, job, p);
+			if (p && p->state == PEER_READY)
+				bundle_pump(p);
+		}
 	}
 	if (n->http)
 		http_job_done(n->http, job);
@@ -977,6 +1074,8 @@ static void retry_collected(collect_t *c, int timeouts)
 			peer_t *q = node_peer_by_serial(n, f->peer);
 			if (q && q->inflight && !f->is_bundle)
 				q->inflight--;
+			if (q && q->binflight && f->is_bundle)
+				q->binflight--;
 		}
 		if (f->is_bundle)
 			free(idmap_del(n->fetches, id));
@@ -992,6 +1091,10 @@ void relay_peer_gone(peer_t *p)
 	collect_t c = {p->node, p->serial, 0, PITH_BUF_INIT};
 	idmap_each(p->node->fetches, collect_fetch, &c);
 	p->inflight = 0;
+	p->binflight = 0;
+	idq_release(&p->bwanted);
+	pith_buf_release(&p->bserve);
+	p->bserve_head = 0;
 	retry_collected(&c, 0);
 }
 
@@ -1002,9 +1105,12 @@ void relay_tick(node_t *n, int64_t now)
 	if (c.ids.len)
 		log_debug("%zu fetches timed out", c.ids.len / 32);
 	retry_collected(&c, 1);
-	for (peer_t *p = n->peers; p; p = p->next)
+	for (peer_t *p = n->peers; p; p = p->next) {
 		if (p->state == PEER_READY && p->wanted.n && p->inflight < (size_t)n->cfg->max_inflight)
 			pump(p);
+		if (p->state == PEER_READY && p->bwanted.n)
+			bundle_pump(p);
+	}
 }
 
 /* ---- dispatch ------------------------------------------------------------------------------------- */

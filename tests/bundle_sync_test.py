@@ -49,7 +49,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from pithtest import (HELLO, Node, RawPeer, ed25519_public, ed25519_sign,  # noqa: E402
+from pithtest import (Node, RawPeer, ed25519_public, ed25519_sign,  # noqa: E402
                       finish, make_events, msg, wait_for)
 
 AR7B = "pith:2024:AR7B3DEVMOTSBRCCVXUCLYSRRE"
@@ -101,19 +101,9 @@ class Registry:
         return canon(b), st["state_sha256"]
 
 
-class FeaturePeer(RawPeer):
-    def __init__(self, port, network_id, source_ip, features):
-        super().__init__(port, network_id, source_ip=source_ip)
-        self.features = features
-
-    def hello(self, listen_port=0, version=1, network_id=None):
-        self.send(msg(HELLO, version, self.features, network_id or self.network_id, self.pk,
-                      self.nonce, listen_port, "raw"))
-
-
 def bundle_of(node, source_ip):
     """The node's stored bundle of AR7B, fetched as a peer would."""
-    p = FeaturePeer(node.port, node.network_id, source_ip, 0)
+    p = RawPeer(node.port, node.network_id, source_ip=source_ip)
     try:
         p.handshake()
         p.send(msg(BUNDLE_GET, [AR7B]))
@@ -166,14 +156,15 @@ def hostile(node):
         return {b["ip"]: b["reason"] for b in node.status()["bans"]}
     key = os.urandom(16)
     # sync but not bundle sync: RECON_BUNDLES is a protocol violation
-    p = FeaturePeer(node.port, node.network_id, "127.0.0.31", FEAT_SYNC)
+    p = RawPeer(node.port, node.network_id, source_ip="127.0.0.31", features=FEAT_SYNC)
     p.handshake()
     p.send(msg(RECON_BUNDLES, 1, b"\x01\x01" + key, 0))
     wait_for(lambda: "127.0.0.31" in bans(), 10, what="a ban on 127.0.0.31")
     assert "sync feature" in bans()["127.0.0.31"], bans()
     p.close()
     # both features: an "all agreed" first message needs no answer
-    p = FeaturePeer(node.port, node.network_id, "127.0.0.32", FEAT_SYNC | FEAT_BUNDLE_SYNC)
+    p = RawPeer(node.port, node.network_id, source_ip="127.0.0.32",
+                features=FEAT_SYNC | FEAT_BUNDLE_SYNC)
     p.handshake()
     p.send(msg(RECON_BUNDLES, 1, b"\x01\x01" + key, 0))
     time.sleep(0.5)
@@ -182,7 +173,8 @@ def hostile(node):
     assert peer and peer[0]["state"] == "ready" and peer[0]["score"] == 0, peer
     p.close()
     # a bundle session answered, then a RECON (events) in it: the wrong kind
-    p = FeaturePeer(node.port, node.network_id, "127.0.0.33", FEAT_SYNC | FEAT_BUNDLE_SYNC)
+    p = RawPeer(node.port, node.network_id, source_ip="127.0.0.33",
+                features=FEAT_SYNC | FEAT_BUNDLE_SYNC)
     p.handshake()
     first = b"\x01\x01" + key + b"\x00\x01" + b"F" * 8  # one FP over everything
     p.send(msg(RECON_BUNDLES, 1, first, 0))
@@ -215,7 +207,7 @@ def recv_or_none(p, mtype, timeout):
 def offer(node, source_ip, bundle, send):
     """A scripted peer announces bundle to node; if asked for it, sends
     send (bytes). Returns (peer, asked)."""
-    p = FeaturePeer(node.port, node.network_id, source_ip, 0)
+    p = RawPeer(node.port, node.network_id, source_ip=source_ip)
     p.handshake()
     p.send(msg(BUNDLE_ANNOUNCE, [[AR7B, built_us(bundle), bundle_sha(bundle)]]))
     asked = recv_or_none(p, BUNDLE_GET, 3)
