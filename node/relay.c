@@ -548,18 +548,32 @@ static void bundle_pump(peer_t *p)
 }
 
 /* Queues a fetch of pith's bundle from p; sha: the hash p announced, or
- * NULL. Returns 1 if queued (bundle_pump asks for it). */
+ * NULL. A fetch of that record still queued at another peer (not asked
+ * yet) moves to p: a peer cannot keep a record from being fetched
+ * elsewhere by announcing it first and leaving it deep in its queue.
+ * Returns 1 if queued (bundle_pump asks for it). */
 static int bundle_fetch_start(peer_t *p, const char *pith, const uint8_t *sha)
 {
 	node_t *n = p->node;
 	uint8_t key[32];
 	bundle_key(pith, key);
-	if (idmap_get(n->fetches, key) || idmap_count(n->fetches) >= (size_t)n->cfg->max_pending ||
-	    p->bwanted.n >= p->bwanted.max) {
+	fetch_t *f = idmap_get(n->fetches, key);
+	if (p->bwanted.n >= p->bwanted.max ||
+	    (!f && idmap_count(n->fetches) >= (size_t)n->cfg->max_pending)) {
 		n->stats.pending_dropped++;
 		return 0;
 	}
-	fetch_t *f = calloc(1, sizeof(*f));
+	if (f) {
+		if (!f->is_bundle || f->state != FETCH_QUEUED || f->peer == p->serial ||
+		    idq_push(&p->bwanted, key))
+			return 0; /* asked already: it answers or times out */
+		f->peer = p->serial; /* the other queue's entry is skipped */
+		f->has_sha = sha != NULL;
+		if (sha)
+			memcpy(f->sha, sha, 32);
+		return 1;
+	}
+	f = calloc(1, sizeof(*f));
 	if (!f)
 		return 0;
 	f->is_bundle = 1;
