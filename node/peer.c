@@ -220,13 +220,14 @@ static void pause_reading(peer_t *p)
 }
 
 /* What an unsolicited message costs, by the work it asks of this node:
- * an announced id a hash lookup (maybe a bloom-filtered store lookup), a
- * requested id a store read, a bundle ref the parse of a stored bundle, a
- * catch-up page a scan of up to 4096 index keys. With the default budget
- * (5000/s) a peer gets at most 320k announced ids, 80k served ids, 300
- * bundle refs or 50 pages a second; an honest peer needs a fraction of
- * that (announces and GETs follow the event rate, one page per drained
- * queue, bundles are rare). */
+ * an announced id or bundle ref a hash lookup (maybe a bloom-filtered
+ * store lookup), a requested id or bundle a store read (done only as the
+ * peer reads what it asked for), a catch-up page a scan of up to 4096
+ * index keys. With the default budget (5000/s) a peer gets at most 320k
+ * announced ids, 80k served ids, 64k announced or 19k requested bundle
+ * refs, or 50 pages a second; an honest peer needs a fraction of that
+ * (announces and GETs follow the event rate, one page per drained queue,
+ * bundle refs a quarter of the budget at most: docs/sync.md, "Bundles"). */
 static double msg_cost(const wire_msg_t *m)
 {
 	switch (m->type) {
