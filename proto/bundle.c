@@ -250,6 +250,24 @@ static int signature_block_check(const json_value_t *sigblk, const uint8_t diges
 	return rc;
 }
 
+/* Whether ev is a record_created whose receipt is by a key trust does not
+ * hold as a registry key (the merge then counts the event invalid, so the
+ * state cannot be checked against the sender's). */
+static int receipt_is_untrusted(const pith_event_t *ev, const pith_trust_t *trust)
+{
+	if (strcmp(ev->event_type, "record_created"))
+		return 0;
+	const json_value_t *p = json_get(ev->root, "payload");
+	const json_value_t *rec = json_get_type(p, "canonical_record", JSON_OBJECT);
+	char hex[65], pith[PITH_NUMBER_LEN + 1];
+	uint8_t d[32];
+	pith_err_t err = {0};
+	if (!rec || pith_record_identify(rec, d, hex, pith, &err))
+		return 0;
+	int rc = pith_receipt_verify(json_get(p, "receipt"), hex, trust, &err);
+	return rc == PITH_EUNTRUSTED || rc == PITH_EROTATED;
+}
+
 int pith_bundle_verify(const json_value_t *b, const pith_trust_t *trust,
 		       pith_report_t *rep)
 {
@@ -294,6 +312,7 @@ int pith_bundle_verify(const json_value_t *b, const pith_trust_t *trust,
 		}
 		pith_report_add(rep, name, 1, "%s signed by %s", list[nok]->event_id,
 				list[nok]->signer_key_id);
+		nuntrusted += receipt_is_untrusted(list[nok], trust);
 		nok++;
 	}
 	const json_value_t *st = json_get_type(b, "state", JSON_OBJECT);
@@ -321,8 +340,9 @@ int pith_bundle_verify(const json_value_t *b, const pith_trust_t *trust,
 					"%s%s%s", ms.state_sha256,
 					strcmp(ms.state_sha256, claimed) ? " recomputed, claimed " : "",
 					strcmp(ms.state_sha256, claimed) ? claimed : "");
-			/* merged without the events this node cannot verify: the
-			 * state says nothing about the sender then */
+			/* merged without the events (or receipts) this node
+			 * cannot verify: the state says nothing about the
+			 * sender then */
 			if (nuntrusted)
 				report_mark_untrusted(rep);
 			pith_state_release(&ms);

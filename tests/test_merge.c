@@ -222,6 +222,59 @@ TEST(bundle_untrusted_only, "tells a bundle signed by a key this node does not t
 	json_doc_free(d);
 }
 
+TEST(bundle_receipt_untrusted, "tells a bundle whose receipts are by a key not a registry key here from a broken one")
+{
+	/* events (and the record_created's receipt) by reg, the bundle signed
+	 * by a second registry key; a verifier trusting reg only as a signer
+	 * of events counts the record_created invalid, so its state differs */
+	evset_t *s = calloc(1, sizeof(*s));
+	tg_key_t reg2, reg_plain;
+	tg_key_make(&reg2, 9, "test-registry-2", 1);
+	tg_key_make(&reg_plain, 1, "test-registry", 0);
+	pith_trust_t *wide = pith_trust_new(), *narrow = pith_trust_new();
+	pith_trust_add(wide, &reg.key);
+	pith_trust_add(wide, &reg2.key);
+	pith_trust_add(narrow, &reg_plain.key);
+	pith_trust_add(narrow, &reg2.key);
+	record_subject(5);
+	add(s, &reg, "record_created", subj, "record", "2026-01-01T00:00:00Z", NULL, NULL, NULL, 5, NULL);
+	add(s, &reg, "mirror_hint", subj, "record", "2026-01-02T00:00:00Z",
+	    "{\"mirror_hint\":{\"mirror_type\":\"https\",\"base_url\":\"https://m.example\"}}",
+	    NULL, NULL, -1, NULL);
+	pith_event_t *evs[2];
+	pith_err_t err = {0};
+	for (size_t i = 0; i < 2; i++)
+		CHECK(pith_event_parse(s->bytes[i].data, s->bytes[i].len, wide, &evs[i], NULL, &err) == 0);
+	pith_buf_t b = PITH_BUF_INIT;
+	CHECK_INT_EQ(tg_bundle(subj, evs, 2, &reg2, wide, "2026-02-01T00:00:00Z", &b, &err), 0);
+	json_doc_t *d = NULL;
+	CHECK(json_parse(&d, b.data, b.len, NULL, NULL) == 0);
+	pith_report_t rep = {0};
+	CHECK_INT_EQ(pith_bundle_verify(json_doc_root(d), wide, &rep), 0);
+	pith_report_release(&rep);
+	CHECK(pith_bundle_verify(json_doc_root(d), narrow, &rep) != 0);
+	CHECK_INT_EQ(rep.failed, 1);
+	for (size_t i = 0; i < rep.n; i++)
+		if (!rep.checks[i].ok)
+			CHECK_STR_EQ(rep.checks[i].name, "state_sha256");
+	CHECK(pith_report_is_untrusted_only(&rep));
+	pith_report_release(&rep);
+	/* the same with its state claim altered is broken under either */
+	json_value_t *st = (json_value_t *)json_get(json_doc_root(d), "state");
+	json_object_set(d, st, "state_sha256", json_new_string(d, "00"));
+	CHECK(pith_bundle_verify(json_doc_root(d), narrow, &rep) != 0);
+	CHECK(!pith_report_is_untrusted_only(&rep));
+	pith_report_release(&rep);
+	json_doc_free(d);
+	pith_buf_release(&b);
+	for (size_t i = 0; i < 2; i++)
+		pith_event_free(evs[i]);
+	pith_trust_free(wide);
+	pith_trust_free(narrow);
+	set_clear(s);
+	free(s);
+}
+
 TEST(m2_invalid_reasons, "M2: marks each kind of semantically invalid event with its reason")
 {
 	evset_t *s = calloc(1, sizeof(*s));
@@ -591,6 +644,7 @@ int main(void)
 	RUN(m3_many_supersedes);
 	RUN(m4_equivocation);
 	RUN(bundle_untrusted_only);
+	RUN(bundle_receipt_untrusted);
 	RUN(m4_record_created_conflict);
 	RUN(m5_order);
 	RUN(property_order_dup_resign);
