@@ -15,8 +15,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bundle.h"
-#include "merge.h"
 #include "testgen.h"
 
 #define LINE_MAX_BYTES (4u << 20)
