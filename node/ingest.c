@@ -166,8 +166,13 @@ static void validate_bundle(ingest_t *in, ingest_job_t *j)
 			}
 		char m[240];
 		snprintf(m, sizeof(m), "bundle check %s failed (%zu failed)", first, rep.failed);
+		/* signed by keys this node does not trust: a configuration
+		 * difference, as for events (relay.c remembers the hash) */
+		int untrusted = pith_report_is_untrusted_only(&rep);
 		pith_report_release(&rep);
-		job_reject(j, PITH_EMISMATCH, "bundle", m);
+		job_reject(j, PITH_EMISMATCH, untrusted ? "untrusted_key" : "bundle", m);
+		if (untrusted)
+			j->has_sha = pith_bundle_hash(root, j->sha) == 0;
 		return;
 	}
 	pith_report_release(&rep);
@@ -184,6 +189,7 @@ static void validate_bundle(ingest_t *in, ingest_job_t *j)
 		return;
 	}
 	pith_bundle_hash(root, j->sha);
+	j->has_sha = 1;
 	const json_value_t *evs = json_get_type(root, "events", JSON_ARRAY);
 	size_t n = evs ? evs->len : 0;
 	j->event_ids = malloc(n ? n * 32 : 1);

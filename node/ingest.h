@@ -50,7 +50,8 @@ typedef struct ingest_job {
 	store_outcome_t outcome;
 	store_bundle_outcome_t bundle_outcome;
 	int64_t built_us;        /* bundles: built_at */
-	uint8_t sha[32];         /*   bundle_sha256 */
+	uint8_t sha[32];         /*   bundle_sha256 (also of one refused as untrusted_key) */
+	int has_sha;             /*   sha is set */
 	int bundle_replaced;     /*   NEWER over a stored bundle: */
 	int64_t old_built_us;    /*     that one's built_at */
 	uint8_t old_sha[32];     /*     and bundle_sha256 */

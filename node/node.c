@@ -26,6 +26,7 @@
 #define TICK_MS 200
 #define STOP_LINGER_MS 500 /* time for BYEs to leave at shutdown */
 #define RECENT_BITS 20     /* ids remembered as stored: 8 MiB */
+#define REFUSED_BITS 16    /* (peer, id) pairs remembered as refused: 512 KiB */
 #define NODE_KEY_FILE "node.key"
 #define STORE_SUBDIR "store"
 
@@ -342,7 +343,7 @@ int node_new(node_config_t *cfg, node_t **out, pith_err_t *err)
 	n->fetches = idmap_new();
 	n->bundles = idmap_new();
 	if (!n->base || !n->peer_by_serial || !n->fetches || !n->bundles ||
-	    idcache_init(&n->recent, RECENT_BITS)) {
+	    idcache_init(&n->recent, RECENT_BITS) || idcache_init(&n->refused, REFUSED_BITS)) {
 		rc = pith_err_set(err, PITH_ENOMEM, "out of memory");
 		goto fail;
 	}
@@ -450,6 +451,7 @@ void node_free_(node_t *n)
 	}
 	idmap_free(n->peer_by_serial);
 	idcache_release(&n->recent);
+	idcache_release(&n->refused);
 	pith_buf_release(&n->announce_q);
 	pith_buf_release(&n->announce_own_q);
 	pith_buf_release(&n->lazy_q);
@@ -608,7 +610,7 @@ int node_status_json(node_t *n, pith_buf_t *b)
 			"\"bytes_sent\":%llu,\"bytes_recv\":%llu,\"bans\":%llu,\"malformed\":%llu,"
 			"\"connections_in\":%llu,\"connections_out\":%llu,\"refused_banned\":%llu,"
 			"\"refused_full\":%llu,\"lazy_deferred\":%llu,\"lazy_sent\":%llu,"
-			"\"rejected\":{",
+			"\"refused_skipped\":%llu,\"rejected\":{",
 			(unsigned long long)s->events_stored, (unsigned long long)s->events_duplicate,
 			(unsigned long long)s->events_resigned, (unsigned long long)s->events_invalid,
 			(unsigned long long)s->bundles_stored, (unsigned long long)s->bundles_older,
@@ -620,7 +622,8 @@ int node_status_json(node_t *n, pith_buf_t *b)
 			(unsigned long long)s->bans, (unsigned long long)s->malformed,
 			(unsigned long long)s->connections_in, (unsigned long long)s->connections_out,
 			(unsigned long long)s->refused_banned, (unsigned long long)s->refused_full,
-			(unsigned long long)s->lazy_deferred, (unsigned long long)s->lazy_sent);
+			(unsigned long long)s->lazy_deferred, (unsigned long long)s->lazy_sent,
+			(unsigned long long)s->refused_skipped);
 	first = 1;
 	for (int i = 1; i < PITH_CHECK_NCHECKS + 3; i++) {
 		if (!s->rejected[i])

@@ -109,6 +109,13 @@ struct peer {
 	idq_t wanted;            /* ids to GET from it */
 	size_t inflight;         /* GETs not yet answered */
 	idq_t serve;             /* ids it asked for, not yet sent */
+	idq_t bwanted;           /* bundle fetches (SHA-256 of the pith number) to ask it for */
+	size_t binflight;        /* bundles asked of it, not yet validated */
+	double bget_tokens;      /* pace of our BUNDLE_GETs in its budget */
+	int64_t bget_us;
+	pith_buf_t bserve;       /* pith numbers (PITH_NUMBER_LEN + 1 bytes each) it
+				    asked for the bundles of, not yet sent */
+	size_t bserve_head;
 	inv_state_t inv;
 	int64_t inv_next_us;
 	uint8_t inv_next_id[32];
@@ -166,6 +173,8 @@ typedef struct fetch {
 	uint8_t catchup;  /* first learnt from an INV page, not an announce */
 	int64_t since_us;
 	char pith[PITH_NUMBER_LEN + 1]; /* bundles */
+	uint8_t sha[32];  /* bundles: the hash announced, if has_sha */
+	uint8_t has_sha;
 } fetch_t;
 
 typedef struct bundle_info {
@@ -179,6 +188,7 @@ typedef struct node_stats {
 	uint64_t events_invalid, bundles_stored, bundles_older, bundles_invalid;
 	uint64_t rejected[PITH_CHECK_NCHECKS + 4];
 	uint64_t unrequested, fetch_timeouts, pending_dropped, notfound_in;
+	uint64_t refused_skipped; /* offers not fetched: refused from that peer lately */
 	uint64_t ids_announced, ids_requested, events_served;
 	uint64_t lazy_deferred, lazy_sent; /* own ids: peers deferred; of those, told at the lazy time */
 	uint64_t bytes_sent, bytes_recv;
@@ -227,6 +237,9 @@ struct node {
 	idmap_t *fetches;           /* event id, or SHA-256 of a pith number for bundles */
 	idmap_t *bundles;           /* SHA-256(pith number) -> bundle_info_t (cache) */
 	idcache_t recent;           /* ids stored lately (saves store lookups) */
+	idcache_t refused;          /* (peer key, event id or bundle hash) refused as
+				       signed by keys this node does not trust */
+	uint64_t refused_n;         /* additions to refused (0: skip the lookups) */
 	pith_buf_t announce_q;      /* relayed ids to announce, 32 bytes each */
 	pith_buf_t announce_own_q;  /* ids of events that entered here (announce_fanout) */
 	pith_buf_t lazy_q;          /* deferred announces: due_us (8) + id (32), by due time */
@@ -302,9 +315,18 @@ int relay_is_answer(const peer_t *p, const wire_msg_t *m);
 void relay_want_catchup(peer_t *p, const uint8_t id[32]);
 /* Sends p the GETs its fetch queue and inflight window allow. */
 void relay_pump(peer_t *p);
+/* Bundle fetches queued per peer; above RELAY_BUNDLE_HOLD of them a
+ * bundle session holds its next message (sync.c). */
+#define RELAY_BUNDLE_WANTED_MAX 32768
+#define RELAY_BUNDLE_HOLD 4096
+
 /* Asks p for the bundle of record pith unless the node holds one or asks
- * already. 1 if a BUNDLE_GET went out. */
+ * already. 1 if the request was queued (paced BUNDLE_GETs follow). */
 int relay_bundle_request(peer_t *p, const char *pith);
+/* What a BUNDLE_ANNOUNCE or BUNDLE_GET (type) of refs refs costs in p's
+ * message budget: as a node of this version charges if p's HELLO has
+ * WIRE_FEAT_BUNDLE_BULK, else as an older node does (1 + 16 per ref). */
+double relay_bundle_cost(const peer_t *p, wire_type_t type, size_t refs);
 
 /* ---- addrbook.c -------------------------------------------------------------- */
 /* Adds (or finds) an address; NULL if the book is full or the address is

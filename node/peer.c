@@ -126,6 +126,8 @@ static void peer_release(peer_t *p)
 	idcache_release(&p->known);
 	idq_release(&p->wanted);
 	idq_release(&p->serve);
+	idq_release(&p->bwanted);
+	pith_buf_release(&p->bserve);
 	sync_peer_free(p);
 	free(p);
 }
@@ -218,13 +220,14 @@ static void pause_reading(peer_t *p)
 }
 
 /* What an unsolicited message costs, by the work it asks of this node:
- * an announced id a hash lookup (maybe a bloom-filtered store lookup), a
- * requested id a store read, a bundle ref the parse of a stored bundle, a
- * catch-up page a scan of up to 4096 index keys. With the default budget
- * (5000/s) a peer gets at most 320k announced ids, 80k served ids, 300
- * bundle refs or 50 pages a second; an honest peer needs a fraction of
- * that (announces and GETs follow the event rate, one page per drained
- * queue, bundles are rare). */
+ * an announced id or bundle ref a hash lookup (maybe a bloom-filtered
+ * store lookup), a requested id or bundle a store read (done only as the
+ * peer reads what it asked for), a catch-up page a scan of up to 4096
+ * index keys. With the default budget (5000/s) a peer gets at most 320k
+ * announced ids, 80k served ids, 64k announced or 19k requested bundle
+ * refs, or 50 pages a second; an honest peer needs a fraction of that
+ * (announces and GETs follow the event rate, one page per drained queue,
+ * bundle refs a quarter of the budget at most: docs/sync.md, "Bundles"). */
 static double msg_cost(const wire_msg_t *m)
 {
 	switch (m->type) {
@@ -233,8 +236,9 @@ static double msg_cost(const wire_msg_t *m)
 	case WIRE_GET:
 		return 1.0 + (double)m->u.ids.n / 16.0;
 	case WIRE_BUNDLE_ANNOUNCE:
+		return 1.0 + (double)m->u.bundles.n / 16.0;
 	case WIRE_BUNDLE_GET:
-		return 1.0 + 16.0 * (double)m->u.bundles.n;
+		return 1.0 + (double)m->u.bundles.n / 4.0;
 	case WIRE_INV_REQ:
 		return 100.0;
 	case WIRE_RECON:
@@ -626,6 +630,7 @@ static peer_t *peer_new(node_t *n, int fd, int outbound, const struct sockaddr *
 	randombytes_buf(p->my_nonce, sizeof(p->my_nonce));
 	idq_init(&p->wanted, (size_t)n->cfg->max_wanted);
 	idq_init(&p->serve, (size_t)n->cfg->max_serve_queue);
+	idq_init(&p->bwanted, RELAY_BUNDLE_WANTED_MAX);
 	uint8_t key[32];
 	node_serial_key(p->serial, key);
 	p->bev = bufferevent_socket_new(n->base, fd, BEV_OPT_CLOSE_ON_FREE);

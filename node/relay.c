@@ -27,12 +27,55 @@
 
 #define SERVE_HIGH (512u << 10)    /* stop serving a peer above this much output */
 #define BUNDLE_CACHE_MAX 65536
+#define BUNDLE_INFLIGHT 256   /* bundles asked of one peer, not yet validated */
+#define BUNDLE_SERVE_MAX 4096 /* bundles one peer may ask for before it is answered */
+#define PITH_LEN (PITH_NUMBER_LEN + 1)
 
 static log_rl_t rl_invalid;
 
 static void bundle_key(const char *pith, uint8_t key[32])
 {
 	pith_sha256(pith, strlen(pith), key);
+}
+
+/* ---- refused by trust ------------------------------------------------------------- */
+
+/* An event or bundle refused because it is signed by keys this node does
+ * not trust is remembered per (sender's node key, id): the sender would
+ * offer it again at every session, and fetching and refusing it each time
+ * is wasted work. Keyed by the sender too, because the id does not cover
+ * the signature: a hostile peer re-signing someone's bundle with a key of
+ * its own must not stop us from fetching the good copy from others. The
+ * cache has a fixed size and forgets; a restart (maybe with more trusted
+ * keys) forgets everything. */
+static void refused_key(const peer_t *p, const uint8_t id[32], uint8_t key[32])
+{
+	uint8_t in[64];
+	memcpy(in, p->pk, 32);
+	memcpy(in + 32, id, 32);
+	pith_sha256(in, sizeof(in), key);
+}
+
+static void refused_add(node_t *n, const peer_t *p, const uint8_t id[32])
+{
+	uint8_t key[32];
+	refused_key(p, id, key);
+	idcache_add(&n->refused, key);
+	n->refused_n++;
+}
+
+static int refused_has(const node_t *n, const peer_t *p, const uint8_t id[32])
+{
+	uint8_t key[32];
+	if (!n->refused_n)
+		return 0;
+	refused_key(p, id, key);
+	return idcache_has(&n->refused, key);
+}
+
+static int reason_is_untrusted(const char *r)
+{
+	return !strcmp(r, "untrusted_key") || !strcmp(r, "rotated_key");
 }
 
 /* ---- sending id lists ------------------------------------------------------------- */
@@ -141,6 +184,10 @@ static void want(peer_t *p, const uint8_t id[32], int catchup)
 	idcache_add(&p->known, id);
 	if (idcache_has(&n->recent, id))
 		return;
+	if (refused_has(n, p, id)) {
+		n->stats.refused_skipped++;
+		return;
+	}
 	fetch_t *f = idmap_get(n->fetches, id);
 	if (f) {
 		if (!f->is_bundle)
@@ -228,6 +275,39 @@ static void on_notfound(peer_t *p, const wire_msg_t *m)
 
 /* ---- serving ------------------------------------------------------------------------- */
 
+/* Sends the bundles p asked for while its output queue is short: what a
+ * BUNDLE_GET makes this node read is bounded by what the peer reads. A
+ * record without a bundle gets no answer (the asker's request times out). */
+static void bundles_serve(peer_t *p)
+{
+	static pith_buf_t buf = PITH_BUF_INIT;
+	node_t *n = p->node;
+	while (p->state == PEER_READY && peer_out_len(p) < SERVE_HIGH &&
+	       p->bserve_head < p->bserve.len) {
+		const char *pith = (const char *)p->bserve.data + p->bserve_head;
+		p->bserve_head += PITH_LEN;
+		pith_buf_reset(&buf);
+		if (store_bundle_get(n->store, pith, &buf, NULL))
+			continue;
+		wire_msg_t r = {.type = WIRE_BUNDLE};
+		snprintf(r.u.bundle.pith_number, sizeof(r.u.bundle.pith_number), "%s", pith);
+		r.u.bundle.json = buf.data;
+		r.u.bundle.len = buf.len;
+		peer_send(p, &r);
+	}
+	if (p->bserve_head == p->bserve.len) {
+		pith_buf_reset(&p->bserve);
+		p->bserve_head = 0;
+	} else if (p->bserve_head > p->bserve.len / 2) {
+		memmove(p->bserve.data, p->bserve.data + p->bserve_head,
+			p->bserve.len - p->bserve_head);
+		p->bserve.len -= p->bserve_head;
+		p->bserve_head = 0;
+	}
+	if (buf.cap > (1u << 20))
+		pith_buf_release(&buf);
+}
+
 /* Sends what p asked for while its output queue is short. */
 static void serve(peer_t *p)
 {
@@ -258,6 +338,7 @@ static void serve(peer_t *p)
 		send_ids(p, WIRE_NOTFOUND, nf, k);
 	if (buf.cap > (1u << 20))
 		pith_buf_release(&buf);
+	bundles_serve(p);
 }
 
 static void on_get(peer_t *p, const wire_msg_t *m)
@@ -415,62 +496,135 @@ static int bundle_is_newer(node_t *n, const char *pith, int64_t built_us, const 
 	return !bi || store_bundle_order(built_us, sha, bi->built_us, bi->sha) > 0;
 }
 
-/* Starts fetching pith's bundle from p. Returns 1 if a request was added
- * to get (the caller sends it). */
-static int bundle_fetch_start(peer_t *p, const char *pith, wire_msg_t *get)
+double relay_bundle_cost(const peer_t *p, wire_type_t type, size_t refs)
+{
+	if (!(p->features & WIRE_FEAT_BUNDLE_BULK))
+		return 1.0 + 16.0 * (double)refs; /* what an older node charges */
+	return 1.0 + (double)refs / (type == WIRE_BUNDLE_GET ? 4.0 : 16.0);
+}
+
+/* Asks p for queued bundles while fewer than BUNDLE_INFLIGHT are out
+ * (asked or being validated: the validators set the pace) and within a
+ * quarter of the message budget p grants at its cost per ref. */
+static void bundle_pump(peer_t *p)
+{
+	node_t *n = p->node;
+	double rate = (double)n->cfg->peer_msg_rate / 4.0;
+	int64_t now = node_now_us();
+	if (p->state != PEER_READY)
+		return;
+	p->bget_tokens += rate * (double)(now - p->bget_us) / 1e6;
+	p->bget_us = now;
+	if (p->bget_tokens > rate)
+		p->bget_tokens = rate;
+	wire_msg_t get = {.type = WIRE_BUNDLE_GET};
+	size_t k = 0;
+	uint8_t key[32];
+	while (p->binflight < BUNDLE_INFLIGHT &&
+	       p->bget_tokens >= relay_bundle_cost(p, WIRE_BUNDLE_GET, k + 1) &&
+	       idq_pop(&p->bwanted, key)) {
+		fetch_t *f = idmap_get(n->fetches, key);
+		if (!f || !f->is_bundle || f->peer != p->serial || f->state != FETCH_QUEUED)
+			continue;
+		f->state = FETCH_REQUESTED;
+		f->since_us = now;
+		p->binflight++;
+		snprintf(get.u.bundles.refs[k++].pith_number, PITH_LEN, "%s", f->pith);
+		if (k == n->wlim.max_refs) {
+			get.u.bundles.n = k;
+			p->bget_tokens -= relay_bundle_cost(p, WIRE_BUNDLE_GET, k);
+			peer_send(p, &get);
+			k = 0;
+			if (p->state != PEER_READY)
+				return;
+		}
+	}
+	if (k) {
+		get.u.bundles.n = k;
+		p->bget_tokens -= relay_bundle_cost(p, WIRE_BUNDLE_GET, k);
+		peer_send(p, &get);
+	}
+	sync_peer_feed(p); /* a bundle session held for this queue may go on */
+}
+
+/* Queues a fetch of pith's bundle from p; sha: the hash p announced, or
+ * NULL. A fetch of that record still queued at another peer (not asked
+ * yet) moves to p: a peer cannot keep a record from being fetched
+ * elsewhere by announcing it first and leaving it deep in its queue.
+ * Returns 1 if queued (bundle_pump asks for it). */
+static int bundle_fetch_start(peer_t *p, const char *pith, const uint8_t *sha)
 {
 	node_t *n = p->node;
 	uint8_t key[32];
 	bundle_key(pith, key);
-	if (idmap_get(n->fetches, key) || idmap_count(n->fetches) >= (size_t)n->cfg->max_pending)
+	fetch_t *f = idmap_get(n->fetches, key);
+	if (p->bwanted.n >= p->bwanted.max ||
+	    (!f && idmap_count(n->fetches) >= (size_t)n->cfg->max_pending)) {
+		n->stats.pending_dropped++;
 		return 0;
-	fetch_t *f = calloc(1, sizeof(*f));
+	}
+	if (f) {
+		if (!f->is_bundle || f->state != FETCH_QUEUED || f->peer == p->serial ||
+		    idq_push(&p->bwanted, key))
+			return 0; /* asked already: it answers or times out */
+		f->peer = p->serial; /* the other queue's entry is skipped */
+		f->has_sha = sha != NULL;
+		if (sha)
+			memcpy(f->sha, sha, 32);
+		return 1;
+	}
+	f = calloc(1, sizeof(*f));
 	if (!f)
 		return 0;
 	f->is_bundle = 1;
 	f->peer = p->serial;
-	f->state = FETCH_REQUESTED;
+	f->state = FETCH_QUEUED;
 	f->since_us = node_now_us();
 	snprintf(f->pith, sizeof(f->pith), "%s", pith);
+	if (sha) {
+		memcpy(f->sha, sha, 32);
+		f->has_sha = 1;
+	}
 	if (idmap_put(n->fetches, key, f)) {
 		free(f);
 		return 0;
 	}
-	snprintf(get->u.bundles.refs[get->u.bundles.n++].pith_number, PITH_NUMBER_LEN + 1, "%s", pith);
+	if (idq_push(&p->bwanted, key)) {
+		free(idmap_del(n->fetches, key));
+		return 0;
+	}
 	return 1;
 }
 
 static void on_bundle_announce(peer_t *p, const wire_msg_t *m)
 {
-	wire_msg_t get = {.type = WIRE_BUNDLE_GET};
 	for (size_t i = 0; i < m->u.bundles.n; i++) {
 		const wire_bundle_ref_t *r = &m->u.bundles.refs[i];
 		idcache_add(&p->known, r->sha);
+		if (refused_has(p->node, p, r->sha)) {
+			p->node->stats.refused_skipped++;
+			continue;
+		}
 		if (bundle_is_newer(p->node, r->pith_number, r->built_us, r->sha))
-			bundle_fetch_start(p, r->pith_number, &get);
+			bundle_fetch_start(p, r->pith_number, r->sha);
 	}
-	if (get.u.bundles.n)
-		peer_send(p, &get);
+	bundle_pump(p);
 }
 
 static void on_bundle_get(peer_t *p, const wire_msg_t *m)
 {
-	node_t *n = p->node;
-	pith_buf_t buf = PITH_BUF_INIT;
 	for (size_t i = 0; i < m->u.bundles.n; i++) {
-		if (p->state != PEER_READY || peer_out_len(p) > (size_t)n->cfg->peer_out_max / 2)
-			break; /* it is not reading: the rest times out on its side */
-		const char *pith = m->u.bundles.refs[i].pith_number;
-		pith_buf_reset(&buf);
-		if (store_bundle_get(n->store, pith, &buf, NULL))
-			continue; /* none: the asker's request times out */
-		wire_msg_t r = {.type = WIRE_BUNDLE};
-		snprintf(r.u.bundle.pith_number, sizeof(r.u.bundle.pith_number), "%s", pith);
-		r.u.bundle.json = buf.data;
-		r.u.bundle.len = buf.len;
-		peer_send(p, &r);
+		char rec[PITH_LEN] = {0};
+		if ((p->bserve.len - p->bserve_head) / PITH_LEN >= BUNDLE_SERVE_MAX) {
+			peer_misbehaved(p, SCORE_FLOOD,
+					"BUNDLE_GET flood: asked for more than it reads");
+			break;
+		}
+		snprintf(rec, sizeof(rec), "%s", m->u.bundles.refs[i].pith_number);
+		if (pith_buf_append(&p->bserve, rec, PITH_LEN))
+			break;
 	}
-	pith_buf_release(&buf);
+	serve(p);
 }
 
 static void on_bundle(peer_t *p, const wire_msg_t *m)
@@ -487,6 +641,9 @@ static void on_bundle(peer_t *p, const wire_msg_t *m)
 	ingest_job_t *job = ingest_job_new(INGEST_BUNDLE, m->u.bundle.json, m->u.bundle.len);
 	if (!job) {
 		free(idmap_del(n->fetches, key));
+		if (p->binflight)
+			p->binflight--;
+		bundle_pump(p);
 		return;
 	}
 	job->has_claim = 1;
@@ -505,10 +662,9 @@ int relay_bundle_request(peer_t *p, const char *subject)
 	if (p->state != PEER_READY ||
 	    (store_record_get(p->node->store, subject, &ri, NULL) == 0 && ri.has_bundle))
 		return 0;
-	wire_msg_t get = {.type = WIRE_BUNDLE_GET};
-	if (!bundle_fetch_start(p, subject, &get))
+	if (!bundle_fetch_start(p, subject, NULL))
 		return 0;
-	peer_send(p, &get);
+	bundle_pump(p);
 	return 1;
 }
 
@@ -805,6 +961,8 @@ static void done_event(node_t *n, ingest_job_t *job, peer_t *p)
 		       p ? p->addr : "(gone)", job->reason, job->msg);
 		if (p && fault)
 			peer_misbehaved(p, SCORE_INVALID, "sent an invalid event");
+		if (p && f && reason_is_untrusted(job->reason))
+			refused_add(n, p, job->claimed_id);
 	}
 	if (f) {
 		/* another announcer may hold a good copy (a good signature block,
@@ -821,8 +979,17 @@ static void done_bundle(node_t *n, ingest_job_t *job, peer_t *p)
 	uint8_t key[32];
 	bundle_key(job->has_claim ? job->claimed_pith : job->subject, key);
 	fetch_t *f = job->peer ? idmap_get(n->fetches, key) : NULL;
-	if (f && f->is_bundle && f->state == FETCH_VALIDATING)
+	uint8_t asked[32];
+	int has_asked = 0;
+	peer_t *from = NULL;
+	if (f && f->is_bundle && f->state == FETCH_VALIDATING) {
+		has_asked = f->has_sha;
+		memcpy(asked, f->sha, 32);
+		from = node_peer_by_serial(n, f->peer);
+		if (from && from->binflight)
+			from->binflight--;
 		free(idmap_del(n->fetches, key));
+	}
 	if (job->rc == 0) {
 		if (job->bundle_outcome == STORE_BUNDLE_NEWER) {
 			n->stats.bundles_stored++;
@@ -850,6 +1017,14 @@ static void done_bundle(node_t *n, ingest_job_t *job, peer_t *p)
 		       p ? p->addr : "(gone)", job->reason, job->msg);
 		if (p && reason_is_peers_fault(job->reason))
 			peer_misbehaved(p, SCORE_INVALID, "sent an invalid bundle");
+		/* not fetched from p again: what it holds, and what it
+		 * announced (it sends the same when asked again) */
+		if (p && reason_is_untrusted(job->reason)) {
+			if (job->has_sha)
+				refused_add(n, p, job->sha);
+			if (has_asked)
+				refused_add(n, p, asked);
+		}
 	}
 }
 
@@ -860,10 +1035,13 @@ void relay_ingest_done(void *arg, ingest_job_t *job)
 		peer_t *p = job->peer ? node_peer_by_serial(n, job->peer) : NULL;
 		if (p && p->state == PEER_CLOSING)
 			p = NULL;
-		if (job->kind == INGEST_EVENT)
+		if (job->kind == INGEST_EVENT) {
 			done_event(n, job, p);
-		else
+		} else {
 			done_bundle(n, job, p);
+			if (p && p->state == PEER_READY)
+				bundle_pump(p);
+		}
 	}
 	if (n->http)
 		http_job_done(n->http, job);
@@ -910,6 +1088,8 @@ static void retry_collected(collect_t *c, int timeouts)
 			peer_t *q = node_peer_by_serial(n, f->peer);
 			if (q && q->inflight && !f->is_bundle)
 				q->inflight--;
+			if (q && q->binflight && f->is_bundle)
+				q->binflight--;
 		}
 		if (f->is_bundle)
 			free(idmap_del(n->fetches, id));
@@ -925,6 +1105,10 @@ void relay_peer_gone(peer_t *p)
 	collect_t c = {p->node, p->serial, 0, PITH_BUF_INIT};
 	idmap_each(p->node->fetches, collect_fetch, &c);
 	p->inflight = 0;
+	p->binflight = 0;
+	idq_release(&p->bwanted);
+	pith_buf_release(&p->bserve);
+	p->bserve_head = 0;
 	retry_collected(&c, 0);
 }
 
@@ -935,9 +1119,12 @@ void relay_tick(node_t *n, int64_t now)
 	if (c.ids.len)
 		log_debug("%zu fetches timed out", c.ids.len / 32);
 	retry_collected(&c, 1);
-	for (peer_t *p = n->peers; p; p = p->next)
+	for (peer_t *p = n->peers; p; p = p->next) {
 		if (p->state == PEER_READY && p->wanted.n && p->inflight < (size_t)n->cfg->max_inflight)
 			pump(p);
+		if (p->state == PEER_READY && p->bwanted.n)
+			bundle_pump(p);
+	}
 }
 
 /* ---- dispatch ------------------------------------------------------------------------------------- */

@@ -47,7 +47,9 @@ enum { SYNC_EVENTS = 0, SYNC_BUNDLES = 1 };
 #define SYNC_PENDING_MAX 16         /* `sync` requests waiting for a connection */
 #define SYNC_OFFER_HOLD 4096        /* bundle hashes waiting to be announced to a
 				       peer above which our next bundle message
-				       waits (a minute at the paced rate) */
+				       waits (a minute at an older peer's pace,
+				       about a second at the bulk pace) */
+#define SYNC_OFFER_LOOKUPS 1024     /* index lookups per offer pass (a tick) */
 #define PITH_LEN (PITH_NUMBER_LEN + 1)
 
 static log_rl_t rl_recon;
@@ -414,7 +416,7 @@ static int must_hold(const peer_t *p)
 {
 	const sync_peer_t *sp = p->sync;
 	if (sp->kind == SYNC_BUNDLES)
-		return offers_len(sp) >= SYNC_OFFER_HOLD;
+		return offers_len(sp) >= SYNC_OFFER_HOLD || p->bwanted.n >= RELAY_BUNDLE_HOLD;
 	return backlog_len(sp) >= backlog_hold(p);
 }
 
@@ -452,8 +454,7 @@ void sync_peer_feed(peer_t *p)
 		sp->backlog_head += 32;
 	}
 	fifo_compact(&sp->backlog, &sp->backlog_head);
-	if (sp->kind == SYNC_EVENTS)
-		held_release(p); /* the fetcher caught up: the session goes on */
+	held_release(p); /* the fetcher caught up: the session goes on */
 }
 
 /* ---- running a session ------------------------------------------------------------------- */
@@ -756,15 +757,19 @@ static void offers_add(peer_t *p, const recon_ids_t *have)
 
 /* Announces queued bundles to p (BUNDLE_ANNOUNCE, so that p asks for the
  * ones newer than its own through the normal validated path), within the
- * token bucket bundle requests use. A hash whose bundle is no longer our
- * newest is skipped. */
+ * token bucket bundle requests use, at what p charges per ref (a peer
+ * with WIRE_FEAT_BUNDLE_BULK charges 1/16 token a ref and 1 a message,
+ * an older one 17 a ref). A hash whose bundle is no longer our newest is
+ * skipped. */
 static void bundles_offer(peer_t *p)
 {
 	sync_peer_t *sp = p->sync;
 	node_t *n = p->node;
 	wire_msg_t m = {.type = WIRE_BUNDLE_ANNOUNCE};
-	size_t lookups = 256; /* store reads per call, stale hashes included */
-	while (sp->offers_head < sp->offers.len && sp->bundle_tokens >= SYNC_BUNDLE_REF_COST &&
+	size_t lookups = SYNC_OFFER_LOOKUPS; /* store reads per call, stale hashes included */
+	double per_ref = relay_bundle_cost(p, WIRE_BUNDLE_ANNOUNCE, 1) - 1.0;
+	while (sp->offers_head < sp->offers.len &&
+	       sp->bundle_tokens >= per_ref + (m.u.bundles.n ? 0.0 : 1.0) &&
 	       p->state == PEER_READY && lookups--) {
 		const uint8_t *sha = sp->offers.data + sp->offers_head;
 		wire_bundle_ref_t *r = &m.u.bundles.refs[m.u.bundles.n];
@@ -773,7 +778,7 @@ static void bundles_offer(peer_t *p)
 			continue;
 		memcpy(r->sha, sha, 32);
 		idcache_add(&p->known, sha);
-		sp->bundle_tokens -= SYNC_BUNDLE_REF_COST;
+		sp->bundle_tokens -= per_ref + (m.u.bundles.n ? 0.0 : 1.0);
 		n->sync->offers_sent++;
 		if (++m.u.bundles.n == n->wlim.max_refs) {
 			peer_send(p, &m);
@@ -1050,6 +1055,7 @@ void sync_status_json(node_t *n, pith_buf_t *b)
 		pith_buf_printf(b,
 				"%s{\"addr\":\"%s\",\"state\":\"%s\",\"role\":\"%s\",\"session\":%llu,"
 				"\"kind\":\"%s\",\"backlog\":%zu,\"bundle_queue\":%zu,\"bundle_offers\":%zu,"
+				"\"bundle_wanted\":%zu,\"bundles_inflight\":%zu,"
 				"\"peer_items\":%llu,"
 				"\"sessions\":%llu,\"failures\":%llu,\"last\":",
 				first ? "" : ",", p->addr, state,
@@ -1057,6 +1063,7 @@ void sync_status_json(node_t *n, pith_buf_t *b)
 				(unsigned long long)sp->session,
 				sp->kind == SYNC_BUNDLES ? "bundles" : "events", backlog_len(sp),
 				(sp->bundles.len - sp->bundles_head) / PITH_LEN, offers_len(sp),
+				p->bwanted.n, p->binflight,
 				(unsigned long long)sp->peer_items, (unsigned long long)sp->sessions,
 				(unsigned long long)sp->failures);
 		first = 0;
@@ -1078,9 +1085,11 @@ void sync_status_json(node_t *n, pith_buf_t *b)
 
 uint64_t sync_features(const node_t *n)
 {
+	/* the bulk bundle pace is the relay's (relay.c), with or without sync */
 	if (!n->sync || !n->sync->enabled)
-		return 0;
-	return WIRE_FEAT_SYNC | (n->sync->bundles ? WIRE_FEAT_BUNDLE_SYNC : 0);
+		return WIRE_FEAT_BUNDLE_BULK;
+	return WIRE_FEAT_SYNC | WIRE_FEAT_BUNDLE_BULK |
+	       (n->sync->bundles ? WIRE_FEAT_BUNDLE_SYNC : 0);
 }
 
 int sync_new(node_t *n, pith_err_t *err)

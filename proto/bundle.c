@@ -29,9 +29,24 @@ int pith_report_add(pith_report_t *r, const char *name, int ok, const char *fmt,
 	va_start(ap, fmt);
 	vsnprintf(c->value, sizeof(c->value), fmt, ap);
 	va_end(ap);
+	c->untrusted = 0;
 	if (!ok)
 		r->failed++;
 	return 0;
+}
+
+/* Marks the check just added (a failed one) as failed for trust only. */
+static void report_mark_untrusted(pith_report_t *r)
+{
+	if (r->n && !r->checks[r->n - 1].ok && !r->checks[r->n - 1].untrusted) {
+		r->checks[r->n - 1].untrusted = 1;
+		r->untrusted++;
+	}
+}
+
+int pith_report_is_untrusted_only(const pith_report_t *r)
+{
+	return r->failed > 0 && r->untrusted == r->failed;
 }
 
 pith_doc_kind_t pith_doc_kind(const json_value_t *root)
@@ -221,16 +236,36 @@ static int signature_block_check(const json_value_t *sigblk, const uint8_t diges
 	const pith_key_t *k;
 	if (pith_trust_check(trust, fp, kid, us, &k, &err)) {
 		pith_report_add(rep, name, 0, "%s", err.msg);
+		report_mark_untrusted(rep);
 		return -1;
 	}
 	if (need_registry && !k->is_registry) {
 		pith_report_add(rep, name, 0, "key %s is not a registry key", fp);
+		report_mark_untrusted(rep);
 		return -1;
 	}
 	int rc = pith_sig_verify_b64(k, digest, sig);
 	pith_report_add(rep, name, rc == 0, rc ? "Ed25519 signature does not verify"
 			: "Ed25519 by %s (%s)", k->key_id, k->fp);
 	return rc;
+}
+
+/* Whether ev is a record_created whose receipt is by a key trust does not
+ * hold as a registry key (the merge then counts the event invalid, so the
+ * state cannot be checked against the sender's). */
+static int receipt_is_untrusted(const pith_event_t *ev, const pith_trust_t *trust)
+{
+	if (strcmp(ev->event_type, "record_created"))
+		return 0;
+	const json_value_t *p = json_get(ev->root, "payload");
+	const json_value_t *rec = json_get_type(p, "canonical_record", JSON_OBJECT);
+	char hex[65], pith[PITH_NUMBER_LEN + 1];
+	uint8_t d[32];
+	pith_err_t err = {0};
+	if (!rec || pith_record_identify(rec, d, hex, pith, &err))
+		return 0;
+	int rc = pith_receipt_verify(json_get(p, "receipt"), hex, trust, &err);
+	return rc == PITH_EUNTRUSTED || rc == PITH_EROTATED;
 }
 
 int pith_bundle_verify(const json_value_t *b, const pith_trust_t *trust,
@@ -259,7 +294,7 @@ int pith_bundle_verify(const json_value_t *b, const pith_trust_t *trust,
 	const json_value_t *evs = json_get_type(b, "events", JSON_ARRAY);
 	size_t nev = evs ? evs->len : 0;
 	pith_event_t **list = calloc(nev ? nev : 1, sizeof(*list));
-	size_t nok = 0;
+	size_t nok = 0, nuntrusted = 0;
 	if (!evs)
 		pith_report_add(rep, "events", 0, "missing or not an array");
 	for (size_t i = 0; list && i < nev; i++) {
@@ -269,10 +304,15 @@ int pith_bundle_verify(const json_value_t *b, const pith_trust_t *trust,
 		if (pith_event_verify_value(evs->u.items[i], trust, &list[nok], &failed, &err)) {
 			snprintf(name, sizeof(name), "events[%zu].%s", i, pith_event_check_name(failed));
 			pith_report_add(rep, name, 0, "%s", err.msg);
+			if (failed == PITH_CHECK_KEY || failed == PITH_CHECK_ROTATED) {
+				report_mark_untrusted(rep);
+				nuntrusted++;
+			}
 			continue;
 		}
 		pith_report_add(rep, name, 1, "%s signed by %s", list[nok]->event_id,
 				list[nok]->signer_key_id);
+		nuntrusted += receipt_is_untrusted(list[nok], trust);
 		nok++;
 	}
 	const json_value_t *st = json_get_type(b, "state", JSON_OBJECT);
@@ -300,6 +340,11 @@ int pith_bundle_verify(const json_value_t *b, const pith_trust_t *trust,
 					"%s%s%s", ms.state_sha256,
 					strcmp(ms.state_sha256, claimed) ? " recomputed, claimed " : "",
 					strcmp(ms.state_sha256, claimed) ? claimed : "");
+			/* merged without the events (or receipts) this node
+			 * cannot verify: the state says nothing about the
+			 * sender then */
+			if (nuntrusted)
+				report_mark_untrusted(rep);
 			pith_state_release(&ms);
 		}
 	}

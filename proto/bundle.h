@@ -13,17 +13,27 @@ typedef struct pith_check {
 	char name[64];   /* e.g. "bundle_sha256", "events[1].signature" */
 	int ok;
 	char value[200]; /* the recomputed value, or why it failed */
+	int untrusted;   /* failed only because of this node's trust store */
 } pith_check_t;
 
 typedef struct pith_report {
 	pith_check_t *checks;
 	size_t n, cap;
 	size_t failed;
+	size_t untrusted; /* of the failed checks, those marked untrusted */
 } pith_report_t;
 
 void pith_report_release(pith_report_t *r);
 int pith_report_add(pith_report_t *r, const char *name, int ok, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
+
+/* Whether every failed check of rep (at least one) failed only because
+ * of the verifier's trust store: a signer key it does not trust, that
+ * had rotated, or that is no registry key here, and what cannot be
+ * judged without those signatures. Another node with a wider trust store
+ * may accept the object, so relaying it is no fault of the sender
+ * (docs/pithd.md, "Budgets and misbehaviour"). */
+int pith_report_is_untrusted_only(const pith_report_t *r);
 
 typedef enum pith_doc_kind {
 	PITH_DOC_UNKNOWN = 0,

@@ -73,6 +73,11 @@ typedef enum wire_type {
 /* HELLO feature bits. */
 #define WIRE_FEAT_SYNC (UINT64_C(1) << 0) /* speaks RECON (docs/sync.md) */
 #define WIRE_FEAT_BUNDLE_SYNC (UINT64_C(1) << 1) /* with SYNC: speaks RECON_BUNDLES */
+/* charges bundle refs by the message (BUNDLE_ANNOUNCE 1 + refs/16,
+ * BUNDLE_GET 1 + refs/4) and serves BUNDLE_GETs from a bounded queue as
+ * its output drains: a peer may announce and ask at that pace
+ * (docs/wire.md, "BUNDLE_ANNOUNCE") */
+#define WIRE_FEAT_BUNDLE_BULK (UINT64_C(1) << 2)
 
 /* BYE codes. */
 enum {

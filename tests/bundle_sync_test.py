@@ -27,12 +27,19 @@ Steps:
    one with both features is answered without penalty; one that sends a
    RECON inside a running bundle session is banned.
 6. Every store passes `pithctl check` (bundle index included).
+7. Trust differences: a node D that does not trust the test registry key
+   is offered X2 by A, fetches it once, refuses it without penalising A,
+   and does not fetch it from A again at the next session; a scripted
+   peer that sends it X2 is not penalised either and is not asked for it
+   a second time; one that sends X0 with a broken signature under the
+   registry key D does trust costs 50 points.
 
 usage: bundle_sync_test.py --pithd P --pithctl C --gen-events G --data DIR [--keep]
 """
 
 import argparse
 import base64
+import calendar
 import hashlib
 import json
 import os
@@ -42,12 +49,12 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from pithtest import (HELLO, Node, RawPeer, ed25519_public, ed25519_sign,  # noqa: E402
+from pithtest import (Node, RawPeer, ed25519_public, ed25519_sign,  # noqa: E402
                       finish, make_events, msg, wait_for)
 
 AR7B = "pith:2024:AR7B3DEVMOTSBRCCVXUCLYSRRE"
 RECON, RECON_BUNDLES = 32, 33
-BUNDLE_GET, BUNDLE = 13, 14
+BUNDLE_ANNOUNCE, BUNDLE_GET, BUNDLE = 12, 13, 14
 FEAT_SYNC, FEAT_BUNDLE_SYNC = 1, 2
 
 
@@ -94,19 +101,9 @@ class Registry:
         return canon(b), st["state_sha256"]
 
 
-class FeaturePeer(RawPeer):
-    def __init__(self, port, network_id, source_ip, features):
-        super().__init__(port, network_id, source_ip=source_ip)
-        self.features = features
-
-    def hello(self, listen_port=0, version=1, network_id=None):
-        self.send(msg(HELLO, version, self.features, network_id or self.network_id, self.pk,
-                      self.nonce, listen_port, "raw"))
-
-
 def bundle_of(node, source_ip):
     """The node's stored bundle of AR7B, fetched as a peer would."""
-    p = FeaturePeer(node.port, node.network_id, source_ip, 0)
+    p = RawPeer(node.port, node.network_id, source_ip=source_ip)
     try:
         p.handshake()
         p.send(msg(BUNDLE_GET, [AR7B]))
@@ -159,14 +156,15 @@ def hostile(node):
         return {b["ip"]: b["reason"] for b in node.status()["bans"]}
     key = os.urandom(16)
     # sync but not bundle sync: RECON_BUNDLES is a protocol violation
-    p = FeaturePeer(node.port, node.network_id, "127.0.0.31", FEAT_SYNC)
+    p = RawPeer(node.port, node.network_id, source_ip="127.0.0.31", features=FEAT_SYNC)
     p.handshake()
     p.send(msg(RECON_BUNDLES, 1, b"\x01\x01" + key, 0))
     wait_for(lambda: "127.0.0.31" in bans(), 10, what="a ban on 127.0.0.31")
     assert "sync feature" in bans()["127.0.0.31"], bans()
     p.close()
     # both features: an "all agreed" first message needs no answer
-    p = FeaturePeer(node.port, node.network_id, "127.0.0.32", FEAT_SYNC | FEAT_BUNDLE_SYNC)
+    p = RawPeer(node.port, node.network_id, source_ip="127.0.0.32",
+                features=FEAT_SYNC | FEAT_BUNDLE_SYNC)
     p.handshake()
     p.send(msg(RECON_BUNDLES, 1, b"\x01\x01" + key, 0))
     time.sleep(0.5)
@@ -175,7 +173,8 @@ def hostile(node):
     assert peer and peer[0]["state"] == "ready" and peer[0]["score"] == 0, peer
     p.close()
     # a bundle session answered, then a RECON (events) in it: the wrong kind
-    p = FeaturePeer(node.port, node.network_id, "127.0.0.33", FEAT_SYNC | FEAT_BUNDLE_SYNC)
+    p = RawPeer(node.port, node.network_id, source_ip="127.0.0.33",
+                features=FEAT_SYNC | FEAT_BUNDLE_SYNC)
     p.handshake()
     first = b"\x01\x01" + key + b"\x00\x01" + b"F" * 8  # one FP over everything
     p.send(msg(RECON_BUNDLES, 1, first, 0))
@@ -187,6 +186,106 @@ def hostile(node):
     p.close()
     log("5. hostile RECON_BUNDLES: without the feature banned, a RECON inside a bundle "
         "session banned; an honest one taken without penalty")
+
+
+def built_us(bundle):
+    t = json.loads(bundle)["built_at"]
+    return calendar.timegm(time.strptime(t, "%Y-%m-%dT%H:%M:%SZ")) * 1000000
+
+
+def bundle_sha(bundle):
+    return bytes.fromhex(json.loads(bundle)["bundle_signature"]["bundle_sha256"])
+
+
+def recv_or_none(p, mtype, timeout):
+    try:
+        return p.recv_until(mtype, timeout=timeout)
+    except (TimeoutError, OSError):
+        return None
+
+
+def offer(node, source_ip, bundle, send):
+    """A scripted peer announces bundle to node; if asked for it, sends
+    send (bytes). Returns (peer, asked)."""
+    p = RawPeer(node.port, node.network_id, source_ip=source_ip)
+    p.handshake()
+    p.send(msg(BUNDLE_ANNOUNCE, [[AR7B, built_us(bundle), bundle_sha(bundle)]]))
+    asked = recv_or_none(p, BUNDLE_GET, 3)
+    if asked is not None:
+        p.send(msg(BUNDLE, AR7B, send))
+    return p, asked is not None
+
+
+def peer_score(node, source_ip):
+    for x in node.status()["peers"]:
+        if x["addr"].startswith(source_ip + ":"):
+            return x["score"]
+    return None
+
+
+def trust_difference(args, root, key, a, x0, x2, nodes):
+    extra = ["--trust-key", key, "--log-level", "info", "--sync-interval-ms", "0"]
+    d = Node(args.pithd, root, "d", extra=extra).start(peers=[a.addr])
+    nodes.append(d)
+
+    def stats():
+        return d.status()["stats"]
+
+    def sessions_done():
+        ps = [x for x in d.status()["sync"]["peers"]]
+        return ps if ps and all(x["last_bundles"] for x in ps) else None
+    # D learns B and C from A (peer exchange) and runs a session with each
+    wait_for(lambda: len(sessions_done() or []) == 3, 60, what="D's bundle sessions")
+    wait_for(lambda: d.status()["store"]["events"] == a.status()["store"]["events"], 60,
+             what="D to hold A's events")
+    wait_for(lambda: stats()["bundles_invalid"] == 3, 10, what="D to refuse X2 once per peer")
+    time.sleep(0.5)
+    st = stats()
+    assert st["bundles_invalid"] == 3 and st["bundles_stored"] == 0, st
+    scores = [x["score"] for x in d.status()["peers"]]
+    assert scores == [0, 0, 0], d.status()["peers"]
+    # the next session offers X2 again; D does not fetch it
+    before = [x for x in d.status()["sync"]["peers"] if x["addr"] == a.addr][0]
+    before = before["last_bundles"]["session"]
+    skipped = st["refused_skipped"]
+    r = subprocess.run([args.pithctl, "--node", d.sock, "--json", "sync", a.node_id],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+
+    def next_session():
+        x = [x for x in d.status()["sync"]["peers"] if x["addr"] == a.addr][0]
+        return x["last_bundles"]["session"] > before
+    wait_for(next_session, 60, what="D's next bundle session with A")
+    time.sleep(1)
+    st = stats()
+    assert st["bundles_invalid"] == 3 and st["refused_skipped"] > skipped, st
+    assert peer_score(d, "127.0.0.1") == 0, d.status()["peers"]
+    assert not d.status()["bans"], d.status()["bans"]
+    log("7a. D (not trusting the test registry key) refused X2 once from each of its 3 "
+        "peers, no penalty; not fetched again at the next session")
+
+    # a scripted peer with the same bundle: asked once (refusals are per
+    # peer), not penalised, not asked again
+    p, asked = offer(d, "127.0.0.51", x2, x2)
+    assert asked, "D did not ask 127.0.0.51 for X2"
+    wait_for(lambda: stats()["bundles_invalid"] == 4, 10, what="D to refuse X2 again")
+    assert peer_score(d, "127.0.0.51") == 0, d.status()["peers"]
+    p.send(msg(BUNDLE_ANNOUNCE, [[AR7B, built_us(x2), bundle_sha(x2)]]))
+    assert recv_or_none(p, BUNDLE_GET, 2) is None, "D asked for a refused bundle again"
+    p.close()
+    # a broken signature under a key D trusts is the sender's fault
+    b = json.loads(x0)
+    sig = bytearray(base64.b64decode(b["bundle_signature"]["signature_b64"]))
+    sig[0] ^= 1
+    b["bundle_signature"]["signature_b64"] = base64.b64encode(bytes(sig)).decode()
+    p, asked = offer(d, "127.0.0.52", x0, canon(b))
+    assert asked, "D did not ask 127.0.0.52 for X0"
+    wait_for(lambda: peer_score(d, "127.0.0.52") == 50, 10,
+             what="50 points for a bad bundle signature")
+    p.close()
+    log("7b. a scripted peer sending the untrusted X2: no penalty, asked once; a broken "
+        "signature under a trusted key: 50 points")
+    return d
 
 
 def main():
@@ -271,6 +370,8 @@ def main():
         log("4. a fresh node caught up with the events and X2")
 
         hostile(a)
+        d = trust_difference(args, root, key, a, x0, x2, nodes)
+        assert d.stop() == 0
         for n in (a, b, c):
             assert n.stop() == 0
             check_store(args, n, (key, reg.path))

@@ -240,8 +240,10 @@ class RawPeer:
     honestly (so that what it does next is judged as a peer's behaviour)
     or send anything at all."""
 
-    def __init__(self, port, network_id, source_ip="127.0.0.1", seed=None, timeout=10):
+    def __init__(self, port, network_id, source_ip="127.0.0.1", seed=None, timeout=10,
+                 features=0):
         self.network_id = network_id
+        self.features = features  # HELLO feature bits
         self.seed = seed or os.urandom(32)
         self.pk = ed25519_public(self.seed)
         self.nonce = os.urandom(32)
@@ -286,8 +288,8 @@ class RawPeer:
         return None
 
     def hello(self, listen_port=0, version=1, network_id=None):
-        self.send(msg(HELLO, version, 0, network_id or self.network_id, self.pk, self.nonce,
-                      listen_port, "raw-test-peer"))
+        self.send(msg(HELLO, version, self.features, network_id or self.network_id, self.pk,
+                      self.nonce, listen_port, "raw-test-peer"))
 
     def handshake(self, bad_signature=False):
         """HELLO, read the node's HELLO, AUTH. Returns the node's key."""

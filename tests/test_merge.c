@@ -114,16 +114,22 @@ static void record_subject(unsigned n)
 	pith_buf_release(&b);
 }
 
-TEST(reproduces_registry_state, "reproduces the registry's published state byte for byte")
+/* The bytes of the registry's sample bundle. */
+static void read_registry_bundle(pith_buf_t *in)
 {
-	pith_buf_t in = PITH_BUF_INIT;
 	FILE *f = fopen(PITH_TEST_DATA "/bundle-AR7B3DEV.json", "rb");
 	uint8_t chunk[4096];
 	size_t k;
 	while (f && (k = fread(chunk, 1, sizeof(chunk), f)) > 0)
-		pith_buf_append(&in, chunk, k);
+		pith_buf_append(in, chunk, k);
 	if (f)
 		fclose(f);
+}
+
+TEST(reproduces_registry_state, "reproduces the registry's published state byte for byte")
+{
+	pith_buf_t in = PITH_BUF_INIT;
+	read_registry_bundle(&in);
 	json_doc_t *d = NULL;
 	CHECK(json_parse(&d, in.data, in.len, NULL, NULL) == 0);
 	const json_value_t *b = json_doc_root(d);
@@ -146,6 +152,127 @@ TEST(reproduces_registry_state, "reproduces the registry's published state byte 
 	pith_buf_release(&theirs);
 	pith_buf_release(&in);
 	json_doc_free(d);
+}
+
+/* The registry bundle with its bundle_signature by k (the hash does not
+ * cover the signature block); bad: flip a bit of the signature. */
+static json_doc_t *bundle_signed_by(const tg_key_t *k, int bad)
+{
+	pith_buf_t in = PITH_BUF_INIT;
+	uint8_t h[32];
+	read_registry_bundle(&in);
+	json_doc_t *d = NULL;
+	if (json_parse(&d, in.data, in.len, NULL, NULL)) {
+		pith_buf_release(&in);
+		return NULL;
+	}
+	pith_buf_release(&in);
+	json_value_t *b = json_doc_root(d);
+	json_value_t *s = (json_value_t *)json_get(b, "bundle_signature");
+	char sig[89];
+	pith_bundle_hash(b, h);
+	pith_sig_sign_b64(k->sk, h, sig);
+	if (bad)
+		sig[0] = sig[0] == 'A' ? 'B' : 'A';
+	json_object_set(d, s, "key_id", json_new_string(d, k->key.key_id));
+	json_object_set(d, s, "public_key_fingerprint", json_new_string(d, k->key.fp));
+	json_object_set(d, s, "signature_b64", json_new_string(d, sig));
+	return d;
+}
+
+TEST(bundle_untrusted_only, "tells a bundle signed by a key this node does not trust from a broken one")
+{
+	pith_report_t rep = {0};
+	/* the same bundle, signed by the test registry key */
+	json_doc_t *d = bundle_signed_by(&reg, 0);
+	CHECK(d != NULL);
+	CHECK_INT_EQ(pith_bundle_verify(json_doc_root(d), trust, &rep), 0);
+	CHECK(!pith_report_is_untrusted_only(&rep));
+	pith_report_release(&rep);
+	/* a verifier that does not trust that key: only trust failed */
+	pith_trust_t *narrow = pith_trust_new();
+	CHECK(pith_bundle_verify(json_doc_root(d), narrow, &rep) != 0);
+	CHECK_INT_EQ(rep.failed, 1);
+	CHECK(pith_report_is_untrusted_only(&rep));
+	pith_report_release(&rep);
+	/* an operator key is trusted but may not sign bundles: trust again */
+	tg_key_t op;
+	tg_key_make(&op, 2, "op-one", 0);
+	json_doc_free(d);
+	d = bundle_signed_by(&op, 0);
+	CHECK(pith_bundle_verify(json_doc_root(d), trust, &rep) != 0);
+	CHECK(pith_report_is_untrusted_only(&rep));
+	pith_report_release(&rep);
+	/* a signature that does not verify under a trusted key: broken */
+	json_doc_free(d);
+	d = bundle_signed_by(&reg, 1);
+	CHECK(pith_bundle_verify(json_doc_root(d), trust, &rep) != 0);
+	CHECK(!pith_report_is_untrusted_only(&rep));
+	pith_report_release(&rep);
+	/* untrusted signer, and a state that does not match: broken too */
+	json_doc_free(d);
+	d = bundle_signed_by(&reg, 0);
+	json_value_t *st = (json_value_t *)json_get(json_doc_root(d), "state");
+	json_object_set(d, st, "state_sha256", json_new_string(d, "00"));
+	CHECK(pith_bundle_verify(json_doc_root(d), narrow, &rep) != 0);
+	CHECK(rep.failed > 1);
+	CHECK(!pith_report_is_untrusted_only(&rep));
+	pith_report_release(&rep);
+	pith_trust_free(narrow);
+	json_doc_free(d);
+}
+
+TEST(bundle_receipt_untrusted, "tells a bundle whose receipts are by a key not a registry key here from a broken one")
+{
+	/* events (and the record_created's receipt) by reg, the bundle signed
+	 * by a second registry key; a verifier trusting reg only as a signer
+	 * of events counts the record_created invalid, so its state differs */
+	evset_t *s = calloc(1, sizeof(*s));
+	tg_key_t reg2, reg_plain;
+	tg_key_make(&reg2, 9, "test-registry-2", 1);
+	tg_key_make(&reg_plain, 1, "test-registry", 0);
+	pith_trust_t *wide = pith_trust_new(), *narrow = pith_trust_new();
+	pith_trust_add(wide, &reg.key);
+	pith_trust_add(wide, &reg2.key);
+	pith_trust_add(narrow, &reg_plain.key);
+	pith_trust_add(narrow, &reg2.key);
+	record_subject(5);
+	add(s, &reg, "record_created", subj, "record", "2026-01-01T00:00:00Z", NULL, NULL, NULL, 5, NULL);
+	add(s, &reg, "mirror_hint", subj, "record", "2026-01-02T00:00:00Z",
+	    "{\"mirror_hint\":{\"mirror_type\":\"https\",\"base_url\":\"https://m.example\"}}",
+	    NULL, NULL, -1, NULL);
+	pith_event_t *evs[2];
+	pith_err_t err = {0};
+	for (size_t i = 0; i < 2; i++)
+		CHECK(pith_event_parse(s->bytes[i].data, s->bytes[i].len, wide, &evs[i], NULL, &err) == 0);
+	pith_buf_t b = PITH_BUF_INIT;
+	CHECK_INT_EQ(tg_bundle(subj, evs, 2, &reg2, wide, "2026-02-01T00:00:00Z", &b, &err), 0);
+	json_doc_t *d = NULL;
+	CHECK(json_parse(&d, b.data, b.len, NULL, NULL) == 0);
+	pith_report_t rep = {0};
+	CHECK_INT_EQ(pith_bundle_verify(json_doc_root(d), wide, &rep), 0);
+	pith_report_release(&rep);
+	CHECK(pith_bundle_verify(json_doc_root(d), narrow, &rep) != 0);
+	CHECK_INT_EQ(rep.failed, 1);
+	for (size_t i = 0; i < rep.n; i++)
+		if (!rep.checks[i].ok)
+			CHECK_STR_EQ(rep.checks[i].name, "state_sha256");
+	CHECK(pith_report_is_untrusted_only(&rep));
+	pith_report_release(&rep);
+	/* the same with its state claim altered is broken under either */
+	json_value_t *st = (json_value_t *)json_get(json_doc_root(d), "state");
+	json_object_set(d, st, "state_sha256", json_new_string(d, "00"));
+	CHECK(pith_bundle_verify(json_doc_root(d), narrow, &rep) != 0);
+	CHECK(!pith_report_is_untrusted_only(&rep));
+	pith_report_release(&rep);
+	json_doc_free(d);
+	pith_buf_release(&b);
+	for (size_t i = 0; i < 2; i++)
+		pith_event_free(evs[i]);
+	pith_trust_free(wide);
+	pith_trust_free(narrow);
+	set_clear(s);
+	free(s);
 }
 
 TEST(m2_invalid_reasons, "M2: marks each kind of semantically invalid event with its reason")
@@ -516,6 +643,8 @@ int main(void)
 	RUN(m3_supersedes);
 	RUN(m3_many_supersedes);
 	RUN(m4_equivocation);
+	RUN(bundle_untrusted_only);
+	RUN(bundle_receipt_untrusted);
 	RUN(m4_record_created_conflict);
 	RUN(m5_order);
 	RUN(property_order_dup_resign);

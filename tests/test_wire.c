@@ -478,6 +478,65 @@ TEST(bundle_checks, "rejects bundle refs that are not full pith numbers")
 	CHECK_STR_CONTAINS(err.msg, "not a full pith number");
 }
 
+TEST(bundle_full, "round-trips a BUNDLE_ANNOUNCE and a BUNDLE_GET of 64 refs and refuses 65")
+{
+	/* the bulk pace (WIRE_FEAT_BUNDLE_BULK) sends them full */
+	static const char *const b32 = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567";
+	pith_buf_t b = PITH_BUF_INIT;
+	pith_err_t err = {0};
+	wire_type_t types[2] = {WIRE_BUNDLE_ANNOUNCE, WIRE_BUNDLE_GET};
+	for (int t = 0; t < 2; t++) {
+		wire_msg_t m = {.type = types[t]}, d;
+		m.u.bundles.n = WIRE_BUNDLE_REFS_MAX;
+		for (size_t i = 0; i < WIRE_BUNDLE_REFS_MAX; i++) {
+			wire_bundle_ref_t *r = &m.u.bundles.refs[i];
+			snprintf(r->pith_number, sizeof(r->pith_number),
+				 "pith:2024:AR7B3DEVMOTSBRCCVXUCLYS%c%c%c", b32[i % 32], b32[i / 32], 'E');
+			r->built_us = (int64_t)i * 1000003 - 5;
+			fill(r->sha, 32, (uint8_t)i);
+		}
+		CHECK_INT_EQ(enc(&m, &b), 0);
+		CHECK_INT_EQ(dec_frame(b.data, b.len, &d, &err), 1);
+		CHECK_INT_EQ(d.type, types[t]);
+		CHECK_INT_EQ(d.u.bundles.n, WIRE_BUNDLE_REFS_MAX);
+		for (size_t i = 0; i < WIRE_BUNDLE_REFS_MAX; i++) {
+			CHECK_STR_EQ(d.u.bundles.refs[i].pith_number, m.u.bundles.refs[i].pith_number);
+			if (t == 0) {
+				CHECK_INT_EQ(d.u.bundles.refs[i].built_us, m.u.bundles.refs[i].built_us);
+				CHECK_MEM_EQ(d.u.bundles.refs[i].sha, 32, m.u.bundles.refs[i].sha, 32);
+			}
+		}
+	}
+	/* a 65th ref: the array header says 65 */
+	wire_msg_t m = {.type = WIRE_BUNDLE_GET};
+	m.u.bundles.n = 1;
+	snprintf(m.u.bundles.refs[0].pith_number, sizeof(m.u.bundles.refs[0].pith_number), "%s",
+		 "pith:2024:AR7B3DEVMOTSBRCCVXUCLYSRRE");
+	CHECK_INT_EQ(enc(&m, &b), 0);
+	pith_buf_t raw = PITH_BUF_INIT;
+	pith_buf_append(&raw, "\x92\x0d\xdc\x00\x41", 5);
+	for (int i = 0; i < 65; i++)
+		pith_buf_append(&raw, b.data + 7, b.len - 7); /* the one str(36) */
+	CHECK_INT_EQ(dec_raw((const char *)raw.data, raw.len, &err), PITH_ETOOBIG);
+	pith_buf_release(&raw);
+	pith_buf_release(&b);
+}
+
+TEST(hello_bulk, "carries the bulk bundle feature bit in HELLO")
+{
+	wire_msg_t m = {.type = WIRE_HELLO}, d;
+	pith_buf_t b = PITH_BUF_INIT;
+	pith_err_t err = {0};
+	m.u.hello.version = WIRE_VERSION;
+	m.u.hello.features = WIRE_FEAT_SYNC | WIRE_FEAT_BUNDLE_SYNC | WIRE_FEAT_BUNDLE_BULK;
+	strcpy(m.u.hello.network_id, "pith-test");
+	CHECK_INT_EQ(enc(&m, &b), 0);
+	CHECK_INT_EQ(dec_frame(b.data, b.len, &d, &err), 1);
+	CHECK_INT_EQ(d.u.hello.features, 7);
+	CHECK(d.u.hello.features & WIRE_FEAT_BUNDLE_BULK);
+	pith_buf_release(&b);
+}
+
 TEST(buffer_limit, "refuses to buffer more than max_buffer unconsumed bytes")
 {
 	wire_limits_t lim = wire_limits_default;
@@ -621,6 +680,8 @@ int main(void)
 	RUN(hello_checks);
 	RUN(peers_checks);
 	RUN(bundle_checks);
+	RUN(bundle_full);
+	RUN(hello_bulk);
 	RUN(buffer_limit);
 	RUN(sticky);
 	RUN(encode_refuses);

@@ -6,6 +6,7 @@
 
 #include "bundle.h"
 #include "ids.h"
+#include "merge.h"
 
 void tg_key_make(tg_key_t *k, unsigned n, const char *key_id, int registry)
 {
@@ -126,6 +127,96 @@ int tg_resign(const uint8_t *evb, size_t len, const tg_key_t *k, const char *sig
 	json_object_set(d, sig, "signed_at", json_new_string(d, signed_at));
 	(void)k;
 	int rc = json_canon_write(ev, out);
+	json_doc_free(d);
+	return rc;
+}
+
+static int tg_set_str(json_doc_t *d, json_value_t *o, const char *k, const char *v)
+{
+	return json_object_set(d, o, k, json_new_string(d, v));
+}
+
+/* The aliases of record rec (derived), each with created_at. */
+static json_value_t *tg_aliases(json_doc_t *d, const json_value_t *rec, const char *pith,
+                                const char *at)
+{
+	pith_alias_t al[6];
+	int na = pith_record_aliases(rec, pith, al);
+	json_value_t *a = json_new_array(d);
+	for (int i = 0; a && i < na; i++) {
+		json_value_t *o = json_new_object(d);
+		if (!o || tg_set_str(d, o, "alias_kind", al[i].kind) ||
+		    tg_set_str(d, o, "alias_value", al[i].value) ||
+		    tg_set_str(d, o, "created_at", at) || json_array_push(d, a, o))
+			return NULL;
+	}
+	return na < 0 ? NULL : a;
+}
+
+int tg_bundle(const char *pith, pith_event_t *const *evs, size_t n, const tg_key_t *k,
+              const pith_trust_t *trust, const char *built_at, pith_buf_t *out,
+              pith_err_t *err)
+{
+	const pith_event_t *rc_ev = NULL;
+	for (size_t i = 0; i < n && !rc_ev; i++)
+		if (!strcmp(evs[i]->event_type, "record_created"))
+			rc_ev = evs[i];
+	if (!rc_ev)
+		return pith_err_set(err, PITH_EINVAL, "no record_created");
+	const json_value_t *pl = json_get_type(rc_ev->root, "payload", JSON_OBJECT);
+	const json_value_t *rec = json_get_type(pl, "canonical_record", JSON_OBJECT);
+	const char *csha = json_get_str(pl, "canonical_sha256");
+	json_doc_t *d = json_doc_new();
+	json_value_t *b = d ? json_new_object(d) : NULL;
+	json_value_t *arr = d ? json_new_array(d) : NULL;
+	pith_state_t st = {0};
+	char shortn[20], hex[65], sig[89];
+	uint8_t h[32];
+	int rc = PITH_ENOMEM;
+	if (!rec || !csha) {
+		rc = pith_err_set(err, PITH_EINVAL, "record_created without its record");
+		goto done;
+	}
+	if (!b || !arr)
+		goto done;
+	snprintf(shortn, sizeof(shortn), "pith:%.8s", pith + 10);
+	json_value_t *al = tg_aliases(d, rec, pith, built_at);
+	if (!al || tg_set_str(d, b, "bundle_type", "pith_open_graph_bundle") ||
+	    tg_set_str(d, b, "bundle_version", "1.0") || tg_set_str(d, b, "pith_number", pith) ||
+	    tg_set_str(d, b, "short_pith_number", shortn) ||
+	    json_object_set(d, b, "canonical_record", json_clone(d, rec)) ||
+	    tg_set_str(d, b, "canonical_sha256", csha) ||
+	    json_object_set(d, b, "source_aliases", al) ||
+	    tg_set_str(d, b, "merge_version", PITH_MERGE_VERSION) ||
+	    tg_set_str(d, b, "built_at", built_at))
+		goto done;
+	for (size_t i = 0; i < n; i++)
+		if (json_array_push(d, arr, json_clone(d, evs[i]->root)))
+			goto done;
+	if (json_object_set(d, b, "events", arr))
+		goto done;
+	if ((rc = pith_merge_ex(pith, evs, n, al, trust, &st, err)))
+		goto done;
+	rc = PITH_ENOMEM;
+	if (json_object_set(d, b, "state", json_clone(d, st.root)) || pith_bundle_hash(b, h))
+		goto done;
+	pith_hex_encode(h, 32, hex);
+	pith_sig_sign_b64(k->sk, h, sig);
+	json_value_t *s = json_new_object(d);
+	if (!s || tg_set_str(d, s, "algorithm", "ed25519") ||
+	    tg_set_str(d, s, "bundle_sha256", hex) || tg_set_str(d, s, "key_id", k->key.key_id) ||
+	    tg_set_str(d, s, "public_key_fingerprint", k->key.fp) ||
+	    tg_set_str(d, s, "signature_b64", sig) ||
+	    tg_set_str(d, s, "signature_status", "signed_v1") ||
+	    tg_set_str(d, s, "signed_at", built_at) ||
+	    tg_set_str(d, s, "signed_message", "bundle_sha256_bytes") ||
+	    json_object_set(d, b, "bundle_signature", s) || json_canon_write(b, out))
+		goto done;
+	rc = 0;
+done:
+	if (rc == PITH_ENOMEM)
+		pith_err_set(err, rc, "out of memory building the bundle");
+	pith_state_release(&st);
 	json_doc_free(d);
 	return rc;
 }

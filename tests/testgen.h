@@ -39,4 +39,13 @@ int tg_event(pith_buf_t *out, const tg_key_t *k, const char *type, const char *s
 int tg_resign(const uint8_t *ev, size_t len, const tg_key_t *k, const char *signed_at,
 	      pith_buf_t *out);
 
+/* A registry bundle of record pith from its events (n of them, verified,
+ * one a record_created): its record, the aliases derived from it
+ * (created_at = built_at), the events, the state pith_merge_ex computes
+ * with trust's registry keys, and a bundle_signature by k (a registry
+ * key for it to verify). Appends canonical JSON to out. 0 or negative. */
+int tg_bundle(const char *pith, pith_event_t *const *evs, size_t n, const tg_key_t *k,
+	      const pith_trust_t *trust, const char *built_at, pith_buf_t *out,
+	      pith_err_t *err);
+
 #endif

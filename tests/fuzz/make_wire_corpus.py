@@ -29,6 +29,11 @@ seeds = {
     "bundle_announce": msg(12, [[pith, 1717000000000000, ids[:32]]]),
     "bundle_get": msg(13, [pith]),
     "bundle": msg(14, pith, b"{}"),
+    # full messages, as the bulk bundle pace sends them (WIRE_FEAT_BUNDLE_BULK)
+    "hello_bulk": msg(1, 1, 7, "pith-main", b"k" * 32, b"n" * 32, 7411, "pithd/0.1"),
+    "bundle_announce_full": msg(12, [[pith, 1717000000000000 + i, bytes([i]) * 32]
+                                     for i in range(64)]),
+    "bundle_get_full": msg(13, [pith] * 64),
     "inv_req": msg(15, -(2**63), bytes(32), 4096),
     "inv": msg(16, ids, 1717000000000000, ids[32:], False),
     # a reconciliation message: version 1, key flag, 16-byte key, one FP range
