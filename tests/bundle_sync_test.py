@@ -37,7 +37,6 @@ Steps:
 usage: bundle_sync_test.py --pithd P --pithctl C --gen-events G --data DIR [--keep]
 """
 
-import argparse
 import base64
 import calendar
 import hashlib
@@ -45,12 +44,11 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from pithtest import (Node, RawPeer, ed25519_public, ed25519_sign,  # noqa: E402
-                      finish, make_events, msg, wait_for)
+from pithtest import (run_test, Node, RawPeer, ed25519_public, ed25519_sign,  # noqa: E402
+                      make_events, msg, wait_for)
 
 AR7B = "pith:2024:AR7B3DEVMOTSBRCCVXUCLYSRRE"
 RECON, RECON_BUNDLES = 32, 33
@@ -288,99 +286,88 @@ def trust_difference(args, root, key, a, x0, x2, nodes):
     return d
 
 
+def body(args, root, nodes):
+    t0 = time.time()
+    reg = Registry(root)
+    key, events = make_events(args.gen_events, root, 20, 3)
+    with open(os.path.join(args.data, "bundle-AR7B3DEV.json"), "rb") as f:
+        x0 = f.read().strip()
+    base = json.loads(x0)
+    x1, s1 = reg.rebuild(base, "2026-09-01T00:00:00Z", "2026-09-01T00:00:00Z")
+    x2, s2 = reg.rebuild(base, "2026-10-01T00:00:00Z", "2026-10-01T00:00:00Z")
+    s0 = base["state"]["state_sha256"]
+    extra = ["--trust-key", key, "--trust-key", reg.path, "--log-level", "info",
+             "--sync-interval-ms", "0"]
+
+    # 1. same events and bundle on both
+    a = Node(args.pithd, root, "a", extra=extra).start()
+    nodes.append(a)
+    submit(a, events)
+    submit(a, [x0], kind="bundle")
+    b = Node(args.pithd, root, "b", extra=extra).start()
+    nodes.append(b)
+    submit(b, events)
+    submit(b, [x0], kind="bundle")
+    b.stop()
+    b.start(peers=[a.addr])
+    wait_same(a, b, s0)
+    log("1. identical with the registry bundle (%d records)" % len(states(a)))
+
+    # 2. B misses X1 while stopped, and catches up when it dials again
+    assert b.stop() == 0
+    older0 = a.status()["stats"].get("bundles_older", 0)
+    submit(a, [x1], kind="bundle")
+    assert states(a)[AR7B] == s1
+    b.start()
+    wait_same(a, b, s1)
+    assert bundle_of(a, "127.0.0.41") == x1 and bundle_of(b, "127.0.0.42") == x1
+    assert state_bytes(a) == state_bytes(b)
+    sa, sb = a.status(), b.status()
+    # B offered X0 back (its set differed there) and A did not fetch it
+    assert sa["stats"].get("bundles_older", 0) == older0, sa["stats"]
+    last = sb["sync"]["peers"][0]["last_bundles"]
+    assert last and last["ok"] and last["kind"] == "bundles", sb["sync"]["peers"][0]
+    out = subprocess.run([args.pithctl, "--node", b.sock, "status"], capture_output=True,
+                         text=True, timeout=30).stdout
+    assert "bundles: 1 in the set" in out, out
+    log("2. B caught up to X1 after a restart (bundle session: %d bytes, %d messages)"
+        % (last["bytes_sent"] + last["bytes_received"],
+           last["messages_sent"] + last["messages_received"]))
+
+    # 3. A misses X2; `sync` from A, the acceptor, catches it up
+    assert a.stop() == 0
+    submit(b, [x2], kind="bundle")
+    a.start()
+    wait_for(lambda: any(p["state"] == "ready" for p in a.status()["peers"]), 30,
+             what="B to dial A again")
+    r = subprocess.run([args.pithctl, "--node", a.sock, "--json", "sync", b.node_id],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    wait_same(a, b, s2)
+    assert bundle_of(a, "127.0.0.43") == x2 and bundle_of(b, "127.0.0.44") == x2
+    assert state_bytes(a) == state_bytes(b)
+    log("3. A caught up to X2 through a session it started")
+
+    # 4. a fresh node gets events and the newest bundle from A
+    c = Node(args.pithd, root, "c", extra=extra).start(peers=[a.addr])
+    nodes.append(c)
+    wait_same(a, c, s2)
+    assert bundle_of(c, "127.0.0.45") == x2 and state_bytes(c) == state_bytes(a)
+    assert c.status()["store"]["events"] == a.status()["store"]["events"]
+    log("4. a fresh node caught up with the events and X2")
+
+    hostile(a)
+    d = trust_difference(args, root, key, a, x0, x2, nodes)
+    assert d.stop() == 0
+    for n in (a, b, c):
+        assert n.stop() == 0
+        check_store(args, n, (key, reg.path))
+    log("6. all stores pass pithctl check")
+    log("bundle sync test passed in %.1f s" % (time.time() - t0))
+
+
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--pithd", required=True)
-    ap.add_argument("--pithctl", required=True)
-    ap.add_argument("--gen-events", required=True)
-    ap.add_argument("--data", required=True)
-    ap.add_argument("--keep", action="store_true")
-    args = ap.parse_args()
-    root = tempfile.mkdtemp(prefix="pbsync-", dir="/tmp")
-    nodes = []
-    ok = False
-    try:
-        t0 = time.time()
-        reg = Registry(root)
-        key, events = make_events(args.gen_events, root, 20, 3)
-        with open(os.path.join(args.data, "bundle-AR7B3DEV.json"), "rb") as f:
-            x0 = f.read().strip()
-        base = json.loads(x0)
-        x1, s1 = reg.rebuild(base, "2026-09-01T00:00:00Z", "2026-09-01T00:00:00Z")
-        x2, s2 = reg.rebuild(base, "2026-10-01T00:00:00Z", "2026-10-01T00:00:00Z")
-        s0 = base["state"]["state_sha256"]
-        extra = ["--trust-key", key, "--trust-key", reg.path, "--log-level", "info",
-                 "--sync-interval-ms", "0"]
-
-        # 1. same events and bundle on both
-        a = Node(args.pithd, root, "a", extra=extra).start()
-        nodes.append(a)
-        submit(a, events)
-        submit(a, [x0], kind="bundle")
-        b = Node(args.pithd, root, "b", extra=extra).start()
-        nodes.append(b)
-        submit(b, events)
-        submit(b, [x0], kind="bundle")
-        b.stop()
-        b.start(peers=[a.addr])
-        wait_same(a, b, s0)
-        log("1. identical with the registry bundle (%d records)" % len(states(a)))
-
-        # 2. B misses X1 while stopped, and catches up when it dials again
-        assert b.stop() == 0
-        older0 = a.status()["stats"].get("bundles_older", 0)
-        submit(a, [x1], kind="bundle")
-        assert states(a)[AR7B] == s1
-        b.start()
-        wait_same(a, b, s1)
-        assert bundle_of(a, "127.0.0.41") == x1 and bundle_of(b, "127.0.0.42") == x1
-        assert state_bytes(a) == state_bytes(b)
-        sa, sb = a.status(), b.status()
-        # B offered X0 back (its set differed there) and A did not fetch it
-        assert sa["stats"].get("bundles_older", 0) == older0, sa["stats"]
-        last = sb["sync"]["peers"][0]["last_bundles"]
-        assert last and last["ok"] and last["kind"] == "bundles", sb["sync"]["peers"][0]
-        out = subprocess.run([args.pithctl, "--node", b.sock, "status"], capture_output=True,
-                             text=True, timeout=30).stdout
-        assert "bundles: 1 in the set" in out, out
-        log("2. B caught up to X1 after a restart (bundle session: %d bytes, %d messages)"
-            % (last["bytes_sent"] + last["bytes_received"],
-               last["messages_sent"] + last["messages_received"]))
-
-        # 3. A misses X2; `sync` from A, the acceptor, catches it up
-        assert a.stop() == 0
-        submit(b, [x2], kind="bundle")
-        a.start()
-        wait_for(lambda: any(p["state"] == "ready" for p in a.status()["peers"]), 30,
-                 what="B to dial A again")
-        r = subprocess.run([args.pithctl, "--node", a.sock, "--json", "sync", b.node_id],
-                           capture_output=True, text=True, timeout=120)
-        assert r.returncode == 0, r.stdout + r.stderr
-        wait_same(a, b, s2)
-        assert bundle_of(a, "127.0.0.43") == x2 and bundle_of(b, "127.0.0.44") == x2
-        assert state_bytes(a) == state_bytes(b)
-        log("3. A caught up to X2 through a session it started")
-
-        # 4. a fresh node gets events and the newest bundle from A
-        c = Node(args.pithd, root, "c", extra=extra).start(peers=[a.addr])
-        nodes.append(c)
-        wait_same(a, c, s2)
-        assert bundle_of(c, "127.0.0.45") == x2 and state_bytes(c) == state_bytes(a)
-        assert c.status()["store"]["events"] == a.status()["store"]["events"]
-        log("4. a fresh node caught up with the events and X2")
-
-        hostile(a)
-        d = trust_difference(args, root, key, a, x0, x2, nodes)
-        assert d.stop() == 0
-        for n in (a, b, c):
-            assert n.stop() == 0
-            check_store(args, n, (key, reg.path))
-        log("6. all stores pass pithctl check")
-        log("bundle sync test passed in %.1f s" % (time.time() - t0))
-        ok = True
-    finally:
-        finish(nodes, root, ok, args.keep)
-    return 0 if ok else 1
+    return run_test("pbsync-", body, tools=("pithd", "pithctl", "gen-events", "data"))
 
 
 if __name__ == "__main__":
