@@ -21,6 +21,7 @@
 #include "http.h"
 #include "log.h"
 #include "node_int.h"
+#include "prio.h"
 #include "sync.h"
 
 #define TICK_MS 200
@@ -334,6 +335,11 @@ int node_new(node_config_t *cfg, node_t **out, pith_err_t *err)
 	so.cache_bytes = (size_t)cfg->store_cache_mb << 20;
 	if ((rc = store_open(path, &so, &n->store, err)))
 		goto fail;
+	/* RocksDB started its flush and compaction threads when the store
+	 * opened (named rocksdb:high and rocksdb:low); its C API could only
+	 * send them to nice 19, and only from their next job on */
+	if (prio_lower_threads_named("rocksdb:", (int)cfg->worker_nice) < 0)
+		log_warn("cannot lower the priority of RocksDB's threads: %s", strerror(errno));
 	if ((rc = sync_new(n, err)))
 		goto fail;
 	n->base = event_base_new();
@@ -346,6 +352,7 @@ int node_new(node_config_t *cfg, node_t **out, pith_err_t *err)
 		goto fail;
 	}
 	n->ingest = ingest_new(n->base, n->trust, n->store, (int)cfg->validate_threads,
+			       (int)cfg->worker_nice,
 			       (size_t)cfg->max_frame, cfg->trace_stored, relay_ingest_done, n);
 	if (!n->ingest) {
 		rc = pith_err_set(err, PITH_EIO, "cannot start the validation threads");
