@@ -198,6 +198,7 @@ static void node_tick(node_t *n)
 	addrbook_save_tick(n, now);
 	addrbook_maintain(n, now);
 	pex_tick(n, now);
+	node_http_tick(n, now);
 }
 
 static void tick_cb(evutil_socket_t fd, short what, void *arg)
