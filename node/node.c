@@ -530,6 +530,8 @@ void node_peer_json(const peer_t *p, int64_t now, pith_buf_t *b)
 	jstr(b, "node_id", id);
 	pith_buf_puts(b, ",");
 	jstr(b, "agent", p->agent);
+	pith_buf_puts(b, ",");
+	jstr(b, "http_url", p->http_url);
 	pith_buf_printf(b,
 			",\"direction\":\"%s\",\"state\":\"%s\",\"score\":%d,"
 			"\"listen_port\":%u,\"rtt_ms\":%.3f,\"age_ms\":%lld,"

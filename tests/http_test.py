@@ -1077,7 +1077,10 @@ print("verified bundle and %d events" % n)
                                      for p in a.status()["peers"]), 15, what="the raw peer")
                 assert not rp.is_closed(timeout=1)
                 raw_p = [p for p in a.status()["peers"] if p["agent"] == "raw-test-peer"][0]
-                assert raw_p["score"] == 0, raw_p
+                assert raw_p["score"] == 0 and raw_p["http_url"] == "", raw_p
+                by_id = {p["node_id"]: p for p in a.status()["peers"]}
+                assert by_id[b.node_id]["http_url"] == url_b, by_id[b.node_id]
+                assert by_id[c.node_id]["http_url"] == "", by_id[c.node_id]
                 assert list(peers_of(srv_a)) == [url_b]
                 assert manifest(srv_a)["generated_at"] == generated  # the list did not change
                 # B leaves: A keeps listing it (recently seen)
