@@ -263,14 +263,29 @@ static void mirror_left(node_t *n, const peer_t *p, int64_t now)
 	e->left_us = now;
 }
 
+/* Forgets what node pk announced before it left; 1 if there was something. */
+static int mirror_forget(node_t *n, const uint8_t pk[32])
+{
+	for (size_t i = 0; i < n->n_mirrors_seen; i++)
+		if (!memcmp(n->mirrors_seen[i].pk, pk, 32)) {
+			n->mirrors_seen[i] = n->mirrors_seen[--n->n_mirrors_seen];
+			return 1;
+		}
+	return 0;
+}
+
 void node_http_peer_changed(node_t *n, const peer_t *p)
 {
-	if (!n->http || !p->http_url[0] || n->shutting_down)
+	if (!n->http || n->shutting_down)
 		return;
 	int64_t now = node_now_us();
-	if (p->state != PEER_READY)
+	int changed = 0;
+	if (p->state == PEER_READY)
+		changed = mirror_forget(n, p->pk); /* back: its new HELLO is what counts */
+	else if (p->http_url[0])
 		mirror_left(n, p, now);
-	mirrors_publish(n, now);
+	if (changed || p->http_url[0])
+		mirrors_publish(n, now);
 }
 
 void node_http_tick(node_t *n, int64_t now)

@@ -350,8 +350,10 @@ void pex_tick(node_t *n, int64_t now);
 void addr_format(const struct sockaddr *sa, char out[static 64]);
 
 /* ---- node_http.c ------------------------------------------------------------- */
-/* A ready peer with an HTTP URL arrived or left (p->state tells): the
- * peers' entries of /pith-mirrors.json follow. */
+/* Peer p became ready or, having been ready, left (p->state tells): the
+ * peers' entries of /pith-mirrors.json follow (its URL, if it sent one, is
+ * kept for a while after it left; a node that comes back replaces what it
+ * said before). */
 void node_http_peer_changed(node_t *n, const peer_t *p);
 /* Drops the entries of peers gone for longer than the window. */
 void node_http_tick(node_t *n, int64_t now);

@@ -1087,6 +1087,10 @@ print("verified bundle and %d events" % n)
                 assert b.stop() == 0
                 wait_for(lambda: len(a.status()["peers"]) == 2, 15, what="A to see B go")
                 assert list(peers_of(srv_a)) == [url_b]
+                # B comes back without a public URL: its new HELLO replaces the old claim
+                b.extra = trust + ["--http", "127.0.0.1:%d" % ports[1]]
+                b.start()
+                wait_for(lambda: not peers_of(srv_a), 20, what="A to drop B's old URL")
                 with open(a.log_path, errors="replace") as f:
                     assert "http_url is not a plain http(s) URL" in f.read()
             finally:
