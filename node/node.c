@@ -339,8 +339,11 @@ int node_new(node_config_t *cfg, node_t **out, pith_err_t *err)
 	/* RocksDB started its flush and compaction threads when the store
 	 * opened (named rocksdb:high and rocksdb:low); its C API could only
 	 * send them to nice 19, and only from their next job on */
-	if (prio_lower_threads_named("rocksdb:", (int)cfg->worker_nice) < 0)
+	int nrocks = prio_lower_threads_named("rocksdb:", (int)cfg->worker_nice);
+	if (nrocks < 0)
 		log_warn("cannot lower the priority of RocksDB's threads: %s", strerror(errno));
+	else if (!nrocks && cfg->worker_nice)
+		log_warn("found no RocksDB background threads by name: they keep the loop's priority");
 	if ((rc = sync_new(n, err)))
 		goto fail;
 	n->base = event_base_new();

@@ -14,7 +14,8 @@
 #define PRIO_NICE_MAX 19
 
 /* Sets thread tid (0: the calling thread) of this process to the nice
- * value of the process's main thread plus n, at most PRIO_NICE_MAX. Never
+ * value of the process's main thread (pithd's event loop) plus n, at most
+ * PRIO_NICE_MAX. Never
  * raises a thread's priority: a thread already at that value or nicer is
  * left alone. n <= 0: does nothing. Returns 0, or PITH_EIO with errno set
  * (an unknown thread, a kernel that refuses). */
