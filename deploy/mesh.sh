@@ -10,7 +10,8 @@
 # 0 (the seed) and node i-1; peer exchange does the rest. --bundle FILE
 # (repeatable) submits a registry bundle at node 0 once the mesh is up, and
 # gossip carries it to every node. --http-port H serves node i's HTTP views
-# on 127.0.0.1:(H+i). Flags after `--` go to every pithd.
+# on 127.0.0.1:(H+i), with that as its http_public_url (so each node's
+# /pith-mirrors.json lists its peers). Flags after `--` go to every pithd.
 # PITHD names the binary (default: build/node/pithd, then pithd on PATH).
 #
 # Only processes this script started are stopped, by the pid files it wrote.
@@ -72,7 +73,8 @@ start() {
 		args=(--data "$d" --listen "127.0.0.1:$((base + i))")
 		[ "$i" -gt 0 ] && args+=(--peer "127.0.0.1:$base")
 		[ "$i" -gt 1 ] && args+=(--peer "127.0.0.1:$((base + i - 1))")
-		[ -n "$http" ] && args+=(--http "127.0.0.1:$((http + i))")
+		[ -n "$http" ] && args+=(--http "127.0.0.1:$((http + i))" \
+			--http-public-url "http://127.0.0.1:$((http + i))")
 		nohup "$pithd" "${args[@]}" "${extra[@]+"${extra[@]}"}" >>"$dir/node-$i.log" 2>&1 &
 		echo $! >"$d/pithd.pid"
 		echo "node-$i: pid $!, 127.0.0.1:$((base + i)), data $d${http:+, http://127.0.0.1:$((http + i))/}"

@@ -26,7 +26,7 @@ static const key_t_ keys[] = {
 	{"data", K_STR, O(data_dir), 0, 0, "", "data directory (store, node key, control socket)"},
 	{"listen", K_ADDR, O(listen), 0, 0, "127.0.0.1:7411", "HOST:PORT for peers; port 0 picks one"},
 	{"http", K_ADDR, O(http), 0, 0, "", "HOST:PORT of the HTTP views (docs/http.md); empty: off"},
-	{"http_public_url", K_STR, O(http_public_url), 0, 0, "", "URL clients reach the HTTP views at (pages, manifest); default http://HTTP"},
+	{"http_public_url", K_STR, O(http_public_url), 0, 0, "", "URL clients reach the HTTP views at (pages, manifest; announced to peers when set); default http://HTTP"},
 	{"control", K_STR, O(control), 0, 0, "", "control socket path (default DATA/pithd.sock)"},
 	{"network_id", K_NETID, O(network_id), 0, 0, "pith-main", "peers must use the same network id"},
 	{"log_level", K_LEVEL, O(log_level), 0, 0, "info", "error, warn, info or debug"},
@@ -62,6 +62,7 @@ static const key_t_ keys[] = {
 	{"sync_interval_ms", K_INT, O(sync_interval_ms), 0, INT64_C(604800000), "600000", "reconcile with each dialled peer this often, jittered (0: only on connecting)"},
 	{"sync_timeout_ms", K_INT, O(sync_timeout_ms), 1000, 86400000, "300000", "a peer must answer a reconciliation message within"},
 	{"store_cache_mb", K_INT, O(store_cache_mb), 8, 1048576, "64", "the store's block cache, MiB (more: cheaper serving of catch-up)"},
+	{"worker_nice", K_INT, O(worker_nice), 0, 19, "10", "nice steps below the event loop for the validators, the writer and RocksDB's threads (0: none)"},
 };
 #define NKEYS (sizeof(keys) / sizeof(keys[0]))
 

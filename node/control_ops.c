@@ -29,6 +29,7 @@
 #include <sys/stat.h>
 
 #include "log.h"
+#include "prio.h"
 
 #define BAN_SECONDS_MAX (10 * 366 * 86400LL)
 #define NODE_ID_PREFIX_MIN 8
@@ -249,6 +250,7 @@ static int op_unban(node_t *n, const char *arg, pith_buf_t *b)
 static void *backup_thread(void *arg)
 {
 	ctlops_t *o = arg;
+	prio_lower_thread(0, (int)o->node->cfg->worker_nice); /* a worker like the others */
 	o->rc = store_checkpoint(o->node->store, o->dir, &o->err);
 	event_active(o->done_ev, EV_READ, 0);
 	return NULL;

@@ -21,6 +21,7 @@
 #include "http_int.h"
 #include "json.h"
 #include "log.h"
+#include "wire.h"
 
 #define ACCEPT_PAUSE_MS 200 /* after accept() fails (out of descriptors) */
 
@@ -512,6 +513,21 @@ static void collect(void *arg, metrics_out_t *o)
 	metrics_out_sample_u64(o, "pith_http_mirrors_listed", NULL, h->nmirrors);
 }
 
+/* A base URL as this server prints it: u without trailing slashes into
+ * out, if what remains is a plain http(s) URL (wire_http_url_is_valid: the
+ * same rule HELLO's http_url follows). Returns 1, or 0 if it is not. */
+static int base_url_trim(const char *u, char out[static WIRE_HTTP_URL_MAX + 1])
+{
+	size_t n = strlen(u);
+	while (n && u[n - 1] == '/')
+		n--;
+	if (!n || n > WIRE_HTTP_URL_MAX)
+		return 0;
+	memcpy(out, u, n);
+	out[n] = 0;
+	return wire_http_url_is_valid(out);
+}
+
 int http_new(struct event_base *base, store_t *store, metrics_t *metrics, const http_opts_t *opts,
 	     const http_hooks_t *hooks, http_t **out, pith_err_t *err)
 {
@@ -525,17 +541,12 @@ int http_new(struct event_base *base, store_t *store, metrics_t *metrics, const 
 	    !opts->max_inflight || opts->timeout_s < 1 || !opts->events_page_max ||
 	    opts->request_timeout_s < 1 || opts->max_connections < 1)
 		return pith_err_set(err, PITH_EINVAL, "http: a limit is out of range");
-	const char *pub = opts->public_url ? opts->public_url : "";
-	size_t publen = strlen(pub);
-	while (publen && pub[publen - 1] == '/')
-		publen--;
-	if (publen && (publen > 200 || (strncmp(pub, "http://", 7) && strncmp(pub, "https://", 8))))
+	char pub[WIRE_HTTP_URL_MAX + 1] = "";
+	if (opts->public_url && *opts->public_url && !base_url_trim(opts->public_url, pub))
 		return pith_err_set(err, PITH_EINVAL,
-				    "http: public URL '%s' is not an http(s) URL of at most 200 bytes", pub);
-	for (size_t i = 0; i < publen; i++)
-		if (pub[i] <= ' ' || pub[i] >= 0x7f || strchr("\"<>\\^`{|}?#", pub[i]))
-			return pith_err_set(err, PITH_EINVAL,
-					    "http: public URL '%s' has a character not allowed", pub);
+				    "http: public URL '%.200s' is not a plain http(s) URL of at most %d "
+				    "bytes (host, optional port and path; no credentials, query or "
+				    "fragment)", opts->public_url, WIRE_HTTP_URL_MAX);
 
 	http_t *h = calloc(1, sizeof(*h));
 	if (!h)
@@ -602,8 +613,8 @@ int http_new(struct event_base *base, store_t *store, metrics_t *metrics, const 
 		h->port = ntohs(s4->sin_port);
 		snprintf(h->listen_str, sizeof(h->listen_str), "%s:%u", ip, h->port);
 	}
-	if (publen)
-		snprintf(h->base_url, sizeof(h->base_url), "%.*s", (int)publen, pub);
+	if (pub[0])
+		snprintf(h->base_url, sizeof(h->base_url), "%s", pub);
 	else
 		snprintf(h->base_url, sizeof(h->base_url), "http://%s", h->listen_str);
 	metrics_init(h);
@@ -667,23 +678,6 @@ void http_set_draining(http_t *h, int draining)
 	h->draining = draining;
 }
 
-/* A peer-announced URL we are willing to print in our manifest. */
-static int mirror_url_is_ok(const char *u)
-{
-	size_t n = strlen(u);
-	size_t skip = !strncmp(u, "https://", 8) ? 8 : !strncmp(u, "http://", 7) ? 7 : 0;
-	if (!skip || n > 200 || n == skip)
-		return 0;
-	for (size_t i = 0; i < n; i++) {
-		unsigned char c = (unsigned char)u[i];
-		if (c <= ' ' || c >= 0x7f || strchr("\"<>\\^`{|}?#'", c))
-			return 0;
-		if (c == '@' && i >= skip)
-			return 0; /* no credentials */
-	}
-	return u[skip] != '/' && u[skip] != ':';
-}
-
 int http_mirrors_set(http_t *h, const http_mirror_t *m, size_t n)
 {
 	http_mirror_entry_t *v = calloc(n ? n : 1, sizeof(*v));
@@ -691,12 +685,8 @@ int http_mirrors_set(http_t *h, const http_mirror_t *m, size_t n)
 		return PITH_ENOMEM;
 	size_t k = 0;
 	for (size_t i = 0; i < n; i++) {
-		if (!m[i].base_url || !mirror_url_is_ok(m[i].base_url))
+		if (!m[i].base_url || !base_url_trim(m[i].base_url, v[k].base_url))
 			continue;
-		size_t len = strlen(m[i].base_url);
-		while (len && m[i].base_url[len - 1] == '/')
-			len--;
-		snprintf(v[k].base_url, sizeof(v[k].base_url), "%.*s", (int)len, m[i].base_url);
 		/* names are peer text: printable ASCII only, truncated */
 		const char *nm = m[i].name && *m[i].name ? m[i].name : v[k].base_url;
 		size_t j = 0;
@@ -706,9 +696,12 @@ int http_mirrors_set(http_t *h, const http_mirror_t *m, size_t n)
 		v[k].name[j] = 0;
 		k++;
 	}
+	/* generated_at says when the list last changed, not when it was set */
+	int same = k == h->nmirrors && (!k || !memcmp(v, h->mirrors, k * sizeof(*v)));
 	free(h->mirrors);
 	h->mirrors = v;
 	h->nmirrors = k;
-	pith_time_now(h->mirrors_at, 0);
+	if (!same)
+		pith_time_now(h->mirrors_at, 0);
 	return (int)k;
 }

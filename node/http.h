@@ -88,10 +88,12 @@ metrics_t *http_metrics(http_t *h);
 int http_job_done(http_t *h, const ingest_job_t *job);
 
 /* The HTTP mirrors this node's peers announce, for /pith-mirrors.json:
- * replaces the list. Entries whose base_url is not a plain http(s) URL
- * (scheme, host, optional port and path; printable ASCII; no query,
- * fragment or credentials; at most 200 bytes) are skipped; returns how
- * many were kept, or PITH_ENOMEM. */
+ * replaces the list (names and URLs are copied). Entries whose base_url,
+ * without trailing slashes, is not a plain http(s) URL
+ * (wire_http_url_is_valid: host, optional port and path; no query,
+ * fragment or credentials; at most 200 bytes) are skipped. generated_at
+ * moves only if the kept list differs from the last one. Returns how many
+ * were kept, or PITH_ENOMEM. */
 typedef struct http_mirror {
 	const char *name;
 	const char *base_url;

@@ -1,7 +1,9 @@
 /* Validators, the writer, and the hand-back to the loop. Three queues,
  * each a singly linked FIFO under its own mutex. */
+#define _GNU_SOURCE /* pthread_setname_np */
 #include "ingest.h"
 
+#include <errno.h>
 #include <event2/event.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -11,6 +13,7 @@
 
 #include "bundle.h"
 #include "log.h"
+#include "prio.h"
 
 #define WRITER_BATCH_MAX 2048 /* items per commit */
 
@@ -48,6 +51,7 @@ struct ingest {
 	store_t *st;
 	size_t max_bundle_bytes;
 	FILE *trace;
+	int worker_nice;        /* added to the loop's nice value in every thread here */
 	ingest_done_fn on_done;
 	void *arg;
 
@@ -209,9 +213,19 @@ static void validate_bundle(ingest_t *in, ingest_job_t *j)
 	}
 }
 
+/* Names the calling worker thread (top -H, /proc) and lowers its CPU
+ * priority below the loop's (docs/pithd.md, worker_nice). */
+static void worker_start(ingest_t *in, const char *name)
+{
+	pthread_setname_np(pthread_self(), name);
+	if (prio_lower_thread(0, in->worker_nice))
+		log_warn("cannot lower the priority of the %s thread: %s", name, strerror(errno));
+}
+
 static void *validator_main(void *arg)
 {
 	ingest_t *in = arg;
+	worker_start(in, "pith-validate");
 	pthread_mutex_lock(&in->mu);
 	for (;;) {
 		while (!in->vq.head && !in->stop_validators)
@@ -315,6 +329,7 @@ static void write_batch(ingest_t *in, ingest_job_t *jobs)
 static void *writer_main(void *arg)
 {
 	ingest_t *in = arg;
+	worker_start(in, "pith-writer");
 	pthread_mutex_lock(&in->mu);
 	for (;;) {
 		while (!in->wq.head && !in->stop_writer)
@@ -371,12 +386,13 @@ static void done_cb(evutil_socket_t fd, short what, void *arg)
 }
 
 ingest_t *ingest_new(struct event_base *base, const pith_trust_t *trust, store_t *st,
-		     int nthreads, size_t max_bundle_bytes, const char *trace_path,
+		     int nthreads, int worker_nice, size_t max_bundle_bytes, const char *trace_path,
 		     ingest_done_fn on_done, void *arg)
 {
 	ingest_t *in = calloc(1, sizeof(*in));
 	if (!in)
 		return NULL;
+	in->worker_nice = worker_nice;
 	in->trust = trust;
 	in->st = st;
 	in->max_bundle_bytes = max_bundle_bytes;

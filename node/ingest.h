@@ -74,12 +74,13 @@ typedef struct ingest_stats {
 	size_t queued_validate, queued_write; /* right now */
 } ingest_stats_t;
 
-/* Starts nthreads validators and the writer. trust and st are borrowed
- * and must outlive the pipeline. trace (may be NULL) gets a line
+/* Starts nthreads validators and the writer, each at worker_nice nice
+ * steps below the calling thread's priority (prio_lower_thread; 0: the
+ * same). trust and st are borrowed and must outlive the pipeline. trace (may be NULL) gets a line
  * "UNIX_US EVENT_ID_HEX" per newly stored event, written right after its
  * commit. NULL on failure. */
 ingest_t *ingest_new(struct event_base *base, const pith_trust_t *trust, store_t *st,
-		     int nthreads, size_t max_bundle_bytes, const char *trace_path,
+		     int nthreads, int worker_nice, size_t max_bundle_bytes, const char *trace_path,
 		     ingest_done_fn on_done, void *arg);
 
 /* A new job for kind with a copy of bytes; NULL on OOM. */

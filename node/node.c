@@ -21,6 +21,7 @@
 #include "http.h"
 #include "log.h"
 #include "node_int.h"
+#include "prio.h"
 #include "sync.h"
 
 #define TICK_MS 200
@@ -199,6 +200,7 @@ static void node_tick(node_t *n)
 	addrbook_save_tick(n, now);
 	addrbook_maintain(n, now);
 	pex_tick(n, now);
+	node_http_tick(n, now);
 }
 
 static void tick_cb(evutil_socket_t fd, short what, void *arg)
@@ -336,6 +338,14 @@ int node_new(node_config_t *cfg, node_t **out, pith_err_t *err)
 	so.cache_bytes = (size_t)cfg->store_cache_mb << 20;
 	if ((rc = store_open(path, &so, &n->store, err)))
 		goto fail;
+	/* RocksDB started its flush and compaction threads when the store
+	 * opened (named rocksdb:high and rocksdb:low); its C API could only
+	 * send them to nice 19, and only from their next job on */
+	int nrocks = prio_lower_threads_named("rocksdb:", (int)cfg->worker_nice);
+	if (nrocks < 0)
+		log_warn("cannot lower the priority of RocksDB's threads: %s", strerror(errno));
+	else if (!nrocks && cfg->worker_nice)
+		log_warn("found no RocksDB background threads by name: they keep the loop's priority");
 	if ((rc = sync_new(n, err)))
 		goto fail;
 	n->base = event_base_new();
@@ -348,6 +358,7 @@ int node_new(node_config_t *cfg, node_t **out, pith_err_t *err)
 		goto fail;
 	}
 	n->ingest = ingest_new(n->base, n->trust, n->store, (int)cfg->validate_threads,
+			       (int)cfg->worker_nice,
 			       (size_t)cfg->max_frame, cfg->trace_stored, relay_ingest_done, n);
 	if (!n->ingest) {
 		rc = pith_err_set(err, PITH_EIO, "cannot start the validation threads");
@@ -525,6 +536,8 @@ void node_peer_json(const peer_t *p, int64_t now, pith_buf_t *b)
 	jstr(b, "node_id", id);
 	pith_buf_puts(b, ",");
 	jstr(b, "agent", p->agent);
+	pith_buf_puts(b, ",");
+	jstr(b, "http_url", p->http_url);
 	pith_buf_printf(b,
 			",\"direction\":\"%s\",\"state\":\"%s\",\"score\":%d,"
 			"\"listen_port\":%u,\"rtt_ms\":%.3f,\"age_ms\":%lld,"

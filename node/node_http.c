@@ -3,6 +3,7 @@
  * arriving over HTTP are validated, stored and announced to peers exactly
  * like gossip), and the node's counters in /metrics. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "http.h"
@@ -143,6 +144,10 @@ int node_http_start(node_t *n, pith_err_t *err)
 	int rc = http_new(n->base, n->store, n->metrics, &o, &hooks, &n->http, err);
 	if (rc)
 		return rc;
+	/* peers list what we announce: only a URL the operator declared
+	 * public (the bound address is often loopback or behind a proxy) */
+	if (n->cfg->http_public_url[0])
+		snprintf(n->http_url, sizeof(n->http_url), "%s", http_base_url(n->http));
 	log_info("http: serving on %s as %s", http_listen_str(n->http), http_base_url(n->http));
 	return 0;
 }
@@ -157,4 +162,143 @@ void node_http_stop(node_t *n)
 {
 	http_free(n->http);
 	metrics_free(n->metrics);
+	free(n->mirrors_seen);
+	n->mirrors_seen = NULL;
+	n->n_mirrors_seen = 0;
+}
+
+/* ---- peers' HTTP mirrors (/pith-mirrors.json) ---------------------------------- */
+
+/* A peer's URL is listed while the peer is connected and for
+ * MIRROR_KEEP_US after it left, so that the manifest does not flap with
+ * reconnects; at most MIRRORS_SEEN_MAX departed peers are remembered (a
+ * new one replaces the one that left first). */
+#define MIRROR_KEEP_US (3600 * INT64_C(1000000))
+#define MIRRORS_SEEN_MAX 64
+#define MIRRORS_TICK_US (10 * INT64_C(1000000))
+
+typedef struct mirror_seen {
+	uint8_t pk[32];
+	char url[WIRE_HTTP_URL_MAX + 1];
+	int64_t left_us;
+} mirror_seen_t;
+
+typedef struct mirror_list {
+	http_mirror_t *m;
+	char (*names)[32];
+	size_t n, cap;
+} mirror_list_t;
+
+static void mirror_add(node_t *n, mirror_list_t *l, const uint8_t pk[32], const char *url)
+{
+	if (l->n == l->cap || !strcmp(url, n->http_url))
+		return;
+	for (size_t i = 0; i < l->n; i++)
+		if (!strcmp(l->m[i].base_url, url))
+			return; /* two nodes behind one URL: one entry */
+	char hex[17];
+	pith_hex_encode(pk, 8, hex);
+	snprintf(l->names[l->n], sizeof(l->names[0]), "pithd %s", hex);
+	l->m[l->n].name = l->names[l->n];
+	l->m[l->n].base_url = url;
+	l->n++;
+}
+
+static int mirror_cmp(const void *a, const void *b)
+{
+	return strcmp(((const http_mirror_t *)a)->base_url, ((const http_mirror_t *)b)->base_url);
+}
+
+/* Hands the current list to the server (which keeps generated_at when
+ * nothing changed). Sorted by URL, so that the order does not depend on
+ * the order peers connected in. */
+static void mirrors_publish(node_t *n, int64_t now)
+{
+	mirror_list_t l = {0};
+	for (peer_t *p = n->peers; p; p = p->next)
+		l.cap++;
+	l.cap += n->n_mirrors_seen;
+	l.m = calloc(l.cap ? l.cap : 1, sizeof(*l.m));
+	l.names = calloc(l.cap ? l.cap : 1, sizeof(*l.names));
+	if (!l.m || !l.names) {
+		log_error("http: out of memory listing the peers' mirrors");
+		goto out;
+	}
+	for (peer_t *p = n->peers; p; p = p->next)
+		if (p->state == PEER_READY && p->http_url[0])
+			mirror_add(n, &l, p->pk, p->http_url);
+	for (size_t i = 0; i < n->n_mirrors_seen; i++)
+		if (now - n->mirrors_seen[i].left_us < MIRROR_KEEP_US)
+			mirror_add(n, &l, n->mirrors_seen[i].pk, n->mirrors_seen[i].url);
+	qsort(l.m, l.n, sizeof(*l.m), mirror_cmp);
+	if (http_mirrors_set(n->http, l.m, l.n) < 0)
+		log_error("http: out of memory listing the peers' mirrors");
+out:
+	free(l.m);
+	free(l.names);
+}
+
+/* Remembers that p (which has a URL) left now. */
+static void mirror_left(node_t *n, const peer_t *p, int64_t now)
+{
+	mirror_seen_t *e = NULL;
+	for (size_t i = 0; i < n->n_mirrors_seen && !e; i++)
+		if (!memcmp(n->mirrors_seen[i].pk, p->pk, 32))
+			e = &n->mirrors_seen[i];
+	if (!e && !n->mirrors_seen) {
+		n->mirrors_seen = calloc(MIRRORS_SEEN_MAX, sizeof(*n->mirrors_seen));
+		if (!n->mirrors_seen)
+			return;
+	}
+	if (!e && n->n_mirrors_seen < MIRRORS_SEEN_MAX)
+		e = &n->mirrors_seen[n->n_mirrors_seen++];
+	if (!e) { /* full: the one that left first makes room */
+		e = &n->mirrors_seen[0];
+		for (size_t i = 1; i < n->n_mirrors_seen; i++)
+			if (n->mirrors_seen[i].left_us < e->left_us)
+				e = &n->mirrors_seen[i];
+	}
+	memcpy(e->pk, p->pk, 32);
+	memcpy(e->url, p->http_url, sizeof(e->url));
+	e->left_us = now;
+}
+
+/* Forgets what node pk announced before it left; 1 if there was something. */
+static int mirror_forget(node_t *n, const uint8_t pk[32])
+{
+	for (size_t i = 0; i < n->n_mirrors_seen; i++)
+		if (!memcmp(n->mirrors_seen[i].pk, pk, 32)) {
+			n->mirrors_seen[i] = n->mirrors_seen[--n->n_mirrors_seen];
+			return 1;
+		}
+	return 0;
+}
+
+void node_http_peer_changed(node_t *n, const peer_t *p)
+{
+	if (!n->http || n->shutting_down)
+		return;
+	int64_t now = node_now_us();
+	int changed = 0;
+	if (p->state == PEER_READY)
+		changed = mirror_forget(n, p->pk); /* back: its new HELLO is what counts */
+	else if (p->http_url[0])
+		mirror_left(n, p, now);
+	if (changed || p->http_url[0])
+		mirrors_publish(n, now);
+}
+
+void node_http_tick(node_t *n, int64_t now)
+{
+	if (!n->http || !n->n_mirrors_seen || now - n->mirrors_tick_us < MIRRORS_TICK_US)
+		return;
+	n->mirrors_tick_us = now;
+	size_t k = 0;
+	for (size_t i = 0; i < n->n_mirrors_seen; i++)
+		if (now - n->mirrors_seen[i].left_us < MIRROR_KEEP_US)
+			n->mirrors_seen[k++] = n->mirrors_seen[i];
+	if (k == n->n_mirrors_seen)
+		return;
+	n->n_mirrors_seen = k;
+	mirrors_publish(n, now);
 }

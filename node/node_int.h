@@ -80,6 +80,7 @@ struct peer {
 	uint16_t listen_port;
 	uint64_t features;
 	char agent[WIRE_AGENT_MAX + 1];
+	char http_url[WIRE_HTTP_URL_MAX + 1]; /* its HELLO's, "" if none or dropped */
 
 	/* time */
 	int64_t created_us, ready_us, last_recv_us;
@@ -211,6 +212,10 @@ struct node {
 	control_t *control;
 	struct http *http;          /* --http: node_http.c (NULL when off) */
 	struct metrics *metrics;    /* what /metrics renders */
+	char http_url[WIRE_HTTP_URL_MAX + 1]; /* sent in HELLO: http_public_url when serving */
+	struct mirror_seen *mirrors_seen; /* peers' HTTP URLs after they left (node_http.c) */
+	size_t n_mirrors_seen;
+	int64_t mirrors_tick_us;
 	wire_limits_t wlim;
 
 	uint8_t pk[32], sk[64];
@@ -367,6 +372,13 @@ void pex_tick(node_t *n, int64_t now);
 void addr_format(const struct sockaddr *sa, char out[static 64]);
 
 /* ---- node_http.c ------------------------------------------------------------- */
+/* Peer p became ready or, having been ready, left (p->state tells): the
+ * peers' entries of /pith-mirrors.json follow (its URL, if it sent one, is
+ * kept for a while after it left; a node that comes back replaces what it
+ * said before). */
+void node_http_peer_changed(node_t *n, const peer_t *p);
+/* Drops the entries of peers gone for longer than the window. */
+void node_http_tick(node_t *n, int64_t now);
 /* Starts the HTTP views when cfg->http is set (0 when off). */
 int node_http_start(node_t *n, pith_err_t *err);
 /* Shutting down: /healthz answers 503, connections close after replies. */

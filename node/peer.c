@@ -110,6 +110,8 @@ void peer_close(peer_t *p, uint32_t bye_code, const char *fmt, ...)
 		log_debug("peer %s: closed before the handshake finished: %s", p->addr,
 			  p->close_reason);
 	relay_peer_gone(p);
+	if (was_ready)
+		node_http_peer_changed(n, p);
 	node_reap_soon(n);
 }
 
@@ -284,6 +286,7 @@ static void send_hello(peer_t *p)
 	memcpy(m.u.hello.nonce, p->my_nonce, 32);
 	m.u.hello.listen_port = n->listen_port;
 	snprintf(m.u.hello.agent, sizeof(m.u.hello.agent), "%s", PEER_AGENT);
+	memcpy(m.u.hello.http_url, n->http_url, sizeof(m.u.hello.http_url));
 	peer_send(p, &m);
 }
 
@@ -321,6 +324,13 @@ static void on_hello(peer_t *p, const wire_msg_t *m)
 	p->features = m->u.hello.features;
 	log_escape(m->u.hello.agent, strlen(m->u.hello.agent), 64, p->agent, sizeof(p->agent));
 	pith_hex_encode(p->pk, 8, p->id_short);
+	/* the decoder kept it only if it is a plain http(s) URL */
+	memcpy(p->http_url, m->u.hello.http_url, sizeof(p->http_url));
+	if (m->u.hello.http_url_dropped) {
+		static log_rl_t rl_url;
+		log_rl(&rl_url, LOG_INFO, "peer %s: its HELLO's http_url is not a plain http(s) URL; "
+		       "not listed in /pith-mirrors.json", p->addr);
+	}
 
 	uint8_t msg[WIRE_AUTH_MSG_MAX];
 	size_t len = wire_auth_message(n->cfg->network_id, n->pk, p->my_nonce, p->pk,
@@ -378,6 +388,7 @@ static void on_auth(peer_t *p, const wire_msg_t *m)
 	p->pex_requested = 1;
 	peer_send(p, &req);
 	relay_peer_ready(p);
+	node_http_peer_changed(n, p);
 }
 
 /* ---- dispatch ---------------------------------------------------------------------- */

@@ -3,6 +3,7 @@
  * docs/wire.md is the specification; this file follows it field by field. */
 #include "wire.h"
 
+#include <ctype.h>
 #include <msgpack.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,8 +36,9 @@ static const char *const type_names[] = {
 };
 
 /* Array length of each defined message (the type included). HELLO may
- * carry more fields (ignored), so that a later version can extend it and
- * still be told apart by its version field. */
+ * carry more fields, so that a later version can extend it and still be
+ * told apart by its version field: the 9th is http_url (optional, sent
+ * only when set), any after it are ignored. */
 static const uint8_t type_fields[] = {
 	[WIRE_HELLO] = 8,
 	[WIRE_AUTH] = 2,
@@ -359,6 +361,70 @@ static int get_array(dctx_t *c, const msgpack_object *o, const char *field, size
 	return 0;
 }
 
+int wire_http_url_is_valid(const char *s)
+{
+	size_t n = strlen(s), i;
+	if (n > WIRE_HTTP_URL_MAX)
+		return 0;
+	if (!strncmp(s, "https://", 8))
+		i = 8;
+	else if (!strncmp(s, "http://", 7))
+		i = 7;
+	else
+		return 0;
+	size_t host = i;
+	if (s[i] == '[') {
+		for (i++; isxdigit((unsigned char)s[i]) || s[i] == ':' || s[i] == '.'; i++)
+			;
+		if (s[i] != ']' || i == host + 1)
+			return 0;
+		i++;
+	} else {
+		for (; isalnum((unsigned char)s[i]) || s[i] == '.' || s[i] == '-'; i++)
+			;
+		if (i == host)
+			return 0;
+	}
+	if (s[i] == ':') {
+		size_t d = ++i;
+		unsigned long port = 0;
+		for (; isdigit((unsigned char)s[i]) && i - d < 5; i++)
+			port = port * 10 + (unsigned long)(s[i] - '0');
+		if (i == d || port < 1 || port > 65535)
+			return 0;
+	}
+	if (s[i] && s[i] != '/')
+		return 0;
+	for (; s[i]; i++) {
+		unsigned char ch = (unsigned char)s[i];
+		if (ch <= 0x20 || ch >= 0x7f || strchr("\"'<>\\^`{|}?#@", ch))
+			return 0;
+	}
+	return 1;
+}
+
+/* HELLO's optional 9th field (o NULL when absent). Advisory: a value that
+ * is not a valid URL string is dropped and noted, never an error, so that
+ * a peer's odd URL costs it its manifest entry and nothing else. */
+static void get_http_url(const msgpack_object *o, wire_msg_t *m)
+{
+	char *out = m->u.hello.http_url;
+	out[0] = 0;
+	m->u.hello.http_url_dropped = 0;
+	if (!o || o->type == MSGPACK_OBJECT_NIL ||
+	    (o->type == MSGPACK_OBJECT_STR && o->via.str.size == 0))
+		return;
+	if (o->type == MSGPACK_OBJECT_STR && o->via.str.size <= WIRE_HTTP_URL_MAX &&
+	    !memchr(o->via.str.ptr, 0, o->via.str.size)) {
+		memcpy(out, o->via.str.ptr, o->via.str.size);
+		out[o->via.str.size] = 0;
+		if (wire_http_url_is_valid(out))
+			return;
+		out[0] = 0;
+	}
+	m->u.hello.http_url_dropped = 1;
+}
+
 int wire_netid_is_valid(const char *s)
 {
 	size_t n = strlen(s);
@@ -378,7 +444,6 @@ static int decode_fields(dctx_t *c, const msgpack_object *f, size_t nf,
 {
 	uint64_t u = 0;
 	int rc = 0;
-	(void)nf;
 	switch (m->type) {
 	case WIRE_HELLO:
 		if ((rc = get_uint(c, &f[1], "version", UINT32_MAX, &u)))
@@ -396,7 +461,10 @@ static int decode_fields(dctx_t *c, const msgpack_object *f, size_t nf,
 		    (rc = get_uint(c, &f[6], "listen_port", 65535, &u)))
 			return rc;
 		m->u.hello.listen_port = (uint16_t)u;
-		return get_text(c, &f[7], "agent", 0, WIRE_AGENT_MAX, m->u.hello.agent);
+		if ((rc = get_text(c, &f[7], "agent", 0, WIRE_AGENT_MAX, m->u.hello.agent)))
+			return rc;
+		get_http_url(nf > 8 ? &f[8] : NULL, m);
+		return 0;
 	case WIRE_AUTH:
 		return get_bin_fixed(c, &f[1], "signature", 64, m->u.auth.sig);
 	case WIRE_PING:
@@ -617,7 +685,9 @@ static int encode_check(const wire_msg_t *m)
 	switch (m->type) {
 	case WIRE_HELLO:
 		return wire_netid_is_valid(m->u.hello.network_id) &&
-		       text_ok(m->u.hello.agent, 0, WIRE_AGENT_MAX);
+		       text_ok(m->u.hello.agent, 0, WIRE_AGENT_MAX) &&
+		       memchr(m->u.hello.http_url, 0, sizeof(m->u.hello.http_url)) &&
+		       (!m->u.hello.http_url[0] || wire_http_url_is_valid(m->u.hello.http_url));
 	case WIRE_BYE:
 		return text_ok(m->u.bye.reason, 0, WIRE_REASON_MAX);
 	case WIRE_PEERS:
@@ -672,7 +742,11 @@ int wire_encode(const wire_msg_t *m, pith_buf_t *out)
 		return PITH_ENOMEM;
 	msgpack_packer pk;
 	msgpack_packer_init(&pk, out, buf_write);
-	msgpack_pack_array(&pk, type_fields[m->type]);
+	/* HELLO's optional http_url goes out only when set: a HELLO without
+	 * it is byte for byte what nodes before it sent */
+	msgpack_pack_array(&pk, m->type == WIRE_HELLO && m->u.hello.http_url[0]
+					? type_fields[WIRE_HELLO] + 1u
+					: type_fields[m->type]);
 	msgpack_pack_uint64(&pk, (uint64_t)m->type);
 	switch (m->type) {
 	case WIRE_HELLO:
@@ -683,6 +757,8 @@ int wire_encode(const wire_msg_t *m, pith_buf_t *out)
 		pack_bin(&pk, m->u.hello.nonce, 32);
 		msgpack_pack_uint64(&pk, m->u.hello.listen_port);
 		pack_text(&pk, m->u.hello.agent);
+		if (m->u.hello.http_url[0])
+			pack_text(&pk, m->u.hello.http_url);
 		break;
 	case WIRE_AUTH:
 		pack_bin(&pk, m->u.auth.sig, 64);

@@ -34,6 +34,7 @@
 #define WIRE_NETID_MAX 64
 #define WIRE_AGENT_MAX 64
 #define WIRE_REASON_MAX 128
+#define WIRE_HTTP_URL_MAX 200           /* HELLO's http_url */
 #define WIRE_DEPTH_MAX 4                /* nested arrays in any message */
 #define WIRE_RECON_MAX (1u << 20)       /* bytes of one RECON message's data */
 
@@ -130,6 +131,12 @@ typedef struct wire_msg {
 			uint8_t nonce[32];
 			uint16_t listen_port; /* 0: does not accept connections */
 			char agent[WIRE_AGENT_MAX + 1];
+			/* optional 9th field: the sender's public HTTP base
+			 * URL, "" if none. Advisory: a decoder drops one that
+			 * is not a wire_http_url_is_valid string (and sets
+			 * http_url_dropped) and the HELLO still stands. */
+			char http_url[WIRE_HTTP_URL_MAX + 1];
+			int http_url_dropped; /* decode only */
 		} hello;
 		struct {
 			uint8_t sig[64];
@@ -249,5 +256,13 @@ size_t wire_auth_message(const char *network_id, const uint8_t signer_pk[static 
 
 /* Checks a network id: 1..WIRE_NETID_MAX of [A-Za-z0-9._-]. */
 int wire_netid_is_valid(const char *s);
+
+/* Checks a public HTTP base URL (HELLO's http_url, a mirror's entry in
+ * /pith-mirrors.json): at most WIRE_HTTP_URL_MAX bytes; "http://" or
+ * "https://"; a host name ([A-Za-z0-9.-]+) or a bracketed IPv6 address;
+ * an optional port 1..65535; an optional path of printable ASCII without
+ * space, quotes, <>\^`{|}, '@' (no credentials), '?' or '#' (no query or
+ * fragment). */
+int wire_http_url_is_valid(const char *s);
 
 #endif

@@ -21,6 +21,7 @@ cat <<MSG
 Try:
   curl -s http://127.0.0.1:8413/pith/AR7B3DEVMOTSBRCCVXUCLYSRRE/state.json | build/node/cli/pithctl canon | sha256sum
   curl -s 'http://127.0.0.1:8412/api/pith-number/resolve?arxiv=2401.14489&json=true'
+  curl -s http://127.0.0.1:8411/pith-mirrors.json   # node 0 and the peers that announced their URL
   build/node/cli/pithctl --node mesh/node-0/pithd.sock status
 Stop it with: bash deploy/mesh.sh stop
 MSG

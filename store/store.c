@@ -32,6 +32,21 @@ const char *store_outcome_name(store_outcome_t o)
 
 /* ---- opening -------------------------------------------------------------- */
 
+/* Whether a column family keeps its files' index and filter blocks in the
+ * table readers (loaded once per file, uncompressed, held while the file is
+ * open) instead of the block cache. The HTTP views seek in aliases and
+ * records and read states for nearly every request; in the cache, a
+ * file's index and filter are single blocks that grow with the file (about
+ * 1 MiB of index and 2.4 MiB of filter for 330,000 records' aliases),
+ * larger than one 1 MiB shard of the default 64 MiB cache, so random reads
+ * evicted them and every request read and decompressed them again
+ * (docs/performance.md, issue 6). Held in the readers they cost memory
+ * outside store_cache_mb: about 5 MiB for 330,000 records (2 bytes per alias). */
+static int cf_index_in_reader(int cf)
+{
+	return cf == STORE_CF_ALIASES || cf == STORE_CF_RECORDS || cf == STORE_CF_STATES;
+}
+
 /* Column families holding JSON documents get larger blocks (better
  * compression); the point-looked-up ones get a whole-key bloom filter so
  * that the duplicate check of a new event rarely touches a data block. */
@@ -45,7 +60,7 @@ static void cf_tune(store_t *st, int cf)
 	if (cf == STORE_CF_EVENTS || cf == STORE_CF_RECORDS || cf == STORE_CF_STATES ||
 	    cf == STORE_CF_BUNDLES || cf == STORE_CF_ALIASES)
 		rocksdb_block_based_options_set_filter_policy(t, rocksdb_filterpolicy_create_bloom_full(10));
-	rocksdb_block_based_options_set_cache_index_and_filter_blocks(t, 1);
+	rocksdb_block_based_options_set_cache_index_and_filter_blocks(t, !cf_index_in_reader(cf));
 	rocksdb_block_based_options_set_pin_l0_filter_and_index_blocks_in_cache(t, 1);
 	rocksdb_options_set_block_based_table_factory(o, t);
 	/* LZ4 for flushes and young levels: cheap on the two cores that also

@@ -6,14 +6,18 @@
  *                   [--mirror NAME=URL]... [--max-body N] [--max-header N]
  *                   [--max-post-events N] [--max-inflight N] [--timeout S]
  *                   [--request-timeout S] [--max-connections N]
- *                   [--cache-mb N] [--port-file FILE] [--no-submit]
+ *                   [--cache-mb N] [--worker-nice N] [--port-file FILE]
+ *                   [--no-submit]
  *
  * Opens (or creates) the store with the trusted keys as registry keys, as
  * pithd does; starts the validation pipeline of node/ingest.c (the one
  * pithd uses) with N threads (default 2) as the submit hook of
  * POST /events; serves until SIGTERM or SIGINT. Prints "listening on
  * IP:PORT" on stdout once serving and, with --port-file, writes the port
- * there. --no-submit leaves POST /events without a pipeline (503). */
+ * there. --no-submit leaves POST /events without a pipeline (503).
+ * --worker-nice N (default 0) runs the validators, the writer and
+ * RocksDB's background threads N nice steps below the loop, as pithd's
+ * worker_nice does. */
 #include <event2/event.h>
 #include <event2/thread.h>
 #include <signal.h>
@@ -26,6 +30,7 @@
 #include "idmap.h"
 #include "ingest.h"
 #include "log.h"
+#include "prio.h"
 #include "store.h"
 #include "trust.h"
 
@@ -64,7 +69,7 @@ static int usage(void)
 			"[--name NAME] [--trust-key FILE]... [--threads N] [--mirror NAME=URL]... "
 			"[--max-body N] [--max-header N] [--max-post-events N] [--max-inflight N] "
 			"[--timeout S] [--request-timeout S] [--max-connections N] [--cache-mb N] "
-			"[--port-file FILE] [--no-submit]\n");
+			"[--worker-nice N] [--port-file FILE] [--no-submit]\n");
 	return 2;
 }
 
@@ -93,7 +98,7 @@ int main(int argc, char **argv)
 	http_opts_t o;
 	http_opts_default(&o);
 	o.listen = "127.0.0.1:0";
-	int threads = 2, no_submit = 0;
+	int threads = 2, no_submit = 0, worker_nice = 0;
 	size_t cache_mb = 0;
 	http_mirror_t mirrors[MAX_MIRRORS];
 	size_t nmirrors = 0;
@@ -140,6 +145,8 @@ int main(int argc, char **argv)
 			o.request_timeout_s = atoi(v);
 		else if (OPT("--max-connections"))
 			o.max_connections = strtoull(v, NULL, 10);
+		else if (OPT("--worker-nice"))
+			worker_nice = atoi(v);
 		else if (OPT("--cache-mb"))
 			cache_mb = strtoull(v, NULL, 10);
 		else if (OPT("--port-file"))
@@ -150,7 +157,8 @@ int main(int argc, char **argv)
 			return usage();
 #undef OPT
 	}
-	if (!store_dir || threads < 1 || threads > 64)
+	if (!store_dir || threads < 1 || threads > 64 || worker_nice < 0 ||
+	    worker_nice > PRIO_NICE_MAX)
 		return usage();
 	signal(SIGPIPE, SIG_IGN);
 	idmap_init();
@@ -167,11 +175,14 @@ int main(int argc, char **argv)
 		fprintf(stderr, "http_serve: %s\n", err.msg);
 		goto out;
 	}
+	if (prio_lower_threads_named("rocksdb:", worker_nice) < 0)
+		fprintf(stderr, "http_serve: cannot lower the priority of RocksDB's threads\n");
 	s.base = event_base_new();
 	if (!s.base)
 		goto out;
 	if (!no_submit) {
-		s.ingest = ingest_new(s.base, trust, st, threads, 64u << 20, NULL, on_done, &s);
+		s.ingest = ingest_new(s.base, trust, st, threads, worker_nice, 64u << 20, NULL,
+				      on_done, &s);
 		if (!s.ingest) {
 			fprintf(stderr, "http_serve: cannot start the validation threads\n");
 			goto out;

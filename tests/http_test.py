@@ -1015,6 +1015,91 @@ print("verified bundle and %d events" % n)
                     if n.alive():
                         n.stop()
 
+    if args.pithd:
+        @case("pithd: nodes announce http_public_url in HELLO and list each other in "
+              "/pith-mirrors.json; a bad URL from a peer is dropped, not punished")
+        def _():
+            sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+            from pithtest import Node, RawPeer, msg, wait_for, HELLO
+            ports = []
+            for _ in range(2):
+                with socket.socket() as probe:
+                    probe.bind(("127.0.0.1", 0))
+                    ports.append(probe.getsockname()[1])
+            url_a = "http://127.0.0.1:%d" % ports[0]
+            url_b = "http://127.0.0.1:%d" % ports[1]
+            a = Node(args.pithd, root, "mirror-a", extra=trust + [
+                "--http", "127.0.0.1:%d" % ports[0], "--http-public-url", url_a + "/"])
+            b = Node(args.pithd, root, "mirror-b", extra=trust + [
+                "--http", "127.0.0.1:%d" % ports[1], "--http-public-url", url_b])
+            # serves HTTP but declares no public URL: announces none
+            c = Node(args.pithd, root, "mirror-c", extra=trust + ["--http", "127.0.0.1:0"])
+            rp = None
+            try:
+                a.start()
+                b.start(peers=[a.addr])
+                c.start(peers=[a.addr])
+                srv_a = type("Srv", (), {"port": ports[0]})()
+                srv_b = type("Srv", (), {"port": ports[1]})()
+
+                def manifest(srv):
+                    st, _, body = req("GET", "/pith-mirrors.json", server=srv)
+                    assert st == 200, st
+                    return json.loads(body)
+
+                def peers_of(srv):
+                    return {m["base_url"]: m for m in manifest(srv)["mirrors"]
+                            if m["status"] == "peer"}
+
+                wait_for(lambda: url_b in peers_of(srv_a) and url_a in peers_of(srv_b), 20,
+                         what="A and B to list each other")
+                wait_for(lambda: len(a.status()["peers"]) == 2, 20, what="C's handshake")
+                d = manifest(srv_a)
+                me = [m for m in d["mirrors"] if m["status"] == "self"]
+                assert len(me) == 1 and me[0]["base_url"] == url_a, me
+                assert list(peers_of(srv_a)) == [url_b], d["mirrors"]  # not C, not A itself
+                pb = peers_of(srv_a)[url_b]
+                assert pb["name"] == "pithd " + b.node_id[:16], pb
+                assert pb["mirror_type"] == "http"
+                assert pb["state_pattern"] == url_b + "/pith/{suffix}/state.json"
+                assert peers_of(srv_b)[url_a]["name"] == "pithd " + a.node_id[:16]
+                port_c = int(c.status()["http"].rsplit(":", 1)[1])
+                pc = peers_of(type("Srv", (), {"port": port_c})())
+                assert list(pc) == [url_a], pc
+                # a raw peer whose HELLO carries a malformed URL: dropped, the
+                # connection stays, nothing is listed, no misbehaviour points
+                generated = manifest(srv_a)["generated_at"]
+                rp = RawPeer(a.port, a.network_id)
+                rp.hello = lambda: rp.send(msg(HELLO, 1, 0, rp.network_id, rp.pk, rp.nonce, 0,
+                                               "raw-test-peer", "http://user:pw@evil.example/"))
+                rp.handshake()
+                wait_for(lambda: any(p["agent"] == "raw-test-peer" and p["state"] == "ready"
+                                     for p in a.status()["peers"]), 15, what="the raw peer")
+                assert not rp.is_closed(timeout=1)
+                raw_p = [p for p in a.status()["peers"] if p["agent"] == "raw-test-peer"][0]
+                assert raw_p["score"] == 0 and raw_p["http_url"] == "", raw_p
+                by_id = {p["node_id"]: p for p in a.status()["peers"]}
+                assert by_id[b.node_id]["http_url"] == url_b, by_id[b.node_id]
+                assert by_id[c.node_id]["http_url"] == "", by_id[c.node_id]
+                assert list(peers_of(srv_a)) == [url_b]
+                assert manifest(srv_a)["generated_at"] == generated  # the list did not change
+                # B leaves: A keeps listing it (recently seen)
+                assert b.stop() == 0
+                wait_for(lambda: len(a.status()["peers"]) == 2, 15, what="A to see B go")
+                assert list(peers_of(srv_a)) == [url_b]
+                # B comes back without a public URL: its new HELLO replaces the old claim
+                b.extra = trust + ["--http", "127.0.0.1:%d" % ports[1]]
+                b.start()
+                wait_for(lambda: not peers_of(srv_a), 20, what="A to drop B's old URL")
+                with open(a.log_path, errors="replace") as f:
+                    assert "http_url is not a plain http(s) URL" in f.read()
+            finally:
+                if rp:
+                    rp.close()
+                for n in (a, b, c):
+                    if n.alive():
+                        n.stop()
+
     @case("the server is still up and answering after all of the above")
     def _():
         assert S.alive()

@@ -1,6 +1,7 @@
 /* The store (store/store.h): ingest of the registry bundle and of generated
  * events, resolution, duplicates and re-signed copies, order independence
  * across stores, the indexes, reopening, and the consistency audit. */
+#include <dirent.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -1157,6 +1158,53 @@ TEST(bundle_index_upgrade, "opens a schema-2 store: read-only without the bundle
 	pith_buf_release(&sb);
 }
 
+/* The value of `key=` in section `[TableOptions/BlockBasedTable "cf"]` of
+ * the newest OPTIONS file RocksDB wrote in dir; "" if not found. */
+static void table_option(const char *dir, const char *cf, const char *key, char out[64])
+{
+	char path[600], line[512], section[128];
+	out[0] = 0;
+	DIR *d = opendir(dir);
+	unsigned long newest = 0;
+	struct dirent *e;
+	while (d && (e = readdir(d)))
+		if (!strncmp(e->d_name, "OPTIONS-", 8) && strtoul(e->d_name + 8, NULL, 10) > newest)
+			newest = strtoul(e->d_name + 8, NULL, 10);
+	if (d)
+		closedir(d);
+	snprintf(path, sizeof(path), "%s/OPTIONS-%06lu", dir, newest);
+	snprintf(section, sizeof(section), "[TableOptions/BlockBasedTable \"%s\"]", cf);
+	FILE *f = fopen(path, "r");
+	int in = 0;
+	size_t kl = strlen(key);
+	while (f && fgets(line, sizeof(line), f)) {
+		char *l = line + strspn(line, " ");
+		l[strcspn(l, "\n")] = 0;
+		if (l[0] == '[')
+			in = !strcmp(l, section);
+		else if (in && !strncmp(l, key, kl) && l[kl] == '=')
+			snprintf(out, 64, "%s", l + kl + 1);
+	}
+	if (f)
+		fclose(f);
+}
+
+TEST(index_in_reader, "keeps the index and filter blocks of aliases, records and states out of the block cache")
+{
+	char *dir = tmpdir();
+	store_t *st = open_store(dir);
+	store_close(st);
+	char v[64];
+	static const char *const held[] = {"aliases", "records", "states"};
+	for (size_t i = 0; i < 3; i++) {
+		table_option(dir, held[i], "cache_index_and_filter_blocks", v);
+		CHECK_STR_EQ(v, "false");
+	}
+	table_option(dir, "events", "cache_index_and_filter_blocks", v);
+	CHECK_STR_EQ(v, "true");
+	rmdir_rf(dir);
+}
+
 int main(void)
 {
 	setup();
@@ -1179,6 +1227,7 @@ int main(void)
 	RUN(nothing_on_failure);
 	RUN(bundle_index_put);
 	RUN(bundle_index_upgrade);
+	RUN(index_in_reader);
 	pith_trust_free(trust);
 	pith_buf_release(&bundle_bytes);
 	return test_done();

@@ -96,6 +96,136 @@ TEST(hello_extra, "accepts a HELLO with extra trailing fields from a later versi
 	pith_buf_release(&b);
 }
 
+/* A HELLO payload (no length prefix) with `extra` msgpack bytes as its 9th
+ * and later fields (nfields of them), decoded; rc of wire_decode. */
+static int hello_with(const void *extra, size_t n, unsigned nfields, wire_msg_t *d,
+		      pith_err_t *err)
+{
+	wire_msg_t m = {.type = WIRE_HELLO};
+	m.u.hello.version = 1;
+	strcpy(m.u.hello.network_id, "n");
+	pith_buf_t b = PITH_BUF_INIT;
+	int rc = wire_encode(&m, &b);
+	if (!rc) {
+		b.data[4] = (uint8_t)(0x90 | (8 + nfields)); /* fixarray: 8 + nfields */
+		rc = pith_buf_append(&b, extra, n) ? PITH_ENOMEM : 0;
+	}
+	memset(err, 0, sizeof(*err));
+	if (!rc)
+		rc = wire_decode(b.data + 4, b.len - 4, NULL, d, err);
+	pith_buf_release(&b);
+	return rc;
+}
+
+/* hello_with for one msgpack str field holding s[0..n). */
+static int hello_with_url(const char *s, size_t n, wire_msg_t *d)
+{
+	uint8_t x[300];
+	size_t h = 0;
+	if (n < 32) {
+		x[h++] = (uint8_t)(0xa0 | n);
+	} else {
+		x[h++] = 0xd9;
+		x[h++] = (uint8_t)n;
+	}
+	memcpy(x + h, s, n);
+	pith_err_t err;
+	return hello_with(x, h + n, 1, d, &err);
+}
+
+TEST(hello_http_url, "carries the sender's HTTP URL as HELLO's 9th field, only when set")
+{
+	wire_msg_t m = {.type = WIRE_HELLO}, d;
+	m.u.hello.version = WIRE_VERSION;
+	strcpy(m.u.hello.network_id, "pith-main");
+	pith_buf_t b = PITH_BUF_INIT;
+	pith_err_t err = {0};
+	/* without it: the 8-field HELLO of earlier nodes, byte for byte */
+	CHECK_INT_EQ(enc(&m, &b), 0);
+	CHECK_INT_EQ(b.data[4], 0x98);
+	CHECK_INT_EQ(dec_frame(b.data, b.len, &d, &err), 1);
+	CHECK_STR_EQ(d.u.hello.http_url, "");
+	CHECK_INT_EQ(d.u.hello.http_url_dropped, 0);
+	strcpy(m.u.hello.http_url, "https://mirror.example.org:8443/pith");
+	CHECK_INT_EQ(enc(&m, &b), 0);
+	CHECK_INT_EQ(b.data[4], 0x99);
+	CHECK_INT_EQ(dec_frame(b.data, b.len, &d, &err), 1);
+	CHECK_STR_EQ(d.u.hello.http_url, "https://mirror.example.org:8443/pith");
+	CHECK_INT_EQ(d.u.hello.http_url_dropped, 0);
+	/* a later version's 10th field does not hide it */
+	const uint8_t two[] = {0xa8, 'h', 't', 't', 'p', ':', '/', '/', 'a', 0xc0};
+	CHECK_INT_EQ(hello_with(two, sizeof(two), 2, &d, &err), 0);
+	CHECK_STR_EQ(d.u.hello.http_url, "http://a");
+	/* nil and "" mean none, and are not a dropped URL */
+	const uint8_t nil[] = {0xc0};
+	CHECK_INT_EQ(hello_with(nil, 1, 1, &d, &err), 0);
+	CHECK_STR_EQ(d.u.hello.http_url, "");
+	CHECK_INT_EQ(d.u.hello.http_url_dropped, 0);
+	CHECK_INT_EQ(hello_with_url("", 0, &d), 0);
+	CHECK_INT_EQ(d.u.hello.http_url_dropped, 0);
+	/* encoding refuses what a receiver would drop */
+	strcpy(m.u.hello.http_url, "ftp://mirror.example.org");
+	CHECK_INT_EQ(wire_encode(&m, &b), PITH_EINVAL);
+	pith_buf_release(&b);
+}
+
+TEST(hello_http_url_bad, "drops an HTTP URL in HELLO that is malformed, and keeps the HELLO")
+{
+	static const char *const bad[] = {
+		"javascript:alert(1)", "ftp://a.example", "http://", "https://", "http:///x",
+		"http://user:pw@evil.example", "http://evil.example/@x", "https://a.example/?q=1",
+		"https://a.example/#f", "http://a.example/a b", "http://a.example/\"x\"",
+		"http://a.example/<script>", "http://a.example:0", "http://a.example:65536",
+		"http://a.example:123456", "http://a.example:80x", "http://a_b.example",
+		"http://[]:80", "http://[::1", "HTTP://A.EXAMPLE", "http://a.example/\x7f",
+		"http://a.example/\t",
+	};
+	wire_msg_t d;
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		CHECK_INT_EQ(wire_http_url_is_valid(bad[i]), 0);
+		CHECK_INT_EQ(hello_with_url(bad[i], strlen(bad[i]), &d), 0);
+		CHECK_STR_EQ(d.u.hello.http_url, "");
+		CHECK_INT_EQ(d.u.hello.http_url_dropped, 1);
+		CHECK_STR_EQ(d.u.hello.network_id, "n");
+	}
+	static const char *const good[] = {
+		"http://a", "https://mirror.example.org", "http://127.0.0.1:8080",
+		"http://[::1]:8080/", "https://a.example/pith/mirror%20one", "http://a.example:65535",
+	};
+	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+		CHECK_INT_EQ(wire_http_url_is_valid(good[i]), 1);
+		CHECK_INT_EQ(hello_with_url(good[i], strlen(good[i]), &d), 0);
+		CHECK_STR_EQ(d.u.hello.http_url, good[i]);
+	}
+	/* 200 bytes is the most; 201 is dropped; a NUL inside is dropped */
+	char u[202];
+	memset(u, 'a', sizeof(u));
+	memcpy(u, "https://", 8);
+	u[200] = 0;
+	CHECK_INT_EQ(hello_with_url(u, 200, &d), 0);
+	CHECK_INT_EQ((int)strlen(d.u.hello.http_url), 200);
+	u[200] = 'a';
+	u[201] = 0;
+	CHECK_INT_EQ(hello_with_url(u, 201, &d), 0);
+	CHECK_INT_EQ(d.u.hello.http_url_dropped, 1);
+	CHECK_INT_EQ(hello_with_url("http://a\0b", 10, &d), 0);
+	CHECK_INT_EQ(d.u.hello.http_url_dropped, 1);
+	CHECK_STR_EQ(d.u.hello.http_url, "");
+	/* other types: an integer, a binary, an array */
+	pith_err_t err;
+	const uint8_t i7[] = {0x07}, bin[] = {0xc4, 0x08, 'h', 't', 't', 'p', ':', '/', '/', 'a'},
+		      arr[] = {0x91, 0x01};
+	CHECK_INT_EQ(hello_with(i7, sizeof(i7), 1, &d, &err), 0);
+	CHECK_INT_EQ(d.u.hello.http_url_dropped, 1);
+	CHECK_INT_EQ(hello_with(bin, sizeof(bin), 1, &d, &err), 0);
+	CHECK_INT_EQ(d.u.hello.http_url_dropped, 1);
+	CHECK_INT_EQ(hello_with(arr, sizeof(arr), 1, &d, &err), 0);
+	CHECK_INT_EQ(d.u.hello.http_url_dropped, 1);
+	/* a string that claims more bytes than the frame holds is still truncation */
+	const uint8_t cut[] = {0xd9, 0xc8, 'h', 't', 't', 'p'};
+	CHECK_INT_EQ(hello_with(cut, sizeof(cut), 1, &d, &err), PITH_ETRUNC);
+}
+
 TEST(all_round_trip, "round-trips every other message type")
 {
 	uint8_t ids[3 * 32];
@@ -666,6 +796,8 @@ int main(void)
 	RUN(ping_bytes);
 	RUN(hello_round_trip);
 	RUN(hello_extra);
+	RUN(hello_http_url);
+	RUN(hello_http_url_bad);
 	RUN(all_round_trip);
 	RUN(byte_at_a_time);
 	RUN(oversized);

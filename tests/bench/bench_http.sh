@@ -20,10 +20,11 @@
 # hits every configuration alike, and the table (bench_http_table.py) gives
 # the median and the range over the rounds.
 #
-# --nice-workers N renices every thread of the server but its first (the
-# event loop: HTTP, and in pithd the peers too) by N, from outside the
-# process: validators, the store writer, RocksDB's background threads.
-# It measures what giving reads priority over ingest would buy.
+# --nice-workers N sets the server's own worker_nice: validators, the
+# store writer and RocksDB's background threads run N nice steps below the
+# event loop (HTTP, and in pithd the peers too). Without it each server
+# keeps its default: pithd 10 (its worker_nice setting), http_serve 0.
+# --nice-workers 0 with --pithd measures pithd without the setting.
 #
 # The server is tests/http_serve (node/http.c + node/ingest.c over the
 # store), or with --pithd the daemon itself (pithd --data DIR --http ...,
@@ -37,7 +38,7 @@ set -euo pipefail
 BUILD=$(cd "$1" && pwd)
 shift
 HERE=$(cd "$(dirname "$0")" && pwd)
-DIR="" RECORDS=100000 PER=3 DUR=10 ROUNDS=3 CONN=32 WT=1 VALIDATORS=1 RATE=2000 KEEP=0 PITHD=0 NICE=0 CACHE=64
+DIR="" RECORDS=100000 PER=3 DUR=10 ROUNDS=3 CONN=32 WT=1 VALIDATORS=1 RATE=2000 KEEP=0 PITHD=0 NICE="" CACHE=64
 while [ $# -gt 0 ]; do
 	case $1 in
 	--dir) DIR=$2; shift 2 ;;
@@ -116,7 +117,7 @@ if [ $PITHD = 1 ]; then
 	chmod 700 .
 	"$BUILD/node/pithd" --data "$DIR" --listen 127.0.0.1:0 --http 127.0.0.1:0 \
 		--trust-key key.json --validate-threads "$VALIDATORS" --store-cache-mb "$CACHE" \
-		--log-level warn \
+		--log-level warn ${NICE:+--worker-nice "$NICE"} \
 		>serve.log 2>&1 &
 	SERVER=$!
 	for _ in $(seq 200); do
@@ -127,7 +128,7 @@ print(json.loads(s.makefile().readline())["http"].rsplit(":", 1)[1])' >port 2>/d
 	done
 else
 	"$SERVE" --store store --trust-key key.json --threads "$VALIDATORS" --cache-mb "$CACHE" \
-		--port-file port \
+		--port-file port ${NICE:+--worker-nice "$NICE"} \
 		>serve.log 2>&1 &
 	SERVER=$!
 	for _ in $(seq 100); do [ -s port ] && break; sleep 0.1; done
@@ -135,12 +136,10 @@ fi
 PORT=$(cat port)
 SERVER_NAME=http_serve
 [ $PITHD = 1 ] && SERVER_NAME=pithd
-if [ "$NICE" != 0 ]; then
-	for t in /proc/$SERVER/task/*; do
-		t=${t##*/}
-		[ "$t" = "$SERVER" ] || renice -n "$NICE" -p "$t" >/dev/null
-	done
-	SERVER_NAME="$SERVER_NAME, worker threads niced +$NICE"
+if [ $PITHD = 1 ]; then
+	SERVER_NAME="$SERVER_NAME, worker_nice ${NICE:-10 (default)}"
+else
+	SERVER_NAME="$SERVER_NAME, worker_nice ${NICE:-0}"
 fi
 URL=http://127.0.0.1:$PORT
 

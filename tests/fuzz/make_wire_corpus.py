@@ -16,6 +16,13 @@ ev = b'{"event_type":"x"}'
 seeds = {
     "hello": msg(1, 1, 0, "pith-main", b"k" * 32, b"n" * 32, 7411, "pithd/0.1"),
     "hello_extra": frame(mp_pack([1, 2, 1, "pith-main", b"k" * 32, b"n" * 32, 0, "", None])),
+    "hello_url": msg(1, 1, 1, "pith-main", b"k" * 32, b"n" * 32, 7411, "pithd/0.1",
+                     "https://mirror.example.org:8443/pith"),
+    "hello_url_later": frame(mp_pack([1, 2, 1, "pith-main", b"k" * 32, b"n" * 32, 0, "",
+                                      "http://[::1]:8080", 7])),
+    "hello_bad_url": msg(1, 1, 0, "pith-main", b"k" * 32, b"n" * 32, 0, "",
+                         "http://user:pw@evil.example/?q#f"),
+    "hello_url_not_str": msg(1, 1, 0, "pith-main", b"k" * 32, b"n" * 32, 0, "", b"http://a"),
     "auth": msg(2, b"s" * 64),
     "ping": msg(3, 7),
     "pong": msg(4, 2**64 - 1),

@@ -25,6 +25,7 @@ name=${target#fuzz_}
 
 CC=clang cmake -S "$root" -B "$build" -DPITH_FUZZ=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build "$build" --target "$target" -j "$(nproc)"
+build=$(cd "$build" && pwd) # the fuzzer runs from its work directory
 
 work=$build/tests/fuzz/work-$name
 mkdir -p "$work/corpus"

@@ -1,0 +1,31 @@
+/* CPU priority of the node's worker threads (docs/pithd.md, worker_nice).
+ *
+ * The event loop serves HTTP reads and the peers; the validators, the
+ * store writer and RocksDB's flushes and compactions can wait a little.
+ * On a machine with few cores, running the workers at a higher nice value
+ * than the loop keeps the loop's latency down while ingest runs
+ * (docs/performance.md, issue 6). Linux nice values are per thread. */
+#ifndef PITH_NODE_PRIO_H
+#define PITH_NODE_PRIO_H
+
+#include <sys/types.h>
+
+/* Highest (nicest) value a thread can be given. */
+#define PRIO_NICE_MAX 19
+
+/* Sets thread tid (0: the calling thread) of this process to the nice
+ * value of the process's main thread (pithd's event loop) plus n, at most
+ * PRIO_NICE_MAX. Never
+ * raises a thread's priority: a thread already at that value or nicer is
+ * left alone. n <= 0: does nothing. Returns 0, or PITH_EIO with errno set
+ * (an unknown thread, a kernel that refuses). */
+int prio_lower_thread(pid_t tid, int n);
+
+/* prio_lower_thread(tid, n) for every thread of this process whose name
+ * (/proc/self/task/TID/comm) starts with prefix, e.g. "rocksdb:" for the
+ * background threads RocksDB names after their pool. Returns how many
+ * threads matched (whether or not they needed changing), or PITH_EIO if
+ * the thread list cannot be read or a thread refused. */
+int prio_lower_threads_named(const char *prefix, int n);
+
+#endif
