@@ -82,6 +82,17 @@ size_t rec_list_len(const rec_t *r, const char *key)
 }
 
 /* Loads and parses the record's state. Sets the error reply on failure. */
+int rec_doc_begin(http_ctx_t *c, const char *pith, rec_t *r, jb_t *b)
+{
+	if (rec_load(c, pith, r))
+		return -1;
+	if (jb_begin(c, b)) {
+		rec_release(r);
+		return -1;
+	}
+	return 0;
+}
+
 int rec_load(http_ctx_t *c, const char *pith, rec_t *r)
 {
 	memset(r, 0, sizeof(*r));

@@ -239,6 +239,9 @@ typedef struct rec {
  * (404, 500) and returns -1. rec_release in every case it returned 0. */
 int rec_load(http_ctx_t *c, const char *pith, rec_t *r);
 void rec_release(rec_t *r);
+/* rec_load, then jb_begin: a view of the record about to be built. On
+ * failure the error reply is set, nothing is held, and it returns -1. */
+int rec_doc_begin(http_ctx_t *c, const char *pith, rec_t *r, jb_t *b);
 /* Entries in one of current's lists. */
 size_t rec_list_len(const rec_t *r, const char *key);
 /* An alias value of a kind ("arxiv", "doi"...): the bundle's, or derived

@@ -198,13 +198,9 @@ void view_record(http_ctx_t *c, const char *pith)
 {
 	http_t *h = c->h;
 	rec_t r;
-	if (rec_load(c, pith, &r))
-		return;
 	jb_t b;
-	if (jb_begin(c, &b)) {
-		rec_release(&r);
+	if (rec_doc_begin(c, pith, &r, &b))
 		return;
-	}
 	json_value_t *o = jb_obj(&b);
 	jb_set(&b, o, "record_type", jb_str(&b, "pith_number_record"));
 	jb_set(&b, o, "schema_url", jb_str(&b, "https://pith.science/schemas/pith-number/v1.json"));
@@ -283,13 +279,9 @@ void view_record(http_ctx_t *c, const char *pith)
 void view_graph(http_ctx_t *c, const char *pith)
 {
 	rec_t r;
-	if (rec_load(c, pith, &r))
-		return;
 	jb_t b;
-	if (jb_begin(c, &b)) {
-		rec_release(&r);
+	if (rec_doc_begin(c, pith, &r, &b))
 		return;
-	}
 	json_value_t *o = jb_obj(&b);
 	jb_set(&b, o, "graph_type", jb_str(&b, "pith_open_graph_view"));
 	jb_set(&b, o, "pith_number", jb_str(&b, r.pith));
