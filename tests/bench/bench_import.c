@@ -55,32 +55,20 @@ static uint64_t dir_bytes(const char *dir, uint64_t *apparent)
 
 int main(int argc, char **argv)
 {
-	unsigned long nevents = 200000, per = 10;
-	int threads = (int)sysconf(_SC_NPROCESSORS_ONLN), keep = 0;
-	const char *dir = NULL, *pithctl = BENCH_PITHCTL, *gen = BENCH_GEN;
+	bench_opts_t o;
+	bench_opts_init(&o, 200000, BENCH_PITHCTL, BENCH_GEN);
 	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--events") && i + 1 < argc)
-			nevents = strtoul(argv[++i], NULL, 10);
-		else if (!strcmp(argv[i], "--per-record") && i + 1 < argc)
-			per = strtoul(argv[++i], NULL, 10);
-		else if (!strcmp(argv[i], "--threads") && i + 1 < argc)
-			threads = atoi(argv[++i]);
-		else if (!strcmp(argv[i], "--dir") && i + 1 < argc)
-			dir = argv[++i];
-		else if (!strcmp(argv[i], "--pithctl") && i + 1 < argc)
-			pithctl = argv[++i];
-		else if (!strcmp(argv[i], "--gen") && i + 1 < argc)
-			gen = argv[++i];
-		else if (!strcmp(argv[i], "--keep"))
-			keep = 1;
-		else {
+		if (!bench_opt_take(&o, argc, argv, &i)) {
 			fprintf(stderr, "usage: bench_import [--events N] [--per-record E] [--threads T] "
 					"[--dir DIR] [--pithctl PATH] [--gen PATH] [--keep]\n");
 			return 2;
 		}
 	}
-	if (sodium_init() < 0 || nevents == 0 || per == 0 || threads < 1 || threads > 64)
+	if (sodium_init() < 0 || !bench_opts_ok(&o))
 		return 2;
+	unsigned long nevents = o.events, per = o.per;
+	int threads = o.threads, keep = o.keep;
+	const char *dir = o.dir, *pithctl = o.pithctl, *gen = o.gen;
 	char tmpl[] = "/tmp/bench_import.XXXXXX";
 	if (!dir && !(dir = mkdtemp(tmpl))) {
 		perror("bench_import: mkdtemp");

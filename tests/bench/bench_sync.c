@@ -234,32 +234,21 @@ static void print_log_lines(const char *path, const char *match, int max)
 
 int main(int argc, char **argv)
 {
-	unsigned long nevents = 500000, per = 10;
-	int threads = (int)sysconf(_SC_NPROCESSORS_ONLN), keep = 0, nextra = 0;
+	bench_opts_t o;
+	bench_opts_init(&o, 500000, BENCH_PITHCTL, BENCH_GEN);
+	int nextra = 0;
 	double timeout = 3600;
-	const char *dir = NULL, *pithd = BENCH_PITHD, *pithctl = BENCH_PITHCTL, *gen = BENCH_GEN;
+	const char *pithd = BENCH_PITHD;
 	char *extra[MAX_ARGS];
 	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--events") && i + 1 < argc)
-			nevents = strtoul(argv[++i], NULL, 10);
-		else if (!strcmp(argv[i], "--per-record") && i + 1 < argc)
-			per = strtoul(argv[++i], NULL, 10);
-		else if (!strcmp(argv[i], "--threads") && i + 1 < argc)
-			threads = atoi(argv[++i]);
-		else if (!strcmp(argv[i], "--dir") && i + 1 < argc)
-			dir = argv[++i];
-		else if (!strcmp(argv[i], "--pithd") && i + 1 < argc)
+		if (bench_opt_take(&o, argc, argv, &i))
+			continue;
+		if (!strcmp(argv[i], "--pithd") && i + 1 < argc)
 			pithd = argv[++i];
-		else if (!strcmp(argv[i], "--pithctl") && i + 1 < argc)
-			pithctl = argv[++i];
-		else if (!strcmp(argv[i], "--gen") && i + 1 < argc)
-			gen = argv[++i];
 		else if (!strcmp(argv[i], "--arg") && i + 1 < argc && nextra < MAX_ARGS)
 			extra[nextra++] = argv[++i];
 		else if (!strcmp(argv[i], "--timeout") && i + 1 < argc)
 			timeout = atof(argv[++i]);
-		else if (!strcmp(argv[i], "--keep"))
-			keep = 1;
 		else {
 			fprintf(stderr, "usage: bench_sync [--events N] [--per-record E] [--threads T] "
 					"[--dir DIR] [--pithd PATH] [--pithctl PATH] [--gen PATH] "
@@ -267,8 +256,11 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
-	if (nevents == 0 || per == 0 || threads < 1 || threads > 64)
+	if (!bench_opts_ok(&o))
 		return 2;
+	unsigned long nevents = o.events, per = o.per;
+	int threads = o.threads, keep = o.keep;
+	const char *dir = o.dir, *pithctl = o.pithctl, *gen = o.gen;
 	char tmpl[] = "/tmp/bench_sync.XXXXXX";
 	if (!dir && !(dir = mkdtemp(tmpl))) {
 		perror("bench_sync: mkdtemp");

@@ -219,3 +219,47 @@ double bench_child_cpu(pid_t pid)
 		return -1;
 	return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
 }
+
+void bench_opts_init(bench_opts_t *o, unsigned long events, const char *pithctl,
+		     const char *gen)
+{
+	memset(o, 0, sizeof(*o));
+	o->events = events;
+	o->per = 10;
+	o->threads = (int)sysconf(_SC_NPROCESSORS_ONLN);
+	o->pithctl = pithctl;
+	o->gen = gen;
+}
+
+int bench_opt_take(bench_opts_t *o, int argc, char **argv, int *i)
+{
+	const char *a = argv[*i];
+	if (!strcmp(a, "--keep")) {
+		o->keep = 1;
+		return 1;
+	}
+	if (*i + 1 >= argc)
+		return 0;
+	const char *v = argv[*i + 1];
+	if (!strcmp(a, "--events"))
+		o->events = strtoul(v, NULL, 10);
+	else if (!strcmp(a, "--per-record"))
+		o->per = strtoul(v, NULL, 10);
+	else if (!strcmp(a, "--threads"))
+		o->threads = atoi(v);
+	else if (!strcmp(a, "--dir"))
+		o->dir = v;
+	else if (!strcmp(a, "--pithctl"))
+		o->pithctl = v;
+	else if (!strcmp(a, "--gen"))
+		o->gen = v;
+	else
+		return 0;
+	(*i)++;
+	return 1;
+}
+
+int bench_opts_ok(const bench_opts_t *o)
+{
+	return o->events > 0 && o->per > 0 && o->threads >= 1 && o->threads <= 64;
+}

@@ -8,6 +8,24 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+/* The options both benchmarks take: --events N --per-record E --threads T
+ * --dir DIR --pithctl PATH --gen PATH --keep. */
+typedef struct bench_opts {
+	unsigned long events, per;
+	int threads, keep;
+	const char *dir, *pithctl, *gen;
+} bench_opts_t;
+
+/* Defaults: events as given, 10 per record, every core, no dir (a
+ * temporary one), the tree's pithctl and gen_events. */
+void bench_opts_init(bench_opts_t *o, unsigned long events, const char *pithctl,
+		     const char *gen);
+/* Takes argv[*i] (and its value, advancing *i) if it is one of those
+ * options; returns 0 if it is not. */
+int bench_opt_take(bench_opts_t *o, int argc, char **argv, int *i);
+/* Whether the options make sense (counts above zero, 1-64 threads). */
+int bench_opts_ok(const bench_opts_t *o);
+
 double bench_now(void);     /* monotonic seconds */
 double bench_cpu_now(void); /* this process's CPU seconds */
 
