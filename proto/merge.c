@@ -226,18 +226,23 @@ int pith_merge_ex(const char *subject, pith_event_t *const *events, size_t n,
 		items[i].fate = items[i].reason ? EV_INVALID : EV_APPLIED;
 	}
 	/* M3: by id in O(log m), so that a record of many events each naming
-	 * up to 64 others does not cost m * 64 * m */
-	for (size_t i = 0; i < m; i++)
-		byid[i] = &items[i];
-	qsort(byid, m, sizeof(*byid), byid_cmp);
+	 * up to 64 others does not cost m * 64 * m; the index is built only
+	 * when some event names any */
+	int indexed = 0;
 	for (size_t i = 0; i < m; i++) {
-		if (items[i].fate == EV_INVALID)
-			continue;
 		const json_value_t *sup = json_get(items[i].ev->root, "supersedes");
+		if (items[i].fate == EV_INVALID || !sup || !sup->len)
+			continue;
+		if (!indexed) {
+			for (size_t j = 0; j < m; j++)
+				byid[j] = &items[j];
+			qsort(byid, m, sizeof(*byid), byid_cmp);
+			indexed = 1;
+		}
 		const char *sfp = items[i].ev->signer_fp;
 		const pith_key_t *rk = registry ? pith_trust_find(registry, sfp) : NULL;
 		int by_registry = !strcmp(sfp, registry_fp()) || (rk && rk->is_registry);
-		for (size_t k = 0; sup && k < sup->len; k++) {
+		for (size_t k = 0; k < sup->len; k++) {
 			item_t *x = find_item(byid, m, sup->u.items[k]->u.str);
 			if (!x || x >= &items[i] || x->fate == EV_INVALID)
 				continue;

@@ -268,6 +268,8 @@ typedef struct commit {
 static int put_ex(commit_t *c, int cf, const void *k, size_t kl, const void *v, size_t vl,
 		  int vref)
 {
+	if (kl > UINT8_MAX)
+		return pith_err_set(c->err, PITH_EINVAL, "store: a %zu-byte key (255 at most)", kl);
 	if (c->nputs == c->capputs) {
 		size_t nc = c->capputs ? c->capputs * 2 : 1024;
 		pput_t *p = realloc(c->puts, nc * sizeof(*p));
