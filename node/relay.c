@@ -564,9 +564,18 @@ static int bundle_fetch_start(peer_t *p, const char *pith, const uint8_t *sha)
 		return 0;
 	}
 	if (f) {
+		if (f->is_bundle && f->state != FETCH_QUEUED && f->peer != p->serial) {
+			/* asked already: p is a fallback if that copy is refused */
+			int known = 0;
+			for (size_t i = 0; i < f->nalt; i++)
+				known |= f->alt[i] == p->serial;
+			if (!known && f->nalt < FETCH_ALTS)
+				f->alt[f->nalt++] = p->serial;
+			return 0;
+		}
 		if (!f->is_bundle || f->state != FETCH_QUEUED || f->peer == p->serial ||
 		    idq_push(&p->bwanted, key))
-			return 0; /* asked already: it answers or times out */
+			return 0;
 		f->peer = p->serial; /* the other queue's entry is skipped */
 		f->has_sha = sha != NULL;
 		if (sha)
@@ -982,9 +991,13 @@ static void done_bundle(node_t *n, ingest_job_t *job, peer_t *p)
 	uint8_t asked[32];
 	int has_asked = 0;
 	peer_t *from = NULL;
+	uint64_t alt[FETCH_ALTS];
+	size_t nalt = 0;
 	if (f && f->is_bundle && f->state == FETCH_VALIDATING) {
 		has_asked = f->has_sha;
 		memcpy(asked, f->sha, 32);
+		nalt = f->nalt;
+		memcpy(alt, f->alt, sizeof(alt));
 		from = node_peer_by_serial(n, f->peer);
 		if (from && from->binflight)
 			from->binflight--;
@@ -1025,6 +1038,19 @@ static void done_bundle(node_t *n, ingest_job_t *job, peer_t *p)
 			if (has_asked)
 				refused_add(n, p, asked);
 		}
+	}
+	/* another peer that announced the record while this copy was on its
+	 * way may hold a different one: ask the first that still can */
+	for (size_t i = 0; i < nalt; i++) {
+		peer_t *q = node_peer_by_serial(n, alt[i]);
+		if (!q || q->state != PEER_READY ||
+		    !bundle_fetch_start(q, job->has_claim ? job->claimed_pith : job->subject, NULL))
+			continue;
+		fetch_t *g = idmap_get(n->fetches, key); /* the rest stay fallbacks */
+		for (size_t j = i + 1; g && j < nalt; j++)
+			g->alt[g->nalt++] = alt[j];
+		bundle_pump(q);
+		break;
 	}
 }
 
