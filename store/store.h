@@ -45,6 +45,10 @@ typedef struct store_opts {
 	 * catch-up reads events in random id order, and each miss decompresses
 	 * a whole block (docs/performance.md, issue 5). */
 	size_t cache_bytes;
+	/* Bytes of write-ahead log kept at most before RocksDB flushes the
+	 * column families holding the oldest log; 0 for 256 MiB (docs/store.md,
+	 * Durability). */
+	size_t wal_bytes;
 } store_opts_t;
 
 /* Opens (or with opts->create, creates) the store in dir. opts may be NULL

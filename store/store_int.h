@@ -8,6 +8,11 @@
 #include "keys.h"
 #include "store.h"
 
+/* Write-ahead logs kept at most (RocksDB's max_total_wal_size): bounds the
+ * disk they take and the replay at the next open. Four of the 64 MiB
+ * memtables of the document column families. */
+#define STORE_MAX_WAL_BYTES (256u << 20)
+
 struct store {
 	rocksdb_t *db;
 	rocksdb_options_t *opts;
