@@ -336,6 +336,7 @@ int node_new(node_config_t *cfg, node_t **out, pith_err_t *err)
 	snprintf(path, sizeof(path), "%s/%s", cfg->data_dir, STORE_SUBDIR);
 	so.registry = n->trust;
 	so.cache_bytes = (size_t)cfg->store_cache_mb << 20;
+	so.wal_bytes = (size_t)cfg->store_wal_mb << 20;
 	if ((rc = store_open(path, &so, &n->store, err)))
 		goto fail;
 	/* RocksDB started its flush and compaction threads when the store

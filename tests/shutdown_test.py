@@ -3,8 +3,10 @@
 
 Events are streamed into a node's control socket without waiting; each
 "stored" answer is sent only after the synced write that holds the event.
-Midway the node is stopped, once with SIGTERM (it must exit 0) and once
-with SIGKILL (a crash). Every event acknowledged before the stop must then
+The node runs with a 1 MiB log bound (`store_wal_mb`), so RocksDB has
+flushed some column families early to drop old logs and not others when,
+two thirds of the way, the node is stopped: once with SIGTERM (it must
+exit 0) and once with SIGKILL (a crash). Every event acknowledged before the stop must then
 be in the store (`pithctl --store DIR export` lists it), and the store
 must pass `pithctl check`.
 
@@ -74,20 +76,22 @@ def check_store(args, node, key, acked):
 
 
 def body(args, root, nodes):
-    key, lines = make_events(args.gen_events, root, 400, 5)
+    key, lines = make_events(args.gen_events, root, 3000, 5)
     half = len(lines) // 2
-    node = Node(args.pithd, root, "n", extra=["--trust-key", key])
+    # a small log bound: the crash comes after RocksDB flushed some column
+    # families to drop old logs and not others (docs/store.md, Durability)
+    node = Node(args.pithd, root, "n", extra=["--trust-key", key, "--store-wal-mb", "1"])
     nodes.append(node)
     for sig, part in ((signal.SIGTERM, lines[:half]), (signal.SIGKILL, lines[half:])):
         node.start()
         t = time.time()
-        acked, rc = stream_and_stop(node, part, sig, len(part) // 3)
+        acked, rc = stream_and_stop(node, part, sig, len(part) * 2 // 3)
         name = "SIGTERM" if sig == signal.SIGTERM else "SIGKILL"
         if sig == signal.SIGTERM:
             assert rc == 0, "pithd exited %s on SIGTERM" % rc
         log("%s after %d of %d events were acknowledged (%.2f s); exit %s"
             % (name, len(acked), len(part), time.time() - t, rc))
-        assert len(acked) >= len(part) // 3
+        assert len(acked) >= len(part) * 2 // 3
         check_store(args, node, key, acked)
         log("all %d acknowledged events are in the store; check passes" % len(acked))
     # the node starts again on what it kept
