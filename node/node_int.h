@@ -240,6 +240,7 @@ struct node {
 	int64_t next_pex_us;
 
 	idmap_t *fetches;           /* event id, or SHA-256 of a pith number for bundles */
+	int64_t fetch_scan_us;      /* when relay_tick next looks for timed-out fetches */
 	idmap_t *bundles;           /* SHA-256(pith number) -> bundle_info_t (cache) */
 	idcache_t recent;           /* ids stored lately (saves store lookups) */
 	idcache_t refused;          /* (peer key, event id or bundle hash) refused as
