@@ -14,7 +14,6 @@
  * 4. Bytes on disk (allocated blocks of every file in the store directory)
  *    as the import left them, and after a full compaction; against the raw
  *    bytes of the events (the JSON Lines without newlines). */
-#include <dirent.h>
 #include <sodium.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,27 +30,6 @@
 #ifndef BENCH_GEN
 #define BENCH_GEN "gen_events"
 #endif
-
-static uint64_t dir_bytes(const char *dir, uint64_t *apparent)
-{
-	DIR *d = opendir(dir);
-	uint64_t total = 0;
-	*apparent = 0;
-	if (!d)
-		return 0;
-	struct dirent *e;
-	while ((e = readdir(d))) {
-		char p[4096];
-		struct stat sb;
-		snprintf(p, sizeof(p), "%s/%s", dir, e->d_name);
-		if (e->d_name[0] == '.' || stat(p, &sb) || !S_ISREG(sb.st_mode))
-			continue;
-		total += (uint64_t)sb.st_blocks * 512;
-		*apparent += (uint64_t)sb.st_size;
-	}
-	closedir(d);
-	return total;
-}
 
 int main(int argc, char **argv)
 {
@@ -106,7 +84,7 @@ int main(int argc, char **argv)
 
 	/* 4. disk */
 	uint64_t app1, app2;
-	uint64_t disk1 = dir_bytes(store, &app1);
+	uint64_t disk1 = bench_dir_bytes(store, &app1, NULL);
 	store_t *st = NULL;
 	pith_err_t err = {0};
 	double tc = bench_now();
@@ -118,7 +96,7 @@ int main(int argc, char **argv)
 	store_counts_get(st, &cnt);
 	store_close(st);
 	tc = bench_now() - tc;
-	uint64_t disk2 = dir_bytes(store, &app2);
+	uint64_t disk2 = bench_dir_bytes(store, &app2, NULL);
 
 	printf("events                      %zu (%lu per record), %llu stored\n", n, per,
 	       (unsigned long long)cnt.events);

@@ -391,6 +391,13 @@ int main(int argc, char **argv)
 		       jint(r, "sync.sessions_done"), jint(r, "sync.ids_needed"),
 		       jint(r, "sync.bytes_sent"), jint(r, "sync.bytes_received"), jint(r, "sync.holds"),
 		       jint(r, "stats.bytes_recv"), (double)jint(r, "stats.bytes_recv") / (double)n);
+	char bstore[4096];
+	uint64_t bapp, blogs;
+	snprintf(bstore, sizeof(bstore), "%s/store", bdir);
+	uint64_t bdisk = bench_dir_bytes(bstore, &bapp, &blogs);
+	printf("B's store after it stopped  %.0f bytes/event, %.3f x the events' JSON (write-ahead "
+	       "logs %.1f MB)\n",
+	       (double)bdisk / (double)n, (double)bdisk / (double)sigs.raw, (double)blogs / 1e6);
 	printf("exit status                 A %d, B %d\n", rca, rcb);
 	printf("B's threads (the loop, the validators, the writer, RocksDB's):\n%.*s",
 	       (int)tt.len, tt.data ? (const char *)tt.data : "");

@@ -1,6 +1,7 @@
 /* Shared benchmark helpers: see bench_util.h. */
 #include "bench_util.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -262,4 +263,30 @@ int bench_opt_take(bench_opts_t *o, int argc, char **argv, int *i)
 int bench_opts_ok(const bench_opts_t *o)
 {
 	return o->events > 0 && o->per > 0 && o->threads >= 1 && o->threads <= 64;
+}
+
+uint64_t bench_dir_bytes(const char *dir, uint64_t *apparent, uint64_t *logs)
+{
+	DIR *d = opendir(dir);
+	uint64_t total = 0;
+	*apparent = 0;
+	if (logs)
+		*logs = 0;
+	if (!d)
+		return 0;
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		char p[4096];
+		struct stat sb;
+		size_t l = strlen(e->d_name);
+		snprintf(p, sizeof(p), "%s/%s", dir, e->d_name);
+		if (e->d_name[0] == '.' || stat(p, &sb) || !S_ISREG(sb.st_mode))
+			continue;
+		total += (uint64_t)sb.st_blocks * 512;
+		*apparent += (uint64_t)sb.st_size;
+		if (logs && l > 4 && !strcmp(e->d_name + l - 4, ".log"))
+			*logs += (uint64_t)sb.st_size;
+	}
+	closedir(d);
+	return total;
 }

@@ -67,4 +67,9 @@ pid_t bench_spawn(char *const argv[], const char *log_path);
  * or -1. */
 double bench_child_cpu(pid_t pid);
 
+/* Bytes of the regular files directly in dir: allocated blocks returned,
+ * apparent sizes in *apparent, and those of RocksDB's write-ahead logs
+ * (*.log) in *logs (may be NULL). */
+uint64_t bench_dir_bytes(const char *dir, uint64_t *apparent, uint64_t *logs);
+
 #endif
