@@ -596,9 +596,15 @@ int node_status_json(node_t *n, pith_buf_t *b)
 	jstr(b, "http", n->http ? http_listen_str(n->http) : n->cfg->http);
 	pith_buf_printf(b, ",\"uptime_ms\":%lld,\"shutting_down\":%s",
 			(long long)((now - n->started_us) / 1000), n->shutting_down ? "true" : "false");
-	pith_buf_printf(b, ",\"store\":{\"events\":%llu,\"records\":%llu,\"bundles\":%llu}",
+	store_usage_t u;
+	store_usage_get(n->store, &u);
+	pith_buf_printf(b, ",\"store\":{\"events\":%llu,\"records\":%llu,\"bundles\":%llu,"
+			"\"sst_bytes\":%llu,\"wal_bytes\":%llu,\"memtable_bytes\":%llu,"
+			"\"pending_compaction_bytes\":%llu}",
 			(unsigned long long)c.events, (unsigned long long)c.records,
-			(unsigned long long)c.bundles);
+			(unsigned long long)c.bundles, (unsigned long long)u.sst_bytes,
+			(unsigned long long)u.wal_bytes, (unsigned long long)u.memtable_bytes,
+			(unsigned long long)u.pending_compaction_bytes);
 	pith_buf_puts(b, ",\"peers\":[");
 	int first = 1;
 	for (peer_t *p = n->peers; p; p = p->next) {

@@ -99,6 +99,16 @@ static void collect(void *arg, metrics_out_t *o)
 		snprintf(l, sizeof(l), "phase=\"%s\"", catchup_label((inv_state_t)st));
 		metrics_out_sample_u64(o, "pith_sync_peers", l, cu[st]);
 	}
+	store_usage_t u;
+	store_usage_get(n->store, &u);
+	metrics_out_family(o, "pith_store_bytes", METRIC_GAUGE,
+			   "What the store takes: table files and write-ahead logs on disk, memtables in memory");
+	metrics_out_sample_u64(o, "pith_store_bytes", "part=\"sst\"", u.sst_bytes);
+	metrics_out_sample_u64(o, "pith_store_bytes", "part=\"wal\"", u.wal_bytes);
+	metrics_out_sample_u64(o, "pith_store_bytes", "part=\"memtable\"", u.memtable_bytes);
+	gauge(o, "pith_store_pending_compaction_bytes",
+	      "RocksDB's estimate of the bytes compaction still has to rewrite",
+	      (double)u.pending_compaction_bytes);
 	gauge(o, "pith_sync_pending_fetches", "Event and bundle ids being fetched from peers",
 	      (double)idmap_count(n->fetches));
 	size_t active = 0;

@@ -3,6 +3,7 @@
 #include "store_int.h"
 
 #include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -200,6 +201,10 @@ int store_open(const char *dir, const store_opts_t *opts, store_t **out, pith_er
 		return pith_err_set(err, PITH_ENOMEM, "store: out of memory");
 	pthread_mutex_init(&st->wmu, NULL);
 	st->read_only = opts->read_only;
+	if (!(st->dir = strdup(dir))) {
+		free(st);
+		return pith_err_set(err, PITH_ENOMEM, "store: out of memory");
+	}
 	st->registry = opts->registry;
 	st->opts = rocksdb_options_create();
 	rocksdb_options_set_create_if_missing(st->opts, opts->create && !opts->read_only);
@@ -277,6 +282,7 @@ void store_close_(store_t *st)
 	if (st->cache)
 		rocksdb_cache_destroy(st->cache);
 	pthread_mutex_destroy(&st->wmu);
+	free(st->dir);
 	free(st);
 }
 
@@ -850,6 +856,37 @@ void store_counts_get(store_t *st, store_counts_t *out)
 	pthread_mutex_lock(&st->wmu);
 	*out = st->counts;
 	pthread_mutex_unlock(&st->wmu);
+}
+
+void store_usage_get(store_t *st, store_usage_t *out)
+{
+	memset(out, 0, sizeof(*out));
+	for (int cf = 0; cf < STORE_NCF; cf++) {
+		uint64_t v;
+		if (!st->cf[cf])
+			continue;
+		if (!rocksdb_property_int_cf(st->db, st->cf[cf], "rocksdb.total-sst-files-size", &v))
+			out->sst_bytes += v;
+		if (!rocksdb_property_int_cf(st->db, st->cf[cf], "rocksdb.cur-size-all-mem-tables", &v))
+			out->memtable_bytes += v;
+		if (!rocksdb_property_int_cf(st->db, st->cf[cf],
+					     "rocksdb.estimate-pending-compaction-bytes", &v))
+			out->pending_compaction_bytes += v;
+	}
+	DIR *d = opendir(st->dir);
+	struct dirent *e;
+	while (d && (e = readdir(d))) {
+		char p[4096];
+		struct stat sb;
+		size_t l = strlen(e->d_name);
+		if (l <= 4 || strcmp(e->d_name + l - 4, ".log"))
+			continue;
+		snprintf(p, sizeof(p), "%s/%s", st->dir, e->d_name);
+		if (!stat(p, &sb) && S_ISREG(sb.st_mode))
+			out->wal_bytes += (uint64_t)sb.st_size;
+	}
+	if (d)
+		closedir(d);
 }
 
 int store_flush(store_t *st, pith_err_t *err)

@@ -249,6 +249,16 @@ typedef struct store_counts {
 /* The meta counters, as of the last commit. */
 void store_counts_get(store_t *st, store_counts_t *out);
 
+/* What the store takes, for status and metrics: table files (all column
+ * families), write-ahead logs (bounded by store_opts_t.wal_bytes), the
+ * memtables' memory, and RocksDB's estimate of the bytes compaction still
+ * has to rewrite. Reads RocksDB properties and lists the directory. */
+typedef struct store_usage {
+	uint64_t sst_bytes, wal_bytes, memtable_bytes, pending_compaction_bytes;
+} store_usage_t;
+
+void store_usage_get(store_t *st, store_usage_t *out);
+
 /* ---- Maintenance ---------------------------------------------------------- */
 
 /* Audits the whole store: every event parses and hashes to its key; every

@@ -26,6 +26,7 @@ struct store {
 	store_counts_t counts;      /* as written by the last commit */
 	int read_only;
 	const pith_trust_t *registry; /* for pith_merge_ex */
+	char *dir;                  /* where the database is (store_usage_get) */
 };
 
 /* A bounded iterator over [lo, hi) of one column family (hi_len 0: to the

@@ -137,8 +137,12 @@ def body(args, root, nodes):
     # 1. status and the read-only queries through the socket
     st = ctl.json("status", node=a)
     assert st["node_id"] == a.node_id and st["store"]["events"] == 100, st["store"]
+    # what the store takes: 100 events, not flushed yet, are in the log
+    assert st["store"]["wal_bytes"] > 100 * 1000 and st["store"]["memtable_bytes"] > 0, st["store"]
+    assert "sst_bytes" in st["store"] and "pending_compaction_bytes" in st["store"]
     human = ctl.run("status", node=a).stdout.decode()
     assert a.node_id in human and "100 events" in human, human
+    assert "MB of write-ahead log" in human, human
     recs_human = ctl.run("records", node=a).stdout
     recs_json = [json.loads(l) for l in ctl.run("records", "--json", node=a).stdout.splitlines()]
     assert len(recs_json) == 20 and len(recs_human.splitlines()) == 20, len(recs_json)

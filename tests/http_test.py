@@ -1008,6 +1008,11 @@ print("verified bundle and %d events" % n)
                 assert re.search(r'\npith_http_requests_total\{route="post_events",code="202"\} 2',
                                  m)
                 assert "pith_sync_peers{" in m and "pith_bans " in m
+                # 32 events, unflushed: in the log and the memtables
+                wal = re.search(r'\npith_store_bytes\{part="wal"\} (\d+)\n', m)
+                assert wal and int(wal.group(1)) > 32 * 1000, m[:3000]
+                assert re.search(r'\npith_store_bytes\{part="memtable"\} [1-9]', m)
+                assert "\npith_store_pending_compaction_bytes " in m
                 assert a.stop() == 0 and b.stop() == 0
             finally:
                 for n in (a, b):

@@ -1277,6 +1277,29 @@ TEST(wal_bounded, "keeps its write-ahead logs near the bound, flushing the colum
 		set_free(&s[k]);
 }
 
+TEST(usage, "reports its table files, logs and memtables, before and after a flush")
+{
+	evset_t s;
+	gen_set(&s, 2);
+	char *dir = tmpdir();
+	store_t *st = open_store(dir);
+	for (size_t i = 0; i < s.n; i++)
+		put_bytes(st, &s.b[i], NULL);
+	store_usage_t u;
+	store_usage_get(st, &u);
+	CHECK(u.wal_bytes > 2000 && u.memtable_bytes > 0);
+	CHECK_INT_EQ(u.sst_bytes, 0);
+	pith_err_t err = {0};
+	CHECK_INT_EQ(store_flush(st, &err), 0);
+	store_usage_t f;
+	store_usage_get(st, &f);
+	CHECK(f.sst_bytes > 1000);
+	CHECK(f.wal_bytes < u.wal_bytes);
+	store_close(st);
+	set_free(&s);
+	rmdir_rf(dir);
+}
+
 int main(void)
 {
 	setup();
@@ -1301,6 +1324,7 @@ int main(void)
 	RUN(bundle_index_upgrade);
 	RUN(index_in_reader);
 	RUN(wal_bounded);
+	RUN(usage);
 	pith_trust_free(trust);
 	pith_buf_release(&bundle_bytes);
 	return test_done();

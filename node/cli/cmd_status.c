@@ -49,6 +49,12 @@ static void print_status(const json_value_t *s)
 	       json_is(json_get(s, "shutting_down"), JSON_TRUE) ? " (shutting down)" : "");
 	printf("store      %lld events in %lld records, %lld bundles\n", cli_json_int(store, "events"),
 	       cli_json_int(store, "records"), cli_json_int(store, "bundles"));
+	printf("disk       %.1f MB in tables, %.1f MB of write-ahead log; memtables %.1f MB, "
+	       "compaction pending %.1f MB\n",
+	       (double)cli_json_int(store, "sst_bytes") / 1e6,
+	       (double)cli_json_int(store, "wal_bytes") / 1e6,
+	       (double)cli_json_int(store, "memtable_bytes") / 1e6,
+	       (double)cli_json_int(store, "pending_compaction_bytes") / 1e6);
 	printf("peers      %zu ready (%zu out, %zu in), %zu connecting or closing; %lld addresses known\n",
 	       ready, out, in, other, cli_json_int(s, "addresses"));
 	print_bans(json_get(s, "bans"));
