@@ -153,6 +153,15 @@ static void gen_set(evset_t *s, size_t nrec)
 	gen_set_from(s, nrec, 100);
 }
 
+/* A new store in dir holding every event of s, one commit each. */
+static store_t *filled_store(const char *dir, const evset_t *s)
+{
+	store_t *st = open_store(dir);
+	for (size_t i = 0; st && i < s->n; i++)
+		put_bytes(st, &s->b[i], NULL);
+	return st;
+}
+
 static void set_free(evset_t *s)
 {
 	for (size_t i = 0; i < s->n; i++)
@@ -570,9 +579,7 @@ TEST(time_each_after, "pages through the time index from a (created_at, id) curs
 	evset_t s;
 	gen_set(&s, 2);
 	char *dir = tmpdir();
-	store_t *st = open_store(dir);
-	for (size_t i = 0; i < s.n; i++)
-		put_bytes(st, &s.b[i], NULL);
+	store_t *st = filled_store(dir, &s);
 	timeids_t all = {0}, paged = {.limit = 3};
 	CHECK_INT_EQ(store_time_each(st, INT64_MIN, INT64_MAX, collect_time_id, &all, NULL), 0);
 	CHECK_INT_EQ(all.n, s.n);
@@ -608,9 +615,7 @@ TEST(derived_aliases, "a record known only from its events resolves by the alias
 	evset_t s;
 	gen_set(&s, 1);
 	char *dir = tmpdir();
-	store_t *st = open_store(dir);
-	for (size_t i = 0; i < s.n; i++)
-		put_bytes(st, &s.b[i], NULL);
+	store_t *st = filled_store(dir, &s);
 	pith_buf_t rec = PITH_BUF_INIT;
 	char pith[PITH_NUMBER_LEN + 1], out[PITH_NUMBER_LEN + 1] = "", arxiv[80];
 	tg_record(100, &rec, pith);
@@ -1282,9 +1287,7 @@ TEST(usage, "reports its table files, logs and memtables, before and after a flu
 	evset_t s;
 	gen_set(&s, 2);
 	char *dir = tmpdir();
-	store_t *st = open_store(dir);
-	for (size_t i = 0; i < s.n; i++)
-		put_bytes(st, &s.b[i], NULL);
+	store_t *st = filled_store(dir, &s);
 	store_usage_t u;
 	store_usage_get(st, &u);
 	CHECK(u.wal_bytes > 2000 && u.memtable_bytes > 0);
