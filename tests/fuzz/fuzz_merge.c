@@ -4,8 +4,10 @@
  *
  * For every input:
  * 1. pith_event_parse of the bytes as they are: accepted, or refused with
- *    a named check and a message; if the bytes are JSON, pith_bundle_verify
- *    and pith_event_verify_report of them run too (reports, no crash).
+ *    a named check and a message; pith_keyfile_parse of them (a key file,
+ *    as --trust-key reads one); if the bytes are JSON, pith_bundle_verify,
+ *    pith_event_verify_report and pith_record_verify of them run too
+ *    (reports, no crash).
  * 2. If the JSON is an object, the harness makes it authentic: it signs it
  *    in place with a test key (the registry key or an operator key, by the
  *    input's length), after giving a record_created whose payload holds a
@@ -167,6 +169,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		FUZZ_CHECK(err.msg[0]);
 	}
 	pith_event_free(ev);
+	pith_key_t key;
+	uint8_t secret[64];
+	int has_secret = 0;
+	err.msg[0] = 0;
+	if (pith_keyfile_parse(data, size, &key, secret, &has_secret, &err))
+		FUZZ_CHECK(err.msg[0]);
 
 	json_doc_t *d = NULL;
 	if (json_parse(&d, data, size, NULL, NULL))
@@ -178,6 +186,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	pith_report_release(&rep);
 	memset(&rep, 0, sizeof(rep));
 	(void)pith_event_verify_report(root, trust, &rep);
+	pith_report_release(&rep);
+	memset(&rep, 0, sizeof(rep));
+	(void)pith_record_verify(root, trust, &rep);
 	pith_report_release(&rep);
 	if (!json_is(root, JSON_OBJECT)) {
 		json_doc_free(d);
