@@ -113,6 +113,13 @@ int main(int argc, char **argv)
 	       icpu * 1e6, vcpu * 1e6);
 	printf("CPU-bound ratio             %.3f (bare verify CPU / import CPU per event)\n",
 	       vcpu / icpu);
+	/* Each record_created carries a receipt: a record of per events needs
+	 * per + 1 verifications, which caps the ratio at per / (per + 1) for
+	 * any import verifying with the bare verifier (docs/performance.md). */
+	double spe = per ? 1.0 + 1.0 / (double)per : 1.0;
+	printf("per signature verified      %.3f CPU-bound (%.2f signatures per event; the ratio's "
+	       "ceiling is %.3f)\n",
+	       vcpu * spe / icpu, spe, 1.0 / spe);
 	printf("disk after import           %.0f bytes/event, %.3f x raw (apparent %.3f x)\n",
 	       (double)disk1 / (double)n, (double)disk1 / (double)raw, (double)app1 / (double)raw);
 	printf("disk after full compaction  %.0f bytes/event, %.3f x raw (apparent %.3f x; %.1f s)\n",
