@@ -202,7 +202,7 @@ int store_open(const char *dir, const store_opts_t *opts, store_t **out, pith_er
 	pthread_mutex_init(&st->wmu, NULL);
 	st->read_only = opts->read_only;
 	if (!(st->dir = strdup(dir))) {
-		free(st);
+		store_close_(st);
 		return pith_err_set(err, PITH_ENOMEM, "store: out of memory");
 	}
 	st->registry = opts->registry;
