@@ -34,6 +34,8 @@ void pith_trust_free_(pith_trust_t *t)
 {
 	if (!t)
 		return;
+	for (size_t i = 0; i < t->n; i++)
+		pith_ed_table_free_((pith_ed_table_t *)t->keys[i].ed);
 	free(t->keys);
 	free(t);
 }
@@ -55,7 +57,12 @@ int pith_trust_add(pith_trust_t *t, const pith_key_t *k)
 		t->keys = p;
 		t->cap = nc;
 	}
-	t->keys[t->n++] = *k;
+	pith_key_t *nk = &t->keys[t->n++];
+	*nk = *k;
+	nk->ed = NULL;
+	pith_ed_table_t *ed = NULL;
+	if (!pith_ed_table_new(nk->pk, &ed))
+		nk->ed = ed;
 	return 0;
 }
 
@@ -118,7 +125,8 @@ int pith_sig_verify_b64(const pith_key_t *k, const uint8_t digest[static 32],
 			      sodium_base64_VARIANT_ORIGINAL) ||
 	    siglen != 64 || end != sig_b64 + n)
 		return PITH_EINVAL;
-	if (crypto_sign_verify_detached(sig, digest, 32, k->pk))
+	if (k->ed ? pith_ed_verify(k->ed, sig, digest, 32)
+		  : crypto_sign_verify_detached(sig, digest, 32, k->pk))
 		return PITH_EBADSIG;
 	return 0;
 }

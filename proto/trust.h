@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "ed25519.h"
 #include "err.h"
 #include "ids.h"
 #include "json.h"
@@ -26,6 +27,9 @@ typedef struct pith_key {
 	char fp[PITH_FP_LEN + 1];
 	int64_t rotates_at_us; /* PITH_NO_ROTATION if it never rotates */
 	int is_registry;       /* may sign bundles and receipts */
+	/* Fixed-key verification tables: set on the trust store's own copy
+	 * (owned and freed by the store), NULL on every other copy. */
+	const pith_ed_table_t *ed;
 } pith_key_t;
 
 typedef struct pith_trust pith_trust_t;
@@ -34,7 +38,9 @@ typedef struct pith_trust pith_trust_t;
 pith_trust_t *pith_trust_new(void);
 void pith_trust_free_(pith_trust_t *t);
 #define pith_trust_free(t) do { pith_trust_free_(t); (t) = NULL; } while (0)
-/* Adds (or updates the rotation time of) a key. */
+/* Adds (or updates the rotation time of) a key, and builds its
+ * fixed-key verification tables (ed25519.h); a key those cannot serve is
+ * verified by libsodium alone. */
 int pith_trust_add(pith_trust_t *t, const pith_key_t *k);
 /* The trusted key with this fingerprint, or NULL. */
 const pith_key_t *pith_trust_find(const pith_trust_t *t, const char *fp);
@@ -46,8 +52,10 @@ const pith_key_t *pith_trust_at(const pith_trust_t *t, size_t i);
 int pith_trust_check(const pith_trust_t *t, const char *fp, const char *key_id,
 		     int64_t us, const pith_key_t **out, pith_err_t *err);
 
-/* Ed25519 over a 32-byte digest with a base64 (standard, padded) signature.
- * Returns 0, PITH_EINVAL (bad base64) or PITH_EBADSIG. */
+/* Ed25519 over a 32-byte digest with a base64 (standard, padded) signature:
+ * through k->ed when set (same answers, about 3 times faster), else
+ * crypto_sign_verify_detached. Returns 0, PITH_EINVAL (bad base64) or
+ * PITH_EBADSIG. */
 int pith_sig_verify_b64(const pith_key_t *k, const uint8_t digest[static 32],
 			const char *sig_b64);
 
