@@ -159,7 +159,7 @@ static void fe_neg(fe_t *h, const fe_t *f)
 }
 
 /* Carries five 128-bit column sums into h. */
-static void fe_reduce128(fe_t *h, u128 r0, u128 r1, u128 r2, u128 r3, u128 r4)
+static inline __attribute__((always_inline)) void fe_reduce128(fe_t *h, u128 r0, u128 r1, u128 r2, u128 r3, u128 r4)
 {
 	r1 += (uint64_t)(r0 >> 51);
 	r2 += (uint64_t)(r1 >> 51);
@@ -174,7 +174,7 @@ static void fe_reduce128(fe_t *h, u128 r0, u128 r1, u128 r2, u128 r3, u128 r4)
 }
 
 /* Limbs below 2^54 in. */
-static void fe_mul(fe_t *h, const fe_t *f, const fe_t *g)
+static inline __attribute__((always_inline)) void fe_mul(fe_t *h, const fe_t *f, const fe_t *g)
 {
 	const uint64_t f0 = f->v[0], f1 = f->v[1], f2 = f->v[2], f3 = f->v[3], f4 = f->v[4];
 	const uint64_t g0 = g->v[0], g1 = g->v[1], g2 = g->v[2], g3 = g->v[3], g4 = g->v[4];

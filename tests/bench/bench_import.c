@@ -76,6 +76,7 @@ int main(int argc, char **argv)
 	double secs = 0, import_cpu = 0;
 	int rc = bench_run(iargv, out, &secs, &import_cpu);
 	double bare2 = bench_bare_rate(&sigs, threads, &cpu2);
+	double fcpu, fixed = bench_fixed_rate(&sigs, threads, &fcpu);
 	if (rc) {
 		fprintf(stderr, "bench_import: pithctl import exited with %d (see %s)\n", rc, out);
 		return 1;
@@ -120,6 +121,10 @@ int main(int argc, char **argv)
 	printf("per signature verified      %.3f CPU-bound (%.2f signatures per event; the ratio's "
 	       "ceiling is %.3f)\n",
 	       vcpu * spe / icpu, spe, 1.0 / spe);
+	/* the same import against the verifier it really uses */
+	printf("fixed-key verify, %d threads %.0f/s (%.2f x libsodium; %.1f us CPU per signature)\n",
+	       threads, fixed, fixed / bare, fcpu * 1e6);
+	printf("import / fixed-key verify   %.3f, CPU-bound %.3f\n", rate / fixed, fcpu / icpu);
 	printf("disk after import           %.0f bytes/event, %.3f x raw (apparent %.3f x)\n",
 	       (double)disk1 / (double)n, (double)disk1 / (double)raw, (double)app1 / (double)raw);
 	printf("disk after full compaction  %.0f bytes/event, %.3f x raw (apparent %.3f x; %.1f s)\n",

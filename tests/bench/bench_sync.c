@@ -361,6 +361,7 @@ int main(int argc, char **argv)
 	thread_times(pb, n, &tt);
 	int rca = stop_node(pa), rcb = stop_node(pb);
 	double bare2 = bench_bare_rate(&sigs, threads, &cpu2);
+	double fcpu, fixed = bench_fixed_rate(&sigs, threads, &fcpu);
 	if (!t_end) {
 		fprintf(stderr, "bench_sync: B stored %lld of %zu events in %.0f s (see %s)\n", stored, n,
 			timeout, blog);
@@ -384,6 +385,10 @@ int main(int argc, char **argv)
 	printf("CPU-bound ratio             %.3f (bare verify CPU / B's CPU per event), %.3f "
 	       "counting A too\n",
 	       vcpu / cpu_b, vcpu / (cpu_a + cpu_b));
+	printf("fixed-key verify, %d threads %.0f/s (%.2f x libsodium; %.1f us CPU per signature)\n",
+	       threads, fixed, fixed / bare, fcpu * 1e6);
+	printf("sync / fixed-key verify     %.3f, CPU-bound %.3f (B), %.3f (A + B)\n", rate / fixed,
+	       fcpu / cpu_b, fcpu / (cpu_a + cpu_b));
 	if (r)
 		printf("reconciliation              %lld sessions, %lld ids needed, %lld bytes sent, "
 		       "%lld received, %lld messages held back; all traffic %lld bytes received by B "

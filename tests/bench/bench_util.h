@@ -8,6 +8,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "ed25519.h"
+
 /* The options both benchmarks take: --events N --per-record E --threads T
  * --dir DIR --pithctl PATH --gen PATH --keep. */
 typedef struct bench_opts {
@@ -53,6 +55,9 @@ void bench_sigs_release(bench_sigs_t *s);
  * crypto_sign_verify_detached over all of s; *cpu_per gets the CPU
  * seconds per signature. Exits if one does not verify. */
 double bench_bare_rate(const bench_sigs_t *s, int nt, double *cpu_per);
+/* The same with pith_ed_verify, the fixed-key verifier the node uses for
+ * trusted keys (proto/ed25519.h). */
+double bench_fixed_rate(const bench_sigs_t *s, int nt, double *cpu_per);
 
 /* Runs argv[0] with stdout to out_path (NULL: inherited) and waits.
  * Returns its exit status (-1 if it did not exit); *secs (may be NULL)

@@ -1,0 +1,102 @@
+/* Fuzz target: the fixed-key Ed25519 verifier (proto/ed25519.c) must give
+ * crypto_sign_verify_detached's answer for every signature and message.
+ *
+ * The first input byte picks how the signature is made, the rest feeds it:
+ *   0  raw: 64 bytes of signature, then the message;
+ *   1  honest: the message is signed by the test key, then the next 64
+ *      input bytes are XORed into the signature (all zero: still valid);
+ *   2  chosen R: R = [r]B from 32 input bytes (or the raw bytes when the
+ *      next byte is odd), s = r + h a made valid for that R, then s gets
+ *      k L added (k from the input) and R's sign bit may be flipped. */
+#include <sodium.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "ed25519.h"
+#include "fuzz_check.h"
+
+static uint8_t pk[32], sk[64], a[32];
+static pith_ed_table_t *tab;
+
+static void setup(void)
+{
+	uint8_t seed[32], h[64], wide[64] = {0};
+	FUZZ_CHECK(sodium_init() >= 0);
+	memset(seed, 0x5a, sizeof(seed));
+	crypto_sign_seed_keypair(pk, sk, seed);
+	crypto_hash_sha512(h, seed, 32);
+	h[0] &= 248;
+	h[31] &= 127;
+	h[31] |= 64;
+	memcpy(wide, h, 32);
+	crypto_core_ed25519_scalar_reduce(a, wide);
+	FUZZ_CHECK(pith_ed_table_new(pk, &tab) == 0);
+}
+
+static void check(const uint8_t sig[64], const uint8_t *m, size_t n)
+{
+	int want = crypto_sign_verify_detached(sig, m, n, pk) == 0;
+	int got = pith_ed_verify(tab, sig, m, n) == 0;
+	FUZZ_CHECK(want == got);
+}
+
+static void chosen_r(const uint8_t *d, size_t n)
+{
+	static const uint8_t L[32] = {
+		0xed, 0xd3, 0xf5, 0x5c, 0x1a, 0x63, 0x12, 0x58, 0xd6, 0x9c, 0xf7,
+		0xa2, 0xde, 0xf9, 0xde, 0x14, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x10};
+	if (n < 34)
+		return;
+	uint8_t sig[64], r[32], h[32], ha[32], wide[64];
+	memcpy(r, d, 32);
+	r[31] &= 0x0f;
+	if (d[32] & 1)
+		memcpy(sig, d, 32); /* any bytes as R */
+	else if (crypto_scalarmult_ed25519_base_noclamp(sig, r))
+		return;
+	if (d[32] & 2)
+		sig[31] ^= 0x80;
+	int k = d[33] & 3; /* add k L: non-canonical for k > 0 when it fits */
+	const uint8_t *m = d + 34;
+	size_t mlen = n - 34;
+	crypto_hash_sha512_state st;
+	crypto_hash_sha512_init(&st);
+	crypto_hash_sha512_update(&st, sig, 32);
+	crypto_hash_sha512_update(&st, pk, 32);
+	crypto_hash_sha512_update(&st, m, mlen);
+	crypto_hash_sha512_final(&st, wide);
+	crypto_core_ed25519_scalar_reduce(h, wide);
+	crypto_core_ed25519_scalar_mul(ha, h, a);
+	crypto_core_ed25519_scalar_add(sig + 32, r, ha);
+	for (int j = 0; j < k; j++) {
+		unsigned c = 0;
+		for (int i = 0; i < 32; i++) {
+			c += sig[32 + i] + L[i];
+			sig[32 + i] = (uint8_t)c;
+			c >>= 8;
+		}
+	}
+	check(sig, m, mlen);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	if (!tab)
+		setup();
+	if (size < 1)
+		return 0;
+	uint8_t mode = data[0] % 3;
+	data++, size--;
+	if (mode == 0 && size >= 64) {
+		check(data, data + 64, size - 64);
+	} else if (mode == 1 && size >= 64) {
+		uint8_t sig[64];
+		crypto_sign_detached(sig, NULL, data + 64, size - 64, sk);
+		for (int i = 0; i < 64; i++)
+			sig[i] ^= data[i];
+		check(sig, data + 64, size - 64);
+	} else if (mode == 2) {
+		chosen_r(data, size);
+	}
+	return 0;
+}
