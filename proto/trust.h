@@ -42,6 +42,10 @@ void pith_trust_free_(pith_trust_t *t);
  * fixed-key verification tables (ed25519.h); a key those cannot serve is
  * verified by libsodium alone. */
 int pith_trust_add(pith_trust_t *t, const pith_key_t *k);
+/* Whether trusted keys get fixed-key tables: yes unless the environment
+ * says PITH_ED25519=libsodium (an operator's way to verify with libsodium
+ * alone, docs/signatures.md). */
+int pith_ed_fixed_enabled(void);
 /* The trusted key with this fingerprint, or NULL. */
 const pith_key_t *pith_trust_find(const pith_trust_t *t, const char *fp);
 size_t pith_trust_count(const pith_trust_t *t);

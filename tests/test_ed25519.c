@@ -5,6 +5,7 @@
 
 #include "ed25519.h"
 #include "test_util.h"
+#include "trust.h"
 
 static uint64_t rng_state = 0x9e3779b97f4a7c15u;
 
@@ -216,6 +217,20 @@ TEST(bad_keys, "builds no table for a key outside the prime-order subgroup")
 	CHECK(t == NULL);
 }
 
+TEST(trust_store_tables, "gives trusted keys tables unless PITH_ED25519=libsodium")
+{
+	pith_trust_t *t = pith_trust_new();
+	const pith_key_t *reg = pith_trust_at(t, 0);
+	CHECK(reg && reg->ed != NULL);
+	pith_trust_free(t);
+	setenv("PITH_ED25519", "libsodium", 1);
+	t = pith_trust_new();
+	reg = pith_trust_at(t, 0);
+	CHECK(reg && reg->ed == NULL);
+	pith_trust_free(t);
+	unsetenv("PITH_ED25519");
+}
+
 int main(void)
 {
 	if (sodium_init() < 0)
@@ -225,5 +240,6 @@ int main(void)
 	RUN(mutations);
 	RUN(crafted);
 	RUN(bad_keys);
+	RUN(trust_store_tables);
 	return test_done();
 }
