@@ -4,9 +4,9 @@
  * registry's and those in its config), millions of times each. Verifying
  * R == [s]B - [h]A with a general double-scalar multiplication spends most
  * of its time doubling; with both B and A fixed, tables of the multiples
- * of each, at every radix-128 position, turn each scalar multiplication
- * into about 37 mixed additions and no doublings. The table costs about
- * 284 KB and about 2 ms per key, once.
+ * of each, at every radix-256 position, turn each scalar multiplication
+ * into at most 32 mixed additions and no doublings. The table costs about
+ * 480 KiB and about 3 ms per key, once.
  *
  * The accepted set is exactly crypto_sign_verify_detached's (libsodium
  * 1.0.18, default build): s must be canonical (s < L); the key must pass

@@ -65,14 +65,18 @@ static void cf_tune(store_t *st, int cf)
 	rocksdb_block_based_options_set_pin_l0_filter_and_index_blocks_in_cache(t, 1);
 	rocksdb_options_set_block_based_table_factory(o, t);
 	/* LZ4 for flushes and young levels: cheap on the two cores that also
-	 * verify signatures. Data settles in the last level with ZSTD, which
+	 * verify signatures. Documents stay LZ4 in the last level too: a peer
+	 * catching up reads them in random order, and ZSTD's decompression of
+	 * a block per event was a third of the serving CPU (docs/store.md).
+	 * Index column families settle in the last level with ZSTD, which
 	 * is where nearly all of it ends up. */
+	int bottom = docs ? rocksdb_lz4_compression : rocksdb_zstd_compression;
 	int levels[7] = {rocksdb_lz4_compression, rocksdb_lz4_compression, rocksdb_lz4_compression,
 			 rocksdb_lz4_compression, rocksdb_lz4_compression, rocksdb_lz4_compression,
-			 rocksdb_zstd_compression};
+			 bottom};
 	rocksdb_options_set_num_levels(o, 7);
 	rocksdb_options_set_compression_per_level(o, levels, 7);
-	rocksdb_options_set_bottommost_compression(o, rocksdb_zstd_compression);
+	rocksdb_options_set_bottommost_compression(o, bottom);
 	rocksdb_options_set_level_compaction_dynamic_level_bytes(o, 1);
 	if (docs)
 		rocksdb_options_set_write_buffer_size(o, 64u << 20);
