@@ -1,6 +1,7 @@
 /* Verification of bundles, events and record views as named checks. */
 #include "bundle.h"
 
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -70,12 +71,39 @@ pith_doc_kind_t pith_doc_kind(const json_value_t *root)
 
 /* A receipt check costs one Ed25519 verification, and every recomputation
  * of a record's state re-checks its record_created receipt. Positive
- * results are memoised per thread; the result is the same either way. */
-#define RECEIPT_MEMO 1024
-static __thread struct {
+ * results are memoised per thread; the result is the same either way.
+ * A catching-up node touches records in the order of their events'
+ * times, so a record's ten events may arrive among 50,000 other records':
+ * the memo holds 65,536 receipts (2 MiB, allocated by the first check a
+ * thread makes, freed when it exits), direct-mapped by the SHA-256 of
+ * key, digest and signature; all 32 bytes are compared, so two receipts
+ * sharing a slot cost a verification, never a wrong answer. */
+#define RECEIPT_MEMO 65536
+typedef struct {
 	uint8_t key[32];
-	int used;
-} receipt_memo[RECEIPT_MEMO];
+} memo_slot_t;
+static pthread_key_t memo_key;
+static pthread_once_t memo_once = PTHREAD_ONCE_INIT;
+
+static void memo_init(void)
+{
+	if (pthread_key_create(&memo_key, free))
+		memo_key = (pthread_key_t)-1;
+}
+
+/* This thread's memo, or NULL (no memory: every check verifies). */
+static memo_slot_t *memo_get(void)
+{
+	pthread_once(&memo_once, memo_init);
+	if (memo_key == (pthread_key_t)-1)
+		return NULL;
+	memo_slot_t *m = pthread_getspecific(memo_key);
+	if (!m && (m = calloc(RECEIPT_MEMO, sizeof(*m))) && pthread_setspecific(memo_key, m)) {
+		free(m);
+		m = NULL;
+	}
+	return m;
+}
 
 int pith_receipt_verify(const json_value_t *receipt, const char *canonical_hex,
 			const pith_trust_t *trust, pith_err_t *err)
@@ -124,14 +152,15 @@ int pith_receipt_verify(const json_value_t *receipt, const char *canonical_hex,
 		pith_sha256(b.data, b.len, mk);
 		pith_buf_release(&b);
 	}
-	unsigned slot = (unsigned)(mk[0] | mk[1] << 8) % RECEIPT_MEMO;
-	if (receipt_memo[slot].used && !memcmp(receipt_memo[slot].key, mk, 32))
+	memo_slot_t *memo = memo_get();
+	unsigned slot = (unsigned)(mk[0] | mk[1] << 8 | mk[2] << 16) % RECEIPT_MEMO;
+	if (memo && !memcmp(memo[slot].key, mk, 32))
 		return 0;
 	int rc = pith_sig_verify_b64(k, digest, sig);
 	if (rc)
 		return pith_err_set(err, PITH_EBADSIG, "receipt: signature does not verify");
-	memcpy(receipt_memo[slot].key, mk, 32);
-	receipt_memo[slot].used = 1;
+	if (memo)
+		memcpy(memo[slot].key, mk, 32);
 	return 0;
 }
 

@@ -569,27 +569,37 @@ static int rec_decode(const uint8_t *k, size_t kl, const uint8_t *v, size_t vl,
 
 /* ---- lookups ------------------------------------------------------------ */
 
+/* Appends the value under key to out through a pinned slice (no copy of
+ * its own, no malloc of the value). PITH_ENOTFOUND without touching err:
+ * the caller names what was missing, so that a hit formats nothing. */
 static int get_into(store_t *st, int cf, const uint8_t *key, size_t klen, pith_buf_t *out,
-		    const char *what, pith_err_t *err)
+		    pith_err_t *err)
 {
-	char *val;
-	size_t len;
-	int rc = store_get_raw(st, cf, key, klen, &val, &len, err);
-	if (rc)
-		return rc;
-	if (!val)
-		return pith_err_set(err, PITH_ENOTFOUND, "%s: not in the store", what);
-	rc = pith_buf_append(out, val, len) ? pith_err_set(err, PITH_ENOMEM, "store: out of memory") : 0;
-	rocksdb_free(val);
+	char *e = NULL;
+	rocksdb_pinnableslice_t *v =
+		rocksdb_get_pinned_cf(st->db, st->ro, st->cf[cf], (const char *)key, klen, &e);
+	if (e) {
+		rocksdb_pinnableslice_destroy(v);
+		return db_error(err, e, store_cf_names[cf]);
+	}
+	if (!v)
+		return PITH_ENOTFOUND;
+	size_t len = 0;
+	const char *val = rocksdb_pinnableslice_value(v, &len);
+	int rc = pith_buf_append(out, val, len) ? pith_err_set(err, PITH_ENOMEM, "store: out of memory") : 0;
+	rocksdb_pinnableslice_destroy(v);
 	return rc;
 }
 
 int store_event_get(store_t *st, const uint8_t id[static 32], pith_buf_t *out, pith_err_t *err)
 {
-	char what[80], hex[65];
-	pith_hex_encode(id, 32, hex);
-	snprintf(what, sizeof(what), "event sha256:%s", hex);
-	return get_into(st, STORE_CF_EVENTS, id, 32, out, what, err);
+	int rc = get_into(st, STORE_CF_EVENTS, id, 32, out, err);
+	if (rc == PITH_ENOTFOUND) {
+		char hex[65];
+		pith_hex_encode(id, 32, hex);
+		pith_err_set(err, PITH_ENOTFOUND, "event sha256:%s: not in the store", hex);
+	}
+	return rc;
 }
 
 int store_event_has(store_t *st, const uint8_t id[static 32], pith_err_t *err)
@@ -623,23 +633,23 @@ static int skey_of(const char *pith_number, uint8_t skey[STORE_SKEY_LEN], pith_e
 int store_state_get(store_t *st, const char *pith_number, pith_buf_t *out, pith_err_t *err)
 {
 	uint8_t skey[STORE_SKEY_LEN];
-	char what[64];
 	int rc = skey_of(pith_number, skey, err);
-	if (rc)
-		return rc;
-	snprintf(what, sizeof(what), "state of %s", pith_number);
-	return get_into(st, STORE_CF_STATES, skey, sizeof(skey), out, what, err);
+	if (!rc)
+		rc = get_into(st, STORE_CF_STATES, skey, sizeof(skey), out, err);
+	if (rc == PITH_ENOTFOUND)
+		pith_err_set(err, rc, "state of %s: not in the store", pith_number);
+	return rc;
 }
 
 int store_bundle_get(store_t *st, const char *pith_number, pith_buf_t *out, pith_err_t *err)
 {
 	uint8_t skey[STORE_SKEY_LEN];
-	char what[64];
 	int rc = skey_of(pith_number, skey, err);
-	if (rc)
-		return rc;
-	snprintf(what, sizeof(what), "bundle of %s", pith_number);
-	return get_into(st, STORE_CF_BUNDLES, skey, sizeof(skey), out, what, err);
+	if (!rc)
+		rc = get_into(st, STORE_CF_BUNDLES, skey, sizeof(skey), out, err);
+	if (rc == PITH_ENOTFOUND)
+		pith_err_set(err, rc, "bundle of %s: not in the store", pith_number);
+	return rc;
 }
 
 int store_record_get(store_t *st, const char *pith_number, store_record_info_t *out,
