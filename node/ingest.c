@@ -141,6 +141,8 @@ static void validate_event(ingest_t *in, ingest_job_t *j)
 	snprintf(j->subject, sizeof(j->subject), "%s", j->ev->subject);
 	j->created_us = j->ev->created_us;
 	j->is_record_created = !strcmp(j->ev->event_type, "record_created");
+	if (j->is_record_created)
+		pith_receipt_precheck(j->ev, in->trust);
 	if (pith_event_canon(j->ev, &j->canon)) {
 		job_reject(j, PITH_ENOMEM, "oom", "out of memory writing canonical bytes");
 		pith_event_free(j->ev);

@@ -71,38 +71,49 @@ pith_doc_kind_t pith_doc_kind(const json_value_t *root)
 
 /* A receipt check costs one Ed25519 verification, and every recomputation
  * of a record's state re-checks its record_created receipt. Positive
- * results are memoised per thread; the result is the same either way.
- * A catching-up node touches records in the order of their events'
- * times, so a record's ten events may arrive among 50,000 other records':
- * the memo holds 65,536 receipts (2 MiB, allocated by the first check a
- * thread makes, freed when it exits), direct-mapped by the SHA-256 of
- * key, digest and signature; all 32 bytes are compared, so two receipts
- * sharing a slot cost a verification, never a wrong answer. */
+ * results are memoised, once for the process: the validating threads of
+ * an import or a node check each receipt as soon as its event parses
+ * (pith_receipt_precheck), so that the one thread that merges and commits
+ * finds it done. A catching-up node meets a record's events among
+ * thousands of other records', so the memo holds 65,536 receipts (2 MiB,
+ * allocated by the first check), direct-mapped by the SHA-256 of key,
+ * digest and signature under 64 striped locks; all 32 bytes are compared,
+ * so two receipts sharing a slot cost a verification, never a wrong
+ * answer. */
 #define RECEIPT_MEMO 65536
+#define RECEIPT_STRIPES 64
 typedef struct {
 	uint8_t key[32];
 } memo_slot_t;
-static pthread_key_t memo_key;
+static memo_slot_t *memo;
+static pthread_mutex_t memo_mu[RECEIPT_STRIPES];
 static pthread_once_t memo_once = PTHREAD_ONCE_INIT;
 
 static void memo_init(void)
 {
-	if (pthread_key_create(&memo_key, free))
-		memo_key = (pthread_key_t)-1;
+	for (int i = 0; i < RECEIPT_STRIPES; i++)
+		pthread_mutex_init(&memo_mu[i], NULL);
+	memo = calloc(RECEIPT_MEMO, sizeof(*memo)); /* NULL: every check verifies */
 }
 
-/* This thread's memo, or NULL (no memory: every check verifies). */
-static memo_slot_t *memo_get(void)
+static int memo_has(unsigned slot, const uint8_t mk[32])
 {
 	pthread_once(&memo_once, memo_init);
-	if (memo_key == (pthread_key_t)-1)
-		return NULL;
-	memo_slot_t *m = pthread_getspecific(memo_key);
-	if (!m && (m = calloc(RECEIPT_MEMO, sizeof(*m))) && pthread_setspecific(memo_key, m)) {
-		free(m);
-		m = NULL;
-	}
-	return m;
+	if (!memo)
+		return 0;
+	pthread_mutex_lock(&memo_mu[slot % RECEIPT_STRIPES]);
+	int hit = !memcmp(memo[slot].key, mk, 32);
+	pthread_mutex_unlock(&memo_mu[slot % RECEIPT_STRIPES]);
+	return hit;
+}
+
+static void memo_put(unsigned slot, const uint8_t mk[32])
+{
+	if (!memo)
+		return;
+	pthread_mutex_lock(&memo_mu[slot % RECEIPT_STRIPES]);
+	memcpy(memo[slot].key, mk, 32);
+	pthread_mutex_unlock(&memo_mu[slot % RECEIPT_STRIPES]);
 }
 
 int pith_receipt_verify(const json_value_t *receipt, const char *canonical_hex,
@@ -152,15 +163,13 @@ int pith_receipt_verify(const json_value_t *receipt, const char *canonical_hex,
 		pith_sha256(b.data, b.len, mk);
 		pith_buf_release(&b);
 	}
-	memo_slot_t *memo = memo_get();
 	unsigned slot = (unsigned)(mk[0] | mk[1] << 8 | mk[2] << 16) % RECEIPT_MEMO;
-	if (memo && !memcmp(memo[slot].key, mk, 32))
+	if (memo_has(slot, mk))
 		return 0;
 	int rc = pith_sig_verify_b64(k, digest, sig);
 	if (rc)
 		return pith_err_set(err, PITH_EBADSIG, "receipt: signature does not verify");
-	if (memo)
-		memcpy(memo[slot].key, mk, 32);
+	memo_put(slot, mk);
 	return 0;
 }
 
@@ -295,6 +304,11 @@ static int receipt_is_untrusted(const pith_event_t *ev, const pith_trust_t *trus
 		return 0;
 	int rc = pith_receipt_verify(json_get(p, "receipt"), hex, trust, &err);
 	return rc == PITH_EUNTRUSTED || rc == PITH_EROTATED;
+}
+
+void pith_receipt_precheck(const pith_event_t *ev, const pith_trust_t *trust)
+{
+	(void)receipt_is_untrusted(ev, trust);
 }
 
 int pith_bundle_verify(const json_value_t *b, const pith_trust_t *trust,

@@ -56,6 +56,12 @@ int pith_event_verify_report(const json_value_t *event, const pith_trust_t *trus
 int pith_record_verify(const json_value_t *record, const pith_trust_t *trust,
 		       pith_report_t *rep);
 
+/* Checks the receipt of a record_created event (nothing for other events)
+ * so that the merge, which re-checks it, finds the answer memoised: for
+ * the validating threads, to keep the signature off the one thread that
+ * merges. The merge's own check decides; this returns nothing. */
+void pith_receipt_precheck(const pith_event_t *ev, const pith_trust_t *trust);
+
 /* Verifies a receipt over canonical_hex against a registry key. */
 int pith_receipt_verify(const json_value_t *receipt, const char *canonical_hex,
 			const pith_trust_t *trust, pith_err_t *err);

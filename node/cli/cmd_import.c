@@ -163,6 +163,7 @@ static void verify_item(chunk_t *c, item_t *it, const pith_trust_t *trust)
 		reject(it, "json", "%s", "cannot write the canonical form (out of memory)");
 		return;
 	}
+	pith_receipt_precheck(it->ev, trust);
 	it->kind = IT_EVENT;
 }
 
