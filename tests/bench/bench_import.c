@@ -119,7 +119,7 @@ int main(int argc, char **argv)
 	 * any import verifying with the bare verifier (docs/performance.md). */
 	double spe = per ? 1.0 + 1.0 / (double)per : 1.0;
 	printf("per signature verified      %.3f CPU-bound (%.2f signatures per event; the ratio's "
-	       "ceiling is %.3f)\n",
+	       "ceiling for an import verifying with libsodium is %.3f)\n",
 	       vcpu * spe / icpu, spe, 1.0 / spe);
 	/* the same import against the verifier it really uses */
 	printf("fixed-key verify, %d threads %.0f/s (%.2f x libsodium; %.1f us CPU per signature)\n",
