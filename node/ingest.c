@@ -22,6 +22,8 @@ typedef struct jq {
 	size_t n;
 } jq_t;
 
+#define VALIDATE_BATCH 16 /* jobs a validator takes at once */
+
 static void jq_push(jq_t *q, ingest_job_t *j)
 {
 	j->next = NULL;
@@ -121,14 +123,32 @@ static const char *check_reason(pith_event_check_t c)
 	}
 }
 
-static void validate_event(ingest_t *in, ingest_job_t *j)
+/* Parses and checks an event but its signature, which it prepares in
+ * *sc. 1 when the signature is left to check, 0 when the job is done
+ * (rejected). */
+static int validate_event_begin(ingest_t *in, ingest_job_t *j, pith_sig_check_t *sc)
 {
 	pith_err_t err = {0};
 	pith_event_check_t failed = PITH_CHECK_OK;
-	int rc = pith_event_parse(j->bytes, j->len, in->trust, &j->ev, &failed, &err);
+	int rc = pith_event_parse_deferred(j->bytes, j->len, in->trust, &j->ev, &failed, &err, sc);
 	if (rc) {
 		j->check = failed;
 		job_reject(j, rc, check_reason(failed), err.msg);
+		return 0;
+	}
+	return 1;
+}
+
+/* The rest, once the signature check has run. */
+static void validate_event_end(ingest_t *in, ingest_job_t *j, const pith_sig_check_t *sc)
+{
+	pith_err_t err = {0};
+	pith_event_check_t failed = PITH_CHECK_OK;
+	int rc = pith_event_sig_result(j->ev, sc, &failed, &err);
+	if (rc) {
+		j->check = failed;
+		job_reject(j, rc, check_reason(failed), err.msg);
+		pith_event_free(j->ev);
 		return;
 	}
 	memcpy(j->id, j->ev->content_hash, 32);
@@ -224,6 +244,24 @@ static void worker_start(ingest_t *in, const char *name)
 		log_warn("cannot lower the priority of the %s thread: %s", name, strerror(errno));
 }
 
+/* Validates a handful of jobs: events' signatures are checked together
+ * (pith_sig_check_many), which shares the last step of each verification. */
+static void validate_jobs(ingest_t *in, ingest_job_t **js, size_t n)
+{
+	pith_sig_check_t sc[VALIDATE_BATCH];
+	ingest_job_t *pending[VALIDATE_BATCH];
+	size_t m = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (js[i]->kind != INGEST_EVENT)
+			validate_bundle(in, js[i]);
+		else if (validate_event_begin(in, js[i], &sc[m]))
+			pending[m++] = js[i];
+	}
+	pith_sig_check_many(sc, m);
+	for (size_t i = 0; i < m; i++)
+		validate_event_end(in, pending[i], &sc[i]);
+}
+
 static void *validator_main(void *arg)
 {
 	ingest_t *in = arg;
@@ -234,21 +272,31 @@ static void *validator_main(void *arg)
 			pthread_cond_wait(&in->vwake, &in->mu);
 		if (in->stop_validators)
 			break;
-		ingest_job_t *j = jq_pop(&in->vq);
+		/* a fair share of what is queued, so that no validator idles
+		 * while another holds a batch */
+		size_t take = (in->vq.n + (size_t)in->nv - 1) / (size_t)(in->nv > 0 ? in->nv : 1);
+		if (take > VALIDATE_BATCH)
+			take = VALIDATE_BATCH;
+		ingest_job_t *js[VALIDATE_BATCH];
+		size_t n = 0;
+		while (n < take && in->vq.head)
+			js[n++] = jq_pop(&in->vq);
+		if (n == 0)
+			js[n++] = jq_pop(&in->vq);
 		pthread_mutex_unlock(&in->mu);
-		if (j->kind == INGEST_EVENT)
-			validate_event(in, j);
-		else
-			validate_bundle(in, j);
+		validate_jobs(in, js, n);
 		pthread_mutex_lock(&in->mu);
-		if (j->rc) {
-			in->stats.invalid++;
-			jq_push(&in->dq, j);
-			event_active(in->done_ev, EV_READ, 0);
-		} else {
-			in->stats.validated++;
-			jq_push(&in->wq, j);
-			pthread_cond_signal(&in->wwake);
+		for (size_t i = 0; i < n; i++) {
+			ingest_job_t *j = js[i];
+			if (j->rc) {
+				in->stats.invalid++;
+				jq_push(&in->dq, j);
+				event_active(in->done_ev, EV_READ, 0);
+			} else {
+				in->stats.validated++;
+				jq_push(&in->wq, j);
+				pthread_cond_signal(&in->wwake);
+			}
 		}
 	}
 	pthread_mutex_unlock(&in->mu);

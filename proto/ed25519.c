@@ -188,7 +188,7 @@ static inline __attribute__((always_inline)) void fe_mul(fe_t *h, const fe_t *f,
 	fe_reduce128(h, r0, r1, r2, r3, r4);
 }
 
-static void fe_sq(fe_t *h, const fe_t *f)
+static inline __attribute__((always_inline)) void fe_sq(fe_t *h, const fe_t *f)
 {
 	const uint64_t f0 = f->v[0], f1 = f->v[1], f2 = f->v[2], f3 = f->v[3], f4 = f->v[4];
 	const uint64_t f0_2 = 2 * f0, f1_2 = 2 * f1;
@@ -490,8 +490,10 @@ static void accumulate(ge_t *r, const niels_t tab[POS][HALF], const int16_t e[PO
 	}
 }
 
-int pith_ed_verify(const pith_ed_table_t *t, const uint8_t sig[static 64],
-		   const uint8_t *m, size_t mlen)
+/* [s]B - [h]A for sig under t into *r; -1 when the signature fails a
+ * check that needs no arithmetic. */
+static int ed_compute(const pith_ed_table_t *t, const uint8_t sig[64], const uint8_t *m,
+		      size_t mlen, ge_t *r)
 {
 	static const uint8_t identity[32] = {1};
 	if (!scalar_is_canonical(sig + 32))
@@ -512,13 +514,67 @@ int pith_ed_verify(const pith_ed_table_t *t, const uint8_t sig[static 64],
 	int16_t es[POS], eh[POS];
 	scalar_recode(es, sig + 32);
 	scalar_recode(eh, h);
-	ge_t r;
-	ge_identity(&r);
-	accumulate(&r, (const niels_t(*)[HALF])base_tab, es, 0);
-	accumulate(&r, t->a, eh, 1);
+	ge_identity(r);
+	accumulate(r, (const niels_t(*)[HALF])base_tab, es, 0);
+	accumulate(r, t->a, eh, 1);
+	return 0;
+}
+
+/* The canonical encoding of r given zi = 1/Z, compared with R. */
+static int ed_matches(const ge_t *r, const fe_t *zi, const uint8_t sig[64])
+{
+	fe_t x, y;
 	uint8_t rcheck[32];
-	ge_tobytes(rcheck, &r);
-	return memcmp(rcheck, sig, 32) ? -1 : 0;
+	fe_mul(&x, &r->X, zi);
+	fe_mul(&y, &r->Y, zi);
+	fe_tobytes(rcheck, &y);
+	rcheck[31] |= (uint8_t)(fe_is_negative(&x) << 7);
+	return !memcmp(rcheck, sig, 32);
+}
+
+int pith_ed_verify(const pith_ed_table_t *t, const uint8_t sig[static 64],
+		   const uint8_t *m, size_t mlen)
+{
+	ge_t r;
+	fe_t zi;
+	if (ed_compute(t, sig, m, mlen, &r))
+		return -1;
+	fe_invert(&zi, &r.Z);
+	return ed_matches(&r, &zi, sig) ? 0 : -1;
+}
+
+void pith_ed_verify_many(pith_ed_item_t *items, size_t n)
+{
+	ge_t r[PITH_ED_MANY];
+	fe_t pre[PITH_ED_MANY], inv, zi;
+	size_t idx[PITH_ED_MANY];
+	while (n) {
+		size_t take = n < PITH_ED_MANY ? n : PITH_ED_MANY, k = 0;
+		for (size_t i = 0; i < take; i++) {
+			pith_ed_item_t *it = &items[i];
+			it->ok = 0;
+			if (ed_compute(it->t, it->sig, it->m, it->mlen, &r[k]))
+				continue;
+			/* Z is never zero: the addition formula is complete */
+			if (k)
+				fe_mul(&pre[k], &pre[k - 1], &r[k].Z);
+			else
+				pre[0] = r[0].Z;
+			idx[k++] = i;
+		}
+		if (k) {
+			/* one inversion for all of them (Montgomery's trick) */
+			fe_invert(&inv, &pre[k - 1]);
+			for (size_t j = k - 1; j > 0; j--) {
+				fe_mul(&zi, &inv, &pre[j - 1]);
+				fe_mul(&inv, &inv, &r[j].Z);
+				items[idx[j]].ok = ed_matches(&r[j], &zi, items[idx[j]].sig);
+			}
+			items[idx[0]].ok = ed_matches(&r[0], &inv, items[idx[0]].sig);
+		}
+		items += take;
+		n -= take;
+	}
 }
 
 void pith_ed_base_mul(uint8_t out[static 32], const uint8_t s[static 32])

@@ -128,8 +128,19 @@ static int check_shape(const json_value_t *r, pith_event_t *ev, pith_err_t *err)
 	return 0;
 }
 
+static int sig_failed(const pith_event_t *ev, int rc, pith_event_check_t *failed,
+		      pith_err_t *err)
+{
+	*failed = PITH_CHECK_SIGNATURE;
+	return pith_err_set(err, PITH_EBADSIG, rc == PITH_EINVAL
+			    ? "signature.signature_b64: not 64 bytes of base64"
+			    : "signature: Ed25519 signature does not verify for %s", ev->event_id);
+}
+
+/* Every check; the Ed25519 one is prepared in *defer instead of run when
+ * defer is non-NULL. */
 static int verify(const json_value_t *r, const pith_trust_t *trust, pith_event_t *ev,
-		  pith_event_check_t *failed, pith_err_t *err)
+		  pith_event_check_t *failed, pith_err_t *err, pith_sig_check_t *defer)
 {
 	/* trust == NULL: the store re-reading its own verified bytes */
 	int rc = check_shape(r, ev, err);
@@ -186,13 +197,13 @@ static int verify(const json_value_t *r, const pith_trust_t *trust, pith_event_t
 		*failed = rc == PITH_EROTATED ? PITH_CHECK_ROTATED : PITH_CHECK_KEY;
 		return rc;
 	}
-	rc = pith_sig_verify_b64(key, ev->content_hash, json_get_str(sig, "signature_b64"));
-	if (rc) {
-		*failed = PITH_CHECK_SIGNATURE;
-		return pith_err_set(err, PITH_EBADSIG, rc == PITH_EINVAL
-				    ? "signature.signature_b64: not 64 bytes of base64"
-				    : "signature: Ed25519 signature does not verify for %s", ev->event_id);
-	}
+	const char *b64 = json_get_str(sig, "signature_b64");
+	if (defer)
+		rc = pith_sig_check_prepare(defer, key, ev->content_hash, b64);
+	else
+		rc = pith_sig_verify_b64(key, ev->content_hash, b64);
+	if (rc)
+		return sig_failed(ev, rc, failed, err);
 	*failed = PITH_CHECK_OK;
 	return 0;
 }
@@ -209,7 +220,7 @@ int pith_event_verify_value(const json_value_t *root, const pith_trust_t *trust,
 	if (!ev)
 		return pith_err_set(err, PITH_ENOMEM, "event: out of memory");
 	ev->borrowed = 1;
-	int rc = verify(root, trust, ev, failed, err);
+	int rc = verify(root, trust, ev, failed, err, NULL);
 	if (rc) {
 		free(ev);
 		return rc;
@@ -239,6 +250,22 @@ static int parse_doc(const uint8_t *buf, size_t len, pith_event_t **out, pith_er
 int pith_event_parse(const uint8_t *buf, size_t len, const pith_trust_t *trust,
 		     pith_event_t **out, pith_event_check_t *failed, pith_err_t *err)
 {
+	return pith_event_parse_deferred(buf, len, trust, out, failed, err, NULL);
+}
+
+int pith_event_sig_result(const pith_event_t *ev, const pith_sig_check_t *sc,
+			  pith_event_check_t *failed, pith_err_t *err)
+{
+	pith_event_check_t dummy;
+	if (sc->ok)
+		return 0;
+	return sig_failed(ev, PITH_EBADSIG, failed ? failed : &dummy, err);
+}
+
+int pith_event_parse_deferred(const uint8_t *buf, size_t len, const pith_trust_t *trust,
+			      pith_event_t **out, pith_event_check_t *failed, pith_err_t *err,
+			      pith_sig_check_t *defer)
+{
 	pith_event_check_t dummy;
 	if (!failed)
 		failed = &dummy;
@@ -249,7 +276,7 @@ int pith_event_parse(const uint8_t *buf, size_t len, const pith_trust_t *trust,
 		*failed = PITH_CHECK_JSON;
 		return rc;
 	}
-	rc = verify(json_doc_root(ev->doc), trust, ev, failed, err);
+	rc = verify(json_doc_root(ev->doc), trust, ev, failed, err, defer);
 	if (rc) {
 		pith_event_free(ev);
 		return rc;

@@ -53,6 +53,19 @@ const char *pith_event_check_name(pith_event_check_t c);
 int pith_event_parse(const uint8_t *buf, size_t len, const pith_trust_t *trust,
 		     pith_event_t **out, pith_event_check_t *failed, pith_err_t *err);
 
+/* pith_event_parse with the Ed25519 check left for the caller: every
+ * other check is made, and on success *defer holds the signature check,
+ * ready for pith_sig_check_many with others (validating threads verify
+ * many events together to share work). The event is valid only once
+ * pith_event_sig_result says 0; its failure is pith_event_parse's, check
+ * and message alike. With trust NULL nothing is deferred (nothing is
+ * checked) and defer->key stays unset: the caller must not run it. */
+int pith_event_parse_deferred(const uint8_t *buf, size_t len, const pith_trust_t *trust,
+			      pith_event_t **out, pith_event_check_t *failed, pith_err_t *err,
+			      pith_sig_check_t *defer);
+int pith_event_sig_result(const pith_event_t *ev, const pith_sig_check_t *sc,
+			  pith_event_check_t *failed, pith_err_t *err);
+
 /* The same for an event object already parsed (e.g. inside a bundle). The
  * event borrows root's doc, which must outlive it. */
 int pith_event_verify_value(const json_value_t *root, const pith_trust_t *trust,

@@ -119,20 +119,57 @@ int pith_trust_check(const pith_trust_t *t, const char *fp, const char *key_id,
 	return 0;
 }
 
-int pith_sig_verify_b64(const pith_key_t *k, const uint8_t digest[static 32],
-			const char *sig_b64)
+int pith_sig_check_prepare(pith_sig_check_t *c, const pith_key_t *k,
+			   const uint8_t digest[static 32], const char *sig_b64)
 {
-	uint8_t sig[64];
 	size_t siglen = 0;
 	const char *end = NULL;
 	size_t n = strlen(sig_b64);
+	c->key = k;
+	c->ok = 0;
+	memcpy(c->digest, digest, 32);
 	if (n != 88 ||
-	    sodium_base642bin(sig, sizeof(sig), sig_b64, n, NULL, &siglen, &end,
+	    sodium_base642bin(c->sig, sizeof(c->sig), sig_b64, n, NULL, &siglen, &end,
 			      sodium_base64_VARIANT_ORIGINAL) ||
 	    siglen != 64 || end != sig_b64 + n)
 		return PITH_EINVAL;
-	if (k->ed ? pith_ed_verify(k->ed, sig, digest, 32)
-		  : crypto_sign_verify_detached(sig, digest, 32, k->pk))
+	return 0;
+}
+
+void pith_sig_check_many(pith_sig_check_t *c, size_t n)
+{
+	pith_ed_item_t items[PITH_ED_MANY];
+	pith_sig_check_t *owner[PITH_ED_MANY];
+	size_t k = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (!c[i].key->ed) {
+			c[i].ok = !crypto_sign_verify_detached(c[i].sig, c[i].digest, 32, c[i].key->pk);
+			continue;
+		}
+		items[k] = (pith_ed_item_t){c[i].key->ed, c[i].sig, c[i].digest, 32, 0};
+		owner[k++] = &c[i];
+		if (k == PITH_ED_MANY) {
+			pith_ed_verify_many(items, k);
+			for (size_t j = 0; j < k; j++)
+				owner[j]->ok = items[j].ok;
+			k = 0;
+		}
+	}
+	if (k) {
+		pith_ed_verify_many(items, k);
+		for (size_t j = 0; j < k; j++)
+			owner[j]->ok = items[j].ok;
+	}
+}
+
+int pith_sig_verify_b64(const pith_key_t *k, const uint8_t digest[static 32],
+			const char *sig_b64)
+{
+	pith_sig_check_t c;
+	if (pith_sig_check_prepare(&c, k, digest, sig_b64))
+		return PITH_EINVAL;
+	if (k->ed ? pith_ed_verify(k->ed, c.sig, digest, 32)
+		  : crypto_sign_verify_detached(c.sig, digest, 32, k->pk))
 		return PITH_EBADSIG;
 	return 0;
 }

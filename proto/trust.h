@@ -63,6 +63,23 @@ int pith_trust_check(const pith_trust_t *t, const char *fp, const char *key_id,
 int pith_sig_verify_b64(const pith_key_t *k, const uint8_t digest[static 32],
 			const char *sig_b64);
 
+/* One signature check made ready to run with others. */
+typedef struct pith_sig_check {
+	const pith_key_t *key;
+	uint8_t digest[32];
+	uint8_t sig[64];
+	int ok; /* out: 1 when the signature verifies */
+} pith_sig_check_t;
+
+/* Fills c for a check of sig_b64 over digest by k (k must outlive it).
+ * PITH_EINVAL when sig_b64 is not 64 bytes of standard padded base64. */
+int pith_sig_check_prepare(pith_sig_check_t *c, const pith_key_t *k,
+			   const uint8_t digest[static 32], const char *sig_b64);
+/* Runs n prepared checks, with exactly pith_sig_verify_b64's answers; those
+ * by keys with fixed-key tables share their final inversions
+ * (pith_ed_verify_many). */
+void pith_sig_check_many(pith_sig_check_t *c, size_t n);
+
 /* A key file: JSON written by `pithctl keygen`, or any object with
  * public_key_hex (or public_key_b64) and key_id, such as an entry of a
  * bundle's public_keys. secret (64 bytes, libsodium form) is filled when

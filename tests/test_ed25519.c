@@ -206,6 +206,43 @@ TEST(crafted, "treats non-canonical s, identity R and non-canonical R as libsodi
 	pith_ed_table_free(k.tab);
 }
 
+TEST(many, "verifies a batch with one inversion, each signature as libsodium alone would")
+{
+	enum { N = 100 };
+	static key_t_ keys[3];
+	static uint8_t msgs[N][40], sigs[N][64];
+	pith_ed_item_t items[N];
+	int want[N];
+	for (int k = 0; k < 3; k++)
+		key_make(&keys[k]);
+	for (int i = 0; i < N; i++) {
+		key_t_ *k = &keys[i % 3];
+		rnd_bytes(msgs[i], 40);
+		crypto_sign_detached(sigs[i], NULL, msgs[i], 40, k->sk);
+		if (i % 7 == 3)
+			sigs[i][rnd() % 64] ^= (uint8_t)(1 << (rnd() % 8)); /* broken */
+		if (i % 11 == 5)
+			memset(sigs[i] + 32, 0xff, 32); /* s not canonical */
+		want[i] = crypto_sign_verify_detached(sigs[i], msgs[i], 40, k->pk) == 0;
+		items[i] = (pith_ed_item_t){k->tab, sigs[i], msgs[i], 40, -1};
+	}
+	/* sizes around the batch of PITH_ED_MANY */
+	size_t cuts[] = {1, 2, PITH_ED_MANY - 1, PITH_ED_MANY, PITH_ED_MANY + 1, N};
+	for (size_t c = 0; c < sizeof(cuts) / sizeof(cuts[0]); c++) {
+		pith_ed_verify_many(items, cuts[c]);
+		int bad = 0, valid = 0;
+		for (size_t i = 0; i < cuts[c]; i++) {
+			bad += items[i].ok != want[i];
+			valid += want[i];
+		}
+		CHECK(bad == 0);
+		if (cuts[c] == N)
+			CHECK(valid > 60 && valid < N);
+	}
+	for (int k = 0; k < 3; k++)
+		pith_ed_table_free(keys[k].tab);
+}
+
 TEST(bad_keys, "builds no table for a key outside the prime-order subgroup")
 {
 	uint8_t pk[32] = {1}; /* the identity */
@@ -239,6 +276,7 @@ int main(void)
 	RUN(valid_signatures);
 	RUN(mutations);
 	RUN(crafted);
+	RUN(many);
 	RUN(bad_keys);
 	RUN(trust_store_tables);
 	return test_done();

@@ -26,6 +26,7 @@
 #define LINE_MAX_BYTES (64u << 20) /* a bundle on one line may be large */
 #define IN_FLIGHT 3                /* chunks read ahead of the commit */
 #define MAX_WORKERS 16
+#define CLAIM_MAX 16               /* items a verifier takes at once */
 
 typedef enum { IT_PENDING, IT_REJECT, IT_EVENT, IT_BUNDLE } item_kind_t;
 
@@ -127,7 +128,10 @@ static void verify_bundle(item_t *it, const uint8_t *p, const pith_trust_t *trus
 	json_doc_free(doc);
 }
 
-static void verify_item(chunk_t *c, item_t *it, const pith_trust_t *trust)
+/* Checks an item but an event's signature, which it prepares in *sc: 1
+ * when that is left to check (then verify_item_end), 0 when the item is
+ * done. */
+static int verify_item(chunk_t *c, item_t *it, const pith_trust_t *trust, pith_sig_check_t *sc)
 {
 	const uint8_t *p = c->arena.data + it->off;
 	pith_err_t err = {0};
@@ -135,27 +139,39 @@ static void verify_item(chunk_t *c, item_t *it, const pith_trust_t *trust)
 		char lim[32];
 		snprintf(lim, sizeof(lim), "%u", LINE_MAX_BYTES);
 		reject(it, "too_big", "line longer than %s bytes", lim);
-		return;
+		return 0;
 	}
 	/* bundles name themselves; anything else must be one event */
 	if (memmem(p, it->len, "\"bundle_type\"", 13) ||
 	    memmem(p, it->len, "\"bundle_signature\"", 18)) {
 		verify_bundle(it, p, trust);
 		if (it->kind == IT_BUNDLE || strcmp(it->reason, "shape"))
-			return;
+			return 0;
 		it->kind = IT_PENDING;
 	}
 	if (it->len > PITH_EVENT_MAX_BYTES) {
 		char sz[64];
 		snprintf(sz, sizeof(sz), "%zu bytes, over the limit of %u", it->len, PITH_EVENT_MAX_BYTES);
 		reject(it, "too_big", "event of %s", sz);
-		return;
+		return 0;
 	}
 	pith_event_check_t failed = PITH_CHECK_OK;
-	int rc = pith_event_parse(p, it->len, trust, &it->ev, &failed, &err);
+	int rc = pith_event_parse_deferred(p, it->len, trust, &it->ev, &failed, &err, sc);
 	if (rc) {
 		reject(it, failed == PITH_CHECK_JSON ? json_reason(rc) : pith_event_check_name(failed),
 		       "%s", err.msg);
+		return 0;
+	}
+	return 1;
+}
+
+static void verify_item_end(item_t *it, const pith_sig_check_t *sc, const pith_trust_t *trust)
+{
+	pith_err_t err = {0};
+	pith_event_check_t failed = PITH_CHECK_OK;
+	if (pith_event_sig_result(it->ev, sc, &failed, &err)) {
+		pith_event_free(it->ev);
+		reject(it, pith_event_check_name(failed), "%s", err.msg);
 		return;
 	}
 	if (pith_event_canon(it->ev, &it->canon)) {
@@ -184,10 +200,19 @@ static chunk_t *pool_claim(pool_t *p, size_t *from, size_t *to, size_t max)
 	return c;
 }
 
+/* Verifies items [from, to) of c (at most CLAIM_MAX), their events'
+ * signatures together (pith_sig_check_many). */
 static void pool_run(pool_t *p, chunk_t *c, size_t from, size_t to)
 {
+	pith_sig_check_t sc[CLAIM_MAX];
+	item_t *pending[CLAIM_MAX];
+	size_t m = 0;
 	for (size_t i = from; i < to; i++)
-		verify_item(c, &c->items[i], p->trust);
+		if (verify_item(c, &c->items[i], p->trust, &sc[m]))
+			pending[m++] = &c->items[i];
+	pith_sig_check_many(sc, m);
+	for (size_t i = 0; i < m; i++)
+		verify_item_end(pending[i], &sc[i], p->trust);
 	pthread_mutex_lock(&p->mu);
 	c->done += to - from;
 	if (c->done == c->n)
@@ -201,7 +226,7 @@ static void *worker(void *arg)
 	pthread_mutex_lock(&p->mu);
 	while (!p->stop) {
 		size_t from, to;
-		chunk_t *c = pool_claim(p, &from, &to, 8);
+		chunk_t *c = pool_claim(p, &from, &to, CLAIM_MAX);
 		if (!c) {
 			pthread_cond_wait(&p->work, &p->mu);
 			continue;
@@ -238,7 +263,7 @@ static void pool_wait(pool_t *p, chunk_t *c)
 	pthread_mutex_lock(&p->mu);
 	while (c->done < c->n) {
 		size_t from, to;
-		if (p->head == c && pool_claim(p, &from, &to, 8)) {
+		if (p->head == c && pool_claim(p, &from, &to, CLAIM_MAX)) {
 			pthread_mutex_unlock(&p->mu);
 			pool_run(p, c, from, to);
 			pthread_mutex_lock(&p->mu);

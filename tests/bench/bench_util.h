@@ -55,8 +55,8 @@ void bench_sigs_release(bench_sigs_t *s);
  * crypto_sign_verify_detached over all of s; *cpu_per gets the CPU
  * seconds per signature. Exits if one does not verify. */
 double bench_bare_rate(const bench_sigs_t *s, int nt, double *cpu_per);
-/* The same with pith_ed_verify, the fixed-key verifier the node uses for
- * trusted keys (proto/ed25519.h). */
+/* The same with the fixed-key verifier the node uses for trusted keys
+ * (proto/ed25519.h), in batches of PITH_ED_MANY as the node runs it. */
 double bench_fixed_rate(const bench_sigs_t *s, int nt, double *cpu_per);
 
 /* Runs argv[0] with stdout to out_path (NULL: inherited) and waits.

@@ -82,7 +82,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "bench_verify: no fixed-key table\n");
 		return 1;
 	}
-	double t_bare = 0, t_full = 0, t_fixed = 0;
+	double t_bare = 0, t_full = 0, t_fixed = 0, t_many = 0;
 	long rounds = 10, per = iters / rounds;
 	for (long r = 0; r < rounds; r++) {
 		double t0 = now();
@@ -101,6 +101,17 @@ int main(int argc, char **argv)
 			if (pith_ed_verify(tab, sig, digest, 32))
 				return 1;
 		double t3 = now();
+		pith_ed_item_t items[PITH_ED_MANY];
+		for (long i = 0; i < per;) {
+			size_t k = 0;
+			for (; k < PITH_ED_MANY && i < per; k++, i++)
+				items[k] = (pith_ed_item_t){tab, sig, digest, 32, 0};
+			pith_ed_verify_many(items, k);
+			if (!items[0].ok)
+				return 1;
+		}
+		double t4 = now();
+		t_many += t4 - t3;
 		t_bare += t1 - t0;
 		t_full += t2 - t1;
 		t_fixed += t3 - t2;
@@ -111,6 +122,8 @@ int main(int argc, char **argv)
 	printf("bare Ed25519 verify         %.2f us/op\n", us_bare);
 	printf("fixed-key Ed25519 verify    %.2f us/op (%.2fx libsodium)\n",
 	       t_fixed / (double)n * 1e6, t_bare / t_fixed);
+	printf("fixed-key, batches of %d     %.2f us/op (%.2fx libsodium)\n", PITH_ED_MANY,
+	       t_many / (double)n * 1e6, t_bare / t_many);
 	printf("parse+canon+hash+verify     %.2f us/op\n", us_full);
 	/* the verifier pith_event_parse really uses for a trusted key */
 	printf("overhead (json+hash)        %.2f us/op over the fixed-key verify\n",

@@ -7,7 +7,9 @@
  *      input bytes are XORed into the signature (all zero: still valid);
  *   2  chosen R: R = [r]B from 32 input bytes (or the raw bytes when the
  *      next byte is odd), s = r + h a made valid for that R, then s gets
- *      k L added (k from the input) and R's sign bit may be flipped. */
+ *      k L added (k from the input) and R's sign bit may be flipped.
+ * Each signature is also checked inside a batch (pith_ed_verify_many)
+ * between two valid ones. */
 #include <sodium.h>
 #include <stdint.h>
 #include <string.h>
@@ -38,6 +40,15 @@ static void check(const uint8_t sig[64], const uint8_t *m, size_t n)
 	int want = crypto_sign_verify_detached(sig, m, n, pk) == 0;
 	int got = pith_ed_verify(tab, sig, m, n) == 0;
 	FUZZ_CHECK(want == got);
+	/* and in a batch between two valid signatures, which must stay valid */
+	static const uint8_t other[3] = {1, 2, 3};
+	uint8_t good[64];
+	crypto_sign_detached(good, NULL, other, sizeof(other), sk);
+	pith_ed_item_t items[3] = {{tab, good, other, sizeof(other), -1},
+				   {tab, sig, m, n, -1},
+				   {tab, good, other, sizeof(other), -1}};
+	pith_ed_verify_many(items, 3);
+	FUZZ_CHECK(items[0].ok == 1 && items[2].ok == 1 && items[1].ok == want);
 }
 
 static void chosen_r(const uint8_t *d, size_t n)
