@@ -19,6 +19,37 @@
 
 #include "err.h"
 
+#ifndef __SIZEOF_INT128__
+/* No 128-bit products (32-bit targets): no tables, and every key stays
+ * with libsodium (pith_sig_verify_b64 falls back when a key has none). */
+int pith_ed_table_new(const uint8_t pk[static 32], pith_ed_table_t **out)
+{
+	(void)pk;
+	*out = NULL;
+	return PITH_EINVAL;
+}
+void pith_ed_table_free_(pith_ed_table_t *t)
+{
+	(void)t;
+}
+int pith_ed_verify(const pith_ed_table_t *t, const uint8_t sig[static 64], const uint8_t *m,
+		   size_t mlen)
+{
+	(void)t, (void)sig, (void)m, (void)mlen;
+	return -1;
+}
+void pith_ed_verify_many(pith_ed_item_t *items, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		items[i].ok = 0;
+}
+void pith_ed_base_mul(uint8_t out[static 32], const uint8_t s[static 32])
+{
+	(void)s;
+	memset(out, 0, 32);
+}
+#else
+
 typedef unsigned __int128 u128;
 
 #define MASK51 ((UINT64_C(1) << 51) - 1)
@@ -590,3 +621,5 @@ void pith_ed_base_mul(uint8_t out[static 32], const uint8_t s[static 32])
 	accumulate(&r, (const niels_t(*)[HALF])base_tab, e, 0);
 	ge_tobytes(out, &r);
 }
+
+#endif /* __SIZEOF_INT128__ */
