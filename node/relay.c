@@ -308,36 +308,54 @@ static void bundles_serve(peer_t *p)
 		pith_buf_release(&buf);
 }
 
-/* Sends what p asked for while its output queue is short. */
+typedef struct serve_ctx {
+	peer_t *p;
+	uint8_t *nf; /* ids not found, WIRE_IDS_MAX of them at most */
+	size_t k;
+} serve_ctx_t;
+
+static int serve_one(void *arg, const uint8_t id[32], const uint8_t *bytes, size_t len)
+{
+	serve_ctx_t *c = arg;
+	peer_t *p = c->p;
+	node_t *n = p->node;
+	if (bytes) {
+		wire_msg_t m = {.type = WIRE_EVENT};
+		memcpy(m.u.event.id, id, 32);
+		m.u.event.json = bytes;
+		m.u.event.len = len;
+		peer_send(p, &m);
+		p->events_out++;
+		n->stats.events_served++;
+		return 0;
+	}
+	memcpy(c->nf + 32 * c->k++, id, 32);
+	if (c->k == n->wlim.max_ids) {
+		send_ids(p, WIRE_NOTFOUND, c->nf, c->k);
+		c->k = 0;
+	}
+	return 0;
+}
+
+/* Sends what p asked for while its output queue is short, reading the
+ * events STORE_GET_MANY at a time (store_events_get_many); the queue may
+ * pass SERVE_HIGH by one such batch. */
 static void serve(peer_t *p)
 {
-	static pith_buf_t buf = PITH_BUF_INIT;
 	static uint8_t nf[WIRE_IDS_MAX * 32];
+	static uint8_t ids[STORE_GET_MANY][32];
 	node_t *n = p->node;
-	size_t k = 0;
-	uint8_t id[32];
-	while (p->state == PEER_READY && peer_out_len(p) < SERVE_HIGH && idq_pop(&p->serve, id)) {
-		pith_buf_reset(&buf);
-		if (store_event_get(n->store, id, &buf, NULL) == 0) {
-			wire_msg_t m = {.type = WIRE_EVENT};
-			memcpy(m.u.event.id, id, 32);
-			m.u.event.json = buf.data;
-			m.u.event.len = buf.len;
-			peer_send(p, &m);
-			p->events_out++;
-			n->stats.events_served++;
-		} else {
-			memcpy(nf + 32 * k++, id, 32);
-			if (k == n->wlim.max_ids) {
-				send_ids(p, WIRE_NOTFOUND, nf, k);
-				k = 0;
-			}
-		}
+	serve_ctx_t c = {p, nf, 0};
+	while (p->state == PEER_READY && peer_out_len(p) < SERVE_HIGH) {
+		size_t k = 0;
+		while (k < STORE_GET_MANY && idq_pop(&p->serve, ids[k]))
+			k++;
+		if (!k)
+			break;
+		store_events_get_many(n->store, (const uint8_t(*)[32])ids, k, serve_one, &c);
 	}
-	if (k)
-		send_ids(p, WIRE_NOTFOUND, nf, k);
-	if (buf.cap > (1u << 20))
-		pith_buf_release(&buf);
+	if (c.k)
+		send_ids(p, WIRE_NOTFOUND, nf, c.k);
 	bundles_serve(p);
 }
 

@@ -607,6 +607,35 @@ int store_event_get(store_t *st, const uint8_t id[static 32], pith_buf_t *out, p
 	return rc;
 }
 
+void store_events_get_many(store_t *st, const uint8_t (*ids)[32], size_t n,
+			   store_event_fn fn, void *arg)
+{
+	const char *keys[STORE_GET_MANY];
+	size_t sizes[STORE_GET_MANY];
+	rocksdb_pinnableslice_t *vals[STORE_GET_MANY];
+	char *errs[STORE_GET_MANY];
+	while (n) {
+		size_t k = n < STORE_GET_MANY ? n : STORE_GET_MANY;
+		for (size_t i = 0; i < k; i++) {
+			keys[i] = (const char *)ids[i];
+			sizes[i] = 32;
+			vals[i] = NULL;
+			errs[i] = NULL;
+		}
+		rocksdb_batched_multi_get_cf(st->db, st->ro, st->cf[STORE_CF_EVENTS], k, keys, sizes,
+					     vals, errs, 0);
+		for (size_t i = 0; i < k; i++) {
+			size_t len = 0;
+			const char *v = vals[i] && !errs[i] ? rocksdb_pinnableslice_value(vals[i], &len) : NULL;
+			fn(arg, ids[i], (const uint8_t *)v, len);
+			rocksdb_pinnableslice_destroy(vals[i]);
+			rocksdb_free(errs[i]);
+		}
+		ids += k;
+		n -= k;
+	}
+}
+
 int store_event_has(store_t *st, const uint8_t id[static 32], pith_err_t *err)
 {
 	char *val;

@@ -181,6 +181,15 @@ typedef int (*store_event_fn)(void *arg, const uint8_t id[32], const uint8_t *by
 			      size_t len);
 typedef int (*store_time_fn)(void *arg, int64_t created_us, const uint8_t id[32]);
 
+/* Stored events by id, STORE_GET_MANY at a time through RocksDB's batched
+ * MultiGet (one pass over each file for all the keys): fn is called for
+ * each id in the order given, with its canonical bytes, or with NULL and
+ * 0 when it is not stored or could not be read; its return value is
+ * ignored. The bytes are valid during the call only. */
+#define STORE_GET_MANY 64
+void store_events_get_many(store_t *st, const uint8_t (*ids)[32], size_t n,
+			   store_event_fn fn, void *arg);
+
 /* Every record, in subject-key order (body, then year). */
 int store_records_each(store_t *st, store_record_fn fn, void *arg, pith_err_t *err);
 /* Every event of one record (pith_number non-NULL) or of all records,
