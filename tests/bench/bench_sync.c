@@ -316,8 +316,12 @@ int main(int argc, char **argv)
 		printf("peer store                  %zu events (reused from %s)\n", n, astore);
 	}
 
-	/* 3-4. bare rate, sync, bare rate */
-	char *rmb[] = {"/bin/rm", "-rf", bdir, alog, blog, NULL};
+	/* 3-4. bare rate, sync, bare rate. A reused peer forgets its address
+	 * book: a ban from an earlier run (say, one with --arg flags that
+	 * flooded it) would refuse B for the whole timeout. */
+	char apeers[4096];
+	snprintf(apeers, sizeof(apeers), "%s/peers.json", adir);
+	char *rmb[] = {"/bin/rm", "-rf", bdir, alog, blog, apeers, NULL};
 	bench_run(rmb, NULL, NULL, NULL);
 	char alisten[64], blisten[] = "127.0.0.1:0";
 	snprintf(alisten, sizeof(alisten), "127.0.0.1:%u", free_port());
