@@ -105,9 +105,10 @@ static void send_inv_req(peer_t *p)
 
 /* Requests queued ids from p while it has room, then the next catch-up
  * page if the queue ran low. GETs go out in batches of at least a
- * sixteenth of the inflight window (unless fewer are queued): one GET per
- * returning EVENT would cost the peer's message budget more than the
- * events do, and a node catching up would be taken for a flooder. */
+ * sixteenth of the inflight window, at most 64 (unless fewer are queued
+ * and little is in flight): one GET per returning EVENT would cost the
+ * peer's message budget more than the events do, and a node catching up
+ * would be taken for a flooder. */
 static void pump(peer_t *p)
 {
 	static uint8_t batch[WIRE_IDS_MAX * 32];
@@ -121,7 +122,13 @@ static void pump(peer_t *p)
 	size_t least = window / 16 ? (window / 16 < 64 ? window / 16 : 64) : 1;
 	int64_t now = node_now_us();
 	uint8_t id[32];
-	int room = p->inflight + least <= window || p->inflight + p->wanted.n <= window;
+	/* With little in flight anything queued goes out at once (gossip's
+	 * few ids, the tail of a catch-up); with more in flight only a full
+	 * batch does. Sending whatever was queued whenever it fitted made a
+	 * large window (max_inflight 4096) a GET per few ids, and the peer
+	 * banned this node for a message flood. */
+	int room = p->inflight < least ||
+		   (p->wanted.n >= least && p->inflight + least <= window);
 	while (room && p->inflight < window && idq_pop(&p->wanted, id)) {
 		fetch_t *f = idmap_get(n->fetches, id);
 		if (!f || f->is_bundle || f->peer != p->serial || f->state != FETCH_QUEUED)
