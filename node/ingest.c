@@ -276,12 +276,9 @@ static void *validator_main(void *arg)
 		 * to wait for others, and the other validators take what
 		 * arrives meanwhile (taking only a fair share of the queue made
 		 * smaller batches and a slower sync, docs/performance.md) */
-		size_t take = VALIDATE_BATCH;
 		ingest_job_t *js[VALIDATE_BATCH];
 		size_t n = 0;
-		while (n < take && in->vq.head)
-			js[n++] = jq_pop(&in->vq);
-		if (n == 0)
+		while (n < VALIDATE_BATCH && in->vq.head)
 			js[n++] = jq_pop(&in->vq);
 		pthread_mutex_unlock(&in->mu);
 		validate_jobs(in, js, n);

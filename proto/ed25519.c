@@ -333,12 +333,12 @@ static void ge_to_niels(niels_t *n, const ge_t *p, const fe_t *zi)
 	fe_mul(&n->xy2d, &xy, &fe_d2);
 }
 
-static void ge_tobytes(uint8_t s[32], const ge_t *p)
+/* The canonical encoding of p, given zi = 1/Z. */
+static void ge_encode(uint8_t s[32], const ge_t *p, const fe_t *zi)
 {
-	fe_t zi, x, y;
-	fe_invert(&zi, &p->Z);
-	fe_mul(&x, &p->X, &zi);
-	fe_mul(&y, &p->Y, &zi);
+	fe_t x, y;
+	fe_mul(&x, &p->X, zi);
+	fe_mul(&y, &p->Y, zi);
 	fe_tobytes(s, &y);
 	s[31] |= (uint8_t)(fe_is_negative(&x) << 7);
 }
@@ -551,27 +551,20 @@ static int ed_compute(const pith_ed_table_t *t, const uint8_t sig[64], const uin
 	return 0;
 }
 
-/* The canonical encoding of r given zi = 1/Z, compared with R. */
+/* Whether r, given zi = 1/Z, encodes to the signature's R. */
 static int ed_matches(const ge_t *r, const fe_t *zi, const uint8_t sig[64])
 {
-	fe_t x, y;
 	uint8_t rcheck[32];
-	fe_mul(&x, &r->X, zi);
-	fe_mul(&y, &r->Y, zi);
-	fe_tobytes(rcheck, &y);
-	rcheck[31] |= (uint8_t)(fe_is_negative(&x) << 7);
+	ge_encode(rcheck, r, zi);
 	return !memcmp(rcheck, sig, 32);
 }
 
 int pith_ed_verify(const pith_ed_table_t *t, const uint8_t sig[static 64],
 		   const uint8_t *m, size_t mlen)
 {
-	ge_t r;
-	fe_t zi;
-	if (ed_compute(t, sig, m, mlen, &r))
-		return -1;
-	fe_invert(&zi, &r.Z);
-	return ed_matches(&r, &zi, sig) ? 0 : -1;
+	pith_ed_item_t it = {t, sig, m, mlen, 0};
+	pith_ed_verify_many(&it, 1);
+	return it.ok ? 0 : -1;
 }
 
 void pith_ed_verify_many(pith_ed_item_t *items, size_t n)
@@ -616,10 +609,12 @@ void pith_ed_base_mul(uint8_t out[static 32], const uint8_t s[static 32])
 		memset(out, 0, 32);
 		return;
 	}
+	fe_t zi;
 	scalar_recode(e, s);
 	ge_identity(&r);
 	accumulate(&r, (const niels_t(*)[HALF])base_tab, e, 0);
-	ge_tobytes(out, &r);
+	fe_invert(&zi, &r.Z);
+	ge_encode(out, &r, &zi);
 }
 
 #endif /* __SIZEOF_INT128__ */

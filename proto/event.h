@@ -58,8 +58,8 @@ int pith_event_parse(const uint8_t *buf, size_t len, const pith_trust_t *trust,
  * ready for pith_sig_check_many with others (validating threads verify
  * many events together to share work). The event is valid only once
  * pith_event_sig_result says 0; its failure is pith_event_parse's, check
- * and message alike. With trust NULL nothing is deferred (nothing is
- * checked) and defer->key stays unset: the caller must not run it. */
+ * and message alike. With trust NULL nothing is checked and *defer says
+ * so (key NULL, ok 1). */
 int pith_event_parse_deferred(const uint8_t *buf, size_t len, const pith_trust_t *trust,
 			      pith_event_t **out, pith_event_check_t *failed, pith_err_t *err,
 			      pith_sig_check_t *defer);

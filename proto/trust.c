@@ -40,7 +40,9 @@ void pith_trust_free_(pith_trust_t *t)
 	free(t);
 }
 
-int pith_ed_fixed_enabled(void)
+/* Whether trusted keys get fixed-key tables: yes unless the environment
+ * says PITH_ED25519=libsodium (docs/signatures.md). */
+static int ed_fixed_enabled(void)
 {
 	const char *v = getenv("PITH_ED25519");
 	return !v || strcmp(v, "libsodium");
@@ -67,7 +69,7 @@ int pith_trust_add(pith_trust_t *t, const pith_key_t *k)
 	*nk = *k;
 	nk->ed = NULL;
 	pith_ed_table_t *ed = NULL;
-	if (pith_ed_fixed_enabled() && !pith_ed_table_new(nk->pk, &ed))
+	if (ed_fixed_enabled() && !pith_ed_table_new(nk->pk, &ed))
 		nk->ed = ed;
 	return 0;
 }
@@ -141,24 +143,24 @@ void pith_sig_check_many(pith_sig_check_t *c, size_t n)
 	pith_ed_item_t items[PITH_ED_MANY];
 	pith_sig_check_t *owner[PITH_ED_MANY];
 	size_t k = 0;
-	for (size_t i = 0; i < n; i++) {
+	for (size_t i = 0; i <= n; i++) {
+		/* a full batch, or the end: run what is gathered */
+		if (k == PITH_ED_MANY || (i == n && k)) {
+			pith_ed_verify_many(items, k);
+			for (size_t j = 0; j < k; j++)
+				owner[j]->ok = items[j].ok;
+			k = 0;
+		}
+		if (i == n)
+			break;
+		if (!c[i].key) /* nothing to check (pith_event_parse_deferred) */
+			continue;
 		if (!c[i].key->ed) {
 			c[i].ok = !crypto_sign_verify_detached(c[i].sig, c[i].digest, 32, c[i].key->pk);
 			continue;
 		}
 		items[k] = (pith_ed_item_t){c[i].key->ed, c[i].sig, c[i].digest, 32, 0};
 		owner[k++] = &c[i];
-		if (k == PITH_ED_MANY) {
-			pith_ed_verify_many(items, k);
-			for (size_t j = 0; j < k; j++)
-				owner[j]->ok = items[j].ok;
-			k = 0;
-		}
-	}
-	if (k) {
-		pith_ed_verify_many(items, k);
-		for (size_t j = 0; j < k; j++)
-			owner[j]->ok = items[j].ok;
 	}
 }
 

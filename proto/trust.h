@@ -39,13 +39,10 @@ pith_trust_t *pith_trust_new(void);
 void pith_trust_free_(pith_trust_t *t);
 #define pith_trust_free(t) do { pith_trust_free_(t); (t) = NULL; } while (0)
 /* Adds (or updates the rotation time of) a key, and builds its
- * fixed-key verification tables (ed25519.h); a key those cannot serve is
- * verified by libsodium alone. */
+ * fixed-key verification tables (ed25519.h) unless the environment says
+ * PITH_ED25519=libsodium (docs/signatures.md); a key without tables is
+ * verified by libsodium. */
 int pith_trust_add(pith_trust_t *t, const pith_key_t *k);
-/* Whether trusted keys get fixed-key tables: yes unless the environment
- * says PITH_ED25519=libsodium (an operator's way to verify with libsodium
- * alone, docs/signatures.md). */
-int pith_ed_fixed_enabled(void);
 /* The trusted key with this fingerprint, or NULL. */
 const pith_key_t *pith_trust_find(const pith_trust_t *t, const char *fp);
 size_t pith_trust_count(const pith_trust_t *t);
@@ -65,7 +62,7 @@ int pith_sig_verify_b64(const pith_key_t *k, const uint8_t digest[static 32],
 
 /* One signature check made ready to run with others. */
 typedef struct pith_sig_check {
-	const pith_key_t *key;
+	const pith_key_t *key; /* NULL: nothing to check, ok is 1 */
 	uint8_t digest[32];
 	uint8_t sig[64];
 	int ok; /* out: 1 when the signature verifies */

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 
 #include "ed25519.h"
+#include "ed25519_test.h"
 #include "test_util.h"
 #include "trust.h"
 
@@ -110,54 +111,21 @@ TEST(mutations, "rejects each one-bit change of signature or message, as libsodi
 	pith_ed_table_free(k.tab);
 }
 
-/* the signer's secret scalar a, with A = [a]B */
-static void secret_scalar(const key_t_ *k, uint8_t a[32])
-{
-	uint8_t h[64], wide[64] = {0};
-	crypto_hash_sha512(h, k->seed, 32);
-	h[0] &= 248;
-	h[31] &= 127;
-	h[31] |= 64;
-	memcpy(wide, h, 32);
-	crypto_core_ed25519_scalar_reduce(a, wide);
-}
-
-static void hram(uint8_t h[32], const uint8_t r[32], const uint8_t pk[32],
-		 const uint8_t *m, size_t n)
-{
-	uint8_t wide[64];
-	crypto_hash_sha512_state st;
-	crypto_hash_sha512_init(&st);
-	crypto_hash_sha512_update(&st, r, 32);
-	crypto_hash_sha512_update(&st, pk, 32);
-	crypto_hash_sha512_update(&st, m, n);
-	crypto_hash_sha512_final(&st, wide);
-	crypto_core_ed25519_scalar_reduce(h, wide);
-}
-
 TEST(crafted, "treats non-canonical s, identity R and non-canonical R as libsodium does")
 {
-	static const uint8_t L[32] = {
-		0xed, 0xd3, 0xf5, 0x5c, 0x1a, 0x63, 0x12, 0x58, 0xd6, 0x9c, 0xf7,
-		0xa2, 0xde, 0xf9, 0xde, 0x14, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x10};
 	key_t_ k;
 	key_make(&k);
 	uint8_t a[32], m[32], sig[64], h[32];
-	secret_scalar(&k, a);
+	ed_test_secret(a, k.seed);
 	rnd_bytes(m, 32);
 	int bad = 0, acc = 0;
 
 	/* s + L: the same point, a non-canonical scalar */
 	crypto_sign_detached(sig, NULL, m, 32, k.sk);
-	unsigned c = 0;
-	for (int i = 0; i < 32; i++) {
-		c += sig[32 + i] + L[i];
-		sig[32 + i] = (uint8_t)c;
-		c >>= 8;
-	}
+	ed_test_add_l(sig + 32);
 	bad += agree(&k, sig, m, 32, &acc);
 	/* s == L exactly, and s == 0 */
-	memcpy(sig + 32, L, 32);
+	memcpy(sig + 32, ed_test_L, 32);
 	bad += agree(&k, sig, m, 32, &acc);
 	memset(sig + 32, 0, 32);
 	bad += agree(&k, sig, m, 32, &acc);
@@ -165,7 +133,7 @@ TEST(crafted, "treats non-canonical s, identity R and non-canonical R as libsodi
 	/* R = identity with s = h a, so [s]B - [h]A really is the identity */
 	memset(sig, 0, 32);
 	sig[0] = 1;
-	hram(h, sig, k.pk, m, 32);
+	ed_test_hram(h, sig, k.pk, m, 32);
 	crypto_core_ed25519_scalar_mul(sig + 32, h, a);
 	bad += agree(&k, sig, m, 32, &acc);
 
@@ -182,7 +150,7 @@ TEST(crafted, "treats non-canonical s, identity R and non-canonical R as libsodi
 		crypto_scalarmult_ed25519_base_noclamp(sig, r);
 		if (i % 3 == 1)
 			sig[31] ^= 0x80;
-		hram(h, sig, k.pk, m, 32);
+		ed_test_hram(h, sig, k.pk, m, 32);
 		crypto_core_ed25519_scalar_mul(ha, h, a);
 		crypto_core_ed25519_scalar_add(sig + 32, r, ha);
 		bad += agree(&k, sig, m, 32, &acc);

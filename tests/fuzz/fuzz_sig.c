@@ -14,6 +14,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "../ed25519_test.h"
 #include "ed25519.h"
 #include "fuzz_check.h"
 
@@ -22,16 +23,11 @@ static pith_ed_table_t *tab;
 
 static void setup(void)
 {
-	uint8_t seed[32], h[64], wide[64] = {0};
+	uint8_t seed[32];
 	FUZZ_CHECK(sodium_init() >= 0);
 	memset(seed, 0x5a, sizeof(seed));
 	crypto_sign_seed_keypair(pk, sk, seed);
-	crypto_hash_sha512(h, seed, 32);
-	h[0] &= 248;
-	h[31] &= 127;
-	h[31] |= 64;
-	memcpy(wide, h, 32);
-	crypto_core_ed25519_scalar_reduce(a, wide);
+	ed_test_secret(a, seed);
 	FUZZ_CHECK(pith_ed_table_new(pk, &tab) == 0);
 }
 
@@ -53,12 +49,9 @@ static void check(const uint8_t sig[64], const uint8_t *m, size_t n)
 
 static void chosen_r(const uint8_t *d, size_t n)
 {
-	static const uint8_t L[32] = {
-		0xed, 0xd3, 0xf5, 0x5c, 0x1a, 0x63, 0x12, 0x58, 0xd6, 0x9c, 0xf7,
-		0xa2, 0xde, 0xf9, 0xde, 0x14, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x10};
 	if (n < 34)
 		return;
-	uint8_t sig[64], r[32], h[32], ha[32], wide[64];
+	uint8_t sig[64], r[32], h[32], ha[32];
 	memcpy(r, d, 32);
 	r[31] &= 0x0f;
 	if (d[32] & 1)
@@ -70,23 +63,11 @@ static void chosen_r(const uint8_t *d, size_t n)
 	int k = d[33] & 3; /* add k L: non-canonical for k > 0 when it fits */
 	const uint8_t *m = d + 34;
 	size_t mlen = n - 34;
-	crypto_hash_sha512_state st;
-	crypto_hash_sha512_init(&st);
-	crypto_hash_sha512_update(&st, sig, 32);
-	crypto_hash_sha512_update(&st, pk, 32);
-	crypto_hash_sha512_update(&st, m, mlen);
-	crypto_hash_sha512_final(&st, wide);
-	crypto_core_ed25519_scalar_reduce(h, wide);
+	ed_test_hram(h, sig, pk, m, mlen);
 	crypto_core_ed25519_scalar_mul(ha, h, a);
 	crypto_core_ed25519_scalar_add(sig + 32, r, ha);
-	for (int j = 0; j < k; j++) {
-		unsigned c = 0;
-		for (int i = 0; i < 32; i++) {
-			c += sig[32 + i] + L[i];
-			sig[32 + i] = (uint8_t)c;
-			c >>= 8;
-		}
-	}
+	for (int j = 0; j < k; j++)
+		ed_test_add_l(sig + 32);
 	check(sig, m, mlen);
 }
 
