@@ -261,6 +261,7 @@ typedef struct commit {
 	pput_t *puts;
 	size_t nputs, capputs;
 	pith_buf_t arena;          /* keys and copied values of puts */
+	pith_buf_t doc;            /* a stored document being compared */
 } commit_t;
 
 /* Queues a put; vref says the value stays valid until the commit ends
@@ -456,39 +457,33 @@ static int commit_events(commit_t *c)
 		if (!e->primary)
 			continue;
 		entry_t *w = &b->e[e->win];
-		if (e->outcome == STORE_STORED) {
-			if ((rc = entry_canon(c, w)))
-				return rc;
-			if ((rc = put_ex(c, STORE_CF_EVENTS, e->ev->content_hash, STORE_ID_LEN,
-					 w->canon.data, w->canon.len, 1)))
-				return rc;
-			continue;
-		}
-		char *val;
-		size_t vl;
-		pith_event_t *old = NULL;
-		if ((rc = store_get_raw(c->st, STORE_CF_EVENTS, e->ev->content_hash, STORE_ID_LEN,
-					&val, &vl, c->err)))
+		uint8_t tk[STORE_TIME_KEY_LEN];
+		store_time_key_make(e->ev->created_us, e->ev->content_hash, tk);
+		if ((rc = entry_canon(c, w)))
 			return rc;
-		if (!val)
-			return pith_err_set(c->err, PITH_EIO, "store: %s vanished", e->ev->event_id);
-		/* the common duplicate is byte-identical: no need to parse it */
-		if ((rc = entry_canon(c, w)) ||
-		    (vl == w->canon.len && !memcmp(val, w->canon.data, vl))) {
-			rocksdb_free(val);
-			if (rc)
+		if (e->outcome == STORE_STORED) {
+			if ((rc = put(c, STORE_CF_EVENTS, e->ev->content_hash, STORE_ID_LEN, tk, 8)) ||
+			    (rc = put_ex(c, STORE_CF_DOCS, tk, sizeof(tk), w->canon.data, w->canon.len, 1)))
 				return rc;
 			continue;
 		}
-		rc = pith_event_parse_own((const uint8_t *)val, vl, e->ev->content_hash, &old, c->err);
-		rocksdb_free(val);
+		pith_event_t *old = NULL;
+		c->doc.len = 0;
+		rc = store_doc_get(c->st, e->ev->content_hash, &c->doc, c->err);
+		if (rc == PITH_ENOTFOUND)
+			return pith_err_set(c->err, PITH_EIO, "store: %s vanished", e->ev->event_id);
 		if (rc)
+			return rc;
+		/* the common duplicate is byte-identical: no need to parse it */
+		if (c->doc.len == w->canon.len && !memcmp(c->doc.data, w->canon.data, c->doc.len))
+			continue;
+		if ((rc = pith_event_parse_own(c->doc.data, c->doc.len, e->ev->content_hash, &old,
+					       c->err)))
 			return rc;
 		int better = pith_merge_sigblock_cmp(w->ev->signature, old->signature) < 0;
 		pith_event_free(old);
 		if (better) {
-			if ((rc = put_ex(c, STORE_CF_EVENTS, e->ev->content_hash, STORE_ID_LEN,
-					 w->canon.data, w->canon.len, 1)))
+			if ((rc = put_ex(c, STORE_CF_DOCS, tk, sizeof(tk), w->canon.data, w->canon.len, 1)))
 				return rc;
 			w->outcome = STORE_RESIGNED;
 		}
@@ -695,6 +690,7 @@ int store_batch_commit(store_batch_t *b, store_commit_stats_t *stats, pith_err_t
 	pthread_mutex_unlock(&st->wmu);
 	free(c.puts);
 	pith_buf_release(&c.arena);
+	pith_buf_release(&c.doc);
 out:
 	for (size_t i = 0; i < b->n; i++) {
 		store_outcome_t o = b->e[i].outcome;

@@ -8,8 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define BIDX_BUILD_CHUNK 4096 /* bundles per WriteBatch while building */
-
 static void time_key(int64_t us, const uint8_t sha[32], uint8_t k[STORE_BIDX_TIME_LEN])
 {
 	k[0] = STORE_BIDX_TIME;
@@ -27,7 +25,7 @@ static int index_ready(store_t *st, pith_err_t *err)
 {
 	if (!st->cf[STORE_CF_BUNDLE_INDEX])
 		return pith_err_set(err, PITH_EINVAL, "store: no bundle index in this schema-%s "
-				    "store (open it read-write once to build it)", STORE_SCHEMA_PREV);
+				    "store (open it read-write once to build it)", STORE_SCHEMA_2);
 	return 0;
 }
 
@@ -77,68 +75,32 @@ static int bundle_value_ident(const uint8_t *v, size_t vl, int64_t *us, uint8_t 
 	return rc;
 }
 
-static int write_batch(store_t *st, rocksdb_writebatch_t *wb, pith_err_t *err)
+/* Puts only: the index cannot hold anything else yet (no commit runs
+ * before the build ends), so a build cut short by a crash is simply done
+ * again, over the entries it had written. */
+static int index_one(void *arg, rocksdb_writebatch_t *wb, const uint8_t *k, size_t kl,
+		     const uint8_t *v, size_t vl, pith_err_t *err)
 {
-	char *e = NULL;
-	rocksdb_write(st->db, st->wo, wb, &e);
-	rocksdb_writebatch_clear(wb);
-	if (e) {
-		int rc = pith_err_set(err, PITH_EIO, "store: writing the bundle index: %s", e);
-		rocksdb_free(e);
-		return rc;
-	}
-	return 0;
+	int64_t us;
+	uint8_t sha[32];
+	if (kl != STORE_SKEY_LEN)
+		return pith_err_set(err, PITH_EIO, "store: bundles key of %zu bytes", kl);
+	pith_err_t e = {0};
+	if (bundle_value_ident(v, vl, &us, sha, &e))
+		return pith_err_set(err, PITH_EIO, "store: stored bundle of %.26s: %s", (const char *)k,
+				    e.msg);
+	index_put(wb, arg, k, us, sha);
+	return 1;
 }
 
 int store_bundle_index_build(store_t *st, size_t *built, pith_err_t *err)
 {
-	store_iter_t it;
-	rocksdb_writebatch_t *wb = rocksdb_writebatch_create();
-	size_t n = 0, chunk = 0;
-	int rc = store_iter_open(st, STORE_CF_BUNDLES, NULL, 0, NULL, 0, &it, err);
-	if (rc) {
-		rocksdb_writebatch_destroy(wb);
-		return rc;
-	}
-	/* Puts only: the index cannot hold anything else yet (no commit runs
-	 * before the build ends), so a build cut short by a crash is simply
-	 * done again, over the entries it had written. */
-	for (; store_iter_valid(&it); store_iter_next(&it)) {
-		size_t kl, vl;
-		const uint8_t *k = store_iter_key(&it, &kl), *v = store_iter_value(&it, &vl);
-		int64_t us;
-		uint8_t sha[32];
-		if (kl != STORE_SKEY_LEN) {
-			rc = pith_err_set(err, PITH_EIO, "store: bundles key of %zu bytes", kl);
-			break;
-		}
-		if ((rc = bundle_value_ident(v, vl, &us, sha, err))) {
-			rc = pith_err_set(err, PITH_EIO, "store: stored bundle of %.26s: %s", (const char *)k,
-					  err ? err->msg : "unreadable");
-			break;
-		}
-		index_put(wb, st, k, us, sha);
-		n++;
-		if (++chunk == BIDX_BUILD_CHUNK) {
-			chunk = 0;
-			if ((rc = write_batch(st, wb, err)))
-				break;
-		}
-	}
-	if (!rc)
-		rc = store_iter_status(&it, err);
-	store_iter_close(&it);
-	if (!rc) {
-		/* the schema version goes with the last chunk: "3" only once
-		 * every bundle has its entries */
-		rocksdb_writebatch_put_cf(wb, st->cf[STORE_CF_META], STORE_META_SCHEMA,
-					  strlen(STORE_META_SCHEMA), STORE_SCHEMA_VERSION,
-					  strlen(STORE_SCHEMA_VERSION));
-		rc = write_batch(st, wb, err);
-	}
-	rocksdb_writebatch_destroy(wb);
+	/* "3" only once every bundle has its entries */
+	uint64_t n = 0;
+	int rc = store_upgrade_walk(st, STORE_CF_BUNDLES, index_one, st, STORE_SCHEMA_3,
+				    "writing the bundle index", &n, err);
 	if (!rc && built)
-		*built = n;
+		*built = (size_t)n;
 	return rc;
 }
 

@@ -44,16 +44,59 @@ static int key_exists(audit_t *a, int cf, const uint8_t *k, size_t kl, int *exis
 	return rc;
 }
 
-/* Every event parses, hashes to its key and has its two index entries. */
-static int audit_events(audit_t *a, uint64_t *nevents)
+/* The document an events value v names: in docs under its time key (an
+ * 8-byte value) or v itself (schemas 2 and 3). 1 with *doc set, 0 after
+ * reporting a problem, <0 on a read error. */
+static int event_doc(audit_t *a, const uint8_t *k, const uint8_t *v, size_t vl, const char *hex,
+		     pith_buf_t *buf, const uint8_t **doc, size_t *dl)
+{
+	if (vl != 8) {
+		if (a->st->schema >= 4) {
+			problem(a, "events: sha256:%s holds its document, not its time", hex);
+			return 0;
+		}
+		*doc = v;
+		*dl = vl;
+		return 1;
+	}
+	uint8_t tk[STORE_TIME_KEY_LEN];
+	char *val;
+	size_t len;
+	if (!a->st->cf[STORE_CF_DOCS]) {
+		problem(a, "events: sha256:%s points into docs, which this store lacks", hex);
+		return 0;
+	}
+	memcpy(tk, v, 8);
+	memcpy(tk + 8, k, STORE_ID_LEN);
+	int rc = store_get_raw(a->st, STORE_CF_DOCS, tk, sizeof(tk), &val, &len, a->err);
+	if (rc)
+		return rc;
+	if (!val) {
+		problem(a, "docs: no document for event sha256:%s", hex);
+		return 0;
+	}
+	buf->len = 0;
+	rc = pith_buf_append(buf, val, len);
+	rocksdb_free(val);
+	if (rc)
+		return pith_err_set(a->err, PITH_ENOMEM, "check: out of memory");
+	*doc = buf->data;
+	*dl = buf->len;
+	return 1;
+}
+
+/* Every event parses, hashes to its key, is filed under its own time and
+ * has its two index entries. */
+static int audit_events(audit_t *a, uint64_t *nevents, uint64_t *npointers)
 {
 	store_iter_t it;
+	pith_buf_t buf = PITH_BUF_INIT;
 	int rc = store_iter_open(a->st, STORE_CF_EVENTS, NULL, 0, NULL, 0, &it, a->err);
 	if (rc)
 		return rc;
 	for (; store_iter_valid(&it); store_iter_next(&it)) {
-		size_t kl, vl;
-		const uint8_t *k = store_iter_key(&it, &kl), *v = store_iter_value(&it, &vl);
+		size_t kl, vl, dl = 0;
+		const uint8_t *k = store_iter_key(&it, &kl), *v = store_iter_value(&it, &vl), *d = NULL;
 		char hex[65];
 		pith_hex_encode(k, kl == STORE_ID_LEN ? kl : 0, hex);
 		(*nevents)++;
@@ -63,21 +106,31 @@ static int audit_events(audit_t *a, uint64_t *nevents)
 			problem(a, "events: key of %zu bytes", kl);
 			continue;
 		}
-		if (pith_event_parse_stored(v, vl, &ev, &e)) {
+		*npointers += vl == 8;
+		if ((rc = event_doc(a, k, v, vl, hex, &buf, &d, &dl)) <= 0) {
+			if (rc < 0)
+				break;
+			continue;
+		}
+		rc = 0;
+		if (pith_event_parse_stored(d, dl, &ev, &e)) {
 			problem(a, "events: sha256:%s does not parse: %s", hex, e.msg);
 			continue;
 		}
 		pith_buf_t canon = PITH_BUF_INIT;
 		if (memcmp(ev->content_hash, k, STORE_ID_LEN))
 			problem(a, "events: sha256:%s holds %s", hex, ev->event_id);
-		else if (pith_event_canon(ev, &canon) || canon.len != vl || memcmp(canon.data, v, vl))
+		else if (pith_event_canon(ev, &canon) || canon.len != dl || memcmp(canon.data, d, dl))
 			problem(a, "events: sha256:%s is not stored in canonical form", hex);
+		else if (vl == 8 && store_time_get(v) != ev->created_us)
+			problem(a, "events: sha256:%s is filed under another time than its created_at", hex);
 		pith_buf_release(&canon);
 		uint8_t skey[STORE_SKEY_LEN], sk[STORE_SUBJ_KEY_LEN], tk[STORE_TIME_KEY_LEN];
 		int ex;
 		store_skey_make(ev->subject, skey);
 		store_subj_key_make(skey, ev->created_at, k, sk);
 		store_time_key_make(ev->created_us, k, tk);
+		pith_event_free(ev);
 		if ((rc = key_exists(a, STORE_CF_SUBJ, sk, sizeof(sk), &ex)))
 			break;
 		if (!ex)
@@ -86,11 +139,37 @@ static int audit_events(audit_t *a, uint64_t *nevents)
 			break;
 		if (!ex)
 			problem(a, "time: no entry for event sha256:%s", hex);
-		pith_event_free(ev);
 	}
 	if (!rc)
 		rc = store_iter_status(&it, a->err);
 	store_iter_close(&it);
+	pith_buf_release(&buf);
+	return rc;
+}
+
+/* Documents in docs: each event's was found above, so as many as there
+ * are events pointing there means no stray ones. */
+static int audit_docs(audit_t *a, uint64_t npointers)
+{
+	store_iter_t it;
+	uint64_t n = 0;
+	if (!a->st->cf[STORE_CF_DOCS])
+		return 0; /* an older store, opened read-only */
+	int rc = store_iter_open(a->st, STORE_CF_DOCS, NULL, 0, NULL, 0, &it, a->err);
+	if (rc)
+		return rc;
+	for (; store_iter_valid(&it); store_iter_next(&it)) {
+		size_t kl;
+		store_iter_key(&it, &kl);
+		n++;
+		if (kl != STORE_TIME_KEY_LEN)
+			problem(a, "docs: key of %zu bytes", kl);
+	}
+	rc = store_iter_status(&it, a->err);
+	store_iter_close(&it);
+	if (!rc && n != npointers)
+		problem(a, "docs: %llu documents for %llu events", (unsigned long long)n,
+			(unsigned long long)npointers);
 	return rc;
 }
 
@@ -320,12 +399,14 @@ int store_check(store_t *st, store_report_fn report, void *arg, size_t *problems
 		pith_err_t *err)
 {
 	audit_t a = {.st = st, .report = report, .arg = arg, .err = err};
-	uint64_t nev = 0, nsubj = 0, ntime = 0, nrec = 0, nstates = 0, nbundles = 0, naliases = 0;
+	uint64_t nev = 0, nptr = 0, nsubj = 0, ntime = 0, nrec = 0, nstates = 0, nbundles = 0,
+		 naliases = 0;
 	store_counts_t counts;
 	int rc;
 	hmap_init(&a.subjects, STORE_SKEY_LEN);
 	store_counts_get(st, &counts);
-	if ((rc = audit_events(&a, &nev)) || (rc = audit_index(&a, STORE_CF_SUBJ, &nsubj)) ||
+	if ((rc = audit_events(&a, &nev, &nptr)) || (rc = audit_docs(&a, nptr)) ||
+	    (rc = audit_index(&a, STORE_CF_SUBJ, &nsubj)) ||
 	    (rc = audit_index(&a, STORE_CF_TIME, &ntime)) || (rc = audit_records(&a, &nrec)) ||
 	    (rc = audit_keyed_by_record(&a, STORE_CF_STATES, &nstates)) ||
 	    (rc = audit_keyed_by_record(&a, STORE_CF_BUNDLES, &nbundles)) ||

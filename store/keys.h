@@ -14,8 +14,7 @@
  * meta           "schema_version"                      STORE_SCHEMA_VERSION
  *                "count:events" / "count:records" /    8-byte big-endian unsigned
  *                "count:bundles"
- * events         event id digest (32 raw bytes)        canonical JSON of the whole event,
- *                                                      signature block included
+ * events         event id digest (32 raw bytes)        created_us(8, as in time keys)
  * subj           SKEY(30) created_at(20) id(32) = 82   empty
  * time           created_us(8, big-endian, sign bit    empty
  *                flipped) id(32) = 40
@@ -32,10 +31,20 @@
  * bundle_index   't' built_us(8, as in time keys)      SKEY(30)
  *                bundle_sha256(32) = 41
  *                'h' bundle_sha256(32) = 33            built_us(8, as in time keys) SKEY(30)
+ * docs           created_us(8) id(32) = 40, the same   canonical JSON of the whole event,
+ *                key as in time                        signature block included
  *
  * created_at in subj keys is the event's own "YYYY-MM-DDTHH:MM:SSZ" text,
  * whose byte order is time order. The time index is the time-ordered list
  * of all event ids used by set reconciliation (issue 5): keep its layout.
+ *
+ * Event documents are kept in time order (docs), found by id through
+ * events: a peer catching up asks for events in time order, so a served
+ * block holds the next events it asks for, and a fresh node that stores
+ * them in that order writes files that do not overlap the ones before,
+ * which compaction moves down instead of rewriting (docs/store.md).
+ * Schema 4 moved them there; opening a schema-2 or 3 store read-write
+ * moves them (store_docs_upgrade), read-only reads them where they are.
  *
  * bundle_index lists each record's newest bundle twice: in (built_at,
  * bundle_sha256) order ('t' keys: the items of bundle reconciliation, bulk
@@ -52,8 +61,9 @@
 
 #include "ids.h"
 
-#define STORE_SCHEMA_VERSION "3" /* 2: alias claims per record; 3: bundle_index */
-#define STORE_SCHEMA_PREV "2"    /* opened and upgraded to 3 (bundle_index built) */
+#define STORE_SCHEMA_VERSION "4" /* 2: alias claims per record; 3: bundle_index; 4: docs */
+#define STORE_SCHEMA_3 "3"       /* opened and upgraded to 4 (documents moved to docs) */
+#define STORE_SCHEMA_2 "2"       /* the same, after building bundle_index */
 
 enum store_cf {
 	STORE_CF_DEFAULT = 0,
@@ -65,14 +75,15 @@ enum store_cf {
 	STORE_CF_ALIASES,
 	STORE_CF_STATES,
 	STORE_CF_RECORDS,
-	STORE_CF_BUNDLE_INDEX, /* last: a read-only open of a schema-2 store goes without it */
+	STORE_CF_BUNDLE_INDEX, /* a read-only open of a schema-2 store goes without it */
+	STORE_CF_DOCS,         /* and of a schema-2 or 3 store without this one */
 	STORE_NCF
 };
 
 /* Column family names, indexed by enum store_cf. */
 static const char *const store_cf_names[STORE_NCF] = {
 	"default", "meta", "events", "subj", "time",
-	"bundles", "aliases", "states", "records", "bundle_index",
+	"bundles", "aliases", "states", "records", "bundle_index", "docs",
 };
 
 #define STORE_ID_LEN 32

@@ -55,12 +55,12 @@ static void cf_tune(store_t *st, int cf)
 {
 	rocksdb_options_t *o = rocksdb_options_create_copy(st->opts);
 	rocksdb_block_based_table_options_t *t = rocksdb_block_based_options_create();
-	int docs = cf == STORE_CF_EVENTS || cf == STORE_CF_STATES || cf == STORE_CF_BUNDLES;
+	int docs = cf == STORE_CF_DOCS || cf == STORE_CF_STATES || cf == STORE_CF_BUNDLES;
 	rocksdb_block_based_options_set_block_cache(t, st->cache);
-	/* events 8 KiB: a peer catching up reads them one by one in random id
-	 * order, each read a cache miss that loads a whole block; states and
-	 * bundles 32 KiB (docs/store.md) */
-	rocksdb_block_based_options_set_block_size(t, cf == STORE_CF_EVENTS ? 8 * 1024
+	/* event documents 8 KiB: read one by one by id over HTTP, each read
+	 * a cache miss that loads a whole block; states and bundles 32 KiB
+	 * (docs/store.md) */
+	rocksdb_block_based_options_set_block_size(t, cf == STORE_CF_DOCS ? 8 * 1024
 						      : docs		    ? 32 * 1024
 									    : 4 * 1024);
 	if (cf == STORE_CF_EVENTS || cf == STORE_CF_RECORDS || cf == STORE_CF_STATES ||
@@ -89,8 +89,8 @@ static void cf_tune(store_t *st, int cf)
 		rocksdb_options_set_write_buffer_size(o, 16u << 20);
 	/* A whole-key bloom filter in the memtables too: a node that fetches
 	 * many events asks "do I have this id?" for each before it asks a
-	 * peer, nearly always for one it lacks, and a miss in a full 64 MiB
-	 * skip list costs several microseconds (docs/performance.md, issue 5);
+	 * peer, nearly always for one it lacks, and a miss in a full skip
+	 * list costs several microseconds (docs/performance.md, issue 5);
 	 * 2% of the memtable makes it a filter probe. */
 	if (cf == STORE_CF_EVENTS) {
 		rocksdb_options_set_memtable_prefix_bloom_size_ratio(o, 0.02);
@@ -125,24 +125,23 @@ static int meta_init(store_t *st, pith_err_t *err)
 	if (rc)
 		return rc;
 	if (val) {
-		int same = len == strlen(STORE_SCHEMA_VERSION) && !memcmp(val, STORE_SCHEMA_VERSION, len);
-		/* schema 2 lacks only the bundle index: built here (read-write) */
-		int prev = len == strlen(STORE_SCHEMA_PREV) && !memcmp(val, STORE_SCHEMA_PREV, len);
-		if (prev && !st->read_only) {
-			rocksdb_free(val);
-			if ((rc = store_bundle_index_build(st, NULL, err)))
-				return rc;
-			val = NULL;
-			same = 1;
-		} else if (prev) {
-			same = 1;
-		}
-		if (!same)
+		/* older schemas are upgraded by a read-write open, one step at
+		 * a time, each writing the next version last; a read-only open
+		 * reads them as they are */
+		int v = len == 1 && val[0] >= '2' && val[0] <= STORE_SCHEMA_VERSION[0] ? val[0] - '0' : 0;
+		if (!v)
 			rc = pith_err_set(err, PITH_EINVAL, "store: schema version '%.*s', this build reads '%s'",
 					  (int)(len < 16 ? len : 16), val, STORE_SCHEMA_VERSION);
 		rocksdb_free(val);
 		if (rc)
 			return rc;
+		if (v == 2 && !st->read_only && !(rc = store_bundle_index_build(st, NULL, err)))
+			v = 3;
+		if (v == 3 && !st->read_only && !rc && !(rc = store_docs_upgrade(st, NULL, err)))
+			v = 4;
+		if (rc)
+			return rc;
+		st->schema = v;
 	} else if (!st->read_only) {
 		char *e = NULL;
 		rocksdb_put_cf(st->db, st->wo, st->cf[STORE_CF_META], STORE_META_SCHEMA,
@@ -150,6 +149,9 @@ static int meta_init(store_t *st, pith_err_t *err)
 			       strlen(STORE_SCHEMA_VERSION), &e);
 		if (e)
 			return db_error(err, e, "writing the schema version");
+		st->schema = STORE_SCHEMA_VERSION[0] - '0';
+	} else {
+		st->schema = STORE_SCHEMA_VERSION[0] - '0'; /* empty */
 	}
 	if ((rc = meta_get_u64(st, STORE_META_EVENTS, &st->counts.events, err)) ||
 	    (rc = meta_get_u64(st, STORE_META_RECORDS, &st->counts.records, err)) ||
@@ -179,22 +181,26 @@ static int make_parents(const char *dir, pith_err_t *err)
 	return 0;
 }
 
-/* Whether the database in dir has the bundle_index column family (1 also
- * when that cannot be told: the open then says what is wrong). */
-static int store_has_bundle_index(const char *dir)
+/* How many of the column families, in enum order, the database in dir
+ * has: a schema-2 store lacks the last two, a schema-3 store the last one
+ * (all of them also when that cannot be told: the open then says what is
+ * wrong). */
+static int store_cf_count(const char *dir)
 {
 	rocksdb_options_t *o = rocksdb_options_create();
 	size_t n = 0;
 	char *e = NULL;
 	char **names = rocksdb_list_column_families(o, dir, &n, &e);
-	int has = e || !names;
-	for (size_t i = 0; names && i < n; i++)
-		has |= !strcmp(names[i], store_cf_names[STORE_CF_BUNDLE_INDEX]);
+	int has_bidx = e || !names, has_docs = has_bidx;
+	for (size_t i = 0; names && i < n; i++) {
+		has_bidx |= !strcmp(names[i], store_cf_names[STORE_CF_BUNDLE_INDEX]);
+		has_docs |= !strcmp(names[i], store_cf_names[STORE_CF_DOCS]);
+	}
 	if (names)
 		rocksdb_list_column_families_destroy(names, n);
 	rocksdb_free(e);
 	rocksdb_options_destroy(o);
-	return has;
+	return !has_bidx ? STORE_CF_BUNDLE_INDEX : !has_docs ? STORE_CF_DOCS : STORE_NCF;
 }
 
 int store_open(const char *dir, const store_opts_t *opts, store_t **out, pith_err_t *err)
@@ -238,9 +244,8 @@ int store_open(const char *dir, const store_opts_t *opts, store_t **out, pith_er
 	st->ro = rocksdb_readoptions_create();
 
 	char *e = NULL;
-	int ncf = STORE_NCF;
-	if (opts->read_only && !store_has_bundle_index(dir))
-		ncf = STORE_CF_BUNDLE_INDEX; /* a schema-2 store: open without it */
+	/* a read-only open of an older store goes without the families it lacks */
+	int ncf = opts->read_only ? store_cf_count(dir) : STORE_NCF;
 	if (opts->read_only)
 		st->db = rocksdb_open_for_read_only_column_families(
 			st->opts, dir, ncf, store_cf_names,
@@ -294,6 +299,9 @@ void store_close_(store_t *st)
 	free(st->dir);
 	free(st);
 }
+
+static int get_into(store_t *st, int cf, const uint8_t *key, size_t klen, pith_buf_t *out,
+		    pith_err_t *err);
 
 /* ---- raw access ----------------------------------------------------------- */
 
@@ -398,45 +406,62 @@ void store_events_free(pith_event_t **evs, size_t n)
 	free(evs);
 }
 
+/* The document a subj key names, appended to out: straight from its time
+ * key in docs (the key has created_at and the id), or by id in an older
+ * schema. */
+static int subj_doc_get(store_t *st, const uint8_t k[STORE_SUBJ_KEY_LEN], pith_buf_t *out,
+			pith_err_t *err)
+{
+	const uint8_t *id = k + STORE_SUBJ_KEY_LEN - STORE_ID_LEN;
+	char created[STORE_CREATED_LEN + 1], hex[65];
+	int64_t us;
+	int rc;
+	memcpy(created, k + STORE_SKEY_LEN, STORE_CREATED_LEN);
+	created[STORE_CREATED_LEN] = 0;
+	if (st->schema < 4 || pith_time_parse(created, &us)) {
+		rc = store_doc_get(st, id, out, err);
+	} else {
+		uint8_t tk[STORE_TIME_KEY_LEN];
+		store_time_key_make(us, id, tk);
+		rc = get_into(st, STORE_CF_DOCS, tk, sizeof(tk), out, err);
+	}
+	if (rc != PITH_ENOTFOUND)
+		return rc;
+	pith_hex_encode(id, STORE_ID_LEN, hex);
+	return pith_err_set(err, PITH_EIO, "store: subj entry for sha256:%s without its event", hex);
+}
+
 int store_subject_load(store_t *st, const uint8_t skey[STORE_SKEY_LEN], pith_event_t ***out,
 		       size_t *n, pith_err_t *err)
 {
 	store_iter_t it;
 	pith_event_t **evs = NULL;
+	pith_buf_t doc = PITH_BUF_INIT;
 	size_t cnt = 0, cap = 0;
 	int rc = store_iter_prefix(st, STORE_CF_SUBJ, skey, STORE_SKEY_LEN, &it, err);
 	if (rc)
 		return rc;
 	for (; store_iter_valid(&it); store_iter_next(&it)) {
-		size_t kl, vl;
+		size_t kl;
 		const uint8_t *k = store_iter_key(&it, &kl);
 		if (kl != STORE_SUBJ_KEY_LEN) {
 			rc = pith_err_set(err, PITH_EIO, "store: subj key of %zu bytes", kl);
 			break;
 		}
-		char *val;
-		if ((rc = store_get_raw(st, STORE_CF_EVENTS, k + kl - STORE_ID_LEN, STORE_ID_LEN,
-					&val, &vl, err)))
+		doc.len = 0;
+		if ((rc = subj_doc_get(st, k, &doc, err)))
 			break;
-		if (!val) {
-			char hex[65];
-			pith_hex_encode(k + kl - STORE_ID_LEN, STORE_ID_LEN, hex);
-			rc = pith_err_set(err, PITH_EIO, "store: subj entry for sha256:%s without its event", hex);
-			break;
-		}
 		if (cnt == cap) {
 			size_t nc = cap ? cap * 2 : 16;
 			pith_event_t **p = realloc(evs, nc * sizeof(*p));
 			if (!p) {
-				rocksdb_free(val);
 				rc = pith_err_set(err, PITH_ENOMEM, "store: out of memory");
 				break;
 			}
 			evs = p;
 			cap = nc;
 		}
-		rc = pith_event_parse_own((const uint8_t *)val, vl, k + kl - STORE_ID_LEN, &evs[cnt], err);
-		rocksdb_free(val);
+		rc = pith_event_parse_own(doc.data, doc.len, k + kl - STORE_ID_LEN, &evs[cnt], err);
 		if (rc)
 			break;
 		cnt++;
@@ -444,6 +469,7 @@ int store_subject_load(store_t *st, const uint8_t skey[STORE_SKEY_LEN], pith_eve
 	if (!rc)
 		rc = store_iter_status(&it, err);
 	store_iter_close(&it);
+	pith_buf_release(&doc);
 	if (rc) {
 		store_events_free(evs, cnt);
 		return rc;
@@ -598,7 +624,7 @@ static int get_into(store_t *st, int cf, const uint8_t *key, size_t klen, pith_b
 
 int store_event_get(store_t *st, const uint8_t id[static 32], pith_buf_t *out, pith_err_t *err)
 {
-	int rc = get_into(st, STORE_CF_EVENTS, id, 32, out, err);
+	int rc = store_doc_get(st, id, out, err);
 	if (rc == PITH_ENOTFOUND) {
 		char hex[65];
 		pith_hex_encode(id, 32, hex);
@@ -607,30 +633,71 @@ int store_event_get(store_t *st, const uint8_t id[static 32], pith_buf_t *out, p
 	return rc;
 }
 
+/* Up to STORE_GET_MANY ids: their events values in one batched MultiGet,
+ * then the documents the 8-byte ones point to in a second (in time order,
+ * so a peer asking for events in the order it learnt them reads each
+ * block of docs once); longer values are documents (schemas 2 and 3). */
+static void get_many_chunk(store_t *st, const uint8_t (*ids)[32], size_t k, store_event_fn fn,
+			   void *arg)
+{
+	const char *keys[STORE_GET_MANY], *dkeys[STORE_GET_MANY];
+	size_t sizes[STORE_GET_MANY], dsizes[STORE_GET_MANY];
+	rocksdb_pinnableslice_t *vals[STORE_GET_MANY], *docs[STORE_GET_MANY];
+	char *errs[STORE_GET_MANY], *derrs[STORE_GET_MANY];
+	uint8_t tks[STORE_GET_MANY][STORE_TIME_KEY_LEN];
+	int at[STORE_GET_MANY]; /* index into docs, or -1 */
+	size_t nd = 0;
+	for (size_t i = 0; i < k; i++) {
+		keys[i] = (const char *)ids[i];
+		sizes[i] = 32;
+		vals[i] = NULL;
+		errs[i] = NULL;
+	}
+	rocksdb_batched_multi_get_cf(st->db, st->ro, st->cf[STORE_CF_EVENTS], k, keys, sizes, vals,
+				     errs, 0);
+	for (size_t i = 0; i < k; i++) {
+		size_t len = 0;
+		const char *v = vals[i] && !errs[i] ? rocksdb_pinnableslice_value(vals[i], &len) : NULL;
+		at[i] = -1;
+		if (v && len == 8 && st->cf[STORE_CF_DOCS]) {
+			memcpy(tks[nd], v, 8);
+			memcpy(tks[nd] + 8, ids[i], STORE_ID_LEN);
+			dkeys[nd] = (const char *)tks[nd];
+			dsizes[nd] = STORE_TIME_KEY_LEN;
+			docs[nd] = NULL;
+			derrs[nd] = NULL;
+			at[i] = (int)nd++;
+		}
+	}
+	if (nd)
+		rocksdb_batched_multi_get_cf(st->db, st->ro, st->cf[STORE_CF_DOCS], nd, dkeys, dsizes,
+					     docs, derrs, 0);
+	for (size_t i = 0; i < k; i++) {
+		size_t len = 0;
+		const char *v = NULL;
+		if (at[i] >= 0) {
+			int d = at[i];
+			if (docs[d] && !derrs[d])
+				v = rocksdb_pinnableslice_value(docs[d], &len);
+		} else if (vals[i] && !errs[i]) {
+			v = rocksdb_pinnableslice_value(vals[i], &len);
+		}
+		fn(arg, ids[i], (const uint8_t *)v, len);
+		rocksdb_pinnableslice_destroy(vals[i]);
+		rocksdb_free(errs[i]);
+	}
+	for (size_t d = 0; d < nd; d++) {
+		rocksdb_pinnableslice_destroy(docs[d]);
+		rocksdb_free(derrs[d]);
+	}
+}
+
 void store_events_get_many(store_t *st, const uint8_t (*ids)[32], size_t n,
 			   store_event_fn fn, void *arg)
 {
-	const char *keys[STORE_GET_MANY];
-	size_t sizes[STORE_GET_MANY];
-	rocksdb_pinnableslice_t *vals[STORE_GET_MANY];
-	char *errs[STORE_GET_MANY];
 	while (n) {
 		size_t k = n < STORE_GET_MANY ? n : STORE_GET_MANY;
-		for (size_t i = 0; i < k; i++) {
-			keys[i] = (const char *)ids[i];
-			sizes[i] = 32;
-			vals[i] = NULL;
-			errs[i] = NULL;
-		}
-		rocksdb_batched_multi_get_cf(st->db, st->ro, st->cf[STORE_CF_EVENTS], k, keys, sizes,
-					     vals, errs, 0);
-		for (size_t i = 0; i < k; i++) {
-			size_t len = 0;
-			const char *v = vals[i] && !errs[i] ? rocksdb_pinnableslice_value(vals[i], &len) : NULL;
-			fn(arg, ids[i], (const uint8_t *)v, len);
-			rocksdb_pinnableslice_destroy(vals[i]);
-			rocksdb_free(errs[i]);
-		}
+		get_many_chunk(st, ids, k, fn, arg);
 		ids += k;
 		n -= k;
 	}
@@ -830,29 +897,23 @@ int store_events_each(store_t *st, const char *pith_number, store_event_fn fn, v
 	} else if ((rc = store_iter_open(st, STORE_CF_SUBJ, NULL, 0, NULL, 0, &it, err))) {
 		return rc;
 	}
+	pith_buf_t doc = PITH_BUF_INIT;
 	for (; store_iter_valid(&it); store_iter_next(&it)) {
-		size_t kl, vl;
+		size_t kl;
 		const uint8_t *k = store_iter_key(&it, &kl);
-		char *val;
 		if (kl != STORE_SUBJ_KEY_LEN) {
 			rc = pith_err_set(err, PITH_EIO, "store: subj key of %zu bytes", kl);
 			break;
 		}
-		const uint8_t *id = k + kl - STORE_ID_LEN;
-		if ((rc = store_get_raw(st, STORE_CF_EVENTS, id, STORE_ID_LEN, &val, &vl, err)))
-			break;
-		if (!val) {
-			rc = pith_err_set(err, PITH_EIO, "store: subj entry without its event");
-			break;
-		}
-		rc = fn(arg, id, (const uint8_t *)val, vl);
-		rocksdb_free(val);
-		if (rc)
+		doc.len = 0;
+		if ((rc = subj_doc_get(st, k, &doc, err)) ||
+		    (rc = fn(arg, k + kl - STORE_ID_LEN, doc.data, doc.len)))
 			break;
 	}
 	if (!rc)
 		rc = store_iter_status(&it, err);
 	store_iter_close(&it);
+	pith_buf_release(&doc);
 	return rc;
 }
 

@@ -25,6 +25,7 @@ struct store {
 	pthread_mutex_t wmu;        /* serialises writers (batch commits) */
 	store_counts_t counts;      /* as written by the last commit */
 	int read_only;
+	int schema;                 /* as found: older ones are read as they are (read-only) */
 	const pith_trust_t *registry; /* for pith_merge_ex */
 	char *dir;                  /* where the database is (store_usage_get) */
 };
@@ -55,6 +56,28 @@ void store_iter_close(store_iter_t *it);
  * absent. Returns 0 or PITH_EIO. */
 int store_get_raw(store_t *st, int cf, const uint8_t *key, size_t klen, char **val,
 		  size_t *vlen, pith_err_t *err);
+
+/* The document of event id appended to out, wherever the schema keeps it
+ * (keys.h: an 8-byte events value points into docs; a longer one is the
+ * document itself, as schemas 2 and 3 kept it). PITH_ENOTFOUND without
+ * touching err when the store lacks the event. */
+int store_doc_get(store_t *st, const uint8_t id[STORE_ID_LEN], pith_buf_t *out, pith_err_t *err);
+
+/* One schema upgrade step: fn sees every (key, value) of column family
+ * cf and adds what it writes to wb (returning how many items it added, or
+ * <0 with err set); the writes go in synced chunks, and the last one also
+ * sets the schema version to schema, so that a step cut short by a crash
+ * is done again at the next open. Steps must be idempotent (puts of what
+ * they would write anyway). *n counts the items written. what names the
+ * step in errors. */
+typedef int (*store_upgrade_fn)(void *arg, rocksdb_writebatch_t *wb, const uint8_t *k, size_t kl,
+				const uint8_t *v, size_t vl, pith_err_t *err);
+int store_upgrade_walk(store_t *st, int cf, store_upgrade_fn fn, void *arg, const char *schema,
+		       const char *what, uint64_t *n, pith_err_t *err);
+
+/* Moves the documents of a schema-3 store into docs and writes schema 4;
+ * *moved (if not NULL) counts them. Resumes one cut short. */
+int store_docs_upgrade(store_t *st, uint64_t *moved, pith_err_t *err);
 
 /* Parses the stored events of one subject into a new array (*out, *n);
  * each event owns its doc. Free with store_events_free. */

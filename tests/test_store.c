@@ -931,13 +931,21 @@ TEST(own_bytes_checked, "an event read back for a merge must name the id it is s
 	CHECK_INT_EQ(store_subject_load(st, skey, &loaded, &n, &err), 0);
 	CHECK_INT_EQ((int)n, (int)evs->len);
 	store_events_free(loaded, n);
-	/* the second event's bytes under the first one's id */
+	/* the second event's bytes filed as the first one's document */
 	char *v, *e = NULL;
 	size_t vl;
-	CHECK_INT_EQ(store_get_raw(st, STORE_CF_EVENTS, id1, 32, &v, &vl, &err), 0);
-	rocksdb_put_cf(st->db, st->wo, st->cf[STORE_CF_EVENTS], (char *)id0, 32, v, vl, &e);
-	CHECK(e == NULL);
+	uint8_t tk0[STORE_TIME_KEY_LEN];
+	pith_buf_t doc1 = PITH_BUF_INIT;
+	CHECK_INT_EQ(store_event_get(st, id1, &doc1, &err), 0);
+	CHECK_INT_EQ(store_get_raw(st, STORE_CF_EVENTS, id0, 32, &v, &vl, &err), 0);
+	CHECK_INT_EQ((int)vl, 8);
+	memcpy(tk0, v, 8);
+	memcpy(tk0 + 8, id0, 32);
 	rocksdb_free(v);
+	rocksdb_put_cf(st->db, st->wo, st->cf[STORE_CF_DOCS], (char *)tk0, sizeof(tk0),
+		       (char *)doc1.data, doc1.len, &e);
+	CHECK(e == NULL);
+	pith_buf_release(&doc1);
 	loaded = NULL;
 	CHECK_INT_EQ(store_subject_load(st, skey, &loaded, &n, &err), PITH_EMISMATCH);
 	CHECK(strstr(err.msg, "names another id") != NULL);
@@ -1097,16 +1105,50 @@ TEST(bundle_index_put, "keeps the bundle index at the newest bundle of each reco
 	pith_buf_release(&nb);
 }
 
-/* Turns the store in dir back into schema 2: no bundle_index column
- * family, schema_version "2". */
-static void make_schema2(const char *dir)
+static void schema_is(store_t *st, const char *want)
+{
+	char *val;
+	size_t vl;
+	CHECK_INT_EQ(store_get_raw(st, STORE_CF_META, (const uint8_t *)STORE_META_SCHEMA,
+				   strlen(STORE_META_SCHEMA), &val, &vl, NULL), 0);
+	CHECK_MEM_EQ(val, vl, want, strlen(want));
+	rocksdb_free(val);
+}
+
+/* Turns the store in dir back into schema 3: each event's document in
+ * events under its id, no docs column family, schema_version "3".
+ * keep_moved: that many documents (the first by time) stay where schema 4
+ * keeps them, the docs family with them, as an upgrade cut short leaves
+ * it. Schema 2: also no bundle_index column family. */
+static void make_schema(const char *dir, int schema, size_t keep_moved)
 {
 	store_t *st = open_store(dir);
 	char *e = NULL;
-	rocksdb_drop_column_family(st->db, st->cf[STORE_CF_BUNDLE_INDEX], &e);
-	CHECK(e == NULL);
+	store_iter_t it;
+	size_t i = 0;
+	CHECK_INT_EQ(store_iter_open(st, STORE_CF_DOCS, NULL, 0, NULL, 0, &it, NULL), 0);
+	for (; store_iter_valid(&it); store_iter_next(&it), i++) {
+		size_t kl, vl;
+		const uint8_t *k = store_iter_key(&it, &kl), *v = store_iter_value(&it, &vl);
+		if (i < keep_moved)
+			continue;
+		rocksdb_put_cf(st->db, st->wo, st->cf[STORE_CF_EVENTS], (const char *)k + 8, 32,
+			       (const char *)v, vl, &e);
+		CHECK(e == NULL);
+		rocksdb_delete_cf(st->db, st->wo, st->cf[STORE_CF_DOCS], (const char *)k, kl, &e);
+		CHECK(e == NULL);
+	}
+	store_iter_close(&it);
+	if (!keep_moved) {
+		rocksdb_drop_column_family(st->db, st->cf[STORE_CF_DOCS], &e);
+		CHECK(e == NULL);
+	}
+	if (schema == 2) {
+		rocksdb_drop_column_family(st->db, st->cf[STORE_CF_BUNDLE_INDEX], &e);
+		CHECK(e == NULL);
+	}
 	rocksdb_put_cf(st->db, st->wo, st->cf[STORE_CF_META], STORE_META_SCHEMA,
-		       strlen(STORE_META_SCHEMA), "2", 1, &e);
+		       strlen(STORE_META_SCHEMA), schema == 2 ? "2" : "3", 1, &e);
 	CHECK(e == NULL);
 	store_close(st);
 }
@@ -1123,7 +1165,7 @@ TEST(bundle_index_upgrade, "opens a schema-2 store: read-only without the bundle
 	CHECK_INT_EQ(put_bundle(st, &bundle_bytes, NULL, NULL), 0);
 	CHECK_INT_EQ(put_bundle(st, &nb, NULL, NULL), 0);
 	store_close(st);
-	make_schema2(dir);
+	make_schema(dir, 2, 0);
 
 	/* read-only: opens, reads, and says the index is not there */
 	store_opts_t ro = {.read_only = 1, .registry = trust};
@@ -1147,12 +1189,7 @@ TEST(bundle_index_upgrade, "opens a schema-2 store: read-only without the bundle
 	CHECK_INT_EQ(store_bundle_ref_get(st, h1, &us, pith, NULL), 0);
 	CHECK_STR_EQ(pith, AR7B);
 	CHECK_INT_EQ(check_problems(st), 0);
-	char *val;
-	size_t vl;
-	CHECK_INT_EQ(store_get_raw(st, STORE_CF_META, (const uint8_t *)STORE_META_SCHEMA,
-				   strlen(STORE_META_SCHEMA), &val, &vl, NULL), 0);
-	CHECK_MEM_EQ(val, vl, STORE_SCHEMA_VERSION, strlen(STORE_SCHEMA_VERSION));
-	rocksdb_free(val);
+	schema_is(st, STORE_SCHEMA_VERSION);
 	store_close(st);
 	/* and a store of another version is still refused */
 	st = open_store(dir);
@@ -1166,6 +1203,119 @@ TEST(bundle_index_upgrade, "opens a schema-2 store: read-only without the bundle
 	rmdir_rf(dir);
 	pith_buf_release(&nb);
 	pith_buf_release(&sb);
+}
+
+typedef struct {
+	pith_buf_t all; /* id, length and bytes of each event, in call order */
+	size_t n;
+} seen_t;
+
+static int seen_one(void *arg, const uint8_t id[32], const uint8_t *bytes, size_t len)
+{
+	seen_t *s = arg;
+	uint32_t l = bytes ? (uint32_t)len : UINT32_MAX;
+	pith_buf_append(&s->all, id, 32);
+	pith_buf_append(&s->all, &l, sizeof(l));
+	if (bytes)
+		pith_buf_append(&s->all, bytes, len);
+	s->n++;
+	return 0;
+}
+
+/* Every event of the store as read by id (one by one and in a batch, with
+ * an unknown id among them) and by record, into one buffer. */
+static void read_all(store_t *st, pith_buf_t *out)
+{
+	seen_t s = {PITH_BUF_INIT, 0};
+	CHECK_INT_EQ(store_events_each(st, NULL, seen_one, &s, NULL), 0);
+	size_t n = s.n;
+	uint8_t(*ids)[32] = calloc(n + 1, 32);
+	const uint8_t *p = s.all.data;
+	for (size_t i = 0; i < n; i++) {
+		uint32_t l;
+		memcpy(ids[i], p, 32);
+		memcpy(&l, p + 32, 4);
+		p += 36 + (l == UINT32_MAX ? 0 : l);
+	}
+	memset(ids[n], 0xee, 32); /* not stored */
+	store_events_get_many(st, (const uint8_t(*)[32])ids, n + 1, seen_one, &s);
+	for (size_t i = 0; i < n; i++) {
+		pith_buf_t one = PITH_BUF_INIT;
+		CHECK_INT_EQ(store_event_get(st, ids[i], &one, NULL), 0);
+		pith_buf_append(&s.all, one.data, one.len);
+		pith_buf_release(&one);
+	}
+	pith_buf_t none = PITH_BUF_INIT;
+	CHECK_INT_EQ(store_event_get(st, ids[n], &none, NULL), PITH_ENOTFOUND);
+	uint8_t skey[STORE_SKEY_LEN];
+	pith_event_t **loaded = NULL;
+	size_t nl = 0;
+	store_skey_make(AR7B, skey);
+	CHECK_INT_EQ(store_subject_load(st, skey, &loaded, &nl, NULL), 0);
+	CHECK_INT_EQ((int)nl, (int)n);
+	for (size_t i = 0; i < nl; i++)
+		pith_buf_append(&s.all, loaded[i]->content_hash, 32);
+	store_events_free(loaded, nl);
+	free(ids);
+	out->len = 0;
+	pith_buf_append(out, s.all.data, s.all.len);
+	pith_buf_release(&s.all);
+}
+
+TEST(docs_upgrade, "reads a schema-3 store read-only as it is, and moves its documents to time order read-write, also after a move cut short")
+{
+	for (size_t keep = 0; keep < 3; keep += 2) {
+		char *dir = tmpdir();
+		store_t *st = open_store(dir);
+		CHECK_INT_EQ(put_bundle(st, &bundle_bytes, NULL, NULL), 0);
+		pith_buf_t before = PITH_BUF_INIT, after = PITH_BUF_INIT;
+		store_counts_t c0, c1;
+		read_all(st, &before);
+		store_counts_get(st, &c0);
+		store_close(st);
+		make_schema(dir, 3, keep);
+
+		/* read-only: the same events by every path, no problem found */
+		store_opts_t ro = {.read_only = 1, .registry = trust};
+		pith_err_t err = {0};
+		CHECK_INT_EQ(store_open(dir, &ro, &st, &err), 0);
+		CHECK(keep ? st->cf[STORE_CF_DOCS] != NULL : st->cf[STORE_CF_DOCS] == NULL);
+		read_all(st, &after);
+		CHECK_MEM_EQ(after.data, after.len, before.data, before.len);
+		CHECK_INT_EQ(check_problems(st), 0);
+		schema_is(st, "3");
+		store_close(st);
+
+		/* read-write: moved, schema 4, the same events, the audit passes */
+		st = open_store(dir);
+		CHECK(st != NULL);
+		schema_is(st, STORE_SCHEMA_VERSION);
+		read_all(st, &after);
+		CHECK_MEM_EQ(after.data, after.len, before.data, before.len);
+		store_counts_get(st, &c1);
+		CHECK(c1.events == c0.events && c1.records == c0.records);
+		CHECK_INT_EQ(check_problems(st), 0);
+		char *v;
+		size_t vl;
+		uint8_t id[32];
+		memcpy(id, before.data, 32);
+		CHECK_INT_EQ(store_get_raw(st, STORE_CF_EVENTS, id, 32, &v, &vl, NULL), 0);
+		CHECK_INT_EQ((int)vl, 8);
+		rocksdb_free(v);
+		/* a document left in events of a schema-4 store is a problem */
+		char *e = NULL;
+		pith_buf_t doc = PITH_BUF_INIT;
+		CHECK_INT_EQ(store_event_get(st, id, &doc, NULL), 0);
+		rocksdb_put_cf(st->db, st->wo, st->cf[STORE_CF_EVENTS], (char *)id, 32,
+			       (char *)doc.data, doc.len, &e);
+		CHECK(e == NULL);
+		CHECK(check_problems(st) >= 2); /* the inline document, and its stray copy in docs */
+		pith_buf_release(&doc);
+		store_close(st);
+		pith_buf_release(&before);
+		pith_buf_release(&after);
+		rmdir_rf(dir);
+	}
 }
 
 /* The value of `key=` in section `[TableOptions/BlockBasedTable "cf"]` of
@@ -1317,6 +1467,7 @@ int main(void)
 	RUN(nothing_on_failure);
 	RUN(bundle_index_put);
 	RUN(bundle_index_upgrade);
+	RUN(docs_upgrade);
 	RUN(index_in_reader);
 	RUN(wal_bounded);
 	RUN(usage);
