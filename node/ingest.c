@@ -1,5 +1,6 @@
-/* Validators, the writer, and the hand-back to the loop. Three queues,
- * each a singly linked FIFO under its own mutex. */
+/* Validators, the writer, and the hand-back to the loop. Three queues
+ * under one mutex: FIFOs to the validators and back to the loop, and the
+ * validated jobs in submission order for the writer. */
 #define _GNU_SOURCE /* pthread_setname_np */
 #include "ingest.h"
 
@@ -35,15 +36,37 @@ static void jq_push(jq_t *q, ingest_job_t *j)
 	q->n++;
 }
 
+/* Puts j into q, which is kept in seq order: from the tail, where it
+ * nearly always goes (validators finish nearly in submission order). */
+static void jq_insert_seq(jq_t *q, ingest_job_t *j)
+{
+	ingest_job_t *after = q->tail;
+	while (after && after->seq > j->seq)
+		after = after->prev;
+	j->prev = after;
+	j->next = after ? after->next : q->head;
+	if (j->next)
+		j->next->prev = j;
+	else
+		q->tail = j;
+	if (after)
+		after->next = j;
+	else
+		q->head = j;
+	q->n++;
+}
+
 static ingest_job_t *jq_pop(jq_t *q)
 {
 	ingest_job_t *j = q->head;
 	if (j) {
 		q->head = j->next;
-		if (!q->head)
+		if (q->head)
+			q->head->prev = NULL;
+		else
 			q->tail = NULL;
 		q->n--;
-		j->next = NULL;
+		j->next = j->prev = NULL;
 	}
 	return j;
 }
@@ -60,7 +83,9 @@ struct ingest {
 	pthread_mutex_t mu;     /* guards the three queues, stop flags, stats */
 	pthread_cond_t vwake;   /* validators */
 	pthread_cond_t wwake;   /* writer */
-	jq_t vq, wq, dq;
+	jq_t vq, wq, dq;        /* wq: in seq order, rejected jobs too */
+	uint64_t submitted_seq; /* the next job's seq */
+	uint64_t write_seq;     /* the writer takes that seq next */
 	int stop_validators, stop_writer;
 	pthread_t *vth;
 	int nv;
@@ -283,18 +308,17 @@ static void *validator_main(void *arg)
 		pthread_mutex_unlock(&in->mu);
 		validate_jobs(in, js, n);
 		pthread_mutex_lock(&in->mu);
+		/* rejected ones too: the writer takes jobs in submission
+		 * order and must see every seq go by */
 		for (size_t i = 0; i < n; i++) {
 			ingest_job_t *j = js[i];
-			if (j->rc) {
+			if (j->rc)
 				in->stats.invalid++;
-				jq_push(&in->dq, j);
-				event_active(in->done_ev, EV_READ, 0);
-			} else {
+			else
 				in->stats.validated++;
-				jq_push(&in->wq, j);
-				pthread_cond_signal(&in->wwake);
-			}
+			jq_insert_seq(&in->wq, j);
 		}
+		pthread_cond_signal(&in->wwake);
 	}
 	pthread_mutex_unlock(&in->mu);
 	return NULL;
@@ -370,6 +394,7 @@ static void write_batch(ingest_t *in, ingest_job_t *jobs)
 	if (rc)
 		in->stats.store_errors++;
 	in->stats.written += rc ? 0 : stats.stored;
+	in->stats.states += rc ? 0 : stats.records_touched;
 	pthread_mutex_unlock(&in->mu);
 }
 
@@ -379,16 +404,29 @@ static void *writer_main(void *arg)
 	worker_start(in, "pith-writer");
 	pthread_mutex_lock(&in->mu);
 	for (;;) {
-		while (!in->wq.head && !in->stop_writer)
+		/* jobs in submission order: a node catching up is sent events
+		 * in time order, and keeping it lets RocksDB move the flushed
+		 * documents down instead of rewriting them (docs/store.md). At
+		 * shutdown the validators leave jobs unvalidated: the rest is
+		 * taken as it is. */
+		while (!(in->wq.head && (in->wq.head->seq == in->write_seq || in->stop_writer)) &&
+		       !in->stop_writer)
 			pthread_cond_wait(&in->wwake, &in->mu);
 		if (!in->wq.head && in->stop_writer)
 			break;
 		/* take what is queued: a group commit of everything that arrived
-		 * while the last commit was syncing */
+		 * while the last commit was syncing; rejected jobs go back */
 		ingest_job_t *first = NULL, *last = NULL;
-		size_t n = 0;
-		while (in->wq.head && n < WRITER_BATCH_MAX) {
+		size_t n = 0, rejected = 0;
+		while (in->wq.head && n < WRITER_BATCH_MAX &&
+		       (in->wq.head->seq == in->write_seq || in->stop_writer)) {
 			ingest_job_t *j = jq_pop(&in->wq);
+			in->write_seq = j->seq + 1;
+			if (j->rc) {
+				jq_push(&in->dq, j);
+				rejected++;
+				continue;
+			}
 			if (last)
 				last->next = j;
 			else
@@ -396,6 +434,10 @@ static void *writer_main(void *arg)
 			last = j;
 			n++;
 		}
+		if (rejected)
+			event_active(in->done_ev, EV_READ, 0);
+		if (!first)
+			continue;
 		pthread_mutex_unlock(&in->mu);
 		write_batch(in, first);
 		pthread_mutex_lock(&in->mu);
@@ -476,6 +518,7 @@ void ingest_submit(ingest_t *in, ingest_job_t *job)
 	in->in_flight++;
 	pthread_mutex_lock(&in->mu);
 	in->stats.submitted++;
+	job->seq = in->submitted_seq++;
 	jq_push(&in->vq, job);
 	pthread_cond_signal(&in->vwake);
 	pthread_mutex_unlock(&in->mu);

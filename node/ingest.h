@@ -59,11 +59,12 @@ typedef struct ingest_job {
 	int64_t *event_created_us; /*   and their created_at, n_event_ids of them */
 	size_t n_event_ids;
 	/* ---- private ---- */
+	uint64_t seq;            /* submission order */
 	int index;               /* in the writer's batch */
 	pith_event_t *ev;
 	pith_buf_t canon;
 	json_doc_t *doc;
-	struct ingest_job *next;
+	struct ingest_job *next, *prev;
 } ingest_job_t;
 
 typedef struct ingest ingest_t;
@@ -71,6 +72,7 @@ typedef void (*ingest_done_fn)(void *arg, ingest_job_t *job);
 
 typedef struct ingest_stats {
 	uint64_t submitted, validated, invalid, committed_batches, written, store_errors;
+	uint64_t states; /* record states recomputed by the commits */
 	size_t queued_validate, queued_write; /* right now */
 } ingest_stats_t;
 

@@ -621,10 +621,12 @@ int node_status_json(node_t *n, pith_buf_t *b)
 			idmap_count(n->fetches));
 	pith_buf_printf(b,
 			",\"ingest\":{\"in_flight\":%zu,\"queued_validate\":%zu,\"queued_write\":%zu,"
-			"\"validated\":%llu,\"invalid\":%llu,\"batches\":%llu,\"store_errors\":%llu}",
+			"\"validated\":%llu,\"invalid\":%llu,\"batches\":%llu,\"states\":%llu,"
+			"\"store_errors\":%llu}",
 			ingest_in_flight(n->ingest), is.queued_validate, is.queued_write,
 			(unsigned long long)is.validated, (unsigned long long)is.invalid,
-			(unsigned long long)is.committed_batches, (unsigned long long)is.store_errors);
+			(unsigned long long)is.committed_batches, (unsigned long long)is.states,
+			(unsigned long long)is.store_errors);
 	pith_buf_puts(b, ",");
 	sync_status_json(n, b);
 	pith_buf_printf(b,

@@ -132,6 +132,8 @@ static void collect(void *arg, metrics_out_t *o)
 	metrics_out_sample_u64(o, "pith_ingest_queued", "stage=\"write\"", is.queued_write);
 	counter(o, "pith_ingest_batches_total", "Store batches committed by the writer",
 		is.committed_batches);
+	counter(o, "pith_ingest_states_total", "Record states recomputed by those commits",
+		is.states);
 	counter(o, "pith_ingest_store_errors_total", "Store batch commits that failed",
 		is.store_errors);
 }

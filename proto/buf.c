@@ -44,6 +44,19 @@ int pith_buf_append(pith_buf_t *b, const void *p, size_t n)
 	return 0;
 }
 
+int pith_buf_insert(pith_buf_t *b, size_t at, const void *p, size_t n)
+{
+	if (at > b->len)
+		return PITH_EINVAL;
+	int rc = pith_buf_reserve(b, n);
+	if (rc)
+		return rc;
+	memmove(b->data + at + n, b->data + at, b->len - at);
+	memcpy(b->data + at, p, n);
+	b->len += n;
+	return 0;
+}
+
 int pith_buf_putc(pith_buf_t *b, uint8_t c)
 {
 	int rc = pith_buf_reserve(b, 1);

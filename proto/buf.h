@@ -17,6 +17,8 @@ typedef struct pith_buf {
 /* Ensure room for n more bytes. Returns 0 or PITH_ENOMEM (and sets oom). */
 int pith_buf_reserve(pith_buf_t *b, size_t n);
 int pith_buf_append(pith_buf_t *b, const void *p, size_t n);
+/* Insert n bytes at offset at (at most len), moving the rest up. */
+int pith_buf_insert(pith_buf_t *b, size_t at, const void *p, size_t n);
 int pith_buf_putc(pith_buf_t *b, uint8_t c);
 int pith_buf_puts(pith_buf_t *b, const char *s);
 int pith_buf_printf(pith_buf_t *b, const char *fmt, ...)

@@ -1013,8 +1013,43 @@ static int is_skipped(const json_member_t *m, const char *const *skip, size_t ns
 	return 0;
 }
 
+/* Members of an object built in code, in canonical order: insertion sort
+ * for the usual handful (no comparator calls through a pointer). */
+static void order_members(const json_member_t **order, size_t n)
+{
+	if (n > 24) {
+		qsort(order, n, sizeof(*order), mptr_cmp);
+		return;
+	}
+	for (size_t i = 1; i < n; i++) {
+		const json_member_t *t = order[i];
+		size_t j = i;
+		while (j > 0 && member_cmp(order[j - 1], t) > 0) {
+			order[j] = order[j - 1];
+			j--;
+		}
+		order[j] = t;
+	}
+}
+
+/* where: if not NULL, *at is set to where a member named where->key would
+ * start (see json_canon_write_at) */
+typedef struct {
+	json_member_t key;
+	size_t at;
+} insert_point_t;
+
+static int write_value_at(const json_value_t *v, pith_buf_t *out, const char *const *skip,
+			  size_t nskip, insert_point_t *where);
+
 static int write_value(const json_value_t *v, pith_buf_t *out,
 		       const char *const *skip, size_t nskip)
+{
+	return write_value_at(v, out, skip, nskip, NULL);
+}
+
+static int write_value_at(const json_value_t *v, pith_buf_t *out, const char *const *skip,
+			  size_t nskip, insert_point_t *where)
 {
 	int rc;
 	switch (v->type) {
@@ -1054,7 +1089,7 @@ static int write_value(const json_value_t *v, pith_buf_t *out,
 				return PITH_ENOMEM;
 			for (size_t i = 0; i < v->len; i++)
 				order[i] = &v->u.members[i];
-			qsort(order, v->len, sizeof(*order), mptr_cmp);
+			order_members(order, v->len);
 		}
 		rc = pith_buf_putc(out, '{');
 		int first = 1;
@@ -1065,6 +1100,8 @@ static int write_value(const json_value_t *v, pith_buf_t *out,
 			if (!first)
 				rc = pith_buf_putc_fast(out, ',');
 			first = 0;
+			if (where && !where->at && member_cmp(m, &where->key) > 0)
+				where->at = out->len;
 			if (!rc)
 				rc = json_write_string(out, m->key, m->key_len);
 			if (!rc)
@@ -1074,6 +1111,8 @@ static int write_value(const json_value_t *v, pith_buf_t *out,
 		}
 		if (order && order != stackv)
 			free(order);
+		if (where && !where->at)
+			where->at = out->len;
 		return rc ? rc : pith_buf_putc(out, '}');
 	}
 	}
@@ -1089,6 +1128,16 @@ int json_canon_write_skip(const json_value_t *v, const char *const *skip,
 			  size_t nskip, pith_buf_t *out)
 {
 	return write_value(v, out, skip, nskip);
+}
+
+int json_canon_write_at(const json_value_t *v, const char *key, pith_buf_t *out, size_t *at)
+{
+	insert_point_t where = {{.key = key, .key_len = strlen(key)}, 0};
+	if (v->type != JSON_OBJECT)
+		return PITH_EINVAL;
+	int rc = write_value_at(v, out, NULL, 0, &where);
+	*at = where.at;
+	return rc;
 }
 
 /* ---- Python float repr ------------------------------------------------ */

@@ -122,6 +122,10 @@ int json_equal(const json_value_t *a, const json_value_t *b);
 int json_canon_write(const json_value_t *v, pith_buf_t *out);
 int json_canon_write_skip(const json_value_t *v, const char *const *skip,
 			  size_t nskip, pith_buf_t *out);
+/* The canonical bytes of object v, and in *at the offset in out where a
+ * member named key (not among v's) would start: the opening quote of the
+ * first member sorting after it, or the closing brace if none does. */
+int json_canon_write_at(const json_value_t *v, const char *key, pith_buf_t *out, size_t *at);
 
 /* Python repr() of a finite double: the shortest round-tripping digits.
  * Writes a NUL-terminated string into out (at least 32 bytes). Returns its

@@ -399,15 +399,21 @@ int pith_merge_ex(const char *subject, pith_event_t *const *events, size_t n,
 		rc = PITH_ENOMEM;
 		goto fail;
 	}
-	pith_buf_t b = PITH_BUF_INIT;
-	if (json_canon_write(st, &b)) {
-		pith_buf_release(&b);
+	/* the hash is over the state without state_sha256; the canonical
+	 * bytes with it are those with the member put in its place */
+	pith_buf_t *b = &out->canon;
+	size_t at;
+	*b = (pith_buf_t)PITH_BUF_INIT;
+	if (json_canon_write_at(st, "state_sha256", b, &at))
 		goto fail;
-	}
-	pith_sha256(b.data, b.len, out->state_hash);
-	pith_buf_release(&b);
+	pith_sha256(b->data, b->len, out->state_hash);
 	pith_hex_encode(out->state_hash, 32, out->state_sha256);
-	if (json_object_set(d, st, "state_sha256", json_new_string(d, out->state_sha256)))
+	char member[16 + 64 + 4];
+	int last = b->data[at] == '}', alone = last && b->data[at - 1] == '{';
+	int ml = snprintf(member, sizeof(member), "%s\"state_sha256\":\"%s\"%s",
+			  last && !alone ? "," : "", out->state_sha256, last ? "" : ",");
+	if (pith_buf_insert(b, at, member, (size_t)ml) ||
+	    json_object_set(d, st, "state_sha256", json_new_string(d, out->state_sha256)))
 		goto fail;
 	json_doc_set_root(d, st);
 	out->doc = d;
@@ -421,6 +427,7 @@ int pith_merge_ex(const char *subject, pith_event_t *const *events, size_t n,
 	return 0;
 fail:
 	json_doc_free(d);
+	pith_buf_release(&out->canon);
 	free(items);
 	free(byslot);
 	free(byid);
@@ -432,10 +439,11 @@ fail:
 void pith_state_release(pith_state_t *st)
 {
 	json_doc_free(st->doc);
+	pith_buf_release(&st->canon);
 	memset(st, 0, sizeof(*st));
 }
 
 int pith_state_canon(const pith_state_t *st, pith_buf_t *out)
 {
-	return json_canon_write(st->root, out);
+	return pith_buf_append(out, st->canon.data, st->canon.len);
 }

@@ -23,6 +23,7 @@ typedef struct pith_state {
 	uint8_t state_hash[32];
 	char state_sha256[65];
 	size_t applied, invalid, equivocations, superseded;
+	pith_buf_t canon;           /* the canonical bytes of root */
 } pith_state_t;
 
 /* Computes the state of subject from events (n of them, each already

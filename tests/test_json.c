@@ -514,6 +514,38 @@ TEST(write_string_escapes_canonically, "json_write_string quotes a byte string t
 	pith_buf_release(&b);
 }
 
+TEST(canon_write_at_finds_the_place_of_a_key, "json_canon_write_at says where a missing key's member would start")
+{
+	static const struct {
+		const char *keys, *key, *rest; /* rest: the bytes from the place on */
+	} cases[] = {
+		{"b,d,a", "c", "\"d\":4}"},
+		{"b,d,a", "0", "\"a\":3,\"b\":1,\"d\":4}"},
+		{"b,d,a", "e", "}"},
+		{"", "x", "}"},
+		{"ab,a", "aa", "\"ab\":1}"},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		json_doc_t *d = json_doc_new();
+		json_value_t *o = json_new_object(d);
+		char keys[32];
+		snprintf(keys, sizeof(keys), "%s", cases[i].keys);
+		int v = 1;
+		for (char *k = strtok(keys, ","); k; k = strtok(NULL, ","))
+			CHECK_INT_EQ(json_object_set(d, o, k, json_new_int(d, k[0] == 'd' ? 4 : k[0] == 'a' && !k[1] ? 3 : v++)), 0);
+		pith_buf_t b = PITH_BUF_INIT, whole = PITH_BUF_INIT;
+		size_t at = 0;
+		pith_buf_append(&b, "xyz", 3); /* offsets count from the buffer's start */
+		CHECK_INT_EQ(json_canon_write_at(o, cases[i].key, &b, &at), 0);
+		CHECK_MEM_EQ(b.data + at, b.len - at, cases[i].rest, strlen(cases[i].rest));
+		CHECK_INT_EQ(json_canon_write(o, &whole), 0);
+		CHECK_MEM_EQ(b.data + 3, b.len - 3, whole.data, whole.len);
+		pith_buf_release(&b);
+		pith_buf_release(&whole);
+		json_doc_free(d);
+	}
+}
+
 int main(void)
 {
 	RUN(escapes_only_what_python_escapes);
@@ -535,5 +567,6 @@ int main(void)
 	RUN(json_equal_compares_structure);
 	RUN(json_clone_copies_deeply);
 	RUN(write_string_escapes_canonically);
+	RUN(canon_write_at_finds_the_place_of_a_key);
 	return test_done();
 }

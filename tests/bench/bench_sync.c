@@ -400,6 +400,11 @@ int main(int argc, char **argv)
 		       jint(r, "sync.sessions_done"), jint(r, "sync.ids_needed"),
 		       jint(r, "sync.bytes_sent"), jint(r, "sync.bytes_received"), jint(r, "sync.holds"),
 		       jint(r, "stats.bytes_recv"), (double)jint(r, "stats.bytes_recv") / (double)n);
+	if (r)
+		printf("B's commits                 %lld batches (%.0f events each), %lld record states "
+		       "computed (%.2f per record)\n",
+		       jint(r, "ingest.batches"), (double)n / (double)jint(r, "ingest.batches"),
+		       jint(r, "ingest.states"), (double)jint(r, "ingest.states") * (double)o.per / (double)n);
 	char bstore[4096];
 	uint64_t bapp, blogs;
 	snprintf(bstore, sizeof(bstore), "%s/store", bdir);
