@@ -43,7 +43,7 @@ static const key_t_ keys[] = {
 	{"max_serve_queue", K_INT, O(max_serve_queue), 4096, 1048576, "16384", "ids one peer may ask for before it is answered"},
 	{"peer_msg_rate", K_INT, O(peer_msg_rate), 1, 1000000, "5000", "unsolicited messages per second from one peer"},
 	{"peer_msg_burst", K_INT, O(peer_msg_burst), 1, 10000000, "10000", "burst of unsolicited messages"},
-	{"peer_byte_rate", K_INT, O(peer_byte_rate), 65536, INT64_C(1) << 40, "33554432", "bytes read per second from one peer"},
+	{"peer_byte_rate", K_INT, O(peer_byte_rate), 65536, INT64_C(1) << 40, "33554432", "bytes read per second from one peer (but for events and bundles asked of it)"},
 	{"peer_out_max", K_INT, O(peer_out_max), 1 << 20, INT64_C(1) << 34, "33554432", "bytes queued to a peer before it is dropped as too slow"},
 	{"ban_threshold", K_INT, O(ban_threshold), 1, 1000000, "100", "misbehaviour score that bans"},
 	{"ban_seconds", K_INT, O(ban_seconds), 1, INT64_C(1) << 32, "3600", "how long a ban lasts"},

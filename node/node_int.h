@@ -282,6 +282,10 @@ void peer_close(peer_t *p, uint32_t bye_code, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 /* Adds misbehaviour points; at the threshold, bans the address and closes. */
 void peer_misbehaved(peer_t *p, int points, const char *what);
+/* Gives back to p's byte budget the n bytes of an item this node asked p
+ * for: what we request is bounded by our own windows, not by the budget
+ * against floods (docs/wire.md, "Budgets"). */
+void peer_refund_bytes(peer_t *p, size_t n);
 /* Frees closing peers whose output drained or whose linger ran out
  * (force: all of them). */
 void peer_reap(node_t *n, int force);

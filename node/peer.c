@@ -201,6 +201,14 @@ static void tokens_refill(peer_t *p, int64_t now)
 		p->byte_tokens = (double)c->peer_byte_rate;
 }
 
+void peer_refund_bytes(peer_t *p, size_t n)
+{
+	double cap = (double)p->node->cfg->peer_byte_rate;
+	p->byte_tokens += (double)n;
+	if (p->byte_tokens > cap)
+		p->byte_tokens = cap;
+}
+
 /* Stops reading until the budgets refill. */
 static void pause_reading(peer_t *p)
 {

@@ -248,6 +248,8 @@ static void on_event(peer_t *p, const wire_msg_t *m)
 	p->inflight--;
 	p->events_in++;
 	idcache_add(&p->known, id);
+	if (m->u.event.len <= PITH_EVENT_MAX_BYTES)
+		peer_refund_bytes(p, m->u.event.len);
 	ingest_job_t *job = m->u.event.len <= PITH_EVENT_MAX_BYTES
 		? ingest_job_new(INGEST_EVENT, m->u.event.json, m->u.event.len) : NULL;
 	if (!job) {
@@ -672,6 +674,7 @@ static void on_bundle(peer_t *p, const wire_msg_t *m)
 		peer_misbehaved(p, SCORE_UNREQUESTED, "sent a bundle it was not asked for");
 		return;
 	}
+	peer_refund_bytes(p, m->u.bundle.len); /* the reader bounds its size */
 	ingest_job_t *job = ingest_job_new(INGEST_BUNDLE, m->u.bundle.json, m->u.bundle.len);
 	if (!job) {
 		free(idmap_del(n->fetches, key));
