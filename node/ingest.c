@@ -409,8 +409,7 @@ static void *writer_main(void *arg)
 		 * documents down instead of rewriting them (docs/store.md). At
 		 * shutdown the validators leave jobs unvalidated: the rest is
 		 * taken as it is. */
-		while (!(in->wq.head && (in->wq.head->seq == in->write_seq || in->stop_writer)) &&
-		       !in->stop_writer)
+		while (!in->stop_writer && !(in->wq.head && in->wq.head->seq == in->write_seq))
 			pthread_cond_wait(&in->wwake, &in->mu);
 		if (!in->wq.head && in->stop_writer)
 			break;

@@ -302,6 +302,13 @@ static int listen_start(node_t *n, pith_err_t *err)
 	return 0;
 }
 
+/* A store upgrade at open (store_opts_t.notice): it can take minutes. */
+static void store_notice(void *arg, const char *line)
+{
+	(void)arg;
+	log_info("%s", line);
+}
+
 int node_new(node_config_t *cfg, node_t **out, pith_err_t *err)
 {
 	*out = NULL;
@@ -337,6 +344,7 @@ int node_new(node_config_t *cfg, node_t **out, pith_err_t *err)
 	so.registry = n->trust;
 	so.cache_bytes = (size_t)cfg->store_cache_mb << 20;
 	so.wal_bytes = (size_t)cfg->store_wal_mb << 20;
+	so.notice = store_notice;
 	if ((rc = store_open(path, &so, &n->store, err)))
 		goto fail;
 	/* RocksDB started its flush and compaction threads when the store

@@ -5,10 +5,12 @@
 #include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include "bundle.h"
 #include "ids.h"
@@ -116,6 +118,26 @@ static int meta_get_u64(store_t *st, const char *key, uint64_t *v, pith_err_t *e
 	return rc;
 }
 
+static void notice(store_t *st, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void notice(store_t *st, const char *fmt, ...)
+{
+	char line[600];
+	va_list ap;
+	if (!st->notice)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	st->notice(st->notice_arg, line);
+}
+
+static int64_t store_now_us(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
 static int meta_init(store_t *st, pith_err_t *err)
 {
 	char *val;
@@ -135,12 +157,23 @@ static int meta_init(store_t *st, pith_err_t *err)
 		rocksdb_free(val);
 		if (rc)
 			return rc;
-		if (v == 2 && !st->read_only && !(rc = store_bundle_index_build(st, NULL, err)))
-			v = 3;
-		if (v == 3 && !st->read_only && !rc && !(rc = store_docs_upgrade(st, NULL, err)))
-			v = 4;
-		if (rc)
-			return rc;
+		if (v < 4 && !st->read_only) {
+			notice(st, "store %s: schema %d, upgrading to %s (moving event documents "
+			       "into time order; once, may take minutes)", st->dir, v,
+			       STORE_SCHEMA_VERSION);
+			int64_t t0 = store_now_us();
+			uint64_t moved = 0;
+			size_t built = 0;
+			if (v == 2 && !(rc = store_bundle_index_build(st, &built, err)))
+				v = 3;
+			if (v == 3 && !rc && !(rc = store_docs_upgrade(st, &moved, err)))
+				v = 4;
+			if (rc)
+				return rc;
+			notice(st, "store %s: upgraded to schema %s in %.1f s (%zu bundles indexed, "
+			       "%llu event documents moved)", st->dir, STORE_SCHEMA_VERSION,
+			       (double)(store_now_us() - t0) / 1e6, built, (unsigned long long)moved);
+		}
 		st->schema = v;
 	} else if (!st->read_only) {
 		char *e = NULL;
@@ -221,6 +254,8 @@ int store_open(const char *dir, const store_opts_t *opts, store_t **out, pith_er
 		return pith_err_set(err, PITH_ENOMEM, "store: out of memory");
 	}
 	st->registry = opts->registry;
+	st->notice = opts->notice;
+	st->notice_arg = opts->notice_arg;
 	st->opts = rocksdb_options_create();
 	rocksdb_options_set_create_if_missing(st->opts, opts->create && !opts->read_only);
 	rocksdb_options_set_create_missing_column_families(st->opts, !opts->read_only);

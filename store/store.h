@@ -49,6 +49,11 @@ typedef struct store_opts {
 	 * column families holding the oldest log; 0 for 256 MiB (docs/store.md,
 	 * Durability). */
 	size_t wal_bytes;
+	/* Told (if not NULL) before and after a read-write open upgrades an
+	 * older store, which can take minutes for millions of events: one
+	 * line each, for the log or stderr. */
+	void (*notice)(void *arg, const char *line);
+	void *notice_arg;
 } store_opts_t;
 
 /* Opens (or with opts->create, creates) the store in dir. opts may be NULL

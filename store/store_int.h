@@ -26,6 +26,8 @@ struct store {
 	store_counts_t counts;      /* as written by the last commit */
 	int read_only;
 	int schema;                 /* as found: older ones are read as they are (read-only) */
+	void (*notice)(void *arg, const char *line); /* store_opts_t's */
+	void *notice_arg;
 	const pith_trust_t *registry; /* for pith_merge_ex */
 	char *dir;                  /* where the database is (store_usage_get) */
 };

@@ -1262,6 +1262,12 @@ static void read_all(store_t *st, pith_buf_t *out)
 	pith_buf_release(&s.all);
 }
 
+static void note_line(void *arg, const char *line)
+{
+	pith_buf_puts(arg, line);
+	pith_buf_puts(arg, "\n");
+}
+
 TEST(docs_upgrade, "reads a schema-3 store read-only as it is, and moves its documents to time order read-write, also after a move cut short")
 {
 	for (size_t keep = 0; keep < 3; keep += 2) {
@@ -1286,9 +1292,20 @@ TEST(docs_upgrade, "reads a schema-3 store read-only as it is, and moves its doc
 		schema_is(st, "3");
 		store_close(st);
 
-		/* read-write: moved, schema 4, the same events, the audit passes */
-		st = open_store(dir);
-		CHECK(st != NULL);
+		/* read-write: moved, schema 4, the same events, the audit passes;
+		 * the upgrade is announced before and after */
+		pith_buf_t said = PITH_BUF_INIT;
+		store_opts_t rw = {.create = 1, .registry = trust, .notice = note_line,
+				   .notice_arg = &said};
+		CHECK_INT_EQ(store_open(dir, &rw, &st, &err), 0);
+		pith_buf_cstr(&said);
+		CHECK(strstr((char *)said.data, "schema 3, upgrading to 4") != NULL);
+		CHECK(strstr((char *)said.data, "upgraded to schema 4 in") != NULL);
+		char moved[64];
+		snprintf(moved, sizeof(moved), "%llu event documents moved",
+			 (unsigned long long)(c0.events - keep));
+		CHECK(strstr((char *)said.data, moved) != NULL);
+		pith_buf_release(&said);
 		schema_is(st, STORE_SCHEMA_VERSION);
 		read_all(st, &after);
 		CHECK_MEM_EQ(after.data, after.len, before.data, before.len);

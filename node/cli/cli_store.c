@@ -3,6 +3,13 @@
 
 #include <string.h>
 
+/* A store upgrade at open: it can take minutes, so say so (stderr). */
+static void store_notice(void *arg, const char *line)
+{
+	(void)arg;
+	fprintf(stderr, "pithctl: %s\n", line);
+}
+
 int cli_store_open(const cli_ctx_t *ctx, const char *cmd, int writable, pith_trust_t **trust,
 		   store_t **st)
 {
@@ -16,7 +23,8 @@ int cli_store_open(const cli_ctx_t *ctx, const char *cmd, int writable, pith_tru
 		return 1;
 	/* the registry keys decide which receipts the merge accepts: every
 	 * command on one store must be given the same --trust-key files */
-	store_opts_t opts = {.create = writable, .read_only = !writable, .registry = *trust};
+	store_opts_t opts = {.create = writable, .read_only = !writable, .registry = *trust,
+			     .notice = store_notice};
 	if (store_open(ctx->store_dir, &opts, st, &err)) {
 		pith_trust_free(*trust);
 		return cli_fail(cmd, "%s", err.msg);
