@@ -240,6 +240,34 @@ static const uint8_t plain_ascii[256] = {
 #undef R4
 };
 
+/* Whether any of the 8 bytes in x is a control character, '"' or '\\'
+ * (or, with stop_high, a byte >= 0x80): the plain runs of strings are
+ * scanned a word at a time. A false positive only sends the scan to the
+ * byte loop; a true one is never missed. */
+static inline uint64_t word_special(uint64_t x, int stop_high)
+{
+	const uint64_t ones = UINT64_C(0x0101010101010101), highs = ones << 7;
+	uint64_t q = x ^ (ones * '"'), b = x ^ (ones * '\\');
+	uint64_t m = ((x - ones * 0x20) & ~x) | ((q - ones) & ~q) | ((b - ones) & ~b);
+	return (m | (stop_high ? x : 0)) & highs;
+}
+
+/* Bytes from p on that need nothing done: ASCII but controls, '"' and '\\',
+ * and with allow_high any byte >= 0x80 too. */
+static inline const uint8_t *skip_plain(const uint8_t *p, const uint8_t *end, int allow_high)
+{
+	uint64_t x;
+	while (end - p >= 8) {
+		memcpy(&x, p, 8);
+		if (word_special(x, !allow_high))
+			break;
+		p += 8;
+	}
+	while (p < end && (plain_ascii[*p] || (allow_high && *p >= 0x80)))
+		p++;
+	return p;
+}
+
 /* Parses a string starting after its opening quote. The input is our own
  * copy, so the decoded bytes are written in place (decoding never grows)
  * and the closing quote is overwritten with NUL. */
@@ -248,14 +276,12 @@ static int parse_string(parser_t *ps, const char **out, size_t *out_len)
 	uint8_t *p = ps->p, *end = ps->end;
 	uint8_t *s = p;
 	/* Until the first escape, bytes stay where they are: no copying. */
-	while (p < end && plain_ascii[*p])
-		p++;
+	p = (uint8_t *)skip_plain(p, end, 0);
 	uint8_t *w = p;
 	for (;;) {
 		/* fast scan over plain ASCII */
 		if (w == p) {
-			while (p < end && plain_ascii[*p])
-				p++;
+			p = (uint8_t *)skip_plain(p, end, 0);
 			w = p;
 		} else {
 			while (p < end && plain_ascii[*p])
@@ -968,8 +994,7 @@ int json_write_string(pith_buf_t *out, const char *str, size_t len)
 	*w++ = '"';
 	while (s < end) {
 		const uint8_t *run = s;
-		while (s < end && (*s >= 0x80 || plain_ascii[*s]))
-			s++;
+		s = skip_plain(s, end, 1);
 		if (s > run) {
 			memcpy(w, run, (size_t)(s - run));
 			w += s - run;

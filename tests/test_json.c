@@ -546,6 +546,76 @@ TEST(canon_write_at_finds_the_place_of_a_key, "json_canon_write_at says where a 
 	}
 }
 
+/* The escape of byte c as json_write_string must write it, byte by byte. */
+static void ref_escape(pith_buf_t *b, uint8_t c)
+{
+	static const char hex[] = "0123456789abcdef";
+	char e[8];
+	if (c == '"' || c == '\\') {
+		e[0] = '\\';
+		e[1] = (char)c;
+		pith_buf_append(b, e, 2);
+	} else if (c < 0x20) {
+		const char *named = c == '\b' ? "\\b" : c == '\f' ? "\\f" : c == '\n' ? "\\n"
+				  : c == '\r' ? "\\r" : c == '\t' ? "\\t" : NULL;
+		if (named) {
+			pith_buf_puts(b, named);
+		} else {
+			snprintf(e, sizeof(e), "\\u00%c%c", hex[c >> 4], hex[c & 15]);
+			pith_buf_puts(b, e);
+		}
+	} else {
+		pith_buf_putc(b, c);
+	}
+}
+
+TEST(special_bytes_at_every_offset, "finds a byte to escape (or refuse) at every offset of a word-scanned run")
+{
+	static const uint8_t specials[] = {0x00, 0x01, 0x0a, 0x1f, '"', '\\', 0x20, 0x7f, 0x80, 0xc3, 0xff};
+	for (size_t k = 0; k < sizeof(specials); k++) {
+		for (size_t at = 0; at < 20; at++) {
+			uint8_t in[24];
+			memset(in, 'a', sizeof(in));
+			in[at] = specials[k];
+			if (specials[k] == 0xc3)
+				in[at + 1] = 0xa9; /* a whole UTF-8 character */
+			pith_buf_t got = PITH_BUF_INIT, want = PITH_BUF_INIT;
+			CHECK_INT_EQ(json_write_string(&got, (const char *)in, sizeof(in)), 0);
+			pith_buf_putc(&want, '"');
+			for (size_t i = 0; i < sizeof(in); i++)
+				ref_escape(&want, in[i]);
+			pith_buf_putc(&want, '"');
+			CHECK_MEM_EQ(got.data, got.len, want.data, want.len);
+			/* the parser: raw controls refused, the rest read back */
+			json_doc_t *d = NULL;
+			int bad = specials[k] < 0x20 || specials[k] == 0x80 || specials[k] == 0xff;
+			pith_buf_t raw = PITH_BUF_INIT;
+			pith_buf_putc(&raw, '"');
+			pith_buf_append(&raw, in, sizeof(in));
+			pith_buf_putc(&raw, '"');
+			int rc = json_parse(&d, raw.data, raw.len, NULL, NULL);
+			if (specials[k] == '"' || specials[k] == '\\' || bad) {
+				CHECK(rc != 0); /* a stray quote, a bad escape, a control, bad UTF-8 */
+			} else {
+				CHECK_INT_EQ(rc, 0);
+				const json_value_t *v = json_doc_root(d);
+				CHECK_MEM_EQ(v->u.str, v->len, in, sizeof(in));
+			}
+			if (!bad && specials[k] != '"' && specials[k] != '\\') {
+				json_doc_free(d);
+				d = NULL;
+			}
+			/* escaped, every string reads back */
+			CHECK_INT_EQ(json_parse(&d, got.data, got.len, NULL, NULL),
+				     specials[k] == 0x80 || specials[k] == 0xff ? PITH_EINVAL : 0);
+			json_doc_free(d);
+			pith_buf_release(&raw);
+			pith_buf_release(&got);
+			pith_buf_release(&want);
+		}
+	}
+}
+
 int main(void)
 {
 	RUN(escapes_only_what_python_escapes);
@@ -568,5 +638,6 @@ int main(void)
 	RUN(json_clone_copies_deeply);
 	RUN(write_string_escapes_canonically);
 	RUN(canon_write_at_finds_the_place_of_a_key);
+	RUN(special_bytes_at_every_offset);
 	return test_done();
 }
