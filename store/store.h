@@ -41,9 +41,9 @@ typedef struct store_opts {
 	 * every time (store_check reports states that differ). */
 	const pith_trust_t *registry;
 	/* Bytes of the block cache all column families share (uncompressed
-	 * blocks, index and filter blocks); 0 for 64 MiB. A node that serves
-	 * catch-up reads events in random id order, and each miss decompresses
-	 * a whole block (docs/performance.md, issue 5). */
+	 * blocks, index and filter blocks); 0 for 64 MiB. Random reads (an
+	 * event by id, the HTTP views) decompress a whole block per miss;
+	 * catch-up reads documents in time order (docs/store.md). */
 	size_t cache_bytes;
 	/* Bytes of write-ahead log kept at most before RocksDB flushes the
 	 * column families holding the oldest log; 0 for 256 MiB (docs/store.md,
