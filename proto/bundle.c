@@ -75,12 +75,15 @@ pith_doc_kind_t pith_doc_kind(const json_value_t *root)
  * an import or a node check each receipt as soon as its event parses
  * (pith_receipt_precheck), so that the one thread that merges and commits
  * finds it done. A catching-up node meets a record's events among
- * thousands of other records', so the memo holds 65,536 receipts (2 MiB,
- * allocated by the first check), direct-mapped by the SHA-256 of key,
+ * thousands of other records', and up to 16,384 events wait between the
+ * validators and the writer: with 65,536 slots a fifth of the merges of
+ * 2-event records missed and verified again on the writer (counted in a
+ * 500,000-event sync, session 5), so the memo holds 262,144 receipts
+ * (8 MiB, allocated by the first check), direct-mapped by the SHA-256 of key,
  * digest and signature under 64 striped locks; all 32 bytes are compared,
  * so two receipts sharing a slot cost a verification, never a wrong
  * answer. */
-#define RECEIPT_MEMO 65536
+#define RECEIPT_MEMO 262144
 #define RECEIPT_STRIPES 64
 typedef struct {
 	uint8_t key[32];
