@@ -262,7 +262,24 @@ typedef struct commit {
 	size_t nputs, capputs;
 	pith_buf_t arena;          /* keys and copied values of puts */
 	pith_buf_t doc;            /* a stored document being compared */
+	void **kept;               /* values put by reference, freed at the end */
+	size_t nkept, capkept;
 } commit_t;
+
+/* Takes p (malloc'd) to be freed when the commit ends. */
+static int keep_bytes(commit_t *c, void *p)
+{
+	if (c->nkept == c->capkept) {
+		size_t nc = c->capkept ? c->capkept * 2 : 256;
+		void **k = realloc(c->kept, nc * sizeof(*k));
+		if (!k)
+			return PITH_ENOMEM;
+		c->kept = k;
+		c->capkept = nc;
+	}
+	c->kept[c->nkept++] = p;
+	return 0;
+}
 
 /* Queues a put; vref says the value stays valid until the commit ends
  * (otherwise it is copied). Keys are at most 255 bytes (store/keys.h). */
@@ -595,12 +612,15 @@ static int commit_group(commit_t *c, group_t *g, pith_buf_t *sb)
 	if ((rc = pith_merge_ex(g->pith, all, nstored + g->nnew, aliases, c->st->registry, &state,
 				 c->err)))
 		goto done;
-	sb->len = 0;
-	if (pith_state_canon(&state, sb)) {
+	/* the merge's own canonical bytes, kept until the commit ends (no
+	 * copies of a state that can be hundreds of kilobytes) */
+	if (state.canon.oom || (rc = keep_bytes(c, state.canon.data))) {
 		rc = pith_err_set(c->err, PITH_ENOMEM, "store: cannot write the state of %s", g->pith);
 		goto done;
 	}
-	if ((rc = put(c, STORE_CF_STATES, g->skey, STORE_SKEY_LEN, sb->data, sb->len)))
+	const pith_buf_t canon = state.canon;
+	state.canon = (pith_buf_t)PITH_BUF_INIT;
+	if ((rc = put_ex(c, STORE_CF_STATES, g->skey, STORE_SKEY_LEN, canon.data, canon.len, 1)))
 		goto done;
 
 	if (!g->exists)
@@ -691,6 +711,9 @@ int store_batch_commit(store_batch_t *b, store_commit_stats_t *stats, pith_err_t
 	free(c.puts);
 	pith_buf_release(&c.arena);
 	pith_buf_release(&c.doc);
+	for (size_t i = 0; i < c.nkept; i++)
+		free(c.kept[i]);
+	free(c.kept);
 out:
 	for (size_t i = 0; i < b->n; i++) {
 		store_outcome_t o = b->e[i].outcome;
