@@ -50,7 +50,8 @@ static int key_exists(audit_t *a, int cf, const uint8_t *k, size_t kl, int *exis
 static int event_doc(audit_t *a, const uint8_t *k, const uint8_t *v, size_t vl, const char *hex,
 		     pith_buf_t *buf, const uint8_t **doc, size_t *dl)
 {
-	if (vl != 8) {
+	uint8_t tk[STORE_TIME_KEY_LEN];
+	if (!store_doc_key(v, vl, k, tk)) {
 		if (a->st->schema >= 4) {
 			problem(a, "events: sha256:%s holds its document, not its time", hex);
 			return 0;
@@ -59,27 +60,18 @@ static int event_doc(audit_t *a, const uint8_t *k, const uint8_t *v, size_t vl, 
 		*dl = vl;
 		return 1;
 	}
-	uint8_t tk[STORE_TIME_KEY_LEN];
-	char *val;
-	size_t len;
 	if (!a->st->cf[STORE_CF_DOCS]) {
 		problem(a, "events: sha256:%s points into docs, which this store lacks", hex);
 		return 0;
 	}
-	memcpy(tk, v, 8);
-	memcpy(tk + 8, k, STORE_ID_LEN);
-	int rc = store_get_raw(a->st, STORE_CF_DOCS, tk, sizeof(tk), &val, &len, a->err);
-	if (rc)
-		return rc;
-	if (!val) {
+	buf->len = 0;
+	int rc = store_get_into(a->st, STORE_CF_DOCS, tk, sizeof(tk), buf, a->err);
+	if (rc == PITH_ENOTFOUND) {
 		problem(a, "docs: no document for event sha256:%s", hex);
 		return 0;
 	}
-	buf->len = 0;
-	rc = pith_buf_append(buf, val, len);
-	rocksdb_free(val);
 	if (rc)
-		return pith_err_set(a->err, PITH_ENOMEM, "check: out of memory");
+		return rc;
 	*doc = buf->data;
 	*dl = buf->len;
 	return 1;

@@ -9,48 +9,19 @@
 
 int store_doc_get(store_t *st, const uint8_t id[STORE_ID_LEN], pith_buf_t *out, pith_err_t *err)
 {
-	char *e = NULL;
-	rocksdb_pinnableslice_t *v = rocksdb_get_pinned_cf(st->db, st->ro, st->cf[STORE_CF_EVENTS],
-							   (const char *)id, STORE_ID_LEN, &e);
-	if (e) {
-		rocksdb_pinnableslice_destroy(v);
-		int rc = pith_err_set(err, PITH_EIO, "store: events: %s", e);
-		rocksdb_free(e);
-		return rc;
-	}
-	if (!v)
-		return PITH_ENOTFOUND;
-	size_t len = 0;
-	const char *val = rocksdb_pinnableslice_value(v, &len);
-	int rc = 0;
-	if (len != 8 || !st->cf[STORE_CF_DOCS]) {
-		/* the document itself (schemas 2 and 3) */
-		if (pith_buf_append(out, val, len))
-			rc = pith_err_set(err, PITH_ENOMEM, "store: out of memory");
-		rocksdb_pinnableslice_destroy(v);
-		return rc;
-	}
+	size_t at = out->len;
 	uint8_t tk[STORE_TIME_KEY_LEN];
-	memcpy(tk, val, 8);
-	memcpy(tk + 8, id, STORE_ID_LEN);
-	rocksdb_pinnableslice_destroy(v);
-	v = rocksdb_get_pinned_cf(st->db, st->ro, st->cf[STORE_CF_DOCS], (const char *)tk, sizeof(tk),
-				  &e);
-	if (e) {
-		rocksdb_pinnableslice_destroy(v);
-		rc = pith_err_set(err, PITH_EIO, "store: docs: %s", e);
-		rocksdb_free(e);
-		return rc;
-	}
-	if (!v) {
+	int rc = store_get_into(st, STORE_CF_EVENTS, id, STORE_ID_LEN, out, err);
+	if (rc || !st->cf[STORE_CF_DOCS] || !store_doc_key(out->data + at, out->len - at, id, tk))
+		return rc; /* missing, or the document itself (schemas 2 and 3) */
+	out->len = at;
+	rc = store_get_into(st, STORE_CF_DOCS, tk, sizeof(tk), out, err);
+	if (rc == PITH_ENOTFOUND) {
 		char hex[65];
 		pith_hex_encode(id, STORE_ID_LEN, hex);
-		return pith_err_set(err, PITH_EIO, "store: event sha256:%s is indexed without its document", hex);
+		rc = pith_err_set(err, PITH_EIO, "store: event sha256:%s is indexed without its document",
+				  hex);
 	}
-	val = rocksdb_pinnableslice_value(v, &len);
-	if (pith_buf_append(out, val, len))
-		rc = pith_err_set(err, PITH_ENOMEM, "store: out of memory");
-	rocksdb_pinnableslice_destroy(v);
 	return rc;
 }
 
@@ -61,12 +32,7 @@ static int write_chunk(store_t *st, rocksdb_writebatch_t *wb, const char *what, 
 	char *e = NULL;
 	rocksdb_write(st->db, st->wo, wb, &e);
 	rocksdb_writebatch_clear(wb);
-	if (e) {
-		int rc = pith_err_set(err, PITH_EIO, "store: %s: %s", what, e);
-		rocksdb_free(e);
-		return rc;
-	}
-	return 0;
+	return e ? store_db_error(err, e, what) : 0;
 }
 
 int store_upgrade_walk(store_t *st, int cf, store_upgrade_fn fn, void *arg, const char *schema,
@@ -128,7 +94,8 @@ static int move_doc(void *arg, rocksdb_writebatch_t *wb, const uint8_t *k, size_
 	int rc = store_get_raw(st, STORE_CF_EVENTS, k + 8, STORE_ID_LEN, &val, &len, err);
 	if (rc)
 		return rc;
-	int moved = val && len != 8;
+	uint8_t tk[STORE_TIME_KEY_LEN];
+	int moved = val && !store_doc_key(val, len, k + 8, tk);
 	if (moved) {
 		rocksdb_writebatch_put_cf(wb, st->cf[STORE_CF_DOCS], (const char *)k, kl, val, len);
 		rocksdb_writebatch_put_cf(wb, st->cf[STORE_CF_EVENTS], (const char *)k + 8,

@@ -176,4 +176,18 @@ static inline void store_time_key_make(int64_t us, const uint8_t id[STORE_ID_LEN
 	memcpy(out + 8, id, STORE_ID_LEN);
 }
 
+/* An events value of 8 bytes (schema 4) is the event's created_us: with
+ * the id it makes the key of its document in docs (tk, 1 returned). A
+ * longer one is the document itself (schemas 2 and 3; no event is 8
+ * bytes long): 0 returned. */
+static inline int store_doc_key(const void *v, size_t vl, const uint8_t id[STORE_ID_LEN],
+				uint8_t tk[STORE_TIME_KEY_LEN])
+{
+	if (vl != 8)
+		return 0;
+	memcpy(tk, v, 8);
+	memcpy(tk + 8, id, STORE_ID_LEN);
+	return 1;
+}
+
 #endif

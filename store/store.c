@@ -16,7 +16,7 @@
 #include "ids.h"
 
 /* RocksDB reports errors as malloc'd strings; this turns one into err. */
-static int db_error(pith_err_t *err, char *msg, const char *what)
+int store_db_error(pith_err_t *err, char *msg, const char *what)
 {
 	int rc = pith_err_set(err, PITH_EIO, "store: %s: %s", what, msg ? msg : "unknown error");
 	rocksdb_free(msg);
@@ -146,6 +146,7 @@ static int meta_init(store_t *st, pith_err_t *err)
 			       strlen(STORE_META_SCHEMA), &val, &len, err);
 	if (rc)
 		return rc;
+	st->schema = STORE_SCHEMA_VERSION[0] - '0'; /* a new or empty store */
 	if (val) {
 		/* older schemas are upgraded by a read-write open, one step at
 		 * a time, each writing the next version last; a read-only open
@@ -181,10 +182,7 @@ static int meta_init(store_t *st, pith_err_t *err)
 			       strlen(STORE_META_SCHEMA), STORE_SCHEMA_VERSION,
 			       strlen(STORE_SCHEMA_VERSION), &e);
 		if (e)
-			return db_error(err, e, "writing the schema version");
-		st->schema = STORE_SCHEMA_VERSION[0] - '0';
-	} else {
-		st->schema = STORE_SCHEMA_VERSION[0] - '0'; /* empty */
+			return store_db_error(err, e, "writing the schema version");
 	}
 	if ((rc = meta_get_u64(st, STORE_META_EVENTS, &st->counts.events, err)) ||
 	    (rc = meta_get_u64(st, STORE_META_RECORDS, &st->counts.records, err)) ||
@@ -335,9 +333,6 @@ void store_close_(store_t *st)
 	free(st);
 }
 
-static int get_into(store_t *st, int cf, const uint8_t *key, size_t klen, pith_buf_t *out,
-		    pith_err_t *err);
-
 /* ---- raw access ----------------------------------------------------------- */
 
 int store_get_raw(store_t *st, int cf, const uint8_t *key, size_t klen, char **val,
@@ -348,7 +343,7 @@ int store_get_raw(store_t *st, int cf, const uint8_t *key, size_t klen, char **v
 	*val = rocksdb_get_cf(st->db, st->ro, st->cf[cf], (const char *)key, klen, vlen, &e);
 	if (e) {
 		*val = NULL;
-		return db_error(err, e, store_cf_names[cf]);
+		return store_db_error(err, e, store_cf_names[cf]);
 	}
 	return 0;
 }
@@ -418,7 +413,7 @@ int store_iter_status(store_iter_t *it, pith_err_t *err)
 {
 	char *e = NULL;
 	rocksdb_iter_get_error(it->it, &e);
-	return e ? db_error(err, e, "iterating") : 0;
+	return e ? store_db_error(err, e, "iterating") : 0;
 }
 
 void store_iter_close(store_iter_t *it)
@@ -458,7 +453,7 @@ static int subj_doc_get(store_t *st, const uint8_t k[STORE_SUBJ_KEY_LEN], pith_b
 	} else {
 		uint8_t tk[STORE_TIME_KEY_LEN];
 		store_time_key_make(us, id, tk);
-		rc = get_into(st, STORE_CF_DOCS, tk, sizeof(tk), out, err);
+		rc = store_get_into(st, STORE_CF_DOCS, tk, sizeof(tk), out, err);
 	}
 	if (rc != PITH_ENOTFOUND)
 		return rc;
@@ -638,15 +633,15 @@ static int rec_decode(const uint8_t *k, size_t kl, const uint8_t *v, size_t vl,
 /* Appends the value under key to out through a pinned slice (no copy of
  * its own, no malloc of the value). PITH_ENOTFOUND without touching err:
  * the caller names what was missing, so that a hit formats nothing. */
-static int get_into(store_t *st, int cf, const uint8_t *key, size_t klen, pith_buf_t *out,
-		    pith_err_t *err)
+int store_get_into(store_t *st, int cf, const uint8_t *key, size_t klen, pith_buf_t *out,
+		   pith_err_t *err)
 {
 	char *e = NULL;
 	rocksdb_pinnableslice_t *v =
 		rocksdb_get_pinned_cf(st->db, st->ro, st->cf[cf], (const char *)key, klen, &e);
 	if (e) {
 		rocksdb_pinnableslice_destroy(v);
-		return db_error(err, e, store_cf_names[cf]);
+		return store_db_error(err, e, store_cf_names[cf]);
 	}
 	if (!v)
 		return PITH_ENOTFOUND;
@@ -694,9 +689,7 @@ static void get_many_chunk(store_t *st, const uint8_t (*ids)[32], size_t k, stor
 		size_t len = 0;
 		const char *v = vals[i] && !errs[i] ? rocksdb_pinnableslice_value(vals[i], &len) : NULL;
 		at[i] = -1;
-		if (v && len == 8 && st->cf[STORE_CF_DOCS]) {
-			memcpy(tks[nd], v, 8);
-			memcpy(tks[nd] + 8, ids[i], STORE_ID_LEN);
+		if (v && st->cf[STORE_CF_DOCS] && store_doc_key(v, len, ids[i], tks[nd])) {
 			dkeys[nd] = (const char *)tks[nd];
 			dsizes[nd] = STORE_TIME_KEY_LEN;
 			docs[nd] = NULL;
@@ -771,7 +764,7 @@ int store_state_get(store_t *st, const char *pith_number, pith_buf_t *out, pith_
 	uint8_t skey[STORE_SKEY_LEN];
 	int rc = skey_of(pith_number, skey, err);
 	if (!rc)
-		rc = get_into(st, STORE_CF_STATES, skey, sizeof(skey), out, err);
+		rc = store_get_into(st, STORE_CF_STATES, skey, sizeof(skey), out, err);
 	if (rc == PITH_ENOTFOUND)
 		pith_err_set(err, rc, "state of %s: not in the store", pith_number);
 	return rc;
@@ -782,7 +775,7 @@ int store_bundle_get(store_t *st, const char *pith_number, pith_buf_t *out, pith
 	uint8_t skey[STORE_SKEY_LEN];
 	int rc = skey_of(pith_number, skey, err);
 	if (!rc)
-		rc = get_into(st, STORE_CF_BUNDLES, skey, sizeof(skey), out, err);
+		rc = store_get_into(st, STORE_CF_BUNDLES, skey, sizeof(skey), out, err);
 	if (rc == PITH_ENOTFOUND)
 		pith_err_set(err, rc, "bundle of %s: not in the store", pith_number);
 	return rc;
@@ -1043,7 +1036,7 @@ int store_flush(store_t *st, pith_err_t *err)
 	for (int cf = 0; cf < STORE_NCF && !e; cf++)
 		rocksdb_flush_cf(st->db, fo, st->cf[cf], &e);
 	rocksdb_flushoptions_destroy(fo);
-	return e ? db_error(err, e, "flushing") : 0;
+	return e ? store_db_error(err, e, "flushing") : 0;
 }
 
 int store_checkpoint(store_t *st, const char *dir, pith_err_t *err)
@@ -1051,7 +1044,7 @@ int store_checkpoint(store_t *st, const char *dir, pith_err_t *err)
 	char *e = NULL;
 	rocksdb_checkpoint_t *cp = rocksdb_checkpoint_object_create(st->db, &e);
 	if (e || !cp)
-		return db_error(err, e, "checkpoint");
+		return store_db_error(err, e, "checkpoint");
 	/* log_size_for_flush 0: flush the memtables first, so the copy does
 	 * not depend on replaying a write-ahead log */
 	rocksdb_checkpoint_create(cp, dir, 0, &e);

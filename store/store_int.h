@@ -54,6 +54,14 @@ void store_iter_next(store_iter_t *it);
 int store_iter_status(store_iter_t *it, pith_err_t *err);
 void store_iter_close(store_iter_t *it);
 
+/* PITH_EIO with "store: what: msg" in err; frees msg (RocksDB's). */
+int store_db_error(pith_err_t *err, char *msg, const char *what);
+
+/* Appends the value under key to out (a pinned read, no copy of its own).
+ * PITH_ENOTFOUND without touching err when there is none. */
+int store_get_into(store_t *st, int cf, const uint8_t *key, size_t klen, pith_buf_t *out,
+		   pith_err_t *err);
+
 /* Get: *val is malloc'd by RocksDB (free with rocksdb_free) or NULL when
  * absent. Returns 0 or PITH_EIO. */
 int store_get_raw(store_t *st, int cf, const uint8_t *key, size_t klen, char **val,
