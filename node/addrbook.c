@@ -1,6 +1,6 @@
-/* The address book (where peers may be found, when to try them next),
- * bans, and peer exchange. */
-#include "node_int.h"
+/* The address book (addrbook.h): where peers may be found, when to try
+ * them next, bans, and peer exchange. */
+#include "addrbook_int.h"
 
 #include <arpa/inet.h>
 #include <netdb.h>
@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "json.h"
 #include "log.h"
 
 #define PEX_MIN_INTERVAL_US 10000000 /* answer one PEERS_REQ per peer per 10 s */
@@ -16,22 +17,6 @@
 #define BANS_MAX 4096
 
 static log_rl_t rl_ban;
-
-void addr_format(const struct sockaddr *sa, char out[static 64])
-{
-	char ip[INET6_ADDRSTRLEN] = "?";
-	if (sa->sa_family == AF_INET) {
-		const struct sockaddr_in *s4 = (const struct sockaddr_in *)sa;
-		inet_ntop(AF_INET, &s4->sin_addr, ip, sizeof(ip));
-		snprintf(out, 64, "%s:%u", ip, ntohs(s4->sin_port));
-	} else if (sa->sa_family == AF_INET6) {
-		const struct sockaddr_in6 *s6 = (const struct sockaddr_in6 *)sa;
-		inet_ntop(AF_INET6, &s6->sin6_addr, ip, sizeof(ip));
-		snprintf(out, 64, "[%s]:%u", ip, ntohs(s6->sin6_port));
-	} else {
-		snprintf(out, 64, "(family %d)", sa->sa_family);
-	}
-}
 
 /* IP bytes and port of an inet address; 0 or -1 for other families. */
 static int sa_ip(const struct sockaddr *sa, uint8_t ip[16], uint8_t *len, uint16_t *port)
@@ -96,24 +81,24 @@ static int sa_same(const struct sockaddr *a, const struct sockaddr *b)
 	return la == lb && pa == pb && !memcmp(ia, ib, la);
 }
 
-addr_entry_t *addrbook_add(node_t *n, const struct sockaddr *sa, socklen_t len, int source)
+addr_entry_t *addrbook_add(addrbook_t *ab, const struct sockaddr *sa, socklen_t len, int source)
 {
 	uint8_t ip[16], il;
 	uint16_t port;
 	if (sa_ip(sa, ip, &il, &port) || !ip_is_dialable(ip, il, port))
 		return NULL;
-	for (size_t i = 0; i < n->nbook; i++)
-		if (sa_same((const struct sockaddr *)&n->book[i]->sa, sa)) {
+	for (size_t i = 0; i < ab->nbook; i++)
+		if (sa_same((const struct sockaddr *)&ab->book[i]->sa, sa)) {
 			if (source == ADDR_CONFIG)
-				n->book[i]->pinned = 1;
-			return n->book[i];
+				ab->book[i]->pinned = 1;
+			return ab->book[i];
 		}
-	if (source != ADDR_CONFIG && n->nbook >= (size_t)n->cfg->addrbook_max)
+	if (source != ADDR_CONFIG && ab->nbook >= (size_t)ab->cfg->addrbook_max)
 		return NULL;
-	addr_entry_t **nb = realloc(n->book, (n->nbook + 1) * sizeof(*nb));
+	addr_entry_t **nb = realloc(ab->book, (ab->nbook + 1) * sizeof(*nb));
 	if (!nb)
 		return NULL;
-	n->book = nb;
+	ab->book = nb;
 	addr_entry_t *a = calloc(1, sizeof(*a));
 	if (!a)
 		return NULL;
@@ -122,14 +107,14 @@ addr_entry_t *addrbook_add(node_t *n, const struct sockaddr *sa, socklen_t len, 
 	a->source = source;
 	a->pinned = source == ADDR_CONFIG;
 	addr_format(sa, a->str);
-	n->book[n->nbook++] = a;
-	addrbook_changed(n);
+	ab->book[ab->nbook++] = a;
+	addrbook_changed(ab);
 	log_debug("address book: added %s (%s)", a->str,
 		  source == ADDR_CONFIG ? "configured" : source == ADDR_PEX ? "peer exchange" : "inbound");
 	return a;
 }
 
-int addrbook_add_hostport(node_t *n, const char *hostport, int pinned, pith_err_t *err)
+int addrbook_add_hostport(addrbook_t *ab, const char *hostport, int pinned, pith_err_t *err)
 {
 	char host[256], portstr[8];
 	uint16_t port;
@@ -149,7 +134,7 @@ int addrbook_add_hostport(node_t *n, const char *hostport, int pinned, pith_err_
 			pick = r;
 			break;
 		}
-	addr_entry_t *a = addrbook_add(n, pick->ai_addr, pick->ai_addrlen,
+	addr_entry_t *a = addrbook_add(ab, pick->ai_addr, pick->ai_addrlen,
 				       pinned ? ADDR_CONFIG : ADDR_PEX);
 	freeaddrinfo(res);
 	if (!a)
@@ -157,59 +142,69 @@ int addrbook_add_hostport(node_t *n, const char *hostport, int pinned, pith_err_
 	a->next_attempt_us = 0;
 	if (pinned == ADDRBOOK_KEEP && !a->kept) {
 		a->kept = 1;
-		addrbook_changed(n);
+		addrbook_changed(ab);
 	}
 	return 0;
 }
 
-static int pk_connected(node_t *n, const uint8_t pk[32])
+int addrbook_dial(addrbook_t *ab, addr_entry_t *a)
 {
-	for (peer_t *p = n->peers; p; p = p->next)
+	peer_t *p = peer_connect(ab->net, (const struct sockaddr *)&a->sa, a->salen);
+	if (!p)
+		return PITH_ENOMEM;
+	p->book = a;
+	a->peer_serial = p->serial;
+	return p->state == PEER_CLOSING ? PITH_EIO : 0;
+}
+
+static int pk_connected(addrbook_t *ab, const uint8_t pk[32])
+{
+	for (peer_t *p = net_peers(ab->net); p; p = p->next)
 		if (p->state != PEER_CLOSING && p->got_hello && !memcmp(p->pk, pk, 32))
 			return 1;
 	return 0;
 }
 
-static int entry_eligible(node_t *n, addr_entry_t *a, int64_t now)
+static int entry_eligible(addrbook_t *ab, addr_entry_t *a, int64_t now)
 {
 	return !a->peer_serial && !a->self && a->next_attempt_us <= now &&
-	       !ban_is_banned(n, (const struct sockaddr *)&a->sa, now) &&
-	       !(a->has_pk && pk_connected(n, a->pk));
+	       !ban_is_banned(ab, (const struct sockaddr *)&a->sa, now) &&
+	       !(a->has_pk && pk_connected(ab, a->pk));
 }
 
-void addrbook_maintain(node_t *n, int64_t now)
+void addrbook_maintain(addrbook_t *ab, int64_t now)
 {
-	if (n->shutting_down)
+	if (net_is_shutting_down(ab->net))
 		return;
 	size_t out = 0;
-	for (peer_t *p = n->peers; p; p = p->next)
+	for (peer_t *p = net_peers(ab->net); p; p = p->next)
 		if (p->outbound && p->state != PEER_CLOSING)
 			out++;
 	/* configured peers are always kept */
-	for (size_t i = 0; i < n->nbook; i++) {
-		addr_entry_t *a = n->book[i];
-		if (a->pinned && entry_eligible(n, a, now) && peer_connect(n, a) == 0)
+	for (size_t i = 0; i < ab->nbook; i++) {
+		addr_entry_t *a = ab->book[i];
+		if (a->pinned && entry_eligible(ab, a, now) && addrbook_dial(ab, a) == 0)
 			out++;
 	}
-	while (out < (size_t)n->cfg->outbound_target) {
+	while (out < (size_t)ab->cfg->outbound_target) {
 		size_t cand = 0, pick = SIZE_MAX;
-		for (size_t i = 0; i < n->nbook; i++) {
-			addr_entry_t *a = n->book[i];
-			if (a->pinned || !entry_eligible(n, a, now))
+		for (size_t i = 0; i < ab->nbook; i++) {
+			addr_entry_t *a = ab->book[i];
+			if (a->pinned || !entry_eligible(ab, a, now))
 				continue;
 			/* reservoir sampling: a uniformly random eligible entry */
 			if (randombytes_uniform((uint32_t)++cand) == 0)
 				pick = i;
 		}
-		if (pick == SIZE_MAX || peer_connect(n, n->book[pick]))
+		if (pick == SIZE_MAX || addrbook_dial(ab, ab->book[pick]))
 			break;
 		out++;
 	}
 }
 
-void addrbook_failed(node_t *n, addr_entry_t *a, int was_ready)
+static void retry_later(addrbook_t *ab, addr_entry_t *a, int was_ready)
 {
-	const node_config_t *c = n->cfg;
+	const node_config_t *c = ab->cfg;
 	int64_t delay = c->reconnect_min_ms;
 	if (was_ready) {
 		a->failures = 0;
@@ -226,7 +221,20 @@ void addrbook_failed(node_t *n, addr_entry_t *a, int was_ready)
 	a->next_attempt_us = node_now_us() + delay * 1000;
 }
 
-void addrbook_ready(node_t *n, peer_t *p)
+void addrbook_peer_freed(addrbook_t *ab, peer_t *p)
+{
+	addr_entry_t *a = p->book;
+	if (!a || a->peer_serial != p->serial)
+		return;
+	a->peer_serial = 0;
+	if (p->is_self)
+		a->self = 1;
+	if (p->outbound)
+		retry_later(ab, a, p->ready_us != 0);
+}
+
+/* p is ready: what the book learns of it. */
+static void learn(addrbook_t *ab, peer_t *p)
 {
 	int64_t now = node_now_us();
 	if (p->outbound && p->book) {
@@ -244,7 +252,7 @@ void addrbook_ready(node_t *n, peer_t *p)
 		return;
 	struct sockaddr_storage ss;
 	socklen_t len = sa_make(&ss, ip, il, p->listen_port);
-	addr_entry_t *a = addrbook_add(n, (const struct sockaddr *)&ss, len, ADDR_INBOUND);
+	addr_entry_t *a = addrbook_add(ab, (const struct sockaddr *)&ss, len, ADDR_INBOUND);
 	if (!a)
 		return;
 	memcpy(a->pk, p->pk, 32);
@@ -256,40 +264,77 @@ void addrbook_ready(node_t *n, peer_t *p)
 	}
 }
 
-void addrbook_free(node_t *n)
+void addrbook_peer_ready(addrbook_t *ab, peer_t *p)
 {
-	for (size_t i = 0; i < n->nbook; i++)
-		free(n->book[i]);
-	free(n->book);
-	n->book = NULL;
-	n->nbook = 0;
-	free(n->bans);
-	n->bans = NULL;
-	n->nbans = n->capbans = 0;
+	learn(ab, p);
+	wire_msg_t req = {.type = WIRE_PEERS_REQ};
+	p->pex.requested = 1;
+	peer_send(p, &req);
+}
+
+addrbook_t *addrbook_new(net_t *net, const node_config_t *cfg, node_stats_t *stats)
+{
+	addrbook_t *ab = calloc(1, sizeof(*ab));
+	if (!ab)
+		return NULL;
+	ab->net = net;
+	ab->cfg = cfg;
+	ab->stats = stats;
+	ab->next_pex_us = node_now_us() + cfg->pex_interval_ms * 1000;
+	return ab;
+}
+
+void addrbook_free_(addrbook_t *ab)
+{
+	if (!ab)
+		return;
+	for (size_t i = 0; i < ab->nbook; i++)
+		free(ab->book[i]);
+	free(ab->book);
+	free(ab->bans);
+	free(ab);
+}
+
+size_t addrbook_size(const addrbook_t *ab)
+{
+	return ab->nbook;
+}
+
+const addr_entry_t *addrbook_entry(const addrbook_t *ab, size_t i)
+{
+	return ab->book[i];
+}
+
+size_t addrbook_count_known(const addrbook_t *ab)
+{
+	size_t known = 0;
+	for (size_t i = 0; i < ab->nbook; i++)
+		known += !ab->book[i]->self;
+	return known;
 }
 
 /* ---- bans ------------------------------------------------------------------------ */
 
-int ban_set(node_t *n, const uint8_t *ip, uint8_t il, int64_t until_us, const char *reason)
+int ban_set(addrbook_t *ab, const uint8_t *ip, uint8_t il, int64_t until_us, const char *reason)
 {
 	ban_t *b = NULL;
-	for (size_t i = 0; i < n->nbans; i++)
-		if (n->bans[i].ip_len == il && !memcmp(n->bans[i].ip, ip, il))
-			b = &n->bans[i];
+	for (size_t i = 0; i < ab->nbans; i++)
+		if (ab->bans[i].ip_len == il && !memcmp(ab->bans[i].ip, ip, il))
+			b = &ab->bans[i];
 	if (!b) {
-		if (n->nbans >= BANS_MAX)
-			ban_prune(n, node_now_us());
-		if (n->nbans >= BANS_MAX)
+		if (ab->nbans >= BANS_MAX)
+			ban_prune(ab, node_now_us());
+		if (ab->nbans >= BANS_MAX)
 			return PITH_ETOOBIG;
-		if (n->nbans == n->capbans) {
-			size_t cap = n->capbans ? n->capbans * 2 : 16;
-			ban_t *nb = realloc(n->bans, cap * sizeof(*nb));
+		if (ab->nbans == ab->capbans) {
+			size_t cap = ab->capbans ? ab->capbans * 2 : 16;
+			ban_t *nb = realloc(ab->bans, cap * sizeof(*nb));
 			if (!nb)
 				return PITH_ENOMEM;
-			n->bans = nb;
-			n->capbans = cap;
+			ab->bans = nb;
+			ab->capbans = cap;
 		}
-		b = &n->bans[n->nbans++];
+		b = &ab->bans[ab->nbans++];
 		memset(b, 0, sizeof(*b));
 		memcpy(b->ip, ip, il);
 		b->ip_len = il;
@@ -297,27 +342,27 @@ int ban_set(node_t *n, const uint8_t *ip, uint8_t il, int64_t until_us, const ch
 	}
 	b->until_us = until_us;
 	snprintf(b->reason, sizeof(b->reason), "%s", reason);
-	addrbook_changed(n);
+	addrbook_changed(ab);
 	return 0;
 }
 
-int ban_lift(node_t *n, const uint8_t *ip, uint8_t il)
+int ban_lift(addrbook_t *ab, const uint8_t *ip, uint8_t il)
 {
 	int64_t now = node_now_us();
 	int found = 0;
 	size_t w = 0;
-	for (size_t i = 0; i < n->nbans; i++) {
-		if (n->bans[i].ip_len == il && !memcmp(n->bans[i].ip, ip, il))
-			found = n->bans[i].until_us > now;
+	for (size_t i = 0; i < ab->nbans; i++) {
+		if (ab->bans[i].ip_len == il && !memcmp(ab->bans[i].ip, ip, il))
+			found = ab->bans[i].until_us > now;
 		else
-			n->bans[w++] = n->bans[i];
+			ab->bans[w++] = ab->bans[i];
 	}
-	n->nbans = w;
+	ab->nbans = w;
 	/* its addresses may be dialled again at once */
-	for (size_t i = 0; found && i < n->nbook; i++) {
+	for (size_t i = 0; found && i < ab->nbook; i++) {
 		uint8_t bip[16], bl;
 		uint16_t port;
-		addr_entry_t *a = n->book[i];
+		addr_entry_t *a = ab->book[i];
 		if (!sa_ip((const struct sockaddr *)&a->sa, bip, &bl, &port) && bl == il &&
 		    !memcmp(bip, ip, il)) {
 			a->failures = 0;
@@ -325,14 +370,8 @@ int ban_lift(node_t *n, const uint8_t *ip, uint8_t il)
 		}
 	}
 	if (found)
-		addrbook_changed(n);
+		addrbook_changed(ab);
 	return found;
-}
-
-int peer_ip(const peer_t *p, uint8_t ip[16], uint8_t *len)
-{
-	uint16_t port;
-	return sa_ip((const struct sockaddr *)&p->sa, ip, len, &port);
 }
 
 int addr_parse_ip(const char *text, uint8_t ip[16], uint8_t *len)
@@ -363,45 +402,74 @@ int addr_parse_ip(const char *text, uint8_t ip[16], uint8_t *len)
 	return PITH_EINVAL;
 }
 
-void ban_add(node_t *n, const struct sockaddr *sa, const char *reason)
+void ban_add(addrbook_t *ab, const struct sockaddr *sa, const char *reason)
 {
 	uint8_t ip[16], il;
 	uint16_t port;
 	if (sa_ip(sa, ip, &il, &port) ||
-	    ban_set(n, ip, il, node_now_us() + n->cfg->ban_seconds * 1000000, reason))
+	    ban_set(ab, ip, il, node_now_us() + ab->cfg->ban_seconds * 1000000, reason))
 		return;
-	n->stats.bans++;
+	ab->stats->bans++;
 	char s[48];
 	inet_ntop(il == 4 ? AF_INET : AF_INET6, ip, s, sizeof(s));
-	log_rl(&rl_ban, LOG_WARN, "banned %s for %lld s: %s", s, (long long)n->cfg->ban_seconds,
+	log_rl(&rl_ban, LOG_WARN, "banned %s for %lld s: %s", s, (long long)ab->cfg->ban_seconds,
 	       reason);
 }
 
-int ban_is_banned(node_t *n, const struct sockaddr *sa, int64_t now)
+int ban_is_banned(const addrbook_t *ab, const struct sockaddr *sa, int64_t now)
 {
 	uint8_t ip[16], il;
 	uint16_t port;
 	if (sa_ip(sa, ip, &il, &port))
 		return 0;
-	for (size_t i = 0; i < n->nbans; i++)
-		if (n->bans[i].until_us > now && n->bans[i].ip_len == il &&
-		    !memcmp(n->bans[i].ip, ip, il))
+	for (size_t i = 0; i < ab->nbans; i++)
+		if (ab->bans[i].until_us > now && ab->bans[i].ip_len == il &&
+		    !memcmp(ab->bans[i].ip, ip, il))
 			return 1;
 	return 0;
 }
 
-void ban_prune(node_t *n, int64_t now)
+void ban_prune(addrbook_t *ab, int64_t now)
 {
 	size_t w = 0;
-	for (size_t i = 0; i < n->nbans; i++) {
-		if (n->bans[i].until_us > now)
-			n->bans[w++] = n->bans[i];
+	for (size_t i = 0; i < ab->nbans; i++) {
+		if (ab->bans[i].until_us > now)
+			ab->bans[w++] = ab->bans[i];
 		else
-			log_info("ban on %s expired", n->bans[i].ip_str);
+			log_info("ban on %s expired", ab->bans[i].ip_str);
 	}
-	if (w != n->nbans)
-		addrbook_changed(n);
-	n->nbans = w;
+	if (w != ab->nbans)
+		addrbook_changed(ab);
+	ab->nbans = w;
+}
+
+size_t ban_count(const addrbook_t *ab)
+{
+	return ab->nbans;
+}
+
+const ban_t *ban_at(const addrbook_t *ab, size_t i)
+{
+	return &ab->bans[i];
+}
+
+void ban_list_json(const addrbook_t *ab, int64_t now, pith_buf_t *b)
+{
+	int first = 1;
+	pith_buf_puts(b, "[");
+	for (size_t i = 0; i < ab->nbans; i++) {
+		const ban_t *bn = &ab->bans[i];
+		if (bn->until_us <= now)
+			continue;
+		pith_buf_printf(b, "%s{\"ip\":", first ? "" : ",");
+		first = 0;
+		json_write_string(b, bn->ip_str, strlen(bn->ip_str));
+		pith_buf_puts(b, ",\"reason\":");
+		json_write_string(b, bn->reason, strlen(bn->reason));
+		pith_buf_printf(b, ",\"remaining_s\":%lld,\"until_us\":%lld}",
+				(long long)((bn->until_us - now) / 1000000), (long long)bn->until_us);
+	}
+	pith_buf_puts(b, "]");
 }
 
 /* ---- peer exchange ----------------------------------------------------------------- */
@@ -436,32 +504,31 @@ static void pex_push(wire_msg_t *m, const struct sockaddr *sa, int to_loopback, 
 	m->u.peers.addrs[m->u.peers.n++] = a;
 }
 
-void pex_on_request(peer_t *p)
+void pex_on_request(addrbook_t *ab, peer_t *p)
 {
-	node_t *n = p->node;
 	int64_t now = node_now_us();
-	if (p->pex_answered_us && now - p->pex_answered_us < PEX_MIN_INTERVAL_US)
+	if (p->pex.answered_us && now - p->pex.answered_us < PEX_MIN_INTERVAL_US)
 		return; /* charged as a message; not answered again so soon */
-	p->pex_answered_us = now;
+	p->pex.answered_us = now;
 	uint8_t pip[16], pl;
 	uint16_t pport;
 	int to_lo = !sa_ip((const struct sockaddr *)&p->sa, pip, &pl, &pport) &&
 		    ip_is_loopback(pip, pl);
 	wire_msg_t m = {.type = WIRE_PEERS};
-	size_t max = n->wlim.max_peers;
+	size_t max = net_limits(ab->net)->max_peers;
 	struct sockaddr_storage own;
 	socklen_t ownlen = 0;
 	int has_own = peer_listen_addr(p, &own, &ownlen) == 0;
 	/* peers we are connected to first, then addresses that worked lately */
-	for (peer_t *q = n->peers; q; q = q->next) {
+	for (peer_t *q = net_peers(ab->net); q; q = q->next) {
 		struct sockaddr_storage ss;
 		socklen_t len;
 		if (q == p || q->state != PEER_READY || peer_listen_addr(q, &ss, &len))
 			continue;
 		pex_push(&m, (const struct sockaddr *)&ss, to_lo, max);
 	}
-	for (size_t i = 0; i < n->nbook && m.u.peers.n < max; i++) {
-		addr_entry_t *a = n->book[i];
+	for (size_t i = 0; i < ab->nbook && m.u.peers.n < max; i++) {
+		addr_entry_t *a = ab->book[i];
 		if (a->self || !a->last_ok_us || now - a->last_ok_us > PEX_SHARE_AGE_US)
 			continue;
 		if (has_own && sa_same((const struct sockaddr *)&a->sa, (const struct sockaddr *)&own))
@@ -483,12 +550,11 @@ void pex_on_request(peer_t *p)
 	peer_send(p, &m);
 }
 
-void pex_on_peers(peer_t *p, const wire_msg_t *m)
+void pex_on_peers(addrbook_t *ab, peer_t *p, const wire_msg_t *m)
 {
-	node_t *n = p->node;
-	if (!p->pex_requested)
+	if (!p->pex.requested)
 		return; /* unasked: charged as a message and ignored */
-	p->pex_requested = 0;
+	p->pex.requested = 0;
 	uint8_t pip[16], pl;
 	uint16_t pport;
 	int from_lo = !sa_ip((const struct sockaddr *)&p->sa, pip, &pl, &pport) &&
@@ -500,34 +566,34 @@ void pex_on_peers(peer_t *p, const wire_msg_t *m)
 			continue;
 		struct sockaddr_storage ss;
 		socklen_t len = sa_make(&ss, a->ip, a->ip_len, a->port);
-		size_t before = n->nbook;
-		if (addrbook_add(n, (const struct sockaddr *)&ss, len, ADDR_PEX) && n->nbook > before)
+		size_t before = ab->nbook;
+		if (addrbook_add(ab, (const struct sockaddr *)&ss, len, ADDR_PEX) && ab->nbook > before)
 			added++;
 	}
 	if (added)
 		log_debug("peer %s: learnt %zu new addresses", p->addr, added);
 }
 
-void pex_tick(node_t *n, int64_t now)
+void pex_tick(addrbook_t *ab, int64_t now)
 {
-	if (now < n->next_pex_us)
+	if (now < ab->next_pex_us)
 		return;
-	n->next_pex_us = now + n->cfg->pex_interval_ms * 1000;
+	ab->next_pex_us = now + ab->cfg->pex_interval_ms * 1000;
 	size_t out = 0, ready = 0;
-	for (peer_t *p = n->peers; p; p = p->next) {
+	for (peer_t *p = net_peers(ab->net); p; p = p->next) {
 		if (p->outbound && p->state != PEER_CLOSING)
 			out++;
 		if (p->state == PEER_READY)
 			ready++;
 	}
-	if (out >= (size_t)n->cfg->outbound_target || !ready)
+	if (out >= (size_t)ab->cfg->outbound_target || !ready)
 		return;
 	uint32_t k = randombytes_uniform((uint32_t)ready);
-	for (peer_t *p = n->peers; p; p = p->next) {
+	for (peer_t *p = net_peers(ab->net); p; p = p->next) {
 		if (p->state != PEER_READY || k--)
 			continue;
 		wire_msg_t m = {.type = WIRE_PEERS_REQ};
-		p->pex_requested = 1;
+		p->pex.requested = 1;
 		peer_send(p, &m);
 		return;
 	}

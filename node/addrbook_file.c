@@ -16,7 +16,7 @@
  * bans, addresses learnt), at once for the operator's commands, and at
  * shutdown. A file that does not parse is reported and ignored: the node
  * starts with its configured peers, as it would without one. */
-#include "node_int.h"
+#include "addrbook_int.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -33,38 +33,45 @@
 #define PEERS_FILE_MAX (8u << 20)
 #define SAVE_AFTER_US 5000000 /* a change is written within this long */
 
-static void file_path(const node_t *n, const char *suffix, char *out, size_t len)
+static void file_path(const addrbook_t *ab, const char *suffix, char *out, size_t len)
 {
-	snprintf(out, len, "%s/%s%s", n->cfg->data_dir, PEERS_FILE, suffix);
+	snprintf(out, len, "%s/%s%s", ab->cfg->data_dir, PEERS_FILE, suffix);
 }
 
-void addrbook_changed(node_t *n)
+void addrbook_changed(addrbook_t *ab)
 {
-	if (!n->book_dirty_us)
-		n->book_dirty_us = node_now_us();
+	if (!ab->dirty_us)
+		ab->dirty_us = node_now_us();
 }
 
-void addrbook_save_tick(node_t *n, int64_t now)
+void addrbook_save_if_changed(addrbook_t *ab)
 {
-	if (!n->book_dirty_us || now - n->book_dirty_us < SAVE_AFTER_US)
+	pith_err_t e = {0};
+	if (ab && ab->loaded && ab->dirty_us && addrbook_save(ab, &e))
+		log_error("%s", e.msg);
+}
+
+void addrbook_save_tick(addrbook_t *ab, int64_t now)
+{
+	if (!ab->dirty_us || now - ab->dirty_us < SAVE_AFTER_US)
 		return;
 	pith_err_t err = {0};
-	if (addrbook_save(n, &err)) {
+	if (addrbook_save(ab, &err)) {
 		static log_rl_t rl;
 		log_rl(&rl, LOG_ERROR, "%s", err.msg);
-		n->book_dirty_us = now; /* try again later */
+		ab->dirty_us = now; /* try again later */
 	}
 }
 
 /* ---- writing ------------------------------------------------------------------------ */
 
-static void write_json(const node_t *n, pith_buf_t *b)
+static void write_json(const addrbook_t *ab, pith_buf_t *b)
 {
 	int64_t now = node_now_us();
 	pith_buf_puts(b, "{\"version\":1,\"addresses\":[");
 	int first = 1;
-	for (size_t i = 0; i < n->nbook; i++) {
-		const addr_entry_t *a = n->book[i];
+	for (size_t i = 0; i < ab->nbook; i++) {
+		const addr_entry_t *a = ab->book[i];
 		if (a->self)
 			continue;
 		pith_buf_printf(b, "%s\n{\"addr\":", first ? "" : ",");
@@ -81,8 +88,8 @@ static void write_json(const node_t *n, pith_buf_t *b)
 	}
 	pith_buf_puts(b, "],\"bans\":[");
 	first = 1;
-	for (size_t i = 0; i < n->nbans; i++) {
-		const ban_t *bn = &n->bans[i];
+	for (size_t i = 0; i < ab->nbans; i++) {
+		const ban_t *bn = &ab->bans[i];
 		if (bn->until_us <= now)
 			continue;
 		pith_buf_printf(b, "%s\n{\"ip\":\"%s\",\"until_us\":%lld,\"reason\":", first ? "" : ",",
@@ -108,13 +115,13 @@ static int write_all(int fd, const uint8_t *p, size_t len)
 	return 0;
 }
 
-int addrbook_save(node_t *n, pith_err_t *err)
+int addrbook_save(addrbook_t *ab, pith_err_t *err)
 {
 	char tmp[CONFIG_STR_MAX + 32], path[CONFIG_STR_MAX + 32];
-	file_path(n, ".tmp", tmp, sizeof(tmp));
-	file_path(n, "", path, sizeof(path));
+	file_path(ab, ".tmp", tmp, sizeof(tmp));
+	file_path(ab, "", path, sizeof(path));
 	pith_buf_t b = PITH_BUF_INIT;
-	write_json(n, &b);
+	write_json(ab, &b);
 	int rc = 0, fd = -1;
 	if (b.oom) {
 		rc = pith_err_set(err, PITH_ENOMEM, "%s: out of memory", path);
@@ -133,11 +140,11 @@ int addrbook_save(node_t *n, pith_err_t *err)
 		goto done;
 	}
 	/* the rename itself is durable once the directory is synced */
-	fd = open(n->cfg->data_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	fd = open(ab->cfg->data_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0 || fsync(fd))
-		rc = pith_err_set(err, PITH_EIO, "cannot sync %s: %s", n->cfg->data_dir, strerror(errno));
+		rc = pith_err_set(err, PITH_EIO, "cannot sync %s: %s", ab->cfg->data_dir, strerror(errno));
 	else
-		n->book_dirty_us = 0;
+		ab->dirty_us = 0;
 done:
 	if (fd >= 0)
 		close(fd);
@@ -161,7 +168,7 @@ static int get_i64(const json_value_t *o, const char *key, int64_t *out)
 	return 0;
 }
 
-static int load_address(node_t *n, const json_value_t *o)
+static int load_address(addrbook_t *ab, const json_value_t *o)
 {
 	const char *addr = json_get_str(o, "addr");
 	const json_value_t *kept = json_get(o, "kept");
@@ -188,7 +195,7 @@ static int load_address(node_t *n, const json_value_t *o)
 		len = sizeof(*s6);
 	}
 	int is_kept = json_is(kept, JSON_TRUE);
-	addr_entry_t *a = addrbook_add(n, (const struct sockaddr *)&ss, len,
+	addr_entry_t *a = addrbook_add(ab, (const struct sockaddr *)&ss, len,
 				       is_kept ? ADDR_CONFIG : ADDR_PEX);
 	if (!a)
 		return 0; /* full, or not dialable: skipped */
@@ -201,7 +208,7 @@ static int load_address(node_t *n, const json_value_t *o)
 	return 0;
 }
 
-static int load_ban(node_t *n, const json_value_t *o, int64_t now)
+static int load_ban(addrbook_t *ab, const json_value_t *o, int64_t now)
 {
 	const char *ipstr = json_get_str(o, "ip"), *reason = json_get_str(o, "reason");
 	int64_t until;
@@ -209,11 +216,11 @@ static int load_ban(node_t *n, const json_value_t *o, int64_t now)
 	if (!ipstr || !reason || addr_parse_ip(ipstr, ip, &il) || get_i64(o, "until_us", &until))
 		return -1;
 	if (until > now)
-		ban_set(n, ip, il, until, reason);
+		ban_set(ab, ip, il, until, reason);
 	return 0;
 }
 
-static int load_doc(node_t *n, const json_value_t *root, const char *path)
+static int load_doc(addrbook_t *ab, const json_value_t *root, const char *path)
 {
 	const json_value_t *ver = json_get_type(root, "version", JSON_INT);
 	const json_value_t *addrs = json_get_type(root, "addresses", JSON_ARRAY);
@@ -225,21 +232,21 @@ static int load_doc(node_t *n, const json_value_t *root, const char *path)
 	int64_t now = node_now_us();
 	size_t bad = 0, nb = 0;
 	for (size_t i = 0; i < addrs->len; i++)
-		bad += load_address(n, addrs->u.items[i]) != 0;
+		bad += load_address(ab, addrs->u.items[i]) != 0;
 	for (size_t i = 0; i < bans->len; i++) {
-		bad += load_ban(n, bans->u.items[i], now) != 0;
+		bad += load_ban(ab, bans->u.items[i], now) != 0;
 		nb += json_is(bans->u.items[i], JSON_OBJECT);
 	}
 	if (bad)
 		log_warn("%s: %zu malformed entries skipped", path, bad);
-	log_info("%s: %zu addresses, %zu bans still running of %zu", path, addrs->len, n->nbans, nb);
+	log_info("%s: %zu addresses, %zu bans still running of %zu", path, addrs->len, ab->nbans, nb);
 	return 0;
 }
 
-void addrbook_load(node_t *n)
+void addrbook_load(addrbook_t *ab)
 {
 	char path[CONFIG_STR_MAX + 32];
-	file_path(n, "", path, sizeof(path));
+	file_path(ab, "", path, sizeof(path));
 	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0) {
 		if (errno != ENOENT)
@@ -259,8 +266,9 @@ void addrbook_load(node_t *n)
 	else if (json_parse(&doc, b.data, b.len, NULL, &err))
 		log_warn("%s: %s (byte %zu); ignored", path, err.msg, err.offset);
 	else
-		load_doc(n, json_doc_root(doc), path);
+		load_doc(ab, json_doc_root(doc), path);
 	json_doc_free(doc);
 	pith_buf_release(&b);
-	n->book_dirty_us = 0; /* what was loaded is what the file says */
+	ab->dirty_us = 0; /* what was loaded is what the file says */
+	ab->loaded = 1;
 }

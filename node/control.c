@@ -67,7 +67,8 @@ struct control {
 
 static void serial_key(uint64_t s, uint8_t key[32])
 {
-	node_serial_key(s, key);
+	memset(key, 0, 32);
+	memcpy(key, &s, sizeof(s));
 }
 
 static void req_free(ctl_req_t *r)
@@ -159,7 +160,7 @@ static void start_sync(ctl_client_t *cl, ctl_req_t *r, const char *peer)
 		reply_error(r, "out of memory");
 		return;
 	}
-	if (sync_control_start(c->node, peer, r->serial, &err)) {
+	if (sync_control_start(c->node->sync, peer, r->serial, &err)) {
 		idmap_del(c->reqs, key);
 		reply_error(r, err.msg);
 	}

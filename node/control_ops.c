@@ -80,14 +80,14 @@ static int op_peers(node_t *n, pith_buf_t *b)
 {
 	int64_t now = node_now_us();
 	pith_buf_puts(b, "{\"ok\":true,\"peers\":[");
-	for (peer_t *p = n->peers; p; p = p->next) {
-		pith_buf_puts(b, p == n->peers ? "" : ",");
+	for (peer_t *p = net_peers(n->net); p; p = p->next) {
+		pith_buf_puts(b, p == net_peers(n->net) ? "" : ",");
 		node_peer_json(p, now, b);
 	}
 	pith_buf_puts(b, "],\"addresses\":[");
 	int first = 1;
-	for (size_t i = 0; i < n->nbook; i++) {
-		const addr_entry_t *a = n->book[i];
+	for (size_t i = 0; i < addrbook_size(n->book); i++) {
+		const addr_entry_t *a = addrbook_entry(n->book, i);
 		if (a->self)
 			continue;
 		char id[65] = "";
@@ -104,7 +104,7 @@ static int op_peers(node_t *n, pith_buf_t *b)
 		first = 0;
 	}
 	pith_buf_puts(b, "],\"bans\":");
-	node_bans_json(n, now, b);
+	ban_list_json(n->book, now, b);
 	pith_buf_puts(b, "}");
 	return CTLOP_DONE;
 }
@@ -112,12 +112,12 @@ static int op_peers(node_t *n, pith_buf_t *b)
 static int op_connect(node_t *n, const char *arg, pith_buf_t *b)
 {
 	pith_err_t err = {0};
-	if (addrbook_add_hostport(n, arg, ADDRBOOK_KEEP, &err))
+	if (addrbook_add_hostport(n->book, arg, ADDRBOOK_KEEP, &err))
 		return reply_fail(b, "%s", err.msg);
-	if (addrbook_save(n, &err))
+	if (addrbook_save(n->book, &err))
 		return reply_fail(b, "%s is dialled but not kept across restarts: %s", arg,
 				  err.msg);
-	addrbook_maintain(n, node_now_us());
+	addrbook_maintain(n->book, node_now_us());
 	pith_buf_puts(b, "{\"ok\":true");
 	jkey_str(b, "addr", arg, strlen(arg));
 	pith_buf_puts(b, ",\"kept\":true}");
@@ -142,7 +142,7 @@ static int peer_target(node_t *n, const char *peer, uint8_t ip[16], uint8_t *il,
 		return -1;
 	}
 	const peer_t *found = NULL;
-	for (const peer_t *p = n->peers; p; p = p->next) {
+	for (const peer_t *p = net_peers(n->net); p; p = p->next) {
 		char id[65];
 		if (!p->got_hello || p->state == PEER_CLOSING)
 			continue;
@@ -196,12 +196,12 @@ static int op_ban(node_t *n, const char *arg, pith_buf_t *b)
 	if (peer_target(n, peer, ip, &il, b))
 		return CTLOP_DONE;
 	int64_t until = node_now_us() + seconds * 1000000;
-	int rc = ban_set(n, ip, il, until, reason);
+	int rc = ban_set(n->book, ip, il, until, reason);
 	if (rc)
 		return reply_fail(b, "%s", rc == PITH_ETOOBIG ? "too many bans" : "out of memory");
 	n->stats.bans++;
 	size_t closed = 0;
-	for (peer_t *p = n->peers; p; p = p->next) {
+	for (peer_t *p = net_peers(n->net); p; p = p->next) {
 		uint8_t pip[16], pl;
 		if (p->state == PEER_CLOSING || peer_ip(p, pip, &pl) || pl != il || memcmp(pip, ip, il))
 			continue;
@@ -209,13 +209,13 @@ static int op_ban(node_t *n, const char *arg, pith_buf_t *b)
 		closed++;
 	}
 	const ban_t *bn = NULL;
-	for (size_t i = 0; i < n->nbans; i++)
-		if (n->bans[i].ip_len == il && !memcmp(n->bans[i].ip, ip, il))
-			bn = &n->bans[i];
+	for (size_t i = 0; i < ban_count(n->book); i++)
+		if (ban_at(n->book, i)->ip_len == il && !memcmp(ban_at(n->book, i)->ip, ip, il))
+			bn = ban_at(n->book, i);
 	log_info("operator banned %s for %lld s (%s); %zu connections closed", bn->ip_str, seconds,
 		 reason, closed);
 	pith_err_t err = {0};
-	if (addrbook_save(n, &err))
+	if (addrbook_save(n->book, &err))
 		return reply_fail(b, "%s is banned until the node stops, but not saved: %s",
 				  bn->ip_str, err.msg);
 	pith_buf_printf(b, "{\"ok\":true,\"ip\":\"%s\",\"seconds\":%lld,\"until_us\":%lld",
@@ -233,15 +233,15 @@ static int op_unban(node_t *n, const char *arg, pith_buf_t *b)
 				  arg);
 	char s[48];
 	inet_ntop(il == 4 ? AF_INET : AF_INET6, ip, s, sizeof(s));
-	if (!ban_lift(n, ip, il))
+	if (!ban_lift(n->book, ip, il))
 		return reply_fail(b, "%s is not banned", s);
 	log_info("operator lifted the ban on %s", s);
 	pith_err_t err = {0};
-	if (addrbook_save(n, &err))
+	if (addrbook_save(n->book, &err))
 		return reply_fail(b, "the ban on %s is lifted until the node stops, but not "
 				     "saved: %s", s, err.msg);
 	pith_buf_printf(b, "{\"ok\":true,\"ip\":\"%s\"}", s);
-	addrbook_maintain(n, node_now_us());
+	addrbook_maintain(n->book, node_now_us());
 	return CTLOP_DONE;
 }
 

@@ -22,39 +22,11 @@
 #include "log.h"
 #include "node_int.h"
 #include "prio.h"
-#include "sync.h"
 
 #define TICK_MS 200
 #define STOP_LINGER_MS 500 /* time for BYEs to leave at shutdown */
-#define RECENT_BITS 20     /* ids remembered as stored: 8 MiB */
-#define REFUSED_BITS 16    /* (peer, id) pairs remembered as refused: 512 KiB */
 #define NODE_KEY_FILE "node.key"
 #define STORE_SUBDIR "store"
-
-int64_t node_now_us(void)
-{
-	struct timeval tv;
-	gettimeofday(&tv, NULL);
-	return (int64_t)tv.tv_sec * 1000000 + tv.tv_usec;
-}
-
-void node_serial_key(uint64_t serial, uint8_t key[32])
-{
-	memset(key, 0, 32);
-	memcpy(key, &serial, sizeof(serial));
-}
-
-peer_t *node_peer_by_serial(node_t *n, uint64_t serial)
-{
-	uint8_t key[32];
-	node_serial_key(serial, key);
-	return idmap_get(n->peer_by_serial, key);
-}
-
-void node_reap_soon(node_t *n)
-{
-	event_active(n->reap_ev, EV_READ, 0);
-}
 
 /* ---- the node key --------------------------------------------------------------------- */
 
@@ -151,22 +123,22 @@ static void node_on_accept(node_t *n, int fd, struct sockaddr *sa, int len)
 		close(fd);
 		return;
 	}
-	if (ban_is_banned(n, sa, now)) {
+	if (ban_is_banned(n->book, sa, now)) {
 		n->stats.refused_banned++;
 		addr_format(sa, a);
 		log_rl(&rl, LOG_INFO, "refused %s: banned", a);
 		close(fd);
 		return;
 	}
-	if (n->n_in >= (size_t)n->cfg->inbound_max) {
+	if (net_count_in(n->net) >= (size_t)n->cfg->inbound_max) {
 		n->stats.refused_full++;
 		addr_format(sa, a);
-		log_rl(&rl, LOG_INFO, "refused %s: %zu inbound peers already", a, n->n_in);
+		log_rl(&rl, LOG_INFO, "refused %s: %zu inbound peers already", a, net_count_in(n->net));
 		close(fd);
 		return;
 	}
 	set_nodelay(fd);
-	if (peer_accept(n, fd, sa, (socklen_t)len))
+	if (peer_accept(n->net, fd, sa, (socklen_t)len))
 		log_error("cannot set up an inbound peer (out of memory)");
 }
 
@@ -190,16 +162,15 @@ static void accept_error_cb(struct evconnlistener *l, void *arg)
 static void node_tick(node_t *n)
 {
 	int64_t now = node_now_us();
-	for (peer_t *p = n->peers; p; p = p->next)
-		peer_tick(p, now);
+	net_tick(n->net, now);
 	if (n->shutting_down)
 		return;
-	relay_tick(n, now);
-	sync_tick(n, now);
-	ban_prune(n, now);
-	addrbook_save_tick(n, now);
-	addrbook_maintain(n, now);
-	pex_tick(n, now);
+	relay_tick(n->relay, now);
+	sync_tick(n->sync, now);
+	ban_prune(n->book, now);
+	addrbook_save_tick(n->book, now);
+	addrbook_maintain(n->book, now);
+	pex_tick(n->book, now);
 	node_http_tick(n, now);
 }
 
@@ -208,27 +179,6 @@ static void tick_cb(evutil_socket_t fd, short what, void *arg)
 	(void)fd;
 	(void)what;
 	node_tick(arg);
-}
-
-static void reap_cb(evutil_socket_t fd, short what, void *arg)
-{
-	(void)fd;
-	(void)what;
-	peer_reap(arg, 0);
-}
-
-static void announce_cb(evutil_socket_t fd, short what, void *arg)
-{
-	(void)fd;
-	(void)what;
-	relay_flush_announces(arg);
-}
-
-static void lazy_cb(evutil_socket_t fd, short what, void *arg)
-{
-	(void)fd;
-	(void)what;
-	relay_flush_lazy(arg);
 }
 
 static void stop_cb(evutil_socket_t fd, short what, void *arg)
@@ -249,6 +199,7 @@ static void node_stop(node_t *n, int sig)
 		return;
 	}
 	n->shutting_down = 1;
+	net_set_shutting_down(n->net);
 	log_info("signal %d: shutting down", sig);
 	if (n->listener) {
 		evconnlistener_free(n->listener);
@@ -256,7 +207,7 @@ static void node_stop(node_t *n, int sig)
 	}
 	control_free(n->control);
 	node_http_draining(n);
-	for (peer_t *p = n->peers; p; p = p->next)
+	for (peer_t *p = net_peers(n->net); p; p = p->next)
 		peer_close(p, WIRE_BYE_SHUTDOWN, "node shutting down");
 	struct timeval tv = {0, STOP_LINGER_MS * 1000};
 	evtimer_add(n->stop_ev, &tv);
@@ -266,6 +217,130 @@ static void signal_cb(evutil_socket_t sig, short what, void *arg)
 {
 	(void)what;
 	node_stop(arg, (int)sig);
+}
+
+/* ---- the wiring: what each floor tells the ones above ------------------------------ */
+
+/* The connection layer's events (peer_events_t). */
+static void on_peer_ready(void *arg, peer_t *p)
+{
+	node_t *n = arg;
+	if (relay_peer_attach(n->relay, p)) {
+		peer_close(p, 0, "out of memory");
+		return;
+	}
+	addrbook_peer_ready(n->book, p);
+	if (p->state != PEER_READY)
+		return;
+	if (!sync_peer_ready(n->sync, p)) /* catch-up through reconciliation, */
+		relay_inv_start(n->relay, p); /* or else the INV listing */
+	node_http_peer_changed(n, p);
+}
+
+static void on_peer_message(void *arg, peer_t *p, const wire_msg_t *m)
+{
+	node_t *n = arg;
+	switch (m->type) {
+	case WIRE_PEERS_REQ:
+		pex_on_request(n->book, p);
+		return;
+	case WIRE_PEERS:
+		pex_on_peers(n->book, p, m);
+		return;
+	case WIRE_RECON:
+	case WIRE_RECON_BUNDLES:
+		sync_on_recon(n->sync, p, m);
+		return;
+	default:
+		if (!relay_on_message(n->relay, p, m)) {
+			static log_rl_t rl;
+			log_rl(&rl, LOG_WARN, "peer %s: unexpected %s", p->addr,
+			       wire_type_name(m->type));
+		}
+		return;
+	}
+}
+
+static int on_peer_is_answer(void *arg, const peer_t *p, const wire_msg_t *m)
+{
+	(void)arg;
+	return relay_is_answer(p, m);
+}
+
+static void on_peer_writable(void *arg, peer_t *p)
+{
+	node_t *n = arg;
+	relay_peer_writable(n->relay, p);
+}
+
+static void on_peer_gone(void *arg, peer_t *p, int was_ready)
+{
+	node_t *n = arg;
+	sync_peer_gone(n->sync, p);
+	relay_peer_gone(n->relay, p);
+	if (was_ready)
+		node_http_peer_changed(n, p);
+}
+
+static void on_peer_freed(void *arg, peer_t *p)
+{
+	node_t *n = arg;
+	addrbook_peer_freed(n->book, p);
+	sync_peer_free(n->sync, p);
+	relay_peer_detach(n->relay, p);
+}
+
+static void on_peer_ban(void *arg, const peer_t *p, const char *what)
+{
+	node_t *n = arg;
+	ban_add(n->book, (const struct sockaddr *)&p->sa, what);
+}
+
+/* The relay's feed hook: reconciliation tops up the fetch queue. */
+static void on_relay_feed(void *arg, peer_t *p)
+{
+	node_t *n = arg;
+	sync_peer_feed(n->sync, p);
+}
+
+/* sync's answers to `sync` requests that waited. */
+static void on_sync_reply(void *arg, uint64_t serial, const char *json, size_t len)
+{
+	node_t *n = arg;
+	if (n->control)
+		control_reply(n->control, serial, json, len);
+}
+
+/* An ingest job is back on the loop: the relay's bookkeeping, the
+ * reconciliation sets, then whoever submitted it (HTTP, control). */
+static void on_ingest_done(void *arg, ingest_job_t *job)
+{
+	node_t *n = arg;
+	if (!n->shutting_down) {
+		peer_t *p = job->peer ? net_peer_by_serial(n->net, job->peer) : NULL;
+		if (p && p->state == PEER_CLOSING)
+			p = NULL;
+		int catchup = relay_job_done(n->relay, job, p);
+		if (job->rc == 0 && job->kind == INGEST_EVENT && job->outcome == STORE_STORED) {
+			sync_event_stored(n->sync, job->created_us, job->id);
+			/* live bundles travel by BUNDLE_ANNOUNCE; a node catching up
+			 * may have missed one, so it asks */
+			if (job->is_record_created && p && catchup)
+				sync_bundle_wanted(n->sync, p, job->subject);
+		} else if (job->rc == 0 && job->kind == INGEST_BUNDLE) {
+			if (job->bundle_outcome == STORE_BUNDLE_NEWER)
+				sync_bundle_stored(n->sync, job->built_us, job->sha, job->bundle_replaced,
+						   job->old_built_us, job->old_sha);
+			for (size_t i = 0; i < job->n_event_ids; i++)
+				sync_event_stored(n->sync, job->event_created_us[i],
+						  job->event_ids + 32 * i);
+		}
+	}
+	if (n->http)
+		http_job_done(n->http, job);
+	if (job->ctl && n->control)
+		control_job_done(n->control, job);
+	ingest_job_free(job);
 }
 
 /* ---- setup ----------------------------------------------------------------------------------- */
@@ -328,7 +403,6 @@ int node_new(node_config_t *cfg, node_t **out, pith_err_t *err)
 	n->wlim = wire_limits_default;
 	n->wlim.max_frame = (size_t)cfg->max_frame;
 	n->wlim.max_buffer = (size_t)cfg->max_frame + WIRE_HEADER_LEN + (64u << 10);
-	n->next_pex_us = n->started_us + cfg->pex_interval_ms * 1000;
 	int rc = 0;
 	char path[CONFIG_STR_MAX + 32];
 	store_opts_t so = {.create = 1};
@@ -355,24 +429,44 @@ int node_new(node_config_t *cfg, node_t **out, pith_err_t *err)
 		log_warn("cannot lower the priority of RocksDB's threads: %s", strerror(errno));
 	else if (!nrocks && cfg->worker_nice)
 		log_warn("found no RocksDB background threads by name: they keep the loop's priority");
-	if ((rc = sync_new(n, err)))
-		goto fail;
 	n->base = event_base_new();
-	n->peer_by_serial = idmap_new();
-	n->fetches = idmap_new();
-	n->bundles = idmap_new();
-	if (!n->base || !n->peer_by_serial || !n->fetches || !n->bundles ||
-	    idcache_init(&n->recent, RECENT_BITS) || idcache_init(&n->refused, REFUSED_BITS)) {
+	if (!n->base) {
+		rc = pith_err_set(err, PITH_ENOMEM, "out of memory");
+		goto fail;
+	}
+	/* the floors, bottom up: connections, the address book, the ingest
+	 * pipeline, the relay, reconciliation; each told of the others'
+	 * events through the functions above */
+	net_opts_t no = {.cfg = cfg, .pk = n->pk, .sk = n->sk, .wlim = n->wlim, .stats = &n->stats};
+	peer_events_t pe = {.arg = n, .ready = on_peer_ready, .message = on_peer_message,
+			    .is_answer = on_peer_is_answer, .writable = on_peer_writable,
+			    .gone = on_peer_gone, .freed = on_peer_freed, .ban = on_peer_ban};
+	n->net = net_new(n->base, &no, &pe);
+	n->book = n->net ? addrbook_new(n->net, cfg, &n->stats) : NULL;
+	if (!n->net || !n->book) {
 		rc = pith_err_set(err, PITH_ENOMEM, "out of memory");
 		goto fail;
 	}
 	n->ingest = ingest_new(n->base, n->trust, n->store, (int)cfg->validate_threads,
 			       (int)cfg->worker_nice,
-			       (size_t)cfg->max_frame, cfg->trace_stored, relay_ingest_done, n);
+			       (size_t)cfg->max_frame, cfg->trace_stored, on_ingest_done, n);
 	if (!n->ingest) {
 		rc = pith_err_set(err, PITH_EIO, "cannot start the validation threads");
 		goto fail;
 	}
+	relay_deps_t rd = {.base = n->base, .net = n->net, .store = n->store, .ingest = n->ingest,
+			   .cfg = cfg, .stats = &n->stats,
+			   .hooks = {.arg = n, .feed = on_relay_feed}};
+	n->relay = relay_new(&rd);
+	if (!n->relay) {
+		rc = pith_err_set(err, PITH_ENOMEM, "out of memory");
+		goto fail;
+	}
+	sync_deps_t sd = {.net = n->net, .relay = n->relay, .book = n->book, .store = n->store,
+			  .ingest = n->ingest, .cfg = cfg, .stats = &n->stats,
+			  .reply = on_sync_reply, .reply_arg = n};
+	if ((rc = sync_new(&sd, &n->sync, err)))
+		goto fail;
 	if ((rc = listen_start(n, err)))
 		goto fail;
 	n->control = control_new(n, cfg->control);
@@ -382,20 +476,16 @@ int node_new(node_config_t *cfg, node_t **out, pith_err_t *err)
 	}
 	if ((rc = node_http_start(n, err)))
 		goto fail;
+	net_set_hello(n->net, n->listen_port, sync_features(n->sync), n->http_url);
 	for (size_t i = 0; i < cfg->peers.n; i++)
-		if ((rc = addrbook_add_hostport(n, cfg->peers.items[i], 1, err)))
+		if ((rc = addrbook_add_hostport(n->book, cfg->peers.items[i], 1, err)))
 			goto fail;
-	addrbook_load(n); /* addresses and bans of the last run (DATA/peers.json) */
-	n->book_loaded = 1;
+	addrbook_load(n->book); /* addresses and bans of the last run (DATA/peers.json) */
 	n->sig_term = evsignal_new(n->base, SIGTERM, signal_cb, n);
 	n->sig_int = evsignal_new(n->base, SIGINT, signal_cb, n);
 	n->tick_ev = event_new(n->base, -1, EV_PERSIST, tick_cb, n);
-	n->announce_ev = evtimer_new(n->base, announce_cb, n);
-	n->lazy_ev = evtimer_new(n->base, lazy_cb, n);
-	n->reap_ev = event_new(n->base, -1, 0, reap_cb, n);
 	n->stop_ev = evtimer_new(n->base, stop_cb, n);
-	if (!n->sig_term || !n->sig_int || !n->tick_ev || !n->announce_ev || !n->lazy_ev ||
-	    !n->reap_ev || !n->stop_ev) {
+	if (!n->sig_term || !n->sig_int || !n->tick_ev || !n->stop_ev) {
 		rc = pith_err_set(err, PITH_ENOMEM, "out of memory");
 		goto fail;
 	}
@@ -423,19 +513,13 @@ int node_run(node_t *n)
 	return rc < 0 ? PITH_EIO : 0;
 }
 
-static int free_value(void *arg, const uint8_t id[32], void *val)
-{
-	(void)arg;
-	(void)id;
-	free(val);
-	return 1;
-}
-
 void node_free_(node_t *n)
 {
 	if (!n)
 		return;
 	n->shutting_down = 1;
+	if (n->net)
+		net_set_shutting_down(n->net);
 	control_free(n->control);
 	ctlop_free(n); /* waits for a backup in progress: it reads the store */
 	node_http_stop(n); /* before the pipeline hands back the jobs HTTP was waiting for */
@@ -443,46 +527,29 @@ void node_free_(node_t *n)
 		evconnlistener_free(n->listener);
 	/* validated events are written before the store closes */
 	ingest_free(n->ingest);
-	for (peer_t *p = n->peers; p; p = p->next)
-		if (p->state != PEER_CLOSING)
-			peer_close(p, 0, "node stopped");
-	peer_reap(n, 1);
+	if (n->net) {
+		for (peer_t *p = net_peers(n->net); p; p = p->next)
+			if (p->state != PEER_CLOSING)
+				peer_close(p, 0, "node stopped");
+		net_reap(n->net, 1);
+	}
 	if (n->sig_term)
 		event_free(n->sig_term);
 	if (n->sig_int)
 		event_free(n->sig_int);
 	if (n->tick_ev)
 		event_free(n->tick_ev);
-	if (n->announce_ev)
-		event_free(n->announce_ev);
-	if (n->lazy_ev)
-		event_free(n->lazy_ev);
-	if (n->reap_ev)
-		event_free(n->reap_ev);
 	if (n->stop_ev)
 		event_free(n->stop_ev);
-	if (n->fetches) {
-		idmap_each(n->fetches, free_value, NULL);
-		idmap_free(n->fetches);
-	}
-	if (n->bundles) {
-		idmap_each(n->bundles, free_value, NULL);
-		idmap_free(n->bundles);
-	}
-	idmap_free(n->peer_by_serial);
-	idcache_release(&n->recent);
-	idcache_release(&n->refused);
-	pith_buf_release(&n->announce_q);
-	pith_buf_release(&n->announce_own_q);
-	pith_buf_release(&n->lazy_q);
-	free(n->bundle_q);
-	pith_err_t e = {0};
-	if (n->book_loaded && n->book_dirty_us && addrbook_save(n, &e))
-		log_error("%s", e.msg);
-	addrbook_free(n);
-	sync_free(n);
+	if (n->book)
+		addrbook_save_if_changed(n->book);
+	sync_free(n->sync);
+	relay_free(n->relay);
+	addrbook_free(n->book);
+	net_free(n->net);
 	if (n->base)
 		event_base_free(n->base);
+	pith_err_t e = {0};
 	if (n->store) {
 		/* a clean stop leaves no log to replay at the next start */
 		int64_t t0 = node_now_us();
@@ -510,9 +577,9 @@ static const char *state_name(peer_state_t s)
 	}
 }
 
-static const char *inv_name(inv_state_t s)
+static const char *inv_name(const relay_peer_t *rp)
 {
-	switch (s) {
+	switch (rp ? rp->inv : INV_IDLE) {
 	case INV_WAITING: return "listing";
 	case INV_MORE: return "fetching";
 	case INV_DONE: return "done";
@@ -564,26 +631,8 @@ void node_peer_json(const peer_t *p, int64_t now, pith_buf_t *b)
 			(unsigned long long)p->bytes_in, (unsigned long long)p->bytes_out,
 			(unsigned long long)p->msgs_in, (unsigned long long)p->msgs_out,
 			(unsigned long long)p->events_in, (unsigned long long)p->events_out,
-			p->inflight, p->wanted.n, p->serve.n, inv_name(p->inv));
-}
-
-void node_bans_json(const node_t *n, int64_t now, pith_buf_t *b)
-{
-	int first = 1;
-	pith_buf_puts(b, "[");
-	for (size_t i = 0; i < n->nbans; i++) {
-		const ban_t *bn = &n->bans[i];
-		if (bn->until_us <= now)
-			continue;
-		pith_buf_printf(b, "%s{", first ? "" : ",");
-		first = 0;
-		jstr(b, "ip", bn->ip_str);
-		pith_buf_puts(b, ",");
-		jstr(b, "reason", bn->reason);
-		pith_buf_printf(b, ",\"remaining_s\":%lld,\"until_us\":%lld}",
-				(long long)((bn->until_us - now) / 1000000), (long long)bn->until_us);
-	}
-	pith_buf_puts(b, "]");
+			p->relay ? p->relay->inflight : 0, p->relay ? p->relay->wanted.n : 0,
+			p->relay ? p->relay->serve.n : 0, inv_name(p->relay));
 }
 
 int node_status_json(node_t *n, pith_buf_t *b)
@@ -615,18 +664,15 @@ int node_status_json(node_t *n, pith_buf_t *b)
 			(unsigned long long)u.pending_compaction_bytes);
 	pith_buf_puts(b, ",\"peers\":[");
 	int first = 1;
-	for (peer_t *p = n->peers; p; p = p->next) {
+	for (peer_t *p = net_peers(n->net); p; p = p->next) {
 		pith_buf_puts(b, first ? "" : ",");
 		node_peer_json(p, now, b);
 		first = 0;
 	}
 	pith_buf_puts(b, "],\"bans\":");
-	node_bans_json(n, now, b);
-	size_t known = 0;
-	for (size_t i = 0; i < n->nbook; i++)
-		known += !n->book[i]->self;
-	pith_buf_printf(b, ",\"addresses\":%zu,\"pending_fetches\":%zu", known,
-			idmap_count(n->fetches));
+	ban_list_json(n->book, now, b);
+	pith_buf_printf(b, ",\"addresses\":%zu,\"pending_fetches\":%zu",
+			addrbook_count_known(n->book), relay_pending_fetches(n->relay));
 	pith_buf_printf(b,
 			",\"ingest\":{\"in_flight\":%zu,\"queued_validate\":%zu,\"queued_write\":%zu,"
 			"\"validated\":%llu,\"invalid\":%llu,\"batches\":%llu,\"states\":%llu,"
@@ -636,7 +682,7 @@ int node_status_json(node_t *n, pith_buf_t *b)
 			(unsigned long long)is.committed_batches, (unsigned long long)is.states,
 			(unsigned long long)is.store_errors);
 	pith_buf_puts(b, ",");
-	sync_status_json(n, b);
+	sync_status_json(n->sync, b);
 	pith_buf_printf(b,
 			",\"stats\":{\"events_stored\":%llu,\"events_duplicate\":%llu,"
 			"\"events_resigned\":%llu,\"events_invalid\":%llu,\"bundles_stored\":%llu,"

@@ -81,10 +81,10 @@ static void collect(void *arg, metrics_out_t *o)
 
 	/* peers by direction and state, and catch-up progress */
 	size_t by[2][4] = {{0}}, cu[4] = {0};
-	for (peer_t *p = n->peers; p; p = p->next) {
+	for (peer_t *p = net_peers(n->net); p; p = p->next) {
 		by[p->outbound ? 1 : 0][p->state < 4 ? p->state : 3]++;
 		if (p->state == PEER_READY)
-			cu[p->inv < 4 ? p->inv : 0]++;
+			cu[p->relay && p->relay->inv < 4 ? p->relay->inv : 0]++;
 	}
 	metrics_out_family(o, "pith_peers", METRIC_GAUGE, "Peer connections, by direction and state");
 	for (int d = 0; d < 2; d++)
@@ -110,10 +110,10 @@ static void collect(void *arg, metrics_out_t *o)
 	      "RocksDB's estimate of the bytes compaction still has to rewrite",
 	      (double)u.pending_compaction_bytes);
 	gauge(o, "pith_sync_pending_fetches", "Event and bundle ids being fetched from peers",
-	      (double)idmap_count(n->fetches));
+	      (double)relay_pending_fetches(n->relay));
 	size_t active = 0;
-	for (size_t i = 0; i < n->nbans; i++)
-		active += n->bans[i].until_us > now;
+	for (size_t i = 0; i < ban_count(n->book); i++)
+		active += ban_at(n->book, i)->until_us > now;
 	gauge(o, "pith_bans", "Addresses banned now", (double)active);
 	counter(o, "pith_bans_total", "Bans since start", s->bans);
 	metrics_out_family(o, "pith_connections_refused_total", METRIC_COUNTER,
@@ -227,7 +227,7 @@ static int mirror_cmp(const void *a, const void *b)
 static void mirrors_publish(node_t *n, int64_t now)
 {
 	mirror_list_t l = {0};
-	for (peer_t *p = n->peers; p; p = p->next)
+	for (peer_t *p = net_peers(n->net); p; p = p->next)
 		l.cap++;
 	l.cap += n->n_mirrors_seen;
 	l.m = calloc(l.cap ? l.cap : 1, sizeof(*l.m));
@@ -236,7 +236,7 @@ static void mirrors_publish(node_t *n, int64_t now)
 		log_error("http: out of memory listing the peers' mirrors");
 		goto out;
 	}
-	for (peer_t *p = n->peers; p; p = p->next)
+	for (peer_t *p = net_peers(n->net); p; p = p->next)
 		if (p->state == PEER_READY && p->http_url[0])
 			mirror_add(n, &l, p->pk, p->http_url);
 	for (size_t i = 0; i < n->n_mirrors_seen; i++)

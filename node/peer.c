@@ -1,12 +1,14 @@
-/* Peer connections: dialling and accepting, the handshake, reading with
- * budgets, sending, timeouts, misbehaviour, and closing.
+/* Peer connections (peer.h): dialling and accepting, the handshake,
+ * reading with budgets, sending, timeouts, misbehaviour, and closing; the
+ * rest of the protocol is told through peer_events_t.
  *
  * Callbacks are a few lines that hand off to named functions. A peer is
  * never freed inside its own callbacks: peer_close marks it, and
- * peer_reap frees it after the loop turn (once its BYE is flushed or its
+ * net_reap frees it after the loop turn (once its BYE is flushed or its
  * linger ran out). */
-#include "node_int.h"
+#include "peer.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/tcp.h>
 #include <event2/buffer.h>
@@ -19,18 +21,44 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "idmap.h"
 #include "log.h"
-#include "sync.h"
 
 #define READ_CHUNK 65536
 #define TURN_MAX_MSGS 256            /* messages per read turn, then yield */
 #define TURN_MAX_BYTES (4u << 20)    /* bytes per read turn */
 #define CLOSE_LINGER_US 1000000      /* time to flush a BYE */
-#define KNOWN_BITS 15                /* 32768 remembered ids per peer */
 #define PINGS_PER_WINDOW 5           /* PINGs a peer may send per 10 s */
 #define PEER_AGENT "pithd/0.1"
 
+struct net {
+	struct event_base *base;
+	net_opts_t o;
+	const node_config_t *cfg;
+	peer_events_t ev;
+	struct event *reap_ev;
+	uint16_t listen_port;
+	uint64_t features;
+	char http_url[WIRE_HTTP_URL_MAX + 1];
+	int shutting_down;
+	peer_t *peers;
+	size_t n_out, n_in;
+	uint64_t next_serial;
+	idmap_t *by_serial; /* key: serial in the first 8 bytes */
+};
+
 static log_rl_t rl_close, rl_misbehave;
+
+static void serial_key(uint64_t serial, uint8_t key[32])
+{
+	memset(key, 0, 32);
+	memcpy(key, &serial, sizeof(serial));
+}
+
+static void reap_soon(net_t *net)
+{
+	event_active(net->reap_ev, EV_READ, 0);
+}
 
 size_t peer_out_len(const peer_t *p)
 {
@@ -58,15 +86,15 @@ int peer_send(peer_t *p, const wire_msg_t *m)
 	}
 	if (bufferevent_write(p->bev, scratch.data, scratch.len))
 		return PITH_ENOMEM;
-	node_t *n = p->node;
+	node_stats_t *st = p->net->o.stats;
 	p->bytes_out += scratch.len;
 	p->msgs_out++;
-	n->stats.bytes_sent += scratch.len;
-	n->stats.msgs_sent[m->type]++;
-	n->stats.bytes_sent_type[m->type] += scratch.len;
+	st->bytes_sent += scratch.len;
+	st->msgs_sent[m->type]++;
+	st->bytes_sent_type[m->type] += scratch.len;
 	if (scratch.cap > (1u << 20))
 		pith_buf_release(&scratch); /* do not keep a big event's buffer */
-	if (p->state != PEER_CLOSING && peer_out_len(p) > (size_t)n->cfg->peer_out_max)
+	if (p->state != PEER_CLOSING && peer_out_len(p) > (size_t)p->net->cfg->peer_out_max)
 		peer_close(p, 0, "too slow: %zu bytes queued for it", peer_out_len(p));
 	return 0;
 }
@@ -86,7 +114,7 @@ void peer_close(peer_t *p, uint32_t bye_code, const char *fmt, ...)
 {
 	if (p->state == PEER_CLOSING)
 		return;
-	node_t *n = p->node;
+	net_t *net = p->net;
 	va_list ap;
 	va_start(ap, fmt);
 	vsnprintf(p->close_reason, sizeof(p->close_reason), fmt, ap);
@@ -103,16 +131,15 @@ void peer_close(peer_t *p, uint32_t bye_code, const char *fmt, ...)
 	if (p->bev)
 		bufferevent_disable(p->bev, EV_READ);
 	p->close_deadline_us = node_now_us() + CLOSE_LINGER_US;
-	if (was_ready || n->shutting_down)
+	if (was_ready || net->shutting_down)
 		log_rl(&rl_close, LOG_INFO, "peer %s%s%s: closed: %s", p->addr,
 		       p->id_short[0] ? " node " : "", p->id_short, p->close_reason);
 	else
 		log_debug("peer %s: closed before the handshake finished: %s", p->addr,
 			  p->close_reason);
-	relay_peer_gone(p);
-	if (was_ready)
-		node_http_peer_changed(n, p);
-	node_reap_soon(n);
+	if (net->ev.gone)
+		net->ev.gone(net->ev.arg, p, was_ready);
+	reap_soon(net);
 }
 
 /* Frees p's own resources (not its place in the node's lists). */
@@ -125,48 +152,39 @@ static void peer_release(peer_t *p)
 	if (p->resume_ev)
 		event_free(p->resume_ev);
 	wire_reader_free(p->reader);
-	idcache_release(&p->known);
-	idq_release(&p->wanted);
-	idq_release(&p->serve);
-	idq_release(&p->bwanted);
-	pith_buf_release(&p->bserve);
-	sync_peer_free(p);
 	free(p);
 }
 
-static void peer_free(peer_t *p)
+static void peer_free(peer_t *p, int tell)
 {
-	node_t *n = p->node;
+	net_t *net = p->net;
 	uint8_t key[32];
 	if (p->prev)
 		p->prev->next = p->next;
 	else
-		n->peers = p->next;
+		net->peers = p->next;
 	if (p->next)
 		p->next->prev = p->prev;
-	node_serial_key(p->serial, key);
-	idmap_del(n->peer_by_serial, key);
+	serial_key(p->serial, key);
+	idmap_del(net->by_serial, key);
 	if (p->outbound)
-		n->n_out--;
+		net->n_out--;
 	else
-		n->n_in--;
-	if (p->book && p->book->peer_serial == p->serial) {
-		p->book->peer_serial = 0;
-		if (p->outbound)
-			addrbook_failed(n, p->book, p->ready_us != 0);
-	}
+		net->n_in--;
+	if (tell && net->ev.freed)
+		net->ev.freed(net->ev.arg, p);
 	peer_release(p);
 }
 
-void peer_reap(node_t *n, int force)
+void net_reap(net_t *net, int force)
 {
 	int64_t now = node_now_us();
-	for (peer_t *p = n->peers, *nx; p; p = nx) {
+	for (peer_t *p = net->peers, *nx; p; p = nx) {
 		nx = p->next;
 		if (p->state != PEER_CLOSING)
 			continue;
 		if (force || peer_out_len(p) == 0 || now >= p->close_deadline_us)
-			peer_free(p);
+			peer_free(p, 1);
 	}
 }
 
@@ -174,15 +192,16 @@ void peer_reap(node_t *n, int force)
 
 void peer_misbehaved(peer_t *p, int points, const char *what)
 {
-	node_t *n = p->node;
+	net_t *net = p->net;
 	if (p->state == PEER_CLOSING)
 		return;
 	p->score += points;
 	log_rl(&rl_misbehave, LOG_WARN, "peer %s: %s (+%d, score %d)", p->addr, what, points,
 	       p->score);
-	if (p->score < n->cfg->ban_threshold)
+	if (p->score < net->cfg->ban_threshold)
 		return;
-	ban_add(n, (const struct sockaddr *)&p->sa, what);
+	if (net->ev.ban)
+		net->ev.ban(net->ev.arg, p, what);
 	peer_close(p, WIRE_BYE_BANNED, "banned: %s", what);
 }
 
@@ -190,7 +209,7 @@ void peer_misbehaved(peer_t *p, int points, const char *what)
 
 static void tokens_refill(peer_t *p, int64_t now)
 {
-	const node_config_t *c = p->node->cfg;
+	const node_config_t *c = p->net->cfg;
 	double dt = (double)(now - p->tokens_us) / 1e6;
 	p->tokens_us = now;
 	p->msg_tokens += dt * (double)c->peer_msg_rate;
@@ -203,7 +222,7 @@ static void tokens_refill(peer_t *p, int64_t now)
 
 void peer_refund_bytes(peer_t *p, size_t n)
 {
-	double cap = (double)p->node->cfg->peer_byte_rate;
+	double cap = (double)p->net->cfg->peer_byte_rate;
 	p->byte_tokens += (double)n;
 	if (p->byte_tokens > cap)
 		p->byte_tokens = cap;
@@ -212,7 +231,7 @@ void peer_refund_bytes(peer_t *p, size_t n)
 /* Stops reading until the budgets refill. */
 static void pause_reading(peer_t *p)
 {
-	const node_config_t *c = p->node->cfg;
+	const node_config_t *c = p->net->cfg;
 	double wait_s = 0.001;
 	if (p->msg_tokens < 1)
 		wait_s = (1 - p->msg_tokens) / (double)c->peer_msg_rate;
@@ -273,7 +292,7 @@ static void charge(peer_t *p, const wire_msg_t *m, int64_t now)
 		p->flood_strikes++;
 		char what[96];
 		snprintf(what, sizeof(what), "message flood (over %lld messages/s)",
-			 (long long)p->node->cfg->peer_msg_rate);
+			 (long long)p->net->cfg->peer_msg_rate);
 		peer_misbehaved(p, SCORE_FLOOD, what);
 	}
 	if (p->state != PEER_CLOSING && !p->read_paused)
@@ -284,23 +303,23 @@ static void charge(peer_t *p, const wire_msg_t *m, int64_t now)
 
 static void send_hello(peer_t *p)
 {
-	node_t *n = p->node;
+	net_t *net = p->net;
 	wire_msg_t m = {.type = WIRE_HELLO};
 	m.u.hello.version = WIRE_VERSION;
-	m.u.hello.features = sync_features(n);
+	m.u.hello.features = net->features;
 	/* config_set checked it: at most WIRE_NETID_MAX bytes */
-	memcpy(m.u.hello.network_id, n->cfg->network_id, strlen(n->cfg->network_id) + 1);
-	memcpy(m.u.hello.node_pk, n->pk, 32);
+	memcpy(m.u.hello.network_id, net->cfg->network_id, strlen(net->cfg->network_id) + 1);
+	memcpy(m.u.hello.node_pk, net->o.pk, 32);
 	memcpy(m.u.hello.nonce, p->my_nonce, 32);
-	m.u.hello.listen_port = n->listen_port;
+	m.u.hello.listen_port = net->listen_port;
 	snprintf(m.u.hello.agent, sizeof(m.u.hello.agent), "%s", PEER_AGENT);
-	memcpy(m.u.hello.http_url, n->http_url, sizeof(m.u.hello.http_url));
+	memcpy(m.u.hello.http_url, net->http_url, sizeof(m.u.hello.http_url));
 	peer_send(p, &m);
 }
 
 static void on_hello(peer_t *p, const wire_msg_t *m)
 {
-	node_t *n = p->node;
+	net_t *net = p->net;
 	char esc[80];
 	if (p->got_hello) {
 		peer_misbehaved(p, SCORE_PROTOCOL, "a second HELLO");
@@ -312,16 +331,15 @@ static void on_hello(peer_t *p, const wire_msg_t *m)
 			   m->u.hello.version, WIRE_VERSION);
 		return;
 	}
-	if (strcmp(m->u.hello.network_id, n->cfg->network_id)) {
+	if (strcmp(m->u.hello.network_id, net->cfg->network_id)) {
 		peer_close(p, WIRE_BYE_NETWORK, "network id '%s', this node is on '%s'",
 			   log_escape(m->u.hello.network_id, strlen(m->u.hello.network_id), 64, esc,
 				      sizeof(esc)),
-			   n->cfg->network_id);
+			   net->cfg->network_id);
 		return;
 	}
-	if (!memcmp(m->u.hello.node_pk, n->pk, 32)) {
-		if (p->book)
-			p->book->self = 1;
+	if (!memcmp(m->u.hello.node_pk, net->o.pk, 32)) {
+		p->is_self = 1;
 		peer_close(p, WIRE_BYE_SELF, "connected to itself");
 		return;
 	}
@@ -341,10 +359,10 @@ static void on_hello(peer_t *p, const wire_msg_t *m)
 	}
 
 	uint8_t msg[WIRE_AUTH_MSG_MAX];
-	size_t len = wire_auth_message(n->cfg->network_id, n->pk, p->my_nonce, p->pk,
+	size_t len = wire_auth_message(net->cfg->network_id, net->o.pk, p->my_nonce, p->pk,
 				       p->their_nonce, msg);
 	wire_msg_t a = {.type = WIRE_AUTH};
-	crypto_sign_detached(a.u.auth.sig, NULL, msg, len, n->sk);
+	crypto_sign_detached(a.u.auth.sig, NULL, msg, len, net->o.sk);
 	peer_send(p, &a);
 }
 
@@ -353,12 +371,12 @@ static void on_hello(peer_t *p, const wire_msg_t *m)
  * node dialled both). Returns 1 if p survives. */
 static int settle_duplicate(peer_t *p)
 {
-	node_t *n = p->node;
-	for (peer_t *q = n->peers; q; q = q->next) {
+	net_t *net = p->net;
+	for (peer_t *q = net->peers; q; q = q->next) {
 		if (q == p || q->state != PEER_READY || memcmp(q->pk, p->pk, 32))
 			continue;
-		const uint8_t *ip = p->outbound ? n->pk : p->pk;
-		const uint8_t *iq = q->outbound ? n->pk : q->pk;
+		const uint8_t *ip = p->outbound ? net->o.pk : p->pk;
+		const uint8_t *iq = q->outbound ? net->o.pk : q->pk;
 		if (memcmp(ip, iq, 32) < 0) {
 			peer_close(q, WIRE_BYE_DUPLICATE, "duplicate connection to node %s", q->id_short);
 			return 1;
@@ -371,14 +389,14 @@ static int settle_duplicate(peer_t *p)
 
 static void on_auth(peer_t *p, const wire_msg_t *m)
 {
-	node_t *n = p->node;
+	net_t *net = p->net;
 	if (!p->got_hello) {
 		peer_misbehaved(p, SCORE_PROTOCOL, "AUTH before HELLO");
 		peer_close(p, WIRE_BYE_PROTOCOL, "AUTH before HELLO");
 		return;
 	}
 	uint8_t msg[WIRE_AUTH_MSG_MAX];
-	size_t len = wire_auth_message(n->cfg->network_id, p->pk, p->their_nonce, n->pk,
+	size_t len = wire_auth_message(net->cfg->network_id, p->pk, p->their_nonce, net->o.pk,
 				       p->my_nonce, msg);
 	if (crypto_sign_verify_detached(m->u.auth.sig, msg, len, p->pk)) {
 		peer_misbehaved(p, SCORE_BAD_AUTH, "handshake signature does not verify");
@@ -389,14 +407,10 @@ static void on_auth(peer_t *p, const wire_msg_t *m)
 		return;
 	p->state = PEER_READY;
 	p->ready_us = node_now_us();
-	addrbook_ready(n, p);
 	log_info("peer %s: ready (%s, node %s, listens on %u, %s)", p->addr,
 		 p->outbound ? "outbound" : "inbound", p->id_short, p->listen_port, p->agent);
-	wire_msg_t req = {.type = WIRE_PEERS_REQ};
-	p->pex_requested = 1;
-	peer_send(p, &req);
-	relay_peer_ready(p);
-	node_http_peer_changed(n, p);
+	if (net->ev.ready)
+		net->ev.ready(net->ev.arg, p);
 }
 
 /* ---- dispatch ---------------------------------------------------------------------- */
@@ -428,8 +442,8 @@ static void on_ping(peer_t *p, const wire_msg_t *m, int64_t now)
 
 static void dispatch(peer_t *p, const wire_msg_t *m, int64_t now)
 {
-	node_t *n = p->node;
-	n->stats.msgs_recv[m->type]++;
+	net_t *net = p->net;
+	net->o.stats->msgs_recv[m->type]++;
 	p->last_recv_us = now;
 	if (m->type == WIRE_BYE) {
 		on_bye(p, m);
@@ -449,7 +463,7 @@ static void dispatch(peer_t *p, const wire_msg_t *m, int64_t now)
 		return;
 	}
 	/* answers to our own requests are free; everything else is budgeted */
-	if (!relay_is_answer(p, m)) {
+	if (!net->ev.is_answer || !net->ev.is_answer(net->ev.arg, p, m)) {
 		charge(p, m, now);
 		if (p->state == PEER_CLOSING)
 			return;
@@ -472,14 +486,9 @@ static void dispatch(peer_t *p, const wire_msg_t *m, int64_t now)
 			p->ping_sent_us = 0;
 		}
 		return;
-	case WIRE_PEERS_REQ:
-		pex_on_request(p);
-		return;
-	case WIRE_PEERS:
-		pex_on_peers(p, m);
-		return;
 	default:
-		relay_dispatch(p, m);
+		if (net->ev.message)
+			net->ev.message(net->ev.arg, p, m);
 		return;
 	}
 }
@@ -488,7 +497,7 @@ static void dispatch(peer_t *p, const wire_msg_t *m, int64_t now)
 static void peer_on_readable(peer_t *p)
 {
 	static uint8_t chunk[READ_CHUNK]; /* loop thread only */
-	node_t *n = p->node;
+	node_stats_t *st = p->net->o.stats;
 	if (p->state == PEER_CLOSING || p->state == PEER_CONNECTING)
 		return;
 	int64_t now = node_now_us();
@@ -502,7 +511,7 @@ static void peer_on_readable(peer_t *p)
 		if (rc < 0) {
 			pith_err_t err = {0};
 			wire_reader_error(p->reader, &err);
-			n->stats.malformed++;
+			st->malformed++;
 			char what[260];
 			snprintf(what, sizeof(what), "malformed frame: %s", err.msg);
 			peer_misbehaved(p, SCORE_MALFORMED, what);
@@ -538,7 +547,7 @@ static void peer_on_readable(peer_t *p)
 		if (wire_reader_feed(p->reader, chunk, (size_t)got))
 			continue; /* the sticky error surfaces in wire_reader_next */
 		p->bytes_in += (size_t)got;
-		n->stats.bytes_recv += (size_t)got;
+		st->bytes_recv += (size_t)got;
 		p->byte_tokens -= (double)got;
 		bytes += (size_t)got;
 	}
@@ -568,10 +577,11 @@ static void write_cb(struct bufferevent *bev, void *arg)
 {
 	(void)bev;
 	peer_t *p = arg;
+	net_t *net = p->net;
 	if (p->state == PEER_CLOSING)
-		node_reap_soon(p->node);
-	else if (p->state == PEER_READY)
-		relay_peer_writable(p);
+		reap_soon(net);
+	else if (p->state == PEER_READY && net->ev.writable)
+		net->ev.writable(net->ev.arg, p);
 }
 
 static void event_cb(struct bufferevent *bev, short what, void *arg)
@@ -585,7 +595,7 @@ static void event_cb(struct bufferevent *bev, short what, void *arg)
 		return;
 	}
 	if (p->state == PEER_CLOSING) {
-		node_reap_soon(p->node);
+		reap_soon(p->net);
 		return;
 	}
 	if (what & BEV_EVENT_EOF) {
@@ -631,79 +641,77 @@ static void resume_cb(evutil_socket_t fd, short what, void *arg)
 
 /* ---- creating peers ------------------------------------------------------------------- */
 
-static peer_t *peer_new(node_t *n, int fd, int outbound, const struct sockaddr *sa, socklen_t len)
+static peer_t *peer_new(net_t *net, int fd, int outbound, const struct sockaddr *sa, socklen_t len)
 {
 	peer_t *p = calloc(1, sizeof(*p));
-	if (!p)
+	if (!p) {
+		if (fd >= 0)
+			close(fd);
 		return NULL;
-	p->node = n;
-	p->serial = ++n->next_serial;
+	}
+	p->net = net;
+	p->serial = ++net->next_serial;
 	p->outbound = outbound;
 	memcpy(&p->sa, sa, len);
 	p->salen = len;
 	addr_format(sa, p->addr);
 	int64_t now = node_now_us();
 	p->created_us = p->last_recv_us = p->tokens_us = now;
-	p->msg_tokens = (double)n->cfg->peer_msg_burst;
-	p->byte_tokens = (double)n->cfg->peer_byte_rate;
+	p->msg_tokens = (double)net->cfg->peer_msg_burst;
+	p->byte_tokens = (double)net->cfg->peer_byte_rate;
 	randombytes_buf(p->my_nonce, sizeof(p->my_nonce));
-	idq_init(&p->wanted, (size_t)n->cfg->max_wanted);
-	idq_init(&p->serve, (size_t)n->cfg->max_serve_queue);
-	idq_init(&p->bwanted, RELAY_BUNDLE_WANTED_MAX);
 	uint8_t key[32];
-	node_serial_key(p->serial, key);
-	p->bev = bufferevent_socket_new(n->base, fd, BEV_OPT_CLOSE_ON_FREE);
-	p->reader = wire_reader_new(&n->wlim);
-	p->cont_ev = event_new(n->base, -1, 0, cont_cb, p);
-	p->resume_ev = evtimer_new(n->base, resume_cb, p);
+	serial_key(p->serial, key);
+	p->bev = bufferevent_socket_new(net->base, fd, BEV_OPT_CLOSE_ON_FREE);
+	p->reader = wire_reader_new(&net->o.wlim);
+	p->cont_ev = event_new(net->base, -1, 0, cont_cb, p);
+	p->resume_ev = evtimer_new(net->base, resume_cb, p);
 	if (!p->bev || !p->reader || !p->cont_ev || !p->resume_ev ||
-	    idcache_init(&p->known, KNOWN_BITS) || idmap_put(n->peer_by_serial, key, p)) {
+	    idmap_put(net->by_serial, key, p)) {
 		if (!p->bev && fd >= 0)
 			close(fd);
-		idmap_del(n->peer_by_serial, key);
+		idmap_del(net->by_serial, key);
 		peer_release(p);
 		return NULL;
 	}
 	/* the input buffer holds at most one whole frame more than the reader */
-	bufferevent_setwatermark(p->bev, EV_READ, 0, n->wlim.max_buffer);
+	bufferevent_setwatermark(p->bev, EV_READ, 0, net->o.wlim.max_buffer);
 	/* the write callback fires when output drains below 256 KiB */
 	bufferevent_setwatermark(p->bev, EV_WRITE, 256u << 10, 0);
 	bufferevent_setcb(p->bev, read_cb, write_cb, event_cb, p);
-	p->next = n->peers;
-	if (n->peers)
-		n->peers->prev = p;
-	n->peers = p;
+	p->next = net->peers;
+	if (net->peers)
+		net->peers->prev = p;
+	net->peers = p;
 	if (outbound)
-		n->n_out++;
+		net->n_out++;
 	else
-		n->n_in++;
+		net->n_in++;
 	return p;
 }
 
-int peer_connect(node_t *n, addr_entry_t *a)
+peer_t *peer_connect(net_t *net, const struct sockaddr *sa, socklen_t len)
 {
-	peer_t *p = peer_new(n, -1, 1, (const struct sockaddr *)&a->sa, a->salen);
+	peer_t *p = peer_new(net, -1, 1, sa, len);
 	if (!p)
-		return PITH_ENOMEM;
-	p->book = a;
-	a->peer_serial = p->serial;
+		return NULL;
 	p->state = PEER_CONNECTING;
-	n->stats.connections_out++;
-	if (bufferevent_socket_connect(p->bev, (struct sockaddr *)&a->sa, (int)a->salen)) {
+	net->o.stats->connections_out++;
+	if (bufferevent_socket_connect(p->bev, sa, (int)len)) {
 		peer_close(p, 0, "connect failed at once");
-		return PITH_EIO;
+		return p;
 	}
 	bufferevent_enable(p->bev, EV_READ | EV_WRITE);
-	log_debug("dialling %s", a->str);
-	return 0;
+	log_debug("dialling %s", p->addr);
+	return p;
 }
 
-int peer_accept(node_t *n, int fd, const struct sockaddr *sa, socklen_t len)
+int peer_accept(net_t *net, int fd, const struct sockaddr *sa, socklen_t len)
 {
-	peer_t *p = peer_new(n, fd, 0, sa, len);
+	peer_t *p = peer_new(net, fd, 0, sa, len);
 	if (!p)
 		return PITH_ENOMEM;
-	n->stats.connections_in++;
+	net->o.stats->connections_in++;
 	p->state = PEER_HANDSHAKE;
 	bufferevent_enable(p->bev, EV_READ | EV_WRITE);
 	send_hello(p);
@@ -711,11 +719,136 @@ int peer_accept(node_t *n, int fd, const struct sockaddr *sa, socklen_t len)
 	return 0;
 }
 
+int peer_ip(const peer_t *p, uint8_t ip[16], uint8_t *len)
+{
+	const struct sockaddr *sa = (const struct sockaddr *)&p->sa;
+	if (sa->sa_family == AF_INET) {
+		memcpy(ip, &((const struct sockaddr_in *)sa)->sin_addr, 4);
+		*len = 4;
+		return 0;
+	}
+	if (sa->sa_family == AF_INET6) {
+		memcpy(ip, &((const struct sockaddr_in6 *)sa)->sin6_addr, 16);
+		*len = 16;
+		return 0;
+	}
+	return -1;
+}
+
+/* ---- the table -------------------------------------------------------------------------- */
+
+static void reap_cb(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	net_reap(arg, 0);
+}
+
+net_t *net_new(struct event_base *base, const net_opts_t *o, const peer_events_t *ev)
+{
+	net_t *net = calloc(1, sizeof(*net));
+	if (!net)
+		return NULL;
+	net->base = base;
+	net->o = *o;
+	net->cfg = o->cfg;
+	net->ev = *ev;
+	net->by_serial = idmap_new();
+	net->reap_ev = event_new(base, -1, 0, reap_cb, net);
+	if (!net->by_serial || !net->reap_ev) {
+		net_free(net);
+		return NULL;
+	}
+	return net;
+}
+
+void net_free_(net_t *net)
+{
+	if (!net)
+		return;
+	while (net->peers)
+		peer_free(net->peers, 0);
+	if (net->reap_ev)
+		event_free(net->reap_ev);
+	idmap_free(net->by_serial);
+	free(net);
+}
+
+void net_set_hello(net_t *net, uint16_t listen_port, uint64_t features, const char *http_url)
+{
+	net->listen_port = listen_port;
+	net->features = features;
+	snprintf(net->http_url, sizeof(net->http_url), "%s", http_url ? http_url : "");
+}
+
+void net_set_shutting_down(net_t *net)
+{
+	net->shutting_down = 1;
+}
+
+int net_is_shutting_down(const net_t *net)
+{
+	return net->shutting_down;
+}
+
+peer_t *net_peers(net_t *net)
+{
+	return net->peers;
+}
+
+peer_t *net_peer_by_serial(net_t *net, uint64_t serial)
+{
+	uint8_t key[32];
+	serial_key(serial, key);
+	return idmap_get(net->by_serial, key);
+}
+
+size_t net_count_in(const net_t *net)
+{
+	return net->n_in;
+}
+
+size_t net_count_out(const net_t *net)
+{
+	return net->n_out;
+}
+
+const wire_limits_t *net_limits(const net_t *net)
+{
+	return &net->o.wlim;
+}
+
+const node_config_t *net_config(const net_t *net)
+{
+	return net->cfg;
+}
+
+node_stats_t *net_stats(net_t *net)
+{
+	return net->o.stats;
+}
+
+void addr_format(const struct sockaddr *sa, char out[static 64])
+{
+	char ip[INET6_ADDRSTRLEN] = "?";
+	if (sa->sa_family == AF_INET) {
+		const struct sockaddr_in *s4 = (const struct sockaddr_in *)sa;
+		inet_ntop(AF_INET, &s4->sin_addr, ip, sizeof(ip));
+		snprintf(out, 64, "%s:%u", ip, ntohs(s4->sin_port));
+	} else if (sa->sa_family == AF_INET6) {
+		const struct sockaddr_in6 *s6 = (const struct sockaddr_in6 *)sa;
+		inet_ntop(AF_INET6, &s6->sin6_addr, ip, sizeof(ip));
+		snprintf(out, 64, "[%s]:%u", ip, ntohs(s6->sin6_port));
+	} else {
+		snprintf(out, 64, "(family %d)", sa->sa_family);
+	}
+}
+
 /* ---- timers ------------------------------------------------------------------------------ */
 
-void peer_tick(peer_t *p, int64_t now)
+static void peer_tick(peer_t *p, int64_t now)
 {
-	const node_config_t *c = p->node->cfg;
+	const node_config_t *c = p->net->cfg;
 	switch (p->state) {
 	case PEER_CONNECTING:
 	case PEER_HANDSHAKE:
@@ -745,7 +878,13 @@ void peer_tick(peer_t *p, int64_t now)
 		return;
 	case PEER_CLOSING:
 		if (now >= p->close_deadline_us)
-			node_reap_soon(p->node);
+			reap_soon(p->net);
 		return;
 	}
+}
+
+void net_tick(net_t *net, int64_t now)
+{
+	for (peer_t *p = net->peers; p; p = p->next)
+		peer_tick(p, now);
 }

@@ -1,4 +1,4 @@
-/* Announce-then-fetch relay, serving, interim catch-up, and bundles.
+/* Announce-then-fetch relay and serving (relay.h).
  *
  * A node announces the ids of events it validated and stored; a peer that
  * lacks one asks one announcer for it (GET), keeps the other announcers
@@ -7,36 +7,23 @@
  * so a node receives one full copy of each event in the usual case.
  *
  * Catch-up runs through set reconciliation (sync.c), which hands the ids
- * it finds missing to want() as the fetch queue drains. With a peer that
- * does not speak it, the interim listing remains: after the handshake each
- * side pages through the other's time index with INV_REQ/INV and treats
- * the ids like announcements; the next page is asked for only once the
- * fetch queue has drained, so a large store streams at the pace the node
- * can validate. */
-#include "node_int.h"
+ * it finds missing to relay_want_catchup() as the fetch queue drains (the
+ * feed hook); with a peer that does not speak it, through the INV listing
+ * (relay_inv.c). Bundles: relay_bundle.c. */
+#include "relay_int.h"
 
 #include <event2/event.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "bundle.h"
-#include "http.h"
 #include "log.h"
-#include "sync.h"
 
-#define SERVE_HIGH (512u << 10)    /* stop serving a peer above this much output */
-#define BUNDLE_CACHE_MAX 65536
-#define BUNDLE_INFLIGHT 256   /* bundles asked of one peer, not yet validated */
-#define BUNDLE_SERVE_MAX 4096 /* bundles one peer may ask for before it is answered */
-#define PITH_LEN (PITH_NUMBER_LEN + 1)
+#define KNOWN_BITS 15  /* 32768 remembered ids per peer */
+#define RECENT_BITS 20 /* ids remembered as stored: 8 MiB */
+#define REFUSED_BITS 16 /* (peer, id) pairs remembered as refused: 512 KiB */
 
 static log_rl_t rl_invalid;
-
-static void bundle_key(const char *pith, uint8_t key[32])
-{
-	pith_sha256(pith, strlen(pith), key);
-}
 
 /* ---- refused by trust ------------------------------------------------------------- */
 
@@ -56,49 +43,39 @@ static void refused_key(const peer_t *p, const uint8_t id[32], uint8_t key[32])
 	pith_sha256(in, sizeof(in), key);
 }
 
-static void refused_add(node_t *n, const peer_t *p, const uint8_t id[32])
+void relay_refused_add(relay_t *r, const peer_t *p, const uint8_t id[32])
 {
 	uint8_t key[32];
 	refused_key(p, id, key);
-	idcache_add(&n->refused, key);
-	n->refused_n++;
+	idcache_add(&r->refused, key);
+	r->refused_n++;
 }
 
-static int refused_has(const node_t *n, const peer_t *p, const uint8_t id[32])
+int relay_refused_has(const relay_t *r, const peer_t *p, const uint8_t id[32])
 {
 	uint8_t key[32];
-	if (!n->refused_n)
+	if (!r->refused_n)
 		return 0;
 	refused_key(p, id, key);
-	return idcache_has(&n->refused, key);
+	return idcache_has(&r->refused, key);
 }
 
-static int reason_is_untrusted(const char *r)
+int relay_reason_is_untrusted(const char *r)
 {
 	return !strcmp(r, "untrusted_key") || !strcmp(r, "rotated_key");
 }
 
 /* ---- sending id lists ------------------------------------------------------------- */
 
-static void send_ids(peer_t *p, wire_type_t type, const uint8_t *ids, size_t count)
+void relay_send_ids(peer_t *p, wire_type_t type, const uint8_t *ids, size_t count)
 {
-	size_t max = p->node->wlim.max_ids;
+	size_t max = p->relay->r->wlim.max_ids;
 	for (size_t i = 0; i < count; i += max) {
 		wire_msg_t m = {.type = type};
 		m.u.ids.ids = ids + i * 32;
 		m.u.ids.n = count - i < max ? count - i : max;
 		peer_send(p, &m);
 	}
-}
-
-static void send_inv_req(peer_t *p)
-{
-	wire_msg_t m = {.type = WIRE_INV_REQ};
-	m.u.inv_req.after_us = p->inv_next_us;
-	memcpy(m.u.inv_req.after_id, p->inv_next_id, 32);
-	m.u.inv_req.limit = (uint32_t)p->node->wlim.max_ids;
-	p->inv = INV_WAITING;
-	peer_send(p, &m);
 }
 
 /* ---- fetching ---------------------------------------------------------------------- */
@@ -112,13 +89,15 @@ static void send_inv_req(peer_t *p)
 static void pump(peer_t *p)
 {
 	static uint8_t batch[WIRE_IDS_MAX * 32];
-	node_t *n = p->node;
+	relay_peer_t *rp = p->relay;
+	relay_t *r = rp->r;
 	if (p->state != PEER_READY)
 		return;
-	sync_peer_feed(p); /* ids reconciliation found missing */
+	if (r->d.hooks.feed) /* ids reconciliation found missing */
+		r->d.hooks.feed(r->d.hooks.arg, p);
 	if (p->state != PEER_READY)
 		return;
-	size_t k = 0, max = n->wlim.max_ids, window = (size_t)n->cfg->max_inflight;
+	size_t k = 0, max = r->wlim.max_ids, window = (size_t)r->cfg->max_inflight;
 	size_t least = window / 16 ? (window / 16 < 64 ? window / 16 : 64) : 1;
 	int64_t now = node_now_us();
 	uint8_t id[32];
@@ -127,28 +106,28 @@ static void pump(peer_t *p)
 	 * batch does. Sending whatever was queued whenever it fitted made a
 	 * large window (max_inflight 4096) a GET per few ids, and the peer
 	 * banned this node for a message flood. */
-	int room = p->inflight < least ||
-		   (p->wanted.n >= least && p->inflight + least <= window);
-	while (room && p->inflight < window && idq_pop(&p->wanted, id)) {
-		fetch_t *f = idmap_get(n->fetches, id);
+	int room = rp->inflight < least ||
+		   (rp->wanted.n >= least && rp->inflight + least <= window);
+	while (room && rp->inflight < window && idq_pop(&rp->wanted, id)) {
+		fetch_t *f = idmap_get(r->fetches, id);
 		if (!f || f->is_bundle || f->peer != p->serial || f->state != FETCH_QUEUED)
 			continue; /* handed to another peer meanwhile, or done */
 		f->state = FETCH_REQUESTED;
 		f->since_us = now;
-		p->inflight++;
+		rp->inflight++;
 		memcpy(batch + 32 * k++, id, 32);
 		if (k == max) {
-			send_ids(p, WIRE_GET, batch, k);
-			n->stats.ids_requested += k;
+			relay_send_ids(p, WIRE_GET, batch, k);
+			r->stats->ids_requested += k;
 			k = 0;
 		}
 	}
 	if (k) {
-		send_ids(p, WIRE_GET, batch, k);
-		n->stats.ids_requested += k;
+		relay_send_ids(p, WIRE_GET, batch, k);
+		r->stats->ids_requested += k;
 	}
-	if (p->inv == INV_MORE && p->wanted.n < max)
-		send_inv_req(p);
+	if (rp->inv == INV_MORE && rp->wanted.n < max)
+		relay_inv_send_req(p);
 }
 
 static void fetch_add_alt(fetch_t *f, uint64_t serial)
@@ -164,14 +143,14 @@ static void fetch_add_alt(fetch_t *f, uint64_t serial)
 
 /* The current source of f failed: queue it at the next announcer that is
  * still connected, or forget it. */
-static void fetch_retry(node_t *n, const uint8_t id[32], fetch_t *f)
+static void fetch_retry(relay_t *r, const uint8_t id[32], fetch_t *f)
 {
 	while (f->nalt) {
 		uint64_t serial = f->alt[0];
 		memmove(f->alt, f->alt + 1, (size_t)(f->nalt - 1) * sizeof(f->alt[0]));
 		f->nalt--;
-		peer_t *q = node_peer_by_serial(n, serial);
-		if (q && q->state == PEER_READY && idq_push(&q->wanted, id) == 0) {
+		peer_t *q = net_peer_by_serial(r->net, serial);
+		if (q && q->state == PEER_READY && idq_push(&q->relay->wanted, id) == 0) {
 			f->peer = serial;
 			f->state = FETCH_QUEUED;
 			f->since_us = node_now_us();
@@ -179,37 +158,38 @@ static void fetch_retry(node_t *n, const uint8_t id[32], fetch_t *f)
 			return;
 		}
 	}
-	free(idmap_del(n->fetches, id));
+	free(idmap_del(r->fetches, id));
 }
 
 /* p says it has id: fetch it unless we have it or are fetching it.
  * catchup: p listed it in catch-up (reconciliation or an INV page) rather
  * than announcing it. */
-static void want(peer_t *p, const uint8_t id[32], int catchup)
+void relay_want(peer_t *p, const uint8_t id[32], int catchup)
 {
-	node_t *n = p->node;
-	idcache_add(&p->known, id);
-	if (idcache_has(&n->recent, id))
+	relay_peer_t *rp = p->relay;
+	relay_t *r = rp->r;
+	idcache_add(&rp->known, id);
+	if (idcache_has(&r->recent, id))
 		return;
-	if (refused_has(n, p, id)) {
-		n->stats.refused_skipped++;
+	if (relay_refused_has(r, p, id)) {
+		r->stats->refused_skipped++;
 		return;
 	}
-	fetch_t *f = idmap_get(n->fetches, id);
+	fetch_t *f = idmap_get(r->fetches, id);
 	if (f) {
 		if (!f->is_bundle)
 			fetch_add_alt(f, p->serial);
 		return;
 	}
 	/* bounds first: a peer announcing junk costs no store lookup once full */
-	if (p->wanted.n >= p->wanted.max || idmap_count(n->fetches) >= (size_t)n->cfg->max_pending) {
-		n->stats.pending_dropped++;
+	if (rp->wanted.n >= rp->wanted.max || idmap_count(r->fetches) >= (size_t)r->cfg->max_pending) {
+		r->stats->pending_dropped++;
 		return;
 	}
-	int has = store_event_has(n->store, id, NULL);
+	int has = store_event_has(r->store, id, NULL);
 	if (has) {
 		if (has == 1)
-			idcache_add(&n->recent, id);
+			idcache_add(&r->recent, id);
 		return;
 	}
 	f = calloc(1, sizeof(*f));
@@ -219,35 +199,36 @@ static void want(peer_t *p, const uint8_t id[32], int catchup)
 	f->state = FETCH_QUEUED;
 	f->catchup = (uint8_t)catchup;
 	f->since_us = node_now_us();
-	if (idmap_put(n->fetches, id, f)) {
+	if (idmap_put(r->fetches, id, f)) {
 		free(f);
 		return;
 	}
-	if (idq_push(&p->wanted, id))
-		free(idmap_del(n->fetches, id));
+	if (idq_push(&rp->wanted, id))
+		free(idmap_del(r->fetches, id));
 }
 
 static void on_announce(peer_t *p, const wire_msg_t *m)
 {
 	p->ids_announced_in += m->u.ids.n;
 	for (size_t i = 0; i < m->u.ids.n; i++)
-		want(p, m->u.ids.ids + 32 * i, 0);
+		relay_want(p, m->u.ids.ids + 32 * i, 0);
 	pump(p);
 }
 
 static void on_event(peer_t *p, const wire_msg_t *m)
 {
-	node_t *n = p->node;
+	relay_peer_t *rp = p->relay;
+	relay_t *r = rp->r;
 	const uint8_t *id = m->u.event.id;
-	fetch_t *f = idmap_get(n->fetches, id);
+	fetch_t *f = idmap_get(r->fetches, id);
 	if (!f || f->is_bundle || f->peer != p->serial || f->state != FETCH_REQUESTED) {
-		n->stats.unrequested++;
+		r->stats->unrequested++;
 		peer_misbehaved(p, SCORE_UNREQUESTED, "sent an event it was not asked for");
 		return;
 	}
-	p->inflight--;
+	rp->inflight--;
 	p->events_in++;
-	idcache_add(&p->known, id);
+	idcache_add(&rp->known, id);
 	if (m->u.event.len <= PITH_EVENT_MAX_BYTES)
 		peer_refund_bytes(p, m->u.event.len);
 	ingest_job_t *job = m->u.event.len <= PITH_EVENT_MAX_BYTES
@@ -255,7 +236,7 @@ static void on_event(peer_t *p, const wire_msg_t *m)
 	if (!job) {
 		if (m->u.event.len > PITH_EVENT_MAX_BYTES)
 			peer_misbehaved(p, SCORE_INVALID, "sent an event over the size limit");
-		fetch_retry(n, id, f);
+		fetch_retry(r, id, f);
 		pump(p);
 		return;
 	}
@@ -263,59 +244,27 @@ static void on_event(peer_t *p, const wire_msg_t *m)
 	memcpy(job->claimed_id, id, 32);
 	job->peer = p->serial;
 	f->state = FETCH_VALIDATING;
-	ingest_submit(n->ingest, job);
+	ingest_submit(r->d.ingest, job);
 	pump(p);
 }
 
 static void on_notfound(peer_t *p, const wire_msg_t *m)
 {
-	node_t *n = p->node;
+	relay_peer_t *rp = p->relay;
+	relay_t *r = rp->r;
 	for (size_t i = 0; i < m->u.ids.n; i++) {
 		const uint8_t *id = m->u.ids.ids + 32 * i;
-		fetch_t *f = idmap_get(n->fetches, id);
+		fetch_t *f = idmap_get(r->fetches, id);
 		if (!f || f->is_bundle || f->peer != p->serial || f->state != FETCH_REQUESTED)
 			continue;
-		n->stats.notfound_in++;
-		p->inflight--;
-		fetch_retry(n, id, f);
+		r->stats->notfound_in++;
+		rp->inflight--;
+		fetch_retry(r, id, f);
 	}
 	pump(p);
 }
 
 /* ---- serving ------------------------------------------------------------------------- */
-
-/* Sends the bundles p asked for while its output queue is short: what a
- * BUNDLE_GET makes this node read is bounded by what the peer reads. A
- * record without a bundle gets no answer (the asker's request times out). */
-static void bundles_serve(peer_t *p)
-{
-	static pith_buf_t buf = PITH_BUF_INIT;
-	node_t *n = p->node;
-	while (p->state == PEER_READY && peer_out_len(p) < SERVE_HIGH &&
-	       p->bserve_head < p->bserve.len) {
-		const char *pith = (const char *)p->bserve.data + p->bserve_head;
-		p->bserve_head += PITH_LEN;
-		pith_buf_reset(&buf);
-		if (store_bundle_get(n->store, pith, &buf, NULL))
-			continue;
-		wire_msg_t r = {.type = WIRE_BUNDLE};
-		snprintf(r.u.bundle.pith_number, sizeof(r.u.bundle.pith_number), "%s", pith);
-		r.u.bundle.json = buf.data;
-		r.u.bundle.len = buf.len;
-		peer_send(p, &r);
-	}
-	if (p->bserve_head == p->bserve.len) {
-		pith_buf_reset(&p->bserve);
-		p->bserve_head = 0;
-	} else if (p->bserve_head > p->bserve.len / 2) {
-		memmove(p->bserve.data, p->bserve.data + p->bserve_head,
-			p->bserve.len - p->bserve_head);
-		p->bserve.len -= p->bserve_head;
-		p->bserve_head = 0;
-	}
-	if (buf.cap > (1u << 20))
-		pith_buf_release(&buf);
-}
 
 typedef struct serve_ctx {
 	peer_t *p;
@@ -327,7 +276,7 @@ static int serve_one(void *arg, const uint8_t id[32], const uint8_t *bytes, size
 {
 	serve_ctx_t *c = arg;
 	peer_t *p = c->p;
-	node_t *n = p->node;
+	relay_t *r = p->relay->r;
 	if (bytes) {
 		wire_msg_t m = {.type = WIRE_EVENT};
 		memcpy(m.u.event.id, id, 32);
@@ -335,12 +284,12 @@ static int serve_one(void *arg, const uint8_t id[32], const uint8_t *bytes, size
 		m.u.event.len = len;
 		peer_send(p, &m);
 		p->events_out++;
-		n->stats.events_served++;
+		r->stats->events_served++;
 		return 0;
 	}
 	memcpy(c->nf + 32 * c->k++, id, 32);
-	if (c->k == n->wlim.max_ids) {
-		send_ids(p, WIRE_NOTFOUND, c->nf, c->k);
+	if (c->k == r->wlim.max_ids) {
+		relay_send_ids(p, WIRE_NOTFOUND, c->nf, c->k);
 		c->k = 0;
 	}
 	return 0;
@@ -349,105 +298,52 @@ static int serve_one(void *arg, const uint8_t id[32], const uint8_t *bytes, size
 /* Sends what p asked for while its output queue is short, reading the
  * events STORE_GET_MANY at a time (store_events_get_many); the queue may
  * pass SERVE_HIGH by one such batch. */
-static void serve(peer_t *p)
+void relay_serve(peer_t *p)
 {
 	static uint8_t nf[WIRE_IDS_MAX * 32];
 	static uint8_t ids[STORE_GET_MANY][32];
-	node_t *n = p->node;
+	relay_peer_t *rp = p->relay;
+	relay_t *r = rp->r;
 	serve_ctx_t c = {p, nf, 0};
 	while (p->state == PEER_READY && peer_out_len(p) < SERVE_HIGH) {
 		size_t k = 0;
-		while (k < STORE_GET_MANY && idq_pop(&p->serve, ids[k]))
+		while (k < STORE_GET_MANY && idq_pop(&rp->serve, ids[k]))
 			k++;
 		if (!k)
 			break;
-		store_events_get_many(n->store, (const uint8_t(*)[32])ids, k, serve_one, &c);
+		store_events_get_many(r->store, (const uint8_t(*)[32])ids, k, serve_one, &c);
 	}
 	if (c.k)
-		send_ids(p, WIRE_NOTFOUND, nf, c.k);
-	bundles_serve(p);
+		relay_send_ids(p, WIRE_NOTFOUND, nf, c.k);
+	relay_bundles_serve(p);
 }
 
 static void on_get(peer_t *p, const wire_msg_t *m)
 {
+	relay_peer_t *rp = p->relay;
 	for (size_t i = 0; i < m->u.ids.n; i++) {
 		const uint8_t *id = m->u.ids.ids + 32 * i;
-		idcache_add(&p->known, id);
-		if (idq_push(&p->serve, id)) {
+		idcache_add(&rp->known, id);
+		if (idq_push(&rp->serve, id)) {
 			peer_misbehaved(p, SCORE_FLOOD, "GET flood: asked for more than it reads");
 			break;
 		}
 	}
-	serve(p);
+	relay_serve(p);
 }
 
-void relay_peer_writable(peer_t *p)
+void relay_peer_writable(relay_t *r, peer_t *p)
 {
-	serve(p);
+	(void)r;
+	if (p->relay)
+		relay_serve(p);
 }
 
-/* ---- catch-up --------------------------------------------------------------------------- */
-
-typedef struct inv_ctx {
-	size_t limit, n;
-	uint8_t *ids;
-	int64_t last_us;
-} inv_ctx_t;
-
-static int inv_collect(void *arg, int64_t us, const uint8_t id[32])
-{
-	inv_ctx_t *c = arg;
-	memcpy(c->ids + 32 * c->n++, id, 32);
-	c->last_us = us;
-	return c->n >= c->limit ? 1 : 0;
-}
-
-static void on_inv_req(peer_t *p, const wire_msg_t *m)
-{
-	static uint8_t ids[WIRE_IDS_MAX * 32];
-	node_t *n = p->node;
-	inv_ctx_t c = {m->u.inv_req.limit, 0, ids, m->u.inv_req.after_us};
-	pith_err_t err = {0};
-	if (store_time_each_after(n->store, m->u.inv_req.after_us, m->u.inv_req.after_id, INT64_MAX,
-				  inv_collect, &c, &err) < 0) {
-		log_error("store: reading the time index: %s", err.msg);
-		return;
-	}
-	wire_msg_t r = {.type = WIRE_INV};
-	r.u.inv.ids = ids;
-	r.u.inv.n = c.n;
-	r.u.inv.next_us = c.last_us;
-	memcpy(r.u.inv.next_id, c.n ? ids + 32 * (c.n - 1) : m->u.inv_req.after_id, 32);
-	r.u.inv.done = c.n < c.limit;
-	for (size_t i = 0; i < c.n; i++)
-		idcache_add(&p->known, ids + 32 * i);
-	peer_send(p, &r);
-}
-
-static void on_inv(peer_t *p, const wire_msg_t *m)
-{
-	node_t *n = p->node;
-	if (p->inv != INV_WAITING) {
-		n->stats.unrequested++;
-		peer_misbehaved(p, SCORE_UNREQUESTED, "sent an INV it was not asked for");
-		return;
-	}
-	for (size_t i = 0; i < m->u.inv.n; i++)
-		want(p, m->u.inv.ids + 32 * i, 1);
-	if (m->u.inv.done) {
-		p->inv = INV_DONE;
-		log_debug("peer %s: catch-up listing complete", p->addr);
-	} else {
-		p->inv = INV_MORE;
-		p->inv_next_us = m->u.inv.next_us;
-		memcpy(p->inv_next_id, m->u.inv.next_id, 32);
-	}
-	pump(p);
-}
+/* ---- catch-up: what sync.c calls ------------------------------------------------------------ */
 
 void relay_want_catchup(peer_t *p, const uint8_t id[32])
 {
-	want(p, id, 1);
+	relay_want(p, id, 1);
 }
 
 void relay_pump(peer_t *p)
@@ -455,304 +351,45 @@ void relay_pump(peer_t *p)
 	pump(p);
 }
 
-void relay_peer_ready(peer_t *p)
+void relay_mark_known(peer_t *p, const uint8_t id[32])
 {
-	if (sync_peer_ready(p))
-		return; /* catch-up through reconciliation */
-	p->inv_next_us = INT64_MIN;
-	memset(p->inv_next_id, 0, 32);
-	send_inv_req(p);
-}
-
-/* ---- bundles -------------------------------------------------------------------------------- */
-
-static int free_value(void *arg, const uint8_t id[32], void *val)
-{
-	(void)arg;
-	(void)id;
-	free(val);
-	return 1;
-}
-
-/* The newest stored bundle of pith (cached), or NULL if none. */
-static const bundle_info_t *bundle_local(node_t *n, const char *pith)
-{
-	uint8_t key[32];
-	bundle_key(pith, key);
-	bundle_info_t *bi = idmap_get(n->bundles, key);
-	if (bi)
-		return bi;
-	bundle_info_t got;
-	if (store_bundle_newest(n->store, pith, &got.built_us, got.sha, NULL))
-		return NULL;
-	if (idmap_count(n->bundles) >= BUNDLE_CACHE_MAX)
-		idmap_each(n->bundles, free_value, NULL);
-	bi = malloc(sizeof(*bi));
-	if (!bi)
-		return NULL;
-	*bi = got;
-	if (idmap_put(n->bundles, key, bi)) {
-		free(bi);
-		return NULL;
-	}
-	return bi;
-}
-
-static void bundle_remember(node_t *n, const char *pith, int64_t built_us, const uint8_t sha[32])
-{
-	uint8_t key[32];
-	bundle_key(pith, key);
-	bundle_info_t *bi = idmap_get(n->bundles, key);
-	if (!bi) {
-		if (idmap_count(n->bundles) >= BUNDLE_CACHE_MAX)
-			idmap_each(n->bundles, free_value, NULL);
-		bi = calloc(1, sizeof(*bi));
-		if (!bi || idmap_put(n->bundles, key, bi)) {
-			free(bi);
-			return;
-		}
-	}
-	bi->built_us = built_us;
-	memcpy(bi->sha, sha, 32);
-}
-
-/* Is (built_us, sha) newer than the bundle we hold (the store's order)? */
-static int bundle_is_newer(node_t *n, const char *pith, int64_t built_us, const uint8_t sha[32])
-{
-	const bundle_info_t *bi = bundle_local(n, pith);
-	return !bi || store_bundle_order(built_us, sha, bi->built_us, bi->sha) > 0;
-}
-
-double relay_bundle_cost(const peer_t *p, wire_type_t type, size_t refs)
-{
-	if (!(p->features & WIRE_FEAT_BUNDLE_BULK))
-		return 1.0 + 16.0 * (double)refs; /* what an older node charges */
-	return 1.0 + (double)refs / (type == WIRE_BUNDLE_GET ? 4.0 : 16.0);
-}
-
-/* Asks p for queued bundles while fewer than BUNDLE_INFLIGHT are out
- * (asked or being validated: the validators set the pace) and within a
- * quarter of the message budget p grants at its cost per ref. */
-static void bundle_pump(peer_t *p)
-{
-	node_t *n = p->node;
-	double rate = (double)n->cfg->peer_msg_rate / 4.0;
-	int64_t now = node_now_us();
-	if (p->state != PEER_READY)
-		return;
-	p->bget_tokens += rate * (double)(now - p->bget_us) / 1e6;
-	p->bget_us = now;
-	if (p->bget_tokens > rate)
-		p->bget_tokens = rate;
-	wire_msg_t get = {.type = WIRE_BUNDLE_GET};
-	size_t k = 0;
-	uint8_t key[32];
-	while (p->binflight < BUNDLE_INFLIGHT &&
-	       p->bget_tokens >= relay_bundle_cost(p, WIRE_BUNDLE_GET, k + 1) &&
-	       idq_pop(&p->bwanted, key)) {
-		fetch_t *f = idmap_get(n->fetches, key);
-		if (!f || !f->is_bundle || f->peer != p->serial || f->state != FETCH_QUEUED)
-			continue;
-		f->state = FETCH_REQUESTED;
-		f->since_us = now;
-		p->binflight++;
-		snprintf(get.u.bundles.refs[k++].pith_number, PITH_LEN, "%s", f->pith);
-		if (k == n->wlim.max_refs) {
-			get.u.bundles.n = k;
-			p->bget_tokens -= relay_bundle_cost(p, WIRE_BUNDLE_GET, k);
-			peer_send(p, &get);
-			k = 0;
-			if (p->state != PEER_READY)
-				return;
-		}
-	}
-	if (k) {
-		get.u.bundles.n = k;
-		p->bget_tokens -= relay_bundle_cost(p, WIRE_BUNDLE_GET, k);
-		peer_send(p, &get);
-	}
-	sync_peer_feed(p); /* a bundle session held for this queue may go on */
-}
-
-/* Queues a fetch of pith's bundle from p; sha: the hash p announced, or
- * NULL. A fetch of that record still queued at another peer (not asked
- * yet) moves to p: a peer cannot keep a record from being fetched
- * elsewhere by announcing it first and leaving it deep in its queue.
- * Returns 1 if queued (bundle_pump asks for it). */
-static int bundle_fetch_start(peer_t *p, const char *pith, const uint8_t *sha)
-{
-	node_t *n = p->node;
-	uint8_t key[32];
-	bundle_key(pith, key);
-	fetch_t *f = idmap_get(n->fetches, key);
-	if (p->bwanted.n >= p->bwanted.max ||
-	    (!f && idmap_count(n->fetches) >= (size_t)n->cfg->max_pending)) {
-		n->stats.pending_dropped++;
-		return 0;
-	}
-	if (f) {
-		if (f->is_bundle && f->state != FETCH_QUEUED && f->peer != p->serial) {
-			/* asked already: p is a fallback if that copy is refused */
-			int known = 0;
-			for (size_t i = 0; i < f->nalt; i++)
-				known |= f->alt[i] == p->serial;
-			if (!known && f->nalt < FETCH_ALTS)
-				f->alt[f->nalt++] = p->serial;
-			return 0;
-		}
-		if (!f->is_bundle || f->state != FETCH_QUEUED || f->peer == p->serial ||
-		    idq_push(&p->bwanted, key))
-			return 0;
-		f->peer = p->serial; /* the other queue's entry is skipped */
-		f->has_sha = sha != NULL;
-		if (sha)
-			memcpy(f->sha, sha, 32);
-		return 1;
-	}
-	f = calloc(1, sizeof(*f));
-	if (!f)
-		return 0;
-	f->is_bundle = 1;
-	f->peer = p->serial;
-	f->state = FETCH_QUEUED;
-	f->since_us = node_now_us();
-	snprintf(f->pith, sizeof(f->pith), "%s", pith);
-	if (sha) {
-		memcpy(f->sha, sha, 32);
-		f->has_sha = 1;
-	}
-	if (idmap_put(n->fetches, key, f)) {
-		free(f);
-		return 0;
-	}
-	if (idq_push(&p->bwanted, key)) {
-		free(idmap_del(n->fetches, key));
-		return 0;
-	}
-	return 1;
-}
-
-static void on_bundle_announce(peer_t *p, const wire_msg_t *m)
-{
-	for (size_t i = 0; i < m->u.bundles.n; i++) {
-		const wire_bundle_ref_t *r = &m->u.bundles.refs[i];
-		idcache_add(&p->known, r->sha);
-		if (refused_has(p->node, p, r->sha)) {
-			p->node->stats.refused_skipped++;
-			continue;
-		}
-		if (bundle_is_newer(p->node, r->pith_number, r->built_us, r->sha))
-			bundle_fetch_start(p, r->pith_number, r->sha);
-	}
-	bundle_pump(p);
-}
-
-static void on_bundle_get(peer_t *p, const wire_msg_t *m)
-{
-	for (size_t i = 0; i < m->u.bundles.n; i++) {
-		char rec[PITH_LEN] = {0};
-		if ((p->bserve.len - p->bserve_head) / PITH_LEN >= BUNDLE_SERVE_MAX) {
-			peer_misbehaved(p, SCORE_FLOOD,
-					"BUNDLE_GET flood: asked for more than it reads");
-			break;
-		}
-		snprintf(rec, sizeof(rec), "%s", m->u.bundles.refs[i].pith_number);
-		if (pith_buf_append(&p->bserve, rec, PITH_LEN))
-			break;
-	}
-	serve(p);
-}
-
-static void on_bundle(peer_t *p, const wire_msg_t *m)
-{
-	node_t *n = p->node;
-	uint8_t key[32];
-	bundle_key(m->u.bundle.pith_number, key);
-	fetch_t *f = idmap_get(n->fetches, key);
-	if (!f || !f->is_bundle || f->peer != p->serial || f->state != FETCH_REQUESTED) {
-		n->stats.unrequested++;
-		peer_misbehaved(p, SCORE_UNREQUESTED, "sent a bundle it was not asked for");
-		return;
-	}
-	peer_refund_bytes(p, m->u.bundle.len); /* the reader bounds its size */
-	ingest_job_t *job = ingest_job_new(INGEST_BUNDLE, m->u.bundle.json, m->u.bundle.len);
-	if (!job) {
-		free(idmap_del(n->fetches, key));
-		if (p->binflight)
-			p->binflight--;
-		bundle_pump(p);
-		return;
-	}
-	job->has_claim = 1;
-	snprintf(job->claimed_pith, sizeof(job->claimed_pith), "%s", m->u.bundle.pith_number);
-	job->peer = p->serial;
-	f->state = FETCH_VALIDATING;
-	ingest_submit(n->ingest, job);
-}
-
-/* A record_created arrived from p in catch-up and we may hold no bundle
- * for its record: ask p for one (interim catch-up of bundles,
- * docs/wire.md; sync.c paces the calls). */
-int relay_bundle_request(peer_t *p, const char *subject)
-{
-	store_record_info_t ri;
-	if (p->state != PEER_READY ||
-	    (store_record_get(p->node->store, subject, &ri, NULL) == 0 && ri.has_bundle))
-		return 0;
-	if (!bundle_fetch_start(p, subject, NULL))
-		return 0;
-	bundle_pump(p);
-	return 1;
+	if (p->relay)
+		idcache_add(&p->relay->known, id);
 }
 
 /* ---- announcing ------------------------------------------------------------------------------ */
 
-static void announce_schedule(node_t *n)
+void relay_announce_schedule(relay_t *r)
 {
-	if (evtimer_pending(n->announce_ev, NULL))
+	if (evtimer_pending(r->announce_ev, NULL))
 		return;
-	struct timeval tv = {0, (suseconds_t)(n->cfg->announce_delay_ms * 1000)};
-	evtimer_add(n->announce_ev, &tv);
+	struct timeval tv = {0, (suseconds_t)(r->cfg->announce_delay_ms * 1000)};
+	evtimer_add(r->announce_ev, &tv);
 }
 
-void relay_queue_announce(node_t *n, const uint8_t id[32])
+void relay_queue_announce(relay_t *r, const uint8_t id[32])
 {
-	if (pith_buf_append(&n->announce_q, id, 32))
+	if (pith_buf_append(&r->announce_q, id, 32))
 		return;
-	announce_schedule(n);
+	relay_announce_schedule(r);
 }
 
-void relay_queue_announce_own(node_t *n, const uint8_t id[32])
+void relay_queue_announce_own(relay_t *r, const uint8_t id[32])
 {
-	if (pith_buf_append(&n->announce_own_q, id, 32))
+	if (pith_buf_append(&r->announce_own_q, id, 32))
 		return;
-	announce_schedule(n);
-}
-
-static void queue_bundle_announce(node_t *n, const char *pith, int64_t built_us,
-				  const uint8_t sha[32])
-{
-	wire_bundle_ref_t *q = realloc(n->bundle_q, (n->nbundle_q + 1) * sizeof(*q));
-	if (!q)
-		return;
-	n->bundle_q = q;
-	wire_bundle_ref_t *r = &q[n->nbundle_q++];
-	memset(r, 0, sizeof(*r));
-	snprintf(r->pith_number, sizeof(r->pith_number), "%s", pith);
-	r->built_us = built_us;
-	memcpy(r->sha, sha, 32);
-	announce_schedule(n);
+	relay_announce_schedule(r);
 }
 
 /* Ready peers that can take announces now: a peer with more than half of
  * peer_out_max queued is skipped (it learns these at its next catch-up). */
-static size_t announce_targets(node_t *n, peer_t ***out)
+static size_t announce_targets(relay_t *r, peer_t ***out)
 {
 	static peer_t **ps;
 	static size_t cap;
 	size_t np = 0;
-	for (peer_t *p = n->peers; p; p = p->next) {
-		if (p->state != PEER_READY || peer_out_len(p) > (size_t)n->cfg->peer_out_max / 2)
+	for (peer_t *p = net_peers(r->net); p; p = p->next) {
+		if (p->state != PEER_READY || peer_out_len(p) > (size_t)r->cfg->peer_out_max / 2)
 			continue;
 		if (np == cap) {
 			size_t nc = cap ? cap * 2 : 64;
@@ -787,38 +424,38 @@ static pith_buf_t *batches_get(size_t np)
 	return b;
 }
 
-static void batches_send(node_t *n, peer_t **ps, pith_buf_t *b, size_t np)
+static void batches_send(relay_t *r, peer_t **ps, pith_buf_t *b, size_t np)
 {
 	for (size_t i = 0; i < np; i++) {
 		size_t k = b[i].len / 32;
 		if (!k)
 			continue;
-		send_ids(ps[i], WIRE_ANNOUNCE, b[i].data, k);
+		relay_send_ids(ps[i], WIRE_ANNOUNCE, b[i].data, k);
 		ps[i]->ids_announced_out += k;
-		n->stats.ids_announced += k;
+		r->stats->ids_announced += k;
 		if (b[i].cap > (1u << 20))
 			pith_buf_release(&b[i]);
 	}
 }
 
-static void lazy_schedule(node_t *n)
+static void lazy_schedule(relay_t *r)
 {
-	if (n->lazy_head >= n->lazy_q.len || evtimer_pending(n->lazy_ev, NULL))
+	if (r->lazy_head >= r->lazy_q.len || evtimer_pending(r->lazy_ev, NULL))
 		return;
 	int64_t due;
-	memcpy(&due, n->lazy_q.data + n->lazy_head, 8);
+	memcpy(&due, r->lazy_q.data + r->lazy_head, 8);
 	int64_t wait = due - node_now_us();
 	if (wait < 0)
 		wait = 0;
 	struct timeval tv = {(time_t)(wait / 1000000), (suseconds_t)(wait % 1000000)};
-	evtimer_add(n->lazy_ev, &tv);
+	evtimer_add(r->lazy_ev, &tv);
 }
 
 /* Adds each of count ids to the batches of the peers that do not know
  * it: all of them, or with fanout > 0 only that many (chosen per id, so
  * that different events leave through different links) and the others to
  * the lazy queue, due at due_us. */
-static void announce_ids(node_t *n, peer_t **ps, pith_buf_t *b, size_t np, const uint8_t *ids,
+static void announce_ids(relay_t *r, peer_t **ps, pith_buf_t *b, size_t np, const uint8_t *ids,
 			 size_t count, size_t fanout, int64_t due_us)
 {
 	for (size_t i = 0; i < count; i++) {
@@ -826,19 +463,19 @@ static void announce_ids(node_t *n, peer_t **ps, pith_buf_t *b, size_t np, const
 		size_t start = np ? ((size_t)id[0] << 8 | id[1]) % np : 0, eager = 0, deferred = 0;
 		for (size_t k = 0; k < np; k++) {
 			size_t j = (start + k) % np;
-			if (idcache_has(&ps[j]->known, id))
+			if (idcache_has(&ps[j]->relay->known, id))
 				continue;
 			if (fanout && eager >= fanout) {
 				deferred++;
 				continue;
 			}
-			idcache_add(&ps[j]->known, id);
+			idcache_add(&ps[j]->relay->known, id);
 			pith_buf_append(&b[j], id, 32);
 			eager++;
 		}
-		if (deferred && !pith_buf_append(&n->lazy_q, &due_us, 8) &&
-		    !pith_buf_append(&n->lazy_q, id, 32))
-			n->stats.lazy_deferred += deferred;
+		if (deferred && !pith_buf_append(&r->lazy_q, &due_us, 8) &&
+		    !pith_buf_append(&r->lazy_q, id, 32))
+			r->stats->lazy_deferred += deferred;
 	}
 }
 
@@ -852,86 +489,68 @@ static void announce_ids(node_t *n, peer_t **ps, pith_buf_t *b, size_t np, const
  * normally take to reach them (docs/performance.md, issue 4), so the
  * fallback rarely fires; a neighbour that has only this node as a peer
  * hears of own events that much later. */
-void relay_flush_announces(node_t *n)
+static void flush_announces(relay_t *r)
 {
 	peer_t **ps;
-	size_t np = announce_targets(n, &ps);
+	size_t np = announce_targets(r, &ps);
 	pith_buf_t *b = batches_get(np);
-	int64_t due = node_now_us() + n->cfg->lazy_announce_ms * 1000;
+	int64_t due = node_now_us() + r->cfg->lazy_announce_ms * 1000;
 	if (b) {
-		announce_ids(n, ps, b, np, n->announce_q.data, n->announce_q.len / 32, 0, due);
-		announce_ids(n, ps, b, np, n->announce_own_q.data, n->announce_own_q.len / 32,
-			     (size_t)n->cfg->announce_fanout, due);
-		batches_send(n, ps, b, np);
+		announce_ids(r, ps, b, np, r->announce_q.data, r->announce_q.len / 32, 0, due);
+		announce_ids(r, ps, b, np, r->announce_own_q.data, r->announce_own_q.len / 32,
+			     (size_t)r->cfg->announce_fanout, due);
+		batches_send(r, ps, b, np);
 	}
-	for (size_t j = 0; j < np; j++) {
-		peer_t *p = ps[j];
-		wire_msg_t m = {.type = WIRE_BUNDLE_ANNOUNCE};
-		for (size_t i = 0; i < n->nbundle_q; i++) {
-			if (idcache_has(&p->known, n->bundle_q[i].sha))
-				continue;
-			idcache_add(&p->known, n->bundle_q[i].sha);
-			m.u.bundles.refs[m.u.bundles.n++] = n->bundle_q[i];
-			if (m.u.bundles.n == n->wlim.max_refs) {
-				peer_send(p, &m);
-				m.u.bundles.n = 0;
-			}
-		}
-		if (m.u.bundles.n)
-			peer_send(p, &m);
-	}
-	pith_buf_t *qs[2] = {&n->announce_q, &n->announce_own_q};
+	relay_bundle_announce_flush(r, ps, np);
+	pith_buf_t *qs[2] = {&r->announce_q, &r->announce_own_q};
 	for (int i = 0; i < 2; i++) {
 		pith_buf_reset(qs[i]);
 		if (qs[i]->cap > (4u << 20))
 			pith_buf_release(qs[i]);
 	}
-	free(n->bundle_q);
-	n->bundle_q = NULL;
-	n->nbundle_q = 0;
-	lazy_schedule(n);
+	lazy_schedule(r);
 }
 
-void relay_flush_lazy(node_t *n)
+static void flush_lazy(relay_t *r)
 {
 	peer_t **ps;
-	size_t np = announce_targets(n, &ps);
+	size_t np = announce_targets(r, &ps);
 	pith_buf_t *b = batches_get(np);
 	int64_t now = node_now_us();
-	while (b && n->lazy_head + 40 <= n->lazy_q.len) {
+	while (b && r->lazy_head + 40 <= r->lazy_q.len) {
 		int64_t due;
-		memcpy(&due, n->lazy_q.data + n->lazy_head, 8);
+		memcpy(&due, r->lazy_q.data + r->lazy_head, 8);
 		if (due > now)
 			break;
-		const uint8_t *id = n->lazy_q.data + n->lazy_head + 8;
+		const uint8_t *id = r->lazy_q.data + r->lazy_head + 8;
 		for (size_t j = 0; j < np; j++) {
-			if (idcache_has(&ps[j]->known, id))
+			if (idcache_has(&ps[j]->relay->known, id))
 				continue;
-			idcache_add(&ps[j]->known, id);
+			idcache_add(&ps[j]->relay->known, id);
 			pith_buf_append(&b[j], id, 32);
-			n->stats.lazy_sent++;
+			r->stats->lazy_sent++;
 		}
-		n->lazy_head += 40;
+		r->lazy_head += 40;
 	}
 	if (b)
-		batches_send(n, ps, b, np);
+		batches_send(r, ps, b, np);
 	/* drop what was handled once it is most of the buffer */
-	if (n->lazy_head == n->lazy_q.len) {
-		pith_buf_reset(&n->lazy_q);
-		n->lazy_head = 0;
-		if (n->lazy_q.cap > (4u << 20))
-			pith_buf_release(&n->lazy_q);
-	} else if (n->lazy_head > n->lazy_q.len / 2) {
-		memmove(n->lazy_q.data, n->lazy_q.data + n->lazy_head, n->lazy_q.len - n->lazy_head);
-		n->lazy_q.len -= n->lazy_head;
-		n->lazy_head = 0;
+	if (r->lazy_head == r->lazy_q.len) {
+		pith_buf_reset(&r->lazy_q);
+		r->lazy_head = 0;
+		if (r->lazy_q.cap > (4u << 20))
+			pith_buf_release(&r->lazy_q);
+	} else if (r->lazy_head > r->lazy_q.len / 2) {
+		memmove(r->lazy_q.data, r->lazy_q.data + r->lazy_head, r->lazy_q.len - r->lazy_head);
+		r->lazy_q.len -= r->lazy_head;
+		r->lazy_head = 0;
 	}
-	lazy_schedule(n);
+	lazy_schedule(r);
 }
 
 /* ---- ingest results --------------------------------------------------------------------------- */
 
-static int reason_is_peers_fault(const char *r)
+int relay_reason_is_peers_fault(const char *r)
 {
 	/* not: keys this node does not trust (a configuration difference),
 	 * our own store or memory, or shutdown */
@@ -939,175 +558,90 @@ static int reason_is_peers_fault(const char *r)
 	       strcmp(r, "oom") && strcmp(r, "shutdown");
 }
 
-static void count_rejection(node_t *n, const ingest_job_t *job)
+static void count_rejection(relay_t *r, const ingest_job_t *job)
 {
 	if (!strcmp(job->reason, "id_mismatch"))
-		n->stats.rejected[PITH_CHECK_NCHECKS]++;
+		r->stats->rejected[PITH_CHECK_NCHECKS]++;
 	else if (!strcmp(job->reason, "store"))
-		n->stats.rejected[PITH_CHECK_NCHECKS + 1]++;
+		r->stats->rejected[PITH_CHECK_NCHECKS + 1]++;
 	else if (job->check > PITH_CHECK_OK && job->check < PITH_CHECK_NCHECKS)
-		n->stats.rejected[job->check]++;
+		r->stats->rejected[job->check]++;
 	else
-		n->stats.rejected[PITH_CHECK_NCHECKS + 2]++;
+		r->stats->rejected[PITH_CHECK_NCHECKS + 2]++;
 }
 
-static void done_event(node_t *n, ingest_job_t *job, peer_t *p)
+/* What became of an event: 1 if it was fetched in catch-up and stored. */
+static int done_event(relay_t *r, ingest_job_t *job, peer_t *p)
 {
-	fetch_t *f = job->peer ? idmap_get(n->fetches, job->claimed_id) : NULL;
+	relay_peer_t *rp = p ? p->relay : NULL;
+	fetch_t *f = job->peer ? idmap_get(r->fetches, job->claimed_id) : NULL;
 	if (f && (f->is_bundle || f->state != FETCH_VALIDATING))
 		f = NULL;
 	if (job->rc == 0) {
 		int catchup = f && f->catchup;
 		if (f)
-			free(idmap_del(n->fetches, job->claimed_id));
-		idcache_add(&n->recent, job->id);
+			free(idmap_del(r->fetches, job->claimed_id));
+		idcache_add(&r->recent, job->id);
 		/* the peer it came from has it: its known cache may have
 		 * forgotten the id while the event waited for validation, and
 		 * a node catching up would announce everything back */
-		if (p)
-			idcache_add(&p->known, job->id);
+		if (rp)
+			idcache_add(&rp->known, job->id);
 		switch (job->outcome) {
 		case STORE_STORED:
-			n->stats.events_stored++;
-			sync_event_stored(n, job->created_us, job->id);
+			r->stats->events_stored++;
 			if (job->peer)
-				relay_queue_announce(n, job->id);
+				relay_queue_announce(r, job->id);
 			else
-				relay_queue_announce_own(n, job->id);
-			/* live bundles travel by BUNDLE_ANNOUNCE; a node catching up
-			 * may have missed one, so it asks */
-			if (job->is_record_created && p && catchup)
-				sync_bundle_wanted(p, job->subject);
-			break;
+				relay_queue_announce_own(r, job->id);
+			return catchup;
 		case STORE_DUPLICATE:
-			n->stats.events_duplicate++;
+			r->stats->events_duplicate++;
 			break;
 		case STORE_RESIGNED:
-			n->stats.events_resigned++;
+			r->stats->events_resigned++;
 			break;
 		default:
 			break;
 		}
-		return;
+		return 0;
 	}
-	n->stats.events_invalid++;
-	count_rejection(n, job);
-	int fault = reason_is_peers_fault(job->reason);
+	r->stats->events_invalid++;
+	count_rejection(r, job);
+	int fault = relay_reason_is_peers_fault(job->reason);
 	if (job->peer) {
 		log_rl(&rl_invalid, LOG_WARN, "event from peer %s rejected (%s): %s",
 		       p ? p->addr : "(gone)", job->reason, job->msg);
 		if (p && fault)
 			peer_misbehaved(p, SCORE_INVALID, "sent an invalid event");
-		if (p && f && reason_is_untrusted(job->reason))
-			refused_add(n, p, job->claimed_id);
+		if (p && f && relay_reason_is_untrusted(job->reason))
+			relay_refused_add(r, p, job->claimed_id);
 	}
 	if (f) {
 		/* another announcer may hold a good copy (a good signature block,
 		 * or the real event behind an id this peer lied about) */
 		if (fault)
-			fetch_retry(n, job->claimed_id, f);
+			fetch_retry(r, job->claimed_id, f);
 		else
-			free(idmap_del(n->fetches, job->claimed_id));
+			free(idmap_del(r->fetches, job->claimed_id));
 	}
+	return 0;
 }
 
-static void done_bundle(node_t *n, ingest_job_t *job, peer_t *p)
+int relay_job_done(relay_t *r, ingest_job_t *job, peer_t *p)
 {
-	uint8_t key[32];
-	bundle_key(job->has_claim ? job->claimed_pith : job->subject, key);
-	fetch_t *f = job->peer ? idmap_get(n->fetches, key) : NULL;
-	uint8_t asked[32];
-	int has_asked = 0;
-	peer_t *from = NULL;
-	uint64_t alt[FETCH_ALTS];
-	size_t nalt = 0;
-	if (f && f->is_bundle && f->state == FETCH_VALIDATING) {
-		has_asked = f->has_sha;
-		memcpy(asked, f->sha, 32);
-		nalt = f->nalt;
-		memcpy(alt, f->alt, sizeof(alt));
-		from = node_peer_by_serial(n, f->peer);
-		if (from && from->binflight)
-			from->binflight--;
-		free(idmap_del(n->fetches, key));
-	}
-	if (job->rc == 0) {
-		if (job->bundle_outcome == STORE_BUNDLE_NEWER) {
-			n->stats.bundles_stored++;
-			bundle_remember(n, job->subject, job->built_us, job->sha);
-			sync_bundle_stored(n, job->built_us, job->sha, job->bundle_replaced,
-					   job->old_built_us, job->old_sha);
-			queue_bundle_announce(n, job->subject, job->built_us, job->sha);
-			log_info("stored bundle of %s (%zu events)", job->subject, job->n_event_ids);
-		} else {
-			n->stats.bundles_older++;
-		}
-		for (size_t i = 0; i < job->n_event_ids; i++) {
-			idcache_add(&n->recent, job->event_ids + 32 * i);
-			sync_event_stored(n, job->event_created_us[i], job->event_ids + 32 * i);
-			if (job->peer)
-				relay_queue_announce(n, job->event_ids + 32 * i);
-			else
-				relay_queue_announce_own(n, job->event_ids + 32 * i);
-		}
-		return;
-	}
-	n->stats.bundles_invalid++;
-	if (job->peer) {
-		log_rl(&rl_invalid, LOG_WARN, "bundle from peer %s rejected (%s): %s",
-		       p ? p->addr : "(gone)", job->reason, job->msg);
-		if (p && reason_is_peers_fault(job->reason))
-			peer_misbehaved(p, SCORE_INVALID, "sent an invalid bundle");
-		/* not fetched from p again: what it holds, and what it
-		 * announced (it sends the same when asked again) */
-		if (p && reason_is_untrusted(job->reason)) {
-			if (job->has_sha)
-				refused_add(n, p, job->sha);
-			if (has_asked)
-				refused_add(n, p, asked);
-		}
-	}
-	/* another peer that announced the record while this copy was on its
-	 * way may hold a different one: ask the first that still can */
-	for (size_t i = 0; i < nalt; i++) {
-		peer_t *q = node_peer_by_serial(n, alt[i]);
-		if (!q || q->state != PEER_READY ||
-		    !bundle_fetch_start(q, job->has_claim ? job->claimed_pith : job->subject, NULL))
-			continue;
-		fetch_t *g = idmap_get(n->fetches, key); /* the rest stay fallbacks */
-		for (size_t j = i + 1; g && j < nalt; j++)
-			g->alt[g->nalt++] = alt[j];
-		bundle_pump(q);
-		break;
-	}
-}
-
-void relay_ingest_done(void *arg, ingest_job_t *job)
-{
-	node_t *n = arg;
-	if (!n->shutting_down) {
-		peer_t *p = job->peer ? node_peer_by_serial(n, job->peer) : NULL;
-		if (p && p->state == PEER_CLOSING)
-			p = NULL;
-		if (job->kind == INGEST_EVENT) {
-			done_event(n, job, p);
-		} else {
-			done_bundle(n, job, p);
-			if (p && p->state == PEER_READY)
-				bundle_pump(p);
-		}
-	}
-	if (n->http)
-		http_job_done(n->http, job);
-	if (job->ctl && n->control)
-		control_job_done(n->control, job);
-	ingest_job_free(job);
+	if (job->kind == INGEST_EVENT)
+		return done_event(r, job, p);
+	relay_bundle_done(r, job, p);
+	if (p && p->state == PEER_READY)
+		relay_bundle_pump(p);
+	return 0;
 }
 
 /* ---- peers coming and going, timeouts ------------------------------------------------------------ */
 
 typedef struct collect {
-	node_t *n;
+	relay_t *r;
 	uint64_t serial;   /* peer whose fetches to collect, or 0 for timeouts */
 	int64_t now;
 	pith_buf_t ids;
@@ -1122,7 +656,7 @@ static int collect_fetch(void *arg, const uint8_t id[32], void *val)
 		pick = f->peer == c->serial && f->state != FETCH_VALIDATING;
 	else
 		pick = f->state == FETCH_REQUESTED &&
-		       c->now - f->since_us > c->n->cfg->fetch_timeout_ms * 1000;
+		       c->now - f->since_us > c->r->cfg->fetch_timeout_ms * 1000;
 	if (pick)
 		pith_buf_append(&c->ids, id, 32);
 	return 0;
@@ -1131,61 +665,66 @@ static int collect_fetch(void *arg, const uint8_t id[32], void *val)
 /* Fetches picked by c, handled one by one outside the map walk. */
 static void retry_collected(collect_t *c, int timeouts)
 {
-	node_t *n = c->n;
+	relay_t *r = c->r;
 	for (size_t i = 0; i + 32 <= c->ids.len; i += 32) {
 		const uint8_t *id = c->ids.data + i;
-		fetch_t *f = idmap_get(n->fetches, id);
+		fetch_t *f = idmap_get(r->fetches, id);
 		if (!f)
 			continue;
 		if (timeouts) {
-			n->stats.fetch_timeouts++;
-			peer_t *q = node_peer_by_serial(n, f->peer);
-			if (q && q->inflight && !f->is_bundle)
-				q->inflight--;
-			if (q && q->binflight && f->is_bundle)
-				q->binflight--;
+			r->stats->fetch_timeouts++;
+			peer_t *q = net_peer_by_serial(r->net, f->peer);
+			if (q && q->relay->inflight && !f->is_bundle)
+				q->relay->inflight--;
+			if (q && q->relay->binflight && f->is_bundle)
+				q->relay->binflight--;
 		}
 		if (f->is_bundle)
-			free(idmap_del(n->fetches, id));
+			free(idmap_del(r->fetches, id));
 		else
-			fetch_retry(n, id, f);
+			fetch_retry(r, id, f);
 	}
 	pith_buf_release(&c->ids);
 }
 
-void relay_peer_gone(peer_t *p)
+void relay_peer_gone(relay_t *r, peer_t *p)
 {
-	sync_peer_gone(p);
-	collect_t c = {p->node, p->serial, 0, PITH_BUF_INIT};
-	idmap_each(p->node->fetches, collect_fetch, &c);
-	p->inflight = 0;
-	p->binflight = 0;
-	idq_release(&p->bwanted);
-	pith_buf_release(&p->bserve);
-	p->bserve_head = 0;
+	relay_peer_t *rp = p->relay;
+	if (!rp)
+		return;
+	collect_t c = {r, p->serial, 0, PITH_BUF_INIT};
+	idmap_each(r->fetches, collect_fetch, &c);
+	rp->inflight = 0;
+	rp->binflight = 0;
+	idq_release(&rp->bwanted);
+	pith_buf_release(&rp->bserve);
+	rp->bserve_head = 0;
 	retry_collected(&c, 0);
 }
 
-void relay_tick(node_t *n, int64_t now)
+void relay_tick(relay_t *r, int64_t now)
 {
 	/* Timeouts are looked for every eighth of fetch_timeout_ms, not every
 	 * tick: the walk visits every slot of the fetch map, which holds tens
 	 * of thousands of ids while a fresh node catches up (it was 9% of the
 	 * loop thread's CPU at 200 ms). A fetch is retried at most 1/8 late. */
-	if (now >= n->fetch_scan_us) {
-		int64_t step = n->cfg->fetch_timeout_ms * 1000 / 8;
-		n->fetch_scan_us = now + (step > 200000 ? step : 200000);
-		collect_t c = {n, 0, now, PITH_BUF_INIT};
-		idmap_each(n->fetches, collect_fetch, &c);
+	if (now >= r->fetch_scan_us) {
+		int64_t step = r->cfg->fetch_timeout_ms * 1000 / 8;
+		r->fetch_scan_us = now + (step > 200000 ? step : 200000);
+		collect_t c = {r, 0, now, PITH_BUF_INIT};
+		idmap_each(r->fetches, collect_fetch, &c);
 		if (c.ids.len)
 			log_debug("%zu fetches timed out", c.ids.len / 32);
 		retry_collected(&c, 1);
 	}
-	for (peer_t *p = n->peers; p; p = p->next) {
-		if (p->state == PEER_READY && p->wanted.n && p->inflight < (size_t)n->cfg->max_inflight)
+	for (peer_t *p = net_peers(r->net); p; p = p->next) {
+		relay_peer_t *rp = p->relay;
+		if (p->state != PEER_READY || !rp)
+			continue;
+		if (rp->wanted.n && rp->inflight < (size_t)r->cfg->max_inflight)
 			pump(p);
-		if (p->state == PEER_READY && p->bwanted.n)
-			bundle_pump(p);
+		if (rp->bwanted.n)
+			relay_bundle_pump(p);
 	}
 }
 
@@ -1198,24 +737,130 @@ int relay_is_answer(const peer_t *p, const wire_msg_t *m)
 	       m->type == WIRE_INV;
 }
 
-void relay_dispatch(peer_t *p, const wire_msg_t *m)
+int relay_on_message(relay_t *r, peer_t *p, const wire_msg_t *m)
 {
+	(void)r;
+	if (!p->relay)
+		return 0;
 	switch (m->type) {
-	case WIRE_ANNOUNCE: on_announce(p, m); break;
-	case WIRE_GET: on_get(p, m); break;
-	case WIRE_EVENT: on_event(p, m); break;
-	case WIRE_NOTFOUND: on_notfound(p, m); break;
-	case WIRE_INV_REQ: on_inv_req(p, m); break;
-	case WIRE_INV: on_inv(p, m); break;
-	case WIRE_BUNDLE_ANNOUNCE: on_bundle_announce(p, m); break;
-	case WIRE_BUNDLE_GET: on_bundle_get(p, m); break;
-	case WIRE_BUNDLE: on_bundle(p, m); break;
-	case WIRE_RECON:
-	case WIRE_RECON_BUNDLES: sync_on_recon(p, m); break;
-	default: {
-		static log_rl_t rl;
-		log_rl(&rl, LOG_WARN, "peer %s: unexpected %s", p->addr, wire_type_name(m->type));
-		break;
+	case WIRE_ANNOUNCE: on_announce(p, m); return 1;
+	case WIRE_GET: on_get(p, m); return 1;
+	case WIRE_EVENT: on_event(p, m); return 1;
+	case WIRE_NOTFOUND: on_notfound(p, m); return 1;
+	case WIRE_INV_REQ: relay_on_inv_req(p, m); return 1;
+	case WIRE_INV: relay_on_inv(p, m); return 1;
+	case WIRE_BUNDLE_ANNOUNCE: relay_on_bundle_announce(p, m); return 1;
+	case WIRE_BUNDLE_GET: relay_on_bundle_get(p, m); return 1;
+	case WIRE_BUNDLE: relay_on_bundle(p, m); return 1;
+	default: return 0;
 	}
+}
+
+/* ---- setup -------------------------------------------------------------------------------------- */
+
+int relay_free_value(void *arg, const uint8_t id[32], void *val)
+{
+	(void)arg;
+	(void)id;
+	free(val);
+	return 1;
+}
+
+static void announce_cb(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	flush_announces(arg);
+}
+
+static void lazy_cb(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	flush_lazy(arg);
+}
+
+relay_t *relay_new(const relay_deps_t *d)
+{
+	relay_t *r = calloc(1, sizeof(*r));
+	if (!r)
+		return NULL;
+	r->d = *d;
+	r->net = d->net;
+	r->store = d->store;
+	r->cfg = d->cfg;
+	r->stats = d->stats;
+	r->wlim = *net_limits(d->net);
+	r->fetches = idmap_new();
+	r->bundles = idmap_new();
+	r->announce_ev = evtimer_new(d->base, announce_cb, r);
+	r->lazy_ev = evtimer_new(d->base, lazy_cb, r);
+	if (!r->fetches || !r->bundles || !r->announce_ev || !r->lazy_ev ||
+	    idcache_init(&r->recent, RECENT_BITS) || idcache_init(&r->refused, REFUSED_BITS)) {
+		relay_free(r);
+		return NULL;
 	}
+	return r;
+}
+
+void relay_free_(relay_t *r)
+{
+	if (!r)
+		return;
+	if (r->announce_ev)
+		event_free(r->announce_ev);
+	if (r->lazy_ev)
+		event_free(r->lazy_ev);
+	if (r->fetches) {
+		idmap_each(r->fetches, relay_free_value, NULL);
+		idmap_free(r->fetches);
+	}
+	if (r->bundles) {
+		idmap_each(r->bundles, relay_free_value, NULL);
+		idmap_free(r->bundles);
+	}
+	idcache_release(&r->recent);
+	idcache_release(&r->refused);
+	pith_buf_release(&r->announce_q);
+	pith_buf_release(&r->announce_own_q);
+	pith_buf_release(&r->lazy_q);
+	free(r->bundle_q);
+	free(r);
+}
+
+int relay_peer_attach(relay_t *r, peer_t *p)
+{
+	relay_peer_t *rp = calloc(1, sizeof(*rp));
+	if (!rp)
+		return PITH_ENOMEM;
+	rp->r = r;
+	idq_init(&rp->wanted, (size_t)r->cfg->max_wanted);
+	idq_init(&rp->serve, (size_t)r->cfg->max_serve_queue);
+	idq_init(&rp->bwanted, RELAY_BUNDLE_WANTED_MAX);
+	if (idcache_init(&rp->known, KNOWN_BITS)) {
+		free(rp);
+		return PITH_ENOMEM;
+	}
+	p->relay = rp;
+	return 0;
+}
+
+void relay_peer_detach(relay_t *r, peer_t *p)
+{
+	(void)r;
+	relay_peer_t *rp = p->relay;
+	if (!rp)
+		return;
+	idcache_release(&rp->known);
+	idq_release(&rp->wanted);
+	idq_release(&rp->serve);
+	idq_release(&rp->bwanted);
+	pith_buf_release(&rp->bserve);
+	free(rp);
+	p->relay = NULL;
+}
+
+size_t relay_pending_fetches(const relay_t *r)
+{
+	return idmap_count(r->fetches);
 }

@@ -23,7 +23,6 @@
 #include "recon.h"
 #include "recon_index.h"
 
-typedef struct sync sync_t;
 typedef struct sync_peer sync_peer_t;
 
 /* What a session reconciles: the events (RECON) or each record's newest
@@ -67,6 +66,7 @@ typedef struct sync_result {
 } sync_result_t;
 
 struct sync_peer {
+	sync_t *sy;
 	recon_session_t *s;      /* the running session, or NULL */
 	uint64_t session;        /* its number */
 	int kind;                /* SYNC_EVENTS or SYNC_BUNDLES */
@@ -101,6 +101,15 @@ typedef struct pending_ctl {
 } pending_ctl_t;
 
 struct sync {
+	sync_deps_t d;
+	net_t *net;
+	relay_t *relay;
+	addrbook_t *book;
+	store_t *store;
+	ingest_t *ingest;
+	const node_config_t *cfg;
+	node_stats_t *stats;
+	wire_limits_t wlim;
 	recon_set_t *set;
 	recon_set_t *bset;       /* each record's newest bundle (built_at, sha) */
 	int bundles;             /* bundle reconciliation on (WIRE_FEAT_BUNDLE_SYNC) */
@@ -140,7 +149,7 @@ static size_t offers_len(const sync_peer_t *sp)
 /* Both sides reconcile bundles. */
 static int peer_bundles(const peer_t *p)
 {
-	return p->node->sync->bundles && (p->features & WIRE_FEAT_SYNC) &&
+	return p->sync->sy->bundles && (p->features & WIRE_FEAT_SYNC) &&
 	       (p->features & WIRE_FEAT_BUNDLE_SYNC);
 }
 
@@ -156,7 +165,7 @@ static void bundles_offer(peer_t *p);
  * next message waits: half of max_wanted (32768 by default, 1 MiB). */
 static size_t backlog_hold(const peer_t *p)
 {
-	return p->wanted.max / 2;
+	return p->relay->wanted.max / 2;
 }
 
 /* Drops consumed bytes from the front of a FIFO buffer once they are
@@ -214,19 +223,19 @@ static void result_json(const peer_t *p, const sync_result_t *r, pith_buf_t *b)
 			(unsigned long long)r->our_items, (unsigned long long)r->peer_items);
 }
 
-static void ctl_answer(node_t *n, uint64_t serial, const pith_buf_t *b)
+static void ctl_answer(sync_t *sy, uint64_t serial, const pith_buf_t *b)
 {
-	if (serial && n->control)
-		control_reply(n->control, serial, (const char *)b->data, b->len);
+	if (serial && sy->d.reply)
+		sy->d.reply(sy->d.reply_arg, serial, (const char *)b->data, b->len);
 }
 
-static void ctl_fail(node_t *n, uint64_t serial, const char *what)
+static void ctl_fail(sync_t *sy, uint64_t serial, const char *what)
 {
 	pith_buf_t b = PITH_BUF_INIT;
 	pith_buf_puts(&b, "{\"ok\":false,\"error\":");
 	json_write_string(&b, what, strlen(what));
 	pith_buf_puts(&b, "}");
-	ctl_answer(n, serial, &b);
+	ctl_answer(sy, serial, &b);
 	pith_buf_release(&b);
 }
 
@@ -234,13 +243,13 @@ static void ctl_fail(node_t *n, uint64_t serial, const char *what)
 
 static void send_recon(peer_t *p, int kind, uint64_t session, const uint8_t *data, size_t len)
 {
-	node_t *n = p->node;
+	sync_t *sy = p->sync->sy;
 	wire_msg_t m = {.type = kind == SYNC_BUNDLES ? WIRE_RECON_BUNDLES : WIRE_RECON};
 	m.u.recon.session = session;
 	m.u.recon.data = data;
 	m.u.recon.len = len;
-	m.u.recon.items = recon_set_count(set_of(n->sync, kind));
-	n->sync->bytes_sent += len;
+	m.u.recon.items = recon_set_count(set_of(sy, kind));
+	sy->bytes_sent += len;
 	peer_send(p, &m);
 }
 
@@ -254,8 +263,7 @@ static void session_start(peer_t *p, int kind);
  * gone here, since a send may close p, which ends its session again). */
 static void session_end(peer_t *p, const char *error, int tell)
 {
-	node_t *n = p->node;
-	sync_t *sy = n->sync;
+	sync_t *sy = p->sync->sy;
 	sync_peer_t *sp = p->sync;
 	if (!sp || !sp->s)
 		return;
@@ -305,12 +313,12 @@ static void session_end(peer_t *p, const char *error, int tell)
 	if (sp->ctl) {
 		pith_buf_t b = PITH_BUF_INIT;
 		result_json(p, r, &b);
-		ctl_answer(n, sp->ctl, &b);
+		ctl_answer(sy, sp->ctl, &b);
 		pith_buf_release(&b);
 		sp->ctl = 0;
 	}
-	if (p->outbound && n->cfg->sync_interval_ms)
-		sp->next_round_us = now + jittered(n->cfg->sync_interval_ms);
+	if (p->outbound && sy->cfg->sync_interval_ms)
+		sp->next_round_us = now + jittered(sy->cfg->sync_interval_ms);
 	else
 		sp->next_round_us = INT64_MAX;
 	if (tell && p->state == PEER_READY)
@@ -330,15 +338,14 @@ static void session_end(peer_t *p, const char *error, int tell)
 
 /* ---- progress ----------------------------------------------------------------------- */
 
-static void progress_begin(node_t *n, const peer_t *p, size_t need)
+static void progress_begin(sync_t *sy, const peer_t *p, size_t need)
 {
-	sync_t *sy = n->sync;
 	if (sy->syncing)
 		return;
 	int64_t now = node_now_us();
 	sy->syncing = 1;
 	sy->sync_start_us = sy->last_log_us = sy->last_store_us = now;
-	sy->stored_at_start = sy->stored_at_log = n->stats.events_stored;
+	sy->stored_at_start = sy->stored_at_log = sy->stats->events_stored;
 	sy->rate = 0;
 	log_info("sync: catching up from peer %s (node %s): %zu ids missing so far, it holds %llu, "
 		 "this node %zu",
@@ -348,13 +355,12 @@ static void progress_begin(node_t *n, const peer_t *p, size_t need)
 
 /* What is left to fetch, as well as this node can tell: the ids sessions
  * found and have not fetched yet, or the largest gap to a peer's count. */
-static uint64_t progress_remaining(node_t *n, size_t *sessions)
+static uint64_t progress_remaining(sync_t *sy, size_t *sessions)
 {
-	sync_t *sy = n->sync;
-	uint64_t queued = idmap_count(n->fetches), gap = 0;
+	uint64_t queued = relay_pending_fetches(sy->relay), gap = 0;
 	size_t active = 0;
 	uint64_t ours = recon_set_count(sy->set);
-	for (peer_t *p = n->peers; p; p = p->next) {
+	for (peer_t *p = net_peers(sy->net); p; p = p->next) {
 		if (!p->sync || p->state != PEER_READY)
 			continue;
 		queued += backlog_len(p->sync);
@@ -367,20 +373,19 @@ static uint64_t progress_remaining(node_t *n, size_t *sessions)
 	return queued > gap ? queued : gap;
 }
 
-static void progress_tick(node_t *n, int64_t now)
+static void progress_tick(sync_t *sy, int64_t now)
 {
-	sync_t *sy = n->sync;
 	if (!sy->syncing)
 		return;
-	uint64_t stored = n->stats.events_stored;
+	uint64_t stored = sy->stats->events_stored;
 	if (stored != sy->stored_at_log)
 		sy->last_store_us = now;
 	size_t active = 0;
-	uint64_t remaining = progress_remaining(n, &active);
+	uint64_t remaining = progress_remaining(sy, &active);
 	int backlog = 0;
-	for (peer_t *p = n->peers; p; p = p->next)
+	for (peer_t *p = net_peers(sy->net); p; p = p->next)
 		backlog |= p->sync && backlog_len(p->sync) > 0;
-	int pending = idmap_count(n->fetches) > 0 && now - sy->last_store_us < SYNC_QUIET_US;
+	int pending = relay_pending_fetches(sy->relay) > 0 && now - sy->last_store_us < SYNC_QUIET_US;
 	if (!active && !backlog && !pending) {
 		double s = (double)(now - sy->sync_start_us) / 1e6;
 		uint64_t got = stored - sy->stored_at_start;
@@ -416,7 +421,7 @@ static int must_hold(const peer_t *p)
 {
 	const sync_peer_t *sp = p->sync;
 	if (sp->kind == SYNC_BUNDLES)
-		return offers_len(sp) >= SYNC_OFFER_HOLD || p->bwanted.n >= RELAY_BUNDLE_HOLD;
+		return offers_len(sp) >= SYNC_OFFER_HOLD || p->relay->bwanted.n >= RELAY_BUNDLE_HOLD;
 	return backlog_len(sp) >= backlog_hold(p);
 }
 
@@ -436,18 +441,17 @@ static void held_release(peer_t *p)
 		session_end(p, NULL, 0);
 }
 
-void sync_peer_feed(peer_t *p)
+void sync_peer_feed(sync_t *sy, peer_t *p)
 {
 	sync_peer_t *sp = p->sync;
-	node_t *n = p->node;
 	if (!sp || p->state != PEER_READY)
 		return;
-	size_t max_pending = (size_t)n->cfg->max_pending;
-	size_t low = p->wanted.max / 2 < SYNC_FEED_LOW ? p->wanted.max / 2 : SYNC_FEED_LOW;
-	while (sp->backlog_head < sp->backlog.len && p->wanted.n < low &&
-	       idmap_count(n->fetches) < max_pending) {
-		if (ingest_in_flight(n->ingest) + p->wanted.n + p->inflight >= SYNC_PIPELINE_MAX) {
-			n->sync->starved = 1; /* sync_event_stored feeds again */
+	size_t max_pending = (size_t)sy->cfg->max_pending;
+	size_t low = p->relay->wanted.max / 2 < SYNC_FEED_LOW ? p->relay->wanted.max / 2 : SYNC_FEED_LOW;
+	while (sp->backlog_head < sp->backlog.len && p->relay->wanted.n < low &&
+	       relay_pending_fetches(sy->relay) < max_pending) {
+		if (ingest_in_flight(sy->ingest) + p->relay->wanted.n + p->relay->inflight >= SYNC_PIPELINE_MAX) {
+			sy->starved = 1; /* sync_event_stored feeds again */
 			break;
 		}
 		relay_want_catchup(p, sp->backlog.data + sp->backlog_head);
@@ -464,8 +468,7 @@ void sync_peer_feed(peer_t *p)
 static void session_step(peer_t *p, const uint8_t *data, size_t len)
 {
 	static pith_buf_t out = PITH_BUF_INIT; /* loop thread only */
-	node_t *n = p->node;
-	sync_t *sy = n->sync;
+	sync_t *sy = p->sync->sy;
 	sync_peer_t *sp = p->sync;
 	recon_ids_t have = RECON_IDS_INIT, need = RECON_IDS_INIT;
 	pith_err_t err = {0};
@@ -502,7 +505,7 @@ static void session_step(peer_t *p, const uint8_t *data, size_t len)
 	sy->ids_needed += need.n;
 	sy->ids_offered += have.n;
 	if (need.n) {
-		progress_begin(n, p, need.n);
+		progress_begin(sy, p, need.n);
 		if (pith_buf_append(&sp->backlog, need.ids, need.n * 32))
 			log_error("sync: out of memory queueing %zu ids from peer %s", need.n, p->addr);
 	}
@@ -517,7 +520,7 @@ answer:
 		return;
 	}
 	if (must_hold(p)) {
-		n->sync->holds++;
+		sy->holds++;
 		pith_buf_reset(&sp->held);
 		if (pith_buf_append(&sp->held, out.data, out.len)) {
 			session_end(p, "out of memory", 1);
@@ -535,10 +538,10 @@ answer:
 
 static int session_new(peer_t *p, recon_role_t role, uint64_t number, int kind)
 {
-	node_t *n = p->node;
+	sync_t *sy = p->sync->sy;
 	sync_peer_t *sp = p->sync;
 	pith_err_t err = {0};
-	sp->s = recon_session_new(set_of(n->sync, kind), role, &n->sync->rcfg, NULL, &err);
+	sp->s = recon_session_new(set_of(sy, kind), role, &sy->rcfg, NULL, &err);
 	if (!sp->s) {
 		log_error("sync: cannot start a session with peer %s: %s", p->addr,
 			  err.msg[0] ? err.msg : "out of memory");
@@ -549,8 +552,8 @@ static int session_new(peer_t *p, recon_role_t role, uint64_t number, int kind)
 	sp->initiator = role == RECON_INITIATOR;
 	sp->waiting = 0;
 	sp->started_us = sp->last_us = node_now_us();
-	n->sync->started++;
-	n->sync->bundle_sessions += kind == SYNC_BUNDLES;
+	sy->started++;
+	sy->bundle_sessions += kind == SYNC_BUNDLES;
 	return 0;
 }
 
@@ -558,14 +561,14 @@ static int session_new(peer_t *p, recon_role_t role, uint64_t number, int kind)
 static void session_start(peer_t *p, int kind)
 {
 	static pith_buf_t out = PITH_BUF_INIT;
-	node_t *n = p->node;
+	sync_t *sy = p->sync->sy;
 	sync_peer_t *sp = p->sync;
 	pith_err_t err = {0};
 	if (sp->s || p->state != PEER_READY)
 		return;
 	if (session_new(p, RECON_INITIATOR, sp->next_own, kind)) {
 		if (sp->ctl) {
-			ctl_fail(n, sp->ctl, "out of memory");
+			ctl_fail(sy, sp->ctl, "out of memory");
 			sp->ctl = 0;
 		}
 		return;
@@ -581,12 +584,11 @@ static void session_start(peer_t *p, int kind)
 		pith_buf_release(&out);
 }
 
-void sync_on_recon(peer_t *p, const wire_msg_t *m)
+void sync_on_recon(sync_t *sy, peer_t *p, const wire_msg_t *m)
 {
-	node_t *n = p->node;
 	sync_peer_t *sp = p->sync;
 	int kind = m->type == WIRE_RECON_BUNDLES ? SYNC_BUNDLES : SYNC_EVENTS;
-	if (!n->sync->enabled || !(p->features & WIRE_FEAT_SYNC) || !sp ||
+	if (!sy->enabled || !(p->features & WIRE_FEAT_SYNC) || !sp ||
 	    (kind == SYNC_BUNDLES && !peer_bundles(p))) {
 		peer_misbehaved(p, SCORE_PROTOCOL, "sent RECON without the sync feature");
 		peer_close(p, WIRE_BYE_PROTOCOL, "RECON without the sync feature");
@@ -643,19 +645,19 @@ void sync_on_recon(peer_t *p, const wire_msg_t *m)
 
 static void pending_attach(peer_t *p);
 
-int sync_peer_ready(peer_t *p)
+int sync_peer_ready(sync_t *sy, peer_t *p)
 {
-	node_t *n = p->node;
 	sync_peer_t *sp = calloc(1, sizeof(*sp));
 	if (!sp) {
 		log_error("sync: out of memory for peer %s", p->addr);
 		return 0;
 	}
 	p->sync = sp;
+	sp->sy = sy;
 	sp->next_own = p->outbound ? 1 : 2;
 	sp->bundle_us = node_now_us();
 	sp->next_round_us = INT64_MAX;
-	if (!n->sync->enabled || !(p->features & WIRE_FEAT_SYNC))
+	if (!sy->enabled || !(p->features & WIRE_FEAT_SYNC))
 		return 0;
 	/* the dialler starts, now; and again every interval */
 	if (p->outbound)
@@ -666,17 +668,16 @@ int sync_peer_ready(peer_t *p)
 	return 1;
 }
 
-void sync_peer_gone(peer_t *p)
+void sync_peer_gone(sync_t *sy, peer_t *p)
 {
 	sync_peer_t *sp = p->sync;
 	if (!sp)
 		return;
-	node_t *n = p->node;
 	session_end(p, "the connection closed", 0);
 	if (sp->ctl)
-		ctl_fail(n, sp->ctl, "the connection closed");
+		ctl_fail(sy, sp->ctl, "the connection closed");
 	if (sp->ctl_next)
-		ctl_fail(n, sp->ctl_next, "the connection closed");
+		ctl_fail(sy, sp->ctl_next, "the connection closed");
 	sp->ctl = sp->ctl_next = 0;
 	pith_buf_release(&sp->held);
 	pith_buf_release(&sp->backlog);
@@ -687,8 +688,9 @@ void sync_peer_gone(peer_t *p)
 	sp->offers_head = 0;
 }
 
-void sync_peer_free(peer_t *p)
+void sync_peer_free(sync_t *sy, peer_t *p)
 {
+	(void)sy;
 	sync_peer_t *sp = p->sync;
 	if (!sp)
 		return;
@@ -703,9 +705,8 @@ void sync_peer_free(peer_t *p)
 
 /* ---- the set -------------------------------------------------------------------------- */
 
-void sync_event_stored(node_t *n, int64_t created_us, const uint8_t id[static 32])
+void sync_event_stored(sync_t *sy, int64_t created_us, const uint8_t id[static 32])
 {
-	sync_t *sy = n->sync;
 	if (!sy)
 		return;
 	int rc = store_recon_index_add_raw(sy->set, created_us, id);
@@ -715,10 +716,10 @@ void sync_event_stored(node_t *n, int64_t created_us, const uint8_t id[static 32
 			  "sessions may fetch it again until a restart",
 			  pith_err_name(rc));
 	}
-	if (sy->starved && ingest_in_flight(n->ingest) + 1024 < SYNC_PIPELINE_MAX) {
+	if (sy->starved && ingest_in_flight(sy->ingest) + 1024 < SYNC_PIPELINE_MAX) {
 		/* the validators drained what a feed held back for: go on */
 		sy->starved = 0;
-		for (peer_t *p = n->peers; p; p = p->next)
+		for (peer_t *p = net_peers(sy->net); p; p = p->next)
 			if (p->sync && p->state == PEER_READY && backlog_len(p->sync))
 				relay_pump(p);
 	}
@@ -726,10 +727,9 @@ void sync_event_stored(node_t *n, int64_t created_us, const uint8_t id[static 32
 
 /* ---- bundles -------------------------------------------------------------------------- */
 
-void sync_bundle_stored(node_t *n, int64_t built_us, const uint8_t sha[static 32], int replaced,
+void sync_bundle_stored(sync_t *sy, int64_t built_us, const uint8_t sha[static 32], int replaced,
 			int64_t old_us, const uint8_t old_sha[static 32])
 {
-	sync_t *sy = n->sync;
 	if (!sy || !sy->bset)
 		return;
 	int rc = replaced ? store_recon_index_remove_raw(sy->bset, old_us, old_sha) : 0;
@@ -746,7 +746,7 @@ void sync_bundle_stored(node_t *n, int64_t built_us, const uint8_t sha[static 32
 static void offers_add(peer_t *p, const recon_ids_t *have)
 {
 	sync_peer_t *sp = p->sync;
-	sync_t *sy = p->node->sync;
+	sync_t *sy = p->sync->sy;
 	size_t room = SYNC_BUNDLE_Q_MAX - offers_len(sp), k = have->n < room ? have->n : room;
 	sy->bundles_offered += have->n;
 	/* beyond the queue's bound: best effort, the next session finds the
@@ -764,7 +764,7 @@ static void offers_add(peer_t *p, const recon_ids_t *have)
 static void bundles_offer(peer_t *p)
 {
 	sync_peer_t *sp = p->sync;
-	node_t *n = p->node;
+	sync_t *sy = p->sync->sy;
 	wire_msg_t m = {.type = WIRE_BUNDLE_ANNOUNCE};
 	size_t lookups = SYNC_OFFER_LOOKUPS; /* store reads per call, stale hashes included */
 	double per_ref = relay_bundle_cost(p, WIRE_BUNDLE_ANNOUNCE, 1) - 1.0;
@@ -774,13 +774,13 @@ static void bundles_offer(peer_t *p)
 		const uint8_t *sha = sp->offers.data + sp->offers_head;
 		wire_bundle_ref_t *r = &m.u.bundles.refs[m.u.bundles.n];
 		sp->offers_head += 32;
-		if (store_bundle_ref_get(n->store, sha, &r->built_us, r->pith_number, NULL))
+		if (store_bundle_ref_get(sy->store, sha, &r->built_us, r->pith_number, NULL))
 			continue;
 		memcpy(r->sha, sha, 32);
-		idcache_add(&p->known, sha);
+		relay_mark_known(p, sha);
 		sp->bundle_tokens -= per_ref + (m.u.bundles.n ? 0.0 : 1.0);
-		n->sync->offers_sent++;
-		if (++m.u.bundles.n == n->wlim.max_refs) {
+		sy->offers_sent++;
+		if (++m.u.bundles.n == sy->wlim.max_refs) {
 			peer_send(p, &m);
 			m.u.bundles.n = 0;
 		}
@@ -794,8 +794,9 @@ static void bundles_offer(peer_t *p)
 		held_release(p);
 }
 
-void sync_bundle_wanted(peer_t *p, const char *pith)
+void sync_bundle_wanted(sync_t *sy, peer_t *p, const char *pith)
 {
+	(void)sy;
 	sync_peer_t *sp = p->sync;
 	char rec[PITH_LEN] = {0};
 	if (!sp || (sp->bundles.len - sp->bundles_head) / PITH_LEN >= SYNC_BUNDLE_Q_MAX)
@@ -812,7 +813,7 @@ void sync_bundle_wanted(peer_t *p, const char *pith)
 static void bundles_tick(peer_t *p, int64_t now)
 {
 	sync_peer_t *sp = p->sync;
-	double rate = (double)p->node->cfg->peer_msg_rate / 4.0;
+	double rate = (double)p->sync->sy->cfg->peer_msg_rate / 4.0;
 	sp->bundle_tokens += rate * (double)(now - sp->bundle_us) / 1e6;
 	sp->bundle_us = now;
 	if (sp->bundle_tokens > rate)
@@ -884,7 +885,7 @@ static int resolve(const char *hostport, struct sockaddr_storage *ss, socklen_t 
 /* Attaches a `sync` request waiting for p's connection, if any. */
 static void pending_attach(peer_t *p)
 {
-	sync_t *sy = p->node->sync;
+	sync_t *sy = p->sync->sy;
 	char a[64];
 	peer_listen_str(p, a);
 	for (size_t i = 0; i < sy->npend; i++) {
@@ -917,15 +918,14 @@ static int control_on_peer(peer_t *p, uint64_t serial, pith_err_t *err)
 	return 0;
 }
 
-int sync_control_start(node_t *n, const char *arg, uint64_t serial, pith_err_t *err)
+int sync_control_start(sync_t *sy, const char *arg, uint64_t serial, pith_err_t *err)
 {
-	sync_t *sy = n->sync;
 	if (!sy->enabled)
 		return pith_err_set(err, PITH_EINVAL, "reconciliation is off (max_frame too small)");
 	if (is_hex_prefix(arg)) {
 		peer_t *found = NULL;
 		size_t len = strlen(arg);
-		for (peer_t *p = n->peers; p; p = p->next) {
+		for (peer_t *p = net_peers(sy->net); p; p = p->next) {
 			char id[65];
 			if (p->state != PEER_READY)
 				continue;
@@ -946,7 +946,7 @@ int sync_control_start(node_t *n, const char *arg, uint64_t serial, pith_err_t *
 	int rc = resolve(arg, &ss, &slen, a, err);
 	if (rc)
 		return rc;
-	for (peer_t *p = n->peers; p; p = p->next) {
+	for (peer_t *p = net_peers(sy->net); p; p = p->next) {
 		char pa[64];
 		if (p->state != PEER_READY)
 			continue;
@@ -958,13 +958,13 @@ int sync_control_start(node_t *n, const char *arg, uint64_t serial, pith_err_t *
 	if (sy->npend == SYNC_PENDING_MAX)
 		return pith_err_set(err, PITH_ETOOBIG, "%d sync requests already wait for connections",
 				    SYNC_PENDING_MAX);
-	addr_entry_t *e = addrbook_add(n, (const struct sockaddr *)&ss, slen, ADDR_PEX);
+	addr_entry_t *e = addrbook_add(sy->book, (const struct sockaddr *)&ss, slen, ADDR_PEX);
 	if (!e)
 		return pith_err_set(err, PITH_EINVAL, "%s is not an address this node dials", a);
 	if (e->self)
 		return pith_err_set(err, PITH_EINVAL, "%s is this node", a);
 	e->next_attempt_us = 0;
-	if (!e->peer_serial && (rc = peer_connect(n, e)))
+	if (!e->peer_serial && (rc = addrbook_dial(sy->book, e)))
 		return pith_err_set(err, rc, "cannot dial %s", a);
 	pending_ctl_t *pc = &sy->pend[sy->npend++];
 	pc->serial = serial;
@@ -975,9 +975,8 @@ int sync_control_start(node_t *n, const char *arg, uint64_t serial, pith_err_t *
 
 /* ---- the tick -------------------------------------------------------------------------- */
 
-void sync_tick(node_t *n, int64_t now)
+void sync_tick(sync_t *sy, int64_t now)
 {
-	sync_t *sy = n->sync;
 	if (!sy)
 		return;
 	for (size_t i = 0; i < sy->npend;) {
@@ -988,11 +987,11 @@ void sync_tick(node_t *n, int64_t now)
 		char what[128];
 		snprintf(what, sizeof(what), "no connection to %s within %d s", sy->pend[i].addr,
 			 SYNC_CONNECT_US / 1000000);
-		ctl_fail(n, sy->pend[i].serial, what);
+		ctl_fail(sy, sy->pend[i].serial, what);
 		sy->pend[i] = sy->pend[--sy->npend];
 	}
-	int64_t timeout = n->cfg->sync_timeout_ms * 1000;
-	for (peer_t *p = n->peers; p; p = p->next) {
+	int64_t timeout = sy->cfg->sync_timeout_ms * 1000;
+	for (peer_t *p = net_peers(sy->net); p; p = p->next) {
 		sync_peer_t *sp = p->sync;
 		if (!sp || p->state != PEER_READY)
 			continue;
@@ -1002,24 +1001,23 @@ void sync_tick(node_t *n, int64_t now)
 		if (sp->s && sp->waiting && now - sp->last_us > timeout) {
 			char what[80];
 			snprintf(what, sizeof(what), "no answer within %lld ms",
-				 (long long)n->cfg->sync_timeout_ms);
+				 (long long)sy->cfg->sync_timeout_ms);
 			session_end(p, what, 1);
 		} else if (!sp->s && now >= sp->next_round_us) {
 			session_start(p, SYNC_EVENTS);
 		}
 	}
-	progress_tick(n, now);
+	progress_tick(sy, now);
 }
 
 /* ---- status ---------------------------------------------------------------------------- */
 
-void sync_status_json(node_t *n, pith_buf_t *b)
+void sync_status_json(sync_t *sy, pith_buf_t *b)
 {
-	sync_t *sy = n->sync;
 	size_t active = 0;
-	uint64_t remaining = progress_remaining(n, &active);
+	uint64_t remaining = progress_remaining(sy, &active);
 	int64_t now = node_now_us();
-	uint64_t stored = sy->syncing ? n->stats.events_stored - sy->stored_at_start : 0;
+	uint64_t stored = sy->syncing ? sy->stats->events_stored - sy->stored_at_start : 0;
 	double elapsed = sy->syncing ? (double)(now - sy->sync_start_us) / 1e6 : 0;
 	double rate = sy->rate > 0 ? sy->rate : elapsed > 0 ? (double)stored / elapsed : 0;
 	pith_buf_printf(b,
@@ -1044,7 +1042,7 @@ void sync_status_json(node_t *n, pith_buf_t *b)
 			(unsigned long long)sy->bundle_sessions, (unsigned long long)sy->bundles_offered,
 			(unsigned long long)sy->offers_sent);
 	int first = 1;
-	for (peer_t *p = n->peers; p; p = p->next) {
+	for (peer_t *p = net_peers(sy->net); p; p = p->next) {
 		sync_peer_t *sp = p->sync;
 		if (!sp || p->state != PEER_READY)
 			continue;
@@ -1063,7 +1061,7 @@ void sync_status_json(node_t *n, pith_buf_t *b)
 				(unsigned long long)sp->session,
 				sp->kind == SYNC_BUNDLES ? "bundles" : "events", backlog_len(sp),
 				(sp->bundles.len - sp->bundles_head) / PITH_LEN, offers_len(sp),
-				p->bwanted.n, p->binflight,
+				p->relay->bwanted.n, p->relay->binflight,
 				(unsigned long long)sp->peer_items, (unsigned long long)sp->sessions,
 				(unsigned long long)sp->failures);
 		first = 0;
@@ -1083,22 +1081,32 @@ void sync_status_json(node_t *n, pith_buf_t *b)
 
 /* ---- setup ----------------------------------------------------------------------------- */
 
-uint64_t sync_features(const node_t *n)
+uint64_t sync_features(const sync_t *sy)
 {
 	/* the bulk bundle pace is the relay's (relay.c), with or without sync */
-	if (!n->sync || !n->sync->enabled)
+	if (!sy || !sy->enabled)
 		return WIRE_FEAT_BUNDLE_BULK;
 	return WIRE_FEAT_SYNC | WIRE_FEAT_BUNDLE_BULK |
-	       (n->sync->bundles ? WIRE_FEAT_BUNDLE_SYNC : 0);
+	       (sy->bundles ? WIRE_FEAT_BUNDLE_SYNC : 0);
 }
 
-int sync_new(node_t *n, pith_err_t *err)
+int sync_new(const sync_deps_t *d, sync_t **out, pith_err_t *err)
 {
+	*out = NULL;
 	sync_t *sy = calloc(1, sizeof(*sy));
 	if (!sy)
 		return pith_err_set(err, PITH_ENOMEM, "out of memory");
+	sy->d = *d;
+	sy->net = d->net;
+	sy->relay = d->relay;
+	sy->book = d->book;
+	sy->store = d->store;
+	sy->ingest = d->ingest;
+	sy->cfg = d->cfg;
+	sy->stats = d->stats;
+	sy->wlim = *net_limits(d->net);
 	int64_t t0 = node_now_us();
-	int rc = store_recon_index_load(n->store, &sy->set, &sy->skipped, err);
+	int rc = store_recon_index_load(sy->store, &sy->set, &sy->skipped, err);
 	if (rc) {
 		free(sy);
 		return rc;
@@ -1106,7 +1114,7 @@ int sync_new(node_t *n, pith_err_t *err)
 	recon_config_default(&sy->rcfg);
 	/* a message and its RECON frame must fit the peer's frame limit,
 	 * which is at least ours in a mesh of equal settings */
-	size_t room = (size_t)n->cfg->max_frame - 64;
+	size_t room = (size_t)sy->cfg->max_frame - 64;
 	if (room < sy->rcfg.max_msg_bytes)
 		sy->rcfg.max_msg_bytes = room;
 	pith_err_t e = {0};
@@ -1116,7 +1124,7 @@ int sync_new(node_t *n, pith_err_t *err)
 	if (!sy->enabled)
 		log_warn("sync: reconciliation off (%s); catch-up falls back to listing ids",
 			 e.msg[0] ? e.msg : "out of memory");
-	n->sync = sy;
+	*out = sy;
 	log_info("sync: reconciliation set of %zu events loaded in %lld ms (%zu KiB)%s",
 		 recon_set_count(sy->set), (long long)((node_now_us() - t0) / 1000),
 		 recon_set_memory(sy->set) >> 10,
@@ -1124,7 +1132,7 @@ int sync_new(node_t *n, pith_err_t *err)
 	if (!sy->enabled)
 		return 0;
 	t0 = node_now_us();
-	if ((rc = store_recon_bundles_load(n->store, &sy->bset, &sy->bskipped, err)))
+	if ((rc = store_recon_bundles_load(sy->store, &sy->bset, &sy->bskipped, err)))
 		return rc;
 	sy->bundles = 1;
 	log_info("sync: bundle reconciliation set of %zu bundles loaded in %lld ms (%zu KiB)",
@@ -1133,13 +1141,11 @@ int sync_new(node_t *n, pith_err_t *err)
 	return 0;
 }
 
-void sync_free(node_t *n)
+void sync_free_(sync_t *sy)
 {
-	sync_t *sy = n->sync;
 	if (!sy)
 		return;
 	recon_set_free(sy->set);
 	recon_set_free(sy->bset);
 	free(sy);
-	n->sync = NULL;
 }

@@ -30,64 +30,85 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "node_int.h"
+#include "addrbook.h"
+#include "ingest.h"
+#include "peer.h"
+#include "relay.h"
+#include "store.h"
 
-/* Loads the reconciliation set from the store and sets n->sync. 0, or
- * a negative code with err saying why (the node does not start). */
-int sync_new(node_t *n, pith_err_t *err);
+typedef struct sync sync_t;
 
-/* Frees n->sync (NULL-tolerant). Call after the peers are gone. */
-void sync_free(node_t *n);
+/* Everything sync uses; borrowed, must outlive it. reply answers a
+ * control request that waited for a session (`sync PEER`). */
+typedef struct sync_deps {
+	net_t *net;
+	relay_t *relay;
+	addrbook_t *book;
+	store_t *store;
+	ingest_t *ingest;
+	const node_config_t *cfg;
+	node_stats_t *stats;
+	void (*reply)(void *arg, uint64_t serial, const char *json, size_t len);
+	void *reply_arg;
+} sync_deps_t;
+
+/* Loads the reconciliation sets from the store. 0, or a negative code
+ * with err saying why (the node does not start). */
+int sync_new(const sync_deps_t *d, sync_t **out, pith_err_t *err);
+
+/* NULL-tolerant. Call after the peers are gone. */
+void sync_free_(sync_t *sy);
+#define sync_free(x) do { sync_free_(x); (x) = NULL; } while (0)
 
 /* HELLO feature bits this node offers (WIRE_FEAT_SYNC and
  * WIRE_FEAT_BUNDLE_SYNC when enabled). */
-uint64_t sync_features(const node_t *n);
+uint64_t sync_features(const sync_t *sy);
 
 /* p finished its handshake. Returns 1 if catch-up with it runs through
  * reconciliation (the dialler starts a session now), 0 if p does not
  * speak RECON and the caller falls back to the INV listing. */
-int sync_peer_ready(peer_t *p);
+int sync_peer_ready(sync_t *sy, peer_t *p);
 
 /* p is closing: ends its session (answering a waiting `sync` request)
  * and drops its backlog. The state itself lives until sync_peer_free. */
-void sync_peer_gone(peer_t *p);
+void sync_peer_gone(sync_t *sy, peer_t *p);
 
-/* Frees p's reconciliation state (peer.c, when p itself is freed). */
-void sync_peer_free(peer_t *p);
+/* Frees p's reconciliation state (p itself is being freed). */
+void sync_peer_free(sync_t *sy, peer_t *p);
 
-/* A RECON message from p (after the handshake). */
-void sync_on_recon(peer_t *p, const wire_msg_t *m);
+/* A RECON or RECON_BUNDLES message from p (after the handshake). */
+void sync_on_recon(sync_t *sy, peer_t *p, const wire_msg_t *m);
 
 /* Moves ids from p's backlog into its fetch queue while that queue is
  * short, and sends a held message once the backlog is short again. The
- * relay calls it each time it pumps GETs to p. */
-void sync_peer_feed(peer_t *p);
+ * relay calls it (its feed hook) each time it pumps GETs to p. */
+void sync_peer_feed(sync_t *sy, peer_t *p);
 
 /* A commit stored an event: keeps the set current. */
-void sync_event_stored(node_t *n, int64_t created_us, const uint8_t id[static 32]);
+void sync_event_stored(sync_t *sy, int64_t created_us, const uint8_t id[static 32]);
 
 /* A commit stored a bundle that became its record's newest: keeps the
  * bundle set current (the replaced one out, if replaced, this one in). */
-void sync_bundle_stored(node_t *n, int64_t built_us, const uint8_t sha[static 32], int replaced,
+void sync_bundle_stored(sync_t *sy, int64_t built_us, const uint8_t sha[static 32], int replaced,
 			int64_t old_us, const uint8_t old_sha[static 32]);
 
 /* A record_created learnt in catch-up from p was stored and the node may
  * lack the record's bundle: queues a BUNDLE_GET to p, sent at a pace that
  * keeps within a fraction of p's message budget. */
-void sync_bundle_wanted(peer_t *p, const char *pith_number);
+void sync_bundle_wanted(sync_t *sy, peer_t *p, const char *pith_number);
 
 /* Per tick: periodic sessions, timeouts, bundle requests, progress log. */
-void sync_tick(node_t *n, int64_t now);
+void sync_tick(sync_t *sy, int64_t now);
 
 /* Appends `"sync":{...}` (progress, totals, sessions per peer) to b. */
-void sync_status_json(node_t *n, pith_buf_t *b);
+void sync_status_json(sync_t *sy, pith_buf_t *b);
 
 /* The control socket's `sync PEER`: runs one session with PEER (a node id
  * or a prefix of at least 8 hex digits, or HOST:PORT, dialled first if no
  * connected peer has that address) and answers control request
- * ctl_serial with the result once it ends (control_reply). Returns 0, or
+ * ctl_serial with the result once it ends (the reply hook). Returns 0, or
  * a negative code with err saying why (then nothing will be answered;
  * the caller answers with the error). Never answers synchronously. */
-int sync_control_start(node_t *n, const char *peer, uint64_t ctl_serial, pith_err_t *err);
+int sync_control_start(sync_t *sy, const char *peer, uint64_t ctl_serial, pith_err_t *err);
 
 #endif

@@ -1,0 +1,117 @@
+/* The address book: where peers may be found and when to try them next,
+ * the bans, and peer exchange (PEERS_REQ/PEERS). It stands on the
+ * connection layer (peer.h): it dials through it and reads its table, and
+ * is told of peers by the node's wiring (node.c). DATA/peers.json keeps
+ * the book and the bans across restarts (addrbook_file.c). Loop thread
+ * only. */
+#ifndef PITH_NODE_ADDRBOOK_H
+#define PITH_NODE_ADDRBOOK_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include "buf.h"
+#include "config.h"
+#include "err.h"
+#include "peer.h"
+
+typedef struct addrbook addrbook_t;
+
+typedef struct addr_entry {
+	struct sockaddr_storage sa;
+	socklen_t salen;
+	char str[64];
+	int pinned;           /* from --peer or `connect`: always redialled */
+	int kept;             /* from `connect`: pinned across restarts (DATA/peers.json) */
+	int source;           /* ADDR_CONFIG, ADDR_PEX, ADDR_INBOUND */
+	int self;             /* it is this node */
+	unsigned failures;
+	int64_t next_attempt_us;
+	int64_t last_ok_us;
+	uint64_t peer_serial; /* a live connection to it, or 0 */
+	uint8_t pk[32];
+	int has_pk;
+} addr_entry_t;
+
+enum { ADDR_CONFIG = 1, ADDR_PEX, ADDR_INBOUND };
+
+typedef struct ban {
+	uint8_t ip[16];
+	uint8_t ip_len;
+	int64_t until_us;
+	char ip_str[48];
+	char reason[96];
+} ban_t;
+
+/* An empty book over net's peers; counts bans in stats. NULL on OOM. */
+addrbook_t *addrbook_new(net_t *net, const node_config_t *cfg, node_stats_t *stats);
+/* Frees the book (it does not save it: addrbook_save_if_changed). NULL-tolerant. */
+void addrbook_free_(addrbook_t *ab);
+#define addrbook_free(x) do { addrbook_free_(x); (x) = NULL; } while (0)
+
+/* Adds (or finds) an address; NULL if the book is full or the address is
+ * unusable. */
+addr_entry_t *addrbook_add(addrbook_t *ab, const struct sockaddr *sa, socklen_t len, int source);
+/* Adds HOST:PORT, numeric (resolve.h turns names into numbers off the
+ * loop): pinned 0 as an address learnt, 1 pinned (--peer), ADDRBOOK_KEEP
+ * pinned and kept across restarts (`connect`). */
+int addrbook_add_hostport(addrbook_t *ab, const char *hostport, int pinned, pith_err_t *err);
+#define ADDRBOOK_KEEP 2
+/* Dials a now: the connection is a's until it is freed. 0, or negative
+ * if the dial failed at once. */
+int addrbook_dial(addrbook_t *ab, addr_entry_t *a);
+/* Dials what the outbound target and the pinned entries call for. */
+void addrbook_maintain(addrbook_t *ab, int64_t now);
+/* p finished its handshake: the book learns its key (outbound) or its
+ * listening address (inbound), and asks it for addresses. */
+void addrbook_peer_ready(addrbook_t *ab, peer_t *p);
+/* p is being freed: its address is tried again after a backoff. */
+void addrbook_peer_freed(addrbook_t *ab, peer_t *p);
+/* The entries, for reports (i < addrbook_size). */
+size_t addrbook_size(const addrbook_t *ab);
+const addr_entry_t *addrbook_entry(const addrbook_t *ab, size_t i);
+/* Entries that are not this node itself. */
+size_t addrbook_count_known(const addrbook_t *ab);
+
+/* ---- bans ---- */
+/* Bans the address of sa for cfg->ban_seconds. */
+void ban_add(addrbook_t *ab, const struct sockaddr *sa, const char *reason);
+/* Bans ip (ip_len 4 or 16 bytes) until until_us (wall clock), replacing
+ * any ban on it. 0, PITH_ETOOBIG (too many bans) or PITH_ENOMEM. Does not
+ * close connections. */
+int ban_set(addrbook_t *ab, const uint8_t *ip, uint8_t ip_len, int64_t until_us, const char *reason);
+/* Lifts the ban on ip and lets its addresses be dialled at once; 1 if it
+ * was banned, else 0. */
+int ban_lift(addrbook_t *ab, const uint8_t *ip, uint8_t ip_len);
+int ban_is_banned(const addrbook_t *ab, const struct sockaddr *sa, int64_t now);
+void ban_prune(addrbook_t *ab, int64_t now);
+/* The bans (running or not), for reports. */
+size_t ban_count(const addrbook_t *ab);
+const ban_t *ban_at(const addrbook_t *ab, size_t i);
+/* Appends the JSON list of the bans still running. */
+void ban_list_json(const addrbook_t *ab, int64_t now, pith_buf_t *out);
+/* The IP address of "IP", "IP:PORT" or "[IPv6]:PORT" (numeric only).
+ * 0 or PITH_EINVAL. */
+int addr_parse_ip(const char *text, uint8_t ip[16], uint8_t *len);
+
+/* ---- peer exchange ---- */
+void pex_on_request(addrbook_t *ab, peer_t *p);
+void pex_on_peers(addrbook_t *ab, peer_t *p, const wire_msg_t *m);
+void pex_tick(addrbook_t *ab, int64_t now);
+
+/* ---- addrbook_file.c: the book and the bans across restarts ----------------
+ * DATA/peers.json, written atomically (temporary file, fsync, rename). */
+/* Loads the file if there is one (a damaged file is logged and ignored);
+ * from then on the book may be written. */
+void addrbook_load(addrbook_t *ab);
+/* Writes the file now. 0 or PITH_EIO (err says where). */
+int addrbook_save(addrbook_t *ab, pith_err_t *err);
+/* Something in the file changed: it is written within a few seconds. */
+void addrbook_changed(addrbook_t *ab);
+/* Per-tick: writes the file if it changed a while ago. */
+void addrbook_save_tick(addrbook_t *ab, int64_t now);
+/* At shutdown: writes the file if it was loaded and changed since. */
+void addrbook_save_if_changed(addrbook_t *ab);
+
+#endif
