@@ -100,6 +100,15 @@ void pex_on_request(addrbook_t *ab, peer_t *p);
 void pex_on_peers(addrbook_t *ab, peer_t *p, const wire_msg_t *m);
 void pex_tick(addrbook_t *ab, int64_t now);
 
+/* ---- addrbook_ctl.c: the control socket's commands (control.h) ---- */
+struct ctl_call;
+/* connect HOST:PORT */
+int addrbook_ctl_connect(void *ab, struct ctl_call *call);
+/* ban PEER [SECONDS [REASON]] */
+int addrbook_ctl_ban(void *ab, struct ctl_call *call);
+/* unban PEER */
+int addrbook_ctl_unban(void *ab, struct ctl_call *call);
+
 /* ---- addrbook_file.c: the book and the bans across restarts ----------------
  * DATA/peers.json, written atomically (temporary file, fsync, rename). */
 /* Loads the file if there is one (a damaged file is logged and ignored);

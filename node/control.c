@@ -1,25 +1,11 @@
-/* A minimal control socket: a Unix domain socket (mode 0600) taking one
- * command per line and answering each with one line of JSON, in request
- * order. Issue 6 grows this into the operator's full interface; here it
- * carries what tests and benchmarks need:
- *
- *   status              the node's status object (node.c)
- *   records             {"records":[{pith_number,event_count,state_sha256,has_bundle}...]}
- *   event JSON          validate and store one event exactly as gossip does;
- *                       answered once the outcome is durable
- *   bundle JSON         the same for a registry bundle
- *   connect HOST:PORT   dial and keep a peer (and the operator's other
- *                       commands: control_ops.c)
- *   sync PEER           one reconciliation session with PEER (sync.c);
- *                       answered when it ends
- *
- * Replies to `event` and `bundle` come after validation and the synced
- * write: {"ok":true,"event_id":...,"outcome":"stored"} means the event
- * survives a crash from then on. */
+/* The control socket (control.h): the listener, its clients, the queue
+ * of requests answered in order, and the dispatch through the node's
+ * table of commands. */
 #define _GNU_SOURCE 1 /* struct ucred (SO_PEERCRED) */
-#include "node_int.h"
+#include "control.h"
 
 #include <errno.h>
+#include <stdarg.h>
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
 #include <event2/event.h>
@@ -31,8 +17,9 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "idmap.h"
+#include "json.h"
 #include "log.h"
-#include "sync.h"
 
 #define CTL_LINE_MAX (64u << 20)  /* a bundle on one line may be large */
 #define CTL_PENDING_MAX 4096      /* requests in flight per client */
@@ -57,7 +44,9 @@ struct ctl_client {
 };
 
 struct control {
-	node_t *node;
+	struct event_base *base;
+	ctl_cmd_t *cmds;
+	size_t ncmds;
 	struct evconnlistener *listener;
 	char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
 	ctl_client_t *clients;
@@ -122,53 +111,39 @@ static void reply_error(ctl_req_t *r, const char *what)
 	r->done = 1;
 }
 
-static int record_line(void *arg, const store_record_info_t *ri)
+static const ctl_cmd_t *cmd_find(const control_t *c, const char *name, size_t len)
 {
-	pith_buf_t *b = arg;
-	char hex[65];
-	pith_hex_encode(ri->state_hash, 32, hex);
-	pith_buf_printf(b, "%s{\"pith_number\":\"%s\",\"event_count\":%llu,\"state_sha256\":\"%s\","
-			"\"has_bundle\":%s}",
-			b->data[b->len - 1] == '[' ? "" : ",", ri->pith_number,
-			(unsigned long long)ri->event_count, hex, ri->has_bundle ? "true" : "false");
-	return b->oom ? 1 : 0;
+	for (size_t i = 0; i < c->ncmds; i++)
+		if (strlen(c->cmds[i].name) == len && !memcmp(c->cmds[i].name, name, len))
+			return &c->cmds[i];
+	return NULL;
 }
 
-static void submit(ctl_client_t *cl, ctl_req_t *r, ingest_kind_t kind, const char *json, size_t len)
+/* Does the command take what the line gives? */
+static int arg_fits(const ctl_cmd_t *cmd, const char *arg, size_t arglen)
 {
-	control_t *c = cl->c;
-	ingest_job_t *job = ingest_job_new(kind, (const uint8_t *)json, len);
-	uint8_t key[32];
-	serial_key(r->serial, key);
-	if (!job || idmap_put(c->reqs, key, r)) {
-		ingest_job_free(job);
-		reply_error(r, "out of memory");
-		return;
+	switch (cmd->takes) {
+	case CTL_ARG_NONE: return arglen == 0;
+	case CTL_ARG_BYTES: return arglen != 0;
+	case CTL_ARG_STRING: return arglen != 0 && !memchr(arg, 0, arglen);
+	default: return 1;
 	}
-	job->ctl = r->serial;
-	ingest_submit(c->node->ingest, job);
 }
 
-/* sync PEER: answered by control_reply when the session ends. */
-static void start_sync(ctl_client_t *cl, ctl_req_t *r, const char *peer)
+static void reply_unknown(control_t *c, ctl_req_t *r)
 {
-	control_t *c = cl->c;
-	uint8_t key[32];
-	pith_err_t err = {0};
-	serial_key(r->serial, key);
-	if (idmap_put(c->reqs, key, r)) {
-		reply_error(r, "out of memory");
-		return;
-	}
-	if (sync_control_start(c->node->sync, peer, r->serial, &err)) {
-		idmap_del(c->reqs, key);
-		reply_error(r, err.msg);
-	}
+	pith_buf_t u = PITH_BUF_INIT;
+	pith_buf_puts(&u, "unknown command; try: ");
+	for (size_t i = 0; i < c->ncmds; i++)
+		pith_buf_printf(&u, "%s%s", i ? ", " : "", c->cmds[i].usage);
+	pith_buf_append(&u, "", 1);
+	reply_error(r, u.oom ? "unknown command" : (const char *)u.data);
+	pith_buf_release(&u);
 }
 
 static void handle_line(ctl_client_t *cl, char *line, size_t len)
 {
-	node_t *n = cl->c->node;
+	control_t *c = cl->c;
 	ctl_req_t *r = req_new(cl);
 	if (!r) {
 		log_error("control: out of memory");
@@ -181,42 +156,46 @@ static void handle_line(ctl_client_t *cl, char *line, size_t len)
 	if (arg)
 		arg++;
 	size_t arglen = arg ? len - (size_t)(arg - line) : 0;
-	int op;
-#define IS(s) (cmdlen == sizeof(s) - 1 && !memcmp(line, s, cmdlen))
-	if (IS("status")) {
-		node_status_json(n, &r->reply);
-		r->done = 1;
-	} else if (IS("records")) {
-		pith_err_t err = {0};
-		pith_buf_puts(&r->reply, "{\"records\":[");
-		if (store_records_each(n->store, record_line, &r->reply, &err) < 0)
-			reply_error(r, err.msg);
-		else {
-			pith_buf_puts(&r->reply, "]}");
-			r->done = 1;
-		}
-	} else if (IS("event") && arglen) {
-		submit(cl, r, INGEST_EVENT, arg, arglen);
-	} else if (IS("bundle") && arglen) {
-		submit(cl, r, INGEST_BUNDLE, arg, arglen);
-	} else if (IS("sync") && arglen) {
-		start_sync(cl, r, arg);
-	} else if ((op = ctlop_run(n, r->serial, line, cmdlen, arg, arglen, &r->reply)) !=
-		   CTLOP_UNKNOWN) {
-		uint8_t key[32];
-		serial_key(r->serial, key);
-		if (op == CTLOP_DONE)
-			r->done = 1;
-		else if (idmap_put(cl->c->reqs, key, r)) /* answered by control_reply */
-			reply_error(r, "out of memory");
-	} else {
-		reply_error(r, "unknown command; try: status, peers, records, state ID, get_event ID, "
-			       "resolve ID, event JSON, bundle JSON, connect HOST:PORT, ban PEER "
-			       "[SECONDS [REASON]], unban PEER, backup DIR, sync PEER");
+	const ctl_cmd_t *cmd = cmd_find(c, line, cmdlen);
+	if (!cmd || !arg_fits(cmd, arg, arglen)) {
+		reply_unknown(c, r);
+		return;
 	}
-#undef IS
+	uint8_t key[32];
+	serial_key(r->serial, key);
+	/* registered first: a command may answer through control_reply or
+	 * control_job_done before it returns */
+	if (idmap_put(c->reqs, key, r)) {
+		reply_error(r, "out of memory");
+		return;
+	}
+	ctl_call_t call = {r->serial, arglen ? arg : NULL, arglen, &r->reply};
+	if (cmd->fn(cmd->arg, &call) == CTL_DONE) {
+		idmap_del(c->reqs, key);
+		r->done = 1;
+	}
 	if (r->reply.oom)
 		reply_error(r, "out of memory");
+}
+
+int ctl_fail(pith_buf_t *b, const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	pith_buf_reset(b);
+	pith_buf_puts(b, "{\"ok\":false,\"error\":");
+	json_write_string(b, msg, strlen(msg));
+	pith_buf_puts(b, "}");
+	return CTL_DONE;
+}
+
+void ctl_key_str(pith_buf_t *b, const char *key, const char *val, size_t len)
+{
+	pith_buf_printf(b, ",\"%s\":", key);
+	json_write_string(b, val, len);
 }
 
 void control_job_done(control_t *c, ingest_job_t *job)
@@ -362,7 +341,7 @@ static void accept_cb(struct evconnlistener *l, evutil_socket_t fd, struct socka
 		return;
 	}
 	cl->c = c;
-	cl->bev = bufferevent_socket_new(c->node->base, fd, BEV_OPT_CLOSE_ON_FREE);
+	cl->bev = bufferevent_socket_new(c->base, fd, BEV_OPT_CLOSE_ON_FREE);
 	if (!cl->bev) {
 		close(fd);
 		free(cl);
@@ -432,7 +411,8 @@ static int dir_check(const char *path)
 	return 0;
 }
 
-control_t *control_new(node_t *n, const char *path)
+control_t *control_new(struct event_base *base, const char *path, const ctl_cmd_t *cmds,
+		       size_t n)
 {
 	struct sockaddr_un sun = {.sun_family = AF_UNIX};
 	if (strlen(path) >= sizeof(sun.sun_path)) {
@@ -444,13 +424,20 @@ control_t *control_new(node_t *n, const char *path)
 	control_t *c = calloc(1, sizeof(*c));
 	if (!c)
 		return NULL;
-	c->node = n;
+	c->base = base;
+	c->cmds = calloc(n ? n : 1, sizeof(*cmds));
+	if (!c->cmds) {
+		free(c);
+		return NULL;
+	}
+	memcpy(c->cmds, cmds, n * sizeof(*cmds));
+	c->ncmds = n;
 	snprintf(c->path, sizeof(c->path), "%s", path);
 	snprintf(sun.sun_path, sizeof(sun.sun_path), "%s", path);
 	c->reqs = idmap_new();
 	/* owner-only from the moment it exists */
 	mode_t old = umask(0177);
-	c->listener = evconnlistener_new_bind(n->base, accept_cb, c,
+	c->listener = evconnlistener_new_bind(base, accept_cb, c,
 					      LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC, 16,
 					      (struct sockaddr *)&sun, sizeof(sun));
 	umask(old);
@@ -492,5 +479,6 @@ void control_free_(control_t *c)
 		idmap_each(c->reqs, free_req, NULL);
 		idmap_free(c->reqs);
 	}
+	free(c->cmds);
 	free(c);
 }

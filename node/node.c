@@ -469,7 +469,7 @@ int node_new(node_config_t *cfg, node_t **out, pith_err_t *err)
 		goto fail;
 	if ((rc = listen_start(n, err)))
 		goto fail;
-	n->control = control_new(n, cfg->control);
+	n->control = node_control_new(n);
 	if (!n->control) {
 		rc = pith_err_set(err, PITH_EIO, "cannot open the control socket %s", cfg->control);
 		goto fail;
@@ -521,7 +521,7 @@ void node_free_(node_t *n)
 	if (n->net)
 		net_set_shutting_down(n->net);
 	control_free(n->control);
-	ctlop_free(n); /* waits for a backup in progress: it reads the store */
+	node_ctl_free(n); /* waits for a backup in progress: it reads the store */
 	node_http_stop(n); /* before the pipeline hands back the jobs HTTP was waiting for */
 	if (n->listener)
 		evconnlistener_free(n->listener);

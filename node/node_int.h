@@ -1,5 +1,5 @@
 /* pithd's wiring, shared by the top floor of node/ (node.c, node_http.c,
- * control.c, control_ops.c) only: the node holds one of each module and
+ * node_ctl.c) only: the node holds one of each module and
  * joins them (docs/pithd.md, "Layout of the code"). The CLI never
  * includes this.
  *
@@ -14,6 +14,7 @@
 
 #include "addrbook.h"
 #include "config.h"
+#include "control.h"
 #include "idmap.h"
 #include "ingest.h"
 #include "peer.h"
@@ -29,7 +30,6 @@ struct event;
 struct evconnlistener;
 
 typedef struct node node_t;
-typedef struct control control_t;
 
 struct node {
 	node_config_t *cfg;
@@ -59,7 +59,7 @@ struct node {
 	uint16_t listen_port;
 	int64_t started_us;
 	int shutting_down;
-	struct ctlops *ctlops;      /* operator commands in progress (control_ops.c) */
+	struct ctlops *ctlops;      /* a backup in progress (node_ctl.c) */
 
 	node_stats_t stats;
 };
@@ -85,25 +85,10 @@ void node_http_draining(node_t *n);
 /* Stops serving; NULL-tolerant parts. */
 void node_http_stop(node_t *n);
 
-/* ---- control_ops.c: the operator's commands on the control socket ------------- */
-/* Runs one command if it is one of the operator's (peers, connect, ban,
- * unban, backup, state, resolve, get_event): CTLOP_DONE with the answer in
- * reply, CTLOP_LATER if control_reply(serial) answers it later, or
- * CTLOP_UNKNOWN if it is not one of them. */
-int ctlop_run(node_t *n, uint64_t serial, const char *cmd, size_t cmdlen, const char *arg,
-	      size_t arglen, pith_buf_t *reply);
-enum { CTLOP_UNKNOWN = -1, CTLOP_DONE = 0, CTLOP_LATER = 1 };
-/* Waits for a backup in progress and frees what ctlop_run keeps. */
-void ctlop_free(node_t *n);
-
-/* ---- control.c --------------------------------------------------------------- */
-control_t *control_new(node_t *n, const char *path);
-void control_free_(control_t *c);
-#define control_free(c) do { control_free_(c); (c) = NULL; } while (0)
-/* A job submitted for control request serial is done. */
-void control_job_done(control_t *c, ingest_job_t *job);
-/* Answers control request serial (waiting since its command) with one
- * JSON line; nothing if it is gone. */
-void control_reply(control_t *c, uint64_t serial, const char *json, size_t len);
+/* ---- node_ctl.c: the control socket's commands ----------------------------- */
+/* The control socket at cfg->control with every command (a table). */
+control_t *node_control_new(node_t *n);
+/* Waits for a backup in progress and frees what the commands keep. */
+void node_ctl_free(node_t *n);
 
 #endif

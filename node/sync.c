@@ -11,128 +11,17 @@
  * is a protocol violation. Empty data ends a session (either side, any
  * time: a limit, a timeout, or "busy"). If both sides start a session at
  * once, the dialler's goes on and the acceptor's yields. */
-#include "sync.h"
+#include "sync_int.h"
 
-#include <netdb.h>
 #include <sodium.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "log.h"
-#include "recon.h"
 #include "recon_index.h"
 
-typedef struct sync_peer sync_peer_t;
-
-/* What a session reconciles: the events (RECON) or each record's newest
- * bundle (RECON_BUNDLES). */
-enum { SYNC_EVENTS = 0, SYNC_BUNDLES = 1 };
-
-#define SYNC_FEED_LOW 8192          /* keep a peer's fetch queue topped up to this
-				       (at most half of max_wanted) */
-#define SYNC_PIPELINE_MAX 16384     /* ...while fewer than this are queued, in
-				       flight and waiting for validation and
-				       writing: fetched events beyond what the
-				       validators keep up with only wait in memory
-				       (about a second of work, 25 MB) */
-#define SYNC_BUNDLE_Q_MAX 65536     /* bundle requests queued per peer */
-#define SYNC_BUNDLE_REF_COST 17.0   /* a BUNDLE_GET ref in the peer's budget (peer.c) */
-#define SYNC_PROGRESS_US 5000000    /* a progress line this often while syncing */
-#define SYNC_QUIET_US 10000000      /* syncing ends after this long with nothing
-				       stored, even with fetches still pending */
-#define SYNC_CONNECT_US 30000000    /* `sync HOST:PORT`: the connection must be
-				       ready within */
-#define SYNC_PENDING_MAX 16         /* `sync` requests waiting for a connection */
-#define SYNC_OFFER_HOLD 4096        /* bundle hashes waiting to be announced to a
-				       peer above which our next bundle message
-				       waits (a minute at an older peer's pace,
-				       about a second at the bulk pace) */
-#define SYNC_OFFER_LOOKUPS 1024     /* index lookups per offer pass (a tick) */
-#define PITH_LEN (PITH_NUMBER_LEN + 1)
-
 static log_rl_t rl_recon;
-
-/* One finished session, for status and the `sync` answer. */
-typedef struct sync_result {
-	uint64_t session;
-	int kind;
-	int initiator;
-	int ok;
-	char error[160];
-	recon_stats_t st;
-	int64_t started_us, ms;
-	uint64_t peer_items, our_items;
-} sync_result_t;
-
-struct sync_peer {
-	sync_t *sy;
-	recon_session_t *s;      /* the running session, or NULL */
-	uint64_t session;        /* its number */
-	int kind;                /* SYNC_EVENTS or SYNC_BUNDLES */
-	int bundles_next;        /* a bundle session follows the event session */
-	int superseded;          /* ending ours for the peer's: start nothing next */
-	int initiator;           /* we started it */
-	int waiting;             /* our message is out: the next one is the peer's */
-	pith_buf_t held;         /* our next message, held while the backlog is long */
-	uint64_t next_own;       /* our next session number */
-	uint64_t peer_last;      /* the highest session number the peer started */
-	int64_t started_us, last_us, next_round_us;
-	uint64_t peer_items;     /* the peer's item count, as it last said */
-	pith_buf_t backlog;      /* ids to fetch from this peer, 32 bytes each */
-	size_t backlog_head;
-	pith_buf_t bundles;      /* pith numbers (PITH_LEN bytes each) to ask for */
-	size_t bundles_head;
-	pith_buf_t offers;       /* hashes of our bundles the peer lacks, to announce */
-	size_t offers_head;
-	double bundle_tokens;
-	int64_t bundle_us;
-	uint64_t ctl;            /* `sync` request answered when this session ends */
-	uint64_t ctl_next;       /* `sync` request for a session after this one */
-	uint64_t sessions, failures;
-	sync_result_t last;      /* the last event session */
-	sync_result_t blast;     /* the last bundle session */
-};
-
-typedef struct pending_ctl {
-	uint64_t serial;
-	char addr[64];           /* ip:port the peer must have */
-	int64_t deadline_us;
-} pending_ctl_t;
-
-struct sync {
-	sync_deps_t d;
-	net_t *net;
-	relay_t *relay;
-	addrbook_t *book;
-	store_t *store;
-	ingest_t *ingest;
-	const node_config_t *cfg;
-	node_stats_t *stats;
-	wire_limits_t wlim;
-	recon_set_t *set;
-	recon_set_t *bset;       /* each record's newest bundle (built_at, sha) */
-	int bundles;             /* bundle reconciliation on (WIRE_FEAT_BUNDLE_SYNC) */
-	size_t bskipped;         /* bundles outside the reconciled span at load */
-	int badd_failed;         /* an update of bset failed (logged once) */
-	uint64_t bundle_sessions, bundles_offered, offers_sent;
-	recon_config_t rcfg;
-	int enabled;
-	size_t skipped;          /* events outside the reconciled span at load */
-	int add_failed;          /* an add to the set failed (logged once) */
-	/* totals */
-	uint64_t started, done, failed;
-	uint64_t ids_needed, ids_offered, bytes_sent, bytes_recv;
-	uint64_t holds;          /* messages held back while a backlog was long */
-	int starved;             /* a feed stopped at SYNC_PIPELINE_MAX */
-	/* progress of a catch-up */
-	int syncing;
-	int64_t sync_start_us, last_log_us, last_store_us;
-	uint64_t stored_at_start, stored_at_log;
-	double rate;             /* events stored per second, last window */
-	pending_ctl_t pend[SYNC_PENDING_MAX];
-	size_t npend;
-};
 
 /* ---- small helpers ------------------------------------------------------------------ */
 
@@ -223,19 +112,19 @@ static void result_json(const peer_t *p, const sync_result_t *r, pith_buf_t *b)
 			(unsigned long long)r->our_items, (unsigned long long)r->peer_items);
 }
 
-static void ctl_answer(sync_t *sy, uint64_t serial, const pith_buf_t *b)
+void sync_answer(sync_t *sy, uint64_t serial, const pith_buf_t *b)
 {
 	if (serial && sy->d.reply)
 		sy->d.reply(sy->d.reply_arg, serial, (const char *)b->data, b->len);
 }
 
-static void ctl_fail(sync_t *sy, uint64_t serial, const char *what)
+void sync_answer_fail(sync_t *sy, uint64_t serial, const char *what)
 {
 	pith_buf_t b = PITH_BUF_INIT;
 	pith_buf_puts(&b, "{\"ok\":false,\"error\":");
 	json_write_string(&b, what, strlen(what));
 	pith_buf_puts(&b, "}");
-	ctl_answer(sy, serial, &b);
+	sync_answer(sy, serial, &b);
 	pith_buf_release(&b);
 }
 
@@ -255,7 +144,6 @@ static void send_recon(peer_t *p, int kind, uint64_t session, const uint8_t *dat
 
 /* ---- ending a session ----------------------------------------------------------------- */
 
-static void session_start(peer_t *p, int kind);
 
 /* Ends p's session: records the result, answers a waiting `sync` request,
  * and starts the next session if one was asked for. error NULL: it
@@ -313,7 +201,7 @@ static void session_end(peer_t *p, const char *error, int tell)
 	if (sp->ctl) {
 		pith_buf_t b = PITH_BUF_INIT;
 		result_json(p, r, &b);
-		ctl_answer(sy, sp->ctl, &b);
+		sync_answer(sy, sp->ctl, &b);
 		pith_buf_release(&b);
 		sp->ctl = 0;
 	}
@@ -329,10 +217,10 @@ static void session_end(peer_t *p, const char *error, int tell)
 	} else if (sp->ctl_next && p->state == PEER_READY) {
 		sp->ctl = sp->ctl_next;
 		sp->ctl_next = 0;
-		session_start(p, SYNC_EVENTS);
+		sync_session_start(p, SYNC_EVENTS);
 	} else if (sp->bundles_next && p->state == PEER_READY && !sp->s) {
 		sp->bundles_next = 0;
-		session_start(p, SYNC_BUNDLES);
+		sync_session_start(p, SYNC_BUNDLES);
 	}
 }
 
@@ -558,7 +446,7 @@ static int session_new(peer_t *p, recon_role_t role, uint64_t number, int kind)
 }
 
 /* Starts a session of kind with p as the initiator. */
-static void session_start(peer_t *p, int kind)
+void sync_session_start(peer_t *p, int kind)
 {
 	static pith_buf_t out = PITH_BUF_INIT;
 	sync_t *sy = p->sync->sy;
@@ -568,7 +456,7 @@ static void session_start(peer_t *p, int kind)
 		return;
 	if (session_new(p, RECON_INITIATOR, sp->next_own, kind)) {
 		if (sp->ctl) {
-			ctl_fail(sy, sp->ctl, "out of memory");
+			sync_answer_fail(sy, sp->ctl, "out of memory");
 			sp->ctl = 0;
 		}
 		return;
@@ -643,8 +531,6 @@ void sync_on_recon(sync_t *sy, peer_t *p, const wire_msg_t *m)
 
 /* ---- peers ----------------------------------------------------------------------------- */
 
-static void pending_attach(peer_t *p);
-
 int sync_peer_ready(sync_t *sy, peer_t *p)
 {
 	sync_peer_t *sp = calloc(1, sizeof(*sp));
@@ -662,9 +548,9 @@ int sync_peer_ready(sync_t *sy, peer_t *p)
 	/* the dialler starts, now; and again every interval */
 	if (p->outbound)
 		sp->next_round_us = node_now_us();
-	pending_attach(p);
+	sync_pending_attach(p);
 	if (p->outbound || sp->ctl)
-		session_start(p, SYNC_EVENTS);
+		sync_session_start(p, SYNC_EVENTS);
 	return 1;
 }
 
@@ -675,9 +561,9 @@ void sync_peer_gone(sync_t *sy, peer_t *p)
 		return;
 	session_end(p, "the connection closed", 0);
 	if (sp->ctl)
-		ctl_fail(sy, sp->ctl, "the connection closed");
+		sync_answer_fail(sy, sp->ctl, "the connection closed");
 	if (sp->ctl_next)
-		ctl_fail(sy, sp->ctl_next, "the connection closed");
+		sync_answer_fail(sy, sp->ctl_next, "the connection closed");
 	sp->ctl = sp->ctl_next = 0;
 	pith_buf_release(&sp->held);
 	pith_buf_release(&sp->backlog);
@@ -828,168 +714,13 @@ static void bundles_tick(peer_t *p, int64_t now)
 	bundles_offer(p);
 }
 
-/* ---- the control socket ---------------------------------------------------------------- */
-
-static void peer_listen_str(const peer_t *p, char out[static 64])
-{
-	/* the far end of an outbound connection is its listen address; an
-	 * inbound peer listens on the port its HELLO gave */
-	if (p->outbound || !p->listen_port) {
-		snprintf(out, 64, "%s", p->addr);
-		return;
-	}
-	struct sockaddr_storage ss = p->sa;
-	if (ss.ss_family == AF_INET)
-		((struct sockaddr_in *)&ss)->sin_port = htons(p->listen_port);
-	else if (ss.ss_family == AF_INET6)
-		((struct sockaddr_in6 *)&ss)->sin6_port = htons(p->listen_port);
-	addr_format((const struct sockaddr *)&ss, out);
-}
-
-static int is_hex_prefix(const char *s)
-{
-	size_t n = strlen(s);
-	if (n < 8 || n > 64)
-		return 0;
-	for (size_t i = 0; i < n; i++)
-		if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
-			return 0;
-	return 1;
-}
-
-/* Resolves HOST:PORT into the address book's form. */
-static int resolve(const char *hostport, struct sockaddr_storage *ss, socklen_t *len,
-		   char str[static 64], pith_err_t *err)
-{
-	char host[256], portstr[8];
-	uint16_t port;
-	if (config_split_hostport(hostport, host, &port, 0))
-		return pith_err_set(err, PITH_EINVAL, "'%s' is neither a node id nor HOST:PORT",
-				    hostport);
-	snprintf(portstr, sizeof(portstr), "%u", port);
-	struct addrinfo hints = {0}, *res = NULL, *pick;
-	hints.ai_socktype = SOCK_STREAM;
-	hints.ai_flags = AI_NUMERICSERV;
-	int g = getaddrinfo(host, portstr, &hints, &res);
-	if (g || !res)
-		return pith_err_set(err, PITH_EINVAL, "cannot resolve %s: %s", host, gai_strerror(g));
-	for (pick = res; pick->ai_next && pick->ai_family != AF_INET; pick = pick->ai_next)
-		;
-	memcpy(ss, pick->ai_addr, pick->ai_addrlen);
-	*len = pick->ai_addrlen;
-	freeaddrinfo(res);
-	addr_format((const struct sockaddr *)ss, str);
-	return 0;
-}
-
-/* Attaches a `sync` request waiting for p's connection, if any. */
-static void pending_attach(peer_t *p)
-{
-	sync_t *sy = p->sync->sy;
-	char a[64];
-	peer_listen_str(p, a);
-	for (size_t i = 0; i < sy->npend; i++) {
-		if (strcmp(sy->pend[i].addr, a) || p->sync->ctl)
-			continue;
-		p->sync->ctl = sy->pend[i].serial;
-		sy->pend[i] = sy->pend[--sy->npend];
-		return;
-	}
-}
-
-/* Runs a session for request serial with a ready peer. */
-static int control_on_peer(peer_t *p, uint64_t serial, pith_err_t *err)
-{
-	sync_peer_t *sp = p->sync;
-	if (!sp || !(p->features & WIRE_FEAT_SYNC))
-		return pith_err_set(err, PITH_EINVAL, "peer %s does not speak reconciliation", p->addr);
-	if (!sp->s) {
-		sp->ctl = serial;
-		session_start(p, SYNC_EVENTS);
-		return 0;
-	}
-	if (sp->initiator && !sp->ctl && sp->kind == SYNC_EVENTS) {
-		sp->ctl = serial; /* report the session that runs */
-		return 0;
-	}
-	if (sp->ctl_next)
-		return pith_err_set(err, PITH_EEXIST, "a sync with peer %s is already queued", p->addr);
-	sp->ctl_next = serial;
-	return 0;
-}
-
-int sync_control_start(sync_t *sy, const char *arg, uint64_t serial, pith_err_t *err)
-{
-	if (!sy->enabled)
-		return pith_err_set(err, PITH_EINVAL, "reconciliation is off (max_frame too small)");
-	if (is_hex_prefix(arg)) {
-		peer_t *found = NULL;
-		size_t len = strlen(arg);
-		for (peer_t *p = net_peers(sy->net); p; p = p->next) {
-			char id[65];
-			if (p->state != PEER_READY)
-				continue;
-			pith_hex_encode(p->pk, 32, id);
-			if (strncmp(id, arg, len))
-				continue;
-			if (found)
-				return pith_err_set(err, PITH_EINVAL, "node id prefix %s is ambiguous", arg);
-			found = p;
-		}
-		if (!found)
-			return pith_err_set(err, PITH_ENOTFOUND, "no connected peer has node id %s", arg);
-		return control_on_peer(found, serial, err);
-	}
-	struct sockaddr_storage ss;
-	socklen_t slen = 0;
-	char a[64];
-	int rc = resolve(arg, &ss, &slen, a, err);
-	if (rc)
-		return rc;
-	for (peer_t *p = net_peers(sy->net); p; p = p->next) {
-		char pa[64];
-		if (p->state != PEER_READY)
-			continue;
-		peer_listen_str(p, pa);
-		if (!strcmp(pa, a))
-			return control_on_peer(p, serial, err);
-	}
-	/* not connected: dial it (unless a dial is on its way) and wait */
-	if (sy->npend == SYNC_PENDING_MAX)
-		return pith_err_set(err, PITH_ETOOBIG, "%d sync requests already wait for connections",
-				    SYNC_PENDING_MAX);
-	addr_entry_t *e = addrbook_add(sy->book, (const struct sockaddr *)&ss, slen, ADDR_PEX);
-	if (!e)
-		return pith_err_set(err, PITH_EINVAL, "%s is not an address this node dials", a);
-	if (e->self)
-		return pith_err_set(err, PITH_EINVAL, "%s is this node", a);
-	e->next_attempt_us = 0;
-	if (!e->peer_serial && (rc = addrbook_dial(sy->book, e)))
-		return pith_err_set(err, rc, "cannot dial %s", a);
-	pending_ctl_t *pc = &sy->pend[sy->npend++];
-	pc->serial = serial;
-	snprintf(pc->addr, sizeof(pc->addr), "%s", a);
-	pc->deadline_us = node_now_us() + SYNC_CONNECT_US;
-	return 0;
-}
-
 /* ---- the tick -------------------------------------------------------------------------- */
 
 void sync_tick(sync_t *sy, int64_t now)
 {
 	if (!sy)
 		return;
-	for (size_t i = 0; i < sy->npend;) {
-		if (now < sy->pend[i].deadline_us) {
-			i++;
-			continue;
-		}
-		char what[128];
-		snprintf(what, sizeof(what), "no connection to %s within %d s", sy->pend[i].addr,
-			 SYNC_CONNECT_US / 1000000);
-		ctl_fail(sy, sy->pend[i].serial, what);
-		sy->pend[i] = sy->pend[--sy->npend];
-	}
+	sync_pending_tick(sy, now);
 	int64_t timeout = sy->cfg->sync_timeout_ms * 1000;
 	for (peer_t *p = net_peers(sy->net); p; p = p->next) {
 		sync_peer_t *sp = p->sync;
@@ -1004,7 +735,7 @@ void sync_tick(sync_t *sy, int64_t now)
 				 (long long)sy->cfg->sync_timeout_ms);
 			session_end(p, what, 1);
 		} else if (!sp->s && now >= sp->next_round_us) {
-			session_start(p, SYNC_EVENTS);
+			sync_session_start(p, SYNC_EVENTS);
 		}
 	}
 	progress_tick(sy, now);

@@ -110,5 +110,8 @@ void sync_status_json(sync_t *sy, pith_buf_t *b);
  * a negative code with err saying why (then nothing will be answered;
  * the caller answers with the error). Never answers synchronously. */
 int sync_control_start(sync_t *sy, const char *peer, uint64_t ctl_serial, pith_err_t *err);
+/* The same as a control-socket command (control.h): `sync PEER`. */
+struct ctl_call;
+int sync_ctl_sync(void *sy, struct ctl_call *call);
 
 #endif

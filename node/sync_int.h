@@ -1,0 +1,131 @@
+/* Reconciliation's insides, shared by sync.c (sessions, the sets, the
+ * backlog, bundles, status) and sync_ctl.c (the control socket's `sync`)
+ * only. */
+#ifndef PITH_NODE_SYNC_INT_H
+#define PITH_NODE_SYNC_INT_H
+
+#include "recon.h"
+#include "sync.h"
+
+typedef struct sync_peer sync_peer_t;
+
+/* What a session reconciles: the events (RECON) or each record's newest
+ * bundle (RECON_BUNDLES). */
+enum { SYNC_EVENTS = 0, SYNC_BUNDLES = 1 };
+
+#define SYNC_FEED_LOW 8192          /* keep a peer's fetch queue topped up to this
+				       (at most half of max_wanted) */
+#define SYNC_PIPELINE_MAX 16384     /* ...while fewer than this are queued, in
+				       flight and waiting for validation and
+				       writing: fetched events beyond what the
+				       validators keep up with only wait in memory
+				       (about a second of work, 25 MB) */
+#define SYNC_BUNDLE_Q_MAX 65536     /* bundle requests queued per peer */
+#define SYNC_BUNDLE_REF_COST 17.0   /* a BUNDLE_GET ref in the peer's budget (peer.c) */
+#define SYNC_PROGRESS_US 5000000    /* a progress line this often while syncing */
+#define SYNC_QUIET_US 10000000      /* syncing ends after this long with nothing
+				       stored, even with fetches still pending */
+#define SYNC_CONNECT_US 30000000    /* `sync HOST:PORT`: the connection must be
+				       ready within */
+#define SYNC_PENDING_MAX 16         /* `sync` requests waiting for a connection */
+#define SYNC_OFFER_HOLD 4096        /* bundle hashes waiting to be announced to a
+				       peer above which our next bundle message
+				       waits (a minute at an older peer's pace,
+				       about a second at the bulk pace) */
+#define SYNC_OFFER_LOOKUPS 1024     /* index lookups per offer pass (a tick) */
+#define PITH_LEN (PITH_NUMBER_LEN + 1)
+
+/* One finished session, for status and the `sync` answer. */
+typedef struct sync_result {
+	uint64_t session;
+	int kind;
+	int initiator;
+	int ok;
+	char error[160];
+	recon_stats_t st;
+	int64_t started_us, ms;
+	uint64_t peer_items, our_items;
+} sync_result_t;
+
+struct sync_peer {
+	sync_t *sy;
+	recon_session_t *s;      /* the running session, or NULL */
+	uint64_t session;        /* its number */
+	int kind;                /* SYNC_EVENTS or SYNC_BUNDLES */
+	int bundles_next;        /* a bundle session follows the event session */
+	int superseded;          /* ending ours for the peer's: start nothing next */
+	int initiator;           /* we started it */
+	int waiting;             /* our message is out: the next one is the peer's */
+	pith_buf_t held;         /* our next message, held while the backlog is long */
+	uint64_t next_own;       /* our next session number */
+	uint64_t peer_last;      /* the highest session number the peer started */
+	int64_t started_us, last_us, next_round_us;
+	uint64_t peer_items;     /* the peer's item count, as it last said */
+	pith_buf_t backlog;      /* ids to fetch from this peer, 32 bytes each */
+	size_t backlog_head;
+	pith_buf_t bundles;      /* pith numbers (PITH_LEN bytes each) to ask for */
+	size_t bundles_head;
+	pith_buf_t offers;       /* hashes of our bundles the peer lacks, to announce */
+	size_t offers_head;
+	double bundle_tokens;
+	int64_t bundle_us;
+	uint64_t ctl;            /* `sync` request answered when this session ends */
+	uint64_t ctl_next;       /* `sync` request for a session after this one */
+	uint64_t sessions, failures;
+	sync_result_t last;      /* the last event session */
+	sync_result_t blast;     /* the last bundle session */
+};
+
+typedef struct pending_ctl {
+	uint64_t serial;
+	char addr[64];           /* ip:port the peer must have */
+	int64_t deadline_us;
+} pending_ctl_t;
+
+struct sync {
+	sync_deps_t d;
+	net_t *net;
+	relay_t *relay;
+	addrbook_t *book;
+	store_t *store;
+	ingest_t *ingest;
+	const node_config_t *cfg;
+	node_stats_t *stats;
+	wire_limits_t wlim;
+	recon_set_t *set;
+	recon_set_t *bset;       /* each record's newest bundle (built_at, sha) */
+	int bundles;             /* bundle reconciliation on (WIRE_FEAT_BUNDLE_SYNC) */
+	size_t bskipped;         /* bundles outside the reconciled span at load */
+	int badd_failed;         /* an update of bset failed (logged once) */
+	uint64_t bundle_sessions, bundles_offered, offers_sent;
+	recon_config_t rcfg;
+	int enabled;
+	size_t skipped;          /* events outside the reconciled span at load */
+	int add_failed;          /* an add to the set failed (logged once) */
+	/* totals */
+	uint64_t started, done, failed;
+	uint64_t ids_needed, ids_offered, bytes_sent, bytes_recv;
+	uint64_t holds;          /* messages held back while a backlog was long */
+	int starved;             /* a feed stopped at SYNC_PIPELINE_MAX */
+	/* progress of a catch-up */
+	int syncing;
+	int64_t sync_start_us, last_log_us, last_store_us;
+	uint64_t stored_at_start, stored_at_log;
+	double rate;             /* events stored per second, last window */
+	pending_ctl_t pend[SYNC_PENDING_MAX];
+	size_t npend;
+};
+
+/* sync.c */
+void sync_session_start(peer_t *p, int kind);
+/* Answers control request serial (if any) with b, or with an error. */
+void sync_answer(sync_t *sy, uint64_t serial, const pith_buf_t *b);
+void sync_answer_fail(sync_t *sy, uint64_t serial, const char *what);
+
+/* sync_ctl.c */
+/* Attaches a `sync` request waiting for p's connection, if any. */
+void sync_pending_attach(peer_t *p);
+/* Fails the `sync` requests whose connection did not come in time. */
+void sync_pending_tick(sync_t *sy, int64_t now);
+
+#endif
