@@ -97,7 +97,7 @@ static void pump(peer_t *p)
 		r->d.hooks.feed(r->d.hooks.arg, p);
 	if (p->state != PEER_READY)
 		return;
-	size_t k = 0, max = r->wlim.max_ids, window = (size_t)r->cfg->max_inflight;
+	size_t k = 0, max = r->wlim.max_ids, window = (size_t)r->d.cfg->max_inflight;
 	size_t least = window / 16 ? (window / 16 < 64 ? window / 16 : 64) : 1;
 	int64_t now = node_now_us();
 	uint8_t id[32];
@@ -118,13 +118,13 @@ static void pump(peer_t *p)
 		memcpy(batch + 32 * k++, id, 32);
 		if (k == max) {
 			relay_send_ids(p, WIRE_GET, batch, k);
-			r->stats->ids_requested += k;
+			r->d.stats->ids_requested += k;
 			k = 0;
 		}
 	}
 	if (k) {
 		relay_send_ids(p, WIRE_GET, batch, k);
-		r->stats->ids_requested += k;
+		r->d.stats->ids_requested += k;
 	}
 	if (rp->inv == INV_MORE && rp->wanted.n < max)
 		relay_inv_send_req(p);
@@ -149,7 +149,7 @@ static void fetch_retry(relay_t *r, const uint8_t id[32], fetch_t *f)
 		uint64_t serial = f->alt[0];
 		memmove(f->alt, f->alt + 1, (size_t)(f->nalt - 1) * sizeof(f->alt[0]));
 		f->nalt--;
-		peer_t *q = net_peer_by_serial(r->net, serial);
+		peer_t *q = net_peer_by_serial(r->d.net, serial);
 		if (q && q->state == PEER_READY && idq_push(&q->relay->wanted, id) == 0) {
 			f->peer = serial;
 			f->state = FETCH_QUEUED;
@@ -172,7 +172,7 @@ void relay_want(peer_t *p, const uint8_t id[32], int catchup)
 	if (idcache_has(&r->recent, id))
 		return;
 	if (relay_refused_has(r, p, id)) {
-		r->stats->refused_skipped++;
+		r->d.stats->refused_skipped++;
 		return;
 	}
 	fetch_t *f = idmap_get(r->fetches, id);
@@ -182,11 +182,11 @@ void relay_want(peer_t *p, const uint8_t id[32], int catchup)
 		return;
 	}
 	/* bounds first: a peer announcing junk costs no store lookup once full */
-	if (rp->wanted.n >= rp->wanted.max || idmap_count(r->fetches) >= (size_t)r->cfg->max_pending) {
-		r->stats->pending_dropped++;
+	if (rp->wanted.n >= rp->wanted.max || idmap_count(r->fetches) >= (size_t)r->d.cfg->max_pending) {
+		r->d.stats->pending_dropped++;
 		return;
 	}
-	int has = store_event_has(r->store, id, NULL);
+	int has = store_event_has(r->d.store, id, NULL);
 	if (has) {
 		if (has == 1)
 			idcache_add(&r->recent, id);
@@ -222,7 +222,7 @@ static void on_event(peer_t *p, const wire_msg_t *m)
 	const uint8_t *id = m->u.event.id;
 	fetch_t *f = idmap_get(r->fetches, id);
 	if (!f || f->is_bundle || f->peer != p->serial || f->state != FETCH_REQUESTED) {
-		r->stats->unrequested++;
+		r->d.stats->unrequested++;
 		peer_misbehaved(p, SCORE_UNREQUESTED, "sent an event it was not asked for");
 		return;
 	}
@@ -257,7 +257,7 @@ static void on_notfound(peer_t *p, const wire_msg_t *m)
 		fetch_t *f = idmap_get(r->fetches, id);
 		if (!f || f->is_bundle || f->peer != p->serial || f->state != FETCH_REQUESTED)
 			continue;
-		r->stats->notfound_in++;
+		r->d.stats->notfound_in++;
 		rp->inflight--;
 		fetch_retry(r, id, f);
 	}
@@ -284,7 +284,7 @@ static int serve_one(void *arg, const uint8_t id[32], const uint8_t *bytes, size
 		m.u.event.len = len;
 		peer_send(p, &m);
 		p->events_out++;
-		r->stats->events_served++;
+		r->d.stats->events_served++;
 		return 0;
 	}
 	memcpy(c->nf + 32 * c->k++, id, 32);
@@ -311,7 +311,7 @@ void relay_serve(peer_t *p)
 			k++;
 		if (!k)
 			break;
-		store_events_get_many(r->store, (const uint8_t(*)[32])ids, k, serve_one, &c);
+		store_events_get_many(r->d.store, (const uint8_t(*)[32])ids, k, serve_one, &c);
 	}
 	if (c.k)
 		relay_send_ids(p, WIRE_NOTFOUND, nf, c.k);
@@ -363,7 +363,7 @@ void relay_announce_schedule(relay_t *r)
 {
 	if (evtimer_pending(r->announce_ev, NULL))
 		return;
-	struct timeval tv = {0, (suseconds_t)(r->cfg->announce_delay_ms * 1000)};
+	struct timeval tv = {0, (suseconds_t)(r->d.cfg->announce_delay_ms * 1000)};
 	evtimer_add(r->announce_ev, &tv);
 }
 
@@ -388,8 +388,8 @@ static size_t announce_targets(relay_t *r, peer_t ***out)
 	static peer_t **ps;
 	static size_t cap;
 	size_t np = 0;
-	for (peer_t *p = net_peers(r->net); p; p = p->next) {
-		if (p->state != PEER_READY || peer_out_len(p) > (size_t)r->cfg->peer_out_max / 2)
+	for (peer_t *p = net_peers(r->d.net); p; p = p->next) {
+		if (p->state != PEER_READY || peer_out_len(p) > (size_t)r->d.cfg->peer_out_max / 2)
 			continue;
 		if (np == cap) {
 			size_t nc = cap ? cap * 2 : 64;
@@ -432,7 +432,7 @@ static void batches_send(relay_t *r, peer_t **ps, pith_buf_t *b, size_t np)
 			continue;
 		relay_send_ids(ps[i], WIRE_ANNOUNCE, b[i].data, k);
 		ps[i]->ids_announced_out += k;
-		r->stats->ids_announced += k;
+		r->d.stats->ids_announced += k;
 		if (b[i].cap > (1u << 20))
 			pith_buf_release(&b[i]);
 	}
@@ -475,7 +475,7 @@ static void announce_ids(relay_t *r, peer_t **ps, pith_buf_t *b, size_t np, cons
 		}
 		if (deferred && !pith_buf_append(&r->lazy_q, &due_us, 8) &&
 		    !pith_buf_append(&r->lazy_q, id, 32))
-			r->stats->lazy_deferred += deferred;
+			r->d.stats->lazy_deferred += deferred;
 	}
 }
 
@@ -494,11 +494,11 @@ static void flush_announces(relay_t *r)
 	peer_t **ps;
 	size_t np = announce_targets(r, &ps);
 	pith_buf_t *b = batches_get(np);
-	int64_t due = node_now_us() + r->cfg->lazy_announce_ms * 1000;
+	int64_t due = node_now_us() + r->d.cfg->lazy_announce_ms * 1000;
 	if (b) {
 		announce_ids(r, ps, b, np, r->announce_q.data, r->announce_q.len / 32, 0, due);
 		announce_ids(r, ps, b, np, r->announce_own_q.data, r->announce_own_q.len / 32,
-			     (size_t)r->cfg->announce_fanout, due);
+			     (size_t)r->d.cfg->announce_fanout, due);
 		batches_send(r, ps, b, np);
 	}
 	relay_bundle_announce_flush(r, ps, np);
@@ -528,7 +528,7 @@ static void flush_lazy(relay_t *r)
 				continue;
 			idcache_add(&ps[j]->relay->known, id);
 			pith_buf_append(&b[j], id, 32);
-			r->stats->lazy_sent++;
+			r->d.stats->lazy_sent++;
 		}
 		r->lazy_head += 40;
 	}
@@ -561,13 +561,13 @@ int relay_reason_is_peers_fault(const char *r)
 static void count_rejection(relay_t *r, const ingest_job_t *job)
 {
 	if (!strcmp(job->reason, "id_mismatch"))
-		r->stats->rejected[PITH_CHECK_NCHECKS]++;
+		r->d.stats->rejected[PITH_CHECK_NCHECKS]++;
 	else if (!strcmp(job->reason, "store"))
-		r->stats->rejected[PITH_CHECK_NCHECKS + 1]++;
+		r->d.stats->rejected[PITH_CHECK_NCHECKS + 1]++;
 	else if (job->check > PITH_CHECK_OK && job->check < PITH_CHECK_NCHECKS)
-		r->stats->rejected[job->check]++;
+		r->d.stats->rejected[job->check]++;
 	else
-		r->stats->rejected[PITH_CHECK_NCHECKS + 2]++;
+		r->d.stats->rejected[PITH_CHECK_NCHECKS + 2]++;
 }
 
 /* What became of an event: 1 if it was fetched in catch-up and stored. */
@@ -589,24 +589,24 @@ static int done_event(relay_t *r, ingest_job_t *job, peer_t *p)
 			idcache_add(&rp->known, job->id);
 		switch (job->outcome) {
 		case STORE_STORED:
-			r->stats->events_stored++;
+			r->d.stats->events_stored++;
 			if (job->peer)
 				relay_queue_announce(r, job->id);
 			else
 				relay_queue_announce_own(r, job->id);
 			return catchup;
 		case STORE_DUPLICATE:
-			r->stats->events_duplicate++;
+			r->d.stats->events_duplicate++;
 			break;
 		case STORE_RESIGNED:
-			r->stats->events_resigned++;
+			r->d.stats->events_resigned++;
 			break;
 		default:
 			break;
 		}
 		return 0;
 	}
-	r->stats->events_invalid++;
+	r->d.stats->events_invalid++;
 	count_rejection(r, job);
 	int fault = relay_reason_is_peers_fault(job->reason);
 	if (job->peer) {
@@ -656,7 +656,7 @@ static int collect_fetch(void *arg, const uint8_t id[32], void *val)
 		pick = f->peer == c->serial && f->state != FETCH_VALIDATING;
 	else
 		pick = f->state == FETCH_REQUESTED &&
-		       c->now - f->since_us > c->r->cfg->fetch_timeout_ms * 1000;
+		       c->now - f->since_us > c->r->d.cfg->fetch_timeout_ms * 1000;
 	if (pick)
 		pith_buf_append(&c->ids, id, 32);
 	return 0;
@@ -672,8 +672,8 @@ static void retry_collected(collect_t *c, int timeouts)
 		if (!f)
 			continue;
 		if (timeouts) {
-			r->stats->fetch_timeouts++;
-			peer_t *q = net_peer_by_serial(r->net, f->peer);
+			r->d.stats->fetch_timeouts++;
+			peer_t *q = net_peer_by_serial(r->d.net, f->peer);
 			if (q && q->relay->inflight && !f->is_bundle)
 				q->relay->inflight--;
 			if (q && q->relay->binflight && f->is_bundle)
@@ -709,7 +709,7 @@ void relay_tick(relay_t *r, int64_t now)
 	 * of thousands of ids while a fresh node catches up (it was 9% of the
 	 * loop thread's CPU at 200 ms). A fetch is retried at most 1/8 late. */
 	if (now >= r->fetch_scan_us) {
-		int64_t step = r->cfg->fetch_timeout_ms * 1000 / 8;
+		int64_t step = r->d.cfg->fetch_timeout_ms * 1000 / 8;
 		r->fetch_scan_us = now + (step > 200000 ? step : 200000);
 		collect_t c = {r, 0, now, PITH_BUF_INIT};
 		idmap_each(r->fetches, collect_fetch, &c);
@@ -717,11 +717,11 @@ void relay_tick(relay_t *r, int64_t now)
 			log_debug("%zu fetches timed out", c.ids.len / 32);
 		retry_collected(&c, 1);
 	}
-	for (peer_t *p = net_peers(r->net); p; p = p->next) {
+	for (peer_t *p = net_peers(r->d.net); p; p = p->next) {
 		relay_peer_t *rp = p->relay;
 		if (p->state != PEER_READY || !rp)
 			continue;
-		if (rp->wanted.n && rp->inflight < (size_t)r->cfg->max_inflight)
+		if (rp->wanted.n && rp->inflight < (size_t)r->d.cfg->max_inflight)
 			pump(p);
 		if (rp->bwanted.n)
 			relay_bundle_pump(p);
@@ -786,10 +786,6 @@ relay_t *relay_new(const relay_deps_t *d)
 	if (!r)
 		return NULL;
 	r->d = *d;
-	r->net = d->net;
-	r->store = d->store;
-	r->cfg = d->cfg;
-	r->stats = d->stats;
 	r->wlim = *net_limits(d->net);
 	r->fetches = idmap_new();
 	r->bundles = idmap_new();
@@ -834,8 +830,8 @@ int relay_peer_attach(relay_t *r, peer_t *p)
 	if (!rp)
 		return PITH_ENOMEM;
 	rp->r = r;
-	idq_init(&rp->wanted, (size_t)r->cfg->max_wanted);
-	idq_init(&rp->serve, (size_t)r->cfg->max_serve_queue);
+	idq_init(&rp->wanted, (size_t)r->d.cfg->max_wanted);
+	idq_init(&rp->serve, (size_t)r->d.cfg->max_serve_queue);
 	idq_init(&rp->bwanted, RELAY_BUNDLE_WANTED_MAX);
 	if (idcache_init(&rp->known, KNOWN_BITS)) {
 		free(rp);

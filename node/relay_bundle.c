@@ -32,7 +32,7 @@ static const bundle_info_t *bundle_local(relay_t *r, const char *pith)
 	if (bi)
 		return bi;
 	bundle_info_t got;
-	if (store_bundle_newest(r->store, pith, &got.built_us, got.sha, NULL))
+	if (store_bundle_newest(r->d.store, pith, &got.built_us, got.sha, NULL))
 		return NULL;
 	if (idmap_count(r->bundles) >= BUNDLE_CACHE_MAX)
 		idmap_each(r->bundles, relay_free_value, NULL);
@@ -86,7 +86,7 @@ void relay_bundle_pump(peer_t *p)
 {
 	relay_peer_t *rp = p->relay;
 	relay_t *r = rp->r;
-	double rate = (double)r->cfg->peer_msg_rate / 4.0;
+	double rate = (double)r->d.cfg->peer_msg_rate / 4.0;
 	int64_t now = node_now_us();
 	if (p->state != PEER_READY)
 		return;
@@ -138,8 +138,8 @@ static int bundle_fetch_start(peer_t *p, const char *pith, const uint8_t *sha)
 	bundle_key(pith, key);
 	fetch_t *f = idmap_get(r->fetches, key);
 	if (rp->bwanted.n >= rp->bwanted.max ||
-	    (!f && idmap_count(r->fetches) >= (size_t)r->cfg->max_pending)) {
-		r->stats->pending_dropped++;
+	    (!f && idmap_count(r->fetches) >= (size_t)r->d.cfg->max_pending)) {
+		r->d.stats->pending_dropped++;
 		return 0;
 	}
 	if (f) {
@@ -192,7 +192,7 @@ void relay_on_bundle_announce(peer_t *p, const wire_msg_t *m)
 		const wire_bundle_ref_t *ref = &m->u.bundles.refs[i];
 		idcache_add(&rp->known, ref->sha);
 		if (relay_refused_has(r, p, ref->sha)) {
-			r->stats->refused_skipped++;
+			r->d.stats->refused_skipped++;
 			continue;
 		}
 		if (bundle_is_newer(r, ref->pith_number, ref->built_us, ref->sha))
@@ -226,7 +226,7 @@ void relay_on_bundle(peer_t *p, const wire_msg_t *m)
 	bundle_key(m->u.bundle.pith_number, key);
 	fetch_t *f = idmap_get(r->fetches, key);
 	if (!f || !f->is_bundle || f->peer != p->serial || f->state != FETCH_REQUESTED) {
-		r->stats->unrequested++;
+		r->d.stats->unrequested++;
 		peer_misbehaved(p, SCORE_UNREQUESTED, "sent a bundle it was not asked for");
 		return;
 	}
@@ -254,7 +254,7 @@ int relay_bundle_request(peer_t *p, const char *subject)
 	relay_peer_t *rp = p->relay;
 	store_record_info_t ri;
 	if (p->state != PEER_READY || !rp ||
-	    (store_record_get(rp->r->store, subject, &ri, NULL) == 0 && ri.has_bundle))
+	    (store_record_get(rp->r->d.store, subject, &ri, NULL) == 0 && ri.has_bundle))
 		return 0;
 	if (!bundle_fetch_start(p, subject, NULL))
 		return 0;
@@ -275,7 +275,7 @@ void relay_bundles_serve(peer_t *p)
 		const char *pith = (const char *)rp->bserve.data + rp->bserve_head;
 		rp->bserve_head += PITH_LEN;
 		pith_buf_reset(&buf);
-		if (store_bundle_get(r->store, pith, &buf, NULL))
+		if (store_bundle_get(r->d.store, pith, &buf, NULL))
 			continue;
 		wire_msg_t msg = {.type = WIRE_BUNDLE};
 		snprintf(msg.u.bundle.pith_number, sizeof(msg.u.bundle.pith_number), "%s", pith);
@@ -351,19 +351,19 @@ void relay_bundle_done(relay_t *r, ingest_job_t *job, peer_t *p)
 		memcpy(asked, f->sha, 32);
 		nalt = f->nalt;
 		memcpy(alt, f->alt, sizeof(alt));
-		from = net_peer_by_serial(r->net, f->peer);
+		from = net_peer_by_serial(r->d.net, f->peer);
 		if (from && from->relay->binflight)
 			from->relay->binflight--;
 		free(idmap_del(r->fetches, key));
 	}
 	if (job->rc == 0) {
 		if (job->bundle_outcome == STORE_BUNDLE_NEWER) {
-			r->stats->bundles_stored++;
+			r->d.stats->bundles_stored++;
 			bundle_remember(r, job->subject, job->built_us, job->sha);
 			queue_bundle_announce(r, job->subject, job->built_us, job->sha);
 			log_info("stored bundle of %s (%zu events)", job->subject, job->n_event_ids);
 		} else {
-			r->stats->bundles_older++;
+			r->d.stats->bundles_older++;
 		}
 		for (size_t i = 0; i < job->n_event_ids; i++) {
 			idcache_add(&r->recent, job->event_ids + 32 * i);
@@ -374,7 +374,7 @@ void relay_bundle_done(relay_t *r, ingest_job_t *job, peer_t *p)
 		}
 		return;
 	}
-	r->stats->bundles_invalid++;
+	r->d.stats->bundles_invalid++;
 	if (job->peer) {
 		log_rl(&rl_invalid, LOG_WARN, "bundle from peer %s rejected (%s): %s",
 		       p ? p->addr : "(gone)", job->reason, job->msg);
@@ -392,7 +392,7 @@ void relay_bundle_done(relay_t *r, ingest_job_t *job, peer_t *p)
 	/* another peer that announced the record while this copy was on its
 	 * way may hold a different one: ask the first that still can */
 	for (size_t i = 0; i < nalt; i++) {
-		peer_t *q = net_peer_by_serial(r->net, alt[i]);
+		peer_t *q = net_peer_by_serial(r->d.net, alt[i]);
 		if (!q || q->state != PEER_READY ||
 		    !bundle_fetch_start(q, job->has_claim ? job->claimed_pith : job->subject, NULL))
 			continue;

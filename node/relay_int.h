@@ -37,11 +37,7 @@ typedef struct bundle_info {
 } bundle_info_t;
 
 struct relay {
-	relay_deps_t d;
-	net_t *net;
-	store_t *store;
-	const node_config_t *cfg;
-	node_stats_t *stats;
+	relay_deps_t d;             /* what it uses (relay.h) */
 	wire_limits_t wlim;
 	struct event *announce_ev, *lazy_ev;
 	idmap_t *fetches;           /* event id, or SHA-256 of a pith number for bundles */

@@ -41,7 +41,7 @@ void relay_on_inv_req(peer_t *p, const wire_msg_t *m)
 	relay_t *r = rp->r;
 	inv_ctx_t c = {m->u.inv_req.limit, 0, ids, m->u.inv_req.after_us};
 	pith_err_t err = {0};
-	if (store_time_each_after(r->store, m->u.inv_req.after_us, m->u.inv_req.after_id, INT64_MAX,
+	if (store_time_each_after(r->d.store, m->u.inv_req.after_us, m->u.inv_req.after_id, INT64_MAX,
 				  inv_collect, &c, &err) < 0) {
 		log_error("store: reading the time index: %s", err.msg);
 		return;
@@ -62,7 +62,7 @@ void relay_on_inv(peer_t *p, const wire_msg_t *m)
 	relay_peer_t *rp = p->relay;
 	relay_t *r = rp->r;
 	if (rp->inv != INV_WAITING) {
-		r->stats->unrequested++;
+		r->d.stats->unrequested++;
 		peer_misbehaved(p, SCORE_UNREQUESTED, "sent an INV it was not asked for");
 		return;
 	}

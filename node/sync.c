@@ -205,8 +205,8 @@ static void session_end(peer_t *p, const char *error, int tell)
 		pith_buf_release(&b);
 		sp->ctl = 0;
 	}
-	if (p->outbound && sy->cfg->sync_interval_ms)
-		sp->next_round_us = now + jittered(sy->cfg->sync_interval_ms);
+	if (p->outbound && sy->d.cfg->sync_interval_ms)
+		sp->next_round_us = now + jittered(sy->d.cfg->sync_interval_ms);
 	else
 		sp->next_round_us = INT64_MAX;
 	if (tell && p->state == PEER_READY)
@@ -233,7 +233,7 @@ static void progress_begin(sync_t *sy, const peer_t *p, size_t need)
 	int64_t now = node_now_us();
 	sy->syncing = 1;
 	sy->sync_start_us = sy->last_log_us = sy->last_store_us = now;
-	sy->stored_at_start = sy->stored_at_log = sy->stats->events_stored;
+	sy->stored_at_start = sy->stored_at_log = sy->d.stats->events_stored;
 	sy->rate = 0;
 	log_info("sync: catching up from peer %s (node %s): %zu ids missing so far, it holds %llu, "
 		 "this node %zu",
@@ -245,10 +245,10 @@ static void progress_begin(sync_t *sy, const peer_t *p, size_t need)
  * found and have not fetched yet, or the largest gap to a peer's count. */
 static uint64_t progress_remaining(sync_t *sy, size_t *sessions)
 {
-	uint64_t queued = relay_pending_fetches(sy->relay), gap = 0;
+	uint64_t queued = relay_pending_fetches(sy->d.relay), gap = 0;
 	size_t active = 0;
 	uint64_t ours = recon_set_count(sy->set);
-	for (peer_t *p = net_peers(sy->net); p; p = p->next) {
+	for (peer_t *p = net_peers(sy->d.net); p; p = p->next) {
 		if (!p->sync || p->state != PEER_READY)
 			continue;
 		queued += backlog_len(p->sync);
@@ -265,15 +265,15 @@ static void progress_tick(sync_t *sy, int64_t now)
 {
 	if (!sy->syncing)
 		return;
-	uint64_t stored = sy->stats->events_stored;
+	uint64_t stored = sy->d.stats->events_stored;
 	if (stored != sy->stored_at_log)
 		sy->last_store_us = now;
 	size_t active = 0;
 	uint64_t remaining = progress_remaining(sy, &active);
 	int backlog = 0;
-	for (peer_t *p = net_peers(sy->net); p; p = p->next)
+	for (peer_t *p = net_peers(sy->d.net); p; p = p->next)
 		backlog |= p->sync && backlog_len(p->sync) > 0;
-	int pending = relay_pending_fetches(sy->relay) > 0 && now - sy->last_store_us < SYNC_QUIET_US;
+	int pending = relay_pending_fetches(sy->d.relay) > 0 && now - sy->last_store_us < SYNC_QUIET_US;
 	if (!active && !backlog && !pending) {
 		double s = (double)(now - sy->sync_start_us) / 1e6;
 		uint64_t got = stored - sy->stored_at_start;
@@ -334,11 +334,11 @@ void sync_peer_feed(sync_t *sy, peer_t *p)
 	sync_peer_t *sp = p->sync;
 	if (!sp || p->state != PEER_READY)
 		return;
-	size_t max_pending = (size_t)sy->cfg->max_pending;
+	size_t max_pending = (size_t)sy->d.cfg->max_pending;
 	size_t low = p->relay->wanted.max / 2 < SYNC_FEED_LOW ? p->relay->wanted.max / 2 : SYNC_FEED_LOW;
 	while (sp->backlog_head < sp->backlog.len && p->relay->wanted.n < low &&
-	       relay_pending_fetches(sy->relay) < max_pending) {
-		if (ingest_in_flight(sy->ingest) + p->relay->wanted.n + p->relay->inflight >= SYNC_PIPELINE_MAX) {
+	       relay_pending_fetches(sy->d.relay) < max_pending) {
+		if (ingest_in_flight(sy->d.ingest) + p->relay->wanted.n + p->relay->inflight >= SYNC_PIPELINE_MAX) {
 			sy->starved = 1; /* sync_event_stored feeds again */
 			break;
 		}
@@ -602,10 +602,10 @@ void sync_event_stored(sync_t *sy, int64_t created_us, const uint8_t id[static 3
 			  "sessions may fetch it again until a restart",
 			  pith_err_name(rc));
 	}
-	if (sy->starved && ingest_in_flight(sy->ingest) + 1024 < SYNC_PIPELINE_MAX) {
+	if (sy->starved && ingest_in_flight(sy->d.ingest) + 1024 < SYNC_PIPELINE_MAX) {
 		/* the validators drained what a feed held back for: go on */
 		sy->starved = 0;
-		for (peer_t *p = net_peers(sy->net); p; p = p->next)
+		for (peer_t *p = net_peers(sy->d.net); p; p = p->next)
 			if (p->sync && p->state == PEER_READY && backlog_len(p->sync))
 				relay_pump(p);
 	}
@@ -660,7 +660,7 @@ static void bundles_offer(peer_t *p)
 		const uint8_t *sha = sp->offers.data + sp->offers_head;
 		wire_bundle_ref_t *r = &m.u.bundles.refs[m.u.bundles.n];
 		sp->offers_head += 32;
-		if (store_bundle_ref_get(sy->store, sha, &r->built_us, r->pith_number, NULL))
+		if (store_bundle_ref_get(sy->d.store, sha, &r->built_us, r->pith_number, NULL))
 			continue;
 		memcpy(r->sha, sha, 32);
 		relay_mark_known(p, sha);
@@ -699,7 +699,7 @@ void sync_bundle_wanted(sync_t *sy, peer_t *p, const char *pith)
 static void bundles_tick(peer_t *p, int64_t now)
 {
 	sync_peer_t *sp = p->sync;
-	double rate = (double)p->sync->sy->cfg->peer_msg_rate / 4.0;
+	double rate = (double)p->sync->sy->d.cfg->peer_msg_rate / 4.0;
 	sp->bundle_tokens += rate * (double)(now - sp->bundle_us) / 1e6;
 	sp->bundle_us = now;
 	if (sp->bundle_tokens > rate)
@@ -721,8 +721,8 @@ void sync_tick(sync_t *sy, int64_t now)
 	if (!sy)
 		return;
 	sync_pending_tick(sy, now);
-	int64_t timeout = sy->cfg->sync_timeout_ms * 1000;
-	for (peer_t *p = net_peers(sy->net); p; p = p->next) {
+	int64_t timeout = sy->d.cfg->sync_timeout_ms * 1000;
+	for (peer_t *p = net_peers(sy->d.net); p; p = p->next) {
 		sync_peer_t *sp = p->sync;
 		if (!sp || p->state != PEER_READY)
 			continue;
@@ -732,7 +732,7 @@ void sync_tick(sync_t *sy, int64_t now)
 		if (sp->s && sp->waiting && now - sp->last_us > timeout) {
 			char what[80];
 			snprintf(what, sizeof(what), "no answer within %lld ms",
-				 (long long)sy->cfg->sync_timeout_ms);
+				 (long long)sy->d.cfg->sync_timeout_ms);
 			session_end(p, what, 1);
 		} else if (!sp->s && now >= sp->next_round_us) {
 			sync_session_start(p, SYNC_EVENTS);
@@ -748,7 +748,7 @@ void sync_status_json(sync_t *sy, pith_buf_t *b)
 	size_t active = 0;
 	uint64_t remaining = progress_remaining(sy, &active);
 	int64_t now = node_now_us();
-	uint64_t stored = sy->syncing ? sy->stats->events_stored - sy->stored_at_start : 0;
+	uint64_t stored = sy->syncing ? sy->d.stats->events_stored - sy->stored_at_start : 0;
 	double elapsed = sy->syncing ? (double)(now - sy->sync_start_us) / 1e6 : 0;
 	double rate = sy->rate > 0 ? sy->rate : elapsed > 0 ? (double)stored / elapsed : 0;
 	pith_buf_printf(b,
@@ -773,7 +773,7 @@ void sync_status_json(sync_t *sy, pith_buf_t *b)
 			(unsigned long long)sy->bundle_sessions, (unsigned long long)sy->bundles_offered,
 			(unsigned long long)sy->offers_sent);
 	int first = 1;
-	for (peer_t *p = net_peers(sy->net); p; p = p->next) {
+	for (peer_t *p = net_peers(sy->d.net); p; p = p->next) {
 		sync_peer_t *sp = p->sync;
 		if (!sp || p->state != PEER_READY)
 			continue;
@@ -828,16 +828,9 @@ int sync_new(const sync_deps_t *d, sync_t **out, pith_err_t *err)
 	if (!sy)
 		return pith_err_set(err, PITH_ENOMEM, "out of memory");
 	sy->d = *d;
-	sy->net = d->net;
-	sy->relay = d->relay;
-	sy->book = d->book;
-	sy->store = d->store;
-	sy->ingest = d->ingest;
-	sy->cfg = d->cfg;
-	sy->stats = d->stats;
 	sy->wlim = *net_limits(d->net);
 	int64_t t0 = node_now_us();
-	int rc = store_recon_index_load(sy->store, &sy->set, &sy->skipped, err);
+	int rc = store_recon_index_load(sy->d.store, &sy->set, &sy->skipped, err);
 	if (rc) {
 		free(sy);
 		return rc;
@@ -845,7 +838,7 @@ int sync_new(const sync_deps_t *d, sync_t **out, pith_err_t *err)
 	recon_config_default(&sy->rcfg);
 	/* a message and its RECON frame must fit the peer's frame limit,
 	 * which is at least ours in a mesh of equal settings */
-	size_t room = (size_t)sy->cfg->max_frame - 64;
+	size_t room = (size_t)sy->d.cfg->max_frame - 64;
 	if (room < sy->rcfg.max_msg_bytes)
 		sy->rcfg.max_msg_bytes = room;
 	pith_err_t e = {0};
@@ -863,7 +856,7 @@ int sync_new(const sync_deps_t *d, sync_t **out, pith_err_t *err)
 	if (!sy->enabled)
 		return 0;
 	t0 = node_now_us();
-	if ((rc = store_recon_bundles_load(sy->store, &sy->bset, &sy->bskipped, err)))
+	if ((rc = store_recon_bundles_load(sy->d.store, &sy->bset, &sy->bskipped, err)))
 		return rc;
 	sy->bundles = 1;
 	log_info("sync: bundle reconciliation set of %zu bundles loaded in %lld ms (%zu KiB)",

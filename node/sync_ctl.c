@@ -106,7 +106,7 @@ int sync_control_start(sync_t *sy, const char *arg, uint64_t serial, pith_err_t 
 	if (is_hex_prefix(arg)) {
 		peer_t *found = NULL;
 		size_t len = strlen(arg);
-		for (peer_t *p = net_peers(sy->net); p; p = p->next) {
+		for (peer_t *p = net_peers(sy->d.net); p; p = p->next) {
 			char id[65];
 			if (p->state != PEER_READY)
 				continue;
@@ -127,7 +127,7 @@ int sync_control_start(sync_t *sy, const char *arg, uint64_t serial, pith_err_t 
 	int rc = resolve(arg, &ss, &slen, a, err);
 	if (rc)
 		return rc;
-	for (peer_t *p = net_peers(sy->net); p; p = p->next) {
+	for (peer_t *p = net_peers(sy->d.net); p; p = p->next) {
 		char pa[64];
 		if (p->state != PEER_READY)
 			continue;
@@ -139,13 +139,13 @@ int sync_control_start(sync_t *sy, const char *arg, uint64_t serial, pith_err_t 
 	if (sy->npend == SYNC_PENDING_MAX)
 		return pith_err_set(err, PITH_ETOOBIG, "%d sync requests already wait for connections",
 				    SYNC_PENDING_MAX);
-	addr_entry_t *e = addrbook_add(sy->book, (const struct sockaddr *)&ss, slen, ADDR_PEX);
+	addr_entry_t *e = addrbook_add(sy->d.book, (const struct sockaddr *)&ss, slen, ADDR_PEX);
 	if (!e)
 		return pith_err_set(err, PITH_EINVAL, "%s is not an address this node dials", a);
 	if (e->self)
 		return pith_err_set(err, PITH_EINVAL, "%s is this node", a);
 	e->next_attempt_us = 0;
-	if (!e->peer_serial && (rc = addrbook_dial(sy->book, e)))
+	if (!e->peer_serial && (rc = addrbook_dial(sy->d.book, e)))
 		return pith_err_set(err, rc, "cannot dial %s", a);
 	pending_ctl_t *pc = &sy->pend[sy->npend++];
 	pc->serial = serial;

@@ -83,14 +83,7 @@ typedef struct pending_ctl {
 } pending_ctl_t;
 
 struct sync {
-	sync_deps_t d;
-	net_t *net;
-	relay_t *relay;
-	addrbook_t *book;
-	store_t *store;
-	ingest_t *ingest;
-	const node_config_t *cfg;
-	node_stats_t *stats;
+	sync_deps_t d;           /* what it uses (sync.h) */
 	wire_limits_t wlim;
 	recon_set_t *set;
 	recon_set_t *bset;       /* each record's newest bundle (built_at, sha) */
