@@ -87,7 +87,9 @@ int config_finish(node_config_t *c, pith_err_t *err);
 /* Prints every key with its default and meaning. */
 void config_usage(void *file);
 
-/* Splits "HOST:PORT" or "[V6]:PORT". 0 or PITH_EINVAL. */
+/* Splits "HOST:PORT" or "[V6]:PORT". 0 or PITH_EINVAL. The same as
+ * resolve_split_hostport (resolve.h), the one implementation; kept for the
+ * callers that name it, until they switch. */
 int config_split_hostport(const char *s, char host[static 256], uint16_t *port, int allow_zero);
 
 #endif

@@ -10,6 +10,10 @@
  *   json.dumps(v, sort_keys=True, separators=(',',':'), ensure_ascii=False)
  * encoded as UTF-8.
  *
+ * Files: json.c parses and builds the DOM; json_canon.c is the canonical
+ * writer (json_canon_write*, json_write_string, json_float_repr); both are
+ * declared here, so callers include json.h alone.
+ *
  * Memory: every value lives in its json_doc_t's arena and is freed with it.
  * Values are read-only views once built; a value of one doc may be linked
  * into another doc's tree as long as the first outlives the second. */
@@ -115,6 +119,8 @@ static inline int json_is(const json_value_t *v, json_type_t t)
 }
 /* Structural equality (object member order ignored). */
 int json_equal(const json_value_t *a, const json_value_t *b);
+
+/* ---- the canonical writer (json_canon.c) ---- */
 
 /* Append the canonical bytes of v to out. Keys listed in skip (nskip of
  * them) are left out of v's own top-level members only. Returns 0 or
