@@ -3,7 +3,6 @@
 #include "addrbook_int.h"
 
 #include <arpa/inet.h>
-#include <netdb.h>
 #include <sodium.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -114,29 +113,14 @@ addr_entry_t *addrbook_add(addrbook_t *ab, const struct sockaddr *sa, socklen_t 
 	return a;
 }
 
-int addrbook_add_hostport(addrbook_t *ab, const char *hostport, int pinned, pith_err_t *err)
+/* ---- names ------------------------------------------------------------------------------ */
+
+/* A resolved HOST:PORT into the book. */
+static int add_resolved(addrbook_t *ab, const resolve_addr_t *ra, const char *hostport, int pinned,
+			pith_err_t *err)
 {
-	char host[256], portstr[8];
-	uint16_t port;
-	if (config_split_hostport(hostport, host, &port, 0))
-		return pith_err_set(err, PITH_EINVAL, "'%s' is not HOST:PORT", hostport);
-	snprintf(portstr, sizeof(portstr), "%u", port);
-	struct addrinfo hints = {0}, *res = NULL;
-	hints.ai_socktype = SOCK_STREAM;
-	hints.ai_flags = AI_NUMERICSERV;
-	int g = getaddrinfo(host, portstr, &hints, &res);
-	if (g || !res)
-		return pith_err_set(err, PITH_EINVAL, "cannot resolve %s: %s", host, gai_strerror(g));
-	/* prefer IPv4, which loopback meshes use */
-	struct addrinfo *pick = res;
-	for (struct addrinfo *r = res; r; r = r->ai_next)
-		if (r->ai_family == AF_INET) {
-			pick = r;
-			break;
-		}
-	addr_entry_t *a = addrbook_add(ab, pick->ai_addr, pick->ai_addrlen,
+	addr_entry_t *a = addrbook_add(ab, (const struct sockaddr *)&ra->ss, ra->len,
 				       pinned ? ADDR_CONFIG : ADDR_PEX);
-	freeaddrinfo(res);
 	if (!a)
 		return pith_err_set(err, PITH_EINVAL, "%s is not a dialable address", hostport);
 	a->next_attempt_us = 0;
@@ -145,6 +129,120 @@ int addrbook_add_hostport(addrbook_t *ab, const char *hostport, int pinned, pith
 		addrbook_changed(ab);
 	}
 	return 0;
+}
+
+static void lookup_free(addrbook_t *ab, addr_lookup_t *lk)
+{
+	for (addr_lookup_t **pp = &ab->lookups; *pp; pp = &(*pp)->next)
+		if (*pp == lk) {
+			*pp = lk->next;
+			ab->nlookups--;
+			break;
+		}
+	resolve_cancel(lk->req);
+	free(lk);
+}
+
+static void lookup_start(addrbook_t *ab, addr_lookup_t *lk);
+
+/* The answer for a name, on the loop: into the book, the `connect` that
+ * asked answered; a configured name that does not resolve (DNS not up yet
+ * at boot, say) is asked again after a backoff, as a dial would be. */
+static void on_resolved(void *arg, const resolve_addr_t *ra, const pith_err_t *rerr)
+{
+	addr_lookup_t *lk = arg;
+	addrbook_t *ab = lk->ab;
+	pith_err_t err = {0};
+	lk->req = NULL;
+	int rc = ra ? add_resolved(ab, ra, lk->hostport, lk->pinned, &err) : rerr->code;
+	if (!ra)
+		err = *rerr;
+	if (lk->serial) {
+		addrbook_ctl_connect_done(ab, lk->serial, lk->hostport, rc, &err);
+	} else if (rc && lk->pinned) {
+		const node_config_t *c = ab->cfg;
+		int64_t delay = c->reconnect_min_ms;
+		for (unsigned i = 0; i < lk->failures && delay < c->reconnect_max_ms; i++)
+			delay *= 2;
+		if (delay > c->reconnect_max_ms)
+			delay = c->reconnect_max_ms;
+		lk->failures++;
+		lk->next_us = node_now_us() + delay * 1000;
+		static log_rl_t rl;
+		log_rl(&rl, LOG_WARN, "peer %s: %s; trying again in %lld ms", lk->hostport, err.msg,
+		       (long long)delay);
+		return;
+	} else if (rc) {
+		log_warn("peer %s: %s", lk->hostport, err.msg);
+	} else {
+		log_info("peer %s resolved", lk->hostport);
+		addrbook_maintain(ab, node_now_us());
+	}
+	lookup_free(ab, lk);
+}
+
+static void lookup_start(addrbook_t *ab, addr_lookup_t *lk)
+{
+	resolve_addr_t now;
+	pith_err_t err = {0};
+	int rc = resolve_hostport(ab->res, lk->hostport, &now, on_resolved, lk, &lk->req, &err);
+	if (rc == 0)
+		return; /* on_resolved follows */
+	if (rc == RESOLVE_DONE)
+		on_resolved(lk, &now, NULL);
+	else
+		on_resolved(lk, NULL, &err);
+}
+
+/* Configured names that failed are looked up again when due. */
+static void lookups_tick(addrbook_t *ab, int64_t now)
+{
+	for (addr_lookup_t *lk = ab->lookups, *nx; lk; lk = nx) {
+		nx = lk->next;
+		if (!lk->req && lk->next_us <= now)
+			lookup_start(ab, lk);
+	}
+}
+
+int addrbook_add_hostport_for(addrbook_t *ab, const char *hostport, int pinned, uint64_t serial,
+			      pith_err_t *err)
+{
+	resolve_addr_t now;
+	char host[256];
+	uint16_t port;
+	if (resolve_split_hostport(hostport, host, &port, 0))
+		return pith_err_set(err, PITH_EINVAL, "'%s' is not HOST:PORT", hostport);
+	if (!ab->res) { /* numeric only */
+		if (resolve_numeric(hostport, &now))
+			return pith_err_set(err, PITH_EINVAL, "cannot resolve %s: names are not "
+					    "looked up here", host);
+		return add_resolved(ab, &now, hostport, pinned, err);
+	}
+	if (ab->nlookups >= ADDR_LOOKUPS_MAX)
+		return pith_err_set(err, PITH_ETOOBIG, "%d names are being looked up already",
+				    ADDR_LOOKUPS_MAX);
+	addr_lookup_t *lk = calloc(1, sizeof(*lk));
+	if (!lk)
+		return pith_err_set(err, PITH_ENOMEM, "out of memory");
+	lk->ab = ab;
+	snprintf(lk->hostport, sizeof(lk->hostport), "%s", hostport);
+	lk->pinned = pinned;
+	lk->serial = serial;
+	int rc = resolve_hostport(ab->res, hostport, &now, on_resolved, lk, &lk->req, err);
+	if (rc < 0 || rc == RESOLVE_DONE) {
+		free(lk);
+		return rc < 0 ? rc : add_resolved(ab, &now, hostport, pinned, err);
+	}
+	lk->next = ab->lookups;
+	ab->lookups = lk;
+	ab->nlookups++;
+	return ADDRBOOK_PENDING;
+}
+
+int addrbook_add_hostport(addrbook_t *ab, const char *hostport, int pinned, pith_err_t *err)
+{
+	int rc = addrbook_add_hostport_for(ab, hostport, pinned, 0, err);
+	return rc == ADDRBOOK_PENDING ? 0 : rc;
 }
 
 int addrbook_dial(addrbook_t *ab, addr_entry_t *a)
@@ -176,6 +274,7 @@ void addrbook_maintain(addrbook_t *ab, int64_t now)
 {
 	if (net_is_shutting_down(ab->net))
 		return;
+	lookups_tick(ab, now);
 	size_t out = 0;
 	for (peer_t *p = net_peers(ab->net); p; p = p->next)
 		if (p->outbound && p->state != PEER_CLOSING)
@@ -284,10 +383,21 @@ addrbook_t *addrbook_new(net_t *net, const node_config_t *cfg, node_stats_t *sta
 	return ab;
 }
 
+void addrbook_set_resolver(addrbook_t *ab, resolver_t *res,
+			   void (*reply)(void *arg, uint64_t serial, const char *json, size_t len),
+			   void *reply_arg)
+{
+	ab->res = res;
+	ab->reply = reply;
+	ab->reply_arg = reply_arg;
+}
+
 void addrbook_free_(addrbook_t *ab)
 {
 	if (!ab)
 		return;
+	while (ab->lookups)
+		lookup_free(ab, ab->lookups);
 	for (size_t i = 0; i < ab->nbook; i++)
 		free(ab->book[i]);
 	free(ab->book);

@@ -15,6 +15,7 @@
 #include "config.h"
 #include "err.h"
 #include "peer.h"
+#include "resolve.h"
 
 typedef struct addrbook addrbook_t;
 
@@ -53,11 +54,26 @@ void addrbook_free_(addrbook_t *ab);
 /* Adds (or finds) an address; NULL if the book is full or the address is
  * unusable. */
 addr_entry_t *addrbook_add(addrbook_t *ab, const struct sockaddr *sa, socklen_t len, int source);
-/* Adds HOST:PORT, numeric (resolve.h turns names into numbers off the
- * loop): pinned 0 as an address learnt, 1 pinned (--peer), ADDRBOOK_KEEP
- * pinned and kept across restarts (`connect`). */
+/* Names are looked up through res (resolve.h, off the loop); reply
+ * answers a `connect` that waited for one. Without a resolver only
+ * numeric addresses are taken. */
+void addrbook_set_resolver(addrbook_t *ab, resolver_t *res,
+			   void (*reply)(void *arg, uint64_t serial, const char *json, size_t len),
+			   void *reply_arg);
+/* Adds HOST:PORT: pinned 0 as an address learnt, 1 pinned (--peer),
+ * ADDRBOOK_KEEP pinned and kept across restarts (`connect`). A numeric
+ * address goes in at once (0); a name is looked up off the loop and goes
+ * in when it resolves (ADDRBOOK_PENDING; a configured name that does not
+ * resolve is tried again with the redial backoff, and control request
+ * serial, if not 0, is answered then). Negative, with err saying why, for
+ * what is not HOST:PORT or cannot be taken. */
+int addrbook_add_hostport_for(addrbook_t *ab, const char *hostport, int pinned, uint64_t serial,
+			      pith_err_t *err);
+/* The same with no request to answer: 0 (in the book, or being looked
+ * up) or negative. */
 int addrbook_add_hostport(addrbook_t *ab, const char *hostport, int pinned, pith_err_t *err);
 #define ADDRBOOK_KEEP 2
+#define ADDRBOOK_PENDING 1
 /* Dials a now: the connection is a's until it is freed. 0, or negative
  * if the dial failed at once. */
 int addrbook_dial(addrbook_t *ab, addr_entry_t *a);

@@ -21,14 +21,14 @@
 #define BAN_SECONDS_MAX (10 * 366 * 86400LL)
 #define NODE_ID_PREFIX_MIN 8
 
-int addrbook_ctl_connect(void *arg_, ctl_call_t *call)
+/* The answer to `connect HOST:PORT` once the address is in the book (or
+ * could not go in: rc, err): the book is saved, the peer dialled. */
+static int connect_answer(addrbook_t *ab, const char *arg, int rc, const pith_err_t *err_in,
+			  pith_buf_t *b)
 {
-	addrbook_t *ab = arg_;
-	const char *arg = call->arg;
-	pith_buf_t *b = call->reply;
 	pith_err_t err = {0};
-	if (addrbook_add_hostport(ab, arg, ADDRBOOK_KEEP, &err))
-		return ctl_fail(b, "%s", err.msg);
+	if (rc)
+		return ctl_fail(b, "%s", err_in->msg);
 	if (addrbook_save(ab, &err))
 		return ctl_fail(b, "%s is dialled but not kept across restarts: %s", arg,
 				  err.msg);
@@ -37,6 +37,26 @@ int addrbook_ctl_connect(void *arg_, ctl_call_t *call)
 	ctl_key_str(b, "addr", arg, strlen(arg));
 	pith_buf_puts(b, ",\"kept\":true}");
 	return CTL_DONE;
+}
+
+int addrbook_ctl_connect(void *arg_, ctl_call_t *call)
+{
+	addrbook_t *ab = arg_;
+	pith_err_t err = {0};
+	int rc = addrbook_add_hostport_for(ab, call->arg, ADDRBOOK_KEEP, call->serial, &err);
+	if (rc == ADDRBOOK_PENDING)
+		return CTL_LATER; /* a name: answered when it resolves */
+	return connect_answer(ab, call->arg, rc, &err, call->reply);
+}
+
+void addrbook_ctl_connect_done(addrbook_t *ab, uint64_t serial, const char *hostport, int rc,
+			       const pith_err_t *err)
+{
+	pith_buf_t b = PITH_BUF_INIT;
+	connect_answer(ab, hostport, rc, err, &b);
+	if (ab->reply && !b.oom)
+		ab->reply(ab->reply_arg, serial, (const char *)b.data, b.len);
+	pith_buf_release(&b);
 }
 
 /* ---- bans ----------------------------------------------------------------------------- */

@@ -303,8 +303,8 @@ static void on_relay_feed(void *arg, peer_t *p)
 	sync_peer_feed(n->sync, p);
 }
 
-/* sync's answers to `sync` requests that waited. */
-static void on_sync_reply(void *arg, uint64_t serial, const char *json, size_t len)
+/* Answers to control requests that waited (`sync`, `connect` of a name). */
+static void on_control_reply(void *arg, uint64_t serial, const char *json, size_t len)
 {
 	node_t *n = arg;
 	if (n->control)
@@ -442,11 +442,13 @@ int node_new(node_config_t *cfg, node_t **out, pith_err_t *err)
 			    .is_answer = on_peer_is_answer, .writable = on_peer_writable,
 			    .gone = on_peer_gone, .freed = on_peer_freed, .ban = on_peer_ban};
 	n->net = net_new(n->base, &no, &pe);
+	n->resolver = resolver_new(n->base, NULL);
 	n->book = n->net ? addrbook_new(n->net, cfg, &n->stats) : NULL;
-	if (!n->net || !n->book) {
+	if (!n->net || !n->book || !n->resolver) {
 		rc = pith_err_set(err, PITH_ENOMEM, "out of memory");
 		goto fail;
 	}
+	addrbook_set_resolver(n->book, n->resolver, on_control_reply, n);
 	n->ingest = ingest_new(n->base, n->trust, n->store, (int)cfg->validate_threads,
 			       (int)cfg->worker_nice,
 			       (size_t)cfg->max_frame, cfg->trace_stored, on_ingest_done, n);
@@ -462,9 +464,10 @@ int node_new(node_config_t *cfg, node_t **out, pith_err_t *err)
 		rc = pith_err_set(err, PITH_ENOMEM, "out of memory");
 		goto fail;
 	}
-	sync_deps_t sd = {.net = n->net, .relay = n->relay, .book = n->book, .store = n->store,
+	sync_deps_t sd = {.net = n->net, .relay = n->relay, .book = n->book,
+			  .resolver = n->resolver, .store = n->store,
 			  .ingest = n->ingest, .cfg = cfg, .stats = &n->stats,
-			  .reply = on_sync_reply, .reply_arg = n};
+			  .reply = on_control_reply, .reply_arg = n};
 	if ((rc = sync_new(&sd, &n->sync, err)))
 		goto fail;
 	if ((rc = listen_start(n, err)))
@@ -527,6 +530,7 @@ void node_free_(node_t *n)
 		evconnlistener_free(n->listener);
 	/* validated events are written before the store closes */
 	ingest_free(n->ingest);
+	resolver_free(n->resolver); /* no lookup answers from here on */
 	if (n->net) {
 		for (peer_t *p = net_peers(n->net); p; p = p->next)
 			if (p->state != PEER_CLOSING)

@@ -19,6 +19,7 @@
 #include "ingest.h"
 #include "peer.h"
 #include "relay.h"
+#include "resolve.h"
 #include "stats.h"
 #include "store.h"
 #include "sync.h"
@@ -40,6 +41,7 @@ struct node {
 	store_t *store;
 	pith_trust_t *trust;
 	ingest_t *ingest;
+	resolver_t *resolver;       /* HOST:PORT names off the loop (resolve.c) */
 	net_t *net;                 /* the connections (peer.c) */
 	addrbook_t *book;           /* addresses and bans (addrbook.c) */
 	relay_t *relay;             /* announce, fetch, serve (relay.c) */

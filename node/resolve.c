@@ -360,6 +360,16 @@ static int start_thread(resolve_req_t *q)
 	return rc ? -1 : 0;
 }
 
+int resolve_numeric(const char *hostport, resolve_addr_t *out)
+{
+	char host[256], port[8];
+	uint16_t pnum;
+	if (resolve_split_hostport(hostport, host, &pnum, 0))
+		return PITH_EINVAL;
+	snprintf(port, sizeof(port), "%u", pnum);
+	return lookup(getaddrinfo, host, port, 1, out) ? PITH_EINVAL : 0;
+}
+
 int resolve_hostport(resolver_t *r, const char *hostport, resolve_addr_t *now, resolve_cb cb,
                      void *arg, resolve_req_t **req, pith_err_t *err)
 {

@@ -112,6 +112,10 @@ int resolve_split_hostport(const char *s, char host[static 256], uint16_t *port,
 int resolve_hostport(resolver_t *r, const char *hostport, resolve_addr_t *now, resolve_cb cb,
                      void *arg, resolve_req_t **req, pith_err_t *err);
 
+/* hostport as a numeric address (no lookup, no thread): 0 with *out set,
+ * or PITH_EINVAL if it is not HOST:PORT with a numeric host. */
+int resolve_numeric(const char *hostport, resolve_addr_t *out);
+
 /* Forgets a pending lookup: its callback will not run. NULL is fine; the
  * macro nulls the handle. Call it when the requester goes away. */
 void resolve_cancel_(resolve_req_t *req);

@@ -848,20 +848,22 @@ int sync_new(const sync_deps_t *d, sync_t **out, pith_err_t *err)
 	if (!sy->enabled)
 		log_warn("sync: reconciliation off (%s); catch-up falls back to listing ids",
 			 e.msg[0] ? e.msg : "out of memory");
-	*out = sy;
 	log_info("sync: reconciliation set of %zu events loaded in %lld ms (%zu KiB)%s",
 		 recon_set_count(sy->set), (long long)((node_now_us() - t0) / 1000),
 		 recon_set_memory(sy->set) >> 10,
 		 sy->skipped ? "; some events lie outside the reconciled time span" : "");
-	if (!sy->enabled)
-		return 0;
-	t0 = node_now_us();
-	if ((rc = store_recon_bundles_load(sy->d.store, &sy->bset, &sy->bskipped, err)))
-		return rc;
-	sy->bundles = 1;
-	log_info("sync: bundle reconciliation set of %zu bundles loaded in %lld ms (%zu KiB)",
-		 recon_set_count(sy->bset), (long long)((node_now_us() - t0) / 1000),
-		 recon_set_memory(sy->bset) >> 10);
+	if (sy->enabled) {
+		t0 = node_now_us();
+		if ((rc = store_recon_bundles_load(sy->d.store, &sy->bset, &sy->bskipped, err))) {
+			sync_free(sy);
+			return rc;
+		}
+		sy->bundles = 1;
+		log_info("sync: bundle reconciliation set of %zu bundles loaded in %lld ms (%zu KiB)",
+			 recon_set_count(sy->bset), (long long)((node_now_us() - t0) / 1000),
+			 recon_set_memory(sy->bset) >> 10);
+	}
+	*out = sy;
 	return 0;
 }
 
@@ -869,6 +871,7 @@ void sync_free_(sync_t *sy)
 {
 	if (!sy)
 		return;
+	sync_lookups_cancel(sy);
 	recon_set_free(sy->set);
 	recon_set_free(sy->bset);
 	free(sy);

@@ -34,6 +34,7 @@
 #include "ingest.h"
 #include "peer.h"
 #include "relay.h"
+#include "resolve.h"
 #include "store.h"
 
 typedef struct sync sync_t;
@@ -44,6 +45,7 @@ typedef struct sync_deps {
 	net_t *net;
 	relay_t *relay;
 	addrbook_t *book;
+	resolver_t *resolver;    /* `sync HOST:PORT` looks names up through it */
 	store_t *store;
 	ingest_t *ingest;
 	const node_config_t *cfg;

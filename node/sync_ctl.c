@@ -4,7 +4,6 @@
 #include "sync_int.h"
 
 #include <arpa/inet.h>
-#include <netdb.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -36,31 +35,6 @@ static int is_hex_prefix(const char *s)
 		if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
 			return 0;
 	return 1;
-}
-
-/* Resolves HOST:PORT into the address book's form. */
-static int resolve(const char *hostport, struct sockaddr_storage *ss, socklen_t *len,
-		   char str[static 64], pith_err_t *err)
-{
-	char host[256], portstr[8];
-	uint16_t port;
-	if (config_split_hostport(hostport, host, &port, 0))
-		return pith_err_set(err, PITH_EINVAL, "'%s' is neither a node id nor HOST:PORT",
-				    hostport);
-	snprintf(portstr, sizeof(portstr), "%u", port);
-	struct addrinfo hints = {0}, *res = NULL, *pick;
-	hints.ai_socktype = SOCK_STREAM;
-	hints.ai_flags = AI_NUMERICSERV;
-	int g = getaddrinfo(host, portstr, &hints, &res);
-	if (g || !res)
-		return pith_err_set(err, PITH_EINVAL, "cannot resolve %s: %s", host, gai_strerror(g));
-	for (pick = res; pick->ai_next && pick->ai_family != AF_INET; pick = pick->ai_next)
-		;
-	memcpy(ss, pick->ai_addr, pick->ai_addrlen);
-	*len = pick->ai_addrlen;
-	freeaddrinfo(res);
-	addr_format((const struct sockaddr *)ss, str);
-	return 0;
 }
 
 /* Attaches a `sync` request waiting for p's connection, if any. */
@@ -99,6 +73,56 @@ static int control_on_peer(peer_t *p, uint64_t serial, pith_err_t *err)
 	return 0;
 }
 
+/* `sync` with the peer at address ss (a HOST:PORT resolved): a session
+ * with the connected peer that listens there, or a dial and a wait. */
+static int start_at(sync_t *sy, const struct sockaddr_storage *ss, socklen_t slen, uint64_t serial,
+		    pith_err_t *err)
+{
+	char a[64];
+	int rc;
+	addr_format((const struct sockaddr *)ss, a);
+	for (peer_t *p = net_peers(sy->d.net); p; p = p->next) {
+		char pa[64];
+		if (p->state != PEER_READY)
+			continue;
+		peer_listen_str(p, pa);
+		if (!strcmp(pa, a))
+			return control_on_peer(p, serial, err);
+	}
+	/* not connected: dial it (unless a dial is on its way) and wait */
+	if (sy->npend == SYNC_PENDING_MAX)
+		return pith_err_set(err, PITH_ETOOBIG, "%d sync requests already wait for connections",
+				    SYNC_PENDING_MAX);
+	addr_entry_t *e = addrbook_add(sy->d.book, (const struct sockaddr *)ss, slen, ADDR_PEX);
+	if (!e)
+		return pith_err_set(err, PITH_EINVAL, "%s is not an address this node dials", a);
+	if (e->self)
+		return pith_err_set(err, PITH_EINVAL, "%s is this node", a);
+	e->next_attempt_us = 0;
+	if (!e->peer_serial && (rc = addrbook_dial(sy->d.book, e)))
+		return pith_err_set(err, rc, "cannot dial %s", a);
+	pending_ctl_t *pc = &sy->pend[sy->npend++];
+	pc->serial = serial;
+	snprintf(pc->addr, sizeof(pc->addr), "%s", a);
+	pc->deadline_us = node_now_us() + SYNC_CONNECT_US;
+	return 0;
+}
+
+/* A name looked up for `sync HOST:PORT` (off the loop): go on, or fail. */
+static void on_resolved(void *arg, const resolve_addr_t *addr, const pith_err_t *rerr)
+{
+	sync_lookup_t *lk = arg;
+	sync_t *sy = lk->sy;
+	uint64_t serial = lk->serial;
+	pith_err_t err = {0};
+	lk->serial = 0; /* the slot is free again */
+	lk->req = NULL;
+	if (!addr)
+		sync_answer_fail(sy, serial, rerr->msg);
+	else if (start_at(sy, &addr->ss, addr->len, serial, &err))
+		sync_answer_fail(sy, serial, err.msg);
+}
+
 int sync_control_start(sync_t *sy, const char *arg, uint64_t serial, pith_err_t *err)
 {
 	if (!sy->enabled)
@@ -121,37 +145,40 @@ int sync_control_start(sync_t *sy, const char *arg, uint64_t serial, pith_err_t 
 			return pith_err_set(err, PITH_ENOTFOUND, "no connected peer has node id %s", arg);
 		return control_on_peer(found, serial, err);
 	}
-	struct sockaddr_storage ss;
-	socklen_t slen = 0;
-	char a[64];
-	int rc = resolve(arg, &ss, &slen, a, err);
-	if (rc)
-		return rc;
-	for (peer_t *p = net_peers(sy->d.net); p; p = p->next) {
-		char pa[64];
-		if (p->state != PEER_READY)
-			continue;
-		peer_listen_str(p, pa);
-		if (!strcmp(pa, a))
-			return control_on_peer(p, serial, err);
+	char host[256];
+	uint16_t port;
+	if (resolve_split_hostport(arg, host, &port, 0))
+		return pith_err_set(err, PITH_EINVAL, "'%s' is neither a node id nor HOST:PORT", arg);
+	sync_lookup_t *lk = NULL;
+	for (size_t i = 0; i < SYNC_LOOKUPS_MAX && !lk; i++)
+		if (!sy->lookups[i].serial)
+			lk = &sy->lookups[i];
+	if (!lk)
+		return pith_err_set(err, PITH_ETOOBIG, "%d sync requests already wait for names",
+				    SYNC_LOOKUPS_MAX);
+	resolve_addr_t now;
+	if (!sy->d.resolver) { /* numeric only */
+		if (resolve_numeric(arg, &now))
+			return pith_err_set(err, PITH_EINVAL, "cannot resolve %s: names are not "
+					    "looked up here", host);
+		return start_at(sy, &now.ss, now.len, serial, err);
 	}
-	/* not connected: dial it (unless a dial is on its way) and wait */
-	if (sy->npend == SYNC_PENDING_MAX)
-		return pith_err_set(err, PITH_ETOOBIG, "%d sync requests already wait for connections",
-				    SYNC_PENDING_MAX);
-	addr_entry_t *e = addrbook_add(sy->d.book, (const struct sockaddr *)&ss, slen, ADDR_PEX);
-	if (!e)
-		return pith_err_set(err, PITH_EINVAL, "%s is not an address this node dials", a);
-	if (e->self)
-		return pith_err_set(err, PITH_EINVAL, "%s is this node", a);
-	e->next_attempt_us = 0;
-	if (!e->peer_serial && (rc = addrbook_dial(sy->d.book, e)))
-		return pith_err_set(err, rc, "cannot dial %s", a);
-	pending_ctl_t *pc = &sy->pend[sy->npend++];
-	pc->serial = serial;
-	snprintf(pc->addr, sizeof(pc->addr), "%s", a);
-	pc->deadline_us = node_now_us() + SYNC_CONNECT_US;
-	return 0;
+	lk->sy = sy;
+	int rc = resolve_hostport(sy->d.resolver, arg, &now, on_resolved, lk, &lk->req, err);
+	if (rc == RESOLVE_DONE)
+		return start_at(sy, &now.ss, now.len, serial, err);
+	if (rc == 0)
+		lk->serial = serial; /* answered by on_resolved */
+	return rc < 0 ? rc : 0;
+}
+
+void sync_lookups_cancel(sync_t *sy)
+{
+	for (size_t i = 0; i < SYNC_LOOKUPS_MAX; i++)
+		if (sy->lookups[i].serial) {
+			resolve_cancel(sy->lookups[i].req);
+			sy->lookups[i].serial = 0;
+		}
 }
 
 void sync_pending_tick(sync_t *sy, int64_t now)

@@ -5,9 +5,19 @@
 #define PITH_NODE_SYNC_INT_H
 
 #include "recon.h"
+#include "resolve.h"
 #include "sync.h"
 
 typedef struct sync_peer sync_peer_t;
+
+#define SYNC_LOOKUPS_MAX 4          /* `sync NAME:PORT` requests waiting for a name */
+
+/* A name being looked up for a `sync` request (serial 0: a free slot). */
+typedef struct sync_lookup {
+	sync_t *sy;
+	uint64_t serial;
+	resolve_req_t *req;
+} sync_lookup_t;
 
 /* What a session reconciles: the events (RECON) or each record's newest
  * bundle (RECON_BUNDLES). */
@@ -106,6 +116,7 @@ struct sync {
 	uint64_t stored_at_start, stored_at_log;
 	double rate;             /* events stored per second, last window */
 	pending_ctl_t pend[SYNC_PENDING_MAX];
+	sync_lookup_t lookups[SYNC_LOOKUPS_MAX];
 	size_t npend;
 };
 
@@ -118,6 +129,8 @@ void sync_answer_fail(sync_t *sy, uint64_t serial, const char *what);
 /* sync_ctl.c */
 /* Attaches a `sync` request waiting for p's connection, if any. */
 void sync_pending_attach(peer_t *p);
+/* Forgets the names being looked up (their requests are not answered). */
+void sync_lookups_cancel(sync_t *sy);
 /* Fails the `sync` requests whose connection did not come in time. */
 void sync_pending_tick(sync_t *sy, int64_t now);
 

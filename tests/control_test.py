@@ -170,6 +170,19 @@ def body(args, root, nodes):
     assert b.addr in human and "kept" in human, human
     log("connect: A dials B and keeps it; peers lists B and C")
 
+    # 2b. names are looked up off the loop (node/resolve.c): `connect
+    # localhost:PORT` is answered once the name resolved, to B's entry; a
+    # name that does not resolve is refused with the resolver's words,
+    # and the node answers status meanwhile
+    port = b.addr.rsplit(":", 1)[1]
+    named = ctl.json("connect", "localhost:" + port, node=a)
+    assert named["ok"] is True and named["addr"] == "localhost:" + port, named
+    kept = [x["addr"] for x in ctl.json("peers", node=a)["addresses"] if x["kept"]]
+    assert kept == [b.addr], kept
+    ctl.fails("connect", "no-such-host.invalid:7411", node=a, what="cannot resolve")
+    ctl.fails("connect", "localhost", node=a, what="not HOST:PORT")
+    log("connect: a name is looked up off the loop; a bad one is refused")
+
     # 3. ban by node id prefix (all of loopback: B and C go)
     out = ctl.run("ban", b.node_id[:12], "--for", "1h", "--reason", "control test",
                   node=a).stdout.decode()
