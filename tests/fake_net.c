@@ -198,7 +198,7 @@ static peer_t *peer_new(net_t *net, int outbound, const struct sockaddr *sa, soc
 	return p;
 }
 
-static int sa_parse(const char *addr, struct sockaddr_storage *ss, socklen_t *len)
+int fake_sockaddr(const char *addr, struct sockaddr_storage *ss, socklen_t *len)
 {
 	char host[256];
 	uint16_t port;
@@ -226,7 +226,7 @@ peer_t *fake_peer_add(net_t *net, int outbound, const char *addr)
 {
 	struct sockaddr_storage ss;
 	socklen_t len;
-	if (sa_parse(addr, &ss, &len))
+	if (fake_sockaddr(addr, &ss, &len))
 		return NULL;
 	peer_t *p = peer_new(net, outbound, (const struct sockaddr *)&ss, len);
 	if (p)

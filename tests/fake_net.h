@@ -46,6 +46,9 @@
 
 /* ---- peers ---- */
 
+/* addr ("IP:PORT" or "[IPv6]:PORT") as a socket address. 0 or -1. */
+int fake_sockaddr(const char *addr, struct sockaddr_storage *ss, socklen_t *len);
+
 /* A new peer at addr ("IP:PORT" or "[IPv6]:PORT") in the HANDSHAKE state,
  * inbound or outbound; no event is fired. NULL if addr does not parse or
  * on OOM. */
