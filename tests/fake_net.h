@@ -53,9 +53,9 @@ int fake_sockaddr(const char *addr, struct sockaddr_storage *ss, socklen_t *len)
  * inbound or outbound; no event is fired. NULL if addr does not parse or
  * on OOM. */
 peer_t *fake_peer_add(net_t *net, int outbound, const char *addr);
-/* Finishes p's handshake as if its HELLO carried pk and features (and
- * p->listen_port, which the test may set before): READY, then the ready
- * event. The event may close p: check p->state. */
+/* Finishes p's handshake as if its HELLO carried pk (NULL: a random key)
+ * and features (and p->listen_port, which the test may set before):
+ * READY, then the ready event. The event may close p: check p->state. */
 void fake_peer_ready(peer_t *p, const uint8_t pk[32], uint64_t features);
 /* fake_peer_add, then fake_peer_ready. */
 peer_t *fake_peer_new(net_t *net, int outbound, const char *addr, const uint8_t pk[32],

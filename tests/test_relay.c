@@ -30,9 +30,7 @@ static void setup(tnode_t *n, void (*tweak)(node_config_t *), peer_t **ps, size_
 	CHECK_INT_EQ(tnode_init(n, "test_relay", tnode_trust(), tweak), 0);
 	CHECK_INT_EQ(tnode_start(n), 0);
 	for (size_t i = 0; i < np; i++) {
-		uint8_t pk[32];
-		randombytes_buf(pk, sizeof(pk));
-		ps[i] = fake_peer_new(n->net, 0, addrs[i], pk, FEAT);
+		ps[i] = fake_peer_new(n->net, 0, addrs[i], NULL, FEAT);
 		CHECK(ps[i] && ps[i]->state == PEER_READY && ps[i]->relay);
 		fake_sent_clear(ps[i]); /* the PEERS_REQ of the handshake */
 	}
@@ -326,9 +324,7 @@ TEST(serve_get, "a GET of a stored event is answered with the EVENT, of an unkno
 	CHECK_INT_EQ(tnode_init(&n, "test_relay", tnode_trust(), NULL), 0);
 	CHECK_INT_EQ(tnode_put(&n, evs.json[0].data, evs.json[0].len), 0);
 	CHECK_INT_EQ(tnode_start(&n), 0);
-	uint8_t pk[32];
-	randombytes_buf(pk, sizeof(pk));
-	ps[0] = fake_peer_new(n.net, 0, "10.0.0.2:50001", pk, FEAT);
+	ps[0] = fake_peer_new(n.net, 0, "10.0.0.2:50001", NULL, FEAT);
 	fake_sent_clear(ps[0]);
 	uint8_t ids[2][32];
 	memcpy(ids[0], evs.id[0], 32);

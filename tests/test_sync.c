@@ -4,7 +4,6 @@
  * the fetches that follow bring both stores to the same events; a peer
  * without the feature falls back to the INV listing, and its RECON is a
  * protocol violation; a session nobody answers ends at sync_timeout_ms. */
-#include <sodium.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -211,11 +210,9 @@ TEST(session_converges, "the fetches a session starts bring both stores to the s
 TEST(fallback_without_sync, "a peer without WIRE_FEAT_SYNC gets no session: sync_peer_ready says 0 and the INV listing runs")
 {
 	tnode_t a;
-	uint8_t pk[32];
 	start_with(&a, a_holds);
-	randombytes_buf(pk, sizeof(pk));
 	/* wired as node.c does: no RECON, an INV_REQ instead */
-	peer_t *p = fake_peer_new(a.net, 1, "10.0.0.2:7411", pk, WIRE_FEAT_BUNDLE_BULK);
+	peer_t *p = fake_peer_new(a.net, 1, "10.0.0.2:7411", NULL, WIRE_FEAT_BUNDLE_BULK);
 	CHECK_INT_EQ(fake_sent_count_type(p, WIRE_RECON), 0);
 	CHECK_INT_EQ(fake_sent_count_type(p, WIRE_INV_REQ), 1);
 	/* the contract itself, on peers the test makes ready by hand */
@@ -245,18 +242,15 @@ static void deliver_recon(peer_t *p, wire_type_t type, uint64_t session)
 TEST(recon_without_feature, "a RECON from a peer without the feature is a protocol violation")
 {
 	tnode_t a;
-	uint8_t pk[32];
 	start_with(&a, a_holds);
-	randombytes_buf(pk, sizeof(pk));
-	peer_t *p = fake_peer_new(a.net, 0, "10.0.0.2:40001", pk, WIRE_FEAT_BUNDLE_BULK);
+	peer_t *p = fake_peer_new(a.net, 0, "10.0.0.2:40001", NULL, WIRE_FEAT_BUNDLE_BULK);
 	deliver_recon(p, WIRE_RECON, 2);
 	CHECK_INT_EQ(p->score, SCORE_PROTOCOL);
 	CHECK_INT_EQ(p->state, PEER_CLOSING);
 	CHECK_INT_EQ(fake_bans(a.net), 1); /* SCORE_PROTOCOL is the default ban threshold */
 	CHECK(ban_is_banned(a.book, (const struct sockaddr *)&p->sa, node_now_us()));
 	/* RECON_BUNDLES needs WIRE_FEAT_BUNDLE_SYNC as well */
-	randombytes_buf(pk, sizeof(pk));
-	peer_t *q = fake_peer_new(a.net, 0, "10.0.0.3:40001", pk, WIRE_FEAT_SYNC);
+	peer_t *q = fake_peer_new(a.net, 0, "10.0.0.3:40001", NULL, WIRE_FEAT_SYNC);
 	deliver_recon(q, WIRE_RECON_BUNDLES, 2);
 	CHECK_INT_EQ(q->score, SCORE_PROTOCOL);
 	CHECK_INT_EQ(q->state, PEER_CLOSING);
@@ -280,13 +274,11 @@ static int last_recon(peer_t *p, uint64_t *session, size_t *len)
 TEST(session_timeout, "a session the peer does not answer within sync_timeout_ms ends, and its late answer is ignored")
 {
 	tnode_t a;
-	uint8_t pk[32];
 	uint64_t session = 0;
 	size_t len = 0;
 	pith_buf_t s = PITH_BUF_INIT;
 	start_with(&a, a_holds);
-	randombytes_buf(pk, sizeof(pk));
-	peer_t *p = fake_peer_new(a.net, 1, "10.0.0.2:7411", pk, WIRE_FEAT_SYNC);
+	peer_t *p = fake_peer_new(a.net, 1, "10.0.0.2:7411", NULL, WIRE_FEAT_SYNC);
 	CHECK(last_recon(p, &session, &len) && len > 0);
 	CHECK_INT_EQ(session, 1); /* the dialler's sessions are odd */
 	int64_t t = node_now_us();
