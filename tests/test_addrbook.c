@@ -217,6 +217,34 @@ TEST(backoff, "an outbound peer that never got ready is retried after a backoff 
 	tnode_stop(&n);
 }
 
+TEST(handshake_timeout, "a dial whose handshake does not finish within handshake_timeout_ms is closed and counts as a failure")
+{
+	tnode_t n;
+	pith_err_t err = {0};
+	setup(&n, backoff_cfg);
+	CHECK_INT_EQ(addrbook_add_hostport(n.book, "10.0.0.9:7411", 1, &err), 0);
+	const addr_entry_t *e = find(&n, "10.0.0.9:7411");
+	int64_t now = node_now_us();
+	addrbook_maintain(n.book, now);
+	peer_t *p = e ? net_peer_by_serial(n.net, e->peer_serial) : NULL;
+	CHECK(p && p->state == PEER_CONNECTING);
+	if (!p) {
+		tnode_stop(&n);
+		return;
+	}
+	net_tick(n.net, now + n.cfg.handshake_timeout_ms * 1000 / 2);
+	CHECK_INT_EQ(p->state, PEER_CONNECTING);
+	net_tick(n.net, now + n.cfg.handshake_timeout_ms * 1000 + 1000);
+	CHECK_INT_EQ(p->state, PEER_CLOSING);
+	CHECK_INT_EQ(fake_gone_count(p), 1);
+	net_reap(n.net, 0);
+	CHECK_INT_EQ(fake_freed(n.net), 1);
+	CHECK_INT_EQ(e->failures, 1);
+	CHECK_INT_EQ(e->peer_serial, 0);
+	CHECK(e->next_attempt_us > now);
+	tnode_stop(&n);
+}
+
 /* ---- bans ---------------------------------------------------------------------------------- */
 
 static void ip4(const char *s, uint8_t ip[16])
@@ -493,6 +521,7 @@ int main(void)
 	RUN(maintain_pinned);
 	RUN(maintain_target);
 	RUN(backoff);
+	RUN(handshake_timeout);
 	RUN(bans);
 	RUN(ban_blocks_dial);
 	RUN(ban_limit);
