@@ -1,0 +1,313 @@
+/* A test node over the fake transport (tnode.h). The on_* functions
+ * below are node/node.c's wiring, less what belongs to HTTP and the
+ * control socket: keep them in step with it. */
+#include "tnode.h"
+
+#include <event2/event.h>
+#include <event2/thread.h>
+#include <sodium.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "idmap.h"
+#include "log.h"
+#include "store_test_util.h"
+
+static tg_key_t reg, op;
+static pith_trust_t *test_trust;
+
+const pith_trust_t *tnode_trust(void)
+{
+	return test_trust;
+}
+
+void tnode_global_init(void)
+{
+	if (sodium_init() < 0 || evthread_use_pthreads()) {
+		fprintf(stderr, "cannot initialise libsodium or libevent's threads\n");
+		exit(1);
+	}
+	idmap_init();
+	log_set_level(getenv("TNODE_LOG") ? LOG_DEBUG : LOG_ERROR);
+	tg_key_make(&reg, 1, "test-registry", 1);
+	tg_key_make(&op, 2, "op-one", 0);
+	test_trust = pith_trust_new();
+	if (!test_trust || pith_trust_add(test_trust, &reg.key) || pith_trust_add(test_trust, &op.key)) {
+		fprintf(stderr, "cannot make the test trust store\n");
+		exit(1);
+	}
+}
+
+void tnode_global_free(void)
+{
+	pith_trust_free(test_trust);
+	test_trust = NULL;
+}
+
+/* ---- the wiring (node.c) ------------------------------------------------------- */
+
+static void on_peer_ready(void *arg, peer_t *p)
+{
+	tnode_t *n = arg;
+	if (n->relay && relay_peer_attach(n->relay, p)) {
+		peer_close(p, 0, "out of memory");
+		return;
+	}
+	addrbook_peer_ready(n->book, p);
+	if (p->state != PEER_READY || !n->relay)
+		return;
+	if (!sync_peer_ready(n->sync, p))
+		relay_inv_start(n->relay, p);
+}
+
+static void on_peer_message(void *arg, peer_t *p, const wire_msg_t *m)
+{
+	tnode_t *n = arg;
+	switch (m->type) {
+	case WIRE_PEERS_REQ:
+		pex_on_request(n->book, p);
+		return;
+	case WIRE_PEERS:
+		pex_on_peers(n->book, p, m);
+		return;
+	case WIRE_RECON:
+	case WIRE_RECON_BUNDLES:
+		if (n->sync)
+			sync_on_recon(n->sync, p, m);
+		return;
+	default:
+		if (n->relay)
+			relay_on_message(n->relay, p, m);
+		return;
+	}
+}
+
+static int on_peer_is_answer(void *arg, const peer_t *p, const wire_msg_t *m)
+{
+	(void)arg;
+	return relay_is_answer(p, m);
+}
+
+static void on_peer_writable(void *arg, peer_t *p)
+{
+	tnode_t *n = arg;
+	if (n->relay)
+		relay_peer_writable(n->relay, p);
+}
+
+static void on_peer_gone(void *arg, peer_t *p, int was_ready)
+{
+	(void)was_ready;
+	tnode_t *n = arg;
+	if (n->sync)
+		sync_peer_gone(n->sync, p);
+	if (n->relay)
+		relay_peer_gone(n->relay, p);
+}
+
+static void on_peer_freed(void *arg, peer_t *p)
+{
+	tnode_t *n = arg;
+	addrbook_peer_freed(n->book, p);
+	if (n->sync)
+		sync_peer_free(n->sync, p);
+	if (n->relay)
+		relay_peer_detach(n->relay, p);
+}
+
+static void on_peer_ban(void *arg, const peer_t *p, const char *what)
+{
+	tnode_t *n = arg;
+	ban_add(n->book, (const struct sockaddr *)&p->sa, what);
+}
+
+static void on_relay_feed(void *arg, peer_t *p)
+{
+	tnode_t *n = arg;
+	sync_peer_feed(n->sync, p);
+}
+
+static void on_ingest_done(void *arg, ingest_job_t *job)
+{
+	tnode_t *n = arg;
+	n->jobs_done++;
+	if (n->relay) {
+		peer_t *p = job->peer ? net_peer_by_serial(n->net, job->peer) : NULL;
+		if (p && p->state == PEER_CLOSING)
+			p = NULL;
+		int catchup = relay_job_done(n->relay, job, p);
+		if (job->rc == 0 && job->kind == INGEST_EVENT && job->outcome == STORE_STORED) {
+			sync_event_stored(n->sync, job->created_us, job->id);
+			if (job->is_record_created && p && catchup)
+				sync_bundle_wanted(n->sync, p, job->subject);
+		}
+	}
+	ingest_job_free(job);
+}
+
+/* ---- setup ------------------------------------------------------------------------- */
+
+int tnode_init(tnode_t *n, const char *name, const pith_trust_t *trust,
+	       void (*tweak)(node_config_t *))
+{
+	memset(n, 0, sizeof(*n));
+	config_defaults(&n->cfg);
+	if (tweak)
+		tweak(&n->cfg);
+	n->dir = stu_tmpdir(name);
+	snprintf(n->cfg.data_dir, sizeof(n->cfg.data_dir), "%s", n->dir);
+	randombytes_buf(n->pk, sizeof(n->pk));
+	n->trust = trust;
+	if (!trust)
+		return 0;
+	char path[CONFIG_STR_MAX + 16];
+	snprintf(path, sizeof(path), "%s/store", n->dir);
+	n->store = stu_open_store(path, trust);
+	return n->store ? 0 : -1;
+}
+
+int tnode_put(tnode_t *n, const uint8_t *json, size_t len)
+{
+	pith_event_t *ev = NULL;
+	pith_err_t err = {0};
+	store_outcome_t out;
+	int rc = pith_event_parse(json, len, n->trust, &ev, NULL, &err);
+	if (!rc)
+		rc = store_event_put(n->store, ev, &out, &err);
+	if (rc)
+		fprintf(stderr, "tnode_put: %s\n", err.msg);
+	pith_event_free(ev);
+	return rc;
+}
+
+int tnode_start(tnode_t *n)
+{
+	wire_limits_t wlim = wire_limits_default;
+	wlim.max_frame = (size_t)n->cfg.max_frame;
+	wlim.max_buffer = (size_t)n->cfg.max_frame + WIRE_HEADER_LEN + (64u << 10);
+	n->base = event_base_new();
+	if (!n->base)
+		return -1;
+	net_opts_t no = {.cfg = &n->cfg, .pk = n->pk, .wlim = wlim, .stats = &n->stats};
+	peer_events_t pe = {.arg = n, .ready = on_peer_ready, .message = on_peer_message,
+			    .is_answer = on_peer_is_answer, .writable = on_peer_writable,
+			    .gone = on_peer_gone, .freed = on_peer_freed, .ban = on_peer_ban};
+	n->net = net_new(n->base, &no, &pe);
+	n->book = n->net ? addrbook_new(n->net, &n->cfg, &n->stats) : NULL;
+	if (!n->book)
+		return -1;
+	if (!n->store)
+		return 0;
+	n->ingest = ingest_new(n->base, n->trust, n->store, 1, 0, (size_t)n->cfg.max_frame, NULL,
+			       on_ingest_done, n);
+	relay_deps_t rd = {.base = n->base, .net = n->net, .store = n->store, .ingest = n->ingest,
+			   .cfg = &n->cfg, .stats = &n->stats,
+			   .hooks = {.arg = n, .feed = on_relay_feed}};
+	n->relay = n->ingest ? relay_new(&rd) : NULL;
+	if (!n->relay)
+		return -1;
+	sync_deps_t sd = {.net = n->net, .relay = n->relay, .book = n->book, .store = n->store,
+			  .ingest = n->ingest, .cfg = &n->cfg, .stats = &n->stats};
+	pith_err_t err = {0};
+	if (sync_new(&sd, &n->sync, &err)) {
+		fprintf(stderr, "sync_new: %s\n", err.msg);
+		return -1;
+	}
+	net_set_hello(n->net, 7411, sync_features(n->sync), NULL);
+	return 0;
+}
+
+void tnode_stop(tnode_t *n)
+{
+	relay_t *relay = n->relay;
+	n->relay = NULL; /* jobs handed back now are only freed (node.c: shutting down) */
+	ingest_free(n->ingest);
+	n->relay = relay;
+	if (n->net) {
+		net_set_shutting_down(n->net);
+		for (peer_t *p = net_peers(n->net); p; p = p->next)
+			if (p->state != PEER_CLOSING)
+				peer_close(p, 0, "node stopped");
+		net_reap(n->net, 1);
+	}
+	sync_free(n->sync);
+	relay_free(n->relay);
+	addrbook_free(n->book);
+	net_free(n->net);
+	if (n->base)
+		event_base_free(n->base);
+	store_close(n->store);
+	stu_rmdir_rf(n->dir);
+	n->dir = NULL;
+}
+
+int tnode_run_until(tnode_t *n, int (*cond)(void *), void *arg, int ms)
+{
+	int64_t end = node_now_us() + (int64_t)ms * 1000;
+	for (;;) {
+		event_base_loop(n->base, EVLOOP_ONCE | EVLOOP_NONBLOCK);
+		if (cond && cond(arg))
+			return 1;
+		if (node_now_us() >= end)
+			return cond ? 0 : 1;
+		usleep(500);
+	}
+}
+
+void tnode_id_digest(const char *event_id, uint8_t out[32])
+{
+	/* "sha256:" then 64 hex digits */
+	if (strncmp(event_id, "sha256:", 7) || pith_hex_decode(event_id + 7, 64, out, 32))
+		memset(out, 0, 32);
+}
+
+/* ---- generated events ------------------------------------------------------------------ */
+
+static void tevents_add(tevents_t *e, const char *event_id)
+{
+	tnode_id_digest(event_id, e->id[e->n]);
+	e->n++;
+}
+
+void tevents_make(tevents_t *e, unsigned first, size_t nrec)
+{
+	static const char *const types[] = {"graph_snapshot", "author_attestation", "mirror_hint"};
+	size_t cap = 4 * nrec;
+	e->json = calloc(cap ? cap : 1, sizeof(*e->json));
+	e->id = calloc(cap ? cap : 1, sizeof(*e->id));
+	e->n = 0;
+	if (!e->json || !e->id) {
+		fprintf(stderr, "out of memory\n");
+		exit(1);
+	}
+	for (size_t r = 0; r < nrec; r++) {
+		unsigned rn = first + (unsigned)r;
+		char pith[PITH_NUMBER_LEN + 1], id[PITH_EVENT_ID_LEN + 1], at[32];
+		pith_buf_t rec = PITH_BUF_INIT;
+		tg_record(rn, &rec, pith);
+		pith_buf_release(&rec);
+		if (tg_event(&e->json[e->n], &reg, "record_created", pith, "record",
+			     "2026-01-01T00:00:00Z", NULL, NULL, NULL, 0, (int)rn, id))
+			exit(1);
+		tevents_add(e, id);
+		for (size_t k = 0; k < 3; k++) {
+			snprintf(at, sizeof(at), "2026-0%u-%02uT%02u:%02u:00Z", (unsigned)(2 + k),
+				 1 + rn % 28, (unsigned)(rn % 24), (unsigned)(rn % 60));
+			if (tg_event(&e->json[e->n], k == 1 ? &op : &reg, types[k], pith, "t", at,
+				     "{\"n\":1}", NULL, NULL, 0, -1, id))
+				exit(1);
+			tevents_add(e, id);
+		}
+	}
+}
+
+void tevents_free(tevents_t *e)
+{
+	for (size_t i = 0; i < e->n; i++)
+		pith_buf_release(&e->json[i]);
+	free(e->json);
+	free(e->id);
+	memset(e, 0, sizeof(*e));
+}
