@@ -198,7 +198,7 @@ static void node_stop(node_t *n, int sig)
 		event_base_loopbreak(n->base);
 		return;
 	}
-	n->shutting_down = 1;
+	n->shutting_down = n->mesh.stopping = 1;
 	net_set_shutting_down(n->net);
 	log_info("signal %d: shutting down", sig);
 	if (n->listener) {
@@ -221,86 +221,10 @@ static void signal_cb(evutil_socket_t sig, short what, void *arg)
 
 /* ---- the wiring: what each floor tells the ones above ------------------------------ */
 
-/* The connection layer's events (peer_events_t). */
-static void on_peer_ready(void *arg, peer_t *p)
+/* The HTTP side lists the mirrors of the peers (mesh_t's peer_changed). */
+static void on_peer_changed(void *arg, const peer_t *p)
 {
-	node_t *n = arg;
-	if (relay_peer_attach(n->relay, p)) {
-		peer_close(p, 0, "out of memory");
-		return;
-	}
-	addrbook_peer_ready(n->book, p);
-	if (p->state != PEER_READY)
-		return;
-	if (!sync_peer_ready(n->sync, p)) /* catch-up through reconciliation, */
-		relay_inv_start(n->relay, p); /* or else the INV listing */
-	node_http_peer_changed(n, p);
-}
-
-static void on_peer_message(void *arg, peer_t *p, const wire_msg_t *m)
-{
-	node_t *n = arg;
-	switch (m->type) {
-	case WIRE_PEERS_REQ:
-		pex_on_request(n->book, p);
-		return;
-	case WIRE_PEERS:
-		pex_on_peers(n->book, p, m);
-		return;
-	case WIRE_RECON:
-	case WIRE_RECON_BUNDLES:
-		sync_on_recon(n->sync, p, m);
-		return;
-	default:
-		if (!relay_on_message(n->relay, p, m)) {
-			static log_rl_t rl;
-			log_rl(&rl, LOG_WARN, "peer %s: unexpected %s", p->addr,
-			       wire_type_name(m->type));
-		}
-		return;
-	}
-}
-
-static int on_peer_is_answer(void *arg, const peer_t *p, const wire_msg_t *m)
-{
-	(void)arg;
-	return relay_is_answer(p, m);
-}
-
-static void on_peer_writable(void *arg, peer_t *p)
-{
-	node_t *n = arg;
-	relay_peer_writable(n->relay, p);
-}
-
-static void on_peer_gone(void *arg, peer_t *p, int was_ready)
-{
-	node_t *n = arg;
-	sync_peer_gone(n->sync, p);
-	relay_peer_gone(n->relay, p);
-	if (was_ready)
-		node_http_peer_changed(n, p);
-}
-
-static void on_peer_freed(void *arg, peer_t *p)
-{
-	node_t *n = arg;
-	addrbook_peer_freed(n->book, p);
-	sync_peer_free(n->sync, p);
-	relay_peer_detach(n->relay, p);
-}
-
-static void on_peer_ban(void *arg, const peer_t *p, const char *what)
-{
-	node_t *n = arg;
-	ban_add(n->book, (const struct sockaddr *)&p->sa, what);
-}
-
-/* The relay's feed hook: reconciliation tops up the fetch queue. */
-static void on_relay_feed(void *arg, peer_t *p)
-{
-	node_t *n = arg;
-	sync_peer_feed(n->sync, p);
+	node_http_peer_changed(arg, p);
 }
 
 /* Answers to control requests that waited (`sync`, `connect` of a name). */
@@ -311,31 +235,13 @@ static void on_control_reply(void *arg, uint64_t serial, const char *json, size_
 		control_reply(n->control, serial, json, len);
 }
 
-/* An ingest job is back on the loop: the relay's bookkeeping, the
- * reconciliation sets, then whoever submitted it (HTTP, control). */
+/* An ingest job is back on the loop: the protocol's part (mesh.c: the
+ * relay's bookkeeping, the reconciliation sets), then whoever submitted
+ * it (HTTP, control). */
 static void on_ingest_done(void *arg, ingest_job_t *job)
 {
 	node_t *n = arg;
-	if (!n->shutting_down) {
-		peer_t *p = job->peer ? net_peer_by_serial(n->net, job->peer) : NULL;
-		if (p && p->state == PEER_CLOSING)
-			p = NULL;
-		int catchup = relay_job_done(n->relay, job, p);
-		if (job->rc == 0 && job->kind == INGEST_EVENT && job->outcome == STORE_STORED) {
-			sync_event_stored(n->sync, job->created_us, job->id);
-			/* live bundles travel by BUNDLE_ANNOUNCE; a node catching up
-			 * may have missed one, so it asks */
-			if (job->is_record_created && p && catchup)
-				sync_bundle_wanted(n->sync, p, job->subject);
-		} else if (job->rc == 0 && job->kind == INGEST_BUNDLE) {
-			if (job->bundle_outcome == STORE_BUNDLE_NEWER)
-				sync_bundle_stored(n->sync, job->built_us, job->sha, job->bundle_replaced,
-						   job->old_built_us, job->old_sha);
-			for (size_t i = 0; i < job->n_event_ids; i++)
-				sync_event_stored(n->sync, job->event_created_us[i],
-						  job->event_ids + 32 * i);
-		}
-	}
+	mesh_job_done(&n->mesh, job);
 	if (n->http)
 		http_job_done(n->http, job);
 	if (job->ctl && n->control)
@@ -438,12 +344,11 @@ int node_new(node_config_t *cfg, node_t **out, pith_err_t *err)
 	 * pipeline, the relay, reconciliation; each told of the others'
 	 * events through the functions above */
 	net_opts_t no = {.cfg = cfg, .pk = n->pk, .sk = n->sk, .wlim = n->wlim, .stats = &n->stats};
-	peer_events_t pe = {.arg = n, .ready = on_peer_ready, .message = on_peer_message,
-			    .is_answer = on_peer_is_answer, .writable = on_peer_writable,
-			    .gone = on_peer_gone, .freed = on_peer_freed, .ban = on_peer_ban};
-	n->net = net_new(n->base, &no, &pe);
+	n->mesh = (mesh_t){.peer_changed = on_peer_changed, .arg = n};
+	peer_events_t pe = mesh_peer_events(&n->mesh);
+	n->net = n->mesh.net = net_new(n->base, &no, &pe);
 	n->resolver = resolver_new(n->base, NULL);
-	n->book = n->net ? addrbook_new(n->net, cfg, &n->stats) : NULL;
+	n->book = n->mesh.book = n->net ? addrbook_new(n->net, cfg, &n->stats) : NULL;
 	if (!n->net || !n->book || !n->resolver) {
 		rc = pith_err_set(err, PITH_ENOMEM, "out of memory");
 		goto fail;
@@ -458,8 +363,8 @@ int node_new(node_config_t *cfg, node_t **out, pith_err_t *err)
 	}
 	relay_deps_t rd = {.base = n->base, .net = n->net, .store = n->store, .ingest = n->ingest,
 			   .cfg = cfg, .stats = &n->stats,
-			   .hooks = {.arg = n, .feed = on_relay_feed}};
-	n->relay = relay_new(&rd);
+			   .hooks = mesh_relay_hooks(&n->mesh)};
+	n->relay = n->mesh.relay = relay_new(&rd);
 	if (!n->relay) {
 		rc = pith_err_set(err, PITH_ENOMEM, "out of memory");
 		goto fail;
@@ -470,6 +375,7 @@ int node_new(node_config_t *cfg, node_t **out, pith_err_t *err)
 			  .reply = on_control_reply, .reply_arg = n};
 	if ((rc = sync_new(&sd, &n->sync, err)))
 		goto fail;
+	n->mesh.sync = n->sync;
 	if ((rc = listen_start(n, err)))
 		goto fail;
 	n->control = node_control_new(n);
@@ -520,7 +426,7 @@ void node_free_(node_t *n)
 {
 	if (!n)
 		return;
-	n->shutting_down = 1;
+	n->shutting_down = n->mesh.stopping = 1;
 	if (n->net)
 		net_set_shutting_down(n->net);
 	control_free(n->control);

@@ -16,6 +16,7 @@
 #include "config.h"
 #include "control.h"
 #include "idmap.h"
+#include "mesh.h"
 #include "ingest.h"
 #include "peer.h"
 #include "relay.h"
@@ -42,6 +43,7 @@ struct node {
 	pith_trust_t *trust;
 	ingest_t *ingest;
 	resolver_t *resolver;       /* HOST:PORT names off the loop (resolve.c) */
+	mesh_t mesh;                /* the protocol floor's wiring (mesh.c) */
 	net_t *net;                 /* the connections (peer.c) */
 	addrbook_t *book;           /* addresses and bans (addrbook.c) */
 	relay_t *relay;             /* announce, fetch, serve (relay.c) */

@@ -46,104 +46,13 @@ void tnode_global_free(void)
 	test_trust = NULL;
 }
 
-/* ---- the wiring (node.c) ------------------------------------------------------- */
-
-static void on_peer_ready(void *arg, peer_t *p)
-{
-	tnode_t *n = arg;
-	if (n->relay && relay_peer_attach(n->relay, p)) {
-		peer_close(p, 0, "out of memory");
-		return;
-	}
-	addrbook_peer_ready(n->book, p);
-	if (p->state != PEER_READY || !n->relay)
-		return;
-	if (!sync_peer_ready(n->sync, p))
-		relay_inv_start(n->relay, p);
-}
-
-static void on_peer_message(void *arg, peer_t *p, const wire_msg_t *m)
-{
-	tnode_t *n = arg;
-	switch (m->type) {
-	case WIRE_PEERS_REQ:
-		pex_on_request(n->book, p);
-		return;
-	case WIRE_PEERS:
-		pex_on_peers(n->book, p, m);
-		return;
-	case WIRE_RECON:
-	case WIRE_RECON_BUNDLES:
-		if (n->sync)
-			sync_on_recon(n->sync, p, m);
-		return;
-	default:
-		if (n->relay)
-			relay_on_message(n->relay, p, m);
-		return;
-	}
-}
-
-static int on_peer_is_answer(void *arg, const peer_t *p, const wire_msg_t *m)
-{
-	(void)arg;
-	return relay_is_answer(p, m);
-}
-
-static void on_peer_writable(void *arg, peer_t *p)
-{
-	tnode_t *n = arg;
-	if (n->relay)
-		relay_peer_writable(n->relay, p);
-}
-
-static void on_peer_gone(void *arg, peer_t *p, int was_ready)
-{
-	(void)was_ready;
-	tnode_t *n = arg;
-	if (n->sync)
-		sync_peer_gone(n->sync, p);
-	if (n->relay)
-		relay_peer_gone(n->relay, p);
-}
-
-static void on_peer_freed(void *arg, peer_t *p)
-{
-	tnode_t *n = arg;
-	addrbook_peer_freed(n->book, p);
-	if (n->sync)
-		sync_peer_free(n->sync, p);
-	if (n->relay)
-		relay_peer_detach(n->relay, p);
-}
-
-static void on_peer_ban(void *arg, const peer_t *p, const char *what)
-{
-	tnode_t *n = arg;
-	ban_add(n->book, (const struct sockaddr *)&p->sa, what);
-}
-
-static void on_relay_feed(void *arg, peer_t *p)
-{
-	tnode_t *n = arg;
-	sync_peer_feed(n->sync, p);
-}
+/* ---- the wiring: node/mesh.c, as node.c uses it ------------------------------------ */
 
 static void on_ingest_done(void *arg, ingest_job_t *job)
 {
 	tnode_t *n = arg;
 	n->jobs_done++;
-	if (n->relay) {
-		peer_t *p = job->peer ? net_peer_by_serial(n->net, job->peer) : NULL;
-		if (p && p->state == PEER_CLOSING)
-			p = NULL;
-		int catchup = relay_job_done(n->relay, job, p);
-		if (job->rc == 0 && job->kind == INGEST_EVENT && job->outcome == STORE_STORED) {
-			sync_event_stored(n->sync, job->created_us, job->id);
-			if (job->is_record_created && p && catchup)
-				sync_bundle_wanted(n->sync, p, job->subject);
-		}
-	}
+	mesh_job_done(&n->mesh, job);
 	ingest_job_free(job);
 }
 
@@ -191,11 +100,9 @@ int tnode_start(tnode_t *n)
 	if (!n->base)
 		return -1;
 	net_opts_t no = {.cfg = &n->cfg, .pk = n->pk, .wlim = wlim, .stats = &n->stats};
-	peer_events_t pe = {.arg = n, .ready = on_peer_ready, .message = on_peer_message,
-			    .is_answer = on_peer_is_answer, .writable = on_peer_writable,
-			    .gone = on_peer_gone, .freed = on_peer_freed, .ban = on_peer_ban};
-	n->net = net_new(n->base, &no, &pe);
-	n->book = n->net ? addrbook_new(n->net, &n->cfg, &n->stats) : NULL;
+	peer_events_t pe = mesh_peer_events(&n->mesh);
+	n->net = n->mesh.net = net_new(n->base, &no, &pe);
+	n->book = n->mesh.book = n->net ? addrbook_new(n->net, &n->cfg, &n->stats) : NULL;
 	if (!n->book)
 		return -1;
 	if (!n->store)
@@ -204,8 +111,8 @@ int tnode_start(tnode_t *n)
 			       on_ingest_done, n);
 	relay_deps_t rd = {.base = n->base, .net = n->net, .store = n->store, .ingest = n->ingest,
 			   .cfg = &n->cfg, .stats = &n->stats,
-			   .hooks = {.arg = n, .feed = on_relay_feed}};
-	n->relay = n->ingest ? relay_new(&rd) : NULL;
+			   .hooks = mesh_relay_hooks(&n->mesh)};
+	n->relay = n->mesh.relay = n->ingest ? relay_new(&rd) : NULL;
 	if (!n->relay)
 		return -1;
 	sync_deps_t sd = {.net = n->net, .relay = n->relay, .book = n->book, .store = n->store,
@@ -215,16 +122,15 @@ int tnode_start(tnode_t *n)
 		fprintf(stderr, "sync_new: %s\n", err.msg);
 		return -1;
 	}
+	n->mesh.sync = n->sync;
 	net_set_hello(n->net, 7411, sync_features(n->sync), NULL);
 	return 0;
 }
 
 void tnode_stop(tnode_t *n)
 {
-	relay_t *relay = n->relay;
-	n->relay = NULL; /* jobs handed back now are only freed (node.c: shutting down) */
+	n->mesh.stopping = 1; /* jobs handed back now are only freed, as in node.c */
 	ingest_free(n->ingest);
-	n->relay = relay;
 	if (n->net) {
 		net_set_shutting_down(n->net);
 		for (peer_t *p = net_peers(n->net); p; p = p->next)

@@ -1,7 +1,7 @@
 /* A node for unit tests: the protocol floors (address book, ingest
  * pipeline, relay, reconciliation) over the fake transport
- * (tests/fake_net.h), wired as node/node.c wires them (its on_peer_* and
- * on_ingest_done), with a real store in a temporary directory. No
+ * (tests/fake_net.h), wired by node/mesh.c as node/node.c wires them,
+ * with a real store in a temporary directory. No
  * sockets, no HTTP, no control socket.
  *
  *   tnode_t a;
@@ -23,6 +23,7 @@
 #include "addrbook.h"
 #include "fake_net.h"
 #include "ingest.h"
+#include "mesh.h"
 #include "relay.h"
 #include "store.h"
 #include "sync.h"
@@ -37,6 +38,7 @@ typedef struct tnode {
 	const pith_trust_t *trust;
 	store_t *store;
 	struct event_base *base;
+	mesh_t mesh;               /* the wiring (node/mesh.c) */
 	net_t *net;
 	addrbook_t *book;
 	ingest_t *ingest;
