@@ -470,6 +470,14 @@ int fake_deliver(peer_t *p, const wire_msg_t *m)
 	return rc;
 }
 
+int fake_deliver_ids(peer_t *p, wire_type_t type, const uint8_t (*ids)[32], size_t n)
+{
+	wire_msg_t m = {.type = type};
+	m.u.ids.ids = (const uint8_t *)ids;
+	m.u.ids.n = n;
+	return fake_deliver(p, &m);
+}
+
 /* ---- reading back -------------------------------------------------------------------- */
 
 size_t fake_sent_count(const peer_t *p)
@@ -537,6 +545,58 @@ size_t fake_sent_has_id(const peer_t *p, wire_type_t t, const uint8_t id[32])
 		const uint8_t *ids = msg_ids(&m, &n);
 		for (size_t j = 0; j < n; j++)
 			if (!memcmp(ids + 32 * j, id, 32)) {
+				k++;
+				break;
+			}
+	}
+	return k;
+}
+
+/* The bundle refs m names (see fake_sent_refs); n 0 for other types.
+ * one: room for the ref of a BUNDLE. */
+static const wire_bundle_ref_t *msg_refs(const wire_msg_t *m, size_t *n, wire_bundle_ref_t *one)
+{
+	switch (m->type) {
+	case WIRE_BUNDLE_ANNOUNCE:
+	case WIRE_BUNDLE_GET:
+		*n = m->u.bundles.n;
+		return m->u.bundles.refs;
+	case WIRE_BUNDLE:
+		memset(one, 0, sizeof(*one));
+		snprintf(one->pith_number, sizeof(one->pith_number), "%s", m->u.bundle.pith_number);
+		*n = 1;
+		return one;
+	default:
+		*n = 0;
+		return NULL;
+	}
+}
+
+size_t fake_sent_refs(const peer_t *p, wire_type_t t)
+{
+	size_t k = 0, n;
+	wire_msg_t m;
+	wire_bundle_ref_t one;
+	for (size_t i = 0; i < fake_sent_count(p); i++)
+		if (fake_sent_get(p, i, &m) == 0 && m.type == t && msg_refs(&m, &n, &one))
+			k += n;
+	return k;
+}
+
+size_t fake_sent_has_pith(const peer_t *p, wire_type_t t, const char *pith,
+			  wire_bundle_ref_t *ref)
+{
+	size_t k = 0, n;
+	wire_msg_t m;
+	wire_bundle_ref_t one;
+	for (size_t i = 0; i < fake_sent_count(p); i++) {
+		if (fake_sent_get(p, i, &m) || m.type != t)
+			continue;
+		const wire_bundle_ref_t *refs = msg_refs(&m, &n, &one);
+		for (size_t j = 0; j < n; j++)
+			if (!strcmp(refs[j].pith_number, pith)) {
+				if (ref)
+					*ref = refs[j];
 				k++;
 				break;
 			}

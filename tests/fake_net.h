@@ -66,6 +66,9 @@ peer_t *fake_peer_new(net_t *net, int outbound, const char *addr, const uint8_t 
  * send). 0, or the encoder's or decoder's error (then nothing happens). */
 int fake_deliver(peer_t *p, const wire_msg_t *m);
 
+/* fake_deliver of an ANNOUNCE, GET or NOTFOUND (type) of n ids. */
+int fake_deliver_ids(peer_t *p, wire_type_t type, const uint8_t (*ids)[32], size_t n);
+
 /* What peer_out_len(p) says from now on. */
 void fake_set_out_len(peer_t *p, size_t n);
 
@@ -83,6 +86,14 @@ size_t fake_sent_count_type(const peer_t *p, wire_type_t t);
 size_t fake_sent_ids(const peer_t *p, wire_type_t t);
 /* How many messages of type t sent to p name id (as above). */
 size_t fake_sent_has_id(const peer_t *p, wire_type_t t, const uint8_t id[32]);
+/* Bundle refs in messages of type t sent to p (BUNDLE_ANNOUNCE and
+ * BUNDLE_GET: their refs; BUNDLE: one each). */
+size_t fake_sent_refs(const peer_t *p, wire_type_t t);
+/* How many messages of type t sent to p name the record pith (as above);
+ * the last such ref is copied to ref if not NULL (BUNDLE: its pith number
+ * only). */
+size_t fake_sent_has_pith(const peer_t *p, wire_type_t t, const char *pith,
+			  wire_bundle_ref_t *ref);
 void fake_sent_clear(peer_t *p);
 
 /* Bytes given back through peer_refund_bytes, and how many calls. */

@@ -22,26 +22,15 @@ static void rand_ids(uint8_t (*ids)[32], size_t n)
 }
 
 /* A started node whose settings tweak changed (NULL: defaults), and np
- * inbound ready peers (np at most 4). */
+ * inbound ready peers. */
 static void setup(tnode_t *n, void (*tweak)(node_config_t *), peer_t **ps, size_t np)
 {
-	static const char *const addrs[] = {"10.0.0.2:50001", "10.0.0.3:50002", "10.0.0.4:50003",
-					    "10.0.0.5:50004"};
-	CHECK_INT_EQ(tnode_init(n, "test_relay", tnode_trust(), tweak), 0);
-	CHECK_INT_EQ(tnode_start(n), 0);
-	for (size_t i = 0; i < np; i++) {
-		ps[i] = fake_peer_new(n->net, 0, addrs[i], NULL, FEAT);
-		CHECK(ps[i] && ps[i]->state == PEER_READY && ps[i]->relay);
-		fake_sent_clear(ps[i]); /* the PEERS_REQ of the handshake */
-	}
+	CHECK_INT_EQ(tnode_start_peers(n, "test_relay", tweak, FEAT, ps, np), 0);
 }
 
 static void deliver_ids(peer_t *p, wire_type_t type, const uint8_t (*ids)[32], size_t n)
 {
-	wire_msg_t m = {.type = type};
-	m.u.ids.ids = (const uint8_t *)ids;
-	m.u.ids.n = n;
-	CHECK_INT_EQ(fake_deliver(p, &m), 0);
+	CHECK_INT_EQ(fake_deliver_ids(p, type, ids, n), 0);
 }
 
 static void deliver_event(peer_t *p, const uint8_t id[32], const pith_buf_t *json)

@@ -11,11 +11,12 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "bundle.h"
 #include "idmap.h"
 #include "log.h"
 #include "store_test_util.h"
 
-static tg_key_t reg, op;
+static tg_key_t reg, op, rogue; /* rogue: a registry key nobody trusts */
 static pith_trust_t *test_trust;
 
 const pith_trust_t *tnode_trust(void)
@@ -33,6 +34,7 @@ void tnode_global_init(void)
 	log_set_level(getenv("TNODE_LOG") ? LOG_DEBUG : LOG_ERROR);
 	tg_key_make(&reg, 1, "test-registry", 1);
 	tg_key_make(&op, 2, "op-one", 0);
+	tg_key_make(&rogue, 3, "rogue-registry", 1);
 	test_trust = pith_trust_new();
 	if (!test_trust || pith_trust_add(test_trust, &reg.key) || pith_trust_add(test_trust, &op.key)) {
 		fprintf(stderr, "cannot make the test trust store\n");
@@ -149,6 +151,22 @@ void tnode_stop(tnode_t *n)
 	n->dir = NULL;
 }
 
+int tnode_start_peers(tnode_t *n, const char *name, void (*tweak)(node_config_t *),
+		      uint64_t features, peer_t **ps, size_t np)
+{
+	if (np > 8 || tnode_init(n, name, tnode_trust(), tweak) || tnode_start(n))
+		return -1;
+	for (size_t i = 0; i < np; i++) {
+		char addr[32];
+		snprintf(addr, sizeof(addr), "10.0.0.%zu:%zu", i + 2, 50001 + i);
+		ps[i] = fake_peer_new(n->net, 0, addr, NULL, features);
+		if (!ps[i] || ps[i]->state != PEER_READY || !ps[i]->relay)
+			return -1;
+		fake_sent_clear(ps[i]);
+	}
+	return 0;
+}
+
 int tnode_run_until(tnode_t *n, int (*cond)(void *), void *arg, int ms)
 {
 	int64_t end = node_now_us() + (int64_t)ms * 1000;
@@ -216,4 +234,56 @@ void tevents_free(tevents_t *e)
 	free(e->json);
 	free(e->id);
 	memset(e, 0, sizeof(*e));
+}
+
+/* ---- generated bundles ------------------------------------------------------------------ */
+
+int tbundle_make(tbundle_t *b, unsigned rn, const char *built_at, int trusted)
+{
+	tevents_t e;
+	pith_event_t *evs[4] = {0};
+	pith_buf_t rec = PITH_BUF_INIT;
+	json_doc_t *d = NULL;
+	pith_err_t err = {0};
+	int rc = -1;
+	memset(b, 0, sizeof(*b));
+	tg_record(rn, &rec, b->pith);
+	pith_buf_release(&rec);
+	tevents_make(&e, rn, 1);
+	memcpy(b->ids, e.id, sizeof(b->ids));
+	for (size_t i = 0; i < e.n; i++)
+		if (pith_event_parse(e.json[i].data, e.json[i].len, test_trust, &evs[i], NULL, &err))
+			goto done;
+	if (tg_bundle(b->pith, evs, e.n, trusted ? &reg : &rogue, test_trust, built_at, &b->json,
+		      &err) ||
+	    json_parse(&d, b->json.data, b->json.len, NULL, &err) ||
+	    pith_bundle_hash(json_doc_root(d), b->sha) || pith_time_parse(built_at, &b->built_us))
+		goto done;
+	rc = 0;
+done:
+	if (rc)
+		fprintf(stderr, "tbundle_make: %s\n", err.msg);
+	json_doc_free(d);
+	for (size_t i = 0; i < e.n; i++)
+		pith_event_free(evs[i]);
+	tevents_free(&e);
+	return rc;
+}
+
+void tbundle_free(tbundle_t *b)
+{
+	pith_buf_release(&b->json);
+}
+
+int tnode_put_bundle(tnode_t *n, const tbundle_t *b)
+{
+	json_doc_t *d = NULL;
+	pith_err_t err = {0};
+	int rc = json_parse(&d, b->json.data, b->json.len, NULL, &err);
+	if (!rc)
+		rc = store_bundle_put(n->store, json_doc_root(d), NULL, NULL, &err);
+	if (rc)
+		fprintf(stderr, "tnode_put_bundle: %s\n", err.msg);
+	json_doc_free(d);
+	return rc;
 }

@@ -64,6 +64,14 @@ int tnode_start(tnode_t *n);
  * removes the directory. */
 void tnode_stop(tnode_t *n);
 
+/* tnode_init with the test trust (tnode_trust) and tweak, tnode_start,
+ * then np inbound peers (np at most 8: 10.0.0.2:50001, 10.0.0.3:50002,
+ * ...) made ready with features into ps, what their handshake sent them
+ * (PEERS_REQ, an INV_REQ) cleared. 0, or -1 if a step failed or a peer
+ * is not ready. */
+int tnode_start_peers(tnode_t *n, const char *name, void (*tweak)(node_config_t *),
+		      uint64_t features, peer_t **ps, size_t np);
+
 /* Runs n's event loop (timers, ingest results) until cond(arg) is true
  * or ms milliseconds have passed; returns cond's last answer. cond NULL:
  * runs for ms. */
@@ -90,5 +98,22 @@ typedef struct tevents {
 /* 4 * nrec events of records first .. first + nrec - 1. */
 void tevents_make(tevents_t *e, unsigned first, size_t nrec);
 void tevents_free(tevents_t *e);
+
+/* A registry bundle of one record, as nodes relay it. */
+typedef struct tbundle {
+	pith_buf_t json;            /* canonical JSON */
+	char pith[PITH_NUMBER_LEN + 1];
+	int64_t built_us;           /* built_at */
+	uint8_t sha[32];            /* bundle_sha256 */
+	uint8_t ids[4][32];         /* its events' ids, record_created first */
+} tbundle_t;
+
+/* The bundle of record rn (the four events tevents_make gives it) built
+ * at built_at, signed by the test registry key, or with trusted 0 by a
+ * registry key the test trust does not hold. 0 or -1. */
+int tbundle_make(tbundle_t *b, unsigned rn, const char *built_at, int trusted);
+void tbundle_free(tbundle_t *b);
+/* Stores b (verified) before or after tnode_start. 0 or negative. */
+int tnode_put_bundle(tnode_t *n, const tbundle_t *b);
 
 #endif
