@@ -90,6 +90,12 @@ static int bundle_judged(void *arg)
 	return n->stats.bundles_stored + n->stats.bundles_older + n->stats.bundles_invalid > 0;
 }
 
+static int stored_two(void *arg)
+{
+	const tnode_t *n = arg;
+	return n->stats.bundles_stored + n->stats.bundles_older + n->stats.bundles_invalid >= 2;
+}
+
 typedef struct wait_pith {
 	peer_t *p;
 	wire_type_t type;
@@ -188,6 +194,36 @@ TEST(bundle_ingested, "a BUNDLE answering a BUNDLE_GET is validated, stored, and
 	CHECK_INT_EQ(fake_sent_count_type(ps[1], WIRE_BUNDLE_GET), 0);
 	tnode_stop(&n);
 	tbundle_free(&b);
+}
+
+TEST(bundle_not_back, "neither a stored bundle nor its events are announced back to the peer it came from, also when fetched in catch-up (relay_bundle_request)")
+{
+	tnode_t n;
+	peer_t *ps[2];
+	tbundle_t b[2];
+	bundle(&b[0], 208, BUILT, 1);
+	bundle(&b[1], 209, BUILT, 1);
+	setup(&n, NULL, FEAT, ps, 2);
+	announce_bundle(ps[0], &b[0]);                    /* announced */
+	CHECK_INT_EQ(relay_bundle_request(ps[0], b[1].pith), 1); /* catch-up */
+	CHECK_INT_EQ(fake_sent_refs(ps[0], WIRE_BUNDLE_GET), 2);
+	for (int i = 0; i < 2; i++)
+		deliver_bundle(ps[0], b[i].pith, &b[i].json);
+	CHECK(tnode_run_until(&n, stored_two, &n, 5000));
+	wait_pith_t w = {ps[1], WIRE_BUNDLE_ANNOUNCE, b[1].pith};
+	CHECK(tnode_run_until(&n, pith_sent, &w, 2000));
+	tnode_run_until(&n, NULL, NULL, 20);
+	for (int i = 0; i < 2; i++) {
+		CHECK_INT_EQ(fake_sent_has_pith(ps[1], WIRE_BUNDLE_ANNOUNCE, b[i].pith, NULL), 1);
+		CHECK_INT_EQ(fake_sent_has_pith(ps[0], WIRE_BUNDLE_ANNOUNCE, b[i].pith, NULL), 0);
+		for (int k = 0; k < 4; k++) {
+			CHECK_INT_EQ(fake_sent_has_id(ps[1], WIRE_ANNOUNCE, b[i].ids[k]), 1);
+			CHECK_INT_EQ(fake_sent_has_id(ps[0], WIRE_ANNOUNCE, b[i].ids[k]), 0);
+		}
+	}
+	tnode_stop(&n);
+	tbundle_free(&b[0]);
+	tbundle_free(&b[1]);
 }
 
 TEST(bundle_unrequested, "a BUNDLE nobody asked for costs SCORE_UNREQUESTED and is not validated")
@@ -620,6 +656,7 @@ int main(void)
 	tevents_make(&evs, 100, 3);
 	RUN(announce_newer);
 	RUN(bundle_ingested);
+	RUN(bundle_not_back);
 	RUN(bundle_unrequested);
 	RUN(bundle_invalid);
 	RUN(bundle_untrusted);
