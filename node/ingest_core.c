@@ -82,6 +82,7 @@ struct ingest_core {
 	uint64_t write_seq;     /* the writer takes that seq next */
 	int stop_validators, stop_writer;
 	int group_failed;       /* a group's commit failed: commit no later one */
+	int writing;            /* the writer is committing */
 	pthread_t *vth;
 	int nv;
 	pthread_t wth;
@@ -343,9 +344,11 @@ static void *writer_main(void *arg)
 		if (g && !whole) {
 			drop_group(jobs, g);
 		} else {
+			c->writing = 1;
 			pthread_mutex_unlock(&c->mu);
 			write_batch(c, jobs, g);
 			pthread_mutex_lock(&c->mu);
+			c->writing = 0;
 		}
 		hand_back(c, jobs);
 	}
@@ -443,8 +446,11 @@ void ingest_core_wait(ingest_core_t *c)
 {
 	pthread_mutex_lock(&c->mu);
 	while (!c->dq.head) {
+		/* not while the writer commits: the commit is the slowest
+		 * stage when records are small (docs/performance.md, issue 13),
+		 * and a third busy thread would take a share of its core */
 		ingest_job_t *js[INGEST_VALIDATE_BATCH];
-		size_t n = take_to_validate(c, js);
+		size_t n = c->writing ? 0 : take_to_validate(c, js);
 		if (n)
 			validate_and_pass(c, js, n);
 		else

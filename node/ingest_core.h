@@ -181,7 +181,8 @@ void ingest_core_submit_group(ingest_core_t *c, ingest_group_t *g, ingest_job_t 
  * order the writer finished them. Returns how many. */
 size_t ingest_core_deliver(ingest_core_t *c);
 /* Waits until a job is ready to deliver, validating queued jobs on the
- * calling thread meanwhile rather than sleeping. */
+ * calling thread meanwhile (while the writer is not committing) rather
+ * than sleeping. */
 void ingest_core_wait(ingest_core_t *c);
 
 /* Jobs submitted and not yet handed back. */
