@@ -7,9 +7,10 @@
  * trust, Ed25519) and compute its canonical bytes, and its writer commits
  * each chunk in input order as one store batch (one atomic, synced
  * WriteBatch) while the next chunks are read and verified. The main thread
- * helps verify when it would otherwise wait, then reports each committed
- * chunk in input order. Nothing is handed to the store before it verified,
- * and a bad line never stops the rest of the file. */
+ * helps verify when it would otherwise wait (but not while the writer
+ * commits), then reports each committed chunk in input order. Nothing is
+ * handed to the store before it verified, and a bad line never stops the
+ * rest of the file. */
 #include "cli_store.h"
 
 #include <errno.h>
@@ -334,7 +335,7 @@ static void chunk_submit(import_t *im, chunk_t *c)
 }
 
 /* Waits until every item of c is back, verifying queued items meanwhile
- * rather than sleeping. */
+ * (ingest_core_wait) rather than sleeping. */
 static void chunk_wait(import_t *im, chunk_t *c)
 {
 	double c0 = thread_cpu();
@@ -520,9 +521,10 @@ static void print_summary(import_t *im, double secs)
 		       (unsigned long long)im->bundles_newer, (unsigned long long)im->bundles_older);
 	printf("time       %.2f s, %.0f events/s\n", secs, rate);
 	if (getenv("PITH_IMPORT_PROFILE")) {
+		/* the pipeline's threads (validators, writer) and RocksDB's */
 		double main_cpu = thread_cpu(), all = cpu_seconds(CLOCK_PROCESS_CPUTIME_ID);
 		fprintf(stderr, "CPU seconds: main thread %.3f (verifying while waiting %.3f), "
-			"validators and writer %.3f, process %.3f\n", main_cpu, im->cpu_wait,
+			"other threads %.3f, process %.3f\n", main_cpu, im->cpu_wait,
 			all - main_cpu, all);
 	}
 }
