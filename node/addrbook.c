@@ -210,7 +210,7 @@ int addrbook_add_hostport_for(addrbook_t *ab, const char *hostport, int pinned, 
 	resolve_addr_t now;
 	char host[256];
 	uint16_t port;
-	if (resolve_split_hostport(hostport, host, &port, 0))
+	if (config_split_hostport(hostport, host, &port, 0))
 		return pith_err_set(err, PITH_EINVAL, "'%s' is not HOST:PORT", hostport);
 	if (!ab->res) { /* numeric only */
 		if (resolve_numeric(hostport, &now))

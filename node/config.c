@@ -8,7 +8,6 @@
 #include <string.h>
 
 #include "log.h"
-#include "resolve.h"
 #include "wire.h"
 
 typedef enum { K_STR, K_INT, K_LIST, K_ADDR, K_LEVEL, K_NETID } kind_t;
@@ -81,7 +80,32 @@ static const key_t_ *key_find(const char *name)
 
 int config_split_hostport(const char *s, char host[static 256], uint16_t *port, int allow_zero)
 {
-	return resolve_split_hostport(s, host, port, allow_zero);
+	const char *colon;
+	size_t hl;
+	if (s[0] == '[') {
+		const char *rb = strchr(s, ']');
+		if (!rb || rb[1] != ':')
+			return PITH_EINVAL;
+		hl = (size_t)(rb - s - 1);
+		memcpy(host, s + 1, hl < 255 ? hl : 255);
+		colon = rb + 1;
+	} else {
+		colon = strrchr(s, ':');
+		if (!colon)
+			return PITH_EINVAL;
+		hl = (size_t)(colon - s);
+		memcpy(host, s, hl < 255 ? hl : 255);
+	}
+	if (hl == 0 || hl > 255)
+		return PITH_EINVAL;
+	host[hl] = 0;
+	char *end;
+	errno = 0;
+	long p = strtol(colon + 1, &end, 10);
+	if (errno || end == colon + 1 || *end || p < (allow_zero ? 0 : 1) || p > 65535)
+		return PITH_EINVAL;
+	*port = (uint16_t)p;
+	return 0;
 }
 
 int config_set(node_config_t *c, const char *name, const char *value, int from_flag,

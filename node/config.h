@@ -87,9 +87,11 @@ int config_finish(node_config_t *c, pith_err_t *err);
 /* Prints every key with its default and meaning. */
 void config_usage(void *file);
 
-/* Splits "HOST:PORT" or "[V6]:PORT". 0 or PITH_EINVAL. The same as
- * resolve_split_hostport (resolve.h), the one implementation; kept for the
- * callers that name it, until they switch. */
+/* Splits "HOST:PORT" or "[V6]:PORT" into host (NUL-terminated, at most 255
+ * bytes, without the brackets) and *port: the one place that does
+ * (resolve.h turns the host into an address). A port of 0 is refused
+ * unless allow_zero (a listen address). Does no lookup. Returns 0 or
+ * PITH_EINVAL (and sets no message: each caller words its own). */
 int config_split_hostport(const char *s, char host[static 256], uint16_t *port, int allow_zero);
 
 #endif

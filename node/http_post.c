@@ -231,7 +231,7 @@ int http_job_done(http_t *h, const ingest_job_t *job)
 	it->done = 1;
 	it->rc = job->rc;
 	it->reason = job->reason;
-	snprintf(it->msg, sizeof(it->msg), "%s", job->msg);
+	snprintf(it->msg, sizeof(it->msg), "%.*s", (int)sizeof(it->msg) - 1, job->msg);
 	it->outcome = job->outcome;
 	if (job->rc == 0 || (job->reason && !strcmp(job->reason, "store"))) {
 		memcpy(it->id, job->id, 32);

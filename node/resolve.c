@@ -15,6 +15,8 @@
 #define _GNU_SOURCE
 #include "resolve.h"
 
+#include "config.h"
+
 #include <errno.h>
 #include <event2/event.h>
 #include <fcntl.h>
@@ -67,38 +69,6 @@ struct resolver {
 	int dispatching;  /* in on_wake's callbacks */
 	int free_pending; /* resolver_free was called from a callback */
 };
-
-/* ---- HOST:PORT ---------------------------------------------------------- */
-
-int resolve_split_hostport(const char *s, char host[static 256], uint16_t *port, int allow_zero)
-{
-	const char *colon;
-	size_t hl;
-	if (s[0] == '[') {
-		const char *rb = strchr(s, ']');
-		if (!rb || rb[1] != ':')
-			return PITH_EINVAL;
-		hl = (size_t)(rb - s - 1);
-		memcpy(host, s + 1, hl < 255 ? hl : 255);
-		colon = rb + 1;
-	} else {
-		colon = strrchr(s, ':');
-		if (!colon)
-			return PITH_EINVAL;
-		hl = (size_t)(colon - s);
-		memcpy(host, s, hl < 255 ? hl : 255);
-	}
-	if (hl == 0 || hl > 255)
-		return PITH_EINVAL;
-	host[hl] = 0;
-	char *end;
-	errno = 0;
-	long p = strtol(colon + 1, &end, 10);
-	if (errno || end == colon + 1 || *end || p < (allow_zero ? 0 : 1) || p > 65535)
-		return PITH_EINVAL;
-	*port = (uint16_t)p;
-	return 0;
-}
 
 /* The first IPv4 address of res, else its first: loopback meshes and most
  * peers listen on IPv4, and that is what addrbook_add_hostport picked. */
@@ -364,7 +334,7 @@ int resolve_numeric(const char *hostport, resolve_addr_t *out)
 {
 	char host[256], port[8];
 	uint16_t pnum;
-	if (resolve_split_hostport(hostport, host, &pnum, 0))
+	if (config_split_hostport(hostport, host, &pnum, 0))
 		return PITH_EINVAL;
 	snprintf(port, sizeof(port), "%u", pnum);
 	return lookup(getaddrinfo, host, port, 1, out) ? PITH_EINVAL : 0;
@@ -376,7 +346,7 @@ int resolve_hostport(resolver_t *r, const char *hostport, resolve_addr_t *now, r
 	char host[256], port[8];
 	uint16_t pnum;
 	*req = NULL;
-	if (resolve_split_hostport(hostport, host, &pnum, 0))
+	if (config_split_hostport(hostport, host, &pnum, 0))
 		return pith_err_set(err, PITH_EINVAL, "'%s' is not HOST:PORT", hostport);
 	snprintf(port, sizeof(port), "%u", pnum);
 	/* numeric: getaddrinfo parses it and does no I/O */

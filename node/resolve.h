@@ -83,16 +83,10 @@ void resolver_free_(resolver_t *r);
 		(r) = NULL;                                                                        \
 	} while (0)
 
-/* Splits "HOST:PORT" or "[V6]:PORT" into host (NUL-terminated, at most 255
- * bytes, without the brackets) and *port. A port of 0 is refused unless
- * allow_zero (a listen address). Does no lookup. Returns 0 or PITH_EINVAL
- * (and sets no message: each caller words its own). */
-int resolve_split_hostport(const char *s, char host[static 256], uint16_t *port, int allow_zero);
-
 /* The answer to resolve_hostport when it came at once. */
 #define RESOLVE_DONE 1
 
-/* Resolves hostport (see resolve_split_hostport; port 0 refused), preferring
+/* Resolves hostport (see config_split_hostport (config.h); port 0 refused), preferring
  * the first IPv4 address getaddrinfo gives, else its first address.
  *   - RESOLVE_DONE: hostport was numeric; *now holds the address, cb is
  *     never called, *req is set to NULL.
@@ -108,7 +102,7 @@ int resolve_split_hostport(const char *s, char host[static 256], uint16_t *port,
  *       PITH_ENOMEM, or PITH_EIO (no thread could be started).
  * The messages are those addrbook_add_hostport and sync's resolve give. A
  * caller that words the syntax error otherwise (sync: "neither a node id
- * nor HOST:PORT") checks with resolve_split_hostport first. */
+ * nor HOST:PORT") checks with config_split_hostport (config.h) first. */
 int resolve_hostport(resolver_t *r, const char *hostport, resolve_addr_t *now, resolve_cb cb,
                      void *arg, resolve_req_t **req, pith_err_t *err);
 

@@ -147,7 +147,7 @@ int sync_control_start(sync_t *sy, const char *arg, uint64_t serial, pith_err_t 
 	}
 	char host[256];
 	uint16_t port;
-	if (resolve_split_hostport(arg, host, &port, 0))
+	if (config_split_hostport(arg, host, &port, 0))
 		return pith_err_set(err, PITH_EINVAL, "'%s' is neither a node id nor HOST:PORT", arg);
 	sync_lookup_t *lk = NULL;
 	for (size_t i = 0; i < SYNC_LOOKUPS_MAX && !lk; i++)

@@ -39,6 +39,7 @@ MODULES = {
     "relay": ["relay.c", "relay_bundle.c", "relay_inv.c"],
     "sync": ["sync.c", "sync_ctl.c"],
     "node": ["node.c", "node_ctl.c", "node_http.c"],
+    "ingest": ["ingest.c", "ingest_core.c", "ingest_validate.c"],
     "http": ["http.c", "http_conn.c", "http_uri.c", "http_doc.c", "http_views.c",
              "http_page.c", "http_post.c"],
 }
@@ -59,7 +60,9 @@ def object_files(build):
             src = os.path.relpath(o, d)[:-2]  # "addrbook.c.o" -> "addrbook.c"
             # an object whose source is gone is left over from an older build
             if src.endswith((".c", ".cc", ".cpp")) and os.path.exists(os.path.join(NODE_DIR, src)):
-                objs.setdefault(src, o)
+                # built into two targets, or moved between them: the newest
+                if src not in objs or os.path.getmtime(o) > os.path.getmtime(objs[src]):
+                    objs[src] = o
     return objs
 
 

@@ -17,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "config.h"
 #include "resolve.h"
 #include "test_util.h"
 
@@ -168,16 +169,16 @@ TEST(splits_hostport, "splits HOST:PORT, [V6]:PORT and NAME:PORT, and refuses th
 {
 	char host[256];
 	uint16_t port = 0;
-	CHECK_INT_EQ(resolve_split_hostport("1.2.3.4:9000", host, &port, 0), 0);
+	CHECK_INT_EQ(config_split_hostport("1.2.3.4:9000", host, &port, 0), 0);
 	CHECK_STR_EQ(host, "1.2.3.4");
 	CHECK_INT_EQ(port, 9000);
-	CHECK_INT_EQ(resolve_split_hostport("[2001:db8::1]:1", host, &port, 0), 0);
+	CHECK_INT_EQ(config_split_hostport("[2001:db8::1]:1", host, &port, 0), 0);
 	CHECK_STR_EQ(host, "2001:db8::1");
 	CHECK_INT_EQ(port, 1);
-	CHECK_INT_EQ(resolve_split_hostport("mirror.example:65535", host, &port, 0), 0);
+	CHECK_INT_EQ(config_split_hostport("mirror.example:65535", host, &port, 0), 0);
 	CHECK_STR_EQ(host, "mirror.example");
 	CHECK_INT_EQ(port, 65535);
-	CHECK_INT_EQ(resolve_split_hostport("0.0.0.0:0", host, &port, 1), 0);
+	CHECK_INT_EQ(config_split_hostport("0.0.0.0:0", host, &port, 1), 0);
 	CHECK_INT_EQ(port, 0);
 	const char *bad[] = {"1.2.3.4",
 	                     "1.2.3.4:",
@@ -191,15 +192,15 @@ TEST(splits_hostport, "splits HOST:PORT, [V6]:PORT and NAME:PORT, and refuses th
 	                     "[]:9000",
 	                     ""};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
-		if (resolve_split_hostport(bad[i], host, &port, 0) != PITH_EINVAL)
+		if (config_split_hostport(bad[i], host, &port, 0) != PITH_EINVAL)
 			test_fail_(__FILE__, __LINE__, "'%s' was accepted", bad[i]);
 	char longname[300];
 	memset(longname, 'a', 256);
 	strcpy(longname + 256, ":80");
-	CHECK_INT_EQ(resolve_split_hostport(longname, host, &port, 0), PITH_EINVAL);
+	CHECK_INT_EQ(config_split_hostport(longname, host, &port, 0), PITH_EINVAL);
 	/* as config_split_hostport always did (strtol): a leading blank or
 	 * plus sign in the port passes */
-	CHECK_INT_EQ(resolve_split_hostport("1.2.3.4: +9", host, &port, 0), 0);
+	CHECK_INT_EQ(config_split_hostport("1.2.3.4: +9", host, &port, 0), 0);
 	CHECK_INT_EQ(port, 9);
 }
 

@@ -1,69 +1,53 @@
 /* pithctl import FILE...: bundles, single events and JSON Lines into the
  * store.
  *
- * The main thread reads lines into chunks; a pool of worker threads (one
- * per core) parses and verifies every item of a chunk (JSON, hashes, trust,
- * Ed25519) and computes its canonical bytes; the main thread, while the
- * workers verify the next chunks, commits each verified chunk in input
- * order as one store batch (one atomic, synced WriteBatch) and helps verify
- * when it would otherwise wait. Nothing is handed to the store before it
- * verified, and a bad line never stops the rest of the file. */
-#define _GNU_SOURCE /* memmem */
+ * The main thread reads lines into chunks and hands each chunk to the
+ * ingest pipeline (node/ingest_core.h, the one pithd runs) as one group:
+ * its validators (one per core) parse and verify every item (JSON, hashes,
+ * trust, Ed25519) and compute its canonical bytes, and its writer commits
+ * each chunk in input order as one store batch (one atomic, synced
+ * WriteBatch) while the next chunks are read and verified. The main thread
+ * helps verify when it would otherwise wait (but not while the writer
+ * commits), then reports each committed chunk in input order. Nothing is
+ * handed to the store before it verified, and a bad line never stops the
+ * rest of the file. */
 #include "cli_store.h"
 
 #include <errno.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
-#include "bundle.h"
+#include "ingest_core.h"
 
 #define CHUNK_ITEMS 2048
 #define CHUNK_BYTES (8u << 20)
 #define LINE_MAX_BYTES (64u << 20) /* a bundle on one line may be large */
 #define IN_FLIGHT 3                /* chunks read ahead of the commit */
 #define MAX_WORKERS 16
-#define CLAIM_MAX 16               /* items a verifier takes at once */
 
-typedef enum { IT_PENDING, IT_REJECT, IT_EVENT, IT_BUNDLE } item_kind_t;
+typedef struct chunk chunk_t;
 
 typedef struct item {
+	ingest_job_t job;    /* first: on_done gets &job */
 	size_t off, len;     /* the line, in its chunk's arena */
 	const char *file;
 	size_t line;
 	int oversize;        /* longer than LINE_MAX_BYTES: bytes dropped */
-	item_kind_t kind;
-	pith_event_t *ev;
-	pith_buf_t canon;
-	json_doc_t *bundle;
-	const char *reason;
-	char msg[400];
-	int index;           /* in the store batch */
+	chunk_t *chunk;
 } item_t;
 
-typedef struct chunk {
+struct chunk {
 	item_t *items;
+	ingest_job_t **jobs;  /* &items[i].job, for the pipeline */
 	size_t n, cap;
 	pith_buf_t arena;
-	size_t next, done;   /* claimed / verified items (under the pool lock) */
-	struct chunk *qnext; /* the pool's queue of chunks with unclaimed items */
-} chunk_t;
-
-typedef struct pool {
-	pthread_mutex_t mu;
-	pthread_cond_t work, fin;
-	chunk_t *head, *tail;
-	int stop;
-	const pith_trust_t *trust;
-	pthread_t th[MAX_WORKERS];
-	int nth;
-	double worker_cpu;     /* CPU seconds of the workers that have exited */
-} pool_t;
-
-/* ---- verification (any thread) -------------------------------------------- */
+	ingest_group_t group; /* committed as one batch */
+	size_t back;          /* items the pipeline handed back */
+	chunk_t *next;        /* the list of spare chunks */
+};
 
 static double cpu_seconds(clockid_t clk)
 {
@@ -77,13 +61,6 @@ static double thread_cpu(void)
 	return cpu_seconds(CLOCK_THREAD_CPUTIME_ID);
 }
 
-static void reject(item_t *it, const char *reason, const char *fmt, const char *arg)
-{
-	it->kind = IT_REJECT;
-	it->reason = reason;
-	snprintf(it->msg, sizeof(it->msg), fmt, arg);
-}
-
 /* A JSON failure's reason: "truncated" when the text just ends early,
  * "too_big" over a limit, else "json". */
 static const char *json_reason(int code)
@@ -91,215 +68,19 @@ static const char *json_reason(int code)
 	return code == PITH_ETRUNC ? "truncated" : code == PITH_ETOOBIG ? "too_big" : "json";
 }
 
-static void verify_bundle(item_t *it, const uint8_t *p, const pith_trust_t *trust)
+/* The import's name of a rejection (the node names some differently:
+ * ingest_job_t.reason). */
+static const char *item_reason(const ingest_job_t *j)
 {
-	pith_err_t err = {0};
-	json_doc_t *doc = NULL;
-	int rc = json_parse(&doc, p, it->len, NULL, &err);
-	if (rc) {
-		reject(it, json_reason(rc), "%s", err.msg);
-		return;
+	switch (j->fail) {
+	case INGEST_FAIL_CHECK:
+		return j->check == PITH_CHECK_JSON ? json_reason(j->rc) : pith_event_check_name(j->check);
+	case INGEST_FAIL_JSON: return json_reason(j->rc);
+	case INGEST_FAIL_TOO_BIG: return "too_big";
+	case INGEST_FAIL_BUNDLE: case INGEST_FAIL_UNTRUSTED: return "bundle";
+	case INGEST_FAIL_OOM: return "json"; /* no canonical form */
+	default: return j->reason;
 	}
-	pith_report_t rep = {0};
-	if (pith_doc_kind(json_doc_root(doc)) != PITH_DOC_BUNDLE) {
-		reject(it, "shape", "%s", "neither an event nor a bundle");
-	} else if (pith_bundle_verify(json_doc_root(doc), trust, &rep)) {
-		/* the names of all failed checks, then why the first failed */
-		size_t w = 0;
-		const pith_check_t *first = NULL;
-		it->kind = IT_REJECT;
-		it->reason = "bundle";
-		for (size_t i = 0; i < rep.n && w < sizeof(it->msg) - 1; i++) {
-			if (rep.checks[i].ok)
-				continue;
-			if (!first)
-				first = &rep.checks[i];
-			w += (size_t)snprintf(it->msg + w, sizeof(it->msg) - w, "%s%s",
-					      w ? ", " : "failed checks: ", rep.checks[i].name);
-		}
-		if (first && w < sizeof(it->msg) - 1)
-			snprintf(it->msg + w, sizeof(it->msg) - w, " (%s: %s)", first->name, first->value);
-	} else {
-		it->kind = IT_BUNDLE;
-		it->bundle = doc;
-		doc = NULL;
-	}
-	pith_report_release(&rep);
-	json_doc_free(doc);
-}
-
-/* Checks an item but an event's signature, which it prepares in *sc: 1
- * when that is left to check (then verify_item_end), 0 when the item is
- * done. */
-static int verify_item(chunk_t *c, item_t *it, const pith_trust_t *trust, pith_sig_check_t *sc)
-{
-	const uint8_t *p = c->arena.data + it->off;
-	pith_err_t err = {0};
-	if (it->oversize) {
-		char lim[32];
-		snprintf(lim, sizeof(lim), "%u", LINE_MAX_BYTES);
-		reject(it, "too_big", "line longer than %s bytes", lim);
-		return 0;
-	}
-	/* bundles name themselves; anything else must be one event */
-	if (memmem(p, it->len, "\"bundle_type\"", 13) ||
-	    memmem(p, it->len, "\"bundle_signature\"", 18)) {
-		verify_bundle(it, p, trust);
-		if (it->kind == IT_BUNDLE || strcmp(it->reason, "shape"))
-			return 0;
-		it->kind = IT_PENDING;
-	}
-	if (it->len > PITH_EVENT_MAX_BYTES) {
-		char sz[64];
-		snprintf(sz, sizeof(sz), "%zu bytes, over the limit of %u", it->len, PITH_EVENT_MAX_BYTES);
-		reject(it, "too_big", "event of %s", sz);
-		return 0;
-	}
-	pith_event_check_t failed = PITH_CHECK_OK;
-	int rc = pith_event_parse_deferred(p, it->len, trust, &it->ev, &failed, &err, sc);
-	if (rc) {
-		reject(it, failed == PITH_CHECK_JSON ? json_reason(rc) : pith_event_check_name(failed),
-		       "%s", err.msg);
-		return 0;
-	}
-	return 1;
-}
-
-static void verify_item_end(item_t *it, const pith_sig_check_t *sc, const pith_trust_t *trust)
-{
-	pith_err_t err = {0};
-	pith_event_check_t failed = PITH_CHECK_OK;
-	if (pith_event_sig_result(it->ev, sc, &failed, &err)) {
-		pith_event_free(it->ev);
-		reject(it, pith_event_check_name(failed), "%s", err.msg);
-		return;
-	}
-	if (pith_event_canon(it->ev, &it->canon)) {
-		pith_event_free(it->ev);
-		reject(it, "json", "%s", "cannot write the canonical form (out of memory)");
-		return;
-	}
-	pith_receipt_precheck(it->ev, trust);
-	it->kind = IT_EVENT;
-}
-
-/* Claims up to max unclaimed items of the queue's first chunk. Lock held. */
-static chunk_t *pool_claim(pool_t *p, size_t *from, size_t *to, size_t max)
-{
-	chunk_t *c = p->head;
-	if (!c)
-		return NULL;
-	*from = c->next;
-	*to = c->next + max < c->n ? c->next + max : c->n;
-	c->next = *to;
-	if (c->next == c->n) {
-		p->head = c->qnext;
-		if (!p->head)
-			p->tail = NULL;
-	}
-	return c;
-}
-
-/* Verifies items [from, to) of c (at most CLAIM_MAX), their events'
- * signatures together (pith_sig_check_many). */
-static void pool_run(pool_t *p, chunk_t *c, size_t from, size_t to)
-{
-	pith_sig_check_t sc[CLAIM_MAX];
-	item_t *pending[CLAIM_MAX];
-	size_t m = 0;
-	for (size_t i = from; i < to; i++)
-		if (verify_item(c, &c->items[i], p->trust, &sc[m]))
-			pending[m++] = &c->items[i];
-	pith_sig_check_many(sc, m);
-	for (size_t i = 0; i < m; i++)
-		verify_item_end(pending[i], &sc[i], p->trust);
-	pthread_mutex_lock(&p->mu);
-	c->done += to - from;
-	if (c->done == c->n)
-		pthread_cond_broadcast(&p->fin);
-	pthread_mutex_unlock(&p->mu);
-}
-
-static void *worker(void *arg)
-{
-	pool_t *p = arg;
-	pthread_mutex_lock(&p->mu);
-	while (!p->stop) {
-		size_t from, to;
-		chunk_t *c = pool_claim(p, &from, &to, CLAIM_MAX);
-		if (!c) {
-			pthread_cond_wait(&p->work, &p->mu);
-			continue;
-		}
-		pthread_mutex_unlock(&p->mu);
-		pool_run(p, c, from, to);
-		pthread_mutex_lock(&p->mu);
-	}
-	p->worker_cpu += thread_cpu();
-	pthread_mutex_unlock(&p->mu);
-	return NULL;
-}
-
-static void pool_submit(pool_t *p, chunk_t *c)
-{
-	pthread_mutex_lock(&p->mu);
-	c->next = c->done = 0;
-	c->qnext = NULL;
-	if (c->n) {
-		if (p->tail)
-			p->tail->qnext = c;
-		else
-			p->head = c;
-		p->tail = c;
-	}
-	pthread_cond_broadcast(&p->work);
-	pthread_mutex_unlock(&p->mu);
-}
-
-/* Waits until every item of c is verified, verifying items of c itself
- * meanwhile rather than sleeping. */
-static void pool_wait(pool_t *p, chunk_t *c)
-{
-	pthread_mutex_lock(&p->mu);
-	while (c->done < c->n) {
-		size_t from, to;
-		if (p->head == c && pool_claim(p, &from, &to, CLAIM_MAX)) {
-			pthread_mutex_unlock(&p->mu);
-			pool_run(p, c, from, to);
-			pthread_mutex_lock(&p->mu);
-			continue;
-		}
-		pthread_cond_wait(&p->fin, &p->mu);
-	}
-	pthread_mutex_unlock(&p->mu);
-}
-
-static int pool_start(pool_t *p, int n, const pith_trust_t *trust)
-{
-	memset(p, 0, sizeof(*p));
-	pthread_mutex_init(&p->mu, NULL);
-	pthread_cond_init(&p->work, NULL);
-	pthread_cond_init(&p->fin, NULL);
-	p->trust = trust;
-	for (int i = 0; i < n; i++) {
-		if (pthread_create(&p->th[i], NULL, worker, p))
-			return 1;
-		p->nth++;
-	}
-	return 0;
-}
-
-static void pool_stop(pool_t *p)
-{
-	pthread_mutex_lock(&p->mu);
-	p->stop = 1;
-	pthread_cond_broadcast(&p->work);
-	pthread_mutex_unlock(&p->mu);
-	for (int i = 0; i < p->nth; i++)
-		pthread_join(p->th[i], NULL);
-	pthread_cond_destroy(&p->work);
-	pthread_cond_destroy(&p->fin);
-	pthread_mutex_destroy(&p->mu);
 }
 
 /* ---- reading (main thread) ------------------------------------------------- */
@@ -426,8 +207,7 @@ static int is_blank(const uint8_t *p, size_t n)
 typedef struct import {
 	const cli_ctx_t *ctx;
 	store_t *st;
-	store_batch_t *batch;
-	pool_t pool;
+	ingest_core_t *pipe;
 	chunk_t *inflight[IN_FLIGHT];
 	size_t ninflight;
 	chunk_t *cur;
@@ -440,7 +220,7 @@ typedef struct import {
 	struct { const char *name; uint64_t n; } reasons[24];
 	size_t nreasons;
 	int failed;            /* a store error: stop */
-	double cpu_commit, cpu_wait; /* main thread CPU seconds (PITH_IMPORT_PROFILE) */
+	double cpu_wait;       /* main thread CPU seconds waiting (PITH_IMPORT_PROFILE) */
 	chunk_t *spare;        /* committed chunks for reuse */
 } import_t;
 
@@ -487,24 +267,26 @@ static void draw_progress(import_t *im, int final)
 static chunk_t *chunk_new(void)
 {
 	chunk_t *c = calloc(1, sizeof(*c));
-	if (c && !(c->items = malloc(CHUNK_ITEMS * sizeof(*c->items)))) {
+	if (!c)
+		return NULL;
+	c->items = malloc(CHUNK_ITEMS * sizeof(*c->items));
+	c->jobs = malloc(CHUNK_ITEMS * sizeof(*c->jobs));
+	if (!c->items || !c->jobs) {
+		free(c->items);
+		free(c->jobs);
 		free(c);
 		return NULL;
 	}
-	if (c)
-		c->cap = CHUNK_ITEMS;
+	c->cap = CHUNK_ITEMS;
 	return c;
 }
 
 /* Frees what the items of c still hold and empties it. */
 static void chunk_reset(chunk_t *c)
 {
-	for (size_t i = 0; i < c->n; i++) {
-		pith_event_free(c->items[i].ev);
-		pith_buf_release(&c->items[i].canon);
-		json_doc_free(c->items[i].bundle);
-	}
-	c->n = 0;
+	for (size_t i = 0; i < c->n; i++)
+		ingest_job_clear(&c->items[i].job);
+	c->n = c->back = 0;
 	c->arena.len = 0;
 }
 
@@ -515,6 +297,7 @@ static void chunk_free(chunk_t *c)
 	chunk_reset(c);
 	pith_buf_release(&c->arena);
 	free(c->items);
+	free(c->jobs);
 	free(c);
 }
 
@@ -523,63 +306,83 @@ static void chunk_free(chunk_t *c)
 static void chunk_recycle(import_t *im, chunk_t *c)
 {
 	chunk_reset(c);
-	c->qnext = im->spare;
+	c->next = im->spare;
 	im->spare = c;
 }
 
-/* Hands the verified items of c to the store in order, as one batch. */
-static int commit_chunk(import_t *im, chunk_t *c)
+/* The pipeline hands an item back (on the main thread). */
+static void item_done(void *arg, ingest_job_t *job)
 {
-	pith_err_t err = {0};
-	const char *last_file = NULL;
-	size_t last_line = 0;
-	double c0 = thread_cpu();
-	pool_wait(&im->pool, c);
-	double c1 = thread_cpu();
-	im->cpu_wait += c1 - c0;
+	(void)arg;
+	((item_t *)job)->chunk->back++;
+}
+
+/* Hands c to the pipeline: its items are verified, then committed in
+ * order as one batch. */
+static void chunk_submit(import_t *im, chunk_t *c)
+{
 	for (size_t i = 0; i < c->n; i++) {
 		item_t *it = &c->items[i];
+		it->job.bytes = c->arena.data + it->off; /* the arena is complete */
+		c->jobs[i] = &it->job;
+		if (it->oversize) {
+			char m[64];
+			snprintf(m, sizeof(m), "line longer than %u bytes", LINE_MAX_BYTES);
+			ingest_job_reject(&it->job, INGEST_FAIL_TOO_BIG, PITH_ETOOBIG, m);
+		}
+	}
+	ingest_core_submit_group(im->pipe, &c->group, c->jobs, c->n);
+}
+
+/* Waits until every item of c is back, verifying queued items meanwhile
+ * (ingest_core_wait) rather than sleeping. */
+static void chunk_wait(import_t *im, chunk_t *c)
+{
+	double c0 = thread_cpu();
+	while (c->back < c->n)
+		if (!ingest_core_deliver(im->pipe))
+			ingest_core_wait(im->pipe);
+	im->cpu_wait += thread_cpu() - c0;
+}
+
+/* Reports the items of c, committed (or not) by the pipeline, in order. */
+static int chunk_report(import_t *im, chunk_t *c)
+{
+	const char *last_file = NULL;
+	size_t last_line = 0;
+	for (size_t i = 0; i < c->n; i++) {
+		item_t *it = &c->items[i];
+		const ingest_job_t *j = &it->job;
 		last_file = it->file;
 		last_line = it->line;
 		im->items++;
-		if (it->kind == IT_REJECT) {
-			im->rejected++;
-			count_reason(im, it->reason);
-			if (im->tty)
-				fprintf(stderr, "\r\033[K");
-			fprintf(stderr, "pithctl import: %s:%zu: rejected (%s): %s\n", it->file, it->line,
-				it->reason, it->msg);
+		if (!j->rc || j->fail == INGEST_FAIL_COMMIT)
+			continue;
+		im->rejected++;
+		count_reason(im, item_reason(j));
+		if (j->fail == INGEST_FAIL_STORE) {
+			/* verified, yet the store refuses its shape: a bug, say so */
+			fprintf(stderr, "pithctl import: %s:%zu: rejected (store): %s\n", it->file, it->line,
+				j->msg);
 			continue;
 		}
-		if (it->kind == IT_EVENT) {
-			it->index = store_batch_add_event(im->batch, it->ev, &it->canon, &err);
-			it->ev = NULL;
-		} else {
-			it->index = store_batch_add_bundle(im->batch, it->bundle, &err);
-			it->bundle = NULL;
-		}
-		if (it->index < 0) {
-			/* verified, yet the store refuses its shape: a bug, say so */
-			im->rejected++;
-			count_reason(im, "store");
-			fprintf(stderr, "pithctl import: %s:%zu: rejected (store): %s\n", it->file, it->line,
-				err.msg);
-			it->kind = IT_REJECT;
-		}
+		if (im->tty)
+			fprintf(stderr, "\r\033[K");
+		fprintf(stderr, "pithctl import: %s:%zu: rejected (%s): %s\n", it->file, it->line,
+			item_reason(j), j->msg);
 	}
-	store_commit_stats_t s;
-	if (store_batch_commit(im->batch, &s, &err)) {
+	if (c->group.rc) {
 		fprintf(stderr, "%spithctl import: %s: %s (lines after the last reported checkpoint "
-			"were not stored)\n", im->tty ? "\r\033[K" : "", im->ctx->store_dir, err.msg);
+			"were not stored)\n", im->tty ? "\r\033[K" : "", im->ctx->store_dir, c->group.msg);
 		im->failed = 1;
 		return 1;
 	}
-	im->cpu_commit += thread_cpu() - c1;
-	im->stored += s.stored;
-	im->duplicate += s.duplicate;
-	im->resigned += s.resigned;
-	im->bundles_newer += s.bundles_newer;
-	im->bundles_older += s.bundles_older;
+	const store_commit_stats_t *s = &c->group.stats;
+	im->stored += s->stored;
+	im->duplicate += s->duplicate;
+	im->resigned += s->resigned;
+	im->bundles_newer += s->bundles_newer;
+	im->bundles_older += s->bundles_older;
 	if (im->progress_file && last_file) {
 		/* written only after the commit returned: every line up to here
 		 * is durably stored, a duplicate, or rejected */
@@ -591,17 +394,18 @@ static int commit_chunk(import_t *im, chunk_t *c)
 	return 0;
 }
 
-/* Submits the current chunk; commits the oldest when too many are out. */
+/* Submits the current chunk; reports the oldest when too many are out. */
 static int flush_chunk(import_t *im, int all)
 {
 	if (im->cur && im->cur->n) {
-		pool_submit(&im->pool, im->cur);
+		chunk_submit(im, im->cur);
 		im->inflight[im->ninflight++] = im->cur;
 		im->cur = NULL;
 	}
 	while (im->ninflight && (all || im->ninflight >= IN_FLIGHT)) {
 		chunk_t *c = im->inflight[0];
-		int rc = commit_chunk(im, c);
+		chunk_wait(im, c);
+		int rc = chunk_report(im, c);
 		chunk_recycle(im, c);
 		memmove(im->inflight, im->inflight + 1, --im->ninflight * sizeof(chunk_t *));
 		if (rc)
@@ -615,13 +419,14 @@ static int add_item(import_t *im, const char *file, size_t line, const uint8_t *
 {
 	if (!im->cur && im->spare) {
 		im->cur = im->spare;
-		im->spare = im->cur->qnext;
+		im->spare = im->cur->next;
 	}
 	if (!im->cur && !(im->cur = chunk_new()))
 		return cli_fail("import", "out of memory");
 	chunk_t *c = im->cur;
 	item_t *it = &c->items[c->n];
-	memset(it, 0, sizeof(*it));
+	ingest_job_init(&it->job, INGEST_ANY, NULL, len);
+	it->chunk = c;
 	it->file = file;
 	it->line = line;
 	it->oversize = oversize;
@@ -715,10 +520,13 @@ static void print_summary(import_t *im, double secs)
 		printf("bundles    %llu now the newest, %llu not newer than the stored one\n",
 		       (unsigned long long)im->bundles_newer, (unsigned long long)im->bundles_older);
 	printf("time       %.2f s, %.0f events/s\n", secs, rate);
-	if (getenv("PITH_IMPORT_PROFILE"))
-		fprintf(stderr, "CPU seconds: main thread %.3f (committing %.3f, verifying while waiting "
-			"%.3f), workers %.3f, process %.3f\n", thread_cpu(), im->cpu_commit, im->cpu_wait,
-			im->pool.worker_cpu, cpu_seconds(CLOCK_PROCESS_CPUTIME_ID));
+	if (getenv("PITH_IMPORT_PROFILE")) {
+		/* the pipeline's threads (validators, writer) and RocksDB's */
+		double main_cpu = thread_cpu(), all = cpu_seconds(CLOCK_PROCESS_CPUTIME_ID);
+		fprintf(stderr, "CPU seconds: main thread %.3f (verifying while waiting %.3f), "
+			"other threads %.3f, process %.3f\n", main_cpu, im->cpu_wait,
+			all - main_cpu, all);
+	}
 }
 
 static int run(cli_ctx_t *ctx, int argc, char **argv)
@@ -759,13 +567,9 @@ static int run(cli_ctx_t *ctx, int argc, char **argv)
 		cli_fail("import", "cannot open %s: %s", progress_path, strerror(errno));
 		goto done;
 	}
-	if (!(im.batch = store_batch_new(im.st))) {
-		cli_fail("import", "out of memory");
-		goto done;
-	}
-	if (pool_start(&im.pool, threads, trust)) {
+	ingest_opts_t o = {.trust = trust, .st = im.st, .nthreads = threads, .on_done = item_done};
+	if (!(im.pipe = ingest_core_new(&o))) {
 		cli_fail("import", "cannot start worker threads");
-		pool_stop(&im.pool);
 		goto done;
 	}
 	im.tty = !no_bar && isatty(2);
@@ -773,15 +577,15 @@ static int run(cli_ctx_t *ctx, int argc, char **argv)
 	rc = 0;
 	for (size_t i = 0; i < nfiles && !rc; i++)
 		rc = import_file(&im, files[i]);
-	if (rc) {
-		/* drop what was read but not committed */
-		for (size_t i = 0; i < im.ninflight; i++) {
-			pool_wait(&im.pool, im.inflight[i]);
-			chunk_free(im.inflight[i]);
-		}
-		chunk_free(im.cur);
+	/* on an error, drops what was read but not committed */
+	ingest_core_free(im.pipe);
+	for (size_t i = 0; i < im.ninflight; i++) {
+		/* the writer may have been committing it as the import stopped */
+		if (!im.failed && !im.inflight[i]->group.rc)
+			chunk_report(&im, im.inflight[i]);
+		chunk_free(im.inflight[i]);
 	}
-	pool_stop(&im.pool);
+	chunk_free(im.cur);
 	if (!rc && !im.failed) {
 		/* leave compressed table files rather than a log of raw bytes */
 		pith_err_t err = {0};
@@ -790,7 +594,7 @@ static int run(cli_ctx_t *ctx, int argc, char **argv)
 	}
 	while (im.spare) {
 		chunk_t *c = im.spare;
-		im.spare = c->qnext;
+		im.spare = c->next;
 		chunk_free(c);
 	}
 	draw_progress(&im, 1);
@@ -800,7 +604,6 @@ static int run(cli_ctx_t *ctx, int argc, char **argv)
 done:
 	if (im.progress_file)
 		fclose(im.progress_file);
-	store_batch_free(im.batch);
 	store_close(im.st);
 	pith_trust_free(trust);
 	return rc;

@@ -1,0 +1,292 @@
+/* Validation of one ingest job, on whichever thread runs it: a validator
+ * of the pipeline, or the submitter helping while it waits. The one copy
+ * of the checks pithd and `pithctl import` apply before the store sees
+ * an item: parse, hashes, event id, trust, Ed25519 (batched), canonical
+ * bytes, the receipt precheck; bundles with every bundle check. */
+#define _GNU_SOURCE /* memmem */
+#include "ingest_core.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bundle.h"
+
+ingest_job_t *ingest_job_new(ingest_kind_t kind, const uint8_t *bytes, size_t len)
+{
+	ingest_job_t *j = malloc(sizeof(*j));
+	uint8_t *copy = malloc(len ? len : 1);
+	if (!j || !copy) {
+		free(j);
+		free(copy);
+		return NULL;
+	}
+	memcpy(copy, bytes, len);
+	ingest_job_init(j, kind, copy, len);
+	j->owns_bytes = 1;
+	return j;
+}
+
+void ingest_job_init(ingest_job_t *j, ingest_kind_t kind, uint8_t *bytes, size_t len)
+{
+	memset(j, 0, sizeof(*j));
+	j->kind = kind;
+	j->bytes = bytes;
+	j->len = len;
+}
+
+void ingest_job_clear(ingest_job_t *j)
+{
+	free(j->event_ids);
+	free(j->event_created_us);
+	j->event_ids = NULL;
+	j->event_created_us = NULL;
+	pith_event_free(j->ev);
+	pith_buf_release(&j->canon);
+	json_doc_free(j->doc);
+}
+
+void ingest_job_free_(ingest_job_t *j)
+{
+	if (!j)
+		return;
+	ingest_job_clear(j);
+	if (j->owns_bytes)
+		free(j->bytes);
+	free(j);
+}
+
+/* The node's name of a failure (relay.c, control.c, http_post.c, metrics). */
+static const char *fail_reason(ingest_fail_t fail, pith_event_check_t c)
+{
+	switch (fail) {
+	case INGEST_FAIL_NONE: return NULL;
+	case INGEST_FAIL_JSON: return "json";
+	case INGEST_FAIL_TOO_BIG: return "too_big";
+	case INGEST_FAIL_NOT_BUNDLE: return "not_a_bundle";
+	case INGEST_FAIL_BUNDLE: return "bundle";
+	case INGEST_FAIL_UNTRUSTED: return "untrusted_key";
+	case INGEST_FAIL_SHAPE: return "shape";
+	case INGEST_FAIL_ID_MISMATCH: return "id_mismatch";
+	case INGEST_FAIL_OOM: return "oom";
+	case INGEST_FAIL_STORE: case INGEST_FAIL_COMMIT: return "store";
+	case INGEST_FAIL_SHUTDOWN: return "shutdown";
+	case INGEST_FAIL_CHECK: break;
+	}
+	switch (c) {
+	case PITH_CHECK_JSON: return "json";
+	case PITH_CHECK_SHAPE: return "shape";
+	case PITH_CHECK_CONTENT_HASH: return "content_hash";
+	case PITH_CHECK_EVENT_ID: return "event_id";
+	case PITH_CHECK_KEY: return "untrusted_key";
+	case PITH_CHECK_ROTATED: return "rotated_key";
+	case PITH_CHECK_SIGNATURE: return "signature";
+	default: return "invalid";
+	}
+}
+
+void ingest_job_reject(ingest_job_t *j, ingest_fail_t fail, int rc, const char *msg)
+{
+	j->rc = rc ? rc : PITH_EINVAL;
+	j->fail = fail;
+	j->reason = fail_reason(fail, j->check);
+	snprintf(j->msg, sizeof(j->msg), "%s", msg);
+}
+
+static void reject_check(ingest_job_t *j, pith_event_check_t failed, int rc, const char *msg)
+{
+	j->check = failed;
+	ingest_job_reject(j, INGEST_FAIL_CHECK, rc, msg);
+}
+
+/* ---- events ------------------------------------------------------------------ */
+
+/* Parses and checks an event but its signature, which it prepares in
+ * *sc. 1 when the signature is left to check, 0 when the job is done
+ * (rejected). */
+static int event_begin(ingest_job_t *j, const pith_trust_t *trust, pith_sig_check_t *sc)
+{
+	pith_err_t err = {0};
+	pith_event_check_t failed = PITH_CHECK_OK;
+	if (j->kind == INGEST_ANY && j->len > PITH_EVENT_MAX_BYTES) {
+		char m[96];
+		snprintf(m, sizeof(m), "event of %zu bytes, over the limit of %u", j->len,
+			 PITH_EVENT_MAX_BYTES);
+		ingest_job_reject(j, INGEST_FAIL_TOO_BIG, PITH_ETOOBIG, m);
+		return 0;
+	}
+	int rc = pith_event_parse_deferred(j->bytes, j->len, trust, &j->ev, &failed, &err, sc);
+	if (rc) {
+		reject_check(j, failed, rc, err.msg);
+		return 0;
+	}
+	return 1;
+}
+
+/* The rest, once the signature check has run. */
+static void event_end(ingest_job_t *j, const pith_trust_t *trust, const pith_sig_check_t *sc)
+{
+	pith_err_t err = {0};
+	pith_event_check_t failed = PITH_CHECK_OK;
+	int rc = pith_event_sig_result(j->ev, sc, &failed, &err);
+	if (rc) {
+		reject_check(j, failed, rc, err.msg);
+		goto drop;
+	}
+	j->kind = INGEST_EVENT;
+	memcpy(j->id, j->ev->content_hash, 32);
+	if (j->has_claim && memcmp(j->id, j->claimed_id, 32)) {
+		ingest_job_reject(j, INGEST_FAIL_ID_MISMATCH, PITH_EMISMATCH,
+				  "the event's id is not the one it was sent as");
+		goto drop;
+	}
+	snprintf(j->subject, sizeof(j->subject), "%s", j->ev->subject);
+	j->created_us = j->ev->created_us;
+	j->is_record_created = !strcmp(j->ev->event_type, "record_created");
+	if (j->is_record_created)
+		pith_receipt_precheck(j->ev, trust);
+	if (pith_event_canon(j->ev, &j->canon)) {
+		ingest_job_reject(j, INGEST_FAIL_OOM, PITH_ENOMEM,
+				  "cannot write the canonical form (out of memory)");
+		goto drop;
+	}
+	return;
+drop:
+	pith_event_free(j->ev);
+}
+
+/* ---- bundles ------------------------------------------------------------------ */
+
+/* Why rep failed: for a file's item the names of all failed checks, then
+ * why the first failed; for the node one line on the first. */
+static void bundle_failure(ingest_job_t *j, const pith_report_t *rep)
+{
+	const pith_check_t *first = NULL;
+	for (size_t i = 0; i < rep->n && !first; i++)
+		if (!rep->checks[i].ok)
+			first = &rep->checks[i];
+	if (j->kind != INGEST_ANY) {
+		char m[240];
+		snprintf(m, sizeof(m), "bundle check %s failed (%zu failed)", first ? first->name : "?",
+			 rep->failed);
+		/* signed by keys this node does not trust: a configuration
+		 * difference, as for events (relay.c remembers the hash) */
+		int untrusted = pith_report_is_untrusted_only(rep);
+		ingest_job_reject(j, untrusted ? INGEST_FAIL_UNTRUSTED : INGEST_FAIL_BUNDLE,
+				  PITH_EMISMATCH, m);
+		return;
+	}
+	ingest_job_reject(j, INGEST_FAIL_BUNDLE, PITH_EMISMATCH, "");
+	size_t w = 0, cap = sizeof(j->msg);
+	for (size_t i = 0; i < rep->n && w < cap - 1; i++)
+		if (!rep->checks[i].ok)
+			w += (size_t)snprintf(j->msg + w, cap - w, "%s%s", w ? ", " : "failed checks: ",
+					      rep->checks[i].name);
+	if (first && w < cap - 1)
+		snprintf(j->msg + w, cap - w, " (%s: %s)", first->name, first->value);
+}
+
+/* What the node keeps of a valid bundle besides the document: its pith
+ * number, built_at, hash and the ids of its events. */
+static void bundle_facts(ingest_job_t *j, const json_value_t *root)
+{
+	const char *pith = json_get_str(root, "pith_number");
+	const char *built = json_get_str(root, "built_at");
+	if (!pith || !pith_number_is_valid(pith) || !built || pith_time_parse(built, &j->built_us)) {
+		ingest_job_reject(j, INGEST_FAIL_SHAPE, PITH_EINVAL,
+				  "bundle without a pith_number or built_at");
+		return;
+	}
+	snprintf(j->subject, sizeof(j->subject), "%s", pith);
+	if (j->has_claim && strcmp(pith, j->claimed_pith)) {
+		ingest_job_reject(j, INGEST_FAIL_ID_MISMATCH, PITH_EMISMATCH,
+				  "the bundle is not for the pith number it was sent as");
+		return;
+	}
+	pith_bundle_hash(root, j->sha);
+	j->has_sha = 1;
+	const json_value_t *evs = json_get_type(root, "events", JSON_ARRAY);
+	size_t n = evs ? evs->len : 0;
+	j->event_ids = malloc(n ? n * 32 : 1);
+	j->event_created_us = malloc(n ? n * sizeof(int64_t) : 1);
+	if (!j->event_ids || !j->event_created_us) {
+		ingest_job_reject(j, INGEST_FAIL_OOM, PITH_ENOMEM, "out of memory");
+		return;
+	}
+	for (size_t i = 0; i < n; i++) {
+		const char *id = json_get_str(evs->u.items[i], "event_id");
+		const char *created = json_get_str(evs->u.items[i], "created_at");
+		int64_t us = 0;
+		/* verified: "sha256:" + 64 hex, and a valid created_at */
+		if (id && strlen(id) == PITH_EVENT_ID_LEN && created && !pith_time_parse(created, &us) &&
+		    !pith_hex_decode(id + 7, 64, j->event_ids + 32 * j->n_event_ids, 32))
+			j->event_created_us[j->n_event_ids++] = us;
+	}
+}
+
+/* Validates a bundle. 0 when the job is done; 1 when an INGEST_ANY item
+ * turned out to be no bundle and is to be read as an event. */
+static int validate_bundle(ingest_job_t *j, const pith_trust_t *trust, size_t max_bytes)
+{
+	pith_err_t err = {0};
+	json_limits_t lim = {max_bytes, PITH_EVENT_MAX_DEPTH + 8, JSON_MAX_INT_DIGITS};
+	int rc = json_parse(&j->doc, j->bytes, j->len, j->kind == INGEST_ANY ? NULL : &lim, &err);
+	if (rc) {
+		ingest_job_reject(j, INGEST_FAIL_JSON, rc, err.msg);
+		return 0;
+	}
+	const json_value_t *root = json_doc_root(j->doc);
+	if (pith_doc_kind(root) != PITH_DOC_BUNDLE) {
+		json_doc_free(j->doc);
+		if (j->kind == INGEST_ANY)
+			return 1;
+		ingest_job_reject(j, INGEST_FAIL_NOT_BUNDLE, PITH_EINVAL, "not a pith_open_graph_bundle");
+		return 0;
+	}
+	pith_report_t rep = {0};
+	rc = pith_bundle_verify(root, trust, &rep);
+	if (rc) {
+		bundle_failure(j, &rep);
+		if (j->fail == INGEST_FAIL_UNTRUSTED)
+			j->has_sha = pith_bundle_hash(root, j->sha) == 0;
+	}
+	pith_report_release(&rep);
+	if (rc || j->kind == INGEST_ANY) {
+		/* a file's bundle needs nothing more (the import has no use for
+		 * the facts, and checks nothing the bundle checks did not) */
+		j->kind = INGEST_BUNDLE;
+	} else {
+		bundle_facts(j, root);
+	}
+	if (j->rc)
+		json_doc_free(j->doc);
+	return 0;
+}
+
+/* Does a file's item name itself a bundle? Anything else must be one event. */
+static int looks_like_bundle(const ingest_job_t *j)
+{
+	return memmem(j->bytes, j->len, "\"bundle_type\"", 13) ||
+	       memmem(j->bytes, j->len, "\"bundle_signature\"", 18);
+}
+
+void ingest_validate(const pith_trust_t *trust, size_t max_bundle_bytes, ingest_job_t **js,
+		     size_t n)
+{
+	pith_sig_check_t sc[INGEST_VALIDATE_BATCH];
+	ingest_job_t *pending[INGEST_VALIDATE_BATCH];
+	size_t m = 0;
+	for (size_t i = 0; i < n; i++) {
+		ingest_job_t *j = js[i];
+		if (j->rc)
+			continue;
+		if (j->kind == INGEST_BUNDLE || (j->kind == INGEST_ANY && looks_like_bundle(j)))
+			if (!validate_bundle(j, trust, max_bundle_bytes))
+				continue;
+		if (event_begin(j, trust, &sc[m]))
+			pending[m++] = j;
+	}
+	pith_sig_check_many(sc, m);
+	for (size_t i = 0; i < m; i++)
+		event_end(pending[i], trust, &sc[i]);
+}
