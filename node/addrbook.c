@@ -17,25 +17,6 @@
 
 static log_rl_t rl_ban;
 
-/* IP bytes and port of an inet address; 0 or -1 for other families. */
-static int sa_ip(const struct sockaddr *sa, uint8_t ip[16], uint8_t *len, uint16_t *port)
-{
-	if (sa->sa_family == AF_INET) {
-		const struct sockaddr_in *s4 = (const struct sockaddr_in *)sa;
-		memcpy(ip, &s4->sin_addr, 4);
-		*len = 4;
-		*port = ntohs(s4->sin_port);
-		return 0;
-	}
-	if (sa->sa_family == AF_INET6) {
-		const struct sockaddr_in6 *s6 = (const struct sockaddr_in6 *)sa;
-		memcpy(ip, &s6->sin6_addr, 16);
-		*len = 16;
-		*port = ntohs(s6->sin6_port);
-		return 0;
-	}
-	return -1;
-}
 
 static socklen_t sa_make(struct sockaddr_storage *ss, const uint8_t *ip, uint8_t len, uint16_t port)
 {
@@ -75,7 +56,7 @@ static int sa_same(const struct sockaddr *a, const struct sockaddr *b)
 {
 	uint8_t ia[16], ib[16], la, lb;
 	uint16_t pa, pb;
-	if (sa_ip(a, ia, &la, &pa) || sa_ip(b, ib, &lb, &pb))
+	if (addr_ip(a, ia, &la, &pa) || addr_ip(b, ib, &lb, &pb))
 		return 0;
 	return la == lb && pa == pb && !memcmp(ia, ib, la);
 }
@@ -84,7 +65,7 @@ addr_entry_t *addrbook_add(addrbook_t *ab, const struct sockaddr *sa, socklen_t 
 {
 	uint8_t ip[16], il;
 	uint16_t port;
-	if (sa_ip(sa, ip, &il, &port) || !ip_is_dialable(ip, il, port))
+	if (addr_ip(sa, ip, &il, &port) || !ip_is_dialable(ip, il, port))
 		return NULL;
 	for (size_t i = 0; i < ab->nbook; i++)
 		if (sa_same((const struct sockaddr *)&ab->book[i]->sa, sa)) {
@@ -347,7 +328,7 @@ static void learn(addrbook_t *ab, peer_t *p)
 		return;
 	uint8_t ip[16], il;
 	uint16_t port;
-	if (sa_ip((const struct sockaddr *)&p->sa, ip, &il, &port))
+	if (addr_ip((const struct sockaddr *)&p->sa, ip, &il, &port))
 		return;
 	struct sockaddr_storage ss;
 	socklen_t len = sa_make(&ss, ip, il, p->listen_port);
@@ -473,7 +454,7 @@ int ban_lift(addrbook_t *ab, const uint8_t *ip, uint8_t il)
 		uint8_t bip[16], bl;
 		uint16_t port;
 		addr_entry_t *a = ab->book[i];
-		if (!sa_ip((const struct sockaddr *)&a->sa, bip, &bl, &port) && bl == il &&
+		if (!addr_ip((const struct sockaddr *)&a->sa, bip, &bl, &port) && bl == il &&
 		    !memcmp(bip, ip, il)) {
 			a->failures = 0;
 			a->next_attempt_us = 0;
@@ -516,7 +497,7 @@ void ban_add(addrbook_t *ab, const struct sockaddr *sa, const char *reason)
 {
 	uint8_t ip[16], il;
 	uint16_t port;
-	if (sa_ip(sa, ip, &il, &port) ||
+	if (addr_ip(sa, ip, &il, &port) ||
 	    ban_set(ab, ip, il, node_now_us() + ab->cfg->ban_seconds * 1000000, reason))
 		return;
 	ab->stats->bans++;
@@ -530,7 +511,7 @@ int ban_is_banned(const addrbook_t *ab, const struct sockaddr *sa, int64_t now)
 {
 	uint8_t ip[16], il;
 	uint16_t port;
-	if (sa_ip(sa, ip, &il, &port))
+	if (addr_ip(sa, ip, &il, &port))
 		return 0;
 	for (size_t i = 0; i < ab->nbans; i++)
 		if (ab->bans[i].until_us > now && ab->bans[i].ip_len == il &&
@@ -594,7 +575,7 @@ static int peer_listen_addr(const peer_t *q, struct sockaddr_storage *ss, sockle
 	}
 	uint8_t ip[16], il;
 	uint16_t port;
-	if (!q->listen_port || sa_ip((const struct sockaddr *)&q->sa, ip, &il, &port))
+	if (!q->listen_port || addr_ip((const struct sockaddr *)&q->sa, ip, &il, &port))
 		return -1;
 	*len = sa_make(ss, ip, il, q->listen_port);
 	return 0;
@@ -603,7 +584,7 @@ static int peer_listen_addr(const peer_t *q, struct sockaddr_storage *ss, sockle
 static void pex_push(wire_msg_t *m, const struct sockaddr *sa, int to_loopback, size_t max)
 {
 	wire_addr_t a = {0};
-	if (m->u.peers.n >= max || sa_ip(sa, a.ip, &a.ip_len, &a.port))
+	if (m->u.peers.n >= max || addr_ip(sa, a.ip, &a.ip_len, &a.port))
 		return;
 	if (!ip_is_dialable(a.ip, a.ip_len, a.port) || (ip_is_loopback(a.ip, a.ip_len) && !to_loopback))
 		return;
@@ -622,7 +603,7 @@ void pex_on_request(addrbook_t *ab, peer_t *p)
 	p->pex.answered_us = now;
 	uint8_t pip[16], pl;
 	uint16_t pport;
-	int to_lo = !sa_ip((const struct sockaddr *)&p->sa, pip, &pl, &pport) &&
+	int to_lo = !addr_ip((const struct sockaddr *)&p->sa, pip, &pl, &pport) &&
 		    ip_is_loopback(pip, pl);
 	wire_msg_t m = {.type = WIRE_PEERS};
 	size_t max = net_limits(ab->net)->max_peers;
@@ -649,7 +630,7 @@ void pex_on_request(addrbook_t *ab, peer_t *p)
 	if (has_own) {
 		size_t w = 0;
 		wire_addr_t o = {0};
-		sa_ip((const struct sockaddr *)&own, o.ip, &o.ip_len, &o.port);
+		addr_ip((const struct sockaddr *)&own, o.ip, &o.ip_len, &o.port);
 		for (size_t i = 0; i < m.u.peers.n; i++) {
 			wire_addr_t *a = &m.u.peers.addrs[i];
 			if (!(a->ip_len == o.ip_len && a->port == o.port && !memcmp(a->ip, o.ip, o.ip_len)))
@@ -667,7 +648,7 @@ void pex_on_peers(addrbook_t *ab, peer_t *p, const wire_msg_t *m)
 	p->pex.requested = 0;
 	uint8_t pip[16], pl;
 	uint16_t pport;
-	int from_lo = !sa_ip((const struct sockaddr *)&p->sa, pip, &pl, &pport) &&
+	int from_lo = !addr_ip((const struct sockaddr *)&p->sa, pip, &pl, &pport) &&
 		      ip_is_loopback(pip, pl);
 	size_t added = 0;
 	for (size_t i = 0; i < m->u.peers.n; i++) {

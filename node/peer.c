@@ -719,21 +719,6 @@ int peer_accept(net_t *net, int fd, const struct sockaddr *sa, socklen_t len)
 	return 0;
 }
 
-int peer_ip(const peer_t *p, uint8_t ip[16], uint8_t *len)
-{
-	const struct sockaddr *sa = (const struct sockaddr *)&p->sa;
-	if (sa->sa_family == AF_INET) {
-		memcpy(ip, &((const struct sockaddr_in *)sa)->sin_addr, 4);
-		*len = 4;
-		return 0;
-	}
-	if (sa->sa_family == AF_INET6) {
-		memcpy(ip, &((const struct sockaddr_in6 *)sa)->sin6_addr, 16);
-		*len = 16;
-		return 0;
-	}
-	return -1;
-}
 
 /* ---- the table -------------------------------------------------------------------------- */
 
@@ -828,21 +813,6 @@ node_stats_t *net_stats(net_t *net)
 	return net->o.stats;
 }
 
-void addr_format(const struct sockaddr *sa, char out[static 64])
-{
-	char ip[INET6_ADDRSTRLEN] = "?";
-	if (sa->sa_family == AF_INET) {
-		const struct sockaddr_in *s4 = (const struct sockaddr_in *)sa;
-		inet_ntop(AF_INET, &s4->sin_addr, ip, sizeof(ip));
-		snprintf(out, 64, "%s:%u", ip, ntohs(s4->sin_port));
-	} else if (sa->sa_family == AF_INET6) {
-		const struct sockaddr_in6 *s6 = (const struct sockaddr_in6 *)sa;
-		inet_ntop(AF_INET6, &s6->sin6_addr, ip, sizeof(ip));
-		snprintf(out, 64, "[%s]:%u", ip, ntohs(s6->sin6_port));
-	} else {
-		snprintf(out, 64, "(family %d)", sa->sa_family);
-	}
-}
 
 /* ---- timers ------------------------------------------------------------------------------ */
 

@@ -21,6 +21,7 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
+#include "addr.h"
 #include "config.h"
 #include "stats.h"
 #include "wire.h"
@@ -176,15 +177,16 @@ void peer_refund_bytes(peer_t *p, size_t n);
 size_t peer_out_len(const peer_t *p);
 int peer_is_ready(const peer_t *p);
 /* The IP address of p's far end. 0, or -1 if not an inet socket. */
-int peer_ip(const peer_t *p, uint8_t ip[16], uint8_t *len);
+static inline int peer_ip(const peer_t *p, uint8_t ip[16], uint8_t *len)
+{
+	uint16_t port;
+	return addr_ip((const struct sockaddr *)&p->sa, ip, len, &port);
+}
 
 /* Per tick: handshake, ping, idle and linger timeouts of every peer. */
 void net_tick(net_t *net, int64_t now);
 /* Frees closing peers whose output drained or whose linger ran out
  * (force: all of them). */
 void net_reap(net_t *net, int force);
-
-/* Formats a socket address as ip:port. */
-void addr_format(const struct sockaddr *sa, char out[static 64]);
 
 #endif

@@ -153,25 +153,6 @@ node_stats_t *net_stats(net_t *net)
 	return net->o.stats;
 }
 
-void addr_format(const struct sockaddr *sa, char out[static 64])
-{
-	char ip[INET6_ADDRSTRLEN] = "?";
-	const void *bytes = NULL;
-	uint16_t port = 0;
-	if (sa->sa_family == AF_INET) {
-		bytes = &((const struct sockaddr_in *)sa)->sin_addr;
-		port = ntohs(((const struct sockaddr_in *)sa)->sin_port);
-	} else if (sa->sa_family == AF_INET6) {
-		bytes = &((const struct sockaddr_in6 *)sa)->sin6_addr;
-		port = ntohs(((const struct sockaddr_in6 *)sa)->sin6_port);
-	}
-	if (!bytes) {
-		snprintf(out, 64, "(family %d)", sa->sa_family);
-		return;
-	}
-	inet_ntop(sa->sa_family, bytes, ip, sizeof(ip));
-	snprintf(out, 64, sa->sa_family == AF_INET6 ? "[%s]:%u" : "%s:%u", ip, port);
-}
 
 /* ---- peers ---------------------------------------------------------------------- */
 
@@ -287,20 +268,6 @@ int peer_accept(net_t *net, int fd, const struct sockaddr *sa, socklen_t len)
 	return 0;
 }
 
-int peer_ip(const peer_t *p, uint8_t ip[16], uint8_t *len)
-{
-	const struct sockaddr *sa = (const struct sockaddr *)&p->sa;
-	if (sa->sa_family == AF_INET) {
-		memcpy(ip, &((const struct sockaddr_in *)sa)->sin_addr, 4);
-		*len = 4;
-	} else if (sa->sa_family == AF_INET6) {
-		memcpy(ip, &((const struct sockaddr_in6 *)sa)->sin6_addr, 16);
-		*len = 16;
-	} else {
-		return -1;
-	}
-	return 0;
-}
 
 size_t peer_out_len(const peer_t *p)
 {
