@@ -138,12 +138,15 @@ static void collect(void *arg, metrics_out_t *o)
 		is.store_errors);
 }
 
+static struct mirrors *mirrors_new(void);
+
 int node_http_start(node_t *n, pith_err_t *err)
 {
 	if (!n->cfg->http[0])
 		return 0;
 	n->metrics = metrics_new();
-	if (!n->metrics || metrics_add_collector(n->metrics, collect, n))
+	n->mirrors = mirrors_new();
+	if (!n->metrics || !n->mirrors || metrics_add_collector(n->metrics, collect, n))
 		return pith_err_set(err, PITH_ENOMEM, "out of memory");
 	http_opts_t o;
 	http_opts_default(&o);
@@ -174,9 +177,8 @@ void node_http_stop(node_t *n)
 {
 	http_free(n->http);
 	metrics_free(n->metrics);
-	free(n->mirrors_seen);
-	n->mirrors_seen = NULL;
-	n->n_mirrors_seen = 0;
+	free(n->mirrors);
+	n->mirrors = NULL;
 }
 
 /* ---- peers' HTTP mirrors (/pith-mirrors.json) ---------------------------------- */
@@ -194,6 +196,18 @@ typedef struct mirror_seen {
 	char url[WIRE_HTTP_URL_MAX + 1];
 	int64_t left_us;
 } mirror_seen_t;
+
+/* The peers' mirrors the node lists, its own state: who left when. */
+struct mirrors {
+	mirror_seen_t seen[MIRRORS_SEEN_MAX];
+	size_t n;
+	int64_t tick_us;
+};
+
+static struct mirrors *mirrors_new(void)
+{
+	return calloc(1, sizeof(struct mirrors));
+}
 
 typedef struct mirror_list {
 	http_mirror_t *m;
@@ -229,7 +243,7 @@ static void mirrors_publish(node_t *n, int64_t now)
 	mirror_list_t l = {0};
 	for (peer_t *p = net_peers(n->net); p; p = p->next)
 		l.cap++;
-	l.cap += n->n_mirrors_seen;
+	l.cap += n->mirrors->n;
 	l.m = calloc(l.cap ? l.cap : 1, sizeof(*l.m));
 	l.names = calloc(l.cap ? l.cap : 1, sizeof(*l.names));
 	if (!l.m || !l.names) {
@@ -239,9 +253,9 @@ static void mirrors_publish(node_t *n, int64_t now)
 	for (peer_t *p = net_peers(n->net); p; p = p->next)
 		if (p->state == PEER_READY && p->http_url[0])
 			mirror_add(n, &l, p->pk, p->http_url);
-	for (size_t i = 0; i < n->n_mirrors_seen; i++)
-		if (now - n->mirrors_seen[i].left_us < MIRROR_KEEP_US)
-			mirror_add(n, &l, n->mirrors_seen[i].pk, n->mirrors_seen[i].url);
+	for (size_t i = 0; i < n->mirrors->n; i++)
+		if (now - n->mirrors->seen[i].left_us < MIRROR_KEEP_US)
+			mirror_add(n, &l, n->mirrors->seen[i].pk, n->mirrors->seen[i].url);
 	qsort(l.m, l.n, sizeof(*l.m), mirror_cmp);
 	if (http_mirrors_set(n->http, l.m, l.n) < 0)
 		log_error("http: out of memory listing the peers' mirrors");
@@ -251,24 +265,19 @@ out:
 }
 
 /* Remembers that p (which has a URL) left now. */
-static void mirror_left(node_t *n, const peer_t *p, int64_t now)
+static void mirror_left(struct mirrors *ms, const peer_t *p, int64_t now)
 {
 	mirror_seen_t *e = NULL;
-	for (size_t i = 0; i < n->n_mirrors_seen && !e; i++)
-		if (!memcmp(n->mirrors_seen[i].pk, p->pk, 32))
-			e = &n->mirrors_seen[i];
-	if (!e && !n->mirrors_seen) {
-		n->mirrors_seen = calloc(MIRRORS_SEEN_MAX, sizeof(*n->mirrors_seen));
-		if (!n->mirrors_seen)
-			return;
-	}
-	if (!e && n->n_mirrors_seen < MIRRORS_SEEN_MAX)
-		e = &n->mirrors_seen[n->n_mirrors_seen++];
+	for (size_t i = 0; i < ms->n && !e; i++)
+		if (!memcmp(ms->seen[i].pk, p->pk, 32))
+			e = &ms->seen[i];
+	if (!e && ms->n < MIRRORS_SEEN_MAX)
+		e = &ms->seen[ms->n++];
 	if (!e) { /* full: the one that left first makes room */
-		e = &n->mirrors_seen[0];
-		for (size_t i = 1; i < n->n_mirrors_seen; i++)
-			if (n->mirrors_seen[i].left_us < e->left_us)
-				e = &n->mirrors_seen[i];
+		e = &ms->seen[0];
+		for (size_t i = 1; i < ms->n; i++)
+			if (ms->seen[i].left_us < e->left_us)
+				e = &ms->seen[i];
 	}
 	memcpy(e->pk, p->pk, 32);
 	memcpy(e->url, p->http_url, sizeof(e->url));
@@ -276,11 +285,11 @@ static void mirror_left(node_t *n, const peer_t *p, int64_t now)
 }
 
 /* Forgets what node pk announced before it left; 1 if there was something. */
-static int mirror_forget(node_t *n, const uint8_t pk[32])
+static int mirror_forget(struct mirrors *ms, const uint8_t pk[32])
 {
-	for (size_t i = 0; i < n->n_mirrors_seen; i++)
-		if (!memcmp(n->mirrors_seen[i].pk, pk, 32)) {
-			n->mirrors_seen[i] = n->mirrors_seen[--n->n_mirrors_seen];
+	for (size_t i = 0; i < ms->n; i++)
+		if (!memcmp(ms->seen[i].pk, pk, 32)) {
+			ms->seen[i] = ms->seen[--ms->n];
 			return 1;
 		}
 	return 0;
@@ -293,24 +302,25 @@ void node_http_peer_changed(node_t *n, const peer_t *p)
 	int64_t now = node_now_us();
 	int changed = 0;
 	if (p->state == PEER_READY)
-		changed = mirror_forget(n, p->pk); /* back: its new HELLO is what counts */
+		changed = mirror_forget(n->mirrors, p->pk); /* back: its new HELLO is what counts */
 	else if (p->http_url[0])
-		mirror_left(n, p, now);
+		mirror_left(n->mirrors, p, now);
 	if (changed || p->http_url[0])
 		mirrors_publish(n, now);
 }
 
 void node_http_tick(node_t *n, int64_t now)
 {
-	if (!n->http || !n->n_mirrors_seen || now - n->mirrors_tick_us < MIRRORS_TICK_US)
+	struct mirrors *ms = n->mirrors;
+	if (!n->http || !ms->n || now - ms->tick_us < MIRRORS_TICK_US)
 		return;
-	n->mirrors_tick_us = now;
+	ms->tick_us = now;
 	size_t k = 0;
-	for (size_t i = 0; i < n->n_mirrors_seen; i++)
-		if (now - n->mirrors_seen[i].left_us < MIRROR_KEEP_US)
-			n->mirrors_seen[k++] = n->mirrors_seen[i];
-	if (k == n->n_mirrors_seen)
+	for (size_t i = 0; i < ms->n; i++)
+		if (now - ms->seen[i].left_us < MIRROR_KEEP_US)
+			ms->seen[k++] = ms->seen[i];
+	if (k == ms->n)
 		return;
-	n->n_mirrors_seen = k;
+	ms->n = k;
 	mirrors_publish(n, now);
 }

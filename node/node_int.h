@@ -52,9 +52,7 @@ struct node {
 	struct http *http;          /* --http: node_http.c (NULL when off) */
 	struct metrics *metrics;    /* what /metrics renders */
 	char http_url[WIRE_HTTP_URL_MAX + 1]; /* sent in HELLO: http_public_url when serving */
-	struct mirror_seen *mirrors_seen; /* peers' HTTP URLs after they left (node_http.c) */
-	size_t n_mirrors_seen;
-	int64_t mirrors_tick_us;
+	struct mirrors *mirrors;    /* peers' HTTP mirrors, for /pith-mirrors.json (node_http.c) */
 	wire_limits_t wlim;
 
 	uint8_t pk[32], sk[64];
