@@ -509,6 +509,34 @@ TEST(older_version_closes, "a HELLO with an older protocol version is closed wit
 	tnet_free(t);
 }
 
+TEST(second_hello, "a second HELLO during the handshake is a protocol violation")
+{
+	tnet_t *t = tnet_new(NULL);
+	t->cfg.ban_threshold = 1000;
+	remote_t *rm = remote_new(t);
+	send_hello(rm, t->cfg.network_id, WIRE_VERSION);
+	send_hello(rm, t->cfg.network_id, WIRE_VERSION);
+	check_closed(t, rm, SCORE_PROTOCOL, 0, WIRE_BYE_PROTOCOL);
+	CHECK_STR_CONTAINS(t->rec.gone_reason, "a second HELLO");
+	remote_free(rm);
+	tnet_free(t);
+}
+
+TEST(hello_after_handshake, "a HELLO after the handshake is a protocol violation and is not passed up")
+{
+	tnet_t *t = tnet_new(NULL);
+	t->cfg.ban_threshold = 1000;
+	remote_t *rm = remote_new(t);
+	remote_handshake(rm, t);
+	send_hello(rm, t->cfg.network_id, WIRE_VERSION);
+	check_closed(t, rm, SCORE_PROTOCOL, 0, WIRE_BYE_PROTOCOL);
+	CHECK_STR_CONTAINS(t->rec.gone_reason, "HELLO after the handshake");
+	CHECK_INT_EQ(t->rec.messages, 0);
+	CHECK_INT_EQ(t->rec.gone_was_ready, 1);
+	remote_free(rm);
+	tnet_free(t);
+}
+
 /* The remote answers the node's HELLO with its HELLO and an AUTH whose
  * signature has a bit flipped (flip_sig) or covers a nonce the node did not
  * send (flip_nonce). */
@@ -751,6 +779,29 @@ TEST(clean_close_no_points, "a connection closed between frames costs nothing")
 	tnet_free(t);
 }
 
+TEST(messages_before_close_handled, "messages buffered when the remote closes are all handled, past one turn's cap, and cost nothing")
+{
+	tnet_t *t = tnet_new(NULL);
+	t->rec.answer_type = WIRE_NOTFOUND; /* answers: not charged */
+	remote_t *rm = remote_new(t);
+	remote_handshake(rm, t);
+	pith_buf_t b = PITH_BUF_INIT;
+	static const uint8_t id[32] = {1};
+	wire_msg_t m = {.type = WIRE_NOTFOUND};
+	m.u.ids.ids = id;
+	m.u.ids.n = 1;
+	for (int i = 0; i < 2000; i++) /* TURN_MAX_MSGS is 256 */
+		CHECK_INT_EQ(wire_encode(&m, &b), 0);
+	remote_write(rm, b.data, b.len);
+	pith_buf_release(&b);
+	shutdown(rm->fd, SHUT_WR);
+	check_closed(t, rm, 0, 0, 0);
+	CHECK_INT_EQ(t->rec.messages, 2000);
+	CHECK_STR_CONTAINS(t->rec.gone_reason, "closed by the peer");
+	remote_free(rm);
+	tnet_free(t);
+}
+
 TEST(bye_from_remote, "a BYE from the remote closes the peer without a BYE back or points")
 {
 	tnet_t *t = tnet_new(NULL);
@@ -769,26 +820,67 @@ TEST(bye_from_remote, "a BYE from the remote closes the peer without a BYE back 
 
 /* ---- two nets over 127.0.0.1 --------------------------------------------- */
 
-typedef struct pair {
-	tnet_t *a, *b; /* a dials b */
-	int lfd;
-	struct event *accept_ev;
-	peer_t *pa;    /* a's outbound peer */
-} pair_t;
+/* A listening socket on 127.0.0.1 (an ephemeral port) whose accepts go
+ * to t's net. */
+typedef struct listener {
+	tnet_t *t;
+	int fd;
+	struct event *ev;
+	struct sockaddr_in sa;
+} listener_t;
 
 static void accept_cb(evutil_socket_t fd, short what, void *arg)
 {
 	(void)what;
-	pair_t *pr = arg;
+	listener_t *l = arg;
 	struct sockaddr_storage ss;
 	socklen_t len = sizeof(ss);
 	int c = accept(fd, (struct sockaddr *)&ss, &len);
 	if (c < 0)
 		return;
 	set_nonblocking(c);
-	if (peer_accept(pr->b->net, c, (struct sockaddr *)&ss, len))
+	if (peer_accept(l->t->net, c, (struct sockaddr *)&ss, len))
 		test_fail_(__FILE__, __LINE__, "peer_accept failed");
 }
+
+static void listener_open(listener_t *l, tnet_t *t)
+{
+	l->t = t;
+	l->sa = (struct sockaddr_in){.sin_family = AF_INET};
+	inet_pton(AF_INET, "127.0.0.1", &l->sa.sin_addr);
+	socklen_t len = sizeof(l->sa);
+	l->fd = socket(AF_INET, SOCK_STREAM, 0);
+	if (l->fd < 0 || bind(l->fd, (struct sockaddr *)&l->sa, len) || listen(l->fd, 8) ||
+	    getsockname(l->fd, (struct sockaddr *)&l->sa, &len))
+		abort();
+	set_nonblocking(l->fd);
+	l->ev = event_new(base, l->fd, EV_READ | EV_PERSIST, accept_cb, l);
+	event_add(l->ev, NULL);
+	net_set_hello(t->net, ntohs(l->sa.sin_port), 0, NULL);
+}
+
+static void listener_close(listener_t *l)
+{
+	if (l->ev)
+		event_free(l->ev);
+	if (l->fd > 0)
+		close(l->fd);
+	memset(l, 0, sizeof(*l));
+}
+
+/* from dials to's listener. The new peer (CONNECTING). */
+static peer_t *dial(tnet_t *from, const listener_t *to)
+{
+	peer_t *p = peer_connect(from->net, (const struct sockaddr *)&to->sa, sizeof(to->sa));
+	CHECK(p != NULL);
+	return p;
+}
+
+typedef struct pair {
+	tnet_t *a, *b; /* a dials b */
+	listener_t la, lb;
+	peer_t *pa;    /* a's outbound peer */
+} pair_t;
 
 /* Two nets, a dialling b's listening socket; waits for both to be ready. */
 static pair_t *pair_new(void)
@@ -798,19 +890,8 @@ static pair_t *pair_new(void)
 		abort();
 	pr->a = tnet_new(NULL);
 	pr->b = tnet_new(NULL);
-	struct sockaddr_in sa = {.sin_family = AF_INET};
-	inet_pton(AF_INET, "127.0.0.1", &sa.sin_addr);
-	socklen_t len = sizeof(sa);
-	pr->lfd = socket(AF_INET, SOCK_STREAM, 0);
-	if (pr->lfd < 0 || bind(pr->lfd, (struct sockaddr *)&sa, len) || listen(pr->lfd, 8) ||
-	    getsockname(pr->lfd, (struct sockaddr *)&sa, &len))
-		abort();
-	set_nonblocking(pr->lfd);
-	pr->accept_ev = event_new(base, pr->lfd, EV_READ | EV_PERSIST, accept_cb, pr);
-	event_add(pr->accept_ev, NULL);
-	net_set_hello(pr->b->net, ntohs(sa.sin_port), 0, NULL);
-	pr->pa = peer_connect(pr->a->net, (struct sockaddr *)&sa, len);
-	CHECK(pr->pa != NULL);
+	listener_open(&pr->lb, pr->b);
+	pr->pa = dial(pr->a, &pr->lb);
 	CHECK_INT_EQ(net_count_out(pr->a->net), 1);
 	WAIT_UNTIL(pr->a->rec.ready && pr->b->rec.ready, NULL, 3000);
 	return pr;
@@ -820,8 +901,8 @@ static void pair_free(pair_t *pr)
 {
 	tnet_free(pr->a);
 	tnet_free(pr->b);
-	event_free(pr->accept_ev);
-	close(pr->lfd);
+	listener_close(&pr->la);
+	listener_close(&pr->lb);
 	free(pr);
 }
 
@@ -911,6 +992,58 @@ TEST(two_nets_close_and_counters, "a close reaches both sides: gone once then fr
 	pair_free(pr);
 }
 
+TEST(second_dial_is_duplicate, "a second connection dialled to the same node is closed as a duplicate on both sides; the first is kept")
+{
+	pair_t *pr = pair_new();
+	peer_t *first = pr->pa;
+	peer_t *second = dial(pr->a, &pr->lb);
+	uint64_t second_serial = second ? second->serial : 0; /* second is freed below */
+	WAIT_UNTIL(pr->a->rec.freed && pr->b->rec.freed, NULL, 3000);
+	settle(NULL);
+	CHECK_INT_EQ(pr->a->rec.ready, 1); /* the duplicate is never reported ready */
+	CHECK_INT_EQ(pr->b->rec.ready, 1);
+	CHECK_INT_EQ(pr->a->rec.gone, 1);
+	CHECK_INT_EQ(pr->b->rec.gone, 1);
+	CHECK_INT_EQ(pr->a->rec.gone_was_ready, 0);
+	CHECK_STR_CONTAINS(pr->a->rec.gone_reason, "duplicate");
+	CHECK_STR_CONTAINS(pr->b->rec.gone_reason, "duplicate");
+	CHECK_INT_EQ(pr->a->rec.freed_serials[0], second_serial);
+	CHECK(net_peer_by_serial(pr->a->net, first->serial) == first);
+	CHECK(peer_is_ready(first));
+	CHECK_INT_EQ(net_count_out(pr->a->net), 1);
+	CHECK_INT_EQ(net_count_in(pr->b->net), 1);
+	CHECK_INT_EQ(pr->a->rec.bans + pr->b->rec.bans, 0);
+	pair_free(pr);
+}
+
+TEST(crossed_dials_keep_smaller_key, "when two nodes dial each other both keep the connection dialled by the node with the smaller key")
+{
+	pair_t *pr = pair_new();
+	listener_open(&pr->la, pr->a);
+	peer_t *back = dial(pr->b, &pr->la); /* b dials a */
+	uint64_t ab = pr->pa->serial, ba = back->serial;
+	WAIT_UNTIL(pr->a->rec.freed && pr->b->rec.freed, NULL, 3000);
+	settle(NULL);
+	CHECK_INT_EQ(pr->a->rec.gone, 1);
+	CHECK_INT_EQ(pr->b->rec.gone, 1);
+	CHECK_INT_EQ(pr->a->rec.freed, 1);
+	CHECK_INT_EQ(pr->b->rec.freed, 1);
+	int a_smaller = memcmp(pr->a->pk, pr->b->pk, 32) < 0;
+	/* a's outbound and b's outbound: the one the smaller key dialled stays */
+	peer_t *a_out = net_peer_by_serial(pr->a->net, ab);
+	peer_t *b_out = net_peer_by_serial(pr->b->net, ba);
+	CHECK((a_out != NULL) == a_smaller);
+	CHECK((b_out != NULL) == !a_smaller);
+	CHECK_INT_EQ(net_count_in(pr->a->net) + net_count_out(pr->a->net), 1);
+	CHECK_INT_EQ(net_count_in(pr->b->net) + net_count_out(pr->b->net), 1);
+	CHECK(net_peers(pr->a->net) && peer_is_ready(net_peers(pr->a->net)));
+	CHECK(net_peers(pr->b->net) && peer_is_ready(net_peers(pr->b->net)));
+	/* both kept the same TCP connection: a's survivor is outbound iff b's is inbound */
+	if (net_peers(pr->a->net) && net_peers(pr->b->net))
+		CHECK(net_peers(pr->a->net)->outbound != net_peers(pr->b->net)->outbound);
+	pair_free(pr);
+}
+
 TEST(connect_refused, "a dial to a closed port is closed as connect failed, never ready, and freed")
 {
 	tnet_t *t = tnet_new(NULL);
@@ -950,6 +1083,8 @@ int main(void)
 	RUN(other_network_closes);
 	RUN(hello_with_own_key_is_self);
 	RUN(older_version_closes);
+	RUN(second_hello);
+	RUN(hello_after_handshake);
 	RUN(bad_auth_signature);
 	RUN(auth_for_other_nonce);
 	RUN(flood_is_charged);
@@ -961,10 +1096,13 @@ int main(void)
 	RUN(slow_reader_closed);
 	RUN(truncated_close);
 	RUN(clean_close_no_points);
+	RUN(messages_before_close_handled);
 	RUN(bye_from_remote);
 	RUN(two_nets_handshake);
 	RUN(two_nets_message_and_ping);
 	RUN(two_nets_close_and_counters);
+	RUN(second_dial_is_duplicate);
+	RUN(crossed_dials_keep_smaller_key);
 	RUN(connect_refused);
 	event_base_free(base);
 	return test_done();
