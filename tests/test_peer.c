@@ -329,13 +329,26 @@ static void send_type(remote_t *rm, wire_type_t type)
 	remote_send(rm, &m);
 }
 
-static void send_notfound(remote_t *rm)
+/* A message of n (<= 1024) all-zero ids: ANNOUNCE, GET or NOTFOUND. */
+static wire_msg_t ids_msg(wire_type_t type, size_t n)
 {
-	static const uint8_t id[32] = {1};
-	wire_msg_t m = {.type = WIRE_NOTFOUND};
-	m.u.ids.ids = id;
-	m.u.ids.n = 1;
-	remote_send(rm, &m);
+	static const uint8_t ids[1024 * 32];
+	wire_msg_t m = {.type = type};
+	m.u.ids.ids = ids;
+	m.u.ids.n = n;
+	return m;
+}
+
+/* Writes count copies of m at once; returns the bytes written. */
+static size_t remote_send_n(remote_t *rm, const wire_msg_t *m, int count)
+{
+	pith_buf_t b = PITH_BUF_INIT;
+	for (int i = 0; i < count; i++)
+		CHECK_INT_EQ(wire_encode(m, &b), 0);
+	size_t n = b.len;
+	remote_write(rm, b.data, b.len);
+	pith_buf_release(&b);
+	return n;
 }
 
 /* Waits for rm's peer to be closed and freed and the remote to see the
@@ -623,8 +636,8 @@ TEST(answers_are_free, "messages is_answer says are answers are not charged to t
 	remote_t *rm = remote_new(t);
 	remote_handshake(rm, t);
 	peer_t *p = remote_peer(t, rm);
-	for (int i = 0; i < 20; i++)
-		send_notfound(rm);
+	wire_msg_t m = ids_msg(WIRE_NOTFOUND, 1);
+	remote_send_n(rm, &m, 20);
 	WAIT_UNTIL(t->rec.messages >= 20, rm, 2000);
 	CHECK_INT_EQ(t->rec.messages, 20);
 	CHECK(t->rec.answers_asked >= 20);
@@ -634,6 +647,32 @@ TEST(answers_are_free, "messages is_answer says are answers are not charged to t
 		CHECK_INT_EQ(p->read_paused, 0);
 		CHECK(p->msg_tokens > 2);
 	}
+	remote_free(rm);
+	tnet_free(t);
+}
+
+TEST(byte_budget_pauses, "a peer over its byte budget is paused, not punished, and read again as the budget refills")
+{
+	tnet_t *t = tnet_new(NULL);
+	t->cfg.peer_byte_rate = 16384; /* bytes a second (and the burst) */
+	t->rec.answer_type = WIRE_NOTFOUND;
+	remote_t *rm = remote_new(t);
+	remote_handshake(rm, t);
+	peer_t *p = remote_peer(t, rm);
+	wire_msg_t m = ids_msg(WIRE_NOTFOUND, 32);
+	size_t total = remote_send_n(rm, &m, 24); /* about 25 KB */
+	int paused = 0;
+	int64_t dl = node_now_us() + 4000000;
+	while (t->rec.messages < 24 && node_now_us() < dl) {
+		turn(rm);
+		paused |= p->read_paused;
+	}
+	CHECK(paused);
+	CHECK_INT_EQ(t->rec.messages, 24);
+	CHECK_INT_EQ(p->score, 0);
+	CHECK_INT_EQ(p->flood_strikes, 0);
+	CHECK(p->bytes_in >= total);
+	CHECK_INT_EQ(t->rec.gone, 0);
 	remote_free(rm);
 	tnet_free(t);
 }
@@ -709,6 +748,18 @@ TEST(idle_peer_pinged_then_timed_out, "a quiet ready peer is PINGed after ping_i
 	tnet_free(t);
 }
 
+TEST(idle_peer_closed, "a ready peer silent for idle_timeout is closed with BYE TIMEOUT")
+{
+	tnet_t *t = tnet_new(NULL);
+	remote_t *rm = remote_new(t);
+	remote_handshake(rm, t);
+	net_tick(t->net, node_now_us() + (t->cfg.idle_timeout_ms + 1) * 1000);
+	check_closed(t, rm, 0, 0, WIRE_BYE_TIMEOUT);
+	CHECK_STR_CONTAINS(t->rec.gone_reason, "silent for");
+	remote_free(rm);
+	tnet_free(t);
+}
+
 TEST(slow_reader_closed, "peer_send beyond peer_out_max closes a peer that does not read as too slow, freed when the linger runs out")
 {
 	tnet_t *t = tnet_new(NULL);
@@ -716,10 +767,7 @@ TEST(slow_reader_closed, "peer_send beyond peer_out_max closes a peer that does 
 	remote_t *rm = remote_new(t);
 	remote_handshake(rm, t);
 	peer_t *p = remote_peer(t, rm);
-	static uint8_t ids[1024 * 32];
-	wire_msg_t m = {.type = WIRE_ANNOUNCE};
-	m.u.ids.ids = ids;
-	m.u.ids.n = 1024;
+	wire_msg_t m = ids_msg(WIRE_ANNOUNCE, 1024);
 	int sent = 0, refused = 0;
 	/* the remote stops reading: the socket buffers fill, then the output */
 	for (int i = 0; i < 200 && !t->rec.gone; i++) {
@@ -785,15 +833,8 @@ TEST(messages_before_close_handled, "messages buffered when the remote closes ar
 	t->rec.answer_type = WIRE_NOTFOUND; /* answers: not charged */
 	remote_t *rm = remote_new(t);
 	remote_handshake(rm, t);
-	pith_buf_t b = PITH_BUF_INIT;
-	static const uint8_t id[32] = {1};
-	wire_msg_t m = {.type = WIRE_NOTFOUND};
-	m.u.ids.ids = id;
-	m.u.ids.n = 1;
-	for (int i = 0; i < 2000; i++) /* TURN_MAX_MSGS is 256 */
-		CHECK_INT_EQ(wire_encode(&m, &b), 0);
-	remote_write(rm, b.data, b.len);
-	pith_buf_release(&b);
+	wire_msg_t m = ids_msg(WIRE_NOTFOUND, 1);
+	remote_send_n(rm, &m, 2000); /* TURN_MAX_MSGS is 256 */
 	shutdown(rm->fd, SHUT_WR);
 	check_closed(t, rm, 0, 0, 0);
 	CHECK_INT_EQ(t->rec.messages, 2000);
@@ -933,6 +974,7 @@ TEST(two_nets_message_and_ping, "between two nets a message is delivered to the 
 	WAIT_UNTIL(pr->b->rec.messages, NULL, 2000);
 	CHECK_INT_EQ(pr->b->rec.messages, 1);
 	CHECK_INT_EQ(pr->b->rec.msg_types[0], WIRE_PEERS_REQ);
+	CHECK(pr->a->rec.writable >= 1); /* a's output drained after the send */
 	/* b pings a, quiet for an interval (in b's clock) */
 	peer_t *pb = net_peers(pr->b->net);
 	net_tick(pr->b->net, node_now_us() + (pr->b->cfg.ping_interval_ms + 1) * 1000);
@@ -1089,10 +1131,12 @@ int main(void)
 	RUN(auth_for_other_nonce);
 	RUN(flood_is_charged);
 	RUN(answers_are_free);
+	RUN(byte_budget_pauses);
 	RUN(ping_answered_with_pong);
 	RUN(ping_flood);
 	RUN(handshake_timeout);
 	RUN(idle_peer_pinged_then_timed_out);
+	RUN(idle_peer_closed);
 	RUN(slow_reader_closed);
 	RUN(truncated_close);
 	RUN(clean_close_no_points);
