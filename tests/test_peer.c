@@ -442,6 +442,19 @@ TEST(malformed_frame_bans, "a frame that does not decode costs SCORE_MALFORMED, 
 	tnet_free(t);
 }
 
+TEST(oversized_length_refused, "a length prefix over max_frame is refused as soon as its 4 bytes arrive, as malformed")
+{
+	tnet_t *t = tnet_new(NULL);
+	remote_t *rm = remote_new(t);
+	remote_handshake(rm, t);
+	static const uint8_t huge[] = {0xff, 0xff, 0xff, 0xff};
+	remote_write(rm, huge, sizeof(huge));
+	check_closed(t, rm, SCORE_MALFORMED, 1, WIRE_BYE_BANNED);
+	CHECK_INT_EQ(t->stats.malformed, 1);
+	remote_free(rm);
+	tnet_free(t);
+}
+
 TEST(malformed_below_threshold, "below the ban threshold a malformed frame adds its points and closes with BYE PROTOCOL, without a ban")
 {
 	tnet_t *t = tnet_new(NULL);
@@ -625,6 +638,23 @@ TEST(flood_is_charged, "messages beyond the burst cost a flood strike and pause 
 		CHECK_INT_EQ(p->flood_strikes, 1);
 	}
 	CHECK_INT_EQ(t->rec.gone, 0);
+	remote_free(rm);
+	tnet_free(t);
+}
+
+TEST(flood_then_close_not_truncated, "a flooding peer that closes between frames gets its flood strike but no SCORE_TRUNCATED")
+{
+	tnet_t *t = tnet_new(small_burst);
+	remote_t *rm = remote_new(t);
+	remote_handshake(rm, t);
+	wire_msg_t m = {.type = WIRE_PEERS_REQ};
+	remote_send_n(rm, &m, 8);
+	shutdown(rm->fd, SHUT_WR); /* the stream ends between frames */
+	WAIT_UNTIL(t->rec.freed, rm, 3000);
+	CHECK_INT_EQ(t->rec.gone, 1);
+	CHECK_INT_EQ(t->rec.gone_score, SCORE_FLOOD);
+	CHECK_INT_EQ(t->rec.messages, 8); /* read at the budget's pace, then the end */
+	CHECK_STR_CONTAINS(t->rec.gone_reason, "closed by the peer");
 	remote_free(rm);
 	tnet_free(t);
 }
@@ -1086,6 +1116,26 @@ TEST(crossed_dials_keep_smaller_key, "when two nodes dial each other both keep t
 	pair_free(pr);
 }
 
+TEST(net_dials_itself, "a net that dials its own listener closes both ends as is_self, with no points")
+{
+	tnet_t *t = tnet_new(NULL);
+	listener_t l = {0};
+	listener_open(&l, t);
+	dial(t, &l);
+	WAIT_UNTIL(t->rec.freed == 2, NULL, 3000);
+	settle(NULL);
+	CHECK_INT_EQ(t->rec.gone, 2);
+	CHECK_INT_EQ(t->rec.freed, 2);
+	CHECK_INT_EQ(t->rec.freed_before_gone, 0);
+	CHECK_INT_EQ(t->rec.gone_is_self, 1);
+	CHECK_INT_EQ(t->rec.gone_score, 0);
+	CHECK_INT_EQ(t->rec.ready, 0);
+	CHECK_INT_EQ(t->rec.bans, 0);
+	CHECK(net_peers(t->net) == NULL);
+	tnet_free(t);
+	listener_close(&l);
+}
+
 TEST(connect_refused, "a dial to a closed port is closed as connect failed, never ready, and freed")
 {
 	tnet_t *t = tnet_new(NULL);
@@ -1119,6 +1169,7 @@ int main(void)
 	RUN(accepted_peer_sends_hello);
 	RUN(remote_handshake_makes_ready);
 	RUN(malformed_frame_bans);
+	RUN(oversized_length_refused);
 	RUN(malformed_below_threshold);
 	RUN(message_before_handshake);
 	RUN(auth_before_hello);
@@ -1130,6 +1181,7 @@ int main(void)
 	RUN(bad_auth_signature);
 	RUN(auth_for_other_nonce);
 	RUN(flood_is_charged);
+	RUN(flood_then_close_not_truncated);
 	RUN(answers_are_free);
 	RUN(byte_budget_pauses);
 	RUN(ping_answered_with_pong);
@@ -1147,6 +1199,7 @@ int main(void)
 	RUN(two_nets_close_and_counters);
 	RUN(second_dial_is_duplicate);
 	RUN(crossed_dials_keep_smaller_key);
+	RUN(net_dials_itself);
 	RUN(connect_refused);
 	event_base_free(base);
 	return test_done();
