@@ -8,6 +8,7 @@
  * starts with the pattern's text up to its first placeholder. */
 #include <stdint.h>
 #include <string.h>
+#include <strings.h>
 
 #include "fuzz_check.h"
 #include "upstream.h"
@@ -29,7 +30,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	for (size_t i = 0; i < m.n_mirrors; i++) {
 		const pith_mirror_t *x = &m.mirrors[i];
 		FUZZ_CHECK(memchr(x->base_url, 0, sizeof(x->base_url)));
-		FUZZ_CHECK(!strncmp(x->base_url, "http", 4));
+		FUZZ_CHECK(!strncasecmp(x->base_url, "http", 4)); /* scheme: any case */
 		const char *pats[] = {x->bundle_pattern, x->state_pattern, x->well_known_pattern};
 		for (int k = 0; k < 3; k++) {
 			if (!pats[k][0])
