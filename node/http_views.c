@@ -75,8 +75,8 @@ int http_resolve_id(http_ctx_t *c, const char *id, char pith[static PITH_NUMBER_
 	}
 	/* a full number names its record exactly: the view's own read says
 	 * whether it is stored */
-	if (pith_number_is_valid(id)) {
-		snprintf(pith, PITH_NUMBER_LEN + 1, "%s", id);
+	if (pid.number[0]) {
+		memcpy(pith, pid.number, PITH_NUMBER_LEN + 1);
 		return 0;
 	}
 	int is_body = pid.kind == PITH_ID_FULL && strlen(pid.value) == PITH_BODY_LEN;

@@ -247,9 +247,10 @@ static int is_arxiv_id(const char *s)
 	return d[k] == 0;
 }
 
-int pith_id_parse(const char *s, pith_id_t *out, pith_err_t *err)
+/* The forms without a URL or blanks around them: those pith_id_parse took
+ * before it read URLs, with the same results. out is zeroed. */
+static int id_parse_plain(const char *s, pith_id_t *out, pith_err_t *err)
 {
-	memset(out, 0, sizeof(*out));
 	size_t n = strlen(s);
 	if (n == 0 || n >= sizeof(out->value))
 		return pith_err_set(err, PITH_EINVAL, "identifier: empty or longer than %zu bytes",
@@ -262,6 +263,7 @@ int pith_id_parse(const char *s, pith_id_t *out, pith_err_t *err)
 				return pith_err_set(err, PITH_EINVAL, "identifier: malformed pith number '%s'", s);
 			out->kind = PITH_ID_FULL;
 			memcpy(out->value, b + 5, PITH_BODY_LEN + 1);
+			memcpy(out->number, s, PITH_NUMBER_LEN + 1);
 			return 0;
 		}
 		s = b;
@@ -308,6 +310,239 @@ int pith_id_parse(const char *s, pith_id_t *out, pith_err_t *err)
 		if (n == 8 || n == 12 || n == 16)
 			snprintf(out->alias_kind, sizeof(out->alias_kind), "pith_short_%zu", n);
 	}
+	return 0;
+}
+
+/* ---- pasted forms: blanks around, URLs ---------------------------------- */
+
+/* Copies s into out (cap bytes) for a message: bytes that are not
+ * printable ASCII become '?', so that a message never carries control
+ * bytes from the input. */
+static const char *id_quote(const char *s, char *out, size_t cap)
+{
+	size_t i = 0;
+	for (; s[i] && i + 1 < cap; i++)
+		out[i] = (s[i] >= 0x20 && s[i] < 0x7f) ? s[i] : '?';
+	out[i] = 0;
+	return out;
+}
+
+static int id_url_fail(const char *input, const char *why, pith_err_t *err)
+{
+	char q[PITH_ID_MAX + 1];
+	return pith_err_set(err, PITH_EINVAL, "identifier: '%s': %s",
+			    id_quote(input, q, sizeof(q)), why);
+}
+
+/* Decodes n bytes of URL text with percent escapes into out (cap bytes,
+ * NUL-terminated). -1 on a bad escape, a decoded NUL or control byte, or
+ * if it does not fit. */
+static int id_pct_decode(const char *in, size_t n, char *out, size_t cap)
+{
+	size_t o = 0;
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)in[i];
+		if (c == '%') {
+			if (i + 2 >= n)
+				return -1;
+			int h = hexval((char)tolower((unsigned char)in[i + 1]));
+			int l = hexval((char)tolower((unsigned char)in[i + 2]));
+			if (h < 0 || l < 0)
+				return -1;
+			c = (unsigned char)(h << 4 | l);
+			i += 2;
+		}
+		if (c < 0x20 || c == 0x7f || o + 1 >= cap)
+			return -1;
+		out[o++] = (char)c;
+	}
+	out[o] = 0;
+	return 0;
+}
+
+typedef enum id_site { SITE_NONE, SITE_ARXIV, SITE_DOI, SITE_PITH } id_site_t;
+
+static const struct {
+	const char *host;
+	id_site_t site;
+} id_hosts[] = {
+	{"arxiv.org", SITE_ARXIV},  {"www.arxiv.org", SITE_ARXIV}, {"export.arxiv.org", SITE_ARXIV},
+	{"doi.org", SITE_DOI},      {"dx.doi.org", SITE_DOI},      {"www.doi.org", SITE_DOI},
+	{"pith.science", SITE_PITH}, {"www.pith.science", SITE_PITH},
+};
+
+/* The site of host (hl bytes, any case), SITE_NONE if not one we know. */
+static id_site_t id_site_of(const char *host, size_t hl)
+{
+	for (size_t i = 0; i < sizeof(id_hosts) / sizeof(id_hosts[0]); i++)
+		if (strlen(id_hosts[i].host) == hl && !strncasecmp(host, id_hosts[i].host, hl))
+			return id_hosts[i].site;
+	return SITE_NONE;
+}
+
+/* Does s end with suffix (any case)? Then its length without it. */
+static int id_strip_suffix(const char *s, size_t *n, const char *suffix)
+{
+	size_t sl = strlen(suffix);
+	if (*n <= sl || strncasecmp(s + *n - sl, suffix, sl))
+		return 0;
+	*n -= sl;
+	return 1;
+}
+
+/* An arxiv.org path: /abs/ID or /pdf/ID[.pdf], ID new or old style. */
+static int id_parse_arxiv_path(const char *input, const char *path, size_t pl, pith_id_t *out,
+			       pith_err_t *err)
+{
+	const char *id;
+	size_t n;
+	if (pl > 5 && (!strncasecmp(path, "/abs/", 5) || !strncasecmp(path, "/pdf/", 5))) {
+		id = path + 5;
+		n = pl - 5;
+	} else {
+		return id_url_fail(input, "an arxiv.org URL names a paper as /abs/ID or /pdf/ID", err);
+	}
+	if (n && id[n - 1] == '/')
+		n--;
+	if (!strncasecmp(path, "/pdf/", 5))
+		id_strip_suffix(id, &n, ".pdf");
+	char buf[8 + PITH_ID_MAX + 1] = "arxiv:";
+	if (id_pct_decode(id, n, buf + 6, sizeof(buf) - 6) || !is_arxiv_id(buf + 6))
+		return id_url_fail(input, "no arXiv id in this arxiv.org URL", err);
+	return id_parse_plain(buf, out, err);
+}
+
+/* A doi.org path: /DOI, percent escapes decoded (10.48550%2Farxiv...). */
+static int id_parse_doi_path(const char *input, const char *path, size_t pl, pith_id_t *out,
+			     pith_err_t *err)
+{
+	char buf[8 + PITH_ID_MAX + 1] = "doi:";
+	if (pl < 2 || id_pct_decode(path + 1, pl - 1, buf + 4, sizeof(buf) - 4) ||
+	    strncmp(buf + 4, "10.", 3) || !strchr(buf + 4, '/') || buf[strlen(buf) - 1] == '/')
+		return id_url_fail(input, "no DOI (10.NNNN/...) in this doi.org URL", err);
+	return id_parse_plain(buf, out, err);
+}
+
+/* A pith.science path naming a record: the views the registry links to. */
+static int id_parse_pith_path(const char *input, const char *path, size_t pl, pith_id_t *out,
+			      pith_err_t *err)
+{
+	enum { NSEG = 5 };
+	const char *seg[NSEG];
+	size_t len[NSEG], ns = 0;
+	for (size_t i = 0; i < pl;) {
+		size_t j = i + 1;
+		while (j < pl && path[j] != '/')
+			j++;
+		if (j - i - 1 > 0) { /* "/pith/X/" : the empty tail is no segment */
+			if (ns == NSEG)
+				goto bad;
+			seg[ns] = path + i + 1;
+			len[ns++] = j - i - 1;
+		} else if (j < pl) {
+			goto bad; /* "//" inside the path */
+		}
+		i = j;
+	}
+#define SEG_IS(k, lit) (len[k] == strlen(lit) && !strncmp(seg[k], lit, len[k]))
+	size_t at;
+	if (ns == 2 && SEG_IS(0, "pith")) {
+		at = 1;
+		id_strip_suffix(seg[1], &len[1], ".json");
+	} else if (ns == 3 && SEG_IS(0, "pith") && (SEG_IS(2, "bundle.json") || SEG_IS(2, "state.json"))) {
+		at = 1;
+	} else if (ns == 4 && SEG_IS(0, ".well-known") && SEG_IS(1, "pith") && SEG_IS(3, "bundle.json")) {
+		at = 2;
+	} else if (ns == 2 && SEG_IS(0, "paper")) {
+		at = 1;
+	} else {
+		goto bad;
+	}
+#undef SEG_IS
+	char id[PITH_ID_MAX + 1];
+	if (id_pct_decode(seg[at], len[at], id, sizeof(id)) || id_parse_plain(id, out, NULL) ||
+	    (out->kind != PITH_ID_FULL && out->kind != PITH_ID_SHORT)) {
+		memset(out, 0, sizeof(*out));
+		return id_url_fail(input, "no pith number in this pith.science URL", err);
+	}
+	return 0;
+bad:
+	return id_url_fail(input,
+			   "a pith.science URL names a record as /pith/ID, /pith/ID.json, "
+			   "/pith/ID/bundle.json, /pith/ID/state.json, "
+			   "/.well-known/pith/ID/bundle.json or /paper/ID",
+			   err);
+}
+
+/* s is a URL (scheme given or a known host first) if this returns 1; then
+ * *out holds the identifier it names or the error is set in *rc. */
+static int id_parse_url(const char *s, pith_id_t *out, int *rc, pith_err_t *err)
+{
+	const char *rest;
+	if (!strncasecmp(s, "https://", 8))
+		rest = s + 8;
+	else if (!strncasecmp(s, "http://", 7))
+		rest = s + 7;
+	else
+		rest = s;
+	size_t hl = strcspn(rest, "/?#");
+	id_site_t site = id_site_of(rest, hl);
+	if (rest == s && (site == SITE_NONE || rest[hl] != '/'))
+		return 0; /* no scheme and no known host: not a URL */
+	if (site == SITE_NONE) {
+		*rc = id_url_fail(s, "a URL of neither arxiv.org, doi.org nor pith.science", err);
+		return 1;
+	}
+	const char *path = rest + hl;
+	size_t pl = strcspn(path, "?#"); /* query and fragment name no record */
+	if (site == SITE_ARXIV)
+		*rc = id_parse_arxiv_path(s, path, pl, out, err);
+	else if (site == SITE_DOI)
+		*rc = id_parse_doi_path(s, path, pl, out, err);
+	else
+		*rc = id_parse_pith_path(s, path, pl, out, err);
+	return 1;
+}
+
+/* Splits an arXiv id in out->value into out->arxiv and out->arxiv_version. */
+static void id_arxiv_split(pith_id_t *out)
+{
+	const char *v = out->value, *slash = strchr(v, '/');
+	const char *ver = strchr(slash ? slash : v, 'v');
+	size_t n = ver ? (size_t)(ver - v) : strlen(v);
+	memcpy(out->arxiv, v, n);
+	out->arxiv[n] = 0;
+	unsigned long x = 0;
+	for (const char *p = ver ? ver + 1 : ""; *p; p++)
+		x = x >= 100000000ul ? 4000000000ul : x * 10 + (unsigned long)(*p - '0');
+	out->arxiv_version = x > 4000000000ul ? 4000000000u : (unsigned)x; /* saturates */
+}
+
+int pith_id_parse(const char *s, pith_id_t *out, pith_err_t *err)
+{
+	memset(out, 0, sizeof(*out));
+	/* blanks around an identifier come with pasting; inside one, they
+	 * are an error below */
+	while (*s && isspace((unsigned char)*s))
+		s++;
+	size_t n = strlen(s);
+	while (n && isspace((unsigned char)s[n - 1]))
+		n--;
+	if (n == 0 || n > PITH_ID_MAX)
+		return pith_err_set(err, PITH_EINVAL, "identifier: empty or longer than %d bytes",
+				    PITH_ID_MAX);
+	char t[PITH_ID_MAX + 1];
+	memcpy(t, s, n);
+	t[n] = 0;
+	int rc;
+	if (!id_parse_url(t, out, &rc, err))
+		rc = id_parse_plain(t, out, err);
+	if (rc) {
+		memset(out, 0, sizeof(*out));
+		return rc;
+	}
+	if (out->kind == PITH_ID_ARXIV)
+		id_arxiv_split(out);
 	return 0;
 }
 

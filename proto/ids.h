@@ -49,7 +49,7 @@ typedef struct pith_alias {
 int pith_record_aliases(const json_value_t *record, const char *pith_number,
 			pith_alias_t out[static 6]);
 
-/* Identifier forms a user may type. */
+/* Identifier forms a user may type or paste. */
 typedef enum pith_id_kind {
 	PITH_ID_FULL,   /* pith:2024:AR7B...(26) or the bare 26-char body */
 	PITH_ID_SHORT,  /* pith:AR7B3DEV, 8/12/16 chars, or bare */
@@ -57,13 +57,38 @@ typedef enum pith_id_kind {
 	PITH_ID_DOI,    /* doi:10.48550/arxiv.2401.14489 or bare 10.x */
 } pith_id_kind_t;
 
+#define PITH_ID_MAX 199 /* longest identifier text, surrounding blanks aside */
+
 typedef struct pith_id {
 	pith_id_kind_t kind;
 	char value[200]; /* FULL: body (26); SHORT: body prefix; ARXIV/DOI: text */
 	char alias_kind[16]; /* the alias_kind to look up for non-FULL forms */
+	/* FULL given with its year (pith:YYYY:BODY, in any wrapper): the
+	 * number, which names one record exactly; else "". */
+	char number[PITH_NUMBER_LEN + 1];
+	/* ARXIV: the id without its version (the upstream resolve API's
+	 * arxiv= form) and the version, 0 if none was given; else "" and 0. */
+	char arxiv[200];
+	unsigned arxiv_version;
 } pith_id_t;
 
-/* Parses any identifier form. PITH_EINVAL with a message if malformed. */
+/* Parses any identifier form into *out (zeroed first). Accepted, after
+ * leading and trailing blanks are dropped:
+ *   pith:YYYY:BODY, BODY (26), pith:SHORT, SHORT (8 to 25, any case);
+ *   arXiv ids, new (2401.14489[vN]) and old style (hep-th/9901001[vN]),
+ *   bare or after "arxiv:" (any case);
+ *   DOIs, bare (10.x/...) or after "doi:" (any case), lower-cased;
+ *   URLs (http or https, any case of scheme and host):
+ *     arxiv.org, www.arxiv.org, export.arxiv.org: /abs/ID, /pdf/ID[.pdf];
+ *     doi.org, dx.doi.org, www.doi.org: /DOI (percent escapes decoded);
+ *     pith.science, www.pith.science: /pith/ID[.json|/bundle.json|
+ *     /state.json], /.well-known/pith/ID/bundle.json, /paper/ID, with ID
+ *     any pith form above;
+ *   a URL may carry a query or fragment (ignored) and may omit "https://"
+ *   when it starts with one of these hosts.
+ * Forms accepted before URLs were (every one without blanks or scheme)
+ * give the same kind, value and alias_kind as before. PITH_EINVAL with a
+ * message that quotes the input if malformed. */
 int pith_id_parse(const char *s, pith_id_t *out, pith_err_t *err);
 
 /* Timestamps: "YYYY-MM-DDTHH:MM:SS[.ffffff](Z|+00:00)". Microseconds since

@@ -872,10 +872,10 @@ int store_resolve(store_t *st, const char *text, char out[static PITH_NUMBER_LEN
 	if (rc)
 		return rc;
 	if (id.kind == PITH_ID_FULL) {
-		if (!strncmp(text, "pith:", 5) && pith_number_is_valid(text)) {
+		if (id.number[0]) {
 			/* exact year given: that record or nothing */
 			store_record_info_t r;
-			if ((rc = store_record_get(st, text, &r, err)))
+			if ((rc = store_record_get(st, id.number, &r, err)))
 				return rc;
 			memcpy(out, r.pith_number, PITH_NUMBER_LEN + 1);
 			return 0;

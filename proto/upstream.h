@@ -1,0 +1,101 @@
+/* What HTTP(S) upstreams answer (issue 14's groundwork): the registry's
+ * mirror manifest (/pith-mirrors.json) with its URL patterns, and the two
+ * shapes of an answer of the resolve API (/api/pith-number/resolve): a
+ * JSON object naming a pith number, or a 30x Location to /pith/{ID}.
+ *
+ * Pure, like the rest of proto/: bytes in, fixed-size structs or an error
+ * out; limits passed in; no I/O. Nothing here is trusted: a manifest says
+ * where bundles may be fetched, and every bundle is verified as gossip is. */
+#ifndef PITH_UPSTREAM_H
+#define PITH_UPSTREAM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "err.h"
+#include "ids.h"
+
+#define PITH_MIRRORS_MAX 32     /* mirrors a manifest may list, at most */
+#define PITH_URL_MAX 512        /* bytes in a URL or pattern, NUL aside */
+#define PITH_MIRROR_TEXT_MAX 96 /* bytes in a name, type, status, key id */
+
+typedef struct pith_upstream_limits {
+	size_t max_bytes;   /* whole body */
+	unsigned max_depth; /* JSON nesting */
+	size_t max_mirrors; /* at most PITH_MIRRORS_MAX */
+} pith_upstream_limits_t;
+
+/* 1 MiB, depth 16, PITH_MIRRORS_MAX mirrors. */
+extern const pith_upstream_limits_t pith_upstream_limits_default;
+
+typedef struct pith_mirror {
+	char name[PITH_MIRROR_TEXT_MAX];
+	char mirror_type[PITH_MIRROR_TEXT_MAX]; /* "https", ... as given */
+	char status[PITH_MIRROR_TEXT_MAX];      /* "primary", ... or "" */
+	char base_url[PITH_URL_MAX];            /* http(s)://host[:port][/path] */
+	/* URL patterns, "" when absent; each holds {suffix} (the 26-character
+	 * body of a pith number) in its path, and nowhere else */
+	char bundle_pattern[PITH_URL_MAX];
+	char state_pattern[PITH_URL_MAX];
+	char well_known_pattern[PITH_URL_MAX];
+	/* the key the mirror names (informational: trust comes from the
+	 * operator's --trust-key, never from a manifest) */
+	int has_key;
+	char key_id[PITH_MIRROR_TEXT_MAX];
+	uint8_t public_key[32];
+} pith_mirror_t;
+
+typedef struct pith_manifest {
+	char manifest_version[PITH_MIRROR_TEXT_MAX];
+	char merge_version[PITH_MIRROR_TEXT_MAX]; /* "" when absent */
+	size_t n_mirrors;
+	pith_mirror_t mirrors[PITH_MIRRORS_MAX];
+} pith_manifest_t;
+
+/* Parses a /pith-mirrors.json body of len bytes into *out (zeroed first).
+ * Requires manifest_type "pith_mirror_manifest", a manifest_version of
+ * major version 1 and a "mirrors" array; each mirror needs an http(s)
+ * base_url; its patterns are optional and validated when present
+ * (pith_pattern_check). Unknown members are ignored. lim NULL means the
+ * defaults. Returns 0, PITH_ETOOBIG (body, depth, mirror count or a field
+ * over its bound) or PITH_EINVAL, with a message naming the field
+ * (mirrors[2].bundle_pattern) or byte offset. */
+int pith_manifest_parse(const uint8_t *buf, size_t len, const pith_upstream_limits_t *lim,
+			pith_manifest_t *out, pith_err_t *err);
+
+/* Checks a URL pattern: http:// or https://, a host of letters, digits,
+ * '.', '-' (an optional :port), no user info, path characters only
+ * (no blanks, controls, '\', '#', "..", non-ASCII), and at least one
+ * placeholder, all of them {suffix} and all after the host. 0 or
+ * PITH_EINVAL/PITH_ETOOBIG with a message naming what is wrong. */
+int pith_pattern_check(const char *pattern, pith_err_t *err);
+
+/* Fills pattern's {suffix} placeholders with the 26-character body of
+ * pith_number (a full "pith:YYYY:BODY" or the bare body) into out (cap
+ * bytes, NUL-terminated). Checks the pattern first (pith_pattern_check),
+ * so the URL made is always on the pattern's own origin. 0, PITH_EINVAL
+ * (bad pattern or number) or PITH_ETOOBIG (does not fit in cap). */
+int pith_pattern_expand(const char *pattern, const char *pith_number, char *out, size_t cap,
+			pith_err_t *err);
+
+/* The JSON answer of /api/pith-number/resolve?...&json=true, whose format
+ * the registry has not published: an object with a string "pith_number",
+ * at the top level or one level down under "record", "result", "data" or
+ * "resolved". The number must be well formed (pith_number_is_valid).
+ * Returns 0 with out filled, PITH_ENOTFOUND if a well-formed object names
+ * no pith number, PITH_EINVAL/PITH_ETOOBIG otherwise. lim NULL: defaults
+ * (max_mirrors unused). */
+int pith_resolve_answer_parse(const uint8_t *buf, size_t len, const pith_upstream_limits_t *lim,
+			      char out[static PITH_NUMBER_LEN + 1], pith_err_t *err);
+
+/* The Location header (len bytes) of a 30x answer of the resolve API,
+ * asked of base_url: "/pith/{ID}" or an absolute URL with base_url's
+ * scheme, host and port (any case of scheme and host; default ports
+ * spelled or not), "/pith/{ID}" in its path under base_url's path, query
+ * and fragment ignored. ID: a 26-character body or a full pith number
+ * (percent escapes decoded). *out gets a PITH_ID_FULL pith_id_t (number
+ * set when the year was given). 0 or PITH_EINVAL/PITH_ETOOBIG. */
+int pith_resolve_location_parse(const char *location, size_t len, const char *base_url,
+				pith_id_t *out, pith_err_t *err);
+
+#endif
