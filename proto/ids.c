@@ -337,7 +337,7 @@ static int id_url_fail(const char *input, const char *why, pith_err_t *err)
 /* Decodes n bytes of URL text with percent escapes into out (cap bytes,
  * NUL-terminated). -1 on a bad escape, a decoded NUL or control byte, or
  * if it does not fit. */
-static int id_pct_decode(const char *in, size_t n, char *out, size_t cap)
+int pith_url_pct_decode(const char *in, size_t n, char *out, size_t cap)
 {
 	size_t o = 0;
 	for (size_t i = 0; i < n; i++) {
@@ -407,7 +407,7 @@ static int id_parse_arxiv_path(const char *input, const char *path, size_t pl, p
 	if (!strncasecmp(path, "/pdf/", 5))
 		id_strip_suffix(id, &n, ".pdf");
 	char buf[8 + PITH_ID_MAX + 1] = "arxiv:";
-	if (id_pct_decode(id, n, buf + 6, sizeof(buf) - 6) || !is_arxiv_id(buf + 6))
+	if (pith_url_pct_decode(id, n, buf + 6, sizeof(buf) - 6) || !is_arxiv_id(buf + 6))
 		return id_url_fail(input, "no arXiv id in this arxiv.org URL", err);
 	return id_parse_plain(buf, out, err);
 }
@@ -417,7 +417,7 @@ static int id_parse_doi_path(const char *input, const char *path, size_t pl, pit
 			     pith_err_t *err)
 {
 	char buf[8 + PITH_ID_MAX + 1] = "doi:";
-	if (pl < 2 || id_pct_decode(path + 1, pl - 1, buf + 4, sizeof(buf) - 4) ||
+	if (pl < 2 || pith_url_pct_decode(path + 1, pl - 1, buf + 4, sizeof(buf) - 4) ||
 	    strncmp(buf + 4, "10.", 3) || !strchr(buf + 4, '/') || buf[strlen(buf) - 1] == '/')
 		return id_url_fail(input, "no DOI (10.NNNN/...) in this doi.org URL", err);
 	return id_parse_plain(buf, out, err);
@@ -460,7 +460,7 @@ static int id_parse_pith_path(const char *input, const char *path, size_t pl, pi
 	}
 #undef SEG_IS
 	char id[PITH_ID_MAX + 1];
-	if (id_pct_decode(seg[at], len[at], id, sizeof(id)) || id_parse_plain(id, out, NULL) ||
+	if (pith_url_pct_decode(seg[at], len[at], id, sizeof(id)) || id_parse_plain(id, out, NULL) ||
 	    (out->kind != PITH_ID_FULL && out->kind != PITH_ID_SHORT)) {
 		memset(out, 0, sizeof(*out));
 		return id_url_fail(input, "no pith number in this pith.science URL", err);

@@ -72,6 +72,11 @@ typedef struct pith_id {
 	unsigned arxiv_version;
 } pith_id_t;
 
+/* Decodes n bytes of URL text with percent escapes into out (cap bytes,
+ * NUL-terminated). 0, or -1 on a bad escape, a decoded NUL or control
+ * byte, or if it does not fit. */
+int pith_url_pct_decode(const char *in, size_t n, char *out, size_t cap);
+
 /* Parses any identifier form into *out (zeroed first). Accepted, after
  * leading and trailing blanks are dropped:
  *   pith:YYYY:BODY, BODY (26), pith:SHORT, SHORT (8 to 25, any case);

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "ids.h"
 #include "json.h"
 
 const pith_upstream_limits_t pith_upstream_limits_default = {
@@ -324,18 +325,28 @@ static int mirror_parse(const json_value_t *v, size_t i, pith_mirror_t *m, pith_
 	return mirror_key_parse(json_get(v, "public_key"), m, where, err);
 }
 
+/* Parses an upstream's JSON document within lim (NULL: the defaults);
+ * what names the document in errors. */
+static int doc_parse(const uint8_t *buf, size_t len, const pith_upstream_limits_t *lim,
+		     const char *what, json_doc_t **doc, pith_err_t *err)
+{
+	json_limits_t jl;
+	json_limits_of(lim ? lim : &pith_upstream_limits_default, &jl);
+	*doc = NULL;
+	int rc = json_parse(doc, buf, len, &jl, err);
+	return rc ? err_prefix(err, what, rc) : 0;
+}
+
 int pith_manifest_parse(const uint8_t *buf, size_t len, const pith_upstream_limits_t *lim,
 			pith_manifest_t *out, pith_err_t *err)
 {
 	memset(out, 0, sizeof(*out));
 	if (!lim)
 		lim = &pith_upstream_limits_default;
-	json_limits_t jl;
-	json_limits_of(lim, &jl);
-	json_doc_t *doc = NULL;
-	int rc = json_parse(&doc, buf, len, &jl, err);
+	json_doc_t *doc;
+	int rc = doc_parse(buf, len, lim, "manifest", &doc, err);
 	if (rc)
-		return err_prefix(err, "manifest", rc);
+		return rc;
 	const json_value_t *root = json_doc_root(doc);
 	const char *type = json_get_str(root, "manifest_type");
 	const json_value_t *mirrors = json_get(root, "mirrors");
@@ -387,14 +398,10 @@ int pith_resolve_answer_parse(const uint8_t *buf, size_t len, const pith_upstrea
 			      char out[static PITH_NUMBER_LEN + 1], pith_err_t *err)
 {
 	out[0] = 0;
-	if (!lim)
-		lim = &pith_upstream_limits_default;
-	json_limits_t jl;
-	json_limits_of(lim, &jl);
-	json_doc_t *doc = NULL;
-	int rc = json_parse(&doc, buf, len, &jl, err);
+	json_doc_t *doc;
+	int rc = doc_parse(buf, len, lim, "resolve answer", &doc, err);
 	if (rc)
-		return err_prefix(err, "resolve answer", rc);
+		return rc;
 	const json_value_t *root = json_doc_root(doc);
 	static const char *const nests[] = {"record", "result", "data", "resolved"};
 	if (!json_is(root, JSON_OBJECT)) {
@@ -416,11 +423,6 @@ done:
 	if (rc)
 		out[0] = 0;
 	return rc;
-}
-
-static int xdigit(char c)
-{
-	return isdigit((unsigned char)c) ? c - '0' : tolower((unsigned char)c) - 'a' + 10;
 }
 
 int pith_resolve_location_parse(const char *location, size_t len, const char *base_url,
@@ -471,21 +473,11 @@ int pith_resolve_location_parse(const char *location, size_t len, const char *ba
 	if (sl && seg[sl - 1] == '/')
 		sl--;
 	char id[PITH_NUMBER_LEN + 1];
-	size_t o = 0;
-	for (size_t i = 0; i < sl; i++) {
-		unsigned char c = (unsigned char)seg[i];
-		if (c == '%') {
-			if (i + 2 >= sl || !isxdigit((unsigned char)seg[i + 1]) ||
-			    !isxdigit((unsigned char)seg[i + 2]))
-				return pith_err_set(err, PITH_EINVAL, "Location: bad percent escape");
-			c = (unsigned char)(xdigit(seg[i + 1]) << 4 | xdigit(seg[i + 2]));
-			i += 2;
-		}
-		if (c == '/' || o >= PITH_NUMBER_LEN)
-			return pith_err_set(err, PITH_EINVAL, "Location: not a /pith/{ID} path");
-		id[o++] = (char)c;
-	}
-	id[o] = 0;
+	if (pith_url_pct_decode(seg, sl, id, sizeof(id)))
+		return pith_err_set(err, PITH_EINVAL, "Location: bad percent escape, or too long");
+	if (strchr(id, '/'))
+		return pith_err_set(err, PITH_EINVAL, "Location: not a /pith/{ID} path");
+	size_t o = strlen(id);
 	if ((o != PITH_BODY_LEN && o != PITH_NUMBER_LEN) || pith_id_parse(id, out, NULL) ||
 	    out->kind != PITH_ID_FULL) {
 		memset(out, 0, sizeof(*out));
