@@ -10,7 +10,8 @@ usage: pull_test.py --pithctl P --gen-events G --gen-bundles B --data D [--recor
    fresh store whose records and states equal an import of the same bundles
    from files.
 3. A second pull: every record unchanged through 304s, no bundle sent again.
-4. Failures, each into a fresh store with nothing stored: a tampered bundle
+4. A resolve API that answers with 302 redirects works as well.
+5. Failures, each into a fresh store with nothing stored: a tampered bundle
    is rejected, a 500 fails with its status, a body over 16 MiB fails, an
    unknown id is not found, another CA's file fails with the TLS error.
 """
@@ -38,7 +39,9 @@ class Standin:
         port_file = os.path.join(tls_dir, "port")
         cmd = [sys.executable, os.path.join(HERE, "upstream_standin.py"), "--root", root,
                "--tls-dir", tls_dir, "--port-file", port_file]
-        if fault:
+        if fault == "redirect":
+            cmd += ["--redirect"]
+        elif fault:
             cmd += ["--fault", fault]
         self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL)
         t0 = time.time()
@@ -193,9 +196,15 @@ def main():
         print("unknown id: not found, exit 1")
 
         faults = {}
-        for fault in ("tamper", "500", "big"):
+        for fault in ("redirect", "tamper", "500", "big"):
             faults[fault] = Standin(root, os.path.join(tmp, "tls-" + fault), fault)
             standins.append(faults[fault])
+        ids = ["https://doi.org/" + by_doi[numbers[20]], "arXiv:" + by_arxiv[numbers[21]],
+               "pith:" + numbers[22][10:22]]
+        s, err, recs = pull_one("redirect", faults["redirect"].origin, faults["redirect"].ca, ids, 0)
+        if s["stored"] != 3 or len(recs.splitlines()) != 3:
+            fail("resolve by 302: %s %s" % (s, err))
+        print("resolve answered by 302 redirects: 3 stored")
         s, err, recs = pull_one("tamper", faults["tamper"].origin, faults["tamper"].ca, [numbers[1]])
         if s["rejected"] != 1 or recs.strip() or "rejected (" not in err:
             fail("tampered: %s %s %r" % (s, err, recs))

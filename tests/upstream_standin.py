@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """A stand-in for the registry's HTTP(S) surface (issue 14), for tests.
 
-usage: upstream_standin.py --root D [--port N] [--port-file F] [--tls-dir T]
+usage: upstream_standin.py --root D [--port N] [--port-file F] [--tls-dir T] [--redirect]
                            [--fault 500|stall|tamper|big]
 
 Serves D in the registry's layout:
@@ -18,6 +18,7 @@ Serves D in the registry's layout:
                                 unknown -> 404
   /_stats                       {"full":N,"not_modified":N,"resolve":N,...}
 
+--redirect: the resolve API answers 302 even with json=true.
 --fault applies to bundle requests: 500 answers 500; stall sends headers and
 then nothing; tamper flips a byte of the bundle's content; big sends a body
 of 17 MiB. --tls-dir T makes a CA and a server certificate for 127.0.0.1
@@ -163,7 +164,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
                     pith = json.loads(f.read())["pith_number"]
         if not pith:
             return self.send(404, b'{"error":"not found"}')
-        if q.get("json", [""])[0] == "true":
+        if q.get("json", [""])[0] == "true" and not self.server.redirect:
             return self.send(200, json.dumps({"pith_number": pith}).encode())
         self.send(302, b"", headers=[("Location", "/pith/" + pith)])
 
@@ -220,8 +221,10 @@ def main():
     ap.add_argument("--port-file")
     ap.add_argument("--tls-dir")
     ap.add_argument("--fault", choices=["500", "stall", "tamper", "big"])
+    ap.add_argument("--redirect", action="store_true")
     a = ap.parse_args()
     srv = Server(("127.0.0.1", a.port), Handler)
+    srv.redirect = a.redirect
     srv.state = State(a.root, a.fault)
     scheme = "http"
     if a.tls_dir:
