@@ -40,4 +40,19 @@ struct pith_trust *cli_trust_load(const cli_ctx_t *ctx, const char *cmd);
 
 #define CLI_MAX_INPUT (256u << 20)
 
+/* Rejections counted by reason (static strings), for a command's summary:
+ * import's and pull's. */
+#define CLI_REASONS_MAX 24
+typedef struct cli_reasons {
+	struct { const char *name; uint64_t n; } r[CLI_REASONS_MAX];
+	size_t n;
+} cli_reasons_t;
+
+/* Counts one rejection for reason (kept by pointer: a static string);
+ * reasons past CLI_REASONS_MAX distinct ones are not counted. */
+void cli_reasons_count(cli_reasons_t *rs, const char *reason);
+/* Prints the counts to stdout: "\"name\":n" members separated by commas
+ * (json), or one "  name  n" line each. */
+void cli_reasons_print(const cli_reasons_t *rs, int json);
+
 #endif

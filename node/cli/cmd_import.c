@@ -217,8 +217,7 @@ typedef struct import {
 	reader_t *rd;          /* the file being read, for the progress bar */
 	uint64_t items, stored, duplicate, resigned, rejected;
 	uint64_t bundles_newer, bundles_older;
-	struct { const char *name; uint64_t n; } reasons[24];
-	size_t nreasons;
+	cli_reasons_t reasons;
 	int failed;            /* a store error: stop */
 	double cpu_wait;       /* main thread CPU seconds waiting (PITH_IMPORT_PROFILE) */
 	chunk_t *spare;        /* committed chunks for reuse */
@@ -229,19 +228,6 @@ static double now(void)
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static void count_reason(import_t *im, const char *reason)
-{
-	for (size_t i = 0; i < im->nreasons; i++)
-		if (!strcmp(im->reasons[i].name, reason)) {
-			im->reasons[i].n++;
-			return;
-		}
-	if (im->nreasons < sizeof(im->reasons) / sizeof(im->reasons[0])) {
-		im->reasons[im->nreasons].name = reason;
-		im->reasons[im->nreasons++].n = 1;
-	}
 }
 
 static void draw_progress(import_t *im, int final)
@@ -359,7 +345,7 @@ static int chunk_report(import_t *im, chunk_t *c)
 		if (!j->rc || j->fail == INGEST_FAIL_COMMIT)
 			continue;
 		im->rejected++;
-		count_reason(im, item_reason(j));
+		cli_reasons_count(&im->reasons, item_reason(j));
 		if (j->fail == INGEST_FAIL_STORE) {
 			/* verified, yet the store refuses its shape: a bug, say so */
 			fprintf(stderr, "pithctl import: %s:%zu: rejected (store): %s\n", it->file, it->line,
@@ -502,9 +488,7 @@ static void print_summary(import_t *im, double secs)
 		       (unsigned long long)im->stored, (unsigned long long)im->duplicate,
 		       (unsigned long long)im->resigned, (unsigned long long)im->rejected,
 		       (unsigned long long)im->bundles_newer, (unsigned long long)im->bundles_older);
-		for (size_t i = 0; i < im->nreasons; i++)
-			printf("%s\"%s\":%llu", i ? "," : "", im->reasons[i].name,
-			       (unsigned long long)im->reasons[i].n);
+		cli_reasons_print(&im->reasons, 1);
 		printf("},\"seconds\":%.3f,\"events_per_second\":%.0f}\n", secs, rate);
 		return;
 	}
@@ -514,8 +498,7 @@ static void print_summary(import_t *im, double secs)
 		printf("resigned   %llu (duplicates whose signature block replaced the stored one)\n",
 		       (unsigned long long)im->resigned);
 	printf("rejected   %llu\n", (unsigned long long)im->rejected);
-	for (size_t i = 0; i < im->nreasons; i++)
-		printf("  %-16s %llu\n", im->reasons[i].name, (unsigned long long)im->reasons[i].n);
+	cli_reasons_print(&im->reasons, 0);
 	if (im->bundles_newer || im->bundles_older)
 		printf("bundles    %llu now the newest, %llu not newer than the stored one\n",
 		       (unsigned long long)im->bundles_newer, (unsigned long long)im->bundles_older);

@@ -104,8 +104,7 @@ typedef struct pull {
 	double t0, last_draw;
 	uint64_t stored, unchanged, not_found, rejected, failed;
 	uint64_t requests, not_modified, full_bundles, bytes;
-	struct { const char *name; uint64_t n; } reasons[24];
-	size_t nreasons;
+	cli_reasons_t reasons;
 } pull_t;
 
 static double now(void)
@@ -227,19 +226,6 @@ static int etags_save(pull_t *p)
 
 /* ---- results ----------------------------------------------------------------- */
 
-static void count_reason(pull_t *p, const char *reason)
-{
-	for (size_t i = 0; i < p->nreasons; i++)
-		if (!strcmp(p->reasons[i].name, reason)) {
-			p->reasons[i].n++;
-			return;
-		}
-	if (p->nreasons < sizeof(p->reasons) / sizeof(p->reasons[0])) {
-		p->reasons[p->nreasons].name = reason;
-		p->reasons[p->nreasons++].n = 1;
-	}
-}
-
 static void draw_progress(pull_t *p, int final)
 {
 	if (!p->tty)
@@ -262,12 +248,17 @@ static void item_finish(pull_t *p, pull_item_t *it, pull_result_t res)
 	it->step = STEP_DONE;
 	it->result = res;
 	p->done++;
+	pith_buf_release(&it->resp); /* a failed item may hold up to a body's cap */
 	const char *what = NULL;
 	switch (res) {
 	case RES_STORED: p->stored++; break;
 	case RES_UNCHANGED: p->unchanged++; break;
 	case RES_NOT_FOUND: p->not_found++; what = "not found"; break;
-	case RES_REJECTED: p->rejected++; count_reason(p, it->reason); what = "rejected"; break;
+	case RES_REJECTED:
+		p->rejected++;
+		cli_reasons_count(&p->reasons, it->reason);
+		what = "rejected";
+		break;
 	case RES_FAILED: p->failed++; what = "failed"; break;
 	case RES_NONE: break;
 	}
@@ -606,6 +597,8 @@ static void job_done(void *arg, ingest_job_t *job)
 	pull_t *p = arg;
 	pull_item_t *it = (pull_item_t *)job;
 	p->in_pipe--;
+	ingest_job_clear(job); /* what validation left; the results stay */
+	job->bytes = NULL;
 	if (job->rc) {
 		it->reason = job->fail == INGEST_FAIL_UNTRUSTED || job->fail == INGEST_FAIL_BUNDLE ?
 			"bundle" : job->reason ? job->reason : "rejected";
@@ -619,9 +612,6 @@ static void job_done(void *arg, ingest_job_t *job)
 		item_finish(p, it, job->bundle_outcome == STORE_BUNDLE_NEWER ? RES_STORED :
 			    RES_UNCHANGED);
 	}
-	ingest_job_clear(&it->job);
-	it->job.bytes = NULL;
-	pith_buf_release(&it->resp);
 }
 
 static void pipe_notify(void *arg)
@@ -784,9 +774,7 @@ static void print_summary(pull_t *p, double secs)
 		       "\"failed\":%llu,\"reasons\":{", (unsigned long long)p->stored,
 		       (unsigned long long)p->unchanged, (unsigned long long)p->not_found,
 		       (unsigned long long)p->rejected, (unsigned long long)p->failed);
-		for (size_t i = 0; i < p->nreasons; i++)
-			printf("%s\"%s\":%llu", i ? "," : "", p->reasons[i].name,
-			       (unsigned long long)p->reasons[i].n);
+		cli_reasons_print(&p->reasons, 1);
 		printf("},\"requests\":%llu,\"not_modified\":%llu,\"bundles_downloaded\":%llu,"
 		       "\"bytes\":%llu,\"seconds\":%.3f}\n", (unsigned long long)p->requests,
 		       (unsigned long long)p->not_modified, (unsigned long long)p->full_bundles,
@@ -798,8 +786,7 @@ static void print_summary(pull_t *p, double secs)
 	       (unsigned long long)p->unchanged, (unsigned long long)p->not_modified);
 	printf("not found  %llu\n", (unsigned long long)p->not_found);
 	printf("rejected   %llu\n", (unsigned long long)p->rejected);
-	for (size_t i = 0; i < p->nreasons; i++)
-		printf("  %-16s %llu\n", p->reasons[i].name, (unsigned long long)p->reasons[i].n);
+	cli_reasons_print(&p->reasons, 0);
 	printf("failed     %llu\n", (unsigned long long)p->failed);
 	printf("requests   %llu, %llu bundles downloaded, %llu bytes, %.2f s\n",
 	       (unsigned long long)p->requests, (unsigned long long)p->full_bundles,

@@ -64,6 +64,28 @@ int cli_fail(const char *cmd, const char *fmt, ...)
 	return 1;
 }
 
+void cli_reasons_count(cli_reasons_t *rs, const char *reason)
+{
+	for (size_t i = 0; i < rs->n; i++)
+		if (!strcmp(rs->r[i].name, reason)) {
+			rs->r[i].n++;
+			return;
+		}
+	if (rs->n < CLI_REASONS_MAX) {
+		rs->r[rs->n].name = reason;
+		rs->r[rs->n++].n = 1;
+	}
+}
+
+void cli_reasons_print(const cli_reasons_t *rs, int json)
+{
+	for (size_t i = 0; i < rs->n; i++)
+		if (json)
+			printf("%s\"%s\":%llu", i ? "," : "", rs->r[i].name, (unsigned long long)rs->r[i].n);
+		else
+			printf("  %-16s %llu\n", rs->r[i].name, (unsigned long long)rs->r[i].n);
+}
+
 int cli_wants_help(int argc, char **argv)
 {
 	for (int i = 1; i < argc; i++)
