@@ -709,7 +709,9 @@ static void manifest_read(pull_t *p)
 
 /* ---- IDs ----------------------------------------------------------------------- */
 
-static int add_id(pull_t *p, size_t *cap, const char *text)
+/* Adds the ID text (kept by pointer); where ("FILE:LINE: " or "") prefixes
+ * the error. */
+static int add_id(pull_t *p, size_t *cap, const char *text, const char *where)
 {
 	if (p->nitems == PULL_IDS_MAX)
 		return cli_fail("pull", "too many IDs (%u at most)", PULL_IDS_MAX);
@@ -726,7 +728,7 @@ static int add_id(pull_t *p, size_t *cap, const char *text)
 	it->text = text;
 	pith_err_t err = {0};
 	if (pith_id_parse(text, &it->id, &err))
-		return cli_fail("pull", "%s", err.msg);
+		return cli_fail("pull", "%s%s", where, err.msg);
 	p->nitems++;
 	return 0;
 }
@@ -753,12 +755,10 @@ static int read_ids(pull_t *p, size_t *cap, const char *path, pith_buf_t *keep)
 		while (isspace((unsigned char)*s))
 			s++;
 		if (*s) {
-			size_t before = p->nitems;
-			if (add_id(p, cap, s)) {
-				if (p->nitems == before)
-					fprintf(stderr, "pithctl pull: (in %s, line %zu)\n", path, lineno);
+			char where[4200];
+			snprintf(where, sizeof(where), "%s:%zu: ", path, lineno);
+			if (add_id(p, cap, s, where))
 				return 1;
-			}
 		}
 		if (!nl)
 			break;
@@ -814,7 +814,7 @@ static int run(cli_ctx_t *ctx, int argc, char **argv)
 			;
 		else if (argv[i][0] == '-' && argv[i][1])
 			return cli_fail("pull", "unknown or incomplete option %s", argv[i]);
-		else if (add_id(&p, &cap, argv[i]))
+		else if (add_id(&p, &cap, argv[i], ""))
 			goto out;
 	}
 	if (!from) {
