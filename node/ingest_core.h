@@ -61,7 +61,8 @@ typedef struct ingest_job {
 	size_t len;
 	int has_claim;           /* the sender named what this is: */
 	uint8_t claimed_id[32];  /*   the event id digest (EVENT) */
-	char claimed_pith[PITH_NUMBER_LEN + 1]; /* the pith number (BUNDLE) */
+	char claimed_pith[PITH_NUMBER_LEN + 1]; /* the pith number (BUNDLE), or
+				    its 26-character body alone */
 	uint64_t peer;           /* serial of the peer that sent it, 0 if none */
 	uint64_t ctl;            /* serial of the control request, 0 if none */
 	/* ---- results ---- */

@@ -198,7 +198,11 @@ static void bundle_facts(ingest_job_t *j, const json_value_t *root)
 		return;
 	}
 	snprintf(j->subject, sizeof(j->subject), "%s", pith);
-	if (j->has_claim && strcmp(pith, j->claimed_pith)) {
+	/* a claim is a full number, or its 26-character body alone (the
+	 * year unknown to the sender, `pithctl pull BODY`) */
+	size_t cl = strlen(j->claimed_pith), pl = strlen(pith);
+	if (j->has_claim && (cl == PITH_BODY_LEN ? pl < cl || strcmp(pith + pl - cl, j->claimed_pith)
+						  : strcmp(pith, j->claimed_pith))) {
 		ingest_job_reject(j, INGEST_FAIL_ID_MISMATCH, PITH_EMISMATCH,
 				  "the bundle is not for the pith number it was sent as");
 		return;

@@ -12,7 +12,8 @@ usage: pull_test.py --pithctl P --gen-events G --gen-bundles B --data D [--recor
 3. A second pull: every record unchanged through 304s, no bundle sent again.
 4. A resolve API that answers with 302 redirects works as well.
 5. Failures, each into a fresh store with nothing stored: a tampered bundle
-   is rejected, a 500 fails with its status, a body over 16 MiB fails, an
+   is rejected, another record's bundle at the URL is rejected (named by
+   number or by bare body), a 500 fails with its status, a body over 16 MiB fails, an
    unknown id is not found, another CA's file fails with the TLS error.
 """
 import argparse
@@ -199,7 +200,7 @@ def main():
         print("unknown id: not found, exit 1")
 
         faults = {}
-        for fault in ("redirect", "tamper", "500", "big"):
+        for fault in ("redirect", "tamper", "500", "big", "swap"):
             faults[fault] = Standin(root, os.path.join(tmp, "tls-" + fault), fault)
             standins.append(faults[fault])
         ids = ["https://doi.org/" + by_doi[numbers[20]], "arXiv:" + by_arxiv[numbers[21]],
@@ -212,6 +213,13 @@ def main():
         if s["rejected"] != 1 or recs.strip() or "rejected (" not in err:
             fail("tampered: %s %s %r" % (s, err, recs))
         print("tampered bundle: rejected (%s), nothing stored" % err.strip().split("rejected (")[1].split(")")[0])
+        # another record's bundle at the URL: refused whether the record was
+        # named by its full number or by its bare body (no resolve request)
+        s, err, recs = pull_one("swap", faults["swap"].origin, faults["swap"].ca,
+                                [numbers[3], numbers[4][10:]])
+        if s["rejected"] != 2 or recs.strip() or "id_mismatch" not in err:
+            fail("swapped: %s %s %r" % (s, err, recs))
+        print("another record's bundle at the URL (by number and by bare body): rejected")
         s, err, recs = pull_one("500", faults["500"].origin, faults["500"].ca, [numbers[1]])
         if s["failed"] != 1 or recs.strip() or "HTTP 500 from https://" not in err:
             fail("500: %s %s" % (s, err))

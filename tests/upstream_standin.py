@@ -2,7 +2,7 @@
 """A stand-in for the registry's HTTP(S) surface (issue 14), for tests.
 
 usage: upstream_standin.py --root D [--port N] [--port-file F] [--tls-dir T] [--redirect]
-                           [--fault 500|stall|tamper|big]
+                           [--fault 500|stall|tamper|big|swap]
 
 Serves D in the registry's layout:
   /pith-mirrors.json            D/pith-mirrors.json, "@ORIGIN@" replaced by
@@ -21,7 +21,8 @@ Serves D in the registry's layout:
 --redirect: the resolve API answers 302 even with json=true.
 --fault applies to bundle requests: 500 answers 500; stall sends headers and
 then nothing; tamper flips a byte of the bundle's content; big sends a body
-of 17 MiB. --tls-dir T makes a CA and a server certificate for 127.0.0.1
+of 17 MiB; swap sends another record's bundle (validly signed) instead of
+the one asked for. --tls-dir T makes a CA and a server certificate for 127.0.0.1
 (python3-cryptography), serves HTTPS and writes T/ca.pem. Python standard
 library otherwise.
 """
@@ -187,6 +188,11 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if st.fault == "big":
             st.count("fault")
             return self.send(200, b" " * (17 << 20))
+        if st.fault == "swap":
+            # another record's bundle, validly signed, at this record's URL
+            st.count("fault")
+            other = sorted(b for b in st.bodies if b != body)[0]
+            p = os.path.join(st.root, "pith", other, "bundle.json")
         with open(p, "rb") as f:
             data = f.read()
         if st.fault == "tamper":
@@ -220,7 +226,7 @@ def main():
     ap.add_argument("--port", type=int, default=0)
     ap.add_argument("--port-file")
     ap.add_argument("--tls-dir")
-    ap.add_argument("--fault", choices=["500", "stall", "tamper", "big"])
+    ap.add_argument("--fault", choices=["500", "stall", "tamper", "big", "swap"])
     ap.add_argument("--redirect", action="store_true")
     a = ap.parse_args()
     srv = Server(("127.0.0.1", a.port), Handler)

@@ -558,9 +558,12 @@ static void bundle_done(pull_t *p, pull_item_t *it, long status)
 	p->full_bundles++;
 	/* verified and stored as import does it: the pipeline decides */
 	ingest_job_init(&it->job, INGEST_BUNDLE, it->resp.data, it->resp.len);
-	if (it->pith[0]) {
+	/* the record asked for, by its number or (a bare body) by its body:
+	 * a validly signed bundle of another record at that URL is refused */
+	if (it->pith[0] || it->body[0]) {
 		it->job.has_claim = 1;
-		snprintf(it->job.claimed_pith, sizeof(it->job.claimed_pith), "%s", it->pith);
+		snprintf(it->job.claimed_pith, sizeof(it->job.claimed_pith), "%s",
+			 it->pith[0] ? it->pith : it->body);
 	}
 	it->step = STEP_INGEST;
 	p->in_pipe++;
