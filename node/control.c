@@ -54,12 +54,6 @@ struct control {
 	uint64_t next_serial;
 };
 
-static void serial_key(uint64_t s, uint8_t key[32])
-{
-	memset(key, 0, 32);
-	memcpy(key, &s, sizeof(s));
-}
-
 static void req_free(ctl_req_t *r)
 {
 	pith_buf_release(&r->reply);
@@ -162,7 +156,7 @@ static void handle_line(ctl_client_t *cl, char *line, size_t len)
 		return;
 	}
 	uint8_t key[32];
-	serial_key(r->serial, key);
+	idmap_key_u64(r->serial, key);
 	/* registered first: a command may answer through control_reply or
 	 * control_job_done before it returns */
 	if (idmap_put(c->reqs, key, r)) {
@@ -201,7 +195,7 @@ void ctl_key_str(pith_buf_t *b, const char *key, const char *val, size_t len)
 void control_job_done(control_t *c, ingest_job_t *job)
 {
 	uint8_t key[32];
-	serial_key(job->ctl, key);
+	idmap_key_u64(job->ctl, key);
 	ctl_req_t *r = idmap_del(c->reqs, key);
 	if (!r)
 		return;
@@ -233,7 +227,7 @@ void control_job_done(control_t *c, ingest_job_t *job)
 void control_reply(control_t *c, uint64_t serial, const char *json, size_t len)
 {
 	uint8_t key[32];
-	serial_key(serial, key);
+	idmap_key_u64(serial, key);
 	ctl_req_t *r = idmap_del(c->reqs, key);
 	if (!r)
 		return;

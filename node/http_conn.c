@@ -50,13 +50,6 @@ struct hconn {
 	hconn_t *prev, *next;
 };
 
-static void bev_key(const struct bufferevent *bev, uint8_t key[32])
-{
-	uintptr_t p = (uintptr_t)bev;
-	memset(key, 0, 32);
-	memcpy(key, &p, sizeof(p));
-}
-
 /* Accept while below the cap and not paused by an accept error. */
 void conn_listener_update(http_t *h)
 {
@@ -78,7 +71,7 @@ void conn_listener_update(http_t *h)
 static void conn_release(http_t *h, hconn_t *c)
 {
 	uint8_t key[32];
-	bev_key(c->bev, key);
+	idmap_key_u64((uintptr_t)c->bev, key);
 	idmap_del(h->conns, key);
 	if (c->prev)
 		c->prev->next = c->next;
@@ -100,7 +93,7 @@ struct bufferevent *conn_bev_cb(struct event_base *base, void *arg)
 		return NULL; /* evhttp makes one itself: untracked, but served */
 	hconn_t *c = calloc(1, sizeof(*c));
 	uint8_t key[32];
-	bev_key(bev, key);
+	idmap_key_u64((uintptr_t)bev, key);
 	if (!c || idmap_put(h->conns, key, c)) {
 		free(c);
 		return bev;
@@ -126,7 +119,7 @@ static hconn_t *conn_of(http_t *h, struct evhttp_request *req)
 	if (!evcon)
 		return NULL;
 	uint8_t key[32];
-	bev_key(evhttp_connection_get_bufferevent(evcon), key);
+	idmap_key_u64((uintptr_t)(evhttp_connection_get_bufferevent(evcon)), key);
 	return idmap_get(h->conns, key);
 }
 
@@ -134,7 +127,7 @@ static void conn_close_cb(struct evhttp_connection *evcon, void *arg)
 {
 	http_t *h = arg;
 	uint8_t key[32];
-	bev_key(evhttp_connection_get_bufferevent(evcon), key);
+	idmap_key_u64((uintptr_t)(evhttp_connection_get_bufferevent(evcon)), key);
 	hconn_t *c = idmap_get(h->conns, key);
 	if (c)
 		conn_release(h, c); /* evhttp's own bufferevent_free follows */

@@ -56,13 +56,6 @@ void post_metrics_init(http_t *h)
 				       "POST /events refused with 503 (validation backlog full)", NULL);
 }
 
-static void job_key(const void *job, uint8_t key[32])
-{
-	uintptr_t p = (uintptr_t)job;
-	memset(key, 0, 32);
-	memcpy(key, &p, sizeof(p));
-}
-
 static void post_unlink(http_t *h, post_t *p)
 {
 	if (p->prev)
@@ -223,7 +216,7 @@ static void post_settle(post_t *p)
 int http_job_done(http_t *h, const ingest_job_t *job)
 {
 	uint8_t key[32];
-	job_key(job, key);
+	idmap_key_u64((uintptr_t)job, key);
 	post_item_t *it = idmap_del(h->jobs, key);
 	if (!it)
 		return 0;
@@ -327,7 +320,7 @@ void post_events(http_ctx_t *c)
 			p->pending--;
 			continue;
 		}
-		job_key(job, key);
+		idmap_key_u64((uintptr_t)job, key);
 		if (idmap_put(h->jobs, key, it)) {
 			ingest_job_free(job);
 			item_reject(it, "oom", "out of memory");
@@ -351,7 +344,7 @@ void post_drop_all(http_t *h)
 			if (it->done || !it->job)
 				continue;
 			uint8_t key[32];
-			job_key(it->job, key);
+			idmap_key_u64((uintptr_t)it->job, key);
 			if (idmap_del(h->jobs, key))
 				h->inflight--;
 		}

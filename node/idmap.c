@@ -238,3 +238,9 @@ int idq_pop(idq_t *q, uint8_t out[static 32])
 	}
 	return 1;
 }
+
+void idmap_key_u64(uint64_t v, uint8_t key[static 32])
+{
+	memset(key, 0, 32);
+	memcpy(key, &v, sizeof(v));
+}

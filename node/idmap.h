@@ -9,6 +9,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* The key of a map keyed by a number (a serial, a pointer): v in the first
+ * 8 bytes, zeros after. */
+void idmap_key_u64(uint64_t v, uint8_t key[static 32]);
+
 /* Call once before any other function here (picks the hash key). */
 void idmap_init(void);
 

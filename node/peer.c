@@ -49,12 +49,6 @@ struct net {
 
 static log_rl_t rl_close, rl_misbehave;
 
-static void serial_key(uint64_t serial, uint8_t key[32])
-{
-	memset(key, 0, 32);
-	memcpy(key, &serial, sizeof(serial));
-}
-
 static void reap_soon(net_t *net)
 {
 	event_active(net->reap_ev, EV_READ, 0);
@@ -165,7 +159,7 @@ static void peer_free(peer_t *p, int tell)
 		net->peers = p->next;
 	if (p->next)
 		p->next->prev = p->prev;
-	serial_key(p->serial, key);
+	idmap_key_u64(p->serial, key);
 	idmap_del(net->by_serial, key);
 	if (p->outbound)
 		net->n_out--;
@@ -661,7 +655,7 @@ static peer_t *peer_new(net_t *net, int fd, int outbound, const struct sockaddr 
 	p->byte_tokens = (double)net->cfg->peer_byte_rate;
 	randombytes_buf(p->my_nonce, sizeof(p->my_nonce));
 	uint8_t key[32];
-	serial_key(p->serial, key);
+	idmap_key_u64(p->serial, key);
 	p->bev = bufferevent_socket_new(net->base, fd, BEV_OPT_CLOSE_ON_FREE);
 	p->reader = wire_reader_new(&net->o.wlim);
 	p->cont_ev = event_new(net->base, -1, 0, cont_cb, p);
@@ -784,7 +778,7 @@ peer_t *net_peers(net_t *net)
 peer_t *net_peer_by_serial(net_t *net, uint64_t serial)
 {
 	uint8_t key[32];
-	serial_key(serial, key);
+	idmap_key_u64(serial, key);
 	return idmap_get(net->by_serial, key);
 }
 
