@@ -361,11 +361,7 @@ TEST(bundle_sets, "bundle sets: the side with the older bundle is offered the ne
 
 int main(void)
 {
-	tg_key_make(&reg, 1, "test-registry", 1);
-	tg_key_make(&op, 2, "op-one", 0);
-	trust = pith_trust_new();
-	pith_trust_add(trust, &reg.key);
-	pith_trust_add(trust, &op.key);
+	trust = tg_trust_pair(&reg, &op);
 	gen(&events, 40);
 	RUN(stores_identical);
 	RUN(stores_disjoint);

@@ -171,11 +171,7 @@ static void set_free(evset_t *s)
 
 static void setup(void)
 {
-	tg_key_make(&reg, 1, "test-registry", 1);
-	tg_key_make(&op, 2, "op-one", 0);
-	trust = pith_trust_new();
-	pith_trust_add(trust, &reg.key);
-	pith_trust_add(trust, &op.key);
+	trust = tg_trust_pair(&reg, &op);
 	stu_read_file(PITH_TEST_DATA "/bundle-AR7B3DEV.json", &bundle_bytes);
 }
 

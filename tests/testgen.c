@@ -220,3 +220,15 @@ done:
 	json_doc_free(d);
 	return rc;
 }
+
+pith_trust_t *tg_trust_pair(tg_key_t *reg, tg_key_t *op)
+{
+	tg_key_make(reg, 1, "test-registry", 1);
+	tg_key_make(op, 2, "op-one", 0);
+	pith_trust_t *t = pith_trust_new();
+	if (t && (pith_trust_add(t, &reg->key) || pith_trust_add(t, &op->key))) {
+		pith_trust_free(t);
+		return NULL;
+	}
+	return t;
+}

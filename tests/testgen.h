@@ -18,6 +18,11 @@ typedef struct tg_key {
  * key (may sign receipts). */
 void tg_key_make(tg_key_t *k, unsigned n, const char *key_id, int registry);
 
+/* The tests' usual pair: reg, the test registry key (1, "test-registry"),
+ * and op, an operator key (2, "op-one"), and a trust store holding both
+ * (the caller frees it); NULL on OOM. */
+pith_trust_t *tg_trust_pair(tg_key_t *reg, tg_key_t *op);
+
 /* Small deterministic PRNG. */
 uint64_t tg_rand(uint64_t *state);
 

@@ -32,11 +32,9 @@ void tnode_global_init(void)
 	}
 	idmap_init();
 	log_set_level(getenv("TNODE_LOG") ? LOG_DEBUG : LOG_ERROR);
-	tg_key_make(&reg, 1, "test-registry", 1);
-	tg_key_make(&op, 2, "op-one", 0);
 	tg_key_make(&rogue, 3, "rogue-registry", 1);
-	test_trust = pith_trust_new();
-	if (!test_trust || pith_trust_add(test_trust, &reg.key) || pith_trust_add(test_trust, &op.key)) {
+	test_trust = tg_trust_pair(&reg, &op);
+	if (!test_trust) {
 		fprintf(stderr, "cannot make the test trust store\n");
 		exit(1);
 	}
