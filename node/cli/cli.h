@@ -40,6 +40,12 @@ struct pith_trust *cli_trust_load(const cli_ctx_t *ctx, const char *cmd);
 
 #define CLI_MAX_INPUT (256u << 20)
 
+/* Seconds on the monotonic clock (elapsed times, progress). */
+double cli_now(void);
+/* Is a progress line due: the final one, or 0.2 s after the last (*last
+ * is updated then)? */
+int cli_progress_due(double *last, int final);
+
 /* Rejections counted by reason (static strings), for a command's summary:
  * import's and pull's. */
 #define CLI_REASONS_MAX 24

@@ -223,21 +223,13 @@ typedef struct import {
 	chunk_t *spare;        /* committed chunks for reuse */
 } import_t;
 
-static double now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 static void draw_progress(import_t *im, int final)
 {
 	if (!im->tty)
 		return;
-	double t = now();
-	if (!final && t - im->last_draw < 0.2)
+	if (!cli_progress_due(&im->last_draw, final))
 		return;
-	im->last_draw = t;
+	double t = im->last_draw;
 	double el = t - im->t0 > 1e-6 ? t - im->t0 : 1e-6;
 	char pct[16] = "";
 	if (im->rd && im->rd->size)
@@ -556,7 +548,7 @@ static int run(cli_ctx_t *ctx, int argc, char **argv)
 		goto done;
 	}
 	im.tty = !no_bar && isatty(2);
-	im.t0 = now();
+	im.t0 = cli_now();
 	rc = 0;
 	for (size_t i = 0; i < nfiles && !rc; i++)
 		rc = import_file(&im, files[i]);
@@ -581,7 +573,7 @@ static int run(cli_ctx_t *ctx, int argc, char **argv)
 		chunk_free(c);
 	}
 	draw_progress(&im, 1);
-	print_summary(&im, now() - im.t0);
+	print_summary(&im, cli_now() - im.t0);
 	if (!rc && im.rejected)
 		rc = 1;
 done:

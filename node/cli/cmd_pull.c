@@ -107,13 +107,6 @@ typedef struct pull {
 	cli_reasons_t reasons;
 } pull_t;
 
-static double now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 /* ---- the ETag file ----------------------------------------------------------
  * One line per record: "PITH_NUMBER ETAG URL". Written whole at the end of
  * a run (temp file, fsync, rename, fsync of the directory). */
@@ -230,10 +223,8 @@ static void draw_progress(pull_t *p, int final)
 {
 	if (!p->tty)
 		return;
-	double t = now();
-	if (!final && t - p->last_draw < 0.2)
+	if (!cli_progress_due(&p->last_draw, final))
 		return;
-	p->last_draw = t;
 	fprintf(stderr, "\r\033[Kpull: %zu/%zu, stored %llu, unchanged %llu, not found %llu, "
 		"rejected %llu, failed %llu", p->done, p->nitems, (unsigned long long)p->stored,
 		(unsigned long long)p->unchanged, (unsigned long long)p->not_found,
@@ -870,7 +861,7 @@ static int run(cli_ctx_t *ctx, int argc, char **argv)
 		goto out;
 	}
 	p.tty = !no_bar && isatty(2);
-	p.t0 = now();
+	p.t0 = cli_now();
 	manifest_read(&p);
 	for (size_t i = 0; i < p.nitems; i++) {
 		pull_item_t *it = &p.items[i];
@@ -886,7 +877,7 @@ static int run(cli_ctx_t *ctx, int argc, char **argv)
 	ingest_core_free(p.pipe);
 	rc = etags_save(&p);
 	draw_progress(&p, 1);
-	print_summary(&p, now() - p.t0);
+	print_summary(&p, cli_now() - p.t0);
 	if (!rc && p.stored + p.unchanged != p.nitems)
 		rc = 1;
 out:
