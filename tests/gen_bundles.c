@@ -1,7 +1,7 @@
 /* gen_bundles: one signed registry bundle per record of a gen_events file,
  * for bundle catch-up benchmarks and tests.
  *
- * usage: gen_bundles [--seed N] [--built-at TIME] IN OUT|-
+ * usage: gen_bundles [--seed N] [--sign-seed M] [--built-at TIME] IN OUT|-
  *
  * IN is JSON Lines as gen_events writes them (grouped by record, each
  * group starting with its record_created). Each record's bundle holds its
@@ -10,7 +10,12 @@
  * computes from them, and a bundle_signature by the gen_events test key
  * of the same seed (a registry key: trust gen_events --key-out's file).
  * The bundles pass pith_bundle_verify with that key trusted. One bundle
- * per line, canonical JSON. */
+ * per line, canonical JSON.
+ *
+ * --sign-seed M signs the bundles with the test key of seed M instead
+ * (same key_id, another key): the events, aliases and state are those of
+ * seed N, only bundle_signature is by a key a store trusting seed N's key
+ * does not trust (the stand-in's --fault untrusted serves such bundles). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,11 +55,13 @@ static int bundle_write(const group_t *g, const tg_key_t *k, const pith_trust_t 
 
 int main(int argc, char **argv)
 {
-	uint64_t seed = 1;
+	uint64_t seed = 1, sign_seed = 0;
 	const char *in = NULL, *out = NULL, *at = "2026-09-01T00:00:00Z";
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--seed") && i + 1 < argc)
 			seed = strtoull(argv[++i], NULL, 10);
+		else if (!strcmp(argv[i], "--sign-seed") && i + 1 < argc)
+			sign_seed = strtoull(argv[++i], NULL, 10);
 		else if (!strcmp(argv[i], "--built-at") && i + 1 < argc)
 			at = argv[++i];
 		else if (!in && argv[i][0] != '-')
@@ -66,11 +73,13 @@ int main(int argc, char **argv)
 	}
 	int64_t us;
 	if (!in || !out || pith_time_parse(at, &us)) {
-		fprintf(stderr, "usage: gen_bundles [--seed N] [--built-at TIME] IN OUT|-\n");
+		fprintf(stderr, "usage: gen_bundles [--seed N] [--sign-seed M] [--built-at TIME] "
+		        "IN OUT|-\n");
 		return 2;
 	}
-	tg_key_t key;
+	tg_key_t key, signer;
 	tg_key_make(&key, (unsigned)seed, "gen-test-key", 1);
+	tg_key_make(&signer, (unsigned)(sign_seed ? sign_seed : seed), "gen-test-key", 1);
 	pith_trust_t *trust = pith_trust_new();
 	FILE *fi = fopen(in, "r");
 	FILE *fo = strcmp(out, "-") ? fopen(out, "w") : stdout;
@@ -101,7 +110,7 @@ int main(int argc, char **argv)
 			}
 		}
 		if (g.n && (eof || strcmp(ev->subject, g.pith))) {
-			if (bundle_write(&g, &key, trust, at, fo)) {
+			if (bundle_write(&g, &signer, trust, at, fo)) {
 				pith_event_free(ev);
 				rc = 1;
 				break;
