@@ -28,6 +28,8 @@ import urllib.request
 import ssl
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from upstream_standin import write_tree  # noqa: E402
 
 
 def fail(msg):
@@ -98,26 +100,7 @@ def main():
             bundles.append(f.read())
         # the registry's layout
         root = os.path.join(tmp, "root")
-        index = {"arxiv": {}, "doi": {}}
-        numbers = []
-        for data in bundles:
-            b = json.loads(data)
-            p = b["pith_number"]
-            numbers.append(p)
-            d = os.path.join(root, "pith", p[10:])
-            os.makedirs(d)
-            with open(os.path.join(d, "bundle.json"), "wb") as f:
-                f.write(data)
-            for a in b["source_aliases"]:
-                if a["alias_kind"] in ("arxiv", "doi"):
-                    index[a["alias_kind"]][a["alias_value"]] = p
-        with open(os.path.join(root, "index.json"), "w") as f:
-            json.dump(index, f)
-        with open(os.path.join(root, "pith-mirrors.json"), "w") as f:
-            json.dump({"manifest_type": "pith_mirror_manifest", "manifest_version": "1.0",
-                       "mirrors": [{"name": "stand-in", "mirror_type": "https",
-                                    "base_url": "@ORIGIN@",
-                                    "bundle_pattern": "@ORIGIN@/pith/{suffix}/bundle.json"}]}, f)
+        numbers, index = write_tree(root, bundles)
         # IDs as users have them
         by_arxiv = {v: k for k, v in index["arxiv"].items()}
         by_doi = {v: k for k, v in index["doi"].items()}
