@@ -1,0 +1,598 @@
+/* The HTTP(S) client on the loop (hclient.h): libcurl's multi-socket
+ * interface under libevent.
+ *
+ * curl tells us which sockets to watch (on_curl_socket: one event per
+ * socket, kept in a struct hc_sock that curl holds for us with
+ * curl_multi_assign) and when to wake it (on_curl_timer: one timer event).
+ * Both wake-ups call curl_multi_socket_action, then hc_reap reads the
+ * finished transfers, hands each to its callback and starts queued ones.
+ *
+ * A callback may free the client: every entry from the loop is bracketed
+ * by hc_enter/hc_leave, and hc_free_ inside one only marks it closing
+ * (every transfer dropped at once); hc_leave frees it when the outermost
+ * entry returns. */
+#include "hclient.h"
+
+#include <ctype.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <curl/curl.h>
+#include <event2/event.h>
+
+#include "buf.h"
+
+typedef struct hc_xfer {
+	struct hc *c;
+	uint64_t id;
+	CURL *h;                 /* NULL while queued */
+	struct curl_slist *hdrs; /* If-None-Match; outlives the transfer */
+	char *url;
+	char *inm;
+	size_t cap;
+	hc_done_fn done;
+	void *arg;
+	pith_buf_t body;
+	int over_cap;
+	char etag[HC_ETAG_MAX + 1];
+	char location[HC_LOCATION_MAX + 1];
+	int location_too_long;
+	int64_t retry_after;
+	double t0;
+	char errbuf[CURL_ERROR_SIZE];
+	struct hc_xfer *prev, *next; /* in c->queue or c->running */
+} hc_xfer_t;
+
+/* A socket curl asked us to watch. */
+typedef struct hc_sock {
+	struct event *ev;
+	struct hc_sock *prev, *next; /* in c->socks: freed at the end even
+				      * if curl never says REMOVE */
+} hc_sock_t;
+
+typedef struct hc_list {
+	hc_xfer_t *head, *tail;
+	size_t n;
+} hc_list_t;
+
+struct hc {
+	struct event_base *base;
+	CURLM *multi;
+	struct event *timer; /* curl's timeout */
+	struct event *kick;  /* starts queued transfers after hc_get returns */
+	hc_opts_t o;
+	char *ca_file, *user_agent;
+	hc_list_t queue, running;
+	hc_sock_t *socks;
+	uint64_t next_id;
+	int depth;   /* entries from the loop under way */
+	int closing; /* hc_free_ was called inside one */
+};
+
+static double now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+void hc_opts_default(hc_opts_t *o)
+{
+	*o = (hc_opts_t){
+		.ca_file = NULL, .user_agent = "pithd/1", .connect_timeout_s = 10,
+		.low_speed_bytes = 1024, .low_speed_time_s = 15, .total_timeout_s = 0,
+		.max_inflight = 16, .max_host_conns = 16,
+	};
+}
+
+int hc_global_init(pith_err_t *err)
+{
+	if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
+		return pith_err_set(err, PITH_EIO, "cannot initialise libcurl");
+	return 0;
+}
+
+void hc_global_cleanup(void)
+{
+	curl_global_cleanup();
+}
+
+int hc_etag_is_ok(const char *s, size_t n)
+{
+	if (!n || n > HC_ETAG_MAX || (n >= 2 && s[0] == 'W' && s[1] == '/'))
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		if ((unsigned char)s[i] <= 0x20 || (unsigned char)s[i] >= 0x7f)
+			return 0;
+	return 1;
+}
+
+/* ---- lists ------------------------------------------------------------------- */
+
+static void list_push(hc_list_t *l, hc_xfer_t *x)
+{
+	x->next = NULL;
+	x->prev = l->tail;
+	if (l->tail)
+		l->tail->next = x;
+	else
+		l->head = x;
+	l->tail = x;
+	l->n++;
+}
+
+static void list_unlink(hc_list_t *l, hc_xfer_t *x)
+{
+	if (x->prev)
+		x->prev->next = x->next;
+	else
+		l->head = x->next;
+	if (x->next)
+		x->next->prev = x->prev;
+	else
+		l->tail = x->prev;
+	x->prev = x->next = NULL;
+	l->n--;
+}
+
+/* ---- the response: body and headers ----------------------------------------- */
+
+static size_t on_body(char *data, size_t size, size_t n, void *arg)
+{
+	hc_xfer_t *x = arg;
+	size_t len = size * n;
+	if (len > x->cap - x->body.len) {
+		x->over_cap = 1;
+		return 0; /* aborts the transfer (CURLE_WRITE_ERROR) */
+	}
+	return pith_buf_append(&x->body, data, len) ? 0 : len;
+}
+
+/* Retry-After: delta-seconds, or an HTTP-date made relative to now; -1 if
+ * neither. */
+static int64_t retry_after_parse(const char *v, size_t vl)
+{
+	char tmp[64];
+	if (!vl || vl >= sizeof(tmp))
+		return -1;
+	memcpy(tmp, v, vl);
+	tmp[vl] = 0;
+	int64_t s = 0;
+	if (isdigit((unsigned char)tmp[0])) {
+		for (size_t i = 0; i < vl; i++) {
+			if (!isdigit((unsigned char)tmp[i]))
+				return -1;
+			if (s < HC_RETRY_AFTER_MAX)
+				s = s * 10 + (tmp[i] - '0');
+		}
+	} else {
+		time_t t = curl_getdate(tmp, NULL);
+		if (t == (time_t)-1)
+			return -1;
+		s = (int64_t)t - (int64_t)time(NULL);
+	}
+	return s < 0 ? 0 : s > HC_RETRY_AFTER_MAX ? HC_RETRY_AFTER_MAX : s;
+}
+
+/* Header lines: keeps ETag, Location and Retry-After of the last response
+ * (a 100 Continue's are forgotten at the next status line). */
+static size_t on_header(char *data, size_t size, size_t n, void *arg)
+{
+	hc_xfer_t *x = arg;
+	size_t len = size * n;
+	if (len > 5 && !strncmp(data, "HTTP/", 5)) {
+		x->etag[0] = x->location[0] = 0;
+		x->location_too_long = 0;
+		x->retry_after = -1;
+		return len;
+	}
+	static const char *const names[] = {"etag:", "location:", "retry-after:"};
+	size_t k = 0, hl = 0;
+	for (; k < 3; k++) {
+		hl = strlen(names[k]);
+		if (len >= hl && !strncasecmp(data, names[k], hl))
+			break;
+	}
+	if (k == 3)
+		return len;
+	const char *v = data + hl;
+	size_t vl = len - hl;
+	while (vl && (*v == ' ' || *v == '\t'))
+		v++, vl--;
+	while (vl && (v[vl - 1] == '\r' || v[vl - 1] == '\n' || v[vl - 1] == ' ' || v[vl - 1] == '\t'))
+		vl--;
+	if (k == 0) {
+		x->etag[0] = 0; /* a weak or odd tag is simply not kept */
+		if (hc_etag_is_ok(v, vl))
+			memcpy(x->etag, v, vl), x->etag[vl] = 0;
+	} else if (k == 1) {
+		x->location[0] = 0;
+		x->location_too_long = vl > HC_LOCATION_MAX;
+		if (!x->location_too_long)
+			memcpy(x->location, v, vl), x->location[vl] = 0;
+	} else {
+		x->retry_after = retry_after_parse(v, vl);
+	}
+	return len;
+}
+
+/* ---- transfers ---------------------------------------------------------------- */
+
+static void xfer_free(hc_xfer_t *x)
+{
+	if (x->h) {
+		curl_multi_remove_handle(x->c->multi, x->h);
+		curl_easy_cleanup(x->h);
+	}
+	curl_slist_free_all(x->hdrs);
+	pith_buf_release(&x->body);
+	free(x->url);
+	free(x->inm);
+	free(x);
+}
+
+/* The easy handle of x, set up from the client's options. */
+static CURL *xfer_easy(hc_t *c, hc_xfer_t *x)
+{
+	CURL *h = curl_easy_init();
+	if (!h)
+		return NULL;
+	if (x->inm) {
+		size_t n = strlen(x->inm) + 32;
+		char *line = malloc(n);
+		if (line) {
+			snprintf(line, n, "If-None-Match: %s", x->inm);
+			x->hdrs = curl_slist_append(NULL, line);
+			free(line);
+		}
+		if (!x->hdrs) {
+			curl_easy_cleanup(h);
+			return NULL;
+		}
+		curl_easy_setopt(h, CURLOPT_HTTPHEADER, x->hdrs);
+	}
+	const hc_opts_t *o = &c->o;
+	curl_easy_setopt(h, CURLOPT_PRIVATE, x);
+	curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
+	curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L);
+	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT, o->connect_timeout_s);
+	curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, o->low_speed_bytes);
+	curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME, o->low_speed_time_s);
+	curl_easy_setopt(h, CURLOPT_TIMEOUT, o->total_timeout_s);
+	curl_easy_setopt(h, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)x->cap);
+	curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, 1L);
+	curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, 2L);
+	if (c->ca_file) {
+		/* only these CAs: no system directory besides */
+		curl_easy_setopt(h, CURLOPT_CAINFO, c->ca_file);
+		curl_easy_setopt(h, CURLOPT_CAPATH, (char *)NULL);
+	}
+	curl_easy_setopt(h, CURLOPT_USERAGENT, c->user_agent);
+	curl_easy_setopt(h, CURLOPT_ACCEPT_ENCODING, ""); /* whatever curl can decode */
+	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
+	curl_easy_setopt(h, CURLOPT_WRITEDATA, x);
+	curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
+	curl_easy_setopt(h, CURLOPT_HEADERDATA, x);
+	curl_easy_setopt(h, CURLOPT_ERRORBUFFER, x->errbuf);
+	if (curl_easy_setopt(h, CURLOPT_URL, x->url) != CURLE_OK) {
+		curl_easy_cleanup(h);
+		return NULL;
+	}
+	return h;
+}
+
+/* Ends x: its callback (unless the client is closing), then frees it. x is
+ * in no list any more. */
+static void xfer_finish(hc_t *c, hc_xfer_t *x, CURLcode code)
+{
+	hc_result_t r = {.url = x->url, .curl_code = (int)code, .etag = x->etag,
+			 .location = x->location, .location_too_long = x->location_too_long,
+			 .retry_after_s = x->retry_after, .over_cap = x->over_cap, .error = ""};
+	char line[CURL_ERROR_SIZE + 128];
+	if (x->h) {
+		curl_easy_getinfo(x->h, CURLINFO_RESPONSE_CODE, &r.status);
+		curl_easy_getinfo(x->h, CURLINFO_NUM_CONNECTS, &r.connects);
+		r.seconds = now_s() - x->t0;
+	}
+	if (code == CURLE_FILESIZE_EXCEEDED)
+		r.over_cap = 1;
+	if (code != CURLE_OK) {
+		const char *s = curl_easy_strerror(code);
+		if (r.over_cap)
+			snprintf(line, sizeof(line), "body over %zu bytes", x->cap);
+		else if (x->errbuf[0] && strcmp(x->errbuf, s))
+			snprintf(line, sizeof(line), "%s: %s", s, x->errbuf);
+		else
+			snprintf(line, sizeof(line), "%s", s);
+		r.error = line; /* status stays: an answer may have begun */
+	} else {
+		r.body = x->body.len ? x->body.data : NULL;
+		r.body_len = x->body.len;
+	}
+	r.bytes = x->body.len;
+	if (x->h) {
+		curl_multi_remove_handle(c->multi, x->h);
+		curl_easy_cleanup(x->h);
+		x->h = NULL;
+	}
+	if (!c->closing)
+		x->done(x->arg, &r);
+	xfer_free(x);
+}
+
+/* Starts queued transfers while there is room. */
+static void start_queued(hc_t *c)
+{
+	while (!c->closing && c->queue.head && c->running.n < c->o.max_inflight) {
+		hc_xfer_t *x = c->queue.head;
+		list_unlink(&c->queue, x);
+		x->errbuf[0] = 0;
+		x->retry_after = -1;
+		x->h = xfer_easy(c, x);
+		if (!x->h) {
+			snprintf(x->errbuf, sizeof(x->errbuf), "cannot set up the transfer of %s", x->url);
+			xfer_finish(c, x, CURLE_FAILED_INIT);
+			continue;
+		}
+		x->t0 = now_s();
+		list_push(&c->running, x);
+		if (curl_multi_add_handle(c->multi, x->h) != CURLM_OK) {
+			list_unlink(&c->running, x);
+			xfer_finish(c, x, CURLE_OUT_OF_MEMORY);
+		}
+	}
+}
+
+/* After curl ran: every finished transfer to its callback, then the queue. */
+static void hc_reap(hc_t *c)
+{
+	CURLMsg *m;
+	int left;
+	while (!c->closing && (m = curl_multi_info_read(c->multi, &left))) {
+		if (m->msg != CURLMSG_DONE)
+			continue;
+		hc_xfer_t *x = NULL;
+		CURLcode code = m->data.result;
+		curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, (char **)&x);
+		list_unlink(&c->running, x);
+		xfer_finish(c, x, code);
+	}
+	start_queued(c);
+}
+
+static void hc_destroy(hc_t *c);
+
+static void hc_enter(hc_t *c)
+{
+	c->depth++;
+}
+
+/* Frees c if hc_free_ was called meanwhile and this is the outermost entry. */
+static void hc_leave(hc_t *c)
+{
+	if (--c->depth == 0 && c->closing)
+		hc_destroy(c);
+}
+
+/* ---- curl's wake-ups on the loop ---------------------------------------------- */
+
+static void on_sock_event(evutil_socket_t fd, short what, void *arg)
+{
+	hc_t *c = arg;
+	int flags = (what & EV_READ ? CURL_CSELECT_IN : 0) | (what & EV_WRITE ? CURL_CSELECT_OUT : 0);
+	int running = 0;
+	hc_enter(c);
+	curl_multi_socket_action(c->multi, fd, flags, &running);
+	hc_reap(c);
+	hc_leave(c);
+}
+
+static void on_timer_event(evutil_socket_t fd, short what, void *arg)
+{
+	hc_t *c = arg;
+	int running = 0;
+	hc_enter(c);
+	curl_multi_socket_action(c->multi, CURL_SOCKET_TIMEOUT, 0, &running);
+	hc_reap(c);
+	hc_leave(c);
+}
+
+static void on_kick_event(evutil_socket_t fd, short what, void *arg)
+{
+	hc_t *c = arg;
+	hc_enter(c);
+	start_queued(c);
+	hc_leave(c);
+}
+
+static void sock_free(hc_t *c, hc_sock_t *s)
+{
+	if (s->prev)
+		s->prev->next = s->next;
+	else
+		c->socks = s->next;
+	if (s->next)
+		s->next->prev = s->prev;
+	if (s->ev)
+		event_free(s->ev);
+	free(s);
+}
+
+/* CURLMOPT_SOCKETFUNCTION: watch s for what (or stop). */
+static int on_curl_socket(CURL *e, curl_socket_t s, int what, void *arg, void *sockp)
+{
+	hc_t *c = arg;
+	hc_sock_t *hs = sockp;
+	if (what == CURL_POLL_REMOVE) {
+		if (hs)
+			sock_free(c, hs);
+		curl_multi_assign(c->multi, s, NULL);
+		return 0;
+	}
+	if (!hs) {
+		if (!(hs = calloc(1, sizeof(*hs))))
+			return -1;
+		hs->next = c->socks;
+		if (c->socks)
+			c->socks->prev = hs;
+		c->socks = hs;
+		curl_multi_assign(c->multi, s, hs);
+	}
+	if (hs->ev)
+		event_free(hs->ev);
+	short kind = (short)((what & CURL_POLL_IN ? EV_READ : 0) | (what & CURL_POLL_OUT ? EV_WRITE : 0));
+	hs->ev = event_new(c->base, s, kind | EV_PERSIST, on_sock_event, c);
+	if (!hs->ev || event_add(hs->ev, NULL))
+		return -1;
+	return 0;
+}
+
+/* CURLMOPT_TIMERFUNCTION: wake curl in ms milliseconds (-1: never). */
+static int on_curl_timer(CURLM *m, long ms, void *arg)
+{
+	hc_t *c = arg;
+	if (ms < 0)
+		return evtimer_del(c->timer);
+	struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
+	return evtimer_add(c->timer, &tv);
+}
+
+/* ---- the client ------------------------------------------------------------- */
+
+int hc_new(struct event_base *base, const hc_opts_t *o, hc_t **out, pith_err_t *err)
+{
+	*out = NULL;
+	hc_opts_t d;
+	hc_opts_default(&d);
+	hc_t *c = calloc(1, sizeof(*c));
+	if (!c)
+		return pith_err_set(err, PITH_ENOMEM, "out of memory");
+	c->base = base;
+	c->next_id = 1;
+	c->o = o ? *o : d;
+	/* zero: the default */
+	if (!c->o.connect_timeout_s)
+		c->o.connect_timeout_s = d.connect_timeout_s;
+	if (!c->o.low_speed_bytes)
+		c->o.low_speed_bytes = d.low_speed_bytes;
+	if (!c->o.low_speed_time_s)
+		c->o.low_speed_time_s = d.low_speed_time_s;
+	if (!c->o.max_inflight)
+		c->o.max_inflight = d.max_inflight;
+	if (!c->o.max_host_conns)
+		c->o.max_host_conns = d.max_host_conns;
+	c->user_agent = strdup(c->o.user_agent ? c->o.user_agent : d.user_agent);
+	c->ca_file = c->o.ca_file ? strdup(c->o.ca_file) : NULL;
+	c->o.user_agent = c->o.ca_file = NULL; /* the copies are used */
+	int rc = PITH_ENOMEM;
+	if (!c->user_agent || (o && o->ca_file && !c->ca_file))
+		goto fail;
+	c->timer = evtimer_new(base, on_timer_event, c);
+	c->kick = event_new(base, -1, 0, on_kick_event, c);
+	if (!c->timer || !c->kick)
+		goto fail;
+	rc = PITH_EIO;
+	if (!(c->multi = curl_multi_init()))
+		goto fail;
+	size_t keep = c->o.max_inflight > c->o.max_host_conns ? c->o.max_inflight : c->o.max_host_conns;
+	curl_multi_setopt(c->multi, CURLMOPT_SOCKETFUNCTION, on_curl_socket);
+	curl_multi_setopt(c->multi, CURLMOPT_SOCKETDATA, c);
+	curl_multi_setopt(c->multi, CURLMOPT_TIMERFUNCTION, on_curl_timer);
+	curl_multi_setopt(c->multi, CURLMOPT_TIMERDATA, c);
+	curl_multi_setopt(c->multi, CURLMOPT_MAX_HOST_CONNECTIONS, (long)c->o.max_host_conns);
+	curl_multi_setopt(c->multi, CURLMOPT_MAX_TOTAL_CONNECTIONS, (long)keep);
+	curl_multi_setopt(c->multi, CURLMOPT_MAXCONNECTS, (long)keep);
+	*out = c;
+	return 0;
+fail:
+	hc_destroy(c);
+	return pith_err_set(err, rc, rc == PITH_EIO ? "cannot initialise libcurl" : "out of memory");
+}
+
+/* Drops every transfer without a callback, then frees c. */
+static void hc_destroy(hc_t *c)
+{
+	hc_xfer_t *x;
+	while ((x = c->running.head)) {
+		list_unlink(&c->running, x);
+		xfer_free(x);
+	}
+	while ((x = c->queue.head)) {
+		list_unlink(&c->queue, x);
+		xfer_free(x);
+	}
+	if (c->multi)
+		curl_multi_cleanup(c->multi); /* closes the cached connections */
+	while (c->socks)
+		sock_free(c, c->socks);
+	if (c->timer)
+		event_free(c->timer);
+	if (c->kick)
+		event_free(c->kick);
+	free(c->ca_file);
+	free(c->user_agent);
+	free(c);
+}
+
+void hc_free_(hc_t *c)
+{
+	if (!c)
+		return;
+	if (c->depth) {
+		/* inside one of our callbacks: no more callbacks, freed on the way out */
+		c->closing = 1;
+		return;
+	}
+	hc_destroy(c);
+}
+
+uint64_t hc_get(hc_t *c, const hc_req_t *req)
+{
+	if (c->closing)
+		return 0;
+	hc_xfer_t *x = calloc(1, sizeof(*x));
+	if (!x)
+		return 0;
+	x->c = c;
+	x->url = strdup(req->url);
+	x->inm = req->if_none_match ? strdup(req->if_none_match) : NULL;
+	if (!x->url || (req->if_none_match && !x->inm)) {
+		xfer_free(x);
+		return 0;
+	}
+	x->cap = req->body_cap;
+	x->done = req->done;
+	x->arg = req->arg;
+	x->retry_after = -1;
+	x->id = c->next_id++;
+	list_push(&c->queue, x);
+	/* started from the loop, so that done() never runs in here */
+	event_active(c->kick, 0, 0);
+	return x->id;
+}
+
+void hc_cancel(hc_t *c, uint64_t id)
+{
+	hc_list_t *lists[2] = {&c->running, &c->queue};
+	for (int i = 0; i < 2; i++)
+		for (hc_xfer_t *x = lists[i]->head; x; x = x->next)
+			if (x->id == id) {
+				list_unlink(lists[i], x);
+				xfer_free(x);
+				if (i == 0)
+					event_active(c->kick, 0, 0); /* its slot is free */
+				return;
+			}
+}
+
+size_t hc_inflight(const hc_t *c)
+{
+	return c->running.n;
+}
+
+size_t hc_queued(const hc_t *c)
+{
+	return c->queue.n;
+}

@@ -1,0 +1,125 @@
+/* An HTTP(S) client on the event loop (issue 14, item 4): libcurl's multi
+ * interface driven by libevent through its socket and timer callbacks
+ * (CURLMOPT_SOCKETFUNCTION, CURLMOPT_TIMERFUNCTION,
+ * curl_multi_socket_action). No thread per request, no blocking call on
+ * the loop; HTTP and TLS are libcurl's.
+ *
+ * One hc_t is one curl multi handle: its transfers share a connection
+ * cache (keep-alive, at most max_host_conns per host), at most
+ * max_inflight run at once and the rest wait in FIFO order. Each request
+ * is a GET; redirects are never followed (the caller reads status and
+ * location); only http and https; TLS peer and host always verified;
+ * bodies capped by Content-Length up front and by the bytes that arrive.
+ *
+ * libcurl's global state: the program's main calls hc_global_init once,
+ * before it starts any thread, and hc_global_cleanup once at the end
+ * (pithctl does so in main; pithd must before it links this). hc_new does
+ * not call curl_global_init: on libcurl builds that are not thread-safe
+ * there, it must not run while other threads use TLS.
+ *
+ * Threads: everything here is called on the loop thread of the base given
+ * to hc_new, and callbacks run there. */
+#ifndef PITH_NODE_HCLIENT_H
+#define PITH_NODE_HCLIENT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "err.h"
+
+struct event_base;
+
+typedef struct hc hc_t;
+
+#define HC_ETAG_MAX 128      /* bytes of an ETag kept */
+#define HC_LOCATION_MAX 2048 /* bytes of a Location kept, NUL aside */
+
+typedef struct hc_opts {
+	const char *ca_file;       /* NULL: the system CAs; else only this file's
+				    * (copied). TLS peer and host always verified */
+	const char *user_agent;    /* e.g. "pithd/1" (copied) */
+	long connect_timeout_s;    /* default 10 */
+	long low_speed_bytes;      /* default 1024: slower than this ... */
+	long low_speed_time_s;     /* default 15: ... for this long = dropped */
+	long total_timeout_s;      /* default 0 = none */
+	size_t max_inflight;       /* transfers at once (default 16); more wait FIFO */
+	size_t max_host_conns;     /* connections per host kept/used (default 16) */
+} hc_opts_t;
+
+/* The defaults above (ca_file NULL, user_agent "pithd/1"). */
+void hc_opts_default(hc_opts_t *o);
+
+typedef struct hc_result {
+	const char *url;
+	int curl_code;             /* 0: an HTTP answer came (any status) */
+	long status;               /* HTTP status, 0 when none */
+	const uint8_t *body;       /* valid only during the callback; NULL when */
+	size_t body_len;           /*   body_len is 0 */
+	const char *etag;          /* "" if none or not a strong printable tag <= 128 bytes */
+	const char *location;      /* "" if none; a too long one = "" and location_too_long */
+	int location_too_long;
+	int64_t retry_after_s;     /* -1 if none; delta-seconds or HTTP-date (relative to
+				    * now), clamped to [0, HC_RETRY_AFTER_MAX] */
+	int over_cap;              /* body (or Content-Length) over body_cap: curl_code != 0 */
+	const char *error;         /* "" when curl_code is 0; else one human line:
+				    * "body over N bytes", or curl_easy_strerror
+				    * followed by ": " and curl's error buffer when
+				    * that says more ("Timeout was reached: Operation
+				    * too slow. ...", "SSL peer certificate ...: SSL
+				    * certificate problem: ...") */
+	uint64_t bytes;            /* body bytes received */
+	double seconds;            /* wall time of the transfer (from its start,
+				    * not counting its wait in the queue) */
+	long connects;             /* new connections it made (CURLINFO_NUM_CONNECTS):
+				    * 0 when it reused one */
+} hc_result_t;
+
+#define HC_RETRY_AFTER_MAX (366 * 86400)
+
+/* A transfer's end, on the loop. r and what it points to are valid during
+ * the call only. The callback may call hc_get, hc_cancel and hc_free. */
+typedef void (*hc_done_fn)(void *arg, const hc_result_t *r);
+
+typedef struct hc_req {
+	const char *url;           /* copied */
+	const char *if_none_match; /* NULL or the ETag to send; copied */
+	size_t body_cap;           /* bytes */
+	hc_done_fn done;
+	void *arg;
+} hc_req_t;
+
+/* A client on base's loop with options o (NULL: the defaults; copied; a
+ * zero count or time keeps its default, but total_timeout_s 0 is "none").
+ * 0 with *out set, or PITH_ENOMEM / PITH_EIO with err saying why. */
+int hc_new(struct event_base *base, const hc_opts_t *o, hc_t **out, pith_err_t *err);
+
+/* Cancels every transfer (no callback runs after this), closes the
+ * connections and frees c. NULL-tolerant; may be called from a done
+ * callback. Must be called before the base is freed. */
+void hc_free_(hc_t *c);
+#define hc_free(c) do { hc_free_(c); (c) = NULL; } while (0)
+
+/* Queues a GET of req->url. Returns its id (nonzero), or 0 when memory is
+ * short (nothing queued, done never called). done() runs exactly once,
+ * later, on the loop (never inside hc_get), unless the transfer is
+ * cancelled or c freed first. A transfer that cannot be started (curl
+ * refuses the URL, no memory) ends with curl_code != 0 like any other. */
+uint64_t hc_get(hc_t *c, const hc_req_t *req);
+
+/* Drops transfer id, queued or running: done() is not called. An unknown
+ * or finished id is ignored. */
+void hc_cancel(hc_t *c, uint64_t id);
+
+/* Transfers running, and waiting for a slot. */
+size_t hc_inflight(const hc_t *c);
+size_t hc_queued(const hc_t *c);
+
+/* Whether s[0..n) is an ETag kept here: a strong tag of printable ASCII
+ * (no blanks), 1 to HC_ETAG_MAX bytes ("W/..." is not strong). */
+int hc_etag_is_ok(const char *s, size_t n);
+
+/* curl_global_init / curl_global_cleanup (see the top of this file). */
+int hc_global_init(pith_err_t *err);
+void hc_global_cleanup(void);
+
+#endif
