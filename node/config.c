@@ -33,6 +33,14 @@ static const key_t_ keys[] = {
 	{"trace_stored", K_STR, O(trace_stored), 0, 0, "", "append 'UNIX_US EVENT_ID' per stored event to this file (benchmarks)"},
 	{"peer", K_LIST, O(peers), 0, 0, "", "HOST:PORT to dial and keep (repeatable)"},
 	{"trust_key", K_LIST, O(trust_keys), 0, 0, "", "key file to trust besides the registry key (repeatable)"},
+	{"upstream", K_LIST, O(upstreams), 0, 0, "", "http(s):// base URL of the registry or a mirror to follow (repeatable; docs/upstream.md)"},
+	{"upstream_ca_file", K_STR, O(upstream_ca_file), 0, 0, "", "CA certificates (PEM) for the upstreams, instead of the system's"},
+	{"follow", K_STR, O(follow), 0, 0, "", "file of ids to keep current from the upstreams (one a line, '#' comments)"},
+	{"upstream_refresh", K_INT, O(upstream_refresh), 1, 31 * 86400, "3600", "check each followed record this often, seconds (spread over the interval)"},
+	{"upstream_inflight", K_INT, O(upstream_inflight), 1, 256, "16", "records fetched from upstreams at once"},
+	{"readthrough_ms", K_INT, O(readthrough_ms), 0, 60000, "3000", "an HTTP read of a record the node lacks waits this long for the upstreams (0: no read-through)"},
+	{"upstream_negative_ttl", K_INT, O(upstream_negative_ttl), 0, 7 * 86400, "600", "seconds an id no upstream knows is answered 404 without asking again"},
+	{"upstream_stall_s", K_INT, O(upstream_stall_s), 1, 3600, "15", "an upstream transfer slower than 1 KiB/s for this many seconds is dropped (stalled)"},
 	{"outbound_target", K_INT, O(outbound_target), 0, 64, "8", "outbound connections to keep"},
 	{"inbound_max", K_INT, O(inbound_max), 0, 1024, "32", "inbound connections accepted"},
 	{"validate_threads", K_INT, O(validate_threads), 1, 64, "2", "threads verifying signatures"},
@@ -66,6 +74,21 @@ static const key_t_ keys[] = {
 	{"worker_nice", K_INT, O(worker_nice), 0, 19, "10", "nice steps below the event loop for the validators, the writer and RocksDB's threads (0: none)"},
 };
 #define NKEYS (sizeof(keys) / sizeof(keys[0]))
+
+/* An upstream's base URL: http(s), a host, an optional port and path,
+ * nothing else (wire_http_url_is_valid), trailing slashes aside. */
+static int upstream_url_ok(const char *v)
+{
+	char u[WIRE_HTTP_URL_MAX + 1];
+	size_t n = strlen(v);
+	while (n && v[n - 1] == '/')
+		n--;
+	if (!n || n > WIRE_HTTP_URL_MAX)
+		return 0;
+	memcpy(u, v, n);
+	u[n] = 0;
+	return wire_http_url_is_valid(u);
+}
 
 static const key_t_ *key_find(const char *name)
 {
@@ -155,6 +178,10 @@ int config_set(node_config_t *c, const char *name, const char *value, int from_f
 			return pith_err_set(err, PITH_EINVAL, "%s: empty or too long", name);
 		if (k->off == O(peers) && config_split_hostport(value, host, &port, 0))
 			return pith_err_set(err, PITH_EINVAL, "%s: '%s' is not HOST:PORT", name, value);
+		if (k->off == O(upstreams) && !upstream_url_ok(value))
+			return pith_err_set(err, PITH_EINVAL,
+					    "%s: '%s' is not an http:// or https:// base URL (like https://pith.science)",
+					    name, value);
 		memcpy(l->items[l->n++], value, vl + 1);
 		return 0;
 	}
@@ -292,7 +319,7 @@ void config_usage(void *file)
 	fprintf(f, "usage: pithd [--config FILE] [--KEY VALUE]...\n\n"
 		   "Every setting is a config file line `key = value` and a flag\n"
 		   "`--key value` (dashes or underscores); flags override the file.\n"
-		   "peer and trust_key repeat; given as flags they replace the file's.\n\n");
+		   "peer, trust_key and upstream repeat; given as flags they replace the file's.\n\n");
 	for (size_t i = 0; i < NKEYS; i++) {
 		char flag[64];
 		snprintf(flag, sizeof(flag), "--%s", keys[i].name);

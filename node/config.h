@@ -32,6 +32,14 @@ typedef struct node_config {
 	char trace_stored[CONFIG_STR_MAX]; /* benchmark trace file, "" off */
 	config_list_t peers;          /* HOST:PORT, dialled and kept */
 	config_list_t trust_keys;     /* key files trusted besides the registry key */
+	config_list_t upstreams;      /* HTTP(S) base URLs followed (docs/upstream.md) */
+	char upstream_ca_file[CONFIG_STR_MAX]; /* CA file for them; "" = the system's */
+	char follow[CONFIG_STR_MAX];  /* file of ids to keep current; "" none */
+	int64_t upstream_refresh;     /* seconds between checks of a followed record */
+	int64_t upstream_inflight;    /* records fetched from upstreams at once */
+	int64_t readthrough_ms;       /* an HTTP read of a missing record waits this long */
+	int64_t upstream_negative_ttl; /* seconds "no upstream knows ID" is believed */
+	int64_t upstream_stall_s;     /* a transfer under 1 KiB/s this long is dropped */
 
 	int64_t outbound_target;      /* outbound connections to keep */
 	int64_t inbound_max;

@@ -347,14 +347,15 @@ static int route_run(http_ctx_t *c, const char *id)
 	char pith[PITH_NUMBER_LEN + 1];
 	switch (c->route) {
 	case ROUTE_MIRRORS: view_mirrors(c); return 0;
-	case ROUTE_RESOLVE: view_resolve(c); return 0;
+	case ROUTE_RESOLVE: return view_resolve(c);
 	case ROUTE_METRICS: view_metrics(c); return 0;
 	case ROUTE_HEALTHZ: view_healthz(c); return 0;
 	case ROUTE_POST_EVENTS: post_events(c); return 1;
 	default: break;
 	}
-	if (http_resolve_id(c, id, pith))
-		return 0;
+	int rc = http_resolve_id(c, id, pith);
+	if (rc)
+		return rc > 0;
 	switch (c->route) {
 	case ROUTE_PAGE: view_page(c, pith); break;
 	case ROUTE_RECORD: view_record(c, pith); break;
@@ -368,15 +369,16 @@ static int route_run(http_ctx_t *c, const char *id)
 	return 0;
 }
 
-static void handle_request(http_t *h, struct evhttp_request *req)
+void http_handle(http_t *h, struct evhttp_request *req, int64_t t0_us, http_want_answer_t rerun)
 {
-	http_ctx_t c = {.h = h, .req = req, .route = ROUTE_OTHER, .t0_us = http_now_us()};
+	http_ctx_t c = {.h = h, .req = req, .route = ROUTE_OTHER, .t0_us = t0_us, .rerun = rerun};
 	c.t = &h->target;
 	c.body = &h->body;
 	pith_buf_reset(c.body);
 	if (c.body->cap > (8u << 20))
 		pith_buf_release(c.body); /* one huge events.json must not pin its buffer */
-	conn_request_started(h, req);
+	if (!rerun)
+		conn_request_started(h, req);
 	enum evhttp_cmd_type cmd = evhttp_request_get_command(req);
 	c.head = cmd == EVHTTP_REQ_HEAD;
 	const char *uri = evhttp_request_get_uri(req);
@@ -426,14 +428,14 @@ static void handle_request(http_t *h, struct evhttp_request *req)
 	}
 	c.r.status = 200;
 	if (route_run(&c, id))
-		return; /* POST /events: answered when its events are back */
+		return; /* POST /events, read-through: answered later */
 send:
 	http_send(&c);
 }
 
 static void request_cb(struct evhttp_request *req, void *arg)
 {
-	handle_request(arg, req);
+	http_handle(arg, req, http_now_us(), 0);
 }
 
 /* ---- accept errors ---------------------------------------------------------------- */
@@ -567,9 +569,10 @@ int http_new(struct event_base *base, store_t *store, metrics_t *metrics, const 
 		h->own_metrics = 1;
 	}
 	h->jobs = idmap_new();
+	h->waits = idmap_new();
 	h->bodies = idmap_new();
 	h->evh = evhttp_new(base);
-	if (!h->metrics || !h->jobs || !h->bodies || !h->evh) {
+	if (!h->metrics || !h->jobs || !h->waits || !h->bodies || !h->evh) {
 		rc = pith_err_set(err, PITH_ENOMEM, "out of memory");
 		goto fail;
 	}
@@ -635,6 +638,7 @@ void http_free_(http_t *h)
 		return;
 	/* before evhttp_free: it frees the requests our posts point to */
 	post_drop_all(h);
+	want_drop_all(h);
 	conn_stop_sweep(h);
 	h->bound = NULL; /* evhttp_free frees it before the connections */
 	if (h->evh)
@@ -643,6 +647,7 @@ void http_free_(http_t *h)
 	if (h->accept_resume_ev)
 		event_free(h->accept_resume_ev);
 	idmap_free(h->jobs);
+	idmap_free(h->waits);
 	idmap_free(h->bodies);
 	if (h->own_metrics)
 		metrics_free(h->metrics);

@@ -47,6 +47,8 @@ typedef struct http_opts {
 				    * (lowered to half the descriptor limit) */
 	size_t events_page_max;    /* events in one events.json page */
 	int list_registry;         /* list the registry itself in /pith-mirrors.json */
+	int readthrough_ms;        /* with a want hook: how long a read of a missing
+				    * record waits for it (0: the hook is not asked) */
 } http_opts_t;
 
 /* The defaults (docs/http.md, "Limits"); listen is NULL: set it. */
@@ -59,8 +61,26 @@ typedef struct http_hooks {
 	 * durable (the contract of ingest.h's on_done). NULL: POST /events
 	 * answers 503. */
 	void (*submit)(void *arg, ingest_job_t *job);
+	/* Read-through (docs/upstream.md): a record view found no record for
+	 * id (as the client wrote it, or the full number). 0: the hook asked
+	 * for it and answers through http_want_done(token) (never inside this
+	 * call); the request waits up to readthrough_ms, then gets 503 with
+	 * Retry-After saying the record is being fetched. PITH_ENOTFOUND: 404
+	 * now. Other errors: 503 now. NULL: 404 now. */
+	int (*want)(void *arg, const char *id, uint64_t token);
 	void *arg;
 } http_hooks_t;
+
+/* What became of a read-through (http_hooks_t.want). */
+typedef enum http_want_answer {
+	HTTP_WANT_FOUND = 1,     /* stored now: the view is served */
+	HTTP_WANT_NOT_FOUND,     /* no upstream knows it: 404 */
+	HTTP_WANT_FAILED,        /* upstreams failed or sent what was refused: 502 */
+} http_want_answer_t;
+
+/* The answer to read-through token (unknown or expired tokens are
+ * ignored). */
+void http_want_done(http_t *h, uint64_t token, http_want_answer_t answer);
 
 /* Binds and starts serving on base. store (and metrics, when non-NULL)
  * are borrowed and must outlive the server; with metrics NULL the server

@@ -100,6 +100,8 @@ typedef struct http_ctx {
 	http_target_t *t;
 	http_resp_t r;
 	pith_buf_t *body;      /* the server's scratch body buffer */
+	http_want_answer_t rerun; /* served again after a read-through (0: first time) */
+	const char *rerun_msg; /* what the read-through said, for a 502 */
 } http_ctx_t;
 
 typedef struct http_mirror_entry {
@@ -140,6 +142,11 @@ struct http {
 	size_t nconns;
 	struct event *sweep_ev;
 
+	/* read-through (http_want.c) */
+	idmap_t *waits;         /* token -> want_t */
+	uint64_t next_token;
+	size_t nwaits;
+
 	/* POST /events */
 	idmap_t *jobs;          /* job pointer -> post_t slot (see http_post.c) */
 	size_t inflight;        /* events submitted, not yet back */
@@ -160,6 +167,8 @@ struct http {
 
 /* ---- http.c --------------------------------------------------------------------- */
 int64_t http_now_us(void);
+/* Serves req (rerun: the answer of a read-through it waited for, else 0). */
+void http_handle(http_t *h, struct evhttp_request *req, int64_t t0_us, http_want_answer_t rerun);
 const char *http_route_name(http_route_t r);
 /* Sets an error reply: JSON {"error": code_name, "message": msg}. */
 void http_error(http_ctx_t *c, int status, const char *fmt, ...)
@@ -263,13 +272,16 @@ void html_escape(pith_buf_t *out, const char *s, size_t n);
 /* Resolves an {ID} path segment or query value to a stored record's full
  * pith number. On failure sets the error reply (400 malformed or
  * ambiguous, 404 unknown) and returns negative. */
+/* The full number id names: 0; -1 with an error reply set; 1 when the
+ * request waits for a read-through of it (http_want). */
 int http_resolve_id(http_ctx_t *c, const char *id, char pith[static PITH_NUMBER_LEN + 1]);
 void view_record(http_ctx_t *c, const char *pith);
 void view_bundle(http_ctx_t *c, const char *pith);
 void view_state(http_ctx_t *c, const char *pith);
 void view_events(http_ctx_t *c, const char *pith);
 void view_graph(http_ctx_t *c, const char *pith);
-void view_resolve(http_ctx_t *c);
+/* 1 when the reply waits for a read-through */
+int view_resolve(http_ctx_t *c);
 void view_mirrors(http_ctx_t *c);
 void view_healthz(http_ctx_t *c);
 void view_metrics(http_ctx_t *c);
@@ -279,6 +291,14 @@ void view_metrics(http_ctx_t *c);
 void post_events(http_ctx_t *c);
 /* Drops every waiting request (server shutting down). */
 void post_drop_all(http_t *h);
+
+/* ---- http_want.c: read-through ------------------------------------------------------ */
+/* A record view found nothing for id: 1 if the request now waits for the
+ * want hook (the caller replies nothing), 0 if the caller answers 404,
+ * -1 if an error reply is set. */
+int http_want(http_ctx_t *c, const char *id);
+/* Drops every waiting request (the server is going away). */
+void want_drop_all(http_t *h);
 /* Registers the POST metrics. */
 void post_metrics_init(http_t *h);
 

@@ -77,6 +77,13 @@ int http_resolve_id(http_ctx_t *c, const char *id, char pith[static PITH_NUMBER_
 	 * whether it is stored */
 	if (pid.number[0]) {
 		memcpy(pith, pid.number, PITH_NUMBER_LEN + 1);
+		store_record_info_t info;
+		if (c->h->hooks.want && !c->rerun &&
+		    store_record_get(c->h->store, pith, &info, &err) == PITH_ENOTFOUND) {
+			int w = http_want(c, id);
+			if (w)
+				return w;
+		}
 		return 0;
 	}
 	int is_body = pid.kind == PITH_ID_FULL && strlen(pid.value) == PITH_BODY_LEN;
@@ -84,7 +91,16 @@ int http_resolve_id(http_ctx_t *c, const char *id, char pith[static PITH_NUMBER_
 		return 0;
 	int rc = store_resolve(c->h->store, id, pith, &err);
 	if (rc == PITH_ENOTFOUND) {
-		http_error(c, 404, "no record for %s on this mirror", id);
+		int w = http_want(c, id);
+		if (w)
+			return w;
+		if (c->rerun == HTTP_WANT_NOT_FOUND)
+			http_error(c, 404, "no record for %s on this mirror nor its upstreams", id);
+		else if (c->rerun == HTTP_WANT_FAILED)
+			http_error(c, 502, "no record for %s on this mirror, and its upstreams failed: %s", id,
+				   c->rerun_msg ? c->rerun_msg : "see the node's status");
+		else
+			http_error(c, 404, "no record for %s on this mirror", id);
 		return -1;
 	}
 	if (rc == PITH_EINVAL) {
@@ -403,7 +419,7 @@ void view_events(http_ctx_t *c, const char *pith)
 
 /* ---- /api/pith-number/resolve -------------------------------------------------------- */
 
-void view_resolve(http_ctx_t *c)
+int view_resolve(http_ctx_t *c)
 {
 	http_t *h = c->h;
 	static const char *const keys[] = {"arxiv", "doi", "pith", "id"};
@@ -415,14 +431,14 @@ void view_resolve(http_ctx_t *c)
 			continue;
 		if (key || count > 1) {
 			http_error(c, 400, "give exactly one of arxiv=, doi=, pith=, id=");
-			return;
+			return 0;
 		}
 		key = keys[i];
 		val = v;
 	}
 	if (!key || !*val) {
 		http_error(c, 400, "give one of arxiv=, doi=, pith=, id=");
-		return;
+		return 0;
 	}
 	const char *js = http_target_query(c->t, "json", NULL);
 	int want_json = js && (!strcmp(js, "true") || !strcmp(js, "1"));
@@ -434,21 +450,22 @@ void view_resolve(http_ctx_t *c)
 	else
 		snprintf(q, sizeof(q), "%s", val);
 	char pith[PITH_NUMBER_LEN + 1];
-	if (http_resolve_id(c, q, pith))
-		return;
+	int rc = http_resolve_id(c, q, pith);
+	if (rc)
+		return rc > 0;
 	const char *body = pith + PITH_NUMBER_LEN - PITH_BODY_LEN;
 	if (!want_json) {
 		c->r.status = 302;
 		snprintf(c->r.location, sizeof(c->r.location), "%s/pith/%s", h->base_url, body);
 		pith_buf_reset(c->body);
 		c->r.ctype = NULL;
-		return;
+		return 0;
 	}
 	store_record_info_t info;
 	pith_err_t err = {0};
 	if (store_record_get(h->store, pith, &info, &err)) {
 		http_error(c, 500, "store error");
-		return;
+		return 0;
 	}
 	char hex[65];
 	pith_hex_encode(info.state_hash, 32, hex);
@@ -469,11 +486,12 @@ void view_resolve(http_ctx_t *c)
 			body, hex, h->base_url, body, h->base_url, body);
 	if (b->oom) {
 		http_error(c, 500, "out of memory");
-		return;
+		return 0;
 	}
 	c->r.ctype = "application/json";
 	c->r.cors = 1;
 	http_set_etag_body(c);
+	return 0;
 }
 
 /* ---- /pith-mirrors.json ----------------------------------------------------------------- */

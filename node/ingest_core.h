@@ -65,6 +65,7 @@ typedef struct ingest_job {
 				    its 26-character body alone */
 	uint64_t peer;           /* serial of the peer that sent it, 0 if none */
 	uint64_t ctl;            /* serial of the control request, 0 if none */
+	uint64_t follow;         /* serial of the follower's fetch (follower.c), 0 if none */
 	/* ---- results ---- */
 	int rc;                  /* 0 valid and written; else negative */
 	ingest_fail_t fail;      /* why not */

@@ -242,6 +242,7 @@ static void on_ingest_done(void *arg, ingest_job_t *job)
 {
 	node_t *n = arg;
 	mesh_job_done(&n->mesh, job);
+	follower_job_done(n->follower, job);
 	if (n->http)
 		http_job_done(n->http, job);
 	if (job->ctl && n->control)
@@ -250,6 +251,31 @@ static void on_ingest_done(void *arg, ingest_job_t *job)
 }
 
 /* ---- setup ----------------------------------------------------------------------------------- */
+
+/* The follower, when the node has upstreams or a follow list. */
+static int follower_start(node_t *n, pith_err_t *err)
+{
+	const node_config_t *c = n->cfg;
+	if (!c->upstreams.n) {
+		if (c->follow[0])
+			return pith_err_set(err, PITH_EINVAL,
+					    "follow: %s names records to follow, but no upstream is set "
+					    "(add --upstream URL, e.g. https://pith.science)", c->follow);
+		return 0;
+	}
+	const char *urls[CONFIG_LIST_MAX];
+	for (size_t i = 0; i < c->upstreams.n; i++)
+		urls[i] = c->upstreams.items[i];
+	follower_opts_t o = {.urls = urls, .n_urls = c->upstreams.n,
+			     .ca_file = c->upstream_ca_file, .follow_file = c->follow,
+			     .data_dir = c->data_dir, .refresh_s = c->upstream_refresh,
+			     .max_inflight = (size_t)c->upstream_inflight,
+			     .negative_ttl_s = c->upstream_negative_ttl,
+			     .max_body = (size_t)c->max_frame, .stall_s = c->upstream_stall_s};
+	follower_deps_t d = {.base = n->base, .store = n->store, .ingest = n->ingest,
+			     .want_done = node_http_want_done, .want_arg = n};
+	return follower_new(&d, &o, &n->follower, err);
+}
 
 static int listen_start(node_t *n, pith_err_t *err)
 {
@@ -361,6 +387,8 @@ int node_new(node_config_t *cfg, node_t **out, pith_err_t *err)
 		rc = pith_err_set(err, PITH_EIO, "cannot start the validation threads");
 		goto fail;
 	}
+	if ((rc = follower_start(n, err)))
+		goto fail;
 	relay_deps_t rd = {.base = n->base, .net = n->net, .store = n->store, .ingest = n->ingest,
 			   .cfg = cfg, .stats = &n->stats,
 			   .hooks = mesh_relay_hooks(&n->mesh)};
@@ -436,6 +464,7 @@ void node_free_(node_t *n)
 		evconnlistener_free(n->listener);
 	/* validated events are written before the store closes */
 	ingest_free(n->ingest);
+	follower_free(n->follower); /* after the pipeline handed its jobs back */
 	resolver_free(n->resolver); /* no lookup answers from here on */
 	if (n->net) {
 		for (peer_t *p = net_peers(n->net); p; p = p->next)
@@ -572,6 +601,11 @@ int node_status_json(node_t *n, pith_buf_t *b)
 			(unsigned long long)c.bundles, (unsigned long long)u.sst_bytes,
 			(unsigned long long)u.wal_bytes, (unsigned long long)u.memtable_bytes,
 			(unsigned long long)u.pending_compaction_bytes);
+	if (n->follower) {
+		pith_buf_puts(b, ",\"follow\":{");
+		follower_status_json(n->follower, b);
+		pith_buf_puts(b, "}");
+	}
 	pith_buf_puts(b, ",\"peers\":[");
 	int first = 1;
 	for (peer_t *p = net_peers(n->net); p; p = p->next) {

@@ -12,6 +12,7 @@
  *   backup DIR                 a RocksDB checkpoint of the running store
  *   connect, ban, unban        the address book's (addrbook_ctl.c)
  *   sync PEER                  reconciliation's (sync_ctl.c)
+ *   follow ID                  the follower keeps a record current (follower.h)
  *
  * Every answer is one JSON object with "ok". Replies to `event` and
  * `bundle` come after validation and the synced write:
@@ -314,6 +315,20 @@ static int op_resolve(void *arg, ctl_call_t *call)
 	return state_or_resolve(arg, call->arg, 0, call->reply);
 }
 
+/* follow ID: the follower keeps the record current (follower.h). */
+static int op_follow(void *arg, ctl_call_t *call)
+{
+	node_t *n = arg;
+	pith_err_t err = {0};
+	if (!n->follower)
+		return ctl_fail(call->reply, "this node has no upstreams (start it with --upstream URL)");
+	int rc = follower_follow(n->follower, call->arg, &err);
+	if (rc < 0)
+		return ctl_fail(call->reply, "%s", err.msg);
+	pith_buf_printf(call->reply, "{\"ok\":true,\"already\":%d}", rc == 1);
+	return CTL_DONE;
+}
+
 /* ---- the table ------------------------------------------------------------------------------ */
 
 control_t *node_control_new(node_t *n)
@@ -332,6 +347,7 @@ control_t *node_control_new(node_t *n)
 		{"unban", CTL_ARG_STRING, addrbook_ctl_unban, n->book, "unban PEER"},
 		{"backup", CTL_ARG_STRING, op_backup, n, "backup DIR"},
 		{"sync", CTL_ARG_BYTES, sync_ctl_sync, n->sync, "sync PEER"},
+		{"follow", CTL_ARG_STRING, op_follow, n, "follow ID"},
 	};
 	return control_new(n->base, n->cfg->control, cmds, sizeof(cmds) / sizeof(cmds[0]));
 }

@@ -17,6 +17,24 @@ static void submit(void *arg, ingest_job_t *job)
 	ingest_submit(n->ingest, job);
 }
 
+/* Read-through: a view found no record for id; the follower asks the
+ * upstreams. */
+static int want(void *arg, const char *id, uint64_t token)
+{
+	node_t *n = arg;
+	return n->follower ? follower_want(n->follower, id, token) : PITH_ENOTFOUND;
+}
+
+void node_http_want_done(void *arg, uint64_t token, up_answer_t answer, const char *pith)
+{
+	node_t *n = arg;
+	(void)pith;
+	if (n->http)
+		http_want_done(n->http, token, answer == UP_FOUND ? HTTP_WANT_FOUND :
+					       answer == UP_NOT_FOUND ? HTTP_WANT_NOT_FOUND
+								      : HTTP_WANT_FAILED);
+}
+
 static const char *peer_state_label(peer_state_t s)
 {
 	switch (s) {
@@ -136,6 +154,8 @@ static void collect(void *arg, metrics_out_t *o)
 		is.states);
 	counter(o, "pith_ingest_store_errors_total", "Store batch commits that failed",
 		is.store_errors);
+	if (n->follower)
+		follower_metrics(n->follower, o);
 }
 
 static struct mirrors *mirrors_new(void);
@@ -155,7 +175,8 @@ int node_http_start(node_t *n, pith_err_t *err)
 	o.listen = n->cfg->http;
 	o.public_url = n->cfg->http_public_url;
 	o.name = name;
-	http_hooks_t hooks = {submit, n};
+	o.readthrough_ms = n->follower ? (int)n->cfg->readthrough_ms : 0;
+	http_hooks_t hooks = {.submit = submit, .want = want, .arg = n};
 	int rc = http_new(n->base, n->store, n->metrics, &o, &hooks, &n->http, err);
 	if (rc)
 		return rc;

@@ -15,6 +15,7 @@
 #include "addrbook.h"
 #include "config.h"
 #include "control.h"
+#include "follower.h"
 #include "idmap.h"
 #include "mesh.h"
 #include "ingest.h"
@@ -49,6 +50,7 @@ struct node {
 	relay_t *relay;             /* announce, fetch, serve (relay.c) */
 	sync_t *sync;               /* reconciliation set and sessions (sync.c) */
 	control_t *control;
+	follower_t *follower;       /* --upstream: follower.c (NULL when none) */
 	struct http *http;          /* --http: node_http.c (NULL when off) */
 	struct metrics *metrics;    /* what /metrics renders */
 	char http_url[WIRE_HTTP_URL_MAX + 1]; /* sent in HELLO: http_public_url when serving */
@@ -86,6 +88,8 @@ int node_http_start(node_t *n, pith_err_t *err);
 void node_http_draining(node_t *n);
 /* Stops serving; NULL-tolerant parts. */
 void node_http_stop(node_t *n);
+/* The follower's read-through answers, to the HTTP views. */
+void node_http_want_done(void *arg, uint64_t token, up_answer_t answer, const char *pith);
 
 /* ---- node_ctl.c: the control socket's commands ----------------------------- */
 /* The control socket at cfg->control with every command (a table). */

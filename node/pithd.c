@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 
 #include "config.h"
+#include "hclient.h"
 #include "log.h"
 #include "node.h"
 
@@ -27,13 +28,20 @@ int main(int argc, char **argv)
 		fprintf(stderr, "pithd: %s\n", err.msg);
 		return 2;
 	}
+	/* libcurl's global state, before any thread starts (hclient.h) */
+	if (hc_global_init(&err)) {
+		fprintf(stderr, "pithd: %s\n", err.msg);
+		return 1;
+	}
 	node_t *n = NULL;
 	if (node_new(&cfg, &n, &err)) {
 		log_error("cannot start: %s", err.msg);
+		hc_global_cleanup();
 		return 1;
 	}
 	int rc = node_run(n);
 	node_free(n);
+	hc_global_cleanup();
 	log_info("pithd stopped");
 	return rc ? 1 : 0;
 }

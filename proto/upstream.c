@@ -485,3 +485,24 @@ int pith_resolve_location_parse(const char *location, size_t len, const char *ba
 	}
 	return 0;
 }
+
+int pith_bundle_url(const char *pattern, const char *base, unsigned cand, const char *body,
+		    char *out, size_t cap, pith_err_t *err)
+{
+	char pat[PITH_URL_MAX + 64];
+	int n;
+	if (pattern && *pattern) {
+		if (cand > 0)
+			return 1;
+		n = snprintf(pat, sizeof(pat), "%s", pattern);
+	} else if (cand == 0) {
+		n = snprintf(pat, sizeof(pat), "%s/pith/{suffix}/bundle.json", base);
+	} else if (cand == 1) {
+		n = snprintf(pat, sizeof(pat), "%s/.well-known/pith/{suffix}/bundle.json", base);
+	} else {
+		return 1;
+	}
+	if (n < 0 || (size_t)n >= sizeof(pat))
+		return pith_err_set(err, PITH_ETOOBIG, "bundle URL over %d bytes", PITH_URL_MAX);
+	return pith_pattern_expand(pat, body, out, cap, err);
+}

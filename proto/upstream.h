@@ -78,6 +78,15 @@ int pith_pattern_check(const char *pattern, pith_err_t *err);
 int pith_pattern_expand(const char *pattern, const char *pith_number, char *out, size_t cap,
 			pith_err_t *err);
 
+/* The URL of layout cand of an upstream's bundle of body (26 characters):
+ * with a pattern (the manifest's bundle_pattern, non-empty) only layout 0,
+ * the pattern expanded; without one the registry's two fixed layouts,
+ * base/pith/{suffix}/bundle.json (0) then its .well-known form (1). base
+ * has no trailing '/'. 0 with out set; 1 when there is no layout cand;
+ * PITH_EINVAL or PITH_ETOOBIG (pith_pattern_expand's) with err. */
+int pith_bundle_url(const char *pattern, const char *base, unsigned cand, const char *body,
+		    char *out, size_t cap, pith_err_t *err);
+
 /* The JSON answer of /api/pith-number/resolve?...&json=true, whose format
  * the registry has not published: an object with a string "pith_number",
  * at the top level or one level down under "record", "result", "data" or

@@ -188,7 +188,7 @@ int main(int argc, char **argv)
 			goto out;
 		}
 	}
-	http_hooks_t hooks = {submit, &s};
+	http_hooks_t hooks = {.submit = submit, .arg = &s};
 	if (http_new(s.base, st, NULL, &o, no_submit ? NULL : &hooks, &s.http, &err)) {
 		fprintf(stderr, "http_serve: %s\n", err.msg);
 		goto out;

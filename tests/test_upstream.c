@@ -157,6 +157,23 @@ static int answer(const char *s, char out[static PITH_NUMBER_LEN + 1])
 	return pith_resolve_answer_parse((const uint8_t *)s, strlen(s), NULL, out, &err);
 }
 
+TEST(bundle_url, "gives the manifest's pattern alone, else the registry's two layouts in order")
+{
+	char out[PITH_URL_MAX];
+	CHECK_INT_EQ(pith_bundle_url("https://cdn.example/b/{suffix}.json", "https://m.example", 0, BODY,
+				     out, sizeof(out), &err), 0);
+	CHECK_STR_EQ(out, "https://cdn.example/b/" BODY ".json");
+	CHECK_INT_EQ(pith_bundle_url("https://cdn.example/b/{suffix}.json", "https://m.example", 1, BODY,
+				     out, sizeof(out), &err), 1);
+	CHECK_INT_EQ(pith_bundle_url("", "https://m.example/sub", 0, BODY, out, sizeof(out), &err), 0);
+	CHECK_STR_EQ(out, "https://m.example/sub/pith/" BODY "/bundle.json");
+	CHECK_INT_EQ(pith_bundle_url(NULL, "https://m.example", 1, BODY, out, sizeof(out), &err), 0);
+	CHECK_STR_EQ(out, "https://m.example/.well-known/pith/" BODY "/bundle.json");
+	CHECK_INT_EQ(pith_bundle_url(NULL, "https://m.example", 2, BODY, out, sizeof(out), &err), 1);
+	CHECK_INT_EQ(pith_bundle_url(NULL, "https://m.example", 0, "short", out, sizeof(out), &err),
+		     PITH_EINVAL);
+}
+
 TEST(resolve_answer, "takes pith_number from the top level or one level down, and only a well-formed one")
 {
 	char out[PITH_NUMBER_LEN + 1];
@@ -227,6 +244,7 @@ int main(void)
 	RUN(manifest_bad);
 	RUN(manifest_bounds);
 	RUN(pattern_expand);
+	RUN(bundle_url);
 	RUN(resolve_answer);
 	RUN(resolve_location);
 	return test_done();

@@ -29,6 +29,7 @@ extern const cli_cmd_t cli_cmd_connect;
 extern const cli_cmd_t cli_cmd_ban;
 extern const cli_cmd_t cli_cmd_unban;
 extern const cli_cmd_t cli_cmd_backup;
+extern const cli_cmd_t cli_cmd_follow;
 
 static const cli_cmd_t *const commands[] = {
 	&cli_cmd_verify,
@@ -51,6 +52,7 @@ static const cli_cmd_t *const commands[] = {
 	&cli_cmd_ban,
 	&cli_cmd_unban,
 	&cli_cmd_backup,
+	&cli_cmd_follow,
 };
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
 

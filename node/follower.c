@@ -1,0 +1,1307 @@
+/* The follower: records kept current from HTTP(S) upstreams (follower.h;
+ * docs/upstream.md, "The node follows upstreams").
+ *
+ * Each record the follower knows is a rec_t in one map, keyed by the
+ * 26-character body of its pith number, or, until an upstream resolved
+ * it, by a hash of the id it was given as (an arXiv id, a DOI, a short
+ * number). Records wait in one min-heap by the time they are due; a
+ * record asked for now (read-through, `follow`) is due at 0 and so comes
+ * first. At most max_inflight records are being fetched at once.
+ *
+ * A fetch walks the upstreams in order: resolve (when only an alias is
+ * known), then the bundle at the manifest's pattern (or the registry's two
+ * fixed layouts), with If-None-Match when the store still holds a bundle
+ * of the record and the URL is the one the ETag came from. A 404 moves to
+ * the next layout, then to the next upstream; a failure (5xx, 429,
+ * network, TLS, a body over the cap) is counted by cause, backs the
+ * upstream off when it is the upstream's trouble, and moves on too. A 200
+ * is an INGEST_BUNDLE job claiming the record, verified like a peer's. */
+#include "follower.h"
+
+#include <curl/curl.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <event2/event.h>
+#include <fcntl.h>
+#include <sodium.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "hclient.h"
+#include "idmap.h"
+#include "ids.h"
+#include "json.h"
+#include "log.h"
+#include "metrics.h"
+#include "stats.h"
+#include "upstream.h"
+
+#define FOLLOW_FILE "follow"
+#define ETAG_FILE "upstream-etags"
+#define SMALL_MAX (1u << 20)      /* a manifest or resolve answer */
+#define ETAG_MAX 128
+#define URL_CAP (PITH_URL_MAX + 256)
+#define WAITERS_MAX 4096          /* read-through requests waiting, all records */
+#define NEG_MAX 65536             /* ids in the negative cache */
+#define LOGGED_MAX 4096           /* (cause, URL) pairs logged once */
+#define REASONS_MAX 24
+#define TICK_MS 100
+#define ETAG_SAVE_US (60 * INT64_C(1000000))
+#define BACKOFF_MAX_S 300
+#define RETRY_AFTER_MAX_S 3600
+#define NOT_IN_HEAP SIZE_MAX
+
+typedef enum step { ST_IDLE = 0, ST_RESOLVE, ST_BUNDLE, ST_INGEST } step_t;
+
+/* Why a request failed, for counters and logs. */
+enum cause {
+	C_HTTP_5XX = 0, C_HTTP_429, C_HTTP_4XX, C_REDIRECT, C_TIMEOUT, C_DNS, C_CONNECT, C_TLS,
+	C_TOO_BIG, C_BAD_ANSWER, C_NETWORK, NCAUSES
+};
+static const char *const cause_names[NCAUSES] = {
+	"http_5xx", "http_429", "http_4xx", "redirect", "timeout", "dns", "connect", "tls",
+	"too_big", "bad_answer", "network",
+};
+
+typedef struct waiter {
+	uint64_t token;
+	struct waiter *next;
+} waiter_t;
+
+typedef struct rec {
+	struct follower *f;
+	uint8_t key[32];
+	char body[PITH_BODY_LEN + 1];   /* "" until known */
+	char pith[PITH_NUMBER_LEN + 1]; /* the full number, "" until known */
+	char *alias;                    /* the id as given, while unresolved */
+	char *etag, *etag_url;          /* of the last 200 that was kept */
+	char *new_etag;                 /* of the 200 in the pipeline */
+	step_t step;
+	uint8_t followed;
+	uint8_t src, cand;              /* upstream and bundle layout being tried */
+	uint8_t found_any;              /* some upstream answered other than 404 */
+	int64_t due_us;
+	size_t heap;
+	uint64_t serial;                /* while fetching: in f->active */
+	uint64_t req;                   /* hclient request in flight */
+	char url[URL_CAP];
+	waiter_t *waiters;
+} rec_t;
+
+typedef struct reason_count {
+	const char *reason; /* static: the pipeline's names */
+	uint64_t n;
+} reason_count_t;
+
+typedef struct src {
+	struct follower *f;
+	char base[PITH_URL_MAX];         /* no trailing '/' */
+	char pattern[PITH_URL_MAX];      /* the manifest's bundle_pattern, or "" */
+	int manifest;                    /* 0 not asked, 1 asking, 2 answered or failed */
+	int manifest_seen;               /* asked once and answered (or failed) */
+	int has_manifest;
+	uint64_t manifest_req;
+	int64_t manifest_next_us;
+	int64_t blocked_until_us;
+	unsigned fails;                  /* in a row */
+	uint64_t requests, not_modified, bytes, bundles, stored, unchanged, not_found;
+	uint64_t failed[NCAUSES];
+	reason_count_t rejected[REASONS_MAX];
+	uint64_t rejected_total;
+	char last_error[320];
+	int64_t last_error_us;
+} src_t;
+
+struct follower {
+	follower_deps_t d;
+	follower_opts_t o;
+	char data_dir[512];
+	hc_t *hc;
+	src_t *srcs;
+	size_t nsrcs;
+	idmap_t *recs;      /* key -> rec_t */
+	idmap_t *active;    /* serial -> rec_t, while fetching */
+	idmap_t *neg;       /* id key -> expiry (µs) as a pointer-sized integer */
+	idmap_t *logged;    /* (cause, URL) key -> 1 */
+	rec_t **heap;
+	size_t nheap, capheap;
+	size_t nactive, nwaiters, nfollowed;
+	uint64_t next_serial;
+	struct event *tick;
+	int etags_dirty;
+	int64_t etags_saved_us;
+	uint64_t answered[4];
+};
+
+static void rec_start(follower_t *f, rec_t *r);
+static void rec_next_src(follower_t *f, rec_t *r);
+static void pump(follower_t *f);
+
+/* ---- keys, the heap ---------------------------------------------------------------- */
+
+static void key_body(const char *body, uint8_t key[32])
+{
+	memset(key, 0, 32);
+	memcpy(key, body, PITH_BODY_LEN);
+}
+
+/* An unresolved id's key: a hash, its first byte never a body's. */
+static void key_alias(const pith_id_t *id, uint8_t key[32])
+{
+	crypto_generichash_state st;
+	crypto_generichash_init(&st, NULL, 0, 32);
+	crypto_generichash_update(&st, (const uint8_t *)id->alias_kind, strlen(id->alias_kind) + 1);
+	crypto_generichash_update(&st, (const uint8_t *)id->value, strlen(id->value));
+	crypto_generichash_final(&st, key, 32);
+	key[0] = 0xff;
+}
+
+static void heap_swap(follower_t *f, size_t a, size_t b)
+{
+	rec_t *t = f->heap[a];
+	f->heap[a] = f->heap[b];
+	f->heap[b] = t;
+	f->heap[a]->heap = a;
+	f->heap[b]->heap = b;
+}
+
+static void heap_up(follower_t *f, size_t i)
+{
+	while (i > 0) {
+		size_t p = (i - 1) / 2;
+		if (f->heap[p]->due_us <= f->heap[i]->due_us)
+			break;
+		heap_swap(f, p, i);
+		i = p;
+	}
+}
+
+static void heap_down(follower_t *f, size_t i)
+{
+	for (;;) {
+		size_t l = 2 * i + 1, r = l + 1, m = i;
+		if (l < f->nheap && f->heap[l]->due_us < f->heap[m]->due_us)
+			m = l;
+		if (r < f->nheap && f->heap[r]->due_us < f->heap[m]->due_us)
+			m = r;
+		if (m == i)
+			return;
+		heap_swap(f, i, m);
+		i = m;
+	}
+}
+
+static void heap_remove(follower_t *f, rec_t *r)
+{
+	size_t i = r->heap;
+	if (i == NOT_IN_HEAP)
+		return;
+	r->heap = NOT_IN_HEAP;
+	if (--f->nheap == i)
+		return;
+	f->heap[i] = f->heap[f->nheap];
+	f->heap[i]->heap = i;
+	heap_up(f, i);
+	heap_down(f, f->heap[i]->heap);
+}
+
+/* (Re)schedules r at due (µs; 0: now). Never while it is fetching. */
+static int schedule(follower_t *f, rec_t *r, int64_t due)
+{
+	heap_remove(f, r);
+	if (f->nheap == f->capheap) {
+		size_t cap = f->capheap ? 2 * f->capheap : 256;
+		rec_t **h = realloc(f->heap, cap * sizeof(*h));
+		if (!h)
+			return PITH_ENOMEM;
+		f->heap = h;
+		f->capheap = cap;
+	}
+	r->due_us = due;
+	r->heap = f->nheap;
+	f->heap[f->nheap++] = r;
+	heap_up(f, r->heap);
+	return 0;
+}
+
+/* The record's own slot in the refresh interval, at least half an
+ * interval from now: checks spread evenly over the interval. */
+static int64_t next_slot(const follower_t *f, const rec_t *r, int64_t now)
+{
+	int64_t period = f->o.refresh_s * INT64_C(1000000);
+	uint64_t h = 1469598103934665603ull;
+	for (const char *p = r->body[0] ? r->body : r->alias; p && *p; p++)
+		h = (h ^ (uint8_t)*p) * 1099511628211ull;
+	int64_t phase = (int64_t)(h % (uint64_t)period);
+	int64_t k = (now + period / 2 - phase + period - 1) / period;
+	return k * period + phase;
+}
+
+/* ---- records ------------------------------------------------------------------------- */
+
+static rec_t *rec_new(follower_t *f, const uint8_t key[32])
+{
+	rec_t *r = calloc(1, sizeof(*r));
+	if (!r)
+		return NULL;
+	r->f = f;
+	memcpy(r->key, key, 32);
+	r->heap = NOT_IN_HEAP;
+	if (idmap_put(f->recs, key, r)) {
+		free(r);
+		return NULL;
+	}
+	return r;
+}
+
+static void rec_free(rec_t *r)
+{
+	while (r->waiters) {
+		waiter_t *w = r->waiters;
+		r->waiters = w->next;
+		free(w);
+	}
+	free(r->alias);
+	free(r->etag);
+	free(r->etag_url);
+	free(r->new_etag);
+	free(r);
+}
+
+static void rec_set_pith(rec_t *r, const char *pith)
+{
+	snprintf(r->pith, sizeof(r->pith), "%s", pith);
+	snprintf(r->body, sizeof(r->body), "%s", pith + PITH_NUMBER_LEN - PITH_BODY_LEN);
+}
+
+/* A record by id: found, or made (not scheduled). *err on a bad id. */
+static rec_t *rec_for_id(follower_t *f, const pith_id_t *id, int *made)
+{
+	uint8_t key[32];
+	char pith[PITH_NUMBER_LEN + 1] = "";
+	pith_err_t e = {0};
+	*made = 0;
+	if (id->number[0]) {
+		snprintf(pith, sizeof(pith), "%s", id->number);
+	} else if (id->kind == PITH_ID_FULL && strlen(id->value) == PITH_BODY_LEN) {
+		; /* a bare body: no resolve needed, the bundle names its year */
+	} else if (store_resolve(f->d.store, id->value, pith, &e)) {
+		pith[0] = 0; /* not here: an upstream resolves it */
+	}
+	if (pith[0])
+		key_body(pith + PITH_NUMBER_LEN - PITH_BODY_LEN, key);
+	else if (id->kind == PITH_ID_FULL && strlen(id->value) == PITH_BODY_LEN)
+		key_body(id->value, key);
+	else
+		key_alias(id, key);
+	rec_t *r = idmap_get(f->recs, key);
+	if (r)
+		return r;
+	r = rec_new(f, key);
+	if (!r)
+		return NULL;
+	*made = 1;
+	if (pith[0]) {
+		rec_set_pith(r, pith);
+	} else if (id->kind == PITH_ID_FULL && strlen(id->value) == PITH_BODY_LEN) {
+		snprintf(r->body, sizeof(r->body), "%s", id->value);
+	} else {
+		/* kept as given: pith_id_parse reads it again for the resolve */
+		r->alias = strdup(id->value);
+		if (!r->alias) {
+			free(idmap_del(f->recs, key));
+			return NULL;
+		}
+	}
+	return r;
+}
+
+/* The store holds a bundle of r: the ETag may be sent. */
+static int have_bundle(follower_t *f, const rec_t *r)
+{
+	int64_t us;
+	uint8_t sha[32];
+	pith_err_t e = {0};
+	return r->pith[0] && !store_bundle_newest(f->d.store, r->pith, &us, sha, &e);
+}
+
+/* ---- counting and logging --------------------------------------------------------- */
+
+static void src_error(follower_t *f, src_t *s, int cause, const char *url, const char *fmt, ...)
+	__attribute__((format(printf, 5, 6)));
+
+/* Counts a failure of cause at url, keeps it as the upstream's last error,
+ * and logs it the first time this cause is seen at this URL. */
+static void src_error(follower_t *f, src_t *s, int cause, const char *url, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(s->last_error, sizeof(s->last_error), fmt, ap);
+	va_end(ap);
+	s->last_error_us = node_now_us();
+	if (cause >= 0)
+		s->failed[cause]++;
+	uint8_t key[32];
+	crypto_generichash_state st;
+	crypto_generichash_init(&st, NULL, 0, 32);
+	const char *cn = cause >= 0 ? cause_names[cause] : "rejected";
+	crypto_generichash_update(&st, (const uint8_t *)cn, strlen(cn) + 1);
+	crypto_generichash_update(&st, (const uint8_t *)url, strlen(url));
+	crypto_generichash_final(&st, key, 32);
+	if (idmap_get(f->logged, key))
+		return;
+	if (idmap_count(f->logged) < LOGGED_MAX)
+		idmap_put(f->logged, key, (void *)1);
+	log_warn("upstream %s: %s (%s; said once per cause and URL)", s->base, s->last_error, cn);
+}
+
+static void count_rejected(src_t *s, const char *reason)
+{
+	s->rejected_total++;
+	for (int i = 0; i < REASONS_MAX; i++) {
+		if (!s->rejected[i].reason) {
+			s->rejected[i].reason = reason;
+			s->rejected[i].n = 1;
+			return;
+		}
+		if (!strcmp(s->rejected[i].reason, reason)) {
+			s->rejected[i].n++;
+			return;
+		}
+	}
+}
+
+/* The upstream's own trouble (5xx, 429, network): it rests a while,
+ * doubling to BACKOFF_MAX_S, jittered; Retry-After, when given, rules. */
+static void src_backoff(src_t *s, int64_t retry_after_s)
+{
+	int64_t now = node_now_us();
+	s->fails++;
+	int64_t us;
+	if (retry_after_s >= 0) {
+		us = (retry_after_s > RETRY_AFTER_MAX_S ? RETRY_AFTER_MAX_S : retry_after_s) *
+		     INT64_C(1000000);
+	} else {
+		int64_t base = INT64_C(1000000) << (s->fails > 9 ? 8 : s->fails - 1);
+		if (base > BACKOFF_MAX_S * INT64_C(1000000))
+			base = BACKOFF_MAX_S * INT64_C(1000000);
+		us = base / 2 + (int64_t)randombytes_uniform((uint32_t)(base / 2000)) * 1000;
+	}
+	if (now + us > s->blocked_until_us)
+		s->blocked_until_us = now + us;
+}
+
+static int classify(const hc_result_t *res)
+{
+	if (res->over_cap)
+		return C_TOO_BIG;
+	switch (res->curl_code) {
+	case 0: break;
+	case CURLE_OPERATION_TIMEDOUT: return C_TIMEOUT;
+	case CURLE_COULDNT_RESOLVE_HOST:
+	case CURLE_COULDNT_RESOLVE_PROXY: return C_DNS;
+	case CURLE_COULDNT_CONNECT: return C_CONNECT;
+	case CURLE_PEER_FAILED_VERIFICATION:
+	case CURLE_SSL_CONNECT_ERROR:
+	case CURLE_SSL_CACERT_BADFILE:
+	case CURLE_SSL_CERTPROBLEM: return C_TLS;
+	case CURLE_TOO_MANY_REDIRECTS: return C_REDIRECT;
+	case CURLE_FILESIZE_EXCEEDED: return C_TOO_BIG;
+	default: return C_NETWORK;
+	}
+	if (res->status == 429)
+		return C_HTTP_429;
+	if (res->status >= 500)
+		return C_HTTP_5XX;
+	if (res->status >= 300 && res->status < 400)
+		return C_REDIRECT;
+	return C_HTTP_4XX;
+}
+
+/* A failed request of r at its upstream: counted, the upstream backed off
+ * when the fault is its own, and the next upstream tried. */
+static void rec_request_failed(follower_t *f, rec_t *r, const hc_result_t *res)
+{
+	src_t *s = &f->srcs[r->src];
+	int cause = classify(res);
+	if (res->curl_code)
+		src_error(f, s, cause, res->url, "%s: %s", res->url,
+			  res->error && *res->error ? res->error : "transfer failed");
+	else
+		src_error(f, s, cause, res->url, "%s answered HTTP %ld", res->url, res->status);
+	if (cause != C_TOO_BIG && cause != C_HTTP_4XX && cause != C_REDIRECT &&
+	    cause != C_BAD_ANSWER)
+		src_backoff(s, res->status == 429 || res->status == 503 ? res->retry_after_s : -1);
+	r->found_any = 1;
+	r->src++;
+	rec_next_src(f, r);
+}
+
+/* ---- answers ------------------------------------------------------------------------- */
+
+static void neg_put(follower_t *f, const uint8_t key[32])
+{
+	if (idmap_count(f->neg) >= NEG_MAX)
+		return; /* full: unknown ids are asked again, which is only slower */
+	int64_t until = node_now_us() + f->o.negative_ttl_s * INT64_C(1000000);
+	idmap_del(f->neg, key);
+	idmap_put(f->neg, key, (void *)(intptr_t)until);
+}
+
+static int neg_has(follower_t *f, const uint8_t key[32])
+{
+	void *v = idmap_get(f->neg, key);
+	if (!v)
+		return 0;
+	if ((int64_t)(intptr_t)v > node_now_us())
+		return 1;
+	idmap_del(f->neg, key);
+	return 0;
+}
+
+static void follow_append(follower_t *f, const char *text);
+
+/* r's fetch is over: its askers are answered, and it is scheduled again
+ * (followed) or forgotten. */
+static void rec_finish(follower_t *f, rec_t *r, up_answer_t a)
+{
+	uint8_t key[32];
+	if (r->serial) {
+		idmap_key_u64(r->serial, key);
+		idmap_del(f->active, key);
+		r->serial = 0;
+		f->nactive--;
+	}
+	r->step = ST_IDLE;
+	r->req = 0;
+	f->answered[a]++;
+	if (a == UP_NOT_FOUND)
+		neg_put(f, r->key);
+	int asked = r->waiters != NULL;
+	while (r->waiters) {
+		waiter_t *w = r->waiters;
+		r->waiters = w->next;
+		f->nwaiters--;
+		uint64_t tok = w->token;
+		free(w);
+		if (f->d.want_done)
+			f->d.want_done(f->d.want_arg, tok, a, r->pith);
+	}
+	/* a record read through is followed from then on */
+	if (asked && a == UP_FOUND && !r->followed && r->pith[0]) {
+		r->followed = 1;
+		f->nfollowed++;
+		follow_append(f, r->pith);
+	}
+	int64_t now = node_now_us();
+	if (!r->followed) {
+		idmap_del(f->recs, r->key);
+		rec_free(r);
+	} else if (a == UP_FAILED) {
+		/* retried when the first upstream rests no more, within one interval */
+		int64_t due = next_slot(f, r, now);
+		for (size_t i = 0; i < f->nsrcs; i++)
+			if (f->srcs[i].blocked_until_us < due)
+				due = f->srcs[i].blocked_until_us > now + 1000000 ?
+					      f->srcs[i].blocked_until_us : now + 1000000;
+		schedule(f, r, due);
+	} else {
+		schedule(f, r, next_slot(f, r, now));
+	}
+}
+
+/* ---- requests ------------------------------------------------------------------------ */
+
+static void on_resolve(void *arg, const hc_result_t *res);
+static void on_bundle(void *arg, const hc_result_t *res);
+
+static int rec_get(follower_t *f, rec_t *r, const char *inm, size_t cap, hc_done_fn done)
+{
+	hc_req_t q = {.url = r->url, .if_none_match = inm, .body_cap = cap, .done = done,
+		      .arg = r};
+	f->srcs[r->src].requests++;
+	r->req = hc_get(f->hc, &q);
+	return r->req ? 0 : PITH_ENOMEM;
+}
+
+/* The bundle URL of layout r->cand at upstream r->src: the manifest's
+ * pattern, else /pith/{suffix}/bundle.json, then the .well-known form.
+ * 1 when there is no further layout. */
+static int bundle_url(follower_t *f, rec_t *r)
+{
+	src_t *s = &f->srcs[r->src];
+	pith_err_t e = {0};
+	return pith_bundle_url(s->pattern, s->base, r->cand, r->body, r->url, sizeof(r->url), &e) ? 1 : 0;
+}
+
+static void bundle_request(follower_t *f, rec_t *r)
+{
+	if (bundle_url(f, r)) {
+		r->src++;
+		rec_next_src(f, r);
+		return;
+	}
+	r->step = ST_BUNDLE;
+	const char *inm = NULL;
+	if (r->etag && r->etag_url && !strcmp(r->etag_url, r->url) && have_bundle(f, r))
+		inm = r->etag;
+	if (rec_get(f, r, inm, f->o.max_body, on_bundle))
+		rec_finish(f, r, UP_FAILED);
+}
+
+static void resolve_request(follower_t *f, rec_t *r)
+{
+	pith_id_t id;
+	pith_err_t e = {0};
+	if (pith_id_parse(r->alias, &id, &e)) {
+		rec_finish(f, r, UP_NOT_FOUND);
+		return;
+	}
+	const char *k = id.kind == PITH_ID_ARXIV ? "arxiv" : id.kind == PITH_ID_DOI ? "doi" : "pith";
+	char *esc = curl_easy_escape(NULL, id.kind == PITH_ID_ARXIV ? id.arxiv : id.value, 0);
+	if (!esc) {
+		rec_finish(f, r, UP_FAILED);
+		return;
+	}
+	snprintf(r->url, sizeof(r->url), "%s/api/pith-number/resolve?%s=%s&json=true",
+		 f->srcs[r->src].base, k, esc);
+	curl_free(esc);
+	r->step = ST_RESOLVE;
+	if (rec_get(f, r, NULL, SMALL_MAX, on_resolve))
+		rec_finish(f, r, UP_FAILED);
+}
+
+/* Moves r on to upstream r->src, or past it to the first that is not
+ * resting; ends the fetch when none is left. */
+static void rec_next_src(follower_t *f, rec_t *r)
+{
+	int64_t now = node_now_us();
+	while (r->src < f->nsrcs && f->srcs[r->src].blocked_until_us > now)
+		r->src++;
+	if (r->src >= f->nsrcs) {
+		rec_finish(f, r, r->found_any ? UP_FAILED : UP_NOT_FOUND);
+		return;
+	}
+	r->cand = 0;
+	if (r->body[0])
+		bundle_request(f, r);
+	else
+		resolve_request(f, r);
+}
+
+/* The record of an answered request (a record is never freed while a
+ * request of its own is in flight: hc_free cancels them first). */
+static rec_t *rec_of(void *arg, const hc_result_t *res)
+{
+	rec_t *r = arg;
+	r->req = 0;
+	r->f->srcs[r->src].bytes += res->bytes;
+	return r;
+}
+
+/* A resolved alias: the record moves to its body's key, joining a record
+ * already known by it. */
+static void rec_resolved(follower_t *f, rec_t *r, const char *pith)
+{
+	uint8_t key[32];
+	key_body(pith + PITH_NUMBER_LEN - PITH_BODY_LEN, key);
+	rec_t *o = idmap_get(f->recs, key);
+	if (o && o != r) {
+		/* its askers and its following join the known record */
+		while (r->waiters) {
+			waiter_t *w = r->waiters;
+			r->waiters = w->next;
+			w->next = o->waiters;
+			o->waiters = w;
+		}
+		if (r->followed && !o->followed) {
+			o->followed = 1;
+		} else if (r->followed) {
+			f->nfollowed--;
+		}
+		r->followed = 0;
+		rec_finish(f, r, UP_FOUND); /* frees r: nothing waits on it now */
+		if (o->step == ST_IDLE) {
+			schedule(f, o, 0);
+			pump(f);
+		}
+		return;
+	}
+	idmap_del(f->recs, r->key);
+	memcpy(r->key, key, 32);
+	if (idmap_put(f->recs, r->key, r)) {
+		rec_finish(f, r, UP_FAILED);
+		return;
+	}
+	free(r->alias);
+	r->alias = NULL;
+	rec_set_pith(r, pith);
+	bundle_request(f, r);
+}
+
+static void on_resolve(void *arg, const hc_result_t *res)
+{
+	rec_t *r = rec_of(arg, res);
+	follower_t *f = r->f;
+	src_t *s = &f->srcs[r->src];
+	char pith[PITH_NUMBER_LEN + 1];
+	pith_err_t e = {0};
+	int rc;
+	if (res->curl_code || (res->status >= 500 || res->status == 429)) {
+		rec_request_failed(f, r, res);
+		return;
+	}
+	s->fails = 0;
+	if (res->status == 200) {
+		rc = pith_resolve_answer_parse(res->body, res->body_len, NULL, pith, &e);
+	} else if (res->status >= 300 && res->status < 400 && res->location[0]) {
+		pith_id_t id;
+		rc = pith_resolve_location_parse(res->location, strlen(res->location), s->base, &id,
+						 &e);
+		if (!rc)
+			snprintf(pith, sizeof(pith), "%.*s", PITH_NUMBER_LEN,
+				 id.number[0] ? id.number : id.value);
+	} else {
+		rc = PITH_ENOTFOUND; /* 404 and the like */
+	}
+	if (rc == PITH_ENOTFOUND) {
+		s->not_found++;
+		r->src++;
+		rec_next_src(f, r);
+		return;
+	}
+	if (rc) {
+		src_error(f, s, C_BAD_ANSWER, res->url, "%s: %s", res->url, e.msg);
+		r->found_any = 1;
+		r->src++;
+		rec_next_src(f, r);
+		return;
+	}
+	if (strlen(pith) == PITH_BODY_LEN) {
+		/* a bare body answered: its year comes with the bundle */
+		uint8_t key[32];
+		key_body(pith, key);
+		snprintf(r->body, sizeof(r->body), "%.26s", pith);
+		idmap_del(f->recs, r->key);
+		memcpy(r->key, key, 32);
+		if (idmap_get(f->recs, key) || idmap_put(f->recs, key, r)) {
+			rec_finish(f, r, UP_FAILED);
+			return;
+		}
+		free(r->alias);
+		r->alias = NULL;
+		bundle_request(f, r);
+		return;
+	}
+	rec_resolved(f, r, pith);
+}
+
+static void on_bundle(void *arg, const hc_result_t *res)
+{
+	rec_t *r = rec_of(arg, res);
+	follower_t *f = r->f;
+	src_t *s = &f->srcs[r->src];
+	if (res->curl_code || res->status >= 500 || res->status == 429 ||
+	    (res->status >= 300 && res->status < 400 && res->status != 304)) {
+		rec_request_failed(f, r, res);
+		return;
+	}
+	s->fails = 0;
+	if (res->status == 304) {
+		s->not_modified++;
+		s->unchanged++;
+		rec_finish(f, r, UP_FOUND);
+		return;
+	}
+	if (res->status == 404 || res->status == 410) {
+		r->cand++;
+		if (bundle_url(f, r) == 0) {
+			bundle_request(f, r);
+			return;
+		}
+		s->not_found++;
+		r->src++;
+		rec_next_src(f, r);
+		return;
+	}
+	if (res->status != 200) {
+		rec_request_failed(f, r, res);
+		return;
+	}
+	s->bundles++;
+	ingest_job_t *job = ingest_job_new(INGEST_BUNDLE, res->body, res->body_len);
+	if (!job) {
+		rec_finish(f, r, UP_FAILED);
+		return;
+	}
+	job->has_claim = 1;
+	snprintf(job->claimed_pith, sizeof(job->claimed_pith), "%s", r->pith[0] ? r->pith : r->body);
+	job->follow = r->serial;
+	free(r->new_etag);
+	r->new_etag = res->etag && *res->etag ? strdup(res->etag) : NULL;
+	r->step = ST_INGEST;
+	ingest_submit(f->d.ingest, job);
+}
+
+int follower_job_done(follower_t *f, const ingest_job_t *job)
+{
+	if (!f || !job->follow)
+		return 0;
+	uint8_t key[32];
+	idmap_key_u64(job->follow, key);
+	rec_t *r = idmap_get(f->active, key);
+	if (!r || r->step != ST_INGEST)
+		return 1;
+	src_t *s = &f->srcs[r->src];
+	if (job->rc == 0) {
+		if (job->bundle_outcome == STORE_BUNDLE_NEWER)
+			s->stored++;
+		else
+			s->unchanged++;
+		if (!r->pith[0] && job->subject[0])
+			rec_set_pith(r, job->subject);
+		free(r->etag);
+		free(r->etag_url);
+		r->etag = r->new_etag;
+		r->new_etag = NULL;
+		r->etag_url = r->etag ? strdup(r->url) : NULL;
+		f->etags_dirty = 1;
+		rec_finish(f, r, UP_FOUND);
+		return 1;
+	}
+	const char *reason = job->reason ? job->reason : "invalid";
+	count_rejected(s, reason);
+	src_error(f, s, -1, r->url, "%s: bundle rejected (%s): %s", r->url, reason, job->msg);
+	free(r->new_etag);
+	r->new_etag = NULL;
+	if (job->fail == INGEST_FAIL_SHUTDOWN || job->fail == INGEST_FAIL_COMMIT ||
+	    job->fail == INGEST_FAIL_OOM || job->fail == INGEST_FAIL_STORE) {
+		rec_finish(f, r, UP_FAILED); /* our side's trouble */
+		return 1;
+	}
+	r->found_any = 1;
+	r->src++; /* another upstream may hold a good one */
+	rec_next_src(f, r);
+	return 1;
+}
+
+/* ---- the manifest -------------------------------------------------------------------- */
+
+static int url_same(const char *a, const char *b)
+{
+	size_t la = strlen(a), lb = strlen(b);
+	while (la && a[la - 1] == '/')
+		la--;
+	while (lb && b[lb - 1] == '/')
+		lb--;
+	return la == lb && !strncasecmp(a, b, la);
+}
+
+static void on_manifest(void *arg, const hc_result_t *res)
+{
+	src_t *s = arg;
+	follower_t *f = s->f;
+	s->manifest_req = 0;
+	s->manifest = 2;
+	s->manifest_seen = 1;
+	s->bytes += res->bytes;
+	s->manifest_next_us = node_now_us() + f->o.refresh_s * INT64_C(1000000);
+	if (res->curl_code || res->status != 200) {
+		if (res->status != 404 && res->status != 0)
+			src_error(f, s, classify(res), res->url, "%s answered HTTP %ld: using the registry's layouts",
+				  res->url, res->status);
+		else if (res->curl_code)
+			src_error(f, s, classify(res), res->url, "%s: %s: using the registry's layouts",
+				  res->url, res->error ? res->error : "failed");
+		pump(f);
+		return;
+	}
+	pith_manifest_t *m = malloc(sizeof(*m));
+	pith_err_t e = {0};
+	if (!m || pith_manifest_parse(res->body, res->body_len, NULL, m, &e)) {
+		src_error(f, s, C_BAD_ANSWER, res->url, "%s: %s: using the registry's layouts",
+			  res->url, m ? e.msg : "out of memory");
+		free(m);
+		pump(f);
+		return;
+	}
+	const pith_mirror_t *pick = &m->mirrors[0];
+	for (size_t i = 0; i < m->n_mirrors; i++)
+		if (url_same(m->mirrors[i].base_url, s->base)) {
+			pick = &m->mirrors[i];
+			break;
+		}
+	s->has_manifest = 1;
+	snprintf(s->pattern, sizeof(s->pattern), "%s", pick->bundle_pattern);
+	log_info("upstream %s: manifest read, bundles at %s", s->base,
+		 s->pattern[0] ? s->pattern : "the registry's layouts");
+	free(m);
+	pump(f);
+}
+
+static void manifest_ask(follower_t *f, size_t i)
+{
+	src_t *s = &f->srcs[i];
+	char url[URL_CAP];
+	snprintf(url, sizeof(url), "%s/pith-mirrors.json", s->base);
+	hc_req_t q = {.url = url, .body_cap = SMALL_MAX, .done = on_manifest, .arg = s};
+	s->requests++;
+	s->manifest = 1;
+	s->manifest_req = hc_get(f->hc, &q);
+	if (!s->manifest_req)
+		s->manifest = 2, s->manifest_seen = 1;
+}
+
+/* ---- running ------------------------------------------------------------------------ */
+
+static void rec_start(follower_t *f, rec_t *r)
+{
+	r->serial = ++f->next_serial;
+	uint8_t key[32];
+	idmap_key_u64(r->serial, key);
+	if (idmap_put(f->active, key, r)) {
+		r->serial = 0;
+		schedule(f, r, node_now_us() + 1000000);
+		return;
+	}
+	f->nactive++;
+	r->src = 0;
+	r->found_any = 0;
+	rec_next_src(f, r);
+}
+
+static void pump(follower_t *f)
+{
+	for (size_t i = 0; i < f->nsrcs; i++)
+		if (!f->srcs[i].manifest_seen)
+			return; /* the layouts are not known yet */
+	int64_t now = node_now_us();
+	while (f->nheap && f->nactive < f->o.max_inflight && f->heap[0]->due_us <= now) {
+		rec_t *r = f->heap[0];
+		heap_remove(f, r);
+		rec_start(f, r);
+	}
+}
+
+static int etags_save(follower_t *f);
+
+static void tick_cb(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	follower_t *f = arg;
+	int64_t now = node_now_us();
+	for (size_t i = 0; i < f->nsrcs; i++)
+		if (f->srcs[i].manifest == 2 && now >= f->srcs[i].manifest_next_us)
+			manifest_ask(f, i); /* the layouts may have moved */
+	pump(f);
+	if (f->etags_dirty && now - f->etags_saved_us > ETAG_SAVE_US)
+		etags_save(f);
+}
+
+/* ---- files: the follow list and the ETags ------------------------------------------ */
+
+/* Adds one id to the follow list (not to DATA/follow). 0, 1 if it was
+ * followed already, or an error. */
+static int follow_add(follower_t *f, const char *text, int now, pith_err_t *err)
+{
+	pith_id_t id;
+	if (pith_id_parse(text, &id, err))
+		return PITH_EINVAL;
+	int made;
+	rec_t *r = rec_for_id(f, &id, &made);
+	if (!r)
+		return pith_err_set(err, PITH_ENOMEM, "out of memory");
+	if (r->followed)
+		return 1;
+	r->followed = 1;
+	f->nfollowed++;
+	if (r->step == ST_IDLE) {
+		/* a record the store holds waits for its slot: a restart is no burst */
+		int64_t t = node_now_us();
+		schedule(f, r, now || !have_bundle(f, r) ? 0 : next_slot(f, r, t) - f->o.refresh_s * INT64_C(500000));
+	}
+	return 0;
+}
+
+static void follow_append(follower_t *f, const char *text)
+{
+	char path[600];
+	snprintf(path, sizeof(path), "%s/%s", f->data_dir, FOLLOW_FILE);
+	FILE *fp = fopen(path, "a");
+	if (!fp) {
+		log_warn("cannot append to %s: %s", path, strerror(errno));
+		return;
+	}
+	for (const char *p = text; *p; p++)
+		if ((unsigned char)*p >= 0x20 && *p != 0x7f && *p != '#')
+			fputc(*p, fp);
+	fputc('\n', fp);
+	if (fflush(fp) || fsync(fileno(fp)))
+		log_warn("cannot write %s: %s", path, strerror(errno));
+	fclose(fp);
+}
+
+/* Reads a follow file: one id a line, '#' comments. A bad line is an
+ * error (strict) or a warning. */
+static int follow_load(follower_t *f, const char *path, int strict, pith_err_t *err)
+{
+	FILE *fp = fopen(path, "r");
+	if (!fp) {
+		if (!strict && errno == ENOENT)
+			return 0;
+		return pith_err_set(err, PITH_EIO, "follow: cannot open %s: %s", path, strerror(errno));
+	}
+	char line[1024];
+	size_t ln = 0;
+	int rc = 0;
+	while (fgets(line, sizeof(line), fp)) {
+		ln++;
+		char *h = strchr(line, '#');
+		if (h)
+			*h = 0;
+		size_t n = strlen(line);
+		while (n && (line[n - 1] == '\n' || line[n - 1] == '\r' || line[n - 1] == ' ' ||
+			     line[n - 1] == '\t'))
+			line[--n] = 0;
+		char *p = line;
+		while (*p == ' ' || *p == '\t')
+			p++;
+		if (!*p)
+			continue;
+		pith_err_t e = {0};
+		int r = follow_add(f, p, 0, &e);
+		if (r < 0 && r != PITH_EINVAL) {
+			rc = pith_err_set(err, r, "%s", e.msg);
+			break;
+		}
+		if (r == PITH_EINVAL) {
+			if (strict) {
+				rc = pith_err_set(err, PITH_EINVAL, "%s:%zu: %s", path, ln, e.msg);
+				break;
+			}
+			log_warn("%s:%zu: %s (skipped)", path, ln, e.msg);
+		}
+	}
+	fclose(fp);
+	return rc;
+}
+
+typedef struct save_ctx {
+	FILE *fp;
+	int err;
+} save_ctx_t;
+
+static int save_one(void *arg, const uint8_t id[32], void *val)
+{
+	(void)id;
+	save_ctx_t *c = arg;
+	rec_t *r = val;
+	if (r->etag && r->etag_url && r->body[0] &&
+	    fprintf(c->fp, "%s %s %s\n", r->body, r->etag, r->etag_url) < 0)
+		c->err = 1;
+	return 0;
+}
+
+/* DATA/upstream-etags, whole: "BODY ETAG URL" a line (temp, fsync, rename). */
+static int etags_save(follower_t *f)
+{
+	char path[600], tmp[640];
+	snprintf(path, sizeof(path), "%s/%s", f->data_dir, ETAG_FILE);
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	f->etags_saved_us = node_now_us();
+	save_ctx_t c = {.fp = fopen(tmp, "w")};
+	if (!c.fp) {
+		log_warn("cannot write %s: %s", tmp, strerror(errno));
+		return PITH_EIO;
+	}
+	idmap_each(f->recs, save_one, &c);
+	if (fflush(c.fp) || fsync(fileno(c.fp)))
+		c.err = 1;
+	if (fclose(c.fp))
+		c.err = 1;
+	if (c.err || rename(tmp, path)) {
+		log_warn("cannot write %s: %s", path, strerror(errno));
+		unlink(tmp);
+		return PITH_EIO;
+	}
+	f->etags_dirty = 0;
+	return 0;
+}
+
+/* Loads the ETags of followed records; lines that do not parse are
+ * dropped (an ETag only saves a download). */
+static void etags_load(follower_t *f)
+{
+	char path[600];
+	snprintf(path, sizeof(path), "%s/%s", f->data_dir, ETAG_FILE);
+	FILE *fp = fopen(path, "r");
+	if (!fp)
+		return;
+	char line[PITH_BODY_LEN + ETAG_MAX + URL_CAP + 8];
+	while (fgets(line, sizeof(line), fp)) {
+		char *sp1 = strchr(line, ' '), *sp2 = sp1 ? strchr(sp1 + 1, ' ') : NULL;
+		char *nl = strchr(line, '\n');
+		if (!sp1 || !sp2 || !nl || sp1 - line != PITH_BODY_LEN || sp2 - sp1 - 1 > ETAG_MAX)
+			continue;
+		*sp1 = *sp2 = *nl = 0;
+		uint8_t key[32];
+		key_body(line, key);
+		rec_t *r = idmap_get(f->recs, key);
+		if (!r || r->etag)
+			continue;
+		r->etag = strdup(sp1 + 1);
+		r->etag_url = strdup(sp2 + 1);
+	}
+	fclose(fp);
+}
+
+/* ---- the API ---------------------------------------------------------------------- */
+
+int follower_new(const follower_deps_t *d, const follower_opts_t *o, follower_t **out,
+		 pith_err_t *err)
+{
+	*out = NULL;
+	follower_t *f = calloc(1, sizeof(*f));
+	if (!f)
+		return pith_err_set(err, PITH_ENOMEM, "out of memory");
+	f->d = *d;
+	f->o = *o;
+	if (f->o.refresh_s < 1)
+		f->o.refresh_s = 1;
+	if (!f->o.max_inflight)
+		f->o.max_inflight = 16;
+	if (!f->o.max_body)
+		f->o.max_body = 16u << 20;
+	snprintf(f->data_dir, sizeof(f->data_dir), "%s", o->data_dir);
+	int rc = 0;
+	f->recs = idmap_new();
+	f->active = idmap_new();
+	f->neg = idmap_new();
+	f->logged = idmap_new();
+	f->srcs = calloc(o->n_urls ? o->n_urls : 1, sizeof(*f->srcs));
+	f->tick = event_new(d->base, -1, EV_PERSIST, tick_cb, f);
+	if (!f->recs || !f->active || !f->neg || !f->logged || !f->srcs || !f->tick) {
+		rc = pith_err_set(err, PITH_ENOMEM, "out of memory");
+		goto fail;
+	}
+	f->nsrcs = o->n_urls;
+	for (size_t i = 0; i < o->n_urls; i++) {
+		f->srcs[i].f = f;
+		snprintf(f->srcs[i].base, sizeof(f->srcs[i].base), "%s", o->urls[i]);
+		size_t n = strlen(f->srcs[i].base);
+		while (n && f->srcs[i].base[n - 1] == '/')
+			f->srcs[i].base[--n] = 0;
+	}
+	hc_opts_t ho;
+	hc_opts_default(&ho);
+	ho.ca_file = o->ca_file && *o->ca_file ? o->ca_file : NULL;
+	ho.user_agent = "pithd/1";
+	ho.max_inflight = f->o.max_inflight;
+	ho.max_host_conns = f->o.max_inflight;
+	if (o->stall_s > 0)
+		ho.low_speed_time_s = (long)o->stall_s;
+	if ((rc = hc_new(d->base, &ho, &f->hc, err)))
+		goto fail;
+	char path[600];
+	snprintf(path, sizeof(path), "%s/%s", f->data_dir, FOLLOW_FILE);
+	if (o->follow_file && *o->follow_file && (rc = follow_load(f, o->follow_file, 1, err)))
+		goto fail;
+	if ((rc = follow_load(f, path, 0, err)))
+		goto fail;
+	etags_load(f);
+	for (size_t i = 0; i < f->nsrcs; i++)
+		manifest_ask(f, i);
+	struct timeval tv = {0, TICK_MS * 1000};
+	event_add(f->tick, &tv);
+	if (f->nsrcs)
+		log_info("following %zu upstream(s), %zu record(s), refresh %llds", f->nsrcs,
+			 f->nfollowed, (long long)f->o.refresh_s);
+	*out = f;
+	return 0;
+fail:
+	follower_free(f);
+	return rc;
+}
+
+static int free_one(void *arg, const uint8_t id[32], void *val)
+{
+	(void)arg;
+	(void)id;
+	rec_free(val);
+	return 0;
+}
+
+void follower_free_(follower_t *f)
+{
+	if (!f)
+		return;
+	if (f->etags_dirty)
+		etags_save(f);
+	hc_free(f->hc); /* no callbacks from here on */
+	if (f->tick)
+		event_free(f->tick);
+	if (f->recs)
+		idmap_each(f->recs, free_one, NULL);
+	idmap_free(f->recs);
+	idmap_free(f->active);
+	idmap_free(f->neg);
+	idmap_free(f->logged);
+	free(f->heap);
+	free(f->srcs);
+	free(f);
+}
+
+int follower_follow(follower_t *f, const char *text, pith_err_t *err)
+{
+	int rc = follow_add(f, text, 1, err);
+	if (rc == 0) {
+		follow_append(f, text);
+		pump(f);
+	}
+	return rc;
+}
+
+int follower_want(follower_t *f, const char *text, uint64_t token)
+{
+	pith_id_t id;
+	pith_err_t e = {0};
+	if (!f->nsrcs)
+		return PITH_ENOTFOUND;
+	if (pith_id_parse(text, &id, &e))
+		return PITH_EINVAL;
+	if (f->nwaiters >= WAITERS_MAX)
+		return PITH_ETOOBIG;
+	int made;
+	rec_t *r = rec_for_id(f, &id, &made);
+	if (!r)
+		return PITH_ETOOBIG;
+	if (r->step == ST_IDLE && neg_has(f, r->key)) {
+		if (made) {
+			idmap_del(f->recs, r->key);
+			rec_free(r);
+		}
+		return PITH_ENOTFOUND;
+	}
+	waiter_t *w = calloc(1, sizeof(*w));
+	if (!w) {
+		if (made) {
+			idmap_del(f->recs, r->key);
+			rec_free(r);
+		}
+		return PITH_ETOOBIG;
+	}
+	w->token = token;
+	w->next = r->waiters;
+	r->waiters = w;
+	f->nwaiters++;
+	if (r->step == ST_IDLE)
+		schedule(f, r, 0);
+	event_active(f->tick, 0, 0); /* started from the loop, never inside this call */
+	return 0;
+}
+
+/* ---- status and metrics -------------------------------------------------------------- */
+
+void follower_status_json(follower_t *f, pith_buf_t *b)
+{
+	int64_t now = node_now_us();
+	pith_buf_printf(b, "\"followed\":%zu,\"fetching\":%zu,\"scheduled\":%zu,\"waiting_readers\":%zu,"
+			"\"refresh_seconds\":%lld,\"upstreams\":[",
+			f->nfollowed, f->nactive, f->nheap, f->nwaiters, (long long)f->o.refresh_s);
+	for (size_t i = 0; i < f->nsrcs; i++) {
+		src_t *s = &f->srcs[i];
+		pith_buf_printf(b, "%s{\"url\":", i ? "," : "");
+		json_write_string(b, s->base, strlen(s->base));
+		pith_buf_printf(b, ",\"manifest\":\"%s\",\"bundle_pattern\":",
+				s->manifest == 1 ? "asking" : s->has_manifest ? "read" : "none");
+		json_write_string(b, s->pattern, strlen(s->pattern));
+		pith_buf_printf(b, ",\"requests\":%llu,\"not_modified\":%llu,\"bytes\":%llu,"
+				"\"bundles_downloaded\":%llu,\"records_pulled\":%llu,\"unchanged\":%llu,"
+				"\"not_found\":%llu,\"backing_off_seconds\":%.1f,\"rejected\":{",
+				(unsigned long long)s->requests, (unsigned long long)s->not_modified,
+				(unsigned long long)s->bytes, (unsigned long long)s->bundles,
+				(unsigned long long)s->stored, (unsigned long long)s->unchanged,
+				(unsigned long long)s->not_found,
+				s->blocked_until_us > now ? (double)(s->blocked_until_us - now) / 1e6 : 0.0);
+		for (int j = 0; j < REASONS_MAX && s->rejected[j].reason; j++)
+			pith_buf_printf(b, "%s\"%s\":%llu", j ? "," : "", s->rejected[j].reason,
+					(unsigned long long)s->rejected[j].n);
+		pith_buf_puts(b, "},\"failed\":{");
+		int first = 1;
+		for (int c = 0; c < NCAUSES; c++)
+			if (s->failed[c]) {
+				pith_buf_printf(b, "%s\"%s\":%llu", first ? "" : ",", cause_names[c],
+						(unsigned long long)s->failed[c]);
+				first = 0;
+			}
+		pith_buf_puts(b, "},\"last_error\":");
+		if (s->last_error[0]) {
+			json_write_string(b, s->last_error, strlen(s->last_error));
+			pith_buf_printf(b, ",\"last_error_age_seconds\":%.1f",
+					(double)(now - s->last_error_us) / 1e6);
+		} else {
+			pith_buf_puts(b, "null");
+		}
+		pith_buf_puts(b, "}");
+	}
+	pith_buf_puts(b, "]");
+}
+
+static void family_each(follower_t *f, metrics_out_t *o, const char *name, const char *help,
+			size_t off)
+{
+	char l[PITH_URL_MAX + 32];
+	metrics_out_family(o, name, METRIC_COUNTER, help);
+	for (size_t i = 0; i < f->nsrcs; i++) {
+		pith_buf_t esc = {0};
+		metrics_label_escape(&esc, f->srcs[i].base);
+		pith_buf_cstr(&esc);
+		snprintf(l, sizeof(l), "upstream=\"%s\"", esc.data ? (char *)esc.data : "");
+		metrics_out_sample_u64(o, name, l, *(const uint64_t *)((const char *)&f->srcs[i] + off));
+		pith_buf_release(&esc);
+	}
+}
+
+void follower_metrics(follower_t *f, metrics_out_t *o)
+{
+	char l[PITH_URL_MAX + 96];
+	metrics_out_family(o, "pith_upstream_followed_records", METRIC_GAUGE,
+			   "Records kept current from HTTP(S) upstreams");
+	metrics_out_sample_u64(o, "pith_upstream_followed_records", NULL, f->nfollowed);
+	metrics_out_family(o, "pith_upstream_fetching_records", METRIC_GAUGE,
+			   "Records being fetched from upstreams now");
+	metrics_out_sample_u64(o, "pith_upstream_fetching_records", NULL, f->nactive);
+	family_each(f, o, "pith_upstream_requests_total", "HTTP requests sent to the upstream",
+		    offsetof(src_t, requests));
+	family_each(f, o, "pith_upstream_not_modified_total", "304 answers (no download, no verification)",
+		    offsetof(src_t, not_modified));
+	family_each(f, o, "pith_upstream_bytes_total", "Body bytes received from the upstream",
+		    offsetof(src_t, bytes));
+	family_each(f, o, "pith_upstream_records_pulled_total",
+		    "Bundles from the upstream stored as newer", offsetof(src_t, stored));
+	family_each(f, o, "pith_upstream_not_found_total", "Records the upstream does not know",
+		    offsetof(src_t, not_found));
+	metrics_out_family(o, "pith_upstream_rejected_total", METRIC_COUNTER,
+			   "Bundles from the upstream refused by verification, by reason");
+	metrics_out_family(o, "pith_upstream_failed_total", METRIC_COUNTER,
+			   "Requests to the upstream that failed, by cause");
+	for (size_t i = 0; i < f->nsrcs; i++) {
+		src_t *s = &f->srcs[i];
+		pith_buf_t esc = {0};
+		metrics_label_escape(&esc, s->base);
+		pith_buf_cstr(&esc);
+		const char *u = esc.data ? (char *)esc.data : "";
+		for (int j = 0; j < REASONS_MAX && s->rejected[j].reason; j++) {
+			snprintf(l, sizeof(l), "upstream=\"%s\",reason=\"%s\"", u, s->rejected[j].reason);
+			metrics_out_sample_u64(o, "pith_upstream_rejected_total", l, s->rejected[j].n);
+		}
+		for (int c = 0; c < NCAUSES; c++) {
+			snprintf(l, sizeof(l), "upstream=\"%s\",cause=\"%s\"", u, cause_names[c]);
+			metrics_out_sample_u64(o, "pith_upstream_failed_total", l, s->failed[c]);
+		}
+		pith_buf_release(&esc);
+	}
+}
