@@ -13,7 +13,8 @@
  *
  * libcurl's global state: the program's main calls hc_global_init once,
  * before it starts any thread, and hc_global_cleanup once at the end
- * (pithctl does so in main; pithd must before it links this). hc_new does
+ * (`pithctl pull` does so before its pipeline's threads start; pithd must
+ * before it uses this). hc_new does
  * not call curl_global_init: on libcurl builds that are not thread-safe
  * there, it must not run while other threads use TLS.
  *

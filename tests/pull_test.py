@@ -24,7 +24,8 @@ usage: pull_test.py --pithctl P --gen-events G --gen-bundles B --data D [--recor
 8. Failures, each into a fresh store with nothing stored: a tampered bundle
    is rejected, another record's bundle at the URL is rejected (named by
    number or by bare body), a 500 fails with its status, a body over 16 MiB fails, an
-   unknown id is not found, another CA's file fails with the TLS error.
+   unknown id is not found, another CA's file fails with the TLS error, an upstream
+   that stalls mid-body fails after --stall-timeout with a timeout.
 """
 import argparse
 import json
@@ -322,10 +323,10 @@ def main():
         print("second pull: %d unchanged through 304, no bundle sent" % n)
 
         # failures, each into a fresh store
-        def pull_one(name, origin, ca, ids, expect_rc=1):
+        def pull_one(name, origin, ca, ids, expect_rc=1, extra=()):
             st = os.path.join(tmp, "st-" + name)
             r = run(args, ["--store", st, "--trust-key", key, "pull", "--from", origin,
-                           "--ca-file", ca, "--json"] + ids)
+                           "--ca-file", ca, "--json"] + list(extra) + ids)
             if r.returncode != expect_rc:
                 fail("%s: exit %d, expected %d\n%s%s" % (name, r.returncode, expect_rc, r.stdout,
                                                         r.stderr))
@@ -342,7 +343,7 @@ def main():
         print("unknown id: not found, exit 1")
 
         faults = {}
-        for fault in ("redirect", "tamper", "500", "big", "swap"):
+        for fault in ("redirect", "tamper", "500", "big", "swap", "stall"):
             faults[fault] = Standin(root, os.path.join(tmp, "tls-" + fault), fault)
             standins.append(faults[fault])
         ids = ["https://doi.org/" + by_doi[numbers[20]], "arXiv:" + by_arxiv[numbers[21]],
@@ -374,6 +375,14 @@ def main():
         if s["failed"] != 1 or recs.strip() or "SSL" not in err:
             fail("wrong CA: %s %s" % (s, err))
         print("wrong CA: failed: %s" % err.strip().splitlines()[-1])
+        # headers, then nothing: dropped after --stall-timeout (under 1 KiB/s)
+        t1 = time.time()
+        s, err, recs = pull_one("stall", faults["stall"].origin, faults["stall"].ca, [numbers[1]],
+                                extra=["--stall-timeout", "2"])
+        took = time.time() - t1
+        if s["failed"] != 1 or recs.strip() or "Timeout" not in err or took > 30:
+            fail("stall: %s %s (%.1f s)" % (s, err, took))
+        print("stalled upstream: failed after %.1f s: %s" % (took, err.strip().splitlines()[-1]))
         print("pull test: OK in %.1f s" % (time.time() - t0))
         return 0
     finally:

@@ -5,11 +5,10 @@
  * it is not a full pith number (/api/pith-number/resolve), its bundle
  * fetched through the upstream manifest's bundle_pattern (or the registry's
  * two fixed layouts), and handed to the ingest pipeline exactly as `import`
- * hands a bundle: verified on worker threads, then committed. The HTTP
- * client is libcurl's multi interface driven from this thread with
- * curl_multi_poll (the CLI has no event loop): at most PULL_INFLIGHT
- * transfers at once over one multi handle, so connections are reused. The
- * pipeline's writer wakes the poll (curl_multi_wakeup) when jobs are done.
+ * hands a bundle: verified on worker threads, then committed. Everything
+ * runs on an event loop of this command's own: the daemon's HTTP client
+ * (hclient.h: at most PULL_INFLIGHT transfers at once, connections reused)
+ * and the pipeline's loop adapter (ingest.h) hand their results back there.
  *
  * Each bundle's ETag is kept in DIR/pull-etags (docs/upstream.md says why
  * there): the next run sends If-None-Match, and a 304 costs neither a
@@ -24,15 +23,17 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <curl/curl.h>
+#include <event2/event.h>
+#include <event2/http.h>
+#include <event2/thread.h>
 
-#include "ingest_core.h"
+#include "hclient.h"
+#include "ingest.h"
 #include "upstream.h"
 
 #define PULL_INFLIGHT 16           /* transfers at once */
 #define PULL_BODY_MAX (16u << 20)  /* a bundle's body, at most */
 #define PULL_SMALL_MAX (1u << 20)  /* a manifest or resolve answer */
-#define PULL_ETAG_MAX 128          /* bytes of an ETag we keep */
 #define PULL_IDS_MAX 1000000       /* IDs per run */
 #define PULL_ETAG_FILE "pull-etags"
 #define PULL_URL_CAP (PITH_URL_MAX + 256)
@@ -55,13 +56,16 @@ typedef enum pull_result {
 
 typedef struct etag_entry {
 	char pith[PITH_NUMBER_LEN + 1];
-	char etag[PULL_ETAG_MAX + 1];
+	char etag[HC_ETAG_MAX + 1];
 	char url[PULL_URL_CAP];
 	int gone; /* replaced or dropped by this run */
 } etag_entry_t;
 
+typedef struct pull pull_t;
+
 typedef struct pull_item {
 	ingest_job_t job; /* first: the pipeline hands it back */
+	pull_t *p;
 	const char *text; /* the ID as given */
 	pith_id_t id;
 	char body[PITH_BODY_LEN + 1];   /* once known */
@@ -73,31 +77,25 @@ typedef struct pull_item {
 	int candidate;                  /* which bundle URL is tried */
 	char url[PULL_URL_CAP];
 	etag_entry_t *old_etag;         /* what the ETag file had, if used */
-	char etag[PULL_ETAG_MAX + 1];   /* the answer's ETag, "" if none */
-	char location[PITH_URL_MAX];    /* a 30x answer's Location */
-	int location_too_long;
-	pith_buf_t resp;
-	int over_cap;
-	size_t cap;
-	CURL *h;
-	struct curl_slist *hdrs;        /* the request's If-None-Match */
-	char errbuf[CURL_ERROR_SIZE];   /* libcurl's detail of a failure */
-	struct pull_item *next_queued;
+	char etag[HC_ETAG_MAX + 1];   /* the answer's ETag, "" if none */
+	pith_buf_t resp;                /* a bundle's body, lent to the pipeline */
 } pull_item_t;
 
-typedef struct pull {
+struct pull {
 	const cli_ctx_t *ctx;
 	store_t *st;
-	ingest_core_t *pipe;
-	CURLM *multi;
+	struct event_base *loop;
+	hc_t *hc;
+	ingest_t *pipe;
+	long stall_s; /* --stall-timeout */
 	const char *base; /* without a trailing '/' */
 	char base_buf[PITH_URL_MAX];
 	const char *ca_file;
 	char pattern[PITH_URL_MAX]; /* the manifest's bundle_pattern, or "" */
 	pull_item_t *items;
 	size_t nitems;
-	pull_item_t *queue, *queue_tail; /* waiting for a transfer */
-	size_t transfers, in_pipe, done;
+	size_t done;
+	int finished; /* every item is done */
 	etag_entry_t *etags;
 	size_t netags;
 	int tty;
@@ -105,21 +103,11 @@ typedef struct pull {
 	uint64_t stored, unchanged, not_found, rejected, failed;
 	uint64_t requests, not_modified, full_bundles, bytes;
 	cli_reasons_t reasons;
-} pull_t;
+};
 
 /* ---- the ETag file ----------------------------------------------------------
  * One line per record: "PITH_NUMBER ETAG URL". Written whole at the end of
  * a run (temp file, fsync, rename, fsync of the directory). */
-
-static int etag_is_ok(const char *s, size_t n)
-{
-	if (!n || n > PULL_ETAG_MAX)
-		return 0;
-	for (size_t i = 0; i < n; i++)
-		if ((unsigned char)s[i] <= 0x20 || (unsigned char)s[i] >= 0x7f)
-			return 0;
-	return 1;
-}
 
 static int etag_cmp(const void *a, const void *b)
 {
@@ -140,12 +128,12 @@ static int etags_load(pull_t *p)
 	FILE *f = fopen(path, "r");
 	if (!f)
 		return errno == ENOENT ? 0 : cli_fail("pull", "cannot open %s: %s", path, strerror(errno));
-	char line[PITH_NUMBER_LEN + PULL_ETAG_MAX + PULL_URL_CAP + 8];
+	char line[PITH_NUMBER_LEN + HC_ETAG_MAX + PULL_URL_CAP + 8];
 	size_t cap = 0;
 	while (fgets(line, sizeof(line), f)) {
 		char *pith = strtok(line, " \n"), *etag = strtok(NULL, " \n"), *url = strtok(NULL, " \n");
 		if (!pith || !etag || !url || !pith_number_is_valid(pith) ||
-		    !etag_is_ok(etag, strlen(etag)) || strlen(url) >= PULL_URL_CAP)
+		    !hc_etag_is_ok(etag, strlen(etag)) || strlen(url) >= PULL_URL_CAP)
 			continue;
 		if (p->netags == cap) {
 			size_t ncap = cap ? cap * 2 : 256;
@@ -238,7 +226,7 @@ static void item_finish(pull_t *p, pull_item_t *it, pull_result_t res)
 {
 	it->step = STEP_DONE;
 	it->result = res;
-	p->done++;
+	p->finished = ++p->done == p->nitems;
 	pith_buf_release(&it->resp); /* a failed item may hold up to a body's cap */
 	const char *what = NULL;
 	switch (res) {
@@ -269,130 +257,6 @@ static void item_finish(pull_t *p, pull_item_t *it, pull_result_t res)
 
 /* ---- HTTP -------------------------------------------------------------------- */
 
-static size_t on_body(char *data, size_t size, size_t n, void *arg)
-{
-	pull_item_t *it = arg;
-	size_t len = size * n;
-	if (it->resp.len + len > it->cap) {
-		it->over_cap = 1;
-		return 0; /* aborts the transfer (CURLE_WRITE_ERROR) */
-	}
-	return pith_buf_append(&it->resp, data, len) ? 0 : len;
-}
-
-/* Header lines: keeps ETag and Location (of the last response). */
-static size_t on_header(char *data, size_t size, size_t n, void *arg)
-{
-	pull_item_t *it = arg;
-	size_t len = size * n;
-	const char *v = NULL;
-	char *dst = NULL;
-	size_t dcap = 0, hl = 0;
-	if (len > 5 && !strncmp(data, "HTTP/", 5)) {
-		it->etag[0] = it->location[0] = 0;
-		it->location_too_long = 0;
-		return len;
-	}
-	if (len >= 5 && !strncasecmp(data, "etag:", 5)) {
-		hl = 5, dst = it->etag, dcap = sizeof(it->etag);
-	} else if (len >= 9 && !strncasecmp(data, "location:", 9)) {
-		hl = 9, dst = it->location, dcap = sizeof(it->location);
-	} else {
-		return len;
-	}
-	v = data + hl;
-	size_t vl = len - hl;
-	while (vl && (*v == ' ' || *v == '\t'))
-		v++, vl--;
-	while (vl && (v[vl - 1] == '\r' || v[vl - 1] == '\n' || v[vl - 1] == ' ' || v[vl - 1] == '\t'))
-		vl--;
-	if (dst == it->etag) {
-		if (etag_is_ok(v, vl))
-			memcpy(dst, v, vl), dst[vl] = 0;
-		else
-			dst[0] = 0; /* a weak or odd tag is simply not kept */
-	} else if (vl < dcap) {
-		memcpy(dst, v, vl), dst[vl] = 0;
-	} else {
-		it->location_too_long = 1;
-	}
-	return len;
-}
-
-static void queue_push(pull_t *p, pull_item_t *it)
-{
-	it->next_queued = NULL;
-	if (p->queue_tail)
-		p->queue_tail->next_queued = it;
-	else
-		p->queue = it;
-	p->queue_tail = it;
-}
-
-/* Starts a GET of it->url (with If-None-Match when etag is given). */
-static int transfer_start(pull_t *p, pull_item_t *it, const char *if_none_match, size_t cap)
-{
-	CURL *h = curl_easy_init();
-	if (!h)
-		return -1;
-	it->h = h;
-	it->resp.len = 0;
-	it->over_cap = 0;
-	it->cap = cap;
-	it->etag[0] = it->location[0] = 0;
-	struct curl_slist *hdrs = NULL;
-	if (if_none_match) {
-		char line[PULL_ETAG_MAX + 32];
-		snprintf(line, sizeof(line), "If-None-Match: %s", if_none_match);
-		hdrs = curl_slist_append(NULL, line);
-	}
-	curl_easy_setopt(h, CURLOPT_URL, it->url);
-	curl_easy_setopt(h, CURLOPT_PRIVATE, it);
-	curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
-	curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L);
-	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT, 10L);
-	/* a stalled or crawling upstream: under 1 KiB/s for 15 s */
-	curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1024L);
-	curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME, 15L);
-	curl_easy_setopt(h, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)cap);
-	curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, 1L);
-	curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, 2L);
-	if (p->ca_file)
-		curl_easy_setopt(h, CURLOPT_CAINFO, p->ca_file);
-	curl_easy_setopt(h, CURLOPT_USERAGENT, "pithctl-pull/1");
-	curl_easy_setopt(h, CURLOPT_ACCEPT_ENCODING, "");
-	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
-	curl_easy_setopt(h, CURLOPT_WRITEDATA, it);
-	curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
-	curl_easy_setopt(h, CURLOPT_HEADERDATA, it);
-	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-	if (hdrs)
-		curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
-	it->hdrs = hdrs; /* must outlive the transfer */
-	it->errbuf[0] = 0;
-	curl_easy_setopt(h, CURLOPT_ERRORBUFFER, it->errbuf);
-	if (curl_multi_add_handle(p->multi, h) != CURLM_OK) {
-		curl_slist_free_all(hdrs);
-		it->hdrs = NULL;
-		curl_easy_cleanup(h);
-		it->h = NULL;
-		return -1;
-	}
-	p->transfers++;
-	p->requests++;
-	return 0;
-}
-
-static void transfer_end(pull_t *p, pull_item_t *it)
-{
-	curl_multi_remove_handle(p->multi, it->h);
-	curl_easy_cleanup(it->h);
-	it->h = NULL;
-	curl_slist_free_all(it->hdrs);
-	it->hdrs = NULL;
-	p->transfers--;
-}
-
 /* The URL of candidate it->candidate: the manifest's pattern, else the
  * registry's /pith/{suffix}/bundle.json, then its .well-known form. 0, or
  * 1 when there is no further candidate. */
@@ -418,14 +282,33 @@ static int bundle_url(pull_t *p, pull_item_t *it)
 	return 0;
 }
 
-/* Readies it's next request: a resolve or its bundle. */
+static void on_answer(void *arg, const hc_result_t *r);
+
+/* The ETag to send for it's bundle: the one of the ETag file, if for this
+ * URL and while the store still holds a bundle of the record. */
+static const char *item_if_none_match(pull_t *p, pull_item_t *it)
+{
+	it->old_etag = etag_find(p, it->body);
+	if (it->old_etag && !it->old_etag->gone && !strcmp(it->old_etag->url, it->url)) {
+		int64_t us;
+		uint8_t sha[32];
+		pith_err_t err = {0};
+		if (!store_bundle_newest(p->st, it->old_etag->pith, &us, sha, &err))
+			return it->old_etag->etag;
+	}
+	it->old_etag = NULL;
+	return NULL;
+}
+
+/* Asks for it's next answer: a resolve or its bundle. */
 static void item_next(pull_t *p, pull_item_t *it)
 {
+	hc_req_t req = {.url = it->url, .body_cap = PULL_SMALL_MAX, .done = on_answer, .arg = it};
 	if (it->step == STEP_RESOLVE) {
 		const char *key = it->id.kind == PITH_ID_ARXIV ? "arxiv" :
 				  it->id.kind == PITH_ID_DOI ? "doi" : "pith";
 		const char *val = it->id.kind == PITH_ID_ARXIV ? it->id.arxiv : it->id.value;
-		char *esc = curl_easy_escape(NULL, val, 0);
+		char *esc = evhttp_uriencode(val, -1, 0);
 		if (!esc) {
 			snprintf(it->msg, sizeof(it->msg), "out of memory");
 			item_finish(p, it, RES_FAILED);
@@ -433,45 +316,22 @@ static void item_next(pull_t *p, pull_item_t *it)
 		}
 		snprintf(it->url, sizeof(it->url), "%s/api/pith-number/resolve?%s=%s&json=true", p->base,
 			 key, esc);
-		curl_free(esc);
+		free(esc);
 	} else {
 		int r = bundle_url(p, it);
 		if (r) {
 			item_finish(p, it, r > 0 ? RES_NOT_FOUND : RES_FAILED);
 			return;
 		}
+		req.body_cap = PULL_BODY_MAX;
+		req.if_none_match = item_if_none_match(p, it);
 	}
-	queue_push(p, it);
-}
-
-static void start_queued(pull_t *p)
-{
-	while (p->queue && p->transfers < PULL_INFLIGHT) {
-		pull_item_t *it = p->queue;
-		p->queue = it->next_queued;
-		if (!p->queue)
-			p->queue_tail = NULL;
-		const char *inm = NULL;
-		size_t cap = PULL_SMALL_MAX;
-		if (it->step == STEP_BUNDLE) {
-			cap = PULL_BODY_MAX;
-			it->old_etag = etag_find(p, it->body);
-			if (it->old_etag && !it->old_etag->gone && !strcmp(it->old_etag->url, it->url)) {
-				/* only while the store still holds a bundle of it */
-				int64_t us;
-				uint8_t sha[32];
-				pith_err_t err = {0};
-				if (!store_bundle_newest(p->st, it->old_etag->pith, &us, sha, &err))
-					inm = it->old_etag->etag;
-			}
-			if (!inm)
-				it->old_etag = NULL;
-		}
-		if (transfer_start(p, it, inm, cap)) {
-			snprintf(it->msg, sizeof(it->msg), "cannot start a request (out of memory)");
-			item_finish(p, it, RES_FAILED);
-		}
+	if (!hc_get(p->hc, &req)) {
+		snprintf(it->msg, sizeof(it->msg), "cannot start a request (out of memory)");
+		item_finish(p, it, RES_FAILED);
+		return;
 	}
+	p->requests++;
 }
 
 static void set_pith(pull_item_t *it, const pith_id_t *id)
@@ -480,8 +340,9 @@ static void set_pith(pull_item_t *it, const pith_id_t *id)
 	snprintf(it->pith, sizeof(it->pith), "%s", id->number);
 }
 
-static void resolve_done(pull_t *p, pull_item_t *it, long status)
+static void resolve_done(pull_t *p, pull_item_t *it, const hc_result_t *r)
 {
+	long status = r->status;
 	pith_err_t err = {0};
 	if (status == 404) {
 		snprintf(it->msg, sizeof(it->msg), "%s answered 404", it->url);
@@ -490,7 +351,7 @@ static void resolve_done(pull_t *p, pull_item_t *it, long status)
 	}
 	if (status == 200) {
 		char num[PITH_NUMBER_LEN + 1];
-		int rc = pith_resolve_answer_parse(it->resp.data, it->resp.len, NULL, num, &err);
+		int rc = pith_resolve_answer_parse(r->body, r->body_len, NULL, num, &err);
 		if (rc == PITH_ENOTFOUND) {
 			snprintf(it->msg, sizeof(it->msg), "%s names no pith number", it->url);
 			item_finish(p, it, RES_NOT_FOUND);
@@ -505,11 +366,11 @@ static void resolve_done(pull_t *p, pull_item_t *it, long status)
 		snprintf(it->body, sizeof(it->body), "%s", num + 10);
 	} else if (status >= 300 && status < 400 && status != 304) {
 		pith_id_t id;
-		if (it->location_too_long || !it->location[0] ||
-		    pith_resolve_location_parse(it->location, strlen(it->location), p->base, &id,
+		if (r->location_too_long || !r->location[0] ||
+		    pith_resolve_location_parse(r->location, strlen(r->location), p->base, &id,
 						&err)) {
 			snprintf(it->msg, sizeof(it->msg), "%s: HTTP %ld with a bad Location: %s", it->url,
-				 status, it->location_too_long ? "too long" : it->location[0] ? err.msg :
+				 status, r->location_too_long ? "too long" : r->location[0] ? err.msg :
 				 "missing");
 			item_finish(p, it, RES_FAILED);
 			return;
@@ -525,8 +386,9 @@ static void resolve_done(pull_t *p, pull_item_t *it, long status)
 	item_next(p, it);
 }
 
-static void bundle_done(pull_t *p, pull_item_t *it, long status)
+static void bundle_done(pull_t *p, pull_item_t *it, const hc_result_t *r)
 {
+	long status = r->status;
 	if (status == 304 && it->old_etag) {
 		p->not_modified++;
 		snprintf(it->pith, sizeof(it->pith), "%s", it->old_etag->pith);
@@ -547,6 +409,13 @@ static void bundle_done(pull_t *p, pull_item_t *it, long status)
 		return;
 	}
 	p->full_bundles++;
+	snprintf(it->etag, sizeof(it->etag), "%s", r->etag);
+	/* the body outlives the callback: the pipeline borrows it */
+	if (pith_buf_append(&it->resp, r->body, r->body_len)) {
+		snprintf(it->msg, sizeof(it->msg), "%s: out of memory", it->url);
+		item_finish(p, it, RES_FAILED);
+		return;
+	}
 	/* verified and stored as import does it: the pipeline decides */
 	ingest_job_init(&it->job, INGEST_BUNDLE, it->resp.data, it->resp.len);
 	/* the record asked for, by its number or (a bare body) by its body:
@@ -557,32 +426,23 @@ static void bundle_done(pull_t *p, pull_item_t *it, long status)
 			 it->pith[0] ? it->pith : it->body);
 	}
 	it->step = STEP_INGEST;
-	p->in_pipe++;
-	ingest_core_submit(p->pipe, &it->job);
+	ingest_submit(p->pipe, &it->job);
 }
 
-/* A transfer ended: its answer moves the item on. */
-static void transfer_done(pull_t *p, CURL *h, CURLcode code)
+/* An answer (or a failure) from the HTTP client moves the item on. */
+static void on_answer(void *arg, const hc_result_t *r)
 {
-	pull_item_t *it = NULL;
-	curl_easy_getinfo(h, CURLINFO_PRIVATE, (char **)&it);
-	long status = 0;
-	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
-	transfer_end(p, it);
-	p->bytes += it->resp.len;
-	if (code != CURLE_OK) {
-		if (it->over_cap || code == CURLE_FILESIZE_EXCEEDED)
-			snprintf(it->msg, sizeof(it->msg), "%s: body over %zu bytes", it->url, it->cap);
-		else
-			snprintf(it->msg, sizeof(it->msg), "%s: %s%s%s", it->url, curl_easy_strerror(code),
-				 it->errbuf[0] ? ": " : "", it->errbuf);
+	pull_item_t *it = arg;
+	pull_t *p = it->p;
+	p->bytes += r->bytes;
+	if (r->curl_code) {
+		snprintf(it->msg, sizeof(it->msg), "%s: %s", it->url, r->error);
 		item_finish(p, it, RES_FAILED);
-		return;
+	} else if (it->step == STEP_RESOLVE) {
+		resolve_done(p, it, r);
+	} else {
+		bundle_done(p, it, r);
 	}
-	if (it->step == STEP_RESOLVE)
-		resolve_done(p, it, status);
-	else
-		bundle_done(p, it, status);
 }
 
 /* The pipeline hands a bundle back (on this thread). */
@@ -590,7 +450,6 @@ static void job_done(void *arg, ingest_job_t *job)
 {
 	pull_t *p = arg;
 	pull_item_t *it = (pull_item_t *)job;
-	p->in_pipe--;
 	ingest_job_clear(job); /* what validation left; the results stay */
 	job->bytes = NULL;
 	if (job->rc) {
@@ -608,34 +467,18 @@ static void job_done(void *arg, ingest_job_t *job)
 	}
 }
 
-static void pipe_notify(void *arg)
+/* Runs the loop until *done is set. A tick keeps the loop waiting while
+ * only the pipeline (woken from its threads) has work, and redraws the
+ * progress line. */
+static void on_tick(evutil_socket_t fd, short what, void *arg)
 {
-	curl_multi_wakeup(((pull_t *)arg)->multi);
+	draw_progress(arg, 0);
 }
 
-/* Runs the multi handle until every item is done. */
-static void pull_run(pull_t *p)
+static void pull_run(pull_t *p, const int *done)
 {
-	while (p->done < p->nitems) {
-		start_queued(p);
-		int running = 0;
-		curl_multi_perform(p->multi, &running);
-		CURLMsg *m;
-		int left;
-		while ((m = curl_multi_info_read(p->multi, &left)))
-			if (m->msg == CURLMSG_DONE)
-				transfer_done(p, m->easy_handle, m->data.result);
-		ingest_core_deliver(p->pipe);
-		if (p->done >= p->nitems)
-			break;
-		start_queued(p);
-		if (p->transfers)
-			curl_multi_poll(p->multi, NULL, 0, 1000, NULL);
-		else if (p->in_pipe && !ingest_core_deliver(p->pipe))
-			ingest_core_wait(p->pipe);
-		else if (!p->in_pipe && !p->queue)
-			break; /* nothing can move any more: a bug, but never spin */
-	}
+	while (!*done && event_base_loop(p->loop, EVLOOP_ONCE) >= 0)
+		;
 }
 
 /* ---- the manifest ------------------------------------------------------------ */
@@ -650,43 +493,32 @@ static int url_same(const char *a, const char *b)
 	return la == lb && !strncasecmp(a, b, la);
 }
 
-/* Reads BASE/pith-mirrors.json for the bundle pattern; without one (no
- * manifest, or none in it), the fixed layouts are tried. */
-static void manifest_read(pull_t *p)
+typedef struct manifest_get {
+	pull_t *p;
+	int done;
+} manifest_get_t;
+
+/* The manifest's answer: the mirror whose base_url is ours, else the
+ * first, gives the bundle pattern. Any failure: the fixed layouts. */
+static void on_manifest(void *arg, const hc_result_t *r)
 {
-	pull_item_t it = {0};
-	it.text = "pith-mirrors.json";
-	snprintf(it.url, sizeof(it.url), "%s/pith-mirrors.json", p->base);
-	if (transfer_start(p, &it, NULL, PULL_SMALL_MAX))
-		return;
-	CURLMsg *m = NULL;
-	int running = 1, left;
-	while (!m) {
-		curl_multi_perform(p->multi, &running);
-		while ((m = curl_multi_info_read(p->multi, &left)) && m->msg != CURLMSG_DONE)
-			;
-		if (!m)
-			curl_multi_poll(p->multi, NULL, 0, 1000, NULL);
-	}
-	CURLcode code = m->data.result;
-	long status = 0;
-	curl_easy_getinfo(it.h, CURLINFO_RESPONSE_CODE, &status);
-	transfer_end(p, &it);
-	p->bytes += it.resp.len;
+	manifest_get_t *g = arg;
+	pull_t *p = g->p;
+	g->done = 1;
+	p->bytes += r->bytes;
 	pith_manifest_t *man = NULL;
 	pith_err_t err = {0};
-	if (code != CURLE_OK) {
-		fprintf(stderr, "pithctl pull: %s: %s%s%s (trying the registry's layout)\n", it.url,
-			it.over_cap ? "body over 1 MiB" : curl_easy_strerror(code),
-			it.errbuf[0] ? ": " : "", it.errbuf);
-	} else if (status != 200) {
-		if (status != 404)
+	if (r->curl_code) {
+		fprintf(stderr, "pithctl pull: %s: %s (trying the registry's layout)\n", r->url,
+			r->error);
+	} else if (r->status != 200) {
+		if (r->status != 404)
 			fprintf(stderr, "pithctl pull: %s: HTTP %ld (trying the registry's layout)\n",
-				it.url, status);
+				r->url, r->status);
 	} else if (!(man = malloc(sizeof(*man)))) {
 		/* the fixed layouts then */
-	} else if (pith_manifest_parse(it.resp.data, it.resp.len, NULL, man, &err)) {
-		fprintf(stderr, "pithctl pull: %s: %s (trying the registry's layout)\n", it.url, err.msg);
+	} else if (pith_manifest_parse(r->body, r->body_len, NULL, man, &err)) {
+		fprintf(stderr, "pithctl pull: %s: %s (trying the registry's layout)\n", r->url, err.msg);
 	} else {
 		const pith_mirror_t *mi = man->n_mirrors ? &man->mirrors[0] : NULL;
 		for (size_t i = 0; i < man->n_mirrors; i++)
@@ -698,7 +530,19 @@ static void manifest_read(pull_t *p)
 			snprintf(p->pattern, sizeof(p->pattern), "%s", mi->bundle_pattern);
 	}
 	free(man);
-	pith_buf_release(&it.resp);
+}
+
+/* Reads BASE/pith-mirrors.json for the bundle pattern, before any ID. */
+static void manifest_read(pull_t *p)
+{
+	char url[PULL_URL_CAP];
+	snprintf(url, sizeof(url), "%s/pith-mirrors.json", p->base);
+	manifest_get_t g = {.p = p};
+	hc_req_t req = {.url = url, .body_cap = PULL_SMALL_MAX, .done = on_manifest, .arg = &g};
+	if (!hc_get(p->hc, &req))
+		return;
+	p->requests++;
+	pull_run(p, &g.done);
 }
 
 /* ---- IDs ----------------------------------------------------------------------- */
@@ -795,6 +639,8 @@ static int run(cli_ctx_t *ctx, int argc, char **argv)
 	pith_buf_t ids_text = PITH_BUF_INIT;
 	int rc = 1, no_bar = 0, curl_up = 0;
 	pith_trust_t *trust = NULL;
+	struct event *tick = NULL;
+	p.stall_s = 15;
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--from") && i + 1 < argc)
 			from = argv[++i];
@@ -802,7 +648,14 @@ static int run(cli_ctx_t *ctx, int argc, char **argv)
 			p.ca_file = argv[++i];
 		else if (!strcmp(argv[i], "--ids") && i + 1 < argc)
 			ids_file = argv[++i];
-		else if (!strcmp(argv[i], "--no-progress"))
+		else if (!strcmp(argv[i], "--stall-timeout") && i + 1 < argc) {
+			char *end;
+			long v = strtol(argv[++i], &end, 10);
+			if (*end || end == argv[i] || v < 1 || v > 3600)
+				return cli_fail("pull", "--stall-timeout %s: not a number of seconds "
+						"from 1 to 3600", argv[i]);
+			p.stall_s = v;
+		} else if (!strcmp(argv[i], "--no-progress"))
 			no_bar = 1;
 		else if (!strcmp(argv[i], "--json"))
 			;
@@ -841,22 +694,33 @@ static int run(cli_ctx_t *ctx, int argc, char **argv)
 		goto out;
 	if (etags_load(&p))
 		goto out;
-	if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
-		cli_fail("pull", "cannot initialise libcurl");
+	pith_err_t err = {0};
+	/* before the pipeline's threads start (hclient.h) */
+	if (hc_global_init(&err)) {
+		cli_fail("pull", "%s", err.msg);
 		goto out;
 	}
 	curl_up = 1;
-	if (!(p.multi = curl_multi_init())) {
-		cli_fail("pull", "cannot initialise libcurl");
+	/* the pipeline's writer wakes the loop from its thread */
+	if (evthread_use_pthreads() || !(p.loop = event_base_new()) ||
+	    !(tick = event_new(p.loop, -1, EV_PERSIST, on_tick, &p)) ||
+	    event_add(tick, &(struct timeval){0, 250000})) {
+		cli_fail("pull", "cannot set up an event loop");
 		goto out;
 	}
-	curl_multi_setopt(p.multi, CURLMOPT_MAX_TOTAL_CONNECTIONS, (long)PULL_INFLIGHT);
-	curl_multi_setopt(p.multi, CURLMOPT_MAXCONNECTS, (long)PULL_INFLIGHT);
+	hc_opts_t ho;
+	hc_opts_default(&ho);
+	ho.ca_file = p.ca_file;
+	ho.user_agent = "pithctl-pull/1";
+	ho.low_speed_time_s = p.stall_s;
+	ho.max_inflight = ho.max_host_conns = PULL_INFLIGHT;
+	if (hc_new(p.loop, &ho, &p.hc, &err)) {
+		cli_fail("pull", "%s", err.msg);
+		goto out;
+	}
 	long threads = sysconf(_SC_NPROCESSORS_ONLN);
-	ingest_opts_t o = {.trust = trust, .st = p.st, .nthreads = threads > 0 ? (int)threads : 1,
-			   .max_bundle_bytes = PULL_BODY_MAX, .notify = pipe_notify,
-			   .notify_arg = &p, .on_done = job_done, .done_arg = &p};
-	if (!(p.pipe = ingest_core_new(&o))) {
+	if (!(p.pipe = ingest_new(p.loop, trust, p.st, threads > 0 ? (int)threads : 1, 0,
+				  PULL_BODY_MAX, NULL, job_done, &p))) {
 		cli_fail("pull", "cannot start worker threads");
 		goto out;
 	}
@@ -865,6 +729,7 @@ static int run(cli_ctx_t *ctx, int argc, char **argv)
 	manifest_read(&p);
 	for (size_t i = 0; i < p.nitems; i++) {
 		pull_item_t *it = &p.items[i];
+		it->p = &p;
 		if (it->id.kind == PITH_ID_FULL) {
 			set_pith(it, &it->id);
 			it->step = STEP_BUNDLE;
@@ -873,19 +738,22 @@ static int run(cli_ctx_t *ctx, int argc, char **argv)
 		}
 		item_next(&p, it);
 	}
-	pull_run(&p);
-	ingest_core_free(p.pipe);
+	pull_run(&p, &p.finished);
+	ingest_free(p.pipe);
 	rc = etags_save(&p);
 	draw_progress(&p, 1);
 	print_summary(&p, cli_now() - p.t0);
 	if (!rc && p.stored + p.unchanged != p.nitems)
 		rc = 1;
 out:
-	ingest_core_free(p.pipe);
-	if (p.multi)
-		curl_multi_cleanup(p.multi);
+	ingest_free(p.pipe);
+	hc_free(p.hc);
+	if (tick)
+		event_free(tick);
+	if (p.loop)
+		event_base_free(p.loop);
 	if (curl_up)
-		curl_global_cleanup();
+		hc_global_cleanup();
 	for (size_t i = 0; i < p.nitems; i++)
 		pith_buf_release(&p.items[i].resp);
 	free(p.items);
@@ -899,7 +767,8 @@ out:
 const cli_cmd_t cli_cmd_pull = {
 	"pull", "fetch, verify and store records from an HTTP(S) upstream",
 	"usage: pithctl --store DIR [--trust-key FILE]... pull --from BASE_URL\n"
-	"                [--ca-file FILE] [--ids FILE] [--json] [--no-progress] [ID...]\n\n"
+	"                [--ca-file FILE] [--ids FILE] [--stall-timeout SECONDS]\n"
+	"                [--json] [--no-progress] [ID...]\n\n"
 	"Each ID (arXiv id or URL, DOI or doi.org URL, short or full pith number,\n"
 	"registry URL; --ids FILE: one a line, '#' comments) is resolved at the\n"
 	"upstream when it is not a full pith number (BASE_URL/api/pith-number/resolve),\n"
@@ -908,6 +777,7 @@ const cli_cmd_t cli_cmd_pull = {
 	"verified as `import` verifies it (every bundle check; keys trusted here) and\n"
 	"stored. 16 requests at most in flight over reused connections; TLS is\n"
 	"verified (--ca-file: the CA certificates to trust instead of the system's).\n"
+	"A transfer under 1 KiB/s for --stall-timeout seconds (default 15) fails.\n"
 	"Each bundle's ETag is kept in DIR/pull-etags: the next pull asks with\n"
 	"If-None-Match, and a 304 is 'unchanged' without download or verification.\n"
 	"Summary: stored, unchanged, not found, rejected (with the reason), failed\n"
