@@ -263,23 +263,13 @@ static void item_finish(pull_t *p, pull_item_t *it, pull_result_t res)
 static int bundle_url(pull_t *p, pull_item_t *it)
 {
 	pith_err_t err = {0};
-	char pat[PULL_URL_CAP];
-	if (p->pattern[0]) {
-		if (it->candidate > 0)
-			return 1;
-		snprintf(pat, sizeof(pat), "%s", p->pattern);
-	} else if (it->candidate == 0) {
-		snprintf(pat, sizeof(pat), "%s/pith/{suffix}/bundle.json", p->base);
-	} else if (it->candidate == 1) {
-		snprintf(pat, sizeof(pat), "%s/.well-known/pith/{suffix}/bundle.json", p->base);
-	} else {
-		return 1;
-	}
-	if (pith_pattern_expand(pat, it->body, it->url, sizeof(it->url), &err)) {
+	int rc = pith_bundle_url(p->pattern, p->base, (unsigned)it->candidate, it->body, it->url,
+				 sizeof(it->url), &err);
+	if (rc < 0) {
 		snprintf(it->msg, sizeof(it->msg), "bundle URL: %s", err.msg);
 		return -1;
 	}
-	return 0;
+	return rc;
 }
 
 static void on_answer(void *arg, const hc_result_t *r);
