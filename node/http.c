@@ -49,7 +49,7 @@ int64_t http_now_us(void)
 
 static const char *const route_names[HTTP_NROUTES] = {
 	"page", "record", "bundle", "well_known_bundle", "state", "events", "graph",
-	"resolve", "mirrors", "post_events", "metrics", "healthz", "other",
+	"resolve", "mirrors", "post_events", "metrics", "healthz", "changes", "other",
 };
 
 const char *http_route_name(http_route_t r)
@@ -325,6 +325,8 @@ static http_route_t route_match(const http_target_t *t, char *id, size_t idcap)
 		SET_ID(s[2], strlen(s[2]));
 		return ROUTE_WELL_KNOWN;
 	}
+	if (n == 2 && !strcmp(s[0], "api") && !strcmp(s[1], "changes"))
+		return ROUTE_CHANGES;
 	if (!strcmp(s[0], "api") && !strcmp(s[1], "pith-number")) {
 		if (n == 3 && !strcmp(s[2], "resolve"))
 			return ROUTE_RESOLVE;
@@ -350,6 +352,7 @@ static int route_run(http_ctx_t *c, const char *id)
 	case ROUTE_RESOLVE: return view_resolve(c);
 	case ROUTE_METRICS: view_metrics(c); return 0;
 	case ROUTE_HEALTHZ: view_healthz(c); return 0;
+	case ROUTE_CHANGES: view_changes(c); return 0;
 	case ROUTE_POST_EVENTS: post_events(c); return 1;
 	default: break;
 	}

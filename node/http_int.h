@@ -4,7 +4,7 @@
  *             per-route metrics
  * http_uri.c  the strict request-target parser (no I/O; unit-tested and
  *             fuzzed on its own)
- * http_views.c the read views: bodies built from the store
+ * http_views.c the read views: bodies built from the store, the change feed
  * http_post.c POST /events through the submit hook */
 #ifndef PITH_NODE_HTTP_INT_H
 #define PITH_NODE_HTTP_INT_H
@@ -67,6 +67,7 @@ typedef enum http_route {
 	ROUTE_POST_EVENTS,  /* POST /events */
 	ROUTE_METRICS,      /* /metrics */
 	ROUTE_HEALTHZ,      /* /healthz */
+	ROUTE_CHANGES,      /* /api/changes: the change feed */
 	ROUTE_OTHER,        /* unrouted: 400, 404, 414, 431 */
 	HTTP_NROUTES
 } http_route_t;
@@ -283,6 +284,13 @@ void view_graph(http_ctx_t *c, const char *pith);
 /* 1 when the reply waits for a read-through */
 int view_resolve(http_ctx_t *c);
 void view_mirrors(http_ctx_t *c);
+/* GET /api/changes?after=CURSOR&limit=N: the store's change log, at most
+ * limit entries (default HTTP_CHANGES_DEFAULT, more is cut to
+ * HTTP_CHANGES_MAX). */
+#define HTTP_CHANGES_DEFAULT 1000
+#define HTTP_CHANGES_MAX 10000
+#define HTTP_CHANGES_PATH "/api/changes"
+void view_changes(http_ctx_t *c);
 void view_healthz(http_ctx_t *c);
 void view_metrics(http_ctx_t *c);
 

@@ -496,12 +496,18 @@ int view_resolve(http_ctx_t *c)
 
 /* ---- /pith-mirrors.json ----------------------------------------------------------------- */
 
+/* changes: whether the mirror serves the change feed (only this one is
+ * known to: a peer's HELLO says nothing of it). */
 static void mirror_entry(jb_t *b, json_value_t *list, const char *name, const char *type,
-			 const char *base, const char *status, const json_value_t *key)
+			 const char *base, const char *status, const json_value_t *key, int changes)
 {
 	char u[400];
 	json_value_t *m = jb_obj(b);
 	jb_set(b, m, "name", jb_str(b, name));
+	if (changes) {
+		snprintf(u, sizeof(u), "%s" HTTP_CHANGES_PATH, base);
+		jb_set(b, m, "changes_url", jb_str(b, u));
+	}
 	jb_set(b, m, "mirror_type", jb_str(b, type));
 	jb_set(b, m, "base_url", jb_str(b, base));
 	snprintf(u, sizeof(u), "%s/pith/{suffix}/bundle.json", base);
@@ -554,18 +560,103 @@ void view_mirrors(http_ctx_t *c)
 	jb_set(&b, o, "merge_version", jb_str(&b, "pith-open-graph-merge-v1"));
 	json_value_t *list = jb_arr(&b);
 	json_value_t *key = registry_key(&b);
-	mirror_entry(&b, list, h->name, scheme_type(h->base_url), h->base_url, "self", key);
+	mirror_entry(&b, list, h->name, scheme_type(h->base_url), h->base_url, "self", key, 1);
 	for (size_t i = 0; i < h->nmirrors; i++)
 		mirror_entry(&b, list, h->mirrors[i].name, scheme_type(h->mirrors[i].base_url),
-			     h->mirrors[i].base_url, "peer", key);
+			     h->mirrors[i].base_url, "peer", key, 0);
 	if (h->o.list_registry)
-		mirror_entry(&b, list, "Pith Resolver", "https", "https://pith.science", "primary", key);
+		mirror_entry(&b, list, "Pith Resolver", "https", "https://pith.science", "primary", key, 0);
 	jb_set(&b, o, "mirrors", list);
 	jb_set(&b, o, "notes",
 	     jb_str(&b, "Any conforming mirror may host the same Pith Open Graph bundles. Current "
 		      "state is computed by deterministic merge, not by trusting this manifest. "
 		      "Peer entries are what this mirror's peers announced; they are not vouched for."));
 	jb_finish(c, &b, o, "application/json");
+}
+
+/* ---- /api/changes: the change feed ---------------------------------------------------- */
+
+/* The cursor a client passes back: the decimal sequence number a "cursor"
+ * or "next" said (any u64; 0 is the start). 0 or -1 if malformed. */
+static int cursor_parse(const char *v, uint64_t *out)
+{
+	uint64_t x = 0;
+	size_t n = strlen(v);
+	if (!n || n > 20)
+		return -1;
+	for (const char *p = v; *p; p++) {
+		if (*p < '0' || *p > '9')
+			return -1;
+		uint64_t d = (uint64_t)(*p - '0');
+		if (x > (UINT64_MAX - d) / 10)
+			return -1;
+		x = x * 10 + d;
+	}
+	*out = x;
+	return 0;
+}
+
+typedef struct feed_page {
+	pith_buf_t *out;
+	size_t n;
+} feed_page_t;
+
+static int feed_add(void *arg, const store_change_t *ch)
+{
+	feed_page_t *p = arg;
+	char state[65], sha[65];
+	pith_hex_encode(ch->state_hash, 32, state);
+	/* keys in canonical order */
+	pith_buf_puts(p->out, p->n++ ? ",{\"built_at\":" : "{\"built_at\":");
+	if (ch->has_bundle) {
+		pith_hex_encode(ch->bundle_sha, 32, sha);
+		json_write_string(p->out, ch->built_at, strlen(ch->built_at));
+		pith_buf_printf(p->out, ",\"bundle_sha256\":\"%s\"", sha);
+	} else {
+		pith_buf_puts(p->out, "null,\"bundle_sha256\":null");
+	}
+	pith_buf_printf(p->out, ",\"cursor\":\"%llu\",\"pith_number\":\"%s\",\"state_sha256\":\"%s\"}",
+			(unsigned long long)ch->seq, ch->pith_number, state);
+	return p->out->oom ? -1 : 0;
+}
+
+void view_changes(http_ctx_t *c)
+{
+	int count = 0;
+	uint64_t after = 0, next = 0;
+	const char *a = http_target_query(c->t, "after", &count);
+	if (a && (count > 1 || cursor_parse(a, &after))) {
+		http_error(c, 400, "after: not a cursor of this feed (give back a \"cursor\" or \"next\" "
+			   "it served, or leave it out to start from the beginning)");
+		return;
+	}
+	int64_t limit = query_u64(c, "limit", HTTP_CHANGES_DEFAULT);
+	if (limit < 1) {
+		http_error(c, 400, "limit: a whole number from 1 (at most %d are served)", HTTP_CHANGES_MAX);
+		return;
+	}
+	if (limit > HTTP_CHANGES_MAX)
+		limit = HTTP_CHANGES_MAX;
+	pith_buf_t *b = c->body;
+	pith_buf_reset(b);
+	pith_buf_puts(b, "{\"changes\":[");
+	feed_page_t p = {b, 0};
+	pith_err_t err = {0};
+	int rc = store_changes_each(c->h->store, after, (size_t)limit, feed_add, &p, &next, &err);
+	if (rc || b->oom) {
+		log_warn("http: change feed after %llu: %s", (unsigned long long)after,
+			 rc ? err.msg : "out of memory");
+		http_error(c, rc == PITH_EINVAL ? 503 : 500, "%s",
+			   rc == PITH_EINVAL ? "this store has no change log yet" : "store error");
+		return;
+	}
+	pith_buf_printf(b, "],\"next\":\"%llu\"}", (unsigned long long)next);
+	if (b->oom) {
+		http_error(c, 500, "out of memory");
+		return;
+	}
+	c->r.ctype = "application/json";
+	c->r.cors = 1;
 }
 
 /* ---- /healthz and /metrics --------------------------------------------------------------- */

@@ -17,6 +17,14 @@ const pith_upstream_limits_t pith_upstream_limits_default = {
 	.max_bytes = 1u << 20,
 	.max_depth = 16,
 	.max_mirrors = PITH_MIRRORS_MAX,
+	.max_changes = PITH_CHANGES_MAX,
+};
+
+const pith_upstream_limits_t pith_changes_limits_default = {
+	.max_bytes = 4u << 20,
+	.max_depth = 16,
+	.max_mirrors = PITH_MIRRORS_MAX,
+	.max_changes = PITH_CHANGES_MAX,
 };
 
 #define PLACEHOLDER "{suffix}"
@@ -322,6 +330,14 @@ static int mirror_parse(const json_value_t *v, size_t i, pith_mirror_t *m, pith_
 			return pith_err_set(err, rc, "%s%s: %s", where, pats[k].key,
 					    e.msg + strlen("pattern: "));
 	}
+	if ((rc = text_get(v, "changes_url", m->changes_url, sizeof(m->changes_url), 0, where, err)))
+		return rc;
+	size_t cl = strlen(m->changes_url);
+	if (cl && url_check(m->changes_url, cl, 0, &nph, &why))
+		return pith_err_set(err, PITH_EINVAL, "%schanges_url: %s", where, why);
+	if (strchr(m->changes_url, '?'))
+		return pith_err_set(err, PITH_EINVAL, "%schanges_url: a query (a follower adds its own)",
+				    where);
 	return mirror_key_parse(json_get(v, "public_key"), m, where, err);
 }
 
@@ -505,4 +521,107 @@ int pith_bundle_url(const char *pattern, const char *base, unsigned cand, const 
 	if (n < 0 || (size_t)n >= sizeof(pat))
 		return pith_err_set(err, PITH_ETOOBIG, "bundle URL over %d bytes", PITH_URL_MAX);
 	return pith_pattern_expand(pat, body, out, cap, err);
+}
+
+/* ---- the change feed ------------------------------------------------------- */
+
+/* A cursor: 1 to PITH_CURSOR_MAX bytes of printable ASCII without blanks
+ * (it goes back into a query string, escaped by the caller, and into
+ * logs). */
+static int cursor_get(const json_value_t *v, const char *where, char out[PITH_CURSOR_MAX + 1],
+		      pith_err_t *err)
+{
+	if (!v || v->type != JSON_STRING)
+		return pith_err_set(err, PITH_EINVAL, "%s: missing or not a string", where);
+	if (v->len == 0)
+		return pith_err_set(err, PITH_EINVAL, "%s: empty", where);
+	if (v->len > PITH_CURSOR_MAX)
+		return pith_err_set(err, PITH_ETOOBIG, "%s: longer than %d bytes", where, PITH_CURSOR_MAX);
+	for (size_t i = 0; i < v->len; i++)
+		if ((unsigned char)v->u.str[i] < 0x21 || (unsigned char)v->u.str[i] > 0x7e)
+			return pith_err_set(err, PITH_EINVAL, "%s: byte %zu is not printable ASCII", where, i);
+	memcpy(out, v->u.str, v->len + 1);
+	return 0;
+}
+
+/* 64 lower-case hex digits into 32 bytes. */
+static int sha_get(const json_value_t *v, const char *where, const char *key, uint8_t out[32],
+		   pith_err_t *err)
+{
+	int ok = json_is(v, JSON_STRING) && v->len == 64;
+	for (size_t i = 0; ok && i < 64; i++)
+		ok = (v->u.str[i] >= '0' && v->u.str[i] <= '9') || (v->u.str[i] >= 'a' && v->u.str[i] <= 'f');
+	if (!ok || pith_hex_decode(v->u.str, 64, out, 32))
+		return pith_err_set(err, PITH_EINVAL, "%s%s: not 64 lower-case hex digits", where, key);
+	return 0;
+}
+
+static int change_parse(const json_value_t *v, size_t i, pith_change_t *c, pith_err_t *err)
+{
+	char where[40], w[64];
+	snprintf(where, sizeof(where), "changes[%zu].", i);
+	memset(c, 0, sizeof(*c));
+	if (!json_is(v, JSON_OBJECT))
+		return pith_err_set(err, PITH_EINVAL, "changes[%zu]: not an object", i);
+	snprintf(w, sizeof(w), "%scursor", where);
+	int rc = cursor_get(json_get(v, "cursor"), w, c->cursor, err);
+	if (rc)
+		return rc;
+	const json_value_t *pn = json_get(v, "pith_number");
+	if (!json_is(pn, JSON_STRING) || pn->len != PITH_NUMBER_LEN || !pith_number_is_valid(pn->u.str))
+		return pith_err_set(err, PITH_EINVAL, "%spith_number: missing or not a full pith number",
+				    where);
+	memcpy(c->pith_number, pn->u.str, PITH_NUMBER_LEN + 1);
+	if ((rc = sha_get(json_get(v, "state_sha256"), where, "state_sha256", c->state_sha, err)))
+		return rc;
+	const json_value_t *bs = json_get(v, "bundle_sha256"), *ba = json_get(v, "built_at");
+	int has_bs = bs && bs->type != JSON_NULL, has_ba = ba && ba->type != JSON_NULL;
+	if (has_bs != has_ba)
+		return pith_err_set(err, PITH_EINVAL, "%s%s: given without %s", where,
+				    has_bs ? "bundle_sha256" : "built_at", has_bs ? "built_at" : "bundle_sha256");
+	if (!has_bs)
+		return 0;
+	if ((rc = sha_get(bs, where, "bundle_sha256", c->bundle_sha, err)))
+		return rc;
+	if ((rc = text_get(v, "built_at", c->built_at, sizeof(c->built_at), 1, where, err)))
+		return rc;
+	if (pith_time_parse(c->built_at, &c->built_us))
+		return pith_err_set(err, PITH_EINVAL, "%sbuilt_at: not a timestamp", where);
+	c->has_bundle = 1;
+	return 0;
+}
+
+int pith_changes_parse(const uint8_t *buf, size_t len, const pith_upstream_limits_t *lim,
+		       pith_change_t *out, size_t cap, size_t *n,
+		       char next[static PITH_CURSOR_MAX + 1], pith_err_t *err)
+{
+	*n = 0;
+	next[0] = 0;
+	if (!lim)
+		lim = &pith_changes_limits_default;
+	json_doc_t *doc;
+	int rc = doc_parse(buf, len, lim, "change feed", &doc, err);
+	if (rc)
+		return rc;
+	const json_value_t *root = json_doc_root(doc);
+	const json_value_t *changes = json_get(root, "changes");
+	size_t max = lim->max_changes && lim->max_changes < cap ? lim->max_changes : cap;
+	if (!json_is(root, JSON_OBJECT)) {
+		rc = pith_err_set(err, PITH_EINVAL, "change feed: not a JSON object");
+	} else if (!json_is(changes, JSON_ARRAY)) {
+		rc = pith_err_set(err, PITH_EINVAL, "changes: missing or not an array");
+	} else if (changes->len > max) {
+		rc = pith_err_set(err, PITH_ETOOBIG, "changes: %zu entries, more than the limit %zu",
+				  changes->len, max);
+	} else if (!(rc = cursor_get(json_get(root, "next"), "next", next, err))) {
+		for (size_t i = 0; i < changes->len && !rc; i++)
+			rc = change_parse(changes->u.items[i], i, &out[i], err);
+		*n = rc ? 0 : changes->len;
+	}
+	json_doc_free(doc);
+	if (rc) {
+		*n = 0;
+		next[0] = 0;
+	}
+	return rc;
 }

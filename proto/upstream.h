@@ -1,7 +1,8 @@
 /* What HTTP(S) upstreams answer (issue 14's groundwork): the registry's
- * mirror manifest (/pith-mirrors.json) with its URL patterns, and the two
+ * mirror manifest (/pith-mirrors.json) with its URL patterns, the two
  * shapes of an answer of the resolve API (/api/pith-number/resolve): a
- * JSON object naming a pith number, or a 30x Location to /pith/{ID}.
+ * JSON object naming a pith number, or a 30x Location to /pith/{ID}; and a
+ * page of a pithd's change feed (/api/changes, docs/upstream.md).
  *
  * Pure, like the rest of proto/: bytes in, fixed-size structs or an error
  * out; limits passed in; no I/O. Nothing here is trusted: a manifest says
@@ -23,10 +24,14 @@ typedef struct pith_upstream_limits {
 	size_t max_bytes;   /* whole body */
 	unsigned max_depth; /* JSON nesting */
 	size_t max_mirrors; /* at most PITH_MIRRORS_MAX */
+	size_t max_changes; /* entries of a change feed page; 0: the caller's array */
 } pith_upstream_limits_t;
 
-/* 1 MiB, depth 16, PITH_MIRRORS_MAX mirrors. */
+/* 1 MiB, depth 16, PITH_MIRRORS_MAX mirrors, PITH_CHANGES_MAX changes. */
 extern const pith_upstream_limits_t pith_upstream_limits_default;
+/* For a change feed page: 4 MiB (10,000 entries are under 3 MB), depth
+ * 16, PITH_CHANGES_MAX changes. */
+extern const pith_upstream_limits_t pith_changes_limits_default;
 
 typedef struct pith_mirror {
 	char name[PITH_MIRROR_TEXT_MAX];
@@ -43,6 +48,10 @@ typedef struct pith_mirror {
 	int has_key;
 	char key_id[PITH_MIRROR_TEXT_MAX];
 	uint8_t public_key[32];
+	/* the absolute URL of the mirror's change feed (a pithd's own entry:
+	 * "changes_url"), "" when it names none: http(s), no query or
+	 * fragment (a follower adds ?after=...&limit=...) */
+	char changes_url[PITH_URL_MAX];
 } pith_mirror_t;
 
 typedef struct pith_manifest {
@@ -56,7 +65,7 @@ typedef struct pith_manifest {
  * Requires manifest_type "pith_mirror_manifest", a manifest_version of
  * major version 1 and a "mirrors" array; each mirror needs an http(s)
  * base_url; its patterns are optional and validated when present
- * (pith_pattern_check). Unknown members are ignored. lim NULL means the
+ * (pith_pattern_check), as is changes_url (an http(s) URL). Unknown members are ignored. lim NULL means the
  * defaults. Returns 0, PITH_ETOOBIG (body, depth, mirror count or a field
  * over its bound) or PITH_EINVAL, with a message naming the field
  * (mirrors[2].bundle_pattern) or byte offset. */
@@ -106,5 +115,40 @@ int pith_resolve_answer_parse(const uint8_t *buf, size_t len, const pith_upstrea
  * set when the year was given). 0 or PITH_EINVAL/PITH_ETOOBIG. */
 int pith_resolve_location_parse(const char *location, size_t len, const char *base_url,
 				pith_id_t *out, pith_err_t *err);
+
+/* ---- the change feed (GET /api/changes) -------------------------------------
+ * {"changes":[{"cursor","pith_number","state_sha256","bundle_sha256",
+ * "built_at"}, ...],"next"}: records in the order the upstream committed
+ * their changes, each once. docs/upstream.md, "The change feed". */
+
+#define PITH_CHANGES_MAX 10000 /* entries a page may hold, at most (the server's cap) */
+#define PITH_CURSOR_MAX 64     /* bytes of a cursor, NUL aside */
+#define PITH_BUILT_AT_MAX 40   /* bytes of a built_at text, NUL aside */
+
+typedef struct pith_change {
+	char cursor[PITH_CURSOR_MAX + 1];      /* opaque: printable ASCII, no blanks */
+	char pith_number[PITH_NUMBER_LEN + 1]; /* well formed */
+	uint8_t state_sha[32];                 /* the upstream's state_sha256 */
+	int has_bundle;                        /* bundle_sha256 and built_at given: */
+	uint8_t bundle_sha[32];
+	char built_at[PITH_BUILT_AT_MAX + 1];  /*   as the bundle has it */
+	int64_t built_us;                      /*   the same in µs */
+} pith_change_t;
+
+/* Parses one page of a change feed, len bytes, into out[0..*n) (at most
+ * cap entries, and at most lim->max_changes when that is not 0) and the
+ * page's next cursor into next. Each entry needs a cursor (1 to
+ * PITH_CURSOR_MAX bytes of printable ASCII without blanks), a well-formed
+ * full pith_number and a state_sha256 of 64 lower-case hex digits;
+ * bundle_sha256 (64 lower-case hex) and built_at (a timestamp,
+ * pith_time_parse, at most PITH_BUILT_AT_MAX bytes) come together or are
+ * both null or absent. "next" is required, a cursor as above. Unknown
+ * members are ignored. lim NULL: pith_changes_limits_default. Returns 0,
+ * PITH_ETOOBIG (body, depth, more entries than allowed, a field over its
+ * bound) or PITH_EINVAL, with a message naming the field
+ * (changes[3].state_sha256); on failure *n is 0 and next "". */
+int pith_changes_parse(const uint8_t *buf, size_t len, const pith_upstream_limits_t *lim,
+		       pith_change_t *out, size_t cap, size_t *n,
+		       char next[static PITH_CURSOR_MAX + 1], pith_err_t *err);
 
 #endif

@@ -256,6 +256,7 @@ typedef struct commit {
 	store_t *st;
 	rocksdb_writebatch_t *wb;
 	store_counts_t counts;     /* what the counters become */
+	uint64_t seq;              /* ... and the change log's sequence */
 	store_commit_stats_t stats;
 	pith_err_t *err;
 	pput_t *puts;
@@ -573,6 +574,37 @@ static int commit_bundles(commit_t *c)
 	return 0;
 }
 
+/* The record's entry in the change log under the next sequence number,
+ * replacing its previous one. The bundle part is the new bundle's, or
+ * the previous entry's when the bundle did not change; bdoc (the stored
+ * bundle, if loaded) only when that entry lacks it. */
+static int log_change(commit_t *c, const group_t *g, int has_bundle, const json_doc_t *bdoc,
+		      const uint8_t state_hash[32])
+{
+	store_chg_bundle_t cb = {0};
+	uint64_t old_seq = 0;
+	int rc = g->exists ? store_change_get(c->st, g->skey, &old_seq, &cb, c->err) : 0;
+	if (rc < 0)
+		return rc;
+	if (g->bundle_newer) {
+		const bentry_t *be = &c->b->b[g->bundle];
+		const char *built = json_get_str(be->root, "built_at");
+		size_t n = built ? strlen(built) : 0;
+		if (!n || n > STORE_BUILT_AT_MAX)
+			return pith_err_set(c->err, PITH_EINVAL, "bundle of %s: built_at missing or "
+					    "longer than %d bytes", g->pith, STORE_BUILT_AT_MAX);
+		cb.has = 1;
+		pith_hex_decode(be->sha, 64, cb.sha, 32);
+		memcpy(cb.built_at, built, n + 1);
+	} else if (!has_bundle) {
+		cb.has = 0;
+	} else if (!cb.has && (!bdoc || (rc = store_chg_bundle_of(json_doc_root(bdoc), &cb, c->err)))) {
+		return rc ? rc : pith_err_set(c->err, PITH_EIO, "store: %s: no bundle to log", g->pith);
+	}
+	store_change_write(c->wb, c->st, g->skey, ++c->seq, old_seq, state_hash, &cb);
+	return 0;
+}
+
 /* Step 3: per touched record, the state from all of its events. */
 static int commit_group(commit_t *c, group_t *g, pith_buf_t *sb)
 {
@@ -641,6 +673,9 @@ static int commit_group(commit_t *c, group_t *g, pith_buf_t *sb)
 		store_claims_write(c->wb, c->st, g->pith, NULL, &claims, 0);
 	}
 
+	if ((rc = log_change(c, g, has_bundle, bdoc, state.state_hash)))
+		goto done;
+
 	for (size_t k = 0; k < g->nnew; k++) {
 		const pith_event_t *ev = b->e[g->news[k]].ev;
 		uint8_t sk[STORE_SUBJ_KEY_LEN], tk[STORE_TIME_KEY_LEN];
@@ -686,6 +721,7 @@ int store_batch_commit(store_batch_t *b, store_commit_stats_t *stats, pith_err_t
 	}
 	pthread_mutex_lock(&st->wmu);
 	c.counts = st->counts;
+	c.seq = st->changes_seq;
 	c.wb = rocksdb_writebatch_create();
 	groups_reset(b);
 	pith_buf_t sb = PITH_BUF_INIT;
@@ -704,6 +740,7 @@ int store_batch_commit(store_batch_t *b, store_commit_stats_t *stats, pith_err_t
 			rocksdb_free(e);
 		} else {
 			st->counts = c.counts;
+			st->changes_seq = c.seq;
 		}
 	}
 	rocksdb_writebatch_destroy(c.wb);

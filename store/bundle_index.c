@@ -171,7 +171,7 @@ int store_bundle_index_audit(store_t *st, void (*problem)(void *arg, const char 
 			     void *arg, pith_err_t *err)
 {
 	store_iter_t it;
-	uint64_t nbundles = 0, nt = 0, nh = 0;
+	uint64_t nbundles = 0;
 	char line[200];
 	if (!st->cf[STORE_CF_BUNDLE_INDEX])
 		return 0; /* a schema-2 store opened read-only: built at its next read-write open */
@@ -205,29 +205,12 @@ int store_bundle_index_audit(store_t *st, void (*problem)(void *arg, const char 
 	if (!rc)
 		rc = store_iter_status(&it, err);
 	store_iter_close(&it);
-	if (rc || (rc = store_iter_open(st, STORE_CF_BUNDLE_INDEX, NULL, 0, NULL, 0, &it, err)))
+	if (rc)
 		return rc;
-	for (; store_iter_valid(&it); store_iter_next(&it)) {
-		size_t kl;
-		const uint8_t *k = store_iter_key(&it, &kl);
-		if (kl == STORE_BIDX_TIME_LEN && k[0] == STORE_BIDX_TIME)
-			nt++;
-		else if (kl == STORE_BIDX_HASH_LEN && k[0] == STORE_BIDX_HASH)
-			nh++;
-		else {
-			snprintf(line, sizeof(line), "bundle_index: a key of %zu bytes", kl);
-			problem(arg, line);
-		}
-	}
-	rc = store_iter_status(&it, err);
-	store_iter_close(&it);
 	/* every bundle has its two entries (checked above): equal counts mean
 	 * none is left of a replaced bundle */
-	if (!rc && (nt != nbundles || nh != nbundles)) {
-		snprintf(line, sizeof(line), "bundle_index: %llu time and %llu hash entries for %llu "
-			 "bundles", (unsigned long long)nt, (unsigned long long)nh,
-			 (unsigned long long)nbundles);
-		problem(arg, line);
-	}
-	return rc;
+	const store_key_kind_t kinds[2] = {{STORE_BIDX_TIME, STORE_BIDX_TIME_LEN, "time"},
+					   {STORE_BIDX_HASH, STORE_BIDX_HASH_LEN, "hash"}};
+	return store_audit_key_kinds(st, STORE_CF_BUNDLE_INDEX, kinds, nbundles, "bundles", problem,
+				     arg, err);
 }

@@ -375,6 +375,40 @@ static int audit_keyed_by_record(audit_t *a, int cf, uint64_t *n)
 	return rc;
 }
 
+int store_audit_key_kinds(store_t *st, int cf, const store_key_kind_t kinds[2], uint64_t want,
+			  const char *items, void (*report)(void *arg, const char *line), void *arg,
+			  pith_err_t *err)
+{
+	store_iter_t it;
+	uint64_t n[2] = {0, 0};
+	char line[200];
+	int rc = store_iter_open(st, cf, NULL, 0, NULL, 0, &it, err);
+	if (rc)
+		return rc;
+	for (; store_iter_valid(&it); store_iter_next(&it)) {
+		size_t kl;
+		const uint8_t *k = store_iter_key(&it, &kl);
+		int i = kl == kinds[0].len && k[0] == kinds[0].first   ? 0
+			: kl == kinds[1].len && k[0] == kinds[1].first ? 1
+								       : -1;
+		if (i >= 0) {
+			n[i]++;
+			continue;
+		}
+		snprintf(line, sizeof(line), "%s: a key of %zu bytes", store_cf_names[cf], kl);
+		report(arg, line);
+	}
+	rc = store_iter_status(&it, err);
+	store_iter_close(&it);
+	if (!rc && (n[0] != want || n[1] != want)) {
+		snprintf(line, sizeof(line), "%s: %llu %s and %llu %s entries for %llu %s",
+			 store_cf_names[cf], (unsigned long long)n[0], kinds[0].name,
+			 (unsigned long long)n[1], kinds[1].name, (unsigned long long)want, items);
+		report(arg, line);
+	}
+	return rc;
+}
+
 static void index_problem(void *arg, const char *line)
 {
 	problem(arg, "%s", line);
@@ -403,7 +437,8 @@ int store_check(store_t *st, store_report_fn report, void *arg, size_t *problems
 	    (rc = audit_keyed_by_record(&a, STORE_CF_STATES, &nstates)) ||
 	    (rc = audit_keyed_by_record(&a, STORE_CF_BUNDLES, &nbundles)) ||
 	    (rc = audit_keyed_by_record(&a, STORE_CF_ALIASES, &naliases)) ||
-	    (rc = store_bundle_index_audit(st, index_problem, &a, err)))
+	    (rc = store_bundle_index_audit(st, index_problem, &a, err)) ||
+	    (rc = store_changes_audit(st, index_problem, &a, err)))
 		goto done;
 	/* each event has its own entries (checked above); equal counts mean
 	 * there are no others */

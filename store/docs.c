@@ -107,7 +107,7 @@ static int move_doc(void *arg, rocksdb_writebatch_t *wb, const uint8_t *k, size_
 
 int store_docs_upgrade(store_t *st, uint64_t *moved, pith_err_t *err)
 {
-	int rc = store_upgrade_walk(st, STORE_CF_TIME, move_doc, st, STORE_SCHEMA_VERSION,
+	int rc = store_upgrade_walk(st, STORE_CF_TIME, move_doc, st, STORE_SCHEMA_4,
 				    "moving event documents", moved, err);
 	/* the documents' old copies in events go now, not at some later
 	 * compaction: until then the store holds every document twice */

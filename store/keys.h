@@ -33,6 +33,11 @@
  *                'h' bundle_sha256(32) = 33            built_us(8, as in time keys) SKEY(30)
  * docs           created_us(8) id(32) = 40, the same   canonical JSON of the whole event,
  *                key as in time                        signature block included
+ * changes        's' seq(8, big-endian) = 9            SKEY(30) CHANGE
+ *                'p' SKEY(30) = 31                     seq(8, big-endian) CHANGE
+ *   CHANGE: state hash(32), then, when the record has a bundle, its
+ *   bundle_sha256(32) and its built_at as the bundle's own text (the rest
+ *   of the value, 20 to STORE_BUILT_AT_MAX bytes)
  *
  * created_at in subj keys is the event's own "YYYY-MM-DDTHH:MM:SSZ" text,
  * whose byte order is time order. The time index is the time-ordered list
@@ -52,7 +57,20 @@
  * names). A commit that stores a newer bundle deletes the old bundle's two
  * entries and puts the new ones in the same WriteBatch. Schema 3 added it;
  * opening a schema-2 store read-write builds it from the bundles and
- * writes "3" (a read-only open of a schema-2 store works without it). */
+ * writes "3" (a read-only open of a schema-2 store works without it).
+ *
+ * changes is the change log (the HTTP change feed, docs/upstream.md): a
+ * commit that changes a record (a new event of it stored, or a newer
+ * bundle) takes the next number of a sequence for it, puts 's' seq and
+ * 'p' SKEY, and deletes the record's previous 's' entry, all in the
+ * commit's WriteBatch: each record is listed once, at its latest change,
+ * and 's' keys in order are the order of commits. The sequence is not
+ * stored apart: at open it is the greatest 's' key (the latest change is
+ * never deleted, only superseded by a greater one). The entry carries
+ * what a follower compares (state hash, the newest bundle's hash and
+ * built_at), so the feed is one range scan. Schema 5 added it; opening a
+ * schema-4 store read-write logs every record once, in SKEY order
+ * (store_changes_build), and writes "5"; a read-only open goes without. */
 #ifndef PITH_STORE_KEYS_H
 #define PITH_STORE_KEYS_H
 
@@ -61,8 +79,10 @@
 
 #include "ids.h"
 
-#define STORE_SCHEMA_VERSION "4" /* 2: alias claims per record; 3: bundle_index; 4: docs */
-#define STORE_SCHEMA_3 "3"       /* opened and upgraded to 4 (documents moved to docs) */
+#define STORE_SCHEMA_VERSION "5" /* 2: alias claims per record; 3: bundle_index; 4: docs;
+				  * 5: changes */
+#define STORE_SCHEMA_4 "4"       /* opened and upgraded to 5 (the change log built) */
+#define STORE_SCHEMA_3 "3"       /* the same, after moving documents to docs */
 #define STORE_SCHEMA_2 "2"       /* the same, after building bundle_index */
 
 enum store_cf {
@@ -77,13 +97,14 @@ enum store_cf {
 	STORE_CF_RECORDS,
 	STORE_CF_BUNDLE_INDEX, /* a read-only open of a schema-2 store goes without it */
 	STORE_CF_DOCS,         /* and of a schema-2 or 3 store without this one */
+	STORE_CF_CHANGES,      /* and of a schema-2, 3 or 4 store without this one */
 	STORE_NCF
 };
 
 /* Column family names, indexed by enum store_cf. */
 static const char *const store_cf_names[STORE_NCF] = {
 	"default", "meta", "events", "subj", "time",
-	"bundles", "aliases", "states", "records", "bundle_index", "docs",
+	"bundles", "aliases", "states", "records", "bundle_index", "docs", "changes",
 };
 
 #define STORE_ID_LEN 32
@@ -96,6 +117,12 @@ static const char *const store_cf_names[STORE_NCF] = {
 #define STORE_BIDX_TIME_LEN (1 + 8 + STORE_ID_LEN) /* 41 */
 #define STORE_BIDX_HASH_LEN (1 + STORE_ID_LEN)     /* 33 */
 #define STORE_BIDX_HASH_VAL_LEN (8 + STORE_SKEY_LEN) /* 38 */
+#define STORE_CHG_SEQ 's'
+#define STORE_CHG_PITH 'p'
+#define STORE_CHG_SEQ_LEN (1 + 8)                  /* 9 */
+#define STORE_CHG_PITH_LEN (1 + STORE_SKEY_LEN)    /* 31 */
+#define STORE_CHG_MIN 32                           /* CHANGE without a bundle */
+#define STORE_CHG_MAX (32 + 32 + STORE_BUILT_AT_MAX) /* CHANGE with one */
 #define STORE_ALIAS_KEY_MAX (16 + 1 + 200)  /* kind '\0' value */
 #define STORE_ALIAS_ENTRY_MAX (STORE_ALIAS_KEY_MAX + 1 + PITH_NUMBER_LEN)
 #define STORE_ALIAS_RANK_LEN 9

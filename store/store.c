@@ -66,7 +66,7 @@ static void cf_tune(store_t *st, int cf)
 						      : docs		    ? 32 * 1024
 									    : 4 * 1024);
 	if (cf == STORE_CF_EVENTS || cf == STORE_CF_RECORDS || cf == STORE_CF_STATES ||
-	    cf == STORE_CF_BUNDLES || cf == STORE_CF_ALIASES)
+	    cf == STORE_CF_BUNDLES || cf == STORE_CF_ALIASES || cf == STORE_CF_CHANGES)
 		rocksdb_block_based_options_set_filter_policy(t, rocksdb_filterpolicy_create_bloom_full(10));
 	rocksdb_block_based_options_set_cache_index_and_filter_blocks(t, !cf_index_in_reader(cf));
 	rocksdb_block_based_options_set_pin_l0_filter_and_index_blocks_in_cache(t, 1);
@@ -158,22 +158,26 @@ static int meta_init(store_t *st, pith_err_t *err)
 		rocksdb_free(val);
 		if (rc)
 			return rc;
-		if (v < 4 && !st->read_only) {
-			notice(st, "store %s: schema %d, upgrading to %s (moving event documents "
-			       "into time order; once, may take minutes)", st->dir, v,
-			       STORE_SCHEMA_VERSION);
+		if (v < 5 && !st->read_only) {
+			notice(st, "store %s: schema %d, upgrading to %s (%s; once, may take minutes)",
+			       st->dir, v, STORE_SCHEMA_VERSION,
+			       v < 4 ? "moving event documents into time order, logging every record"
+				     : "logging every record in the change log");
 			int64_t t0 = store_now_us();
-			uint64_t moved = 0;
+			uint64_t moved = 0, logged = 0;
 			size_t built = 0;
 			if (v == 2 && !(rc = store_bundle_index_build(st, &built, err)))
 				v = 3;
 			if (v == 3 && !rc && !(rc = store_docs_upgrade(st, &moved, err)))
 				v = 4;
+			if (v == 4 && !rc && !(rc = store_changes_build(st, &logged, err)))
+				v = 5;
 			if (rc)
 				return rc;
 			notice(st, "store %s: upgraded to schema %s in %.1f s (%zu bundles indexed, "
-			       "%llu event documents moved)", st->dir, STORE_SCHEMA_VERSION,
-			       (double)(store_now_us() - t0) / 1e6, built, (unsigned long long)moved);
+			       "%llu event documents moved, %llu records logged)", st->dir,
+			       STORE_SCHEMA_VERSION, (double)(store_now_us() - t0) / 1e6, built,
+			       (unsigned long long)moved, (unsigned long long)logged);
 		}
 		st->schema = v;
 	} else if (!st->read_only) {
@@ -188,7 +192,7 @@ static int meta_init(store_t *st, pith_err_t *err)
 	    (rc = meta_get_u64(st, STORE_META_RECORDS, &st->counts.records, err)) ||
 	    (rc = meta_get_u64(st, STORE_META_BUNDLES, &st->counts.bundles, err)))
 		return rc;
-	return 0;
+	return store_changes_recover(st, err);
 }
 
 /* mkdir -p of the directories above dir (RocksDB makes only dir itself). */
@@ -213,25 +217,27 @@ static int make_parents(const char *dir, pith_err_t *err)
 }
 
 /* How many of the column families, in enum order, the database in dir
- * has: a schema-2 store lacks the last two, a schema-3 store the last one
- * (all of them also when that cannot be told: the open then says what is
- * wrong). */
+ * has: a schema-2 store lacks the last three, a schema-3 store the last
+ * two, a schema-4 store the last one (all of them also when that cannot
+ * be told: the open then says what is wrong). */
 static int store_cf_count(const char *dir)
 {
 	rocksdb_options_t *o = rocksdb_options_create();
 	size_t n = 0;
 	char *e = NULL;
 	char **names = rocksdb_list_column_families(o, dir, &n, &e);
-	int has_bidx = e || !names, has_docs = has_bidx;
+	int has_bidx = e || !names, has_docs = has_bidx, has_changes = has_bidx;
 	for (size_t i = 0; names && i < n; i++) {
 		has_bidx |= !strcmp(names[i], store_cf_names[STORE_CF_BUNDLE_INDEX]);
 		has_docs |= !strcmp(names[i], store_cf_names[STORE_CF_DOCS]);
+		has_changes |= !strcmp(names[i], store_cf_names[STORE_CF_CHANGES]);
 	}
 	if (names)
 		rocksdb_list_column_families_destroy(names, n);
 	rocksdb_free(e);
 	rocksdb_options_destroy(o);
-	return !has_bidx ? STORE_CF_BUNDLE_INDEX : !has_docs ? STORE_CF_DOCS : STORE_NCF;
+	return !has_bidx ? STORE_CF_BUNDLE_INDEX : !has_docs ? STORE_CF_DOCS
+	       : !has_changes ? STORE_CF_CHANGES : STORE_NCF;
 }
 
 int store_open(const char *dir, const store_opts_t *opts, store_t **out, pith_err_t *err)

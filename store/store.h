@@ -256,6 +256,42 @@ int store_bundle_refs_each(store_t *st, store_bundle_ref_fn fn, void *arg, pith_
 int store_batch_bundle_replaced(const store_batch_t *b, int index, int64_t *built_us,
 				uint8_t sha[static 32]);
 
+/* ---- The change log ---------------------------------------------------------
+ * Every commit that changes a record (a new event of it stored, or a newer
+ * bundle of it) logs the record under the next number of a persistent,
+ * increasing sequence, in the same WriteBatch, and drops its earlier entry:
+ * each record is listed once, at its latest change, in commit order. A
+ * re-signed copy of a stored event or an older bundle changes nothing and
+ * is not logged. The node serves it as GET /api/changes (docs/http.md).
+ * A store opened read-only before it was ever opened by a version with
+ * the log has none: these return PITH_EINVAL then. */
+
+/* Bytes of a bundle's built_at text: "YYYY-MM-DDTHH:MM:SS.fffffffff+00:00"
+ * is 35, the longest pith_time_parse takes. */
+#define STORE_BUILT_AT_MAX 40
+
+typedef struct store_change {
+	uint64_t seq;                             /* > 0 */
+	char pith_number[PITH_NUMBER_LEN + 1];
+	uint8_t state_hash[32];                   /* state.json's state_sha256 */
+	int has_bundle;                           /* the record's newest bundle: */
+	uint8_t bundle_sha[32];                   /*   its bundle_sha256 */
+	char built_at[STORE_BUILT_AT_MAX + 1];    /*   its built_at, as the bundle has it */
+} store_change_t;
+
+typedef int (*store_change_fn)(void *arg, const store_change_t *ch);
+
+/* The records changed after sequence number after (0: from the start), in
+ * sequence order, at most limit of them (0: no limit). *next (may be NULL)
+ * gets the sequence number of the last one listed, or after when none
+ * was. The callback's pointer is valid during the call. */
+int store_changes_each(store_t *st, uint64_t after, size_t limit, store_change_fn fn, void *arg,
+		       uint64_t *next, pith_err_t *err);
+
+/* The greatest sequence number given so far (0: none), as of the last
+ * commit. */
+uint64_t store_changes_last(store_t *st);
+
 typedef struct store_counts {
 	uint64_t events, records, bundles;
 } store_counts_t;
@@ -279,7 +315,8 @@ void store_usage_get(store_t *st, store_usage_t *out);
  * event has exactly its subj and time entries and every index entry its
  * event; every cached state, record summary and counter equals a fresh
  * recomputation; every alias names a stored record; every bundle has its
- * two bundle_index entries and there are no others. report (may be NULL)
+ * two bundle_index entries and there are no others; every record has
+ * exactly one change log entry, with its state hash and newest bundle. report (may be NULL)
  * gets one line per problem. *problems gets the count. Returns 0 when the
  * audit ran (whatever it found), negative on a database error. */
 typedef void (*store_report_fn)(void *arg, const char *line);

@@ -30,6 +30,7 @@ struct store {
 	void *notice_arg;
 	const pith_trust_t *registry; /* for pith_merge_ex */
 	char *dir;                  /* where the database is (store_usage_get) */
+	uint64_t changes_seq;       /* the change log's last sequence number (under wmu) */
 };
 
 /* A bounded iterator over [lo, hi) of one column family (hi_len 0: to the
@@ -114,6 +115,22 @@ int store_bundle_newer(int64_t a_us, const char *a_sha, int64_t b_us, const char
 int store_bundle_ident(const json_value_t *bundle, int64_t *built_us, char sha[65],
 		       pith_err_t *err);
 
+/* ---- audits (check.c) ---- */
+
+/* Keys of one kind in an index: first byte and length; name for messages. */
+typedef struct store_key_kind {
+	uint8_t first;
+	size_t len;
+	const char *name;
+} store_key_kind_t;
+
+/* Counts the keys of cf of the two kinds, reporting any other key; then
+ * reports it if either count is not want (how many items, say, "records",
+ * each kind has one entry per). */
+int store_audit_key_kinds(store_t *st, int cf, const store_key_kind_t kinds[2], uint64_t want,
+			  const char *items, void (*problem)(void *arg, const char *line), void *arg,
+			  pith_err_t *err);
+
 /* ---- the bundle index (bundle_index.c) ---- */
 
 /* Adds to wb the entries of skey's new newest bundle (new_us, new_sha hex)
@@ -129,6 +146,43 @@ int store_bundle_index_build(store_t *st, size_t *built, pith_err_t *err);
 /* store_check's part: every bundle has its two entries, and no others. */
 int store_bundle_index_audit(store_t *st, void (*problem)(void *arg, const char *line),
 			     void *arg, pith_err_t *err);
+
+/* ---- the change log (changes.c) ---- */
+
+/* What a change entry says of a record's bundle; has 0 when none. */
+typedef struct store_chg_bundle {
+	int has;
+	uint8_t sha[32];
+	char built_at[STORE_BUILT_AT_MAX + 1];
+} store_chg_bundle_t;
+
+/* The record's current entry: 1 with its sequence number and bundle part
+ * (*bundle), 0 if it has none, or a negative code. */
+int store_change_get(store_t *st, const uint8_t skey[STORE_SKEY_LEN], uint64_t *seq,
+		     store_chg_bundle_t *bundle, pith_err_t *err);
+
+/* Adds to wb the entries of skey's change number seq (state hash, bundle)
+ * and the delete of its previous entry old_seq (0: none). */
+void store_change_write(rocksdb_writebatch_t *wb, store_t *st, const uint8_t skey[STORE_SKEY_LEN],
+			uint64_t seq, uint64_t old_seq, const uint8_t state_hash[32],
+			const store_chg_bundle_t *bundle);
+
+/* A bundle's part of a change entry: its hash and built_at text. */
+int store_chg_bundle_of(const json_value_t *bundle, store_chg_bundle_t *out, pith_err_t *err);
+
+/* Logs every record of a schema-4 store, in SKEY order, numbered from 1,
+ * and writes schema version 5 with the last chunk; *logged (may be NULL)
+ * counts them. Starts by clearing the log, so a build cut short is done
+ * again from scratch. */
+int store_changes_build(store_t *st, uint64_t *logged, pith_err_t *err);
+
+/* At open: the sequence number from the greatest 's' key. */
+int store_changes_recover(store_t *st, pith_err_t *err);
+
+/* store_check's part: every record has one entry, 's' and 'p' agree, the
+ * entry's state hash and bundle are the record's. */
+int store_changes_audit(store_t *st, void (*problem)(void *arg, const char *line), void *arg,
+			pith_err_t *err);
 
 /* ---- alias claims and record summaries (alias.c) ---- */
 

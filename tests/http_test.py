@@ -878,6 +878,111 @@ print("verified bundle and %d events" % n)
         assert d["name"].startswith("<script>")  # JSON keeps the text; it is data there
         assert [a["name"] for a in d["author"]] == ["Eve <img src=x onerror=alert(1)>", "Mallory"]
 
+    def feed_all(after=None, limit=None):
+        """Every entry of the feed after a cursor, page by page through
+        next until a page is empty; (entries, last next, pages)."""
+        out, pages, cur = [], 0, after
+        while True:
+            q = []
+            if cur is not None:
+                q.append("after=" + cur)
+            if limit is not None:
+                q.append("limit=%d" % limit)
+            d, h, b = get_json("/api/changes" + ("?" + "&".join(q) if q else ""))
+            assert canon(d) == b, "not canonical"
+            assert set(d) == {"changes", "next"}, set(d)
+            assert h["content-type"] == "application/json"
+            pages += 1
+            if limit is not None:
+                assert len(d["changes"]) <= limit
+            if not d["changes"]:
+                assert cur is None or d["next"] == cur, (cur, d["next"])
+                return out, d["next"], pages
+            assert d["next"] == d["changes"][-1]["cursor"]
+            out += d["changes"]
+            cur = d["next"]
+
+    def post_signed(subject, created_at, n):
+        ev = {"event_type": "citation_signature", "subject_pith_number": subject,
+              "target": "feed-%d" % n, "created_at": created_at, "payload": {"n": n}}
+        signed = subprocess.run([P, "sign", "--key", opkey, "-"], input=json.dumps(ev).encode(),
+                                capture_output=True, check=True).stdout.strip()
+        st, _, b = req("POST", "/events", {}, signed)
+        assert st == 202 and json.loads(b)["stored"] == 1, b
+
+    @case("/api/changes: every record once, in commit order, with state.json's ETag and its bundle")
+    def _():
+        entries, nxt, pages = feed_all(limit=64)
+        health, _, _ = get_json("/healthz")
+        names = [e["pith_number"] for e in entries]
+        assert len(names) == len(set(names)), "a record listed twice"
+        assert len(names) == health["store"]["records"], (len(names), health)
+        assert pages == -(-len(names) // 64) + 1, pages
+        cursors = [int(e["cursor"]) for e in entries]
+        assert cursors == sorted(cursors) and len(set(cursors)) == len(cursors)
+        assert nxt == entries[-1]["cursor"]
+        for e in entries:
+            assert set(e) == {"cursor", "pith_number", "state_sha256", "bundle_sha256",
+                              "built_at"}, e
+            assert re.fullmatch(r"[0-9a-f]{64}", e["state_sha256"]), e
+        by = {e["pith_number"]: e for e in entries}
+        for rec in [AR7B, gen_rec] + names[:5]:
+            st, h, _ = req("GET", "/pith/%s/state.json" % rec[-26:])
+            assert st == 200 and h["etag"] == '"%s"' % by[rec]["state_sha256"], (rec, h)
+        bd, _, _ = get_json("/pith/%s/bundle.json" % AR7B_BODY)
+        assert by[AR7B]["bundle_sha256"] == bd["bundle_signature"]["bundle_sha256"]
+        assert by[AR7B]["built_at"] == bd["built_at"] == "2026-08-04T06:52:48Z"
+        assert by[gen_rec]["bundle_sha256"] is None and by[gen_rec]["built_at"] is None
+        # the default page is the whole feed here (fewer than 1000 records)
+        d, _, _ = get_json("/api/changes")
+        assert d["changes"] == entries and d["next"] == nxt
+
+    @case("/api/changes: a record changed twice is listed once, at its latest change")
+    def _():
+        before, start, _ = feed_all()
+        # a generated record (AR7B keeps the registry's state for later cases)
+        other = next(e["pith_number"] for e in before if e["pith_number"] not in (AR7B, gen_rec))
+        post_signed(gen_rec, "2031-02-01T00:00:00Z", 1)
+        post_signed(other, "2031-02-01T00:00:01Z", 2)
+        post_signed(gen_rec, "2031-02-01T00:00:02Z", 3)
+        entries, nxt, _ = feed_all(after=start)
+        assert [e["pith_number"] for e in entries] == [other, gen_rec], entries
+        assert int(entries[0]["cursor"]) > int(start)
+        assert nxt == entries[-1]["cursor"]
+        st, h, _ = req("GET", "/pith/%s/state.json" % gen_rec[-26:])
+        assert h["etag"] == '"%s"' % entries[1]["state_sha256"]
+        # from the start too: once, at the end
+        whole, _, _ = feed_all()
+        assert [e["pith_number"] for e in whole][-2:] == [other, gen_rec]
+        assert [e["pith_number"] for e in whole].count(gen_rec) == 1
+        # nothing new: empty, and next is the cursor given
+        d, _, _ = get_json("/api/changes?after=" + nxt)
+        assert d == {"changes": [], "next": nxt}, d
+        d, _, _ = get_json("/api/changes?after=18446744073709551615")
+        assert d == {"changes": [], "next": "18446744073709551615"}, d
+
+    @case("/api/changes: limit pages, 0 and junk are 400, over the maximum is cut; bad cursors 400")
+    def _():
+        d, _, _ = get_json("/api/changes?limit=3")
+        assert len(d["changes"]) == 3 and d["next"] == d["changes"][-1]["cursor"]
+        d2, _, _ = get_json("/api/changes?limit=2&after=" + d["changes"][0]["cursor"])
+        assert d2["changes"] == d["changes"][1:3]
+        d, _, _ = get_json("/api/changes?limit=100000")
+        assert 0 < len(d["changes"]) <= 10000
+        for q in ("limit=0", "limit=-1", "limit=abc", "limit=", "after=abc", "after=-1",
+                  "after=", "after=1.5", "after=18446744073709551616",
+                  "after=99999999999999999999999", "after=1&after=2", "after=%2012"):
+            st, h, b = req("GET", "/api/changes?" + q)
+            assert st == 400, (q, st, b)
+            e = json.loads(b)
+            assert e["error"] == "bad_request" and e["message"], (q, e)
+            if q.startswith("after"):
+                assert "cursor" in e["message"], e
+        st, h, _ = req("POST", "/api/changes", {}, b"x")
+        assert st == 405, st
+        st, h, _ = req("HEAD", "/api/changes")
+        assert st == 200, st
+
     @case("/pith-mirrors.json: the registry's manifest format, this mirror and its peers")
     def _():
         with open(os.path.join(args.data, "pith-mirrors.json")) as f:
@@ -888,12 +993,17 @@ print("verified bundle and %d events" % n)
             assert d[k] == reg[k]
         fields = set(reg["mirrors"][0])
         for m in d["mirrors"]:
-            assert set(m) == fields, set(m) ^ fields
+            # this mirror also says where its change feed is
+            want = fields | {"changes_url"} if m["status"] == "self" else fields
+            assert set(m) == want, set(m) ^ want
             assert m["public_key"] == reg["mirrors"][0]["public_key"]
         by_url = {m["base_url"]: m for m in d["mirrors"]}
         me = by_url[base]
         assert me["status"] == "self" and me["mirror_type"] == "http"
         assert me["state_pattern"] == base + "/pith/{suffix}/state.json"
+        assert me["changes_url"] == base + "/api/changes"
+        st, _, _ = req("GET", me["changes_url"].replace(base, "") + "?limit=1")
+        assert st == 200
         peer = by_url["https://mirror-one.example.org"]
         assert peer["name"] == "peer-one" and peer["status"] == "peer"
         assert peer["mirror_type"] == "https"

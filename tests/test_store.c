@@ -1295,8 +1295,8 @@ TEST(docs_upgrade, "reads a schema-3 store read-only as it is, and moves its doc
 				   .notice_arg = &said};
 		CHECK_INT_EQ(store_open(dir, &rw, &st, &err), 0);
 		pith_buf_cstr(&said);
-		CHECK(strstr((char *)said.data, "schema 3, upgrading to 4") != NULL);
-		CHECK(strstr((char *)said.data, "upgraded to schema 4 in") != NULL);
+		CHECK(strstr((char *)said.data, "schema 3, upgrading to " STORE_SCHEMA_VERSION) != NULL);
+		CHECK(strstr((char *)said.data, "upgraded to schema " STORE_SCHEMA_VERSION " in") != NULL);
 		char moved[64];
 		snprintf(moved, sizeof(moved), "%llu event documents moved",
 			 (unsigned long long)(c0.events - keep));
@@ -1458,6 +1458,280 @@ TEST(usage, "reports its table files, logs and memtables, before and after a flu
 	rmdir_rf(dir);
 }
 
+/* ---- the change log -------------------------------------------------------- */
+
+typedef struct chg_list {
+	size_t n;
+	store_change_t c[64];
+} chg_list_t;
+
+static int chg_one(void *arg, const store_change_t *ch)
+{
+	chg_list_t *l = arg;
+	if (l->n < sizeof(l->c) / sizeof(l->c[0]))
+		l->c[l->n++] = *ch;
+	return 0;
+}
+
+/* The whole log from after, in one call; *next as store_changes_each. */
+static void chg_all(store_t *st, uint64_t after, size_t limit, chg_list_t *l, uint64_t *next)
+{
+	pith_err_t err = {0};
+	memset(l, 0, sizeof(*l));
+	if (store_changes_each(st, after, limit, chg_one, l, next, &err))
+		fprintf(stderr, "store_changes_each: %s\n", err.msg);
+}
+
+/* Whether an entry says what the store says of its record. */
+static int chg_matches(store_t *st, const store_change_t *ch)
+{
+	store_record_info_t r;
+	int64_t us;
+	uint8_t sha[32];
+	if (store_record_get(st, ch->pith_number, &r, NULL) || memcmp(r.state_hash, ch->state_hash, 32) ||
+	    r.has_bundle != ch->has_bundle)
+		return 0;
+	if (!ch->has_bundle)
+		return 1;
+	int64_t at;
+	return !store_bundle_newest(st, ch->pith_number, &us, sha, NULL) && !memcmp(sha, ch->bundle_sha, 32) &&
+	       !pith_time_parse(ch->built_at, &at) && at == us;
+}
+
+TEST(changes_order, "logs each changed record once, at its latest change, in commit order, and pages from a cursor")
+{
+	evset_t s;
+	gen_set(&s, 3);
+	char *dir = tmpdir();
+	store_t *st = open_store(dir);
+	chg_list_t l;
+	uint64_t next = 99;
+	chg_all(st, 0, 0, &l, &next);
+	CHECK_INT_EQ(l.n, 0);
+	CHECK_INT_EQ(next, 0);
+	CHECK_INT_EQ(store_changes_last(st), 0);
+	for (size_t i = 0; i < s.n; i++)
+		CHECK_INT_EQ(put_bytes(st, &s.b[i], NULL), 0);
+	/* each stored event was a change: the records in the order of their
+	 * last events */
+	CHECK_INT_EQ(store_changes_last(st), s.n);
+	chg_all(st, 0, 0, &l, &next);
+	CHECK_INT_EQ(l.n, 3);
+	CHECK_INT_EQ(next, s.n);
+	for (size_t i = 0; i < l.n && i < 3; i++) {
+		CHECK_STR_EQ(l.c[i].pith_number, s.pith[i]);
+		CHECK(chg_matches(st, &l.c[i]));
+		CHECK_INT_EQ(l.c[i].has_bundle, 0);
+	}
+	CHECK(l.c[0].seq < l.c[1].seq && l.c[1].seq < l.c[2].seq);
+	/* a duplicate changes nothing; a new event of the first record moves
+	 * it to the end, under the next number */
+	store_outcome_t o;
+	CHECK_INT_EQ(put_bytes(st, &s.b[0], &o), 0);
+	CHECK_INT_EQ(o, STORE_DUPLICATE);
+	CHECK_INT_EQ(store_changes_last(st), s.n);
+	pith_buf_t ev = PITH_BUF_INIT;
+	char id[PITH_EVENT_ID_LEN + 1];
+	tg_event(&ev, &op, "citation_signature", s.pith[0], "t", "2026-02-01T00:00:00Z", "{\"n\":3}",
+		 NULL, NULL, 0, -1, id);
+	CHECK_INT_EQ(put_bytes(st, &ev, NULL), 0);
+	chg_all(st, 0, 0, &l, &next);
+	CHECK_INT_EQ(l.n, 3);
+	CHECK_STR_EQ(l.c[0].pith_number, s.pith[1]);
+	CHECK_STR_EQ(l.c[1].pith_number, s.pith[2]);
+	CHECK_STR_EQ(l.c[2].pith_number, s.pith[0]);
+	CHECK_INT_EQ(l.c[2].seq, s.n + 1);
+	CHECK(chg_matches(st, &l.c[2]));
+	/* paging: one at a time from the last cursor until nothing is new;
+	 * then next stays where it was */
+	uint64_t cur = 0;
+	const char *want[3] = {s.pith[1], s.pith[2], s.pith[0]};
+	for (int i = 0; i < 3; i++) {
+		chg_all(st, cur, 1, &l, &next);
+		CHECK_INT_EQ(l.n, 1);
+		CHECK_STR_EQ(l.c[0].pith_number, want[i]);
+		CHECK_INT_EQ(next, l.c[0].seq);
+		CHECK(next > cur);
+		cur = next;
+	}
+	chg_all(st, cur, 1, &l, &next);
+	CHECK_INT_EQ(l.n, 0);
+	CHECK_INT_EQ(next, cur);
+	chg_all(st, UINT64_MAX, 5, &l, &next);
+	CHECK_INT_EQ(l.n, 0);
+	CHECK(next == UINT64_MAX);
+	/* from a cursor in the middle: what changed after it */
+	chg_all(st, s.n - 1, 0, &l, &next);
+	CHECK_INT_EQ(l.n, 2);
+	CHECK_INT_EQ(check_problems(st), 0);
+	store_close(st);
+	rmdir_rf(dir);
+	set_free(&s);
+	pith_buf_release(&ev);
+}
+
+TEST(changes_bundle, "logs a newer bundle's hash and built_at, not an older one, and keeps them when events follow")
+{
+	pith_buf_t nb = PITH_BUF_INIT, ev = PITH_BUF_INIT;
+	newer_bundle(&nb);
+	char *dir = tmpdir();
+	store_t *st = open_store(dir);
+	chg_list_t l;
+	uint64_t next;
+	CHECK_INT_EQ(put_bundle(st, &bundle_bytes, NULL, NULL), 0);
+	chg_all(st, 0, 0, &l, &next);
+	CHECK_INT_EQ(l.n, 1);
+	CHECK_STR_EQ(l.c[0].pith_number, AR7B);
+	CHECK_INT_EQ(l.c[0].has_bundle, 1);
+	CHECK_STR_EQ(l.c[0].built_at, "2026-08-04T06:52:48Z");
+	CHECK(chg_matches(st, &l.c[0]));
+	uint64_t first = l.c[0].seq;
+	CHECK_INT_EQ(put_bundle(st, &nb, NULL, NULL), 0);
+	chg_all(st, 0, 0, &l, &next);
+	CHECK_INT_EQ(l.n, 1);
+	CHECK(l.c[0].seq > first);
+	CHECK_STR_EQ(l.c[0].built_at, "2026-09-01T00:00:00Z");
+	CHECK(chg_matches(st, &l.c[0]));
+	/* the older one again: not a change */
+	uint64_t last = store_changes_last(st);
+	store_bundle_outcome_t o;
+	CHECK_INT_EQ(put_bundle(st, &bundle_bytes, &o, NULL), 0);
+	CHECK_INT_EQ(o, STORE_BUNDLE_OLDER);
+	CHECK_INT_EQ(store_changes_last(st), last);
+	/* an event of the record: a change that keeps the bundle's part */
+	char id[PITH_EVENT_ID_LEN + 1];
+	tg_event(&ev, &op, "citation_signature", AR7B, "t", "2026-09-02T00:00:00Z", "{\"n\":1}", NULL,
+		 NULL, 0, -1, id);
+	CHECK_INT_EQ(put_bytes(st, &ev, NULL), 0);
+	chg_all(st, last, 0, &l, &next);
+	CHECK_INT_EQ(l.n, 1);
+	CHECK_INT_EQ(l.c[0].seq, last + 1);
+	CHECK_STR_EQ(l.c[0].built_at, "2026-09-01T00:00:00Z");
+	CHECK(chg_matches(st, &l.c[0]));
+	CHECK_INT_EQ(check_problems(st), 0);
+	/* the audit sees a record whose entry went missing */
+	uint8_t sk[9] = {'s'};
+	char *e = NULL;
+	store_be64_put(sk + 1, l.c[0].seq);
+	rocksdb_delete_cf(st->db, st->wo, st->cf[STORE_CF_CHANGES], (const char *)sk, sizeof(sk), &e);
+	CHECK(e == NULL);
+	CHECK(check_problems(st) >= 1);
+	store_close(st);
+	rmdir_rf(dir);
+	pith_buf_release(&nb);
+	pith_buf_release(&ev);
+}
+
+TEST(changes_atomic, "numbers every record of one commit, keeps its sequence across a reopen, and logs nothing of a failed commit")
+{
+	evset_t s;
+	gen_set(&s, 3);
+	char *dir = tmpdir();
+	store_t *st = open_store(dir);
+	store_batch_t *b = store_batch_new(st);
+	for (size_t i = 0; i < s.n; i++) {
+		pith_event_t *ev = NULL;
+		pith_event_parse(s.b[i].data, s.b[i].len, trust, &ev, NULL, NULL);
+		store_batch_add_event(b, ev, NULL, NULL);
+	}
+	pith_err_t err = {0};
+	CHECK_INT_EQ(store_batch_commit(b, NULL, &err), 0);
+	store_batch_free(b);
+	chg_list_t l;
+	uint64_t next;
+	chg_all(st, 0, 0, &l, &next);
+	CHECK_INT_EQ(l.n, 3);
+	CHECK_INT_EQ(store_changes_last(st), 3);
+	for (size_t i = 0; i < l.n; i++) {
+		CHECK_INT_EQ(l.c[i].seq, i + 1);
+		CHECK(chg_matches(st, &l.c[i]));
+	}
+	store_close(st);
+	/* read-only: the commit fails as a whole, the log with it */
+	store_opts_t ro = {.read_only = 1, .registry = trust};
+	CHECK_INT_EQ(store_open(dir, &ro, &st, &err), 0);
+	CHECK_INT_EQ(store_changes_last(st), 3);
+	CHECK(put_bundle(st, &bundle_bytes, NULL, NULL) != 0);
+	store_close(st);
+	st = open_store(dir);
+	CHECK_INT_EQ(store_changes_last(st), 3);
+	CHECK_INT_EQ(put_bundle(st, &bundle_bytes, NULL, NULL), 0);
+	chg_all(st, 3, 0, &l, &next);
+	CHECK_INT_EQ(l.n, 1);
+	CHECK_INT_EQ(l.c[0].seq, 4);
+	CHECK_STR_EQ(l.c[0].pith_number, AR7B);
+	CHECK_INT_EQ(check_problems(st), 0);
+	store_close(st);
+	rmdir_rf(dir);
+	set_free(&s);
+}
+
+static int cmp_pith_skey(const void *a, const void *b)
+{
+	uint8_t x[STORE_SKEY_LEN], y[STORE_SKEY_LEN];
+	store_skey_make(a, x);
+	store_skey_make(b, y);
+	return memcmp(x, y, sizeof(x));
+}
+
+TEST(changes_upgrade, "opens a schema-4 store: read-only without the change log, read-write by logging every record once")
+{
+	evset_t s;
+	gen_set(&s, 3);
+	char *dir = tmpdir();
+	store_t *st = filled_store(dir, &s);
+	CHECK_INT_EQ(put_bundle(st, &bundle_bytes, NULL, NULL), 0);
+	char *e = NULL;
+	rocksdb_drop_column_family(st->db, st->cf[STORE_CF_CHANGES], &e);
+	CHECK(e == NULL);
+	rocksdb_put_cf(st->db, st->wo, st->cf[STORE_CF_META], STORE_META_SCHEMA,
+		       strlen(STORE_META_SCHEMA), STORE_SCHEMA_4, 1, &e);
+	CHECK(e == NULL);
+	store_close(st);
+
+	store_opts_t ro = {.read_only = 1, .registry = trust};
+	pith_err_t err = {0};
+	chg_list_t l;
+	uint64_t next;
+	CHECK_INT_EQ(store_open(dir, &ro, &st, &err), 0);
+	CHECK_INT_EQ(store_changes_each(st, 0, 0, chg_one, &l, &next, &err), PITH_EINVAL);
+	CHECK(strstr(err.msg, "change log") != NULL);
+	CHECK_INT_EQ(check_problems(st), 0);
+	store_close(st);
+
+	st = open_store(dir);
+	CHECK(st != NULL);
+	schema_is(st, STORE_SCHEMA_VERSION);
+	chg_all(st, 0, 0, &l, &next);
+	CHECK_INT_EQ(l.n, 4);
+	CHECK_INT_EQ(store_changes_last(st), 4);
+	char order[4][PITH_NUMBER_LEN + 1];
+	for (size_t i = 0; i < 3; i++)
+		memcpy(order[i], s.pith[i], sizeof(order[i]));
+	memcpy(order[3], AR7B, sizeof(order[3]));
+	qsort(order, 4, sizeof(order[0]), cmp_pith_skey);
+	for (size_t i = 0; i < l.n; i++) {
+		CHECK_INT_EQ(l.c[i].seq, i + 1);
+		CHECK_STR_EQ(l.c[i].pith_number, order[i]);
+		CHECK(chg_matches(st, &l.c[i]));
+	}
+	CHECK_INT_EQ(check_problems(st), 0);
+	/* and the next change goes on from there */
+	pith_buf_t ev = PITH_BUF_INIT;
+	char id[PITH_EVENT_ID_LEN + 1];
+	tg_event(&ev, &op, "citation_signature", s.pith[1], "t", "2026-02-01T00:00:00Z", "{}", NULL,
+		 NULL, 0, -1, id);
+	CHECK_INT_EQ(put_bytes(st, &ev, NULL), 0);
+	chg_all(st, 4, 0, &l, &next);
+	CHECK_INT_EQ(l.n, 1);
+	CHECK_INT_EQ(l.c[0].seq, 5);
+	CHECK_STR_EQ(l.c[0].pith_number, s.pith[1]);
+	store_close(st);
+	rmdir_rf(dir);
+	set_free(&s);
+	pith_buf_release(&ev);
+}
+
 int main(void)
 {
 	setup();
@@ -1484,6 +1758,10 @@ int main(void)
 	RUN(index_in_reader);
 	RUN(wal_bounded);
 	RUN(usage);
+	RUN(changes_order);
+	RUN(changes_bundle);
+	RUN(changes_atomic);
+	RUN(changes_upgrade);
 	pith_trust_free(trust);
 	pith_buf_release(&bundle_bytes);
 	return test_done();

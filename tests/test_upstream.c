@@ -238,6 +238,168 @@ TEST(resolve_location, "reads a redirect to /pith/{ID} on the upstream's own ori
 	CHECK_STR_EQ(lid.value, "");
 }
 
+TEST(manifest_changes_url, "reads a mirror's changes_url when it names one, and refuses one that is not a plain http(s) URL")
+{
+	CHECK_INT_EQ(one_mirror(",\"changes_url\":\"https://m.example/api/changes\""), 0);
+	CHECK_STR_EQ(man.mirrors[0].changes_url, "https://m.example/api/changes");
+	CHECK_INT_EQ(one_mirror(""), 0);
+	CHECK_STR_EQ(man.mirrors[0].changes_url, "");
+	CHECK_INT_EQ(one_mirror(",\"changes_url\":null"), 0);
+	CHECK_STR_EQ(man.mirrors[0].changes_url, "");
+	CHECK_INT_EQ(one_mirror(",\"changes_url\":\"ftp://m.example/c\""), PITH_EINVAL);
+	CHECK(strstr(err.msg, "mirrors[0].changes_url") != NULL);
+	CHECK_INT_EQ(one_mirror(",\"changes_url\":\"https://m.example/c?after=1\""), PITH_EINVAL);
+	CHECK_INT_EQ(one_mirror(",\"changes_url\":\"https://u@m.example/c\""), PITH_EINVAL);
+	CHECK_INT_EQ(one_mirror(",\"changes_url\":\"https://m.example/../c\""), PITH_EINVAL);
+	CHECK_INT_EQ(one_mirror(",\"changes_url\":7"), PITH_EINVAL);
+}
+
+#define SHA_A "3facdc2aeec0c5e2ff45dd750211a965091b49387ad1b15346dff0bb9a58c999"
+#define SHA_B "b9d0bf10c387d1e4fbd0e44cb71fc42b4c518b794f6c5d4ae912c03cc47b6ccf"
+#define NUMBER2 "pith:2026:RCCNG3LIAAAAAAAAAAAAAAAAAA"
+
+static pith_change_t chg[8];
+static size_t nchg;
+static char next_cur[PITH_CURSOR_MAX + 1];
+
+static int changes(const char *s)
+{
+	memset(&err, 0, sizeof(err));
+	return pith_changes_parse((const uint8_t *)s, strlen(s), NULL, chg, 8, &nchg, next_cur, &err);
+}
+
+/* a page of one entry: {cursor "7", pith_number NUMBER, state_sha256 SHA_A, EXTRA} */
+static int one_change(const char *extra)
+{
+	char doc[4096];
+	snprintf(doc, sizeof(doc), "{\"changes\":[{\"cursor\":\"7\",\"pith_number\":\"" NUMBER "\","
+		 "\"state_sha256\":\"" SHA_A "\"%s}],\"next\":\"7\"}", extra);
+	return changes(doc);
+}
+
+TEST(changes_page, "reads a change feed page as pithd serves it: entries with and without a bundle, and next")
+{
+	/* the server's own form: canonical, bundle fields null without a bundle */
+	CHECK_INT_EQ(changes("{\"changes\":[{\"built_at\":\"2026-08-04T06:52:48Z\",\"bundle_sha256\":\"" SHA_B
+			     "\",\"cursor\":\"12\",\"pith_number\":\"" NUMBER "\",\"state_sha256\":\"" SHA_A "\"},"
+			     "{\"built_at\":null,\"bundle_sha256\":null,\"cursor\":\"15\",\"pith_number\":\""
+			     NUMBER2 "\",\"state_sha256\":\"" SHA_B "\"}],\"next\":\"15\"}"), 0);
+	CHECK_INT_EQ(nchg, 2);
+	CHECK_STR_EQ(next_cur, "15");
+	CHECK_STR_EQ(chg[0].cursor, "12");
+	CHECK_STR_EQ(chg[0].pith_number, NUMBER);
+	CHECK_INT_EQ(chg[0].state_sha[0], 0x3f);
+	CHECK_INT_EQ(chg[0].has_bundle, 1);
+	CHECK_INT_EQ(chg[0].bundle_sha[31], 0xcf);
+	CHECK_STR_EQ(chg[0].built_at, "2026-08-04T06:52:48Z");
+	int64_t us;
+	pith_time_parse("2026-08-04T06:52:48Z", &us);
+	CHECK(chg[0].built_us == us);
+	CHECK_STR_EQ(chg[1].pith_number, NUMBER2);
+	CHECK_INT_EQ(chg[1].has_bundle, 0);
+	CHECK_STR_EQ(chg[1].built_at, "");
+	/* nothing new; absent bundle fields; unknown members; any cursor text */
+	CHECK_INT_EQ(changes("{\"changes\":[],\"next\":\"15\",\"more\":1}"), 0);
+	CHECK_INT_EQ(nchg, 0);
+	CHECK_STR_EQ(next_cur, "15");
+	CHECK_INT_EQ(one_change(",\"x\":[1,2]"), 0);
+	CHECK_INT_EQ(chg[0].has_bundle, 0);
+	CHECK_INT_EQ(changes("{\"changes\":[],\"next\":\"opaque-Cursor_9.z~\"}"), 0);
+	CHECK_INT_EQ(one_change(",\"built_at\":\"2026-08-04T06:52:48.123456+00:00\",\"bundle_sha256\":\"" SHA_B "\""), 0);
+	CHECK_INT_EQ(chg[0].has_bundle, 1);
+}
+
+TEST(changes_bad, "refuses malformed pages, naming the field, and leaves nothing behind")
+{
+	static const struct {
+		const char *extra, *field;
+		int rc;
+	} bad[] = {
+		{",\"bundle_sha256\":\"" SHA_B "\"", "bundle_sha256", PITH_EINVAL},
+		{",\"built_at\":\"2026-08-04T06:52:48Z\"", "built_at", PITH_EINVAL},
+		{",\"built_at\":\"yesterday\",\"bundle_sha256\":\"" SHA_B "\"", "changes[0].built_at", PITH_EINVAL},
+		{",\"built_at\":\"2026-08-04T06:52:48.123456789012345678901234567Z\",\"bundle_sha256\":\"" SHA_B "\"",
+		 "changes[0].built_at", PITH_ETOOBIG},
+		{",\"built_at\":7,\"bundle_sha256\":\"" SHA_B "\"", "changes[0].built_at", PITH_EINVAL},
+		{",\"built_at\":\"2026-08-04T06:52:48Z\",\"bundle_sha256\":\"" "B9D0BF10C387D1E4FBD0E44CB71FC42B4C518B794F6C5D4AE912C03CC47B6CCF\"",
+		 "changes[0].bundle_sha256", PITH_EINVAL},
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		CHECK_INT_EQ(one_change(bad[i].extra), bad[i].rc);
+		CHECK(strstr(err.msg, bad[i].field) != NULL);
+		CHECK_INT_EQ(nchg, 0);
+		CHECK_STR_EQ(next_cur, "");
+	}
+	static const struct {
+		const char *doc, *field;
+	} docs[] = {
+		{"[]", "not a JSON object"},
+		{"{\"next\":\"1\"}", "changes"},
+		{"{\"changes\":{},\"next\":\"1\"}", "changes"},
+		{"{\"changes\":[]}", "next"},
+		{"{\"changes\":[],\"next\":\"\"}", "next"},
+		{"{\"changes\":[],\"next\":\"a b\"}", "next"},
+		{"{\"changes\":[],\"next\":7}", "next"},
+		{"{\"changes\":[],\"next\":\"\\u00e9\"}", "next"},
+		{"{\"changes\":[7],\"next\":\"1\"}", "changes[0]"},
+		{"{\"changes\":[{\"pith_number\":\"" NUMBER "\",\"state_sha256\":\"" SHA_A "\"}],\"next\":\"1\"}",
+		 "changes[0].cursor"},
+		{"{\"changes\":[{\"cursor\":\"1\",\"pith_number\":\"pith:2024:AR7B\",\"state_sha256\":\"" SHA_A "\"}],"
+		 "\"next\":\"1\"}", "changes[0].pith_number"},
+		{"{\"changes\":[{\"cursor\":\"1\",\"pith_number\":\"" NUMBER "\",\"state_sha256\":\"abc\"}],"
+		 "\"next\":\"1\"}", "changes[0].state_sha256"},
+		{"{\"changes\":[{\"cursor\":\"1\",\"pith_number\":\"" NUMBER "\"}],\"next\":\"1\"}",
+		 "changes[0].state_sha256"},
+		{"{\"changes\":[],\"next\":\"1\"", "change feed"},
+	};
+	for (size_t i = 0; i < sizeof(docs) / sizeof(docs[0]); i++) {
+		CHECK(changes(docs[i].doc) < 0);
+		CHECK(strstr(err.msg, docs[i].field) != NULL);
+		CHECK_INT_EQ(nchg, 0);
+		CHECK_STR_EQ(next_cur, "");
+	}
+	char longc[PITH_CURSOR_MAX + 2];
+	memset(longc, '9', sizeof(longc) - 1);
+	longc[sizeof(longc) - 1] = 0;
+	char doc[256];
+	snprintf(doc, sizeof(doc), "{\"changes\":[],\"next\":\"%s\"}", longc);
+	CHECK_INT_EQ(changes(doc), PITH_ETOOBIG);
+	longc[PITH_CURSOR_MAX] = 0;
+	snprintf(doc, sizeof(doc), "{\"changes\":[],\"next\":\"%s\"}", longc);
+	CHECK_INT_EQ(changes(doc), 0);
+}
+
+TEST(changes_bounds, "refuses a page with more entries than the limit or the caller's array, or over the size limit")
+{
+	char doc[4096];
+	size_t n = (size_t)snprintf(doc, sizeof(doc), "{\"changes\":[");
+	for (int i = 0; i < 3; i++)
+		n += (size_t)snprintf(doc + n, sizeof(doc) - n, "%s{\"cursor\":\"%d\",\"pith_number\":\"" NUMBER
+				      "\",\"state_sha256\":\"" SHA_A "\"}", i ? "," : "", i + 1);
+	snprintf(doc + n, sizeof(doc) - n, "],\"next\":\"3\"}");
+	CHECK_INT_EQ(changes(doc), 0);
+	CHECK_INT_EQ(nchg, 3);
+	pith_upstream_limits_t lim = pith_changes_limits_default;
+	lim.max_changes = 2;
+	CHECK_INT_EQ(pith_changes_parse((const uint8_t *)doc, strlen(doc), &lim, chg, 8, &nchg, next_cur, &err),
+		     PITH_ETOOBIG);
+	CHECK(strstr(err.msg, "changes") && strstr(err.msg, "limit 2"));
+	CHECK_INT_EQ(nchg, 0);
+	lim.max_changes = 0; /* the array alone bounds it */
+	CHECK_INT_EQ(pith_changes_parse((const uint8_t *)doc, strlen(doc), &lim, chg, 2, &nchg, next_cur, &err),
+		     PITH_ETOOBIG);
+	CHECK_INT_EQ(pith_changes_parse((const uint8_t *)doc, strlen(doc), &lim, chg, 3, &nchg, next_cur, &err), 0);
+	CHECK_INT_EQ(nchg, 3);
+	lim.max_bytes = 100;
+	CHECK_INT_EQ(pith_changes_parse((const uint8_t *)doc, strlen(doc), &lim, chg, 8, &nchg, next_cur, &err),
+		     PITH_ETOOBIG);
+	lim = pith_changes_limits_default;
+	lim.max_depth = 2;
+	CHECK_INT_EQ(pith_changes_parse((const uint8_t *)doc, strlen(doc), &lim, chg, 8, &nchg, next_cur, &err),
+		     PITH_ETOOBIG);
+	CHECK_INT_EQ(pith_changes_limits_default.max_changes, PITH_CHANGES_MAX);
+}
+
 int main(void)
 {
 	RUN(real_manifest);
@@ -247,5 +409,9 @@ int main(void)
 	RUN(bundle_url);
 	RUN(resolve_answer);
 	RUN(resolve_location);
+	RUN(manifest_changes_url);
+	RUN(changes_page);
+	RUN(changes_bad);
+	RUN(changes_bounds);
 	return test_done();
 }

@@ -1,0 +1,361 @@
+/* The change log (keys.h, changes): each record under the sequence number
+ * of its latest change, with what a follower compares. Written by batch.c
+ * in the commit that changes a record; built here when a schema-4 store is
+ * opened read-write; read by store_changes_each (the HTTP change feed);
+ * audited by store_check. */
+#include "store_int.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void seq_key(uint64_t seq, uint8_t k[STORE_CHG_SEQ_LEN])
+{
+	k[0] = STORE_CHG_SEQ;
+	store_be64_put(k + 1, seq);
+}
+
+static void pith_key(const uint8_t skey[STORE_SKEY_LEN], uint8_t k[STORE_CHG_PITH_LEN])
+{
+	k[0] = STORE_CHG_PITH;
+	memcpy(k + 1, skey, STORE_SKEY_LEN);
+}
+
+static int log_ready(store_t *st, pith_err_t *err)
+{
+	if (!st->cf[STORE_CF_CHANGES])
+		return pith_err_set(err, PITH_EINVAL, "store: no change log in this schema-%d store "
+				    "(open it read-write once to build it)", st->schema);
+	return 0;
+}
+
+/* CHANGE (keys.h) into out; its length. */
+static size_t chg_encode(uint8_t out[STORE_CHG_MAX], const uint8_t state_hash[32],
+			 const store_chg_bundle_t *b)
+{
+	memcpy(out, state_hash, 32);
+	if (!b || !b->has)
+		return 32;
+	size_t n = strlen(b->built_at);
+	memcpy(out + 32, b->sha, 32);
+	memcpy(out + 64, b->built_at, n);
+	return 64 + n;
+}
+
+/* 0, or -1 if v is not a CHANGE. */
+static int chg_decode(const uint8_t *v, size_t vl, uint8_t state_hash[32], store_chg_bundle_t *b)
+{
+	memset(b, 0, sizeof(*b));
+	if (vl == STORE_CHG_MIN) {
+		memcpy(state_hash, v, 32);
+		return 0;
+	}
+	if (vl < 64 + 20 || vl > STORE_CHG_MAX)
+		return -1;
+	for (size_t i = 64; i < vl; i++)
+		if (v[i] < 0x21 || v[i] > 0x7e)
+			return -1;
+	memcpy(state_hash, v, 32);
+	b->has = 1;
+	memcpy(b->sha, v + 32, 32);
+	memcpy(b->built_at, v + 64, vl - 64);
+	b->built_at[vl - 64] = 0;
+	return 0;
+}
+
+int store_chg_bundle_of(const json_value_t *bundle, store_chg_bundle_t *out, pith_err_t *err)
+{
+	int64_t us;
+	char hex[65];
+	memset(out, 0, sizeof(*out));
+	int rc = store_bundle_ident(bundle, &us, hex, err);
+	if (rc)
+		return rc;
+	const char *built = json_get_str(bundle, "built_at");
+	if (strlen(built) > STORE_BUILT_AT_MAX)
+		return pith_err_set(err, PITH_EINVAL, "bundle: built_at longer than %d bytes",
+				    STORE_BUILT_AT_MAX);
+	pith_hex_decode(hex, 64, out->sha, 32);
+	memcpy(out->built_at, built, strlen(built) + 1);
+	out->has = 1;
+	return 0;
+}
+
+int store_change_get(store_t *st, const uint8_t skey[STORE_SKEY_LEN], uint64_t *seq,
+		     store_chg_bundle_t *bundle, pith_err_t *err)
+{
+	uint8_t k[STORE_CHG_PITH_LEN], hash[32];
+	char *val;
+	size_t vl;
+	*seq = 0;
+	memset(bundle, 0, sizeof(*bundle));
+	pith_key(skey, k);
+	int rc = store_get_raw(st, STORE_CF_CHANGES, k, sizeof(k), &val, &vl, err);
+	if (rc || !val)
+		return rc;
+	if (vl < 8 || chg_decode((const uint8_t *)val + 8, vl - 8, hash, bundle)) {
+		rocksdb_free(val);
+		return pith_err_set(err, PITH_EIO, "store: change log entry of %.26s: %zu bytes",
+				    (const char *)skey, vl);
+	}
+	*seq = store_be64_get((const uint8_t *)val);
+	rocksdb_free(val);
+	return 1;
+}
+
+void store_change_write(rocksdb_writebatch_t *wb, store_t *st, const uint8_t skey[STORE_SKEY_LEN],
+			uint64_t seq, uint64_t old_seq, const uint8_t state_hash[32],
+			const store_chg_bundle_t *bundle)
+{
+	rocksdb_column_family_handle_t *cf = st->cf[STORE_CF_CHANGES];
+	uint8_t sk[STORE_CHG_SEQ_LEN], pk[STORE_CHG_PITH_LEN];
+	uint8_t sv[STORE_SKEY_LEN + STORE_CHG_MAX], pv[8 + STORE_CHG_MAX];
+	if (old_seq) {
+		seq_key(old_seq, sk);
+		rocksdb_writebatch_delete_cf(wb, cf, (const char *)sk, sizeof(sk));
+	}
+	size_t n = chg_encode(sv + STORE_SKEY_LEN, state_hash, bundle);
+	memcpy(sv, skey, STORE_SKEY_LEN);
+	store_be64_put(pv, seq);
+	memcpy(pv + 8, sv + STORE_SKEY_LEN, n);
+	seq_key(seq, sk);
+	pith_key(skey, pk);
+	rocksdb_writebatch_put_cf(wb, cf, (const char *)sk, sizeof(sk), (const char *)sv,
+				  STORE_SKEY_LEN + n);
+	rocksdb_writebatch_put_cf(wb, cf, (const char *)pk, sizeof(pk), (const char *)pv, 8 + n);
+}
+
+/* ---- reading -------------------------------------------------------------- */
+
+int store_changes_each(store_t *st, uint64_t after, size_t limit, store_change_fn fn, void *arg,
+		       uint64_t *next, pith_err_t *err)
+{
+	uint8_t lo[STORE_CHG_SEQ_LEN], hi = STORE_CHG_SEQ + 1;
+	store_iter_t it;
+	size_t n = 0;
+	if (next)
+		*next = after;
+	int rc = log_ready(st, err);
+	if (rc || after == UINT64_MAX)
+		return rc;
+	seq_key(after + 1, lo);
+	if ((rc = store_iter_open(st, STORE_CF_CHANGES, lo, sizeof(lo), &hi, 1, &it, err)))
+		return rc;
+	for (; store_iter_valid(&it) && (!limit || n < limit); store_iter_next(&it)) {
+		size_t kl, vl;
+		const uint8_t *k = store_iter_key(&it, &kl), *v = store_iter_value(&it, &vl);
+		store_change_t ch;
+		store_chg_bundle_t b;
+		if (kl != STORE_CHG_SEQ_LEN || vl < STORE_SKEY_LEN ||
+		    chg_decode(v + STORE_SKEY_LEN, vl - STORE_SKEY_LEN, ch.state_hash, &b)) {
+			rc = pith_err_set(err, PITH_EIO, "store: change log entry of %zu/%zu bytes", kl, vl);
+			break;
+		}
+		ch.seq = store_be64_get(k + 1);
+		store_skey_pith(v, ch.pith_number);
+		ch.has_bundle = b.has;
+		memcpy(ch.bundle_sha, b.sha, 32);
+		memcpy(ch.built_at, b.built_at, sizeof(ch.built_at));
+		if ((rc = fn(arg, &ch)))
+			break;
+		if (next)
+			*next = ch.seq;
+		n++;
+	}
+	if (!rc)
+		rc = store_iter_status(&it, err);
+	store_iter_close(&it);
+	return rc;
+}
+
+uint64_t store_changes_last(store_t *st)
+{
+	pthread_mutex_lock(&st->wmu);
+	uint64_t v = st->changes_seq;
+	pthread_mutex_unlock(&st->wmu);
+	return v;
+}
+
+int store_changes_recover(store_t *st, pith_err_t *err)
+{
+	uint8_t lo = STORE_CHG_SEQ, hi = STORE_CHG_SEQ + 1, top[STORE_CHG_SEQ_LEN];
+	store_iter_t it;
+	st->changes_seq = 0;
+	if (!st->cf[STORE_CF_CHANGES])
+		return 0;
+	int rc = store_iter_open(st, STORE_CF_CHANGES, &lo, 1, &hi, 1, &it, err);
+	if (rc)
+		return rc;
+	seq_key(UINT64_MAX, top);
+	rocksdb_iter_seek_for_prev(it.it, (const char *)top, sizeof(top));
+	if (store_iter_valid(&it)) {
+		size_t kl;
+		const uint8_t *k = store_iter_key(&it, &kl);
+		if (kl == STORE_CHG_SEQ_LEN)
+			st->changes_seq = store_be64_get(k + 1);
+		else
+			rc = pith_err_set(err, PITH_EIO, "store: change log key of %zu bytes", kl);
+	}
+	if (!rc)
+		rc = store_iter_status(&it, err);
+	store_iter_close(&it);
+	return rc;
+}
+
+/* ---- building the log of a schema-4 store ----------------------------------- */
+
+/* The bundle part of the stored bundle of skey (none if it has none). */
+static int stored_bundle_part(store_t *st, const uint8_t skey[STORE_SKEY_LEN],
+			      store_chg_bundle_t *out, pith_err_t *err)
+{
+	char *val;
+	size_t vl;
+	json_doc_t *d = NULL;
+	memset(out, 0, sizeof(*out));
+	int rc = store_get_raw(st, STORE_CF_BUNDLES, skey, STORE_SKEY_LEN, &val, &vl, err);
+	if (rc || !val)
+		return rc;
+	pith_err_t e = {0};
+	rc = json_parse(&d, (const uint8_t *)val, vl, NULL, &e);
+	rocksdb_free(val);
+	if (!rc)
+		rc = store_chg_bundle_of(json_doc_root(d), out, &e);
+	json_doc_free(d);
+	if (rc)
+		return pith_err_set(err, PITH_EIO, "store: stored bundle of %.26s: %s", (const char *)skey,
+				    e.msg);
+	return 0;
+}
+
+typedef struct build {
+	store_t *st;
+	uint64_t seq;
+} build_t;
+
+static int log_record(void *arg, rocksdb_writebatch_t *wb, const uint8_t *k, size_t kl,
+		      const uint8_t *v, size_t vl, pith_err_t *err)
+{
+	build_t *b = arg;
+	store_rec_t rec;
+	store_chg_bundle_t bp = {0};
+	if (kl != STORE_SKEY_LEN || store_rec_decode(v, vl, &rec))
+		return pith_err_set(err, PITH_EIO, "store: malformed record summary (%zu/%zu bytes)",
+				    kl, vl);
+	int rc = rec.has_bundle ? stored_bundle_part(b->st, k, &bp, err) : 0;
+	if (rc)
+		return rc;
+	store_change_write(wb, b->st, k, ++b->seq, 0, rec.hash, &bp);
+	return 2;
+}
+
+int store_changes_build(store_t *st, uint64_t *logged, pith_err_t *err)
+{
+	/* nothing commits before the build ends: clearing makes a build cut
+	 * short by a crash start again from the same numbers */
+	static const char end = (char)0xff;
+	char *e = NULL;
+	build_t b = {.st = st};
+	rocksdb_delete_range_cf(st->db, st->wo, st->cf[STORE_CF_CHANGES], "", 0, &end, 1, &e);
+	if (e)
+		return store_db_error(err, e, "clearing the change log");
+	uint64_t n = 0;
+	int rc = store_upgrade_walk(st, STORE_CF_RECORDS, log_record, &b, STORE_SCHEMA_VERSION,
+				    "building the change log", &n, err);
+	if (!rc && logged)
+		*logged = b.seq;
+	return rc;
+}
+
+/* ---- the audit ------------------------------------------------------------ */
+
+static int audit_record(store_t *st, const uint8_t *k, const uint8_t *v, size_t vl,
+			void (*problem)(void *arg, const char *line), void *arg, pith_err_t *err)
+{
+	char line[200];
+	store_rec_t rec;
+	store_chg_bundle_t have, want;
+	uint64_t seq;
+	if (store_rec_decode(v, vl, &rec))
+		return 0; /* the records audit reports it */
+	int rc = store_change_get(st, k, &seq, &have, err);
+	if (rc < 0) {
+		snprintf(line, sizeof(line), "changes: %.26s: %.160s", (const char *)k, err ? err->msg : "");
+		problem(arg, line);
+		return 0;
+	}
+	if (rc == 0) {
+		snprintf(line, sizeof(line), "changes: record %.26s is not in the change log",
+			 (const char *)k);
+		problem(arg, line);
+		return 0;
+	}
+	uint8_t sk[STORE_CHG_SEQ_LEN], hash[32], pk[STORE_CHG_PITH_LEN];
+	char *sv;
+	size_t svl;
+	seq_key(seq, sk);
+	pith_key(k, pk);
+	if ((rc = store_get_raw(st, STORE_CF_CHANGES, sk, sizeof(sk), &sv, &svl, err)))
+		return rc;
+	char *pv;
+	size_t pvl;
+	if ((rc = store_get_raw(st, STORE_CF_CHANGES, pk, sizeof(pk), &pv, &pvl, err))) {
+		rocksdb_free(sv);
+		return rc;
+	}
+	int same = sv && svl >= STORE_SKEY_LEN && !memcmp(sv, k, STORE_SKEY_LEN) && pv &&
+		   svl - STORE_SKEY_LEN == pvl - 8 && !memcmp(sv + STORE_SKEY_LEN, pv + 8, pvl - 8);
+	if (same)
+		chg_decode((const uint8_t *)pv + 8, pvl - 8, hash, &have);
+	rocksdb_free(sv);
+	rocksdb_free(pv);
+	if (!same) {
+		snprintf(line, sizeof(line), "changes: record %.26s: its entry %llu does not name it "
+			 "with the same change", (const char *)k, (unsigned long long)seq);
+		problem(arg, line);
+		return 0;
+	}
+	if (seq > st->changes_seq) {
+		snprintf(line, sizeof(line), "changes: record %.26s at %llu, past the sequence's %llu",
+			 (const char *)k, (unsigned long long)seq, (unsigned long long)st->changes_seq);
+		problem(arg, line);
+	}
+	pith_err_t e = {0};
+	if (stored_bundle_part(st, k, &want, &e))
+		return 0; /* the bundles audit reports it */
+	if (memcmp(hash, rec.hash, 32) || have.has != want.has ||
+	    (want.has && (memcmp(have.sha, want.sha, 32) || strcmp(have.built_at, want.built_at)))) {
+		snprintf(line, sizeof(line), "changes: the entry of %.26s differs from its state or "
+			 "newest bundle", (const char *)k);
+		problem(arg, line);
+	}
+	return 0;
+}
+
+int store_changes_audit(store_t *st, void (*problem)(void *arg, const char *line), void *arg,
+			pith_err_t *err)
+{
+	store_iter_t it;
+	uint64_t nrec = 0;
+	if (!st->cf[STORE_CF_CHANGES])
+		return 0; /* a schema-4 store opened read-only: built at its next read-write open */
+	int rc = store_iter_open(st, STORE_CF_RECORDS, NULL, 0, NULL, 0, &it, err);
+	if (rc)
+		return rc;
+	for (; store_iter_valid(&it) && !rc; store_iter_next(&it)) {
+		size_t kl, vl;
+		const uint8_t *k = store_iter_key(&it, &kl), *v = store_iter_value(&it, &vl);
+		nrec++;
+		if (kl == STORE_SKEY_LEN)
+			rc = audit_record(st, k, v, vl, problem, arg, err);
+	}
+	if (!rc)
+		rc = store_iter_status(&it, err);
+	store_iter_close(&it);
+	if (rc)
+		return rc;
+	/* every record has its entries (checked above): equal counts mean
+	 * none is left of an earlier change */
+	const store_key_kind_t kinds[2] = {{STORE_CHG_SEQ, STORE_CHG_SEQ_LEN, "sequence"},
+					   {STORE_CHG_PITH, STORE_CHG_PITH_LEN, "record"}};
+	return store_audit_key_kinds(st, STORE_CF_CHANGES, kinds, nrec, "records", problem, arg, err);
+}
