@@ -16,7 +16,7 @@
  * network, TLS, a body over the cap) is counted by cause, backs the
  * upstream off when it is the upstream's trouble, and moves on too. A 200
  * is an INGEST_BUNDLE job claiming the record, verified like a peer's. */
-#include "follower.h"
+#include "follower_int.h"
 
 #include <curl/curl.h>
 #include <errno.h>
@@ -38,102 +38,11 @@
 #include "stats.h"
 #include "upstream.h"
 
-#define FOLLOW_FILE "follow"
-#define ETAG_FILE "upstream-etags"
-#define SMALL_MAX (1u << 20)      /* a manifest or resolve answer */
-#define ETAG_MAX 128
-#define URL_CAP (PITH_URL_MAX + 256)
-#define WAITERS_MAX 4096          /* read-through requests waiting, all records */
-#define NEG_MAX 65536             /* ids in the negative cache */
-#define LOGGED_MAX 4096           /* (cause, URL) pairs logged once */
-#define REASONS_MAX 24
-#define TICK_MS 100
-#define ETAG_SAVE_US (60 * INT64_C(1000000))
-#define BACKOFF_MAX_S 300
-#define RETRY_AFTER_MAX_S 3600
-#define NOT_IN_HEAP SIZE_MAX
-
-typedef enum step { ST_IDLE = 0, ST_RESOLVE, ST_BUNDLE, ST_INGEST } step_t;
-
-/* Why a request failed, for counters and logs. */
-enum cause {
-	C_HTTP_5XX = 0, C_HTTP_429, C_HTTP_4XX, C_REDIRECT, C_TIMEOUT, C_DNS, C_CONNECT, C_TLS,
-	C_TOO_BIG, C_BAD_ANSWER, C_NETWORK, NCAUSES
-};
-static const char *const cause_names[NCAUSES] = {
+const char *const follower_cause_names[NCAUSES] = {
 	"http_5xx", "http_429", "http_4xx", "redirect", "timeout", "dns", "connect", "tls",
 	"too_big", "bad_answer", "network",
 };
-
-typedef struct waiter {
-	uint64_t token;
-	struct waiter *next;
-} waiter_t;
-
-typedef struct rec {
-	struct follower *f;
-	uint8_t key[32];
-	char body[PITH_BODY_LEN + 1];   /* "" until known */
-	char pith[PITH_NUMBER_LEN + 1]; /* the full number, "" until known */
-	char *alias;                    /* the id as given, while unresolved */
-	char *etag, *etag_url;          /* of the last 200 that was kept */
-	char *new_etag;                 /* of the 200 in the pipeline */
-	step_t step;
-	uint8_t followed;
-	uint8_t src, cand;              /* upstream and bundle layout being tried */
-	uint8_t found_any;              /* some upstream answered other than 404 */
-	int64_t due_us;
-	size_t heap;
-	uint64_t serial;                /* while fetching: in f->active */
-	uint64_t req;                   /* hclient request in flight */
-	char url[URL_CAP];
-	waiter_t *waiters;
-} rec_t;
-
-typedef struct reason_count {
-	const char *reason; /* static: the pipeline's names */
-	uint64_t n;
-} reason_count_t;
-
-typedef struct src {
-	struct follower *f;
-	char base[PITH_URL_MAX];         /* no trailing '/' */
-	char pattern[PITH_URL_MAX];      /* the manifest's bundle_pattern, or "" */
-	int manifest;                    /* 0 not asked, 1 asking, 2 answered or failed */
-	int manifest_seen;               /* asked once and answered (or failed) */
-	int has_manifest;
-	uint64_t manifest_req;
-	int64_t manifest_next_us;
-	int64_t blocked_until_us;
-	unsigned fails;                  /* in a row */
-	uint64_t requests, not_modified, bytes, bundles, stored, unchanged, not_found;
-	uint64_t failed[NCAUSES];
-	reason_count_t rejected[REASONS_MAX];
-	uint64_t rejected_total;
-	char last_error[320];
-	int64_t last_error_us;
-} src_t;
-
-struct follower {
-	follower_deps_t d;
-	follower_opts_t o;
-	char data_dir[512];
-	hc_t *hc;
-	src_t *srcs;
-	size_t nsrcs;
-	idmap_t *recs;      /* key -> rec_t */
-	idmap_t *active;    /* serial -> rec_t, while fetching */
-	idmap_t *neg;       /* id key -> expiry (µs) as a pointer-sized integer */
-	idmap_t *logged;    /* (cause, URL) key -> 1 */
-	rec_t **heap;
-	size_t nheap, capheap;
-	size_t nactive, nwaiters, nfollowed;
-	uint64_t next_serial;
-	struct event *tick;
-	int etags_dirty;
-	int64_t etags_saved_us;
-	uint64_t answered[4];
-};
+#define cause_names follower_cause_names
 
 static void rec_start(follower_t *f, rec_t *r);
 static void rec_next_src(follower_t *f, rec_t *r);
@@ -246,6 +155,7 @@ static rec_t *rec_new(follower_t *f, const uint8_t key[32])
 	rec_t *r = calloc(1, sizeof(*r));
 	if (!r)
 		return NULL;
+	r->act = ACT_REC;
 	r->f = f;
 	memcpy(r->key, key, 32);
 	r->heap = NOT_IN_HEAP;
@@ -329,12 +239,9 @@ static int have_bundle(follower_t *f, const rec_t *r)
 
 /* ---- counting and logging --------------------------------------------------------- */
 
-static void src_error(follower_t *f, src_t *s, int cause, const char *url, const char *fmt, ...)
-	__attribute__((format(printf, 5, 6)));
-
 /* Counts a failure of cause at url, keeps it as the upstream's last error,
  * and logs it the first time this cause is seen at this URL. */
-static void src_error(follower_t *f, src_t *s, int cause, const char *url, const char *fmt, ...)
+void follower_src_error(follower_t *f, src_t *s, int cause, const char *url, const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
@@ -357,7 +264,7 @@ static void src_error(follower_t *f, src_t *s, int cause, const char *url, const
 	log_warn("upstream %s: %s (%s; said once per cause and URL)", s->base, s->last_error, cn);
 }
 
-static void count_rejected(src_t *s, const char *reason)
+void follower_count_rejected(src_t *s, const char *reason)
 {
 	s->rejected_total++;
 	for (int i = 0; i < REASONS_MAX; i++) {
@@ -375,7 +282,7 @@ static void count_rejected(src_t *s, const char *reason)
 
 /* The upstream's own trouble (5xx, 429, network): it rests a while,
  * doubling to BACKOFF_MAX_S, jittered; Retry-After, when given, rules. */
-static void src_backoff(src_t *s, int64_t retry_after_s)
+void follower_src_backoff(src_t *s, int64_t retry_after_s)
 {
 	int64_t now = node_now_us();
 	s->fails++;
@@ -393,7 +300,7 @@ static void src_backoff(src_t *s, int64_t retry_after_s)
 		s->blocked_until_us = now + us;
 }
 
-static int classify(const hc_result_t *res)
+int follower_classify(const hc_result_t *res)
 {
 	if (res->over_cap)
 		return C_TOO_BIG;
@@ -420,20 +327,25 @@ static int classify(const hc_result_t *res)
 	return C_HTTP_4XX;
 }
 
+int follower_cause_backs_off(int cause)
+{
+	return cause != C_TOO_BIG && cause != C_HTTP_4XX && cause != C_REDIRECT &&
+	       cause != C_BAD_ANSWER;
+}
+
 /* A failed request of r at its upstream: counted, the upstream backed off
  * when the fault is its own, and the next upstream tried. */
 static void rec_request_failed(follower_t *f, rec_t *r, const hc_result_t *res)
 {
 	src_t *s = &f->srcs[r->src];
-	int cause = classify(res);
+	int cause = follower_classify(res);
 	if (res->curl_code)
-		src_error(f, s, cause, res->url, "%s: %s", res->url,
+		follower_src_error(f, s, cause, res->url, "%s: %s", res->url,
 			  res->error && *res->error ? res->error : "transfer failed");
 	else
-		src_error(f, s, cause, res->url, "%s answered HTTP %ld", res->url, res->status);
-	if (cause != C_TOO_BIG && cause != C_HTTP_4XX && cause != C_REDIRECT &&
-	    cause != C_BAD_ANSWER)
-		src_backoff(s, res->status == 429 || res->status == 503 ? res->retry_after_s : -1);
+		follower_src_error(f, s, cause, res->url, "%s answered HTTP %ld", res->url, res->status);
+	if (follower_cause_backs_off(cause))
+		follower_src_backoff(s, res->status == 429 || res->status == 503 ? res->retry_after_s : -1);
 	r->found_any = 1;
 	r->src++;
 	rec_next_src(f, r);
@@ -467,10 +379,8 @@ static void follow_append(follower_t *f, const char *text);
  * (followed) or forgotten. */
 static void rec_finish(follower_t *f, rec_t *r, up_answer_t a)
 {
-	uint8_t key[32];
 	if (r->serial) {
-		idmap_key_u64(r->serial, key);
-		idmap_del(f->active, key);
+		follower_active_del(f, r->serial);
 		r->serial = 0;
 		f->nactive--;
 	}
@@ -673,7 +583,7 @@ static void on_resolve(void *arg, const hc_result_t *res)
 		return;
 	}
 	if (rc) {
-		src_error(f, s, C_BAD_ANSWER, res->url, "%s: %s", res->url, e.msg);
+		follower_src_error(f, s, C_BAD_ANSWER, res->url, "%s: %s", res->url, e.msg);
 		r->found_any = 1;
 		r->src++;
 		rec_next_src(f, r);
@@ -751,7 +661,12 @@ int follower_job_done(follower_t *f, const ingest_job_t *job)
 		return 0;
 	uint8_t key[32];
 	idmap_key_u64(job->follow, key);
-	rec_t *r = idmap_get(f->active, key);
+	int *act = idmap_get(f->active, key);
+	if (act && *act == ACT_FEED_ITEM) {
+		feed_job_done(f, act, job);
+		return 1;
+	}
+	rec_t *r = (rec_t *)act;
 	if (!r || r->step != ST_INGEST)
 		return 1;
 	src_t *s = &f->srcs[r->src];
@@ -772,8 +687,8 @@ int follower_job_done(follower_t *f, const ingest_job_t *job)
 		return 1;
 	}
 	const char *reason = job->reason ? job->reason : "invalid";
-	count_rejected(s, reason);
-	src_error(f, s, -1, r->url, "%s: bundle rejected (%s): %s", r->url, reason, job->msg);
+	follower_count_rejected(s, reason);
+	follower_src_error(f, s, -1, r->url, "%s: bundle rejected (%s): %s", r->url, reason, job->msg);
 	free(r->new_etag);
 	r->new_etag = NULL;
 	if (job->fail == INGEST_FAIL_SHUTDOWN || job->fail == INGEST_FAIL_COMMIT ||
@@ -810,10 +725,10 @@ static void on_manifest(void *arg, const hc_result_t *res)
 	s->manifest_next_us = node_now_us() + f->o.refresh_s * INT64_C(1000000);
 	if (res->curl_code || res->status != 200) {
 		if (res->status != 404 && res->status != 0)
-			src_error(f, s, classify(res), res->url, "%s answered HTTP %ld: using the registry's layouts",
+			follower_src_error(f, s, follower_classify(res), res->url, "%s answered HTTP %ld: using the registry's layouts",
 				  res->url, res->status);
 		else if (res->curl_code)
-			src_error(f, s, classify(res), res->url, "%s: %s: using the registry's layouts",
+			follower_src_error(f, s, follower_classify(res), res->url, "%s: %s: using the registry's layouts",
 				  res->url, res->error ? res->error : "failed");
 		pump(f);
 		return;
@@ -821,7 +736,7 @@ static void on_manifest(void *arg, const hc_result_t *res)
 	pith_manifest_t *m = malloc(sizeof(*m));
 	pith_err_t e = {0};
 	if (!m || pith_manifest_parse(res->body, res->body_len, NULL, m, &e)) {
-		src_error(f, s, C_BAD_ANSWER, res->url, "%s: %s: using the registry's layouts",
+		follower_src_error(f, s, C_BAD_ANSWER, res->url, "%s: %s: using the registry's layouts",
 			  res->url, m ? e.msg : "out of memory");
 		free(m);
 		pump(f);
@@ -835,6 +750,9 @@ static void on_manifest(void *arg, const hc_result_t *res)
 		}
 	s->has_manifest = 1;
 	snprintf(s->pattern, sizeof(s->pattern), "%s", pick->bundle_pattern);
+	snprintf(s->changes_url, sizeof(s->changes_url), "%s", pick->changes_url);
+	if (s->changes_url[0] && !s->feed)
+		feed_start(f, s);
 	log_info("upstream %s: manifest read, bundles at %s", s->base,
 		 s->pattern[0] ? s->pattern : "the registry's layouts");
 	free(m);
@@ -856,13 +774,25 @@ static void manifest_ask(follower_t *f, size_t i)
 
 /* ---- running ------------------------------------------------------------------------ */
 
+uint64_t follower_active_add(follower_t *f, void *obj)
+{
+	uint64_t serial = ++f->next_serial;
+	uint8_t key[32];
+	idmap_key_u64(serial, key);
+	return idmap_put(f->active, key, obj) ? 0 : serial;
+}
+
+void follower_active_del(follower_t *f, uint64_t serial)
+{
+	uint8_t key[32];
+	idmap_key_u64(serial, key);
+	idmap_del(f->active, key);
+}
+
 static void rec_start(follower_t *f, rec_t *r)
 {
-	r->serial = ++f->next_serial;
-	uint8_t key[32];
-	idmap_key_u64(r->serial, key);
-	if (idmap_put(f->active, key, r)) {
-		r->serial = 0;
+	r->serial = follower_active_add(f, r);
+	if (!r->serial) {
 		schedule(f, r, node_now_us() + 1000000);
 		return;
 	}
@@ -897,6 +827,7 @@ static void tick_cb(evutil_socket_t fd, short what, void *arg)
 		if (f->srcs[i].manifest == 2 && now >= f->srcs[i].manifest_next_us)
 			manifest_ask(f, i); /* the layouts may have moved */
 	pump(f);
+	feed_tick(f);
 	if (f->etags_dirty && now - f->etags_saved_us > ETAG_SAVE_US)
 		etags_save(f);
 }
@@ -1141,6 +1072,8 @@ void follower_free_(follower_t *f)
 	if (f->etags_dirty)
 		etags_save(f);
 	hc_free(f->hc); /* no callbacks from here on */
+	for (size_t i = 0; f->srcs && i < f->nsrcs; i++)
+		feed_free(f, &f->srcs[i]);
 	if (f->tick)
 		event_free(f->tick);
 	if (f->recs)
@@ -1237,7 +1170,9 @@ void follower_status_json(follower_t *f, pith_buf_t *b)
 						(unsigned long long)s->failed[c]);
 				first = 0;
 			}
-		pith_buf_puts(b, "},\"last_error\":");
+		pith_buf_puts(b, "}");
+		feed_status_json(s, b);
+		pith_buf_puts(b, ",\"last_error\":");
 		if (s->last_error[0]) {
 			json_write_string(b, s->last_error, strlen(s->last_error));
 			pith_buf_printf(b, ",\"last_error_age_seconds\":%.1f",

@@ -625,3 +625,79 @@ int pith_changes_parse(const uint8_t *buf, size_t len, const pith_upstream_limit
 	}
 	return rc;
 }
+
+/* ---- a record's events page ---------------------------------------------------- */
+
+/* An integer member that may be absent (def) or null (-1 when null_ok). */
+static int offset_get(const json_value_t *v, const char *name, int null_ok, int64_t def,
+		      int64_t *out, pith_err_t *err)
+{
+	if (!v) {
+		*out = def;
+		return 0;
+	}
+	if (null_ok && json_is(v, JSON_NULL)) {
+		*out = -1;
+		return 0;
+	}
+	char *end = NULL;
+	long long x = json_is(v, JSON_INT) ? strtoll(v->u.str, &end, 10) : -1;
+	if (!json_is(v, JSON_INT) || v->u.str[0] == '-' || (end && *end) || x < 0 ||
+	    x > INT64_C(1) << 53)
+		return pith_err_set(err, PITH_EINVAL, "%s: not a non-negative integer", name);
+	*out = x;
+	return 0;
+}
+
+int pith_events_page_parse(const uint8_t *buf, size_t len, const pith_upstream_limits_t *lim,
+			   const char *pith, size_t max_events, pith_event_bytes_fn fn, void *arg,
+			   int64_t *next_offset, pith_err_t *err)
+{
+	*next_offset = -1;
+	if (!lim)
+		lim = &pith_changes_limits_default;
+	if (!max_events || max_events > PITH_EVENTS_PAGE_MAX)
+		max_events = PITH_EVENTS_PAGE_MAX;
+	json_doc_t *doc;
+	int rc = doc_parse(buf, len, lim, "events page", &doc, err);
+	if (rc)
+		return rc;
+	const json_value_t *root = json_doc_root(doc);
+	const json_value_t *events = json_get(root, "events");
+	const char *pn = json_get_str(root, "pith_number");
+	int64_t offset = 0, next = -1;
+	if (!json_is(root, JSON_OBJECT)) {
+		rc = pith_err_set(err, PITH_EINVAL, "events page: not a JSON object");
+	} else if (!pn || !pith_number_is_valid(pn)) {
+		rc = pith_err_set(err, PITH_EINVAL, "pith_number: missing or not a full pith number");
+	} else if (pith && strcmp(pn, pith)) {
+		rc = pith_err_set(err, PITH_EINVAL, "pith_number: %s, not the record asked for (%s)", pn,
+				  pith);
+	} else if (!json_is(events, JSON_ARRAY)) {
+		rc = pith_err_set(err, PITH_EINVAL, "events: missing or not an array");
+	} else if (events->len > max_events) {
+		rc = pith_err_set(err, PITH_ETOOBIG, "events: %zu entries, more than the limit %zu",
+				  events->len, max_events);
+	} else if (!(rc = offset_get(json_get(root, "offset"), "offset", 0, 0, &offset, err)) &&
+		   !(rc = offset_get(json_get(root, "next_offset"), "next_offset", 1, -1, &next, err)) &&
+		   next >= 0 && next <= offset) {
+		rc = pith_err_set(err, PITH_EINVAL, "next_offset: %lld, not past offset %lld",
+				  (long long)next, (long long)offset);
+	}
+	for (size_t i = 0; !rc && i < events->len; i++)
+		if (!json_is(events->u.items[i], JSON_OBJECT))
+			rc = pith_err_set(err, PITH_EINVAL, "events[%zu]: not an object", i);
+	pith_buf_t b = PITH_BUF_INIT;
+	for (size_t i = 0; !rc && i < events->len; i++) {
+		pith_buf_reset(&b);
+		if (json_canon_write(events->u.items[i], &b) || b.oom)
+			rc = pith_err_set(err, PITH_ENOMEM, "out of memory");
+		else
+			rc = fn(arg, b.data, b.len);
+	}
+	pith_buf_release(&b);
+	json_doc_free(doc);
+	if (!rc)
+		*next_offset = next;
+	return rc;
+}

@@ -151,4 +151,25 @@ int pith_changes_parse(const uint8_t *buf, size_t len, const pith_upstream_limit
 		       pith_change_t *out, size_t cap, size_t *n,
 		       char next[static PITH_CURSOR_MAX + 1], pith_err_t *err);
 
+/* ---- a record's events page (GET /api/pith-number/{ID}/events.json) -------
+ * {"events":[EVENT,...],"next_offset":N|null,"pith_number":...,...}: what a
+ * pithd serves (docs/http.md), read by a follower of its change feed. */
+
+#define PITH_EVENTS_PAGE_MAX 10000 /* events a page may hold, at most */
+
+/* Hands each event of an events page (len bytes) to fn as its canonical
+ * JSON bytes, in order, after checking the page whole: an object whose
+ * pith_number is well formed and equals pith (when pith is not NULL), an
+ * "events" array of at most max_events (and PITH_EVENTS_PAGE_MAX) objects,
+ * and next_offset null or an integer greater than the page's offset (0
+ * when absent). Nothing in an event is checked here: the caller verifies
+ * each one as gossip does. *next_offset gets the next page's offset, or
+ * -1 when there is none. lim NULL: pith_changes_limits_default. fn
+ * returning non-zero stops with that code. 0, PITH_ETOOBIG, PITH_EINVAL
+ * (err names the field), PITH_ENOMEM, or fn's code. */
+typedef int (*pith_event_bytes_fn)(void *arg, const uint8_t *bytes, size_t len);
+int pith_events_page_parse(const uint8_t *buf, size_t len, const pith_upstream_limits_t *lim,
+			   const char *pith, size_t max_events, pith_event_bytes_fn fn, void *arg,
+			   int64_t *next_offset, pith_err_t *err);
+
 #endif

@@ -38,6 +38,7 @@ MODULES = {
     "addrbook": ["addrbook.c", "addrbook_file.c", "addrbook_ctl.c"],
     "relay": ["relay.c", "relay_bundle.c", "relay_inv.c"],
     "sync": ["sync.c", "sync_ctl.c"],
+    "follower": ["follower.c", "follower_feed.c"],
     "node": ["node.c", "node_ctl.c", "node_http.c"],
     "ingest": ["ingest.c", "ingest_core.c", "ingest_validate.c"],
     "http": ["http.c", "http_conn.c", "http_uri.c", "http_doc.c", "http_views.c",

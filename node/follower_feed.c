@@ -1,0 +1,493 @@
+/* Following a pithd's change feed (issue 14, item 3; docs/upstream.md,
+ * "Following a change feed").
+ *
+ * An upstream whose manifest entry names a changes_url is a pithd (or
+ * anything serving its feed): the follower reads the whole feed, a page at
+ * a time from its saved cursor, and for each record whose state_sha256
+ * differs from the store's own fetches what it lacks: the bundle when the
+ * upstream's is newer than the stored one (docs/merge.md's order), then,
+ * if the state still differs, the record's events (events.json, paged).
+ * Everything goes through the node's ingest pipeline, verified as gossip
+ * is. A page's cursor is saved (DATA/upstream-cursors) only once every
+ * record of the page is done; a transport failure leaves the cursor where
+ * it was, and the page is read again after the upstream's backoff (what
+ * was stored by then is found equal and skipped). A record whose state
+ * still differs after its events (events signed by keys not trusted
+ * here, say) is counted as diverged and does not hold the cursor. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "follower_int.h"
+#include "json.h"
+#include "log.h"
+
+#define CURSOR_FILE "upstream-cursors"
+#define FEED_PAGE 1000          /* changes asked for at once */
+#define EVENTS_PAGE_MAX 1000    /* events per events.json page */
+#define FEED_RETRY_US (5 * INT64_C(1000000))
+
+typedef struct feed feed_t;
+
+typedef struct fitem {
+	int act;                 /* ACT_FEED_ITEM */
+	feed_t *feed;
+	size_t idx;              /* in feed->page */
+	uint64_t serial;
+	uint64_t req;
+	int64_t offset;          /* of the next events page, -1 when read whole */
+	size_t jobs;             /* in the pipeline */
+	int bundle_done;
+	int failed;
+	char url[URL_CAP];
+} fitem_t;
+
+struct feed {
+	follower_t *f;
+	src_t *s;
+	char cursor[PITH_CURSOR_MAX + 1];    /* saved: every change before it is done */
+	char page_next[PITH_CURSOR_MAX + 1];
+	uint64_t req;                        /* the page request */
+	int64_t next_poll_us;
+	pith_change_t *page;
+	size_t n, started, done, running;
+	int page_failed;
+	fitem_t *items;
+	uint64_t pages, changes, same, bundles, events_pages, events, diverged;
+};
+
+static void item_step(fitem_t *it);
+static void poll_page(feed_t *fd);
+
+/* ---- the cursors file: "BASE_URL CURSOR" a line ------------------------------------- */
+
+static void cursors_path(const follower_t *f, char *out, size_t cap)
+{
+	snprintf(out, cap, "%s/%s", f->data_dir, CURSOR_FILE);
+}
+
+static void cursor_load(feed_t *fd)
+{
+	char path[600], line[PITH_URL_MAX + PITH_CURSOR_MAX + 8];
+	cursors_path(fd->f, path, sizeof(path));
+	FILE *fp = fopen(path, "r");
+	if (!fp)
+		return;
+	while (fgets(line, sizeof(line), fp)) {
+		char *sp = strrchr(line, ' '), *nl = strchr(line, '\n');
+		if (!sp || !nl || nl < sp)
+			continue;
+		*sp = *nl = 0;
+		size_t cl = strlen(sp + 1);
+		if (!strcmp(line, fd->s->base) && cl && cl <= PITH_CURSOR_MAX)
+			memcpy(fd->cursor, sp + 1, cl + 1);
+	}
+	fclose(fp);
+}
+
+/* Rewrites the file whole (temp, fsync, rename) with every feed's cursor. */
+static void cursors_save(follower_t *f)
+{
+	char path[600], tmp[640];
+	cursors_path(f, path, sizeof(path));
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	FILE *fp = fopen(tmp, "w");
+	int bad = !fp;
+	for (size_t i = 0; fp && i < f->nsrcs; i++) {
+		feed_t *fd = f->srcs[i].feed;
+		if (fd && fd->cursor[0] && fprintf(fp, "%s %s\n", f->srcs[i].base, fd->cursor) < 0)
+			bad = 1;
+	}
+	if (fp && (fflush(fp) || fsync(fileno(fp))))
+		bad = 1;
+	if (fp && fclose(fp))
+		bad = 1;
+	if (bad || rename(tmp, path)) {
+		log_warn("cannot write %s: %s", path, strerror(errno));
+		unlink(tmp);
+	}
+}
+
+/* ---- a page --------------------------------------------------------------------------- */
+
+static void page_release(feed_t *fd)
+{
+	free(fd->page);
+	free(fd->items);
+	fd->page = NULL;
+	fd->items = NULL;
+	fd->n = fd->started = fd->done = fd->running = 0;
+}
+
+/* Every record of the page is done: the cursor moves on (and the next page
+ * is asked for at once), or stays for a retry. */
+static void page_finish(feed_t *fd)
+{
+	follower_t *f = fd->f;
+	int64_t now = node_now_us();
+	if (!fd->page_failed) {
+		memcpy(fd->cursor, fd->page_next, sizeof(fd->cursor));
+		cursors_save(f);
+		page_release(fd);
+		poll_page(fd); /* the next page at once, until one comes back empty */
+		return;
+	} else {
+		int64_t t = fd->s->blocked_until_us > now ? fd->s->blocked_until_us : now + FEED_RETRY_US;
+		fd->next_poll_us = t;
+	}
+	page_release(fd);
+}
+
+static void item_done(fitem_t *it)
+{
+	feed_t *fd = it->feed;
+	if (it->serial)
+		follower_active_del(fd->f, it->serial);
+	it->serial = 0;
+	fd->running--;
+	if (++fd->done == fd->n)
+		page_finish(fd);
+	else
+		feed_tick(fd->f);
+}
+
+/* Starts records of the page while under the follower's fetch bound. */
+static void page_pump(feed_t *fd)
+{
+	while (fd->page && fd->started < fd->n && fd->running < fd->f->o.max_inflight) {
+		fitem_t *it = &fd->items[fd->started++];
+		it->act = ACT_FEED_ITEM;
+		it->feed = fd;
+		it->idx = fd->started - 1;
+		it->offset = 0;
+		it->serial = follower_active_add(fd->f, it);
+		fd->running++;
+		if (!it->serial) {
+			fd->page_failed = 1;
+			item_done(it);
+			continue;
+		}
+		item_step(it);
+	}
+}
+
+/* ---- one record ----------------------------------------------------------------------- */
+
+/* The store's state of the record equals the upstream's. */
+static int same_state(feed_t *fd, const pith_change_t *c)
+{
+	store_record_info_t info;
+	pith_err_t e = {0};
+	return !store_record_get(fd->f->d.store, c->pith_number, &info, &e) &&
+	       !memcmp(info.state_hash, c->state_sha, 32);
+}
+
+/* The upstream's bundle is newer than the stored one (docs/merge.md: the
+ * greater built_at, ties to the smaller bundle_sha256). */
+static int bundle_is_newer(feed_t *fd, const pith_change_t *c)
+{
+	int64_t us;
+	uint8_t sha[32];
+	pith_err_t e = {0};
+	if (!c->has_bundle)
+		return 0;
+	if (store_bundle_newest(fd->f->d.store, c->pith_number, &us, sha, &e))
+		return 1;
+	return c->built_us > us || (c->built_us == us && memcmp(c->bundle_sha, sha, 32) < 0);
+}
+
+static void on_bundle(void *arg, const hc_result_t *res);
+static void on_events(void *arg, const hc_result_t *res);
+
+static int item_get(fitem_t *it, size_t cap, hc_done_fn done)
+{
+	follower_t *f = it->feed->f;
+	hc_req_t q = {.url = it->url, .body_cap = cap, .done = done, .arg = it};
+	it->feed->s->requests++;
+	it->req = hc_get(f->hc, &q);
+	return it->req ? 0 : PITH_ENOMEM;
+}
+
+/* A failed request: counted, the upstream backed off when it is its own
+ * trouble, and the page read again later. */
+static void item_failed(fitem_t *it, const hc_result_t *res)
+{
+	feed_t *fd = it->feed;
+	int cause = follower_classify(res);
+	if (res->curl_code)
+		follower_src_error(fd->f, fd->s, cause, res->url, "%s: %s", res->url, res->error);
+	else
+		follower_src_error(fd->f, fd->s, cause, res->url, "%s answered HTTP %ld", res->url,
+				   res->status);
+	if (follower_cause_backs_off(cause))
+		follower_src_backoff(fd->s, res->retry_after_s);
+	fd->page_failed = 1;
+	it->failed = 1;
+}
+
+/* The next thing the record needs: its bundle, then its events, then done. */
+static void item_step(fitem_t *it)
+{
+	feed_t *fd = it->feed;
+	const pith_change_t *c = &fd->page[it->idx];
+	if (it->jobs)
+		return; /* its jobs come back first */
+	if (it->failed || same_state(fd, c)) {
+		if (!it->failed && !it->bundle_done && it->offset == 0)
+			fd->same++;
+		item_done(it);
+		return;
+	}
+	if (!it->bundle_done) {
+		it->bundle_done = 1;
+		pith_err_t e = {0};
+		if (bundle_is_newer(fd, c) &&
+		    !pith_bundle_url(fd->s->pattern, fd->s->base, 0,
+				     c->pith_number + PITH_NUMBER_LEN - PITH_BODY_LEN, it->url,
+				     sizeof(it->url), &e)) {
+			if (item_get(it, fd->f->o.max_body, on_bundle)) {
+				it->failed = fd->page_failed = 1;
+				item_done(it);
+			}
+			return;
+		}
+	}
+	if (it->offset < 0) {
+		/* the events are all in and the states still differ */
+		fd->diverged++;
+		log_debug("feed %s: %s still differs after its events", fd->s->base, c->pith_number);
+		item_done(it);
+		return;
+	}
+	snprintf(it->url, sizeof(it->url), "%s/api/pith-number/%s/events.json?offset=%lld&limit=%d",
+		 fd->s->base, c->pith_number + PITH_NUMBER_LEN - PITH_BODY_LEN, (long long)it->offset,
+		 EVENTS_PAGE_MAX);
+	if (item_get(it, fd->f->o.max_body, on_events)) {
+		it->failed = fd->page_failed = 1;
+		item_done(it);
+	}
+}
+
+static void submit(fitem_t *it, ingest_kind_t kind, const uint8_t *bytes, size_t len)
+{
+	feed_t *fd = it->feed;
+	ingest_job_t *job = ingest_job_new(kind, bytes, len);
+	if (!job) {
+		it->failed = fd->page_failed = 1;
+		return;
+	}
+	if (kind == INGEST_BUNDLE) {
+		job->has_claim = 1;
+		snprintf(job->claimed_pith, sizeof(job->claimed_pith), "%s",
+			 fd->page[it->idx].pith_number);
+	}
+	job->follow = it->serial;
+	it->jobs++;
+	ingest_submit(fd->f->d.ingest, job);
+}
+
+static void on_bundle(void *arg, const hc_result_t *res)
+{
+	fitem_t *it = arg;
+	it->req = 0;
+	it->feed->s->bytes += res->bytes;
+	if (res->curl_code || res->status != 200) {
+		if (res->status == 404)
+			it->feed->s->not_found++; /* listed, yet gone: its events may say more */
+		else
+			item_failed(it, res);
+		item_step(it);
+		return;
+	}
+	it->feed->s->bundles++;
+	it->feed->bundles++;
+	submit(it, INGEST_BUNDLE, res->body, res->body_len);
+	item_step(it);
+}
+
+static int event_cb(void *arg, const uint8_t *bytes, size_t len)
+{
+	fitem_t *it = arg;
+	it->feed->events++;
+	submit(it, INGEST_EVENT, bytes, len);
+	return 0;
+}
+
+static void on_events(void *arg, const hc_result_t *res)
+{
+	fitem_t *it = arg;
+	feed_t *fd = it->feed;
+	it->req = 0;
+	fd->s->bytes += res->bytes;
+	if (res->curl_code || res->status != 200) {
+		if (res->status == 404)
+			it->offset = -1; /* the upstream has no events of it (any more) */
+		else
+			item_failed(it, res);
+		item_step(it);
+		return;
+	}
+	fd->events_pages++;
+	int64_t next = -1;
+	pith_err_t e = {0};
+	int rc = pith_events_page_parse(res->body, res->body_len, NULL, fd->page[it->idx].pith_number,
+					EVENTS_PAGE_MAX, event_cb, it, &next, &e);
+	if (rc) {
+		follower_src_error(fd->f, fd->s, C_BAD_ANSWER, res->url, "%s: %s", res->url, e.msg);
+		it->failed = fd->page_failed = 1;
+	}
+	it->offset = next;
+	item_step(it); /* the next page, once this one's jobs are back */
+}
+
+void feed_job_done(follower_t *f, void *obj, const ingest_job_t *job)
+{
+	(void)f;
+	fitem_t *it = obj;
+	feed_t *fd = it->feed;
+	it->jobs--;
+	if (job->rc) {
+		const char *reason = job->reason ? job->reason : "invalid";
+		follower_count_rejected(fd->s, reason);
+		if (job->fail == INGEST_FAIL_SHUTDOWN || job->fail == INGEST_FAIL_COMMIT ||
+		    job->fail == INGEST_FAIL_OOM || job->fail == INGEST_FAIL_STORE)
+			it->failed = fd->page_failed = 1; /* our side: read again later */
+		else
+			follower_src_error(fd->f, fd->s, -1, it->url, "%s: %s of %s rejected (%s): %s",
+					   it->url, job->kind == INGEST_BUNDLE ? "bundle" : "event",
+					   fd->page[it->idx].pith_number, reason, job->msg);
+	} else if (job->kind == INGEST_BUNDLE && job->bundle_outcome == STORE_BUNDLE_NEWER) {
+		fd->s->stored++;
+	}
+	item_step(it);
+}
+
+/* ---- polling the feed ----------------------------------------------------------------- */
+
+static void on_page(void *arg, const hc_result_t *res)
+{
+	feed_t *fd = arg;
+	follower_t *f = fd->f;
+	int64_t now = node_now_us();
+	fd->req = 0;
+	fd->s->bytes += res->bytes;
+	if (res->curl_code || res->status != 200) {
+		int cause = follower_classify(res);
+		follower_src_error(f, fd->s, cause, res->url, "%s: %s", res->url,
+				   res->curl_code ? res->error : "not 200");
+		if (follower_cause_backs_off(cause))
+			follower_src_backoff(fd->s, res->retry_after_s);
+		fd->next_poll_us = fd->s->blocked_until_us > now ? fd->s->blocked_until_us
+								 : now + FEED_RETRY_US;
+		return;
+	}
+	fd->s->fails = 0;
+	fd->page = calloc(FEED_PAGE, sizeof(*fd->page));
+	pith_err_t e = {0};
+	size_t n = 0;
+	int rc = fd->page ? pith_changes_parse(res->body, res->body_len, NULL, fd->page, FEED_PAGE,
+					       &n, fd->page_next, &e)
+			  : pith_err_set(&e, PITH_ENOMEM, "out of memory");
+	if (rc) {
+		follower_src_error(f, fd->s, C_BAD_ANSWER, res->url, "%s: %s", res->url, e.msg);
+		page_release(fd);
+		fd->next_poll_us = now + f->o.refresh_s * INT64_C(1000000);
+		return;
+	}
+	fd->pages++;
+	if (!n) {
+		/* caught up: ask again in one interval */
+		page_release(fd);
+		fd->next_poll_us = now + f->o.refresh_s * INT64_C(1000000);
+		return;
+	}
+	fd->items = calloc(n, sizeof(*fd->items));
+	if (!fd->items) {
+		page_release(fd);
+		fd->next_poll_us = now + FEED_RETRY_US;
+		return;
+	}
+	fd->n = n;
+	fd->changes += n;
+	fd->page_failed = 0;
+	page_pump(fd);
+}
+
+static void poll_page(feed_t *fd)
+{
+	follower_t *f = fd->f;
+	char url[URL_CAP];
+	if (fd->cursor[0])
+		snprintf(url, sizeof(url), "%s?after=%s&limit=%d", fd->s->changes_url, fd->cursor,
+			 FEED_PAGE);
+	else
+		snprintf(url, sizeof(url), "%s?limit=%d", fd->s->changes_url, FEED_PAGE);
+	hc_req_t q = {.url = url, .body_cap = pith_changes_limits_default.max_bytes,
+		      .done = on_page, .arg = fd};
+	fd->s->requests++;
+	fd->req = hc_get(f->hc, &q);
+	if (!fd->req)
+		fd->next_poll_us = node_now_us() + FEED_RETRY_US;
+}
+
+void feed_tick(follower_t *f)
+{
+	int64_t now = node_now_us();
+	for (size_t i = 0; i < f->nsrcs; i++) {
+		feed_t *fd = f->srcs[i].feed;
+		if (!fd)
+			continue;
+		if (fd->page)
+			page_pump(fd);
+		else if (!fd->req && now >= fd->next_poll_us && f->srcs[i].blocked_until_us <= now)
+			poll_page(fd);
+	}
+}
+
+void feed_start(follower_t *f, src_t *s)
+{
+	feed_t *fd = calloc(1, sizeof(*fd));
+	if (!fd) {
+		log_warn("upstream %s: no memory to follow its change feed", s->base);
+		return;
+	}
+	fd->f = f;
+	fd->s = s;
+	s->feed = fd;
+	cursor_load(fd);
+	log_info("upstream %s: following its change feed %s from %s", s->base, s->changes_url,
+		 fd->cursor[0] ? fd->cursor : "the start");
+	poll_page(fd);
+}
+
+void feed_free(follower_t *f, src_t *s)
+{
+	(void)f;
+	feed_t *fd = s->feed;
+	if (!fd)
+		return;
+	/* hclient is gone already (no callback comes); the jobs came back */
+	page_release(fd);
+	free(fd);
+	s->feed = NULL;
+}
+
+void feed_status_json(const src_t *s, pith_buf_t *b)
+{
+	const feed_t *fd = s->feed;
+	if (!fd)
+		return;
+	pith_buf_puts(b, ",\"feed\":{\"url\":");
+	json_write_string(b, s->changes_url, strlen(s->changes_url));
+	pith_buf_puts(b, ",\"cursor\":");
+	json_write_string(b, fd->cursor, strlen(fd->cursor));
+	pith_buf_printf(b, ",\"pages\":%llu,\"changes\":%llu,\"same_state\":%llu,"
+			"\"bundles_fetched\":%llu,\"events_pages\":%llu,\"events_fetched\":%llu,"
+			"\"diverged\":%llu,\"in_page\":%zu}",
+			(unsigned long long)fd->pages, (unsigned long long)fd->changes,
+			(unsigned long long)fd->same, (unsigned long long)fd->bundles,
+			(unsigned long long)fd->events_pages, (unsigned long long)fd->events,
+			(unsigned long long)fd->diverged, fd->n - fd->done);
+}
