@@ -216,7 +216,7 @@ static rec_t *rec_for_id(follower_t *f, const pith_id_t *id, int *made)
 	if (pith[0]) {
 		rec_set_pith(r, pith);
 	} else if (id->kind == PITH_ID_FULL && strlen(id->value) == PITH_BODY_LEN) {
-		snprintf(r->body, sizeof(r->body), "%s", id->value);
+		snprintf(r->body, sizeof(r->body), "%.*s", PITH_BODY_LEN, id->value);
 	} else {
 		/* kept as given: pith_id_parse reads it again for the resolve */
 		r->alias = strdup(id->value);

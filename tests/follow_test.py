@@ -286,6 +286,17 @@ def body(data):
         raise AssertionError("C stored records through a wrong CA")
     print("another CA: %s" % s["last_error"])
 
+    # every node stops cleanly, with no sanitizer report in its log
+    for n in nodes:
+        if n.alive():
+            rc = n.stop()
+            if rc != 0:
+                raise AssertionError("%s exited %s on SIGTERM" % (n.name, rc))
+        with open(n.log_path, errors="replace") as f:
+            text = f.read()
+        if "Sanitizer" in text or "runtime error:" in text:
+            raise AssertionError("%s: sanitizer report in %s" % (n.name, n.log_path))
+
 
 def main():
     def add(ap):
