@@ -177,6 +177,7 @@ static void rec_free(rec_t *r)
 	free(r->etag);
 	free(r->etag_url);
 	free(r->new_etag);
+	free(r->url);
 	free(r);
 }
 
@@ -384,6 +385,8 @@ static void rec_finish(follower_t *f, rec_t *r, up_answer_t a)
 		r->serial = 0;
 		f->nactive--;
 	}
+	free(r->url); /* a record waiting for its slot keeps no buffers */
+	r->url = NULL;
 	r->step = ST_IDLE;
 	r->req = 0;
 	f->answered[a]++;
@@ -443,7 +446,7 @@ static int bundle_url(follower_t *f, rec_t *r)
 {
 	src_t *s = &f->srcs[r->src];
 	pith_err_t e = {0};
-	return pith_bundle_url(s->pattern, s->base, r->cand, r->body, r->url, sizeof(r->url), &e) ? 1 : 0;
+	return pith_bundle_url(s->pattern, s->base, r->cand, r->body, r->url, URL_CAP, &e) ? 1 : 0;
 }
 
 static void bundle_request(follower_t *f, rec_t *r)
@@ -475,7 +478,7 @@ static void resolve_request(follower_t *f, rec_t *r)
 		rec_finish(f, r, UP_FAILED);
 		return;
 	}
-	snprintf(r->url, sizeof(r->url), "%s/api/pith-number/resolve?%s=%s&json=true",
+	snprintf(r->url, URL_CAP, "%s/api/pith-number/resolve?%s=%s&json=true",
 		 f->srcs[r->src].base, k, esc);
 	curl_free(esc);
 	r->step = ST_RESOLVE;
@@ -791,8 +794,11 @@ void follower_active_del(follower_t *f, uint64_t serial)
 
 static void rec_start(follower_t *f, rec_t *r)
 {
-	r->serial = follower_active_add(f, r);
+	r->url = malloc(URL_CAP);
+	r->serial = r->url ? follower_active_add(f, r) : 0;
 	if (!r->serial) {
+		free(r->url);
+		r->url = NULL;
 		schedule(f, r, node_now_us() + 1000000);
 		return;
 	}

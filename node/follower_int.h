@@ -67,7 +67,7 @@ typedef struct rec {
 	size_t heap;
 	uint64_t serial;                /* while fetching: in f->active */
 	uint64_t req;                   /* hclient request in flight */
-	char url[URL_CAP];
+	char *url;                      /* while fetching: the request's (URL_CAP bytes) */
 	waiter_t *waiters;
 } rec_t;
 
