@@ -23,6 +23,8 @@
 
 #include "buf.h"
 
+#define HC_SPARE_MAX 16 /* easy handles kept for reuse */
+
 typedef struct hc_xfer {
 	struct hc *c;
 	uint64_t id;
@@ -64,6 +66,8 @@ struct hc {
 	hc_opts_t o;
 	char *ca_file, *user_agent;
 	hc_list_t queue, running;
+	CURL *spare[HC_SPARE_MAX]; /* easy handles of finished transfers, reused */
+	size_t nspare;
 	hc_sock_t *socks;
 	uint64_t next_id;
 	int depth;   /* entries from the loop under way */
@@ -232,12 +236,26 @@ static void xfer_free(hc_xfer_t *x)
 	free(x);
 }
 
-/* The easy handle of x, set up from the client's options. */
+/* Keeps the easy handle of a finished transfer for the next one (its
+ * buffers and state are reused; xfer_easy sets every option again), or
+ * frees it when enough are kept. */
+static void easy_release(hc_t *c, CURL *h)
+{
+	if (c->nspare < HC_SPARE_MAX && !c->closing)
+		c->spare[c->nspare++] = h;
+	else
+		curl_easy_cleanup(h);
+}
+
+/* The easy handle of x, set up from the client's options: a kept one or a
+ * new one. Every option is set each time, so nothing of the transfer it
+ * served before is left (If-None-Match included). */
 static CURL *xfer_easy(hc_t *c, hc_xfer_t *x)
 {
-	CURL *h = curl_easy_init();
+	CURL *h = c->nspare ? c->spare[--c->nspare] : curl_easy_init();
 	if (!h)
 		return NULL;
+	curl_easy_setopt(h, CURLOPT_HTTPHEADER, (struct curl_slist *)NULL);
 	if (x->inm) {
 		size_t n = strlen(x->inm) + 32;
 		char *line = malloc(n);
@@ -314,7 +332,7 @@ static void xfer_finish(hc_t *c, hc_xfer_t *x, CURLcode code)
 	r.bytes = x->body.len;
 	if (x->h) {
 		curl_multi_remove_handle(c->multi, x->h);
-		curl_easy_cleanup(x->h);
+		easy_release(c, x->h);
 		x->h = NULL;
 	}
 	if (!c->closing)
@@ -523,6 +541,8 @@ static void hc_destroy(hc_t *c)
 		list_unlink(&c->queue, x);
 		xfer_free(x);
 	}
+	while (c->nspare)
+		curl_easy_cleanup(c->spare[--c->nspare]);
 	if (c->multi)
 		curl_multi_cleanup(c->multi); /* closes the cached connections */
 	while (c->socks)

@@ -53,6 +53,11 @@ void ingest_submit(ingest_t *in, ingest_job_t *job)
 	ingest_core_submit(in->core, job);
 }
 
+void ingest_submit_group(ingest_t *in, ingest_group_t *g, ingest_job_t *const *jobs, size_t n)
+{
+	ingest_core_submit_group(in->core, g, jobs, n);
+}
+
 size_t ingest_in_flight(const ingest_t *in)
 {
 	return ingest_core_in_flight(in->core);

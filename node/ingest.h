@@ -33,6 +33,15 @@ ingest_t *ingest_new(struct event_base *base, const pith_trust_t *trust, store_t
 /* Hands job to the validators (the pipeline owns it until on_done). */
 void ingest_submit(ingest_t *in, ingest_job_t *job);
 
+/* Hands jobs[0..n) (n >= 1) to the validators as one group, g
+ * (ingest_core_submit_group): the valid ones are committed as one store
+ * batch of their own and all n come back through on_done together once it
+ * is done; an invalid job skips the writer without failing the others. g
+ * is the caller's and must stay put until its last job is back. Once a
+ * group's commit failed, no later group is committed: their valid jobs
+ * come back with fail INGEST_FAIL_COMMIT (and g->rc, g->msg say why). */
+void ingest_submit_group(ingest_t *in, ingest_group_t *g, ingest_job_t *const *jobs, size_t n);
+
 /* Jobs submitted and not yet handed back. */
 size_t ingest_in_flight(const ingest_t *in);
 void ingest_stats_get(ingest_t *in, ingest_stats_t *out);

@@ -222,11 +222,22 @@ def check_knobs(up, numbers, pull_one):
     if (s["failed"] != 1 or s["stored"] != 1 or recs.split()[:1] != [numbers[7]]
             or "HTTP 503 from https://" not in err):
         fail("per-path 503: %s %s %r" % (s, err, recs))
+    # bundles reach the pipeline in groups (one store batch each): a tampered
+    # one among valid ones is rejected alone, the others stored
+    up.control(path_faults={numbers[9][10:]: "tamper"})
+    try:
+        s, err, recs = pull_one("grouped", up.origin, up.ca, numbers[8:12])
+    finally:
+        up.control(path_faults={})
+    if (s["rejected"] != 1 or s["stored"] != 3 or sorted(l.split()[0] for l in recs.splitlines()) != sorted(
+            numbers[8:9] + numbers[10:12]) or numbers[9] + ": rejected (" not in err):
+        fail("a tampered bundle among valid ones: %s %s %r" % (s, err, recs))
     up.stats(reset=True)
     if up.stats()["requests"]:
         fail("stats not reset")
     print("stand-in knobs: 429 with Retry-After twice then 200; a per-path 503 fails one "
-          "record of two; counters reset")
+          "record of two; a tampered bundle among 4 pulled together is rejected alone; "
+          "counters reset")
 
 
 def main():

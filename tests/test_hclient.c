@@ -216,7 +216,7 @@ static hc_t *client(size_t max_inflight, long low_speed_time, const char *ca_fil
 
 /* ---- cases ------------------------------------------------------------------ */
 
-TEST(ok_etag_304, "a 200 comes with its body and ETag; If-None-Match with it gets a 304")
+TEST(ok_etag_304, "a 200 comes with its body and ETag; If-None-Match with it gets a 304, and the next GET without it a 200")
 {
 	hc_t *c = client(0, 0, NULL);
 	got_t a = {0}, b = {0};
@@ -240,6 +240,11 @@ TEST(ok_etag_304, "a 200 comes with its body and ETag; If-None-Match with it get
 	CHECK_INT_EQ(b.body_len, 0);
 	CHECK_STR_EQ(b.etag, "\"v1\"");
 	CHECK_INT_EQ(b.connects, 0); /* the first one's connection again */
+	got_t d = {0};
+	get(c, "/ok", NULL, 1000, &d); /* on b's easy handle, kept: its header is not */
+	run_until(&d.calls, 1, 10);
+	CHECK_INT_EQ(d.status, 200);
+	CHECK_STR_EQ(d.body, "hello world");
 	got_t w = {0};
 	get(c, "/weak", NULL, 1000, &w);
 	run_until(&w.calls, 1, 10);

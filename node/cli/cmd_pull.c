@@ -4,8 +4,9 @@
  * Each ID (any form pith_id_parse takes) is resolved at the upstream when
  * it is not a full pith number (/api/pith-number/resolve), its bundle
  * fetched through the upstream manifest's bundle_pattern (or the registry's
- * two fixed layouts), and handed to the ingest pipeline exactly as `import`
- * hands a bundle: verified on worker threads, then committed. Everything
+ * two fixed layouts), and handed to the ingest pipeline as `import` hands
+ * bundles: in groups (up to PULL_GROUP_MAX, or what arrived within
+ * PULL_GROUP_WAIT_MS), verified on worker threads, then committed. Everything
  * runs on an event loop of this command's own: the daemon's HTTP client
  * (hclient.h: at most PULL_INFLIGHT transfers at once, connections reused)
  * and the pipeline's loop adapter (ingest.h) hand their results back there.
@@ -37,6 +38,13 @@
 #define PULL_IDS_MAX 1000000       /* IDs per run */
 #define PULL_ETAG_FILE "pull-etags"
 #define PULL_URL_CAP (PITH_URL_MAX + 256)
+#ifndef PULL_GROUP_MAX
+#define PULL_GROUP_MAX 256          /* bundles handed to the pipeline at once, */
+#endif
+#define PULL_GROUP_BYTES (8u << 20) /*   or this many bytes of them, */
+#ifndef PULL_GROUP_WAIT_MS
+#define PULL_GROUP_WAIT_MS 50       /*   or when the first has waited this long */
+#endif
 
 typedef enum pull_step {
 	STEP_RESOLVE = 1, /* waiting for / doing the resolve request */
@@ -63,6 +71,16 @@ typedef struct etag_entry {
 
 typedef struct pull pull_t;
 
+/* Downloaded bundles gathered for the pipeline: handed over as one group,
+ * so that the validators verify full batches of signatures and the writer
+ * commits them at once, as `import` hands over its chunks. Freed when its
+ * last job is back. */
+typedef struct pull_group {
+	ingest_group_t g;
+	size_t n, back, bytes;
+	ingest_job_t *jobs[PULL_GROUP_MAX];
+} pull_group_t;
+
 typedef struct pull_item {
 	ingest_job_t job; /* first: the pipeline hands it back */
 	pull_t *p;
@@ -79,6 +97,7 @@ typedef struct pull_item {
 	etag_entry_t *old_etag;         /* what the ETag file had, if used */
 	char etag[HC_ETAG_MAX + 1];   /* the answer's ETag, "" if none */
 	pith_buf_t resp;                /* a bundle's body, lent to the pipeline */
+	pull_group_t *group;            /* the group it went in, NULL if alone */
 } pull_item_t;
 
 struct pull {
@@ -87,6 +106,8 @@ struct pull {
 	struct event_base *loop;
 	hc_t *hc;
 	ingest_t *pipe;
+	pull_group_t *gather;    /* bundles not yet handed to the pipeline */
+	struct event *gather_ev; /* hands them over PULL_GROUP_WAIT_MS after the first */
 	long stall_s; /* --stall-timeout */
 	const char *base; /* without a trailing '/' */
 	char base_buf[PITH_URL_MAX];
@@ -376,6 +397,45 @@ static void resolve_done(pull_t *p, pull_item_t *it, const hc_result_t *r)
 	item_next(p, it);
 }
 
+/* Hands the gathered bundles to the pipeline as one group. */
+static void gather_flush(pull_t *p)
+{
+	pull_group_t *gr = p->gather;
+	if (!gr)
+		return;
+	p->gather = NULL;
+	evtimer_del(p->gather_ev);
+	ingest_submit_group(p->pipe, &gr->g, gr->jobs, gr->n);
+}
+
+static void on_gather_timer(evutil_socket_t fd, short what, void *arg)
+{
+	gather_flush(arg);
+}
+
+/* Adds it's job to the bundles gathered for the pipeline; hands them over
+ * when the group is full, or when no transfer is left that could add to
+ * it (the client runs and queues nothing: in a done callback, the transfer
+ * that just finished no longer counts). */
+static void gather_add(pull_t *p, pull_item_t *it)
+{
+	if (!p->gather) {
+		if (!(p->gather = calloc(1, sizeof(*p->gather)))) {
+			ingest_submit(p->pipe, &it->job); /* alone, then */
+			return;
+		}
+		struct timeval wait = {0, PULL_GROUP_WAIT_MS * 1000};
+		evtimer_add(p->gather_ev, &wait);
+	}
+	pull_group_t *gr = p->gather;
+	it->group = gr;
+	gr->jobs[gr->n++] = &it->job;
+	gr->bytes += it->job.len;
+	if (gr->n == PULL_GROUP_MAX || gr->bytes >= PULL_GROUP_BYTES ||
+	    (!hc_inflight(p->hc) && !hc_queued(p->hc)))
+		gather_flush(p);
+}
+
 static void bundle_done(pull_t *p, pull_item_t *it, const hc_result_t *r)
 {
 	long status = r->status;
@@ -416,7 +476,7 @@ static void bundle_done(pull_t *p, pull_item_t *it, const hc_result_t *r)
 			 it->pith[0] ? it->pith : it->body);
 	}
 	it->step = STEP_INGEST;
-	ingest_submit(p->pipe, &it->job);
+	gather_add(p, it);
 }
 
 /* An answer (or a failure) from the HTTP client moves the item on. */
@@ -440,8 +500,12 @@ static void job_done(void *arg, ingest_job_t *job)
 {
 	pull_t *p = arg;
 	pull_item_t *it = (pull_item_t *)job;
+	pull_group_t *gr = it->group;
 	ingest_job_clear(job); /* what validation left; the results stay */
 	job->bytes = NULL;
+	it->group = NULL;
+	if (gr && ++gr->back == gr->n)
+		free(gr); /* its jobs are all back: the pipeline is done with it */
 	if (job->rc) {
 		it->reason = job->fail == INGEST_FAIL_UNTRUSTED || job->fail == INGEST_FAIL_BUNDLE ?
 			"bundle" : job->reason ? job->reason : "rejected";
@@ -694,7 +758,8 @@ static int run(cli_ctx_t *ctx, int argc, char **argv)
 	/* the pipeline's writer wakes the loop from its thread */
 	if (evthread_use_pthreads() || !(p.loop = event_base_new()) ||
 	    !(tick = event_new(p.loop, -1, EV_PERSIST, on_tick, &p)) ||
-	    event_add(tick, &(struct timeval){0, 250000})) {
+	    event_add(tick, &(struct timeval){0, 250000}) ||
+	    !(p.gather_ev = evtimer_new(p.loop, on_gather_timer, &p))) {
 		cli_fail("pull", "cannot set up an event loop");
 		goto out;
 	}
@@ -737,9 +802,12 @@ static int run(cli_ctx_t *ctx, int argc, char **argv)
 		rc = 1;
 out:
 	ingest_free(p.pipe);
+	free(p.gather); /* never handed over: its items hold their bodies */
 	hc_free(p.hc);
 	if (tick)
 		event_free(tick);
+	if (p.gather_ev)
+		event_free(p.gather_ev);
 	if (p.loop)
 		event_base_free(p.loop);
 	if (curl_up)
