@@ -433,7 +433,7 @@ static void on_bundle(void *arg, const hc_result_t *res);
 static int rec_get(follower_t *f, rec_t *r, const char *inm, size_t cap, hc_done_fn done)
 {
 	hc_req_t q = {.url = r->url, .if_none_match = inm, .body_cap = cap, .done = done,
-		      .arg = r};
+		      .arg = r, .max_redirects = done == on_bundle ? HC_BUNDLE_REDIRECTS : 0};
 	f->srcs[r->src].requests++;
 	r->req = hc_get(f->hc, &q);
 	return r->req ? 0 : PITH_ENOMEM;

@@ -204,7 +204,8 @@ static void on_events(void *arg, const hc_result_t *res);
 static int item_get(fitem_t *it, size_t cap, hc_done_fn done)
 {
 	follower_t *f = it->feed->f;
-	hc_req_t q = {.url = it->url, .body_cap = cap, .done = done, .arg = it};
+	hc_req_t q = {.url = it->url, .body_cap = cap, .done = done, .arg = it,
+		      .max_redirects = done == on_bundle ? HC_BUNDLE_REDIRECTS : 0};
 	it->feed->s->requests++;
 	it->req = hc_get(f->hc, &q);
 	return it->req ? 0 : PITH_ENOMEM;

@@ -16,6 +16,7 @@
 #include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 
 #include <curl/curl.h>
@@ -33,6 +34,7 @@ typedef struct hc_xfer {
 	char *url;
 	char *inm;
 	size_t cap;
+	int max_redirects;
 	hc_done_fn done;
 	void *arg;
 	pith_buf_t body;
@@ -273,7 +275,11 @@ static CURL *xfer_easy(hc_t *c, hc_xfer_t *x)
 	const hc_opts_t *o = &c->o;
 	curl_easy_setopt(h, CURLOPT_PRIVATE, x);
 	curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
-	curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L);
+	curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, x->max_redirects ? 1L : 0L);
+	curl_easy_setopt(h, CURLOPT_MAXREDIRS, (long)x->max_redirects);
+	/* never from https down to http */
+	curl_easy_setopt(h, CURLOPT_REDIR_PROTOCOLS_STR,
+			 strncasecmp(x->url, "https:", 6) ? "http,https" : "https");
 	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT, o->connect_timeout_s);
 	curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, o->low_speed_bytes);
@@ -583,6 +589,7 @@ uint64_t hc_get(hc_t *c, const hc_req_t *req)
 		return 0;
 	}
 	x->cap = req->body_cap;
+	x->max_redirects = req->max_redirects > 0 ? req->max_redirects : 0;
 	x->done = req->done;
 	x->arg = req->arg;
 	x->retry_after = -1;

@@ -7,8 +7,8 @@
  * One hc_t is one curl multi handle: its transfers share a connection
  * cache (keep-alive, at most max_host_conns per host), at most
  * max_inflight run at once and the rest wait in FIFO order. Each request
- * is a GET; redirects are never followed (the caller reads status and
- * location); only http and https; TLS peer and host always verified;
+ * is a GET; redirects are followed only when the request says how many
+ * (else the caller reads status and location); only http and https; TLS peer and host always verified;
  * bodies capped by Content-Length up front and by the bytes that arrive.
  *
  * libcurl's global state: the program's main calls hc_global_init once,
@@ -76,6 +76,7 @@ typedef struct hc_result {
 } hc_result_t;
 
 #define HC_RETRY_AFTER_MAX (366 * 86400)
+#define HC_BUNDLE_REDIRECTS 5 /* redirects a bundle fetch follows (pull, the follower) */
 
 /* A transfer's end, on the loop. r and what it points to are valid during
  * the call only. The callback may call hc_get, hc_cancel and hc_free. */
@@ -85,6 +86,11 @@ typedef struct hc_req {
 	const char *url;           /* copied */
 	const char *if_none_match; /* NULL or the ETag to send; copied */
 	size_t body_cap;           /* bytes */
+	int max_redirects;         /* 0: redirects are answers (status, location);
+				    * N > 0: up to N are followed (an https URL
+				    * only to https), more fail with curl's
+				    * CURLE_TOO_MANY_REDIRECTS; the result is the
+				    * last answer's */
 	hc_done_fn done;
 	void *arg;
 } hc_req_t;

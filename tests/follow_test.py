@@ -215,8 +215,10 @@ def body(data):
     d.stop()
 
     # 6. bad answers, one record each
+    # in this order: what backs the upstream off (stall, 500, 429) last
     cases = [("tamper", "rejected", None), ("untrusted", "rejected", "bundle"),
-             ("big", "failed", "too_big"), ("stall", "failed", "timeout"),
+             ("big", "failed", "too_big"), ("loop", "failed", "redirect"),
+             ("moved", "stored", None), ("stall", "failed", "timeout"),
              ("500", "failed", "http_5xx"), ("429", "failed", "http_429")]
     # untrusted: the same records signed by another test key
     ev_u = os.path.join(root, "events-u.jsonl")
@@ -248,13 +250,15 @@ def body(data):
         s = upstream_status(a)
         f = s["failed"]
         return (f.get("timeout", 0) >= 1 and f.get("http_429", 0) >= 1 and
+                f.get("redirect", 0) >= 1 and
                 f.get("http_5xx", 0) >= 1 and f.get("too_big", 0) >= 1 and
                 sum(s["rejected"].values()) - sum(before["rejected"].values()) >= 2) and s
     s = wait_for(settled, 30, what="every fault counted")
+    wait_for(lambda: recs["moved"] in a.records(), 15, what="the moved bundle to be stored")
     held = set(a.records())
-    for mode, _, _ in cases:
-        if recs[mode] in held:
-            raise AssertionError("%s: the record was stored" % mode)
+    for mode, what, _ in cases:
+        if (recs[mode] in held) != (what == "stored"):
+            raise AssertionError("%s: the record was %sstored" % (mode, "" if what != "stored" else "not "))
     if s["rejected"].get("bundle", 0) < 1:
         raise AssertionError("untrusted and tampered not rejected by the bundle check: %s" % s)
     if not 20 <= s["backing_off_seconds"] <= 30:
@@ -266,7 +270,7 @@ def body(data):
     if 'pith_upstream_failed_total{upstream="%s",cause="http_429"}' % up.origin not in m:
         raise AssertionError("metrics lack the upstream's failures")
     print("faults: tampered and untrusted rejected %s, failed %s, backing off %.0f s "
-          "(Retry-After 30), nothing stored, /healthz 200"
+          "(Retry-After 30), nothing stored (a bundle moved by a 301 stored), /healthz 200"
           % (s["rejected"], s["failed"], s["backing_off_seconds"]))
     up.control(path_faults={}, retry_after=None)
 

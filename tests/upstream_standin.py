@@ -38,6 +38,9 @@ Faults. MODE is one of
   tamper     one hex digit of the bundle's canonical_sha256 changed
   big        a body of 17 MiB
   swap       another record's bundle (validly signed) instead of the one asked
+  loop       a 302 to the same URL, for ever (bundles only)
+  moved      a 301 to the same path with ?moved=1, which serves the bundle
+             (bundles only)
   untrusted  D/untrusted/pith/{suffix}/bundle.json instead (the same record
              signed by a key the puller does not trust: gen_bundles
              --sign-seed; 404 when there is no such file)
@@ -124,7 +127,8 @@ def make_tls(d):
     return ctx
 
 
-MODES = ("none", "500", "503", "429", "stall", "tamper", "big", "swap", "untrusted")
+MODES = ("none", "500", "503", "429", "stall", "tamper", "big", "swap", "untrusted", "loop",
+         "moved")
 # the modes that answer any request, not only a bundle's
 GENERIC = ("500", "503", "429", "stall", "big")
 COUNTERS = ("requests", "full", "bundle_bytes", "not_modified", "resolve", "manifest",
@@ -468,6 +472,14 @@ class Handler(http.server.BaseHTTPRequestHandler):
         fault = st.fault_for(self.path, True)
         if self.fault(fault):
             return
+        if fault == "loop":
+            # a redirect to itself, for ever
+            return self.send(302, b"", headers=[("Location", self.path)])
+        if fault == "moved":
+            if "moved=1" not in self.path:
+                return self.send(301, b"", headers=[("Location", self.path.split("?")[0] +
+                                                     "?moved=1")])
+            fault = None
         if fault == "swap":
             # another record's bundle, validly signed, at this record's URL
             st.refresh()

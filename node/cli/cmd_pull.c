@@ -335,6 +335,7 @@ static void item_next(pull_t *p, pull_item_t *it)
 			return;
 		}
 		req.body_cap = PULL_BODY_MAX;
+		req.max_redirects = HC_BUNDLE_REDIRECTS; /* a mirror behind a CDN may move them */
 		req.if_none_match = item_if_none_match(p, it);
 	}
 	if (!hc_get(p->hc, &req)) {
