@@ -49,6 +49,8 @@ typedef struct node_config {
 	int64_t max_pending;          /* ids waiting to be fetched, all peers */
 	int64_t max_wanted;           /* ids queued for one peer */
 	int64_t max_serve_queue;      /* ids one peer asked for and we have not sent */
+	int64_t peer_validate_bytes;  /* one peer's answers waiting for validation, bytes */
+	int64_t validate_bytes_max;   /* all peers' answers waiting for validation, bytes */
 	int64_t peer_msg_rate;        /* unsolicited messages per second per peer */
 	int64_t peer_msg_burst;
 	int64_t peer_byte_rate;       /* bytes read per second per peer */

@@ -636,7 +636,8 @@ int node_status_json(node_t *n, pith_buf_t *b)
 			"\"bytes_sent\":%llu,\"bytes_recv\":%llu,\"bans\":%llu,\"malformed\":%llu,"
 			"\"connections_in\":%llu,\"connections_out\":%llu,\"refused_banned\":%llu,"
 			"\"refused_full\":%llu,\"lazy_deferred\":%llu,\"lazy_sent\":%llu,"
-			"\"refused_skipped\":%llu,\"rejected\":{",
+			"\"refused_skipped\":%llu,\"validate_holds\":%llu,\"fetch_expired\":%llu,"
+			"\"validating_bytes\":%zu,\"rejected\":{",
 			(unsigned long long)s->events_stored, (unsigned long long)s->events_duplicate,
 			(unsigned long long)s->events_resigned, (unsigned long long)s->events_invalid,
 			(unsigned long long)s->bundles_stored, (unsigned long long)s->bundles_older,
@@ -649,7 +650,8 @@ int node_status_json(node_t *n, pith_buf_t *b)
 			(unsigned long long)s->connections_in, (unsigned long long)s->connections_out,
 			(unsigned long long)s->refused_banned, (unsigned long long)s->refused_full,
 			(unsigned long long)s->lazy_deferred, (unsigned long long)s->lazy_sent,
-			(unsigned long long)s->refused_skipped);
+			(unsigned long long)s->refused_skipped, (unsigned long long)s->validate_holds,
+			(unsigned long long)s->fetch_expired, relay_validating_bytes(n->relay));
 	first = 1;
 	for (int i = 1; i < PITH_CHECK_NCHECKS + 3; i++) {
 		if (!s->rejected[i])

@@ -492,7 +492,7 @@ static void peer_on_readable(peer_t *p)
 {
 	static uint8_t chunk[READ_CHUNK]; /* loop thread only */
 	node_stats_t *st = p->net->o.stats;
-	if (p->state == PEER_CLOSING || p->state == PEER_CONNECTING)
+	if (p->state == PEER_CLOSING || p->state == PEER_CONNECTING || p->held)
 		return;
 	int64_t now = node_now_us();
 	tokens_refill(p, now);
@@ -515,7 +515,7 @@ static void peer_on_readable(peer_t *p)
 		if (rc == 1) {
 			p->msgs_in++;
 			dispatch(p, &m, now);
-			if (p->state == PEER_CLOSING || p->read_paused)
+			if (p->state == PEER_CLOSING || p->read_paused || p->held)
 				return;
 			if (++msgs >= TURN_MAX_MSGS)
 				break;
@@ -629,8 +629,25 @@ static void resume_cb(evutil_socket_t fd, short what, void *arg)
 		pause_reading(p);
 		return;
 	}
+	if (p->held)
+		return; /* peer_hold(p, 0) resumes it */
 	bufferevent_enable(p->bev, EV_READ);
 	peer_on_readable(p);
+}
+
+void peer_hold(peer_t *p, int hold)
+{
+	if (!p->bev || p->state == PEER_CLOSING || p->held == !!hold)
+		return;
+	p->held = !!hold;
+	if (hold) {
+		bufferevent_disable(p->bev, EV_READ);
+		return;
+	}
+	if (p->read_paused)
+		return; /* the rate budget's timer resumes it */
+	bufferevent_enable(p->bev, EV_READ);
+	event_active(p->cont_ev, EV_READ, 0); /* what is buffered already, from the loop */
 }
 
 /* ---- creating peers ------------------------------------------------------------------- */

@@ -77,6 +77,7 @@ struct peer {
 	double msg_tokens, byte_tokens;
 	int64_t tokens_us;
 	int read_paused;
+	int held;                 /* reading stopped by the floor above (peer_hold) */
 	int64_t last_flood_us;
 	unsigned flood_strikes;
 
@@ -174,6 +175,12 @@ void peer_misbehaved(peer_t *p, int points, const char *what);
  * for: what we request is bounded by our own windows, not by the budget
  * against floods (docs/wire.md, "Budgets"). */
 void peer_refund_bytes(peer_t *p, size_t n);
+/* Stops (hold 1) or resumes (hold 0) reading from p, for the floor above:
+ * what p sent before waits in the socket and in p's own send buffer,
+ * which is how a peer is made to wait while its answers are still being
+ * validated (TCP is the queue, not our memory). Independent of the rate
+ * budget's pauses. */
+void peer_hold(peer_t *p, int hold);
 size_t peer_out_len(const peer_t *p);
 int peer_is_ready(const peer_t *p);
 /* The IP address of p's far end. 0, or -1 if not an inet socket. */

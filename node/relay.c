@@ -245,7 +245,52 @@ static void on_event(peer_t *p, const wire_msg_t *m)
 	job->peer = p->serial;
 	f->state = FETCH_VALIDATING;
 	ingest_submit(r->d.ingest, job);
+	relay_validating_add(r, p, job->len);
 	pump(p);
+}
+
+/* ---- the validation budget ------------------------------------------------------------- */
+
+/* What peers sent when asked waits for the validators. Its bytes are
+ * bounded per peer (peer_validate_bytes) and in all (validate_bytes_max):
+ * past either, the peer that delivers is held (not read from) until its
+ * bytes are under half of its budget and the total under half of its own,
+ * so that a peer serving large events faster than they validate waits in
+ * TCP rather than in our memory, and other peers' events are not queued
+ * behind its backlog (docs/pithd.md, "Budgets and misbehaviour"). */
+void relay_validating_add(relay_t *r, peer_t *p, size_t len)
+{
+	relay_peer_t *rp = p->relay;
+	rp->vbytes += len;
+	r->vbytes += len;
+	if (r->vbytes >= (size_t)r->d.cfg->validate_bytes_max)
+		r->vheld = 1;
+	if (!p->held && (r->vheld || rp->vbytes >= (size_t)r->d.cfg->peer_validate_bytes)) {
+		r->d.stats->validate_holds++;
+		peer_hold(p, 1);
+	}
+}
+
+static int under_half(const relay_t *r, const relay_peer_t *rp)
+{
+	return !r->vheld && rp->vbytes < (size_t)r->d.cfg->peer_validate_bytes / 2;
+}
+
+/* A peer's job came back from validation (p NULL when it is gone). */
+static void validating_done(relay_t *r, const ingest_job_t *job, peer_t *p)
+{
+	size_t len = job->len;
+	r->vbytes -= len < r->vbytes ? len : r->vbytes;
+	if (p && p->relay)
+		p->relay->vbytes -= len < p->relay->vbytes ? len : p->relay->vbytes;
+	if (r->vheld && r->vbytes < (size_t)r->d.cfg->validate_bytes_max / 2) {
+		r->vheld = 0;
+		for (peer_t *q = net_peers(r->d.net); q; q = q->next)
+			if (q->held && q->relay && q->state == PEER_READY && under_half(r, q->relay))
+				peer_hold(q, 0);
+	} else if (p && p->held && p->relay && p->state == PEER_READY && under_half(r, p->relay)) {
+		peer_hold(p, 0);
+	}
 }
 
 static void on_notfound(peer_t *p, const wire_msg_t *m)
@@ -630,6 +675,8 @@ static int done_event(relay_t *r, ingest_job_t *job, peer_t *p)
 
 int relay_job_done(relay_t *r, ingest_job_t *job, peer_t *p)
 {
+	if (job->peer)
+		validating_done(r, job, p);
 	if (job->kind == INGEST_EVENT)
 		return done_event(r, job, p);
 	relay_bundle_done(r, job, p);
@@ -655,8 +702,10 @@ static int collect_fetch(void *arg, const uint8_t id[32], void *val)
 	if (c->serial)
 		pick = f->peer == c->serial && f->state != FETCH_VALIDATING;
 	else
-		pick = f->state == FETCH_REQUESTED &&
-		       c->now - f->since_us > c->r->d.cfg->fetch_timeout_ms * 1000;
+		pick = (f->state == FETCH_REQUESTED &&
+			c->now - f->since_us > c->r->d.cfg->fetch_timeout_ms * 1000) ||
+		       (f->state == FETCH_QUEUED && !f->is_bundle &&
+			c->now - f->since_us > FETCH_QUEUED_TTL_US);
 	if (pick)
 		pith_buf_append(&c->ids, id, 32);
 	return 0;
@@ -671,9 +720,21 @@ static void retry_collected(collect_t *c, int timeouts)
 		fetch_t *f = idmap_get(r->fetches, id);
 		if (!f)
 			continue;
-		if (timeouts) {
+		if (timeouts && f->state == FETCH_QUEUED) {
+			/* waited too long for its peer's window: another announcer,
+			 * or it is forgotten (reconciliation finds it again) */
+			r->d.stats->fetch_expired++;
+		} else if (timeouts) {
 			r->d.stats->fetch_timeouts++;
 			peer_t *q = net_peer_by_serial(r->d.net, f->peer);
+			/* ids announced and never served: once per scan, whatever
+			 * the number (a slow honest peer loses a few points); not
+			 * a peer we hold, nor one whose answers are validating */
+			if (q && q->state == PEER_READY && q->relay && !q->held && !q->relay->vbytes &&
+			    q->relay->scored_scan != c->now) {
+				q->relay->scored_scan = c->now;
+				peer_misbehaved(q, SCORE_UNSERVED, "let requests time out");
+			}
 			if (q && q->relay->inflight && !f->is_bundle)
 				q->relay->inflight--;
 			if (q && q->relay->binflight && f->is_bundle)
@@ -854,6 +915,11 @@ void relay_peer_detach(relay_t *r, peer_t *p)
 	pith_buf_release(&rp->bserve);
 	free(rp);
 	p->relay = NULL;
+}
+
+size_t relay_validating_bytes(const relay_t *r)
+{
+	return r ? r->vbytes : 0;
 }
 
 size_t relay_pending_fetches(const relay_t *r)

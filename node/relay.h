@@ -35,6 +35,8 @@ typedef struct relay_peer {
 	idcache_t known;         /* ids this peer has or was told about */
 	idq_t wanted;            /* ids to GET from it */
 	size_t inflight;         /* GETs not yet answered */
+	size_t vbytes;           /* bytes of its events and bundles in validation */
+	int64_t scored_scan;     /* the timeout scan that last scored it */
 	idq_t serve;             /* ids it asked for, not yet sent */
 	idq_t bwanted;           /* bundle fetches (SHA-256 of the pith number) to ask it for */
 	size_t binflight;        /* bundles asked of it, not yet validated */
@@ -122,5 +124,7 @@ double relay_bundle_cost(const peer_t *p, wire_type_t type, size_t refs);
 void relay_tick(relay_t *r, int64_t now);
 /* Ids being fetched (events and bundles). */
 size_t relay_pending_fetches(const relay_t *r);
+/* Bytes peers sent (asked for) that are in validation now. */
+size_t relay_validating_bytes(const relay_t *r);
 
 #endif

@@ -244,6 +244,7 @@ void relay_on_bundle(peer_t *p, const wire_msg_t *m)
 	job->peer = p->serial;
 	f->state = FETCH_VALIDATING;
 	ingest_submit(r->d.ingest, job);
+	relay_validating_add(r, p, job->len);
 }
 
 /* A record_created arrived from p in catch-up and we may hold no bundle

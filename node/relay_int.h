@@ -15,6 +15,7 @@ typedef enum fetch_state {
 } fetch_state_t;
 
 #define FETCH_ALTS 4
+#define FETCH_QUEUED_TTL_US (120 * INT64_C(1000000)) /* an id queued for a peer this long is dropped */
 
 /* One id being fetched: a single request at a time, the next announcers
  * kept as fallbacks. */
@@ -53,6 +54,8 @@ struct relay {
 	size_t lazy_head;           /* bytes of lazy_q already handled */
 	wire_bundle_ref_t *bundle_q;/* bundles to announce */
 	size_t nbundle_q;
+	size_t vbytes;              /* bytes from peers in validation, all of them */
+	int vheld;                  /* over validate_bytes_max: peers that deliver are held */
 };
 
 /* relay.c */
@@ -64,6 +67,10 @@ int relay_refused_has(const relay_t *r, const peer_t *p, const uint8_t id[32]);
 int relay_reason_is_untrusted(const char *reason);
 int relay_reason_is_peers_fault(const char *reason);
 void relay_announce_schedule(relay_t *r);
+/* Bytes from p (an event or bundle it was asked for) entered validation;
+ * p is held (peer_hold) while its own or everyone's bytes there are over
+ * budget. */
+void relay_validating_add(relay_t *r, peer_t *p, size_t len);
 int relay_free_value(void *arg, const uint8_t id[32], void *val);
 
 /* relay_inv.c */

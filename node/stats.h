@@ -27,6 +27,7 @@ static inline int64_t node_now_us(void)
 #define SCORE_UNREQUESTED 25  /* data we did not ask for */
 #define SCORE_FLOOD 20        /* per second spent over the message budget */
 #define SCORE_TRUNCATED 10    /* closed inside a frame */
+#define SCORE_UNSERVED 5      /* GETs it let time out (once per timeout scan) */
 
 /* Counters shown by `status`. */
 typedef struct node_stats {
@@ -35,6 +36,8 @@ typedef struct node_stats {
 	uint64_t rejected[PITH_CHECK_NCHECKS + 4];
 	uint64_t unrequested, fetch_timeouts, pending_dropped, notfound_in;
 	uint64_t refused_skipped; /* offers not fetched: refused from that peer lately */
+	uint64_t validate_holds;  /* peers held: their answers over the validation budget */
+	uint64_t fetch_expired;   /* ids queued for a peer too long, dropped */
 	uint64_t ids_announced, ids_requested, events_served;
 	uint64_t lazy_deferred, lazy_sent; /* own ids: peers deferred; of those, told at the lazy time */
 	uint64_t bytes_sent, bytes_recv;

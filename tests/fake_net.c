@@ -284,6 +284,11 @@ int peer_is_ready(const peer_t *p)
 	return p->state == PEER_READY;
 }
 
+void peer_hold(peer_t *p, int hold)
+{
+	p->held = !!hold; /* a fake connection has nothing to stop reading */
+}
+
 void peer_refund_bytes(peer_t *p, size_t n)
 {
 	fp_of(p)->refunded += n;

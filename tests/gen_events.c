@@ -1,7 +1,7 @@
 /* gen_events: JSON Lines of signed events for store tests and benchmarks.
  *
  * usage: gen_events [--records R] [--per-record E] [--seed N] [--threads T]
- *                   [--key-out FILE] OUT|-
+ *                   [--pad BYTES] [--key-out FILE] OUT|-
  *
  * R records (default 1000) of E events each (default 10, at least 1): a
  * record_created (with a receipt by the test key, valid when the key is
@@ -13,7 +13,9 @@
  * one slot) and an event of an unknown type. Lines are grouped by record,
  * as `pithctl export` writes them. All events are signed by one test key,
  * derived from the seed; --key-out writes its public key file (role
- * registry) for --trust-key. Deterministic for a seed except signed_at. */
+ * registry) for --trust-key. Deterministic for a seed except signed_at.
+ * --pad BYTES adds a "padding" member of that many bytes to the payload of
+ * every event but record_created (large events for budget tests). */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,6 +43,7 @@ static const char *const relations[] = {
 
 typedef struct job {
 	unsigned first, count, per, nrecords;
+	size_t pad;
 	uint64_t seed;
 	const tg_key_t *key;
 	pith_buf_t out;
@@ -170,6 +173,14 @@ static int gen_record(job_t *j, unsigned r)
 			pith_buf_puts(&p, "{}");
 			break;
 		}
+		if (j->pad && p.len && p.data[p.len - 1] == '}') {
+			/* a large payload: a member no rule reads */
+			p.len--;
+			pith_buf_puts(&p, p.len > 1 ? ",\"padding\":\"" : "\"padding\":\"");
+			for (size_t k = 0; k < j->pad; k++)
+				pith_buf_putc(&p, 'a' + (uint8_t)(k % 26));
+			pith_buf_puts(&p, "\"}");
+		}
 		pith_buf_cstr(&p);
 		rc |= tg_event(&j->out, j->key, type, pith, target, at, (const char *)p.data, prev,
 			       sup, nsup, -1, id);
@@ -219,6 +230,7 @@ static int write_key(const char *path, const tg_key_t *k)
 int main(int argc, char **argv)
 {
 	unsigned records = 1000, per = 10, threads = 2;
+	size_t pad = 0;
 	uint64_t seed = 1;
 	const char *out = NULL, *key_out = NULL;
 	for (int i = 1; i < argc; i++) {
@@ -228,6 +240,8 @@ int main(int argc, char **argv)
 			per = (unsigned)strtoul(argv[++i], NULL, 10);
 		else if (!strcmp(argv[i], "--seed") && i + 1 < argc)
 			seed = strtoull(argv[++i], NULL, 10);
+		else if (!strcmp(argv[i], "--pad") && i + 1 < argc)
+			pad = (size_t)strtoul(argv[++i], NULL, 10);
 		else if (!strcmp(argv[i], "--threads") && i + 1 < argc)
 			threads = (unsigned)strtoul(argv[++i], NULL, 10);
 		else if (!strcmp(argv[i], "--key-out") && i + 1 < argc)
@@ -266,6 +280,7 @@ int main(int argc, char **argv)
 		jobs[t].first = (unsigned)((uint64_t)records * t / threads);
 		jobs[t].count = (unsigned)((uint64_t)records * (t + 1) / threads) - jobs[t].first;
 		jobs[t].per = per;
+		jobs[t].pad = pad;
 		jobs[t].nrecords = records;
 		jobs[t].seed = seed;
 		jobs[t].key = &key;

@@ -30,8 +30,8 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from pithtest import (run_test, ANNOUNCE, BYE, EVENT, GET, RawPeer, Node,  # noqa: E402
-                      frame, make_events, msg, wait_for)
+from pithtest import (run_test, ANNOUNCE, BYE, EVENT, GET, RawPeer,  # noqa: E402
+                      frame, make_events, msg, target_and_friend, wait_for)
 
 NET = "pith-hostile"
 
@@ -64,12 +64,7 @@ def body(args, root, nodes):
              "--peer-msg-rate", "2000", "--peer-msg-burst", "4000",
              "--handshake-timeout-ms", "3000", "--fetch-timeout-ms", "3000",
              "--log-level", "info"]
-    target = Node(args.pithd, root, "target", network_id=NET, extra=extra).start()
-    friend = Node(args.pithd, root, "friend", network_id=NET, extra=extra).start(
-        peers=[target.addr])
-    nodes += [target, friend]
-    wait_for(lambda: any(p["state"] == "ready" for p in target.status()["peers"]), 10,
-             what="the honest peer to connect")
+    target, friend = target_and_friend(args.pithd, root, nodes, NET, extra)
     r = friend.submit(honest)
     assert all(x["ok"] for x in r)
     wait_for(lambda: target.status()["store"]["events"] == len(honest), 20,

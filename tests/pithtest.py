@@ -448,6 +448,18 @@ class Node:
         return self.proc is not None and self.proc.poll() is None
 
 
+def target_and_friend(pithd, root, nodes, network_id, extra):
+    """A node under test and an honest peer of it (started, connected,
+    appended to nodes): the shape of the hostile and adversarial tests."""
+    target = Node(pithd, root, "target", network_id=network_id, extra=extra).start()
+    friend = Node(pithd, root, "friend", network_id=network_id, extra=extra).start(
+        peers=[target.addr])
+    nodes += [target, friend]
+    wait_for(lambda: any(p["state"] == "ready" for p in target.status()["peers"]), 10,
+             what="the honest peer to connect")
+    return target, friend
+
+
 def wait_for(pred, timeout, interval=0.1, what="condition"):
     deadline = time.time() + timeout
     while time.time() < deadline:

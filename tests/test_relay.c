@@ -128,7 +128,8 @@ TEST(fallback_timeout, "a second announcer gets the GET when the first does not 
 	CHECK_INT_EQ(ps[0]->relay->inflight, 0);
 	/* the first one's late EVENT is now unasked-for */
 	deliver_event(ps[0], id, &evs.json[0]);
-	CHECK_INT_EQ(ps[0]->score, SCORE_UNREQUESTED);
+	/* it let a request time out, then sent what it was no longer asked for */
+	CHECK_INT_EQ(ps[0]->score, SCORE_UNSERVED + SCORE_UNREQUESTED);
 	/* the second times out too: the fetch is forgotten (the timeout scan
 	 * runs at most every eighth of fetch_timeout_ms, so look far ahead) */
 	relay_tick(n.relay, t + 3 * n.cfg.fetch_timeout_ms * 1000);
@@ -286,6 +287,39 @@ TEST(event_ingested, "a requested EVENT is validated, stored, and announced to t
 	tnode_stop(&n);
 }
 
+static void small_validate_budget(node_config_t *c)
+{
+	c->peer_validate_bytes = 4096; /* below what the config allows: a few events */
+}
+
+TEST(validate_budget, "a peer whose answers waiting for validation pass peer_validate_bytes is held until they are validated")
+{
+	tnode_t n;
+	peer_t *ps[2];
+	setup(&n, small_validate_budget, ps, 2);
+	uint8_t ids[8][32];
+	for (int i = 0; i < 8; i++)
+		memcpy(ids[i], evs.id[10 + i], 32);
+	deliver_ids(ps[0], WIRE_ANNOUNCE, (const uint8_t(*)[32])ids, 8);
+	size_t sent = 0;
+	for (int i = 0; i < 8; i++) {
+		deliver_event(ps[0], ids[i], &evs.json[10 + i]);
+		sent += evs.json[10 + i].len;
+		if (sent >= 4096)
+			break;
+	}
+	CHECK_INT_EQ(ps[0]->held, 1);
+	CHECK_INT_EQ(n.stats.validate_holds, 1);
+	CHECK_INT_EQ(ps[1]->held, 0); /* the others are read as before */
+	CHECK(relay_validating_bytes(n.relay) >= 4096);
+	/* once validated, it is read again */
+	CHECK(tnode_run_until(&n, stored_one, &n, 5000));
+	tnode_run_until(&n, NULL, NULL, 200);
+	CHECK_INT_EQ(relay_validating_bytes(n.relay), 0);
+	CHECK_INT_EQ(ps[0]->held, 0);
+	tnode_stop(&n);
+}
+
 TEST(event_invalid, "an EVENT that fails validation costs SCORE_INVALID and the fetch goes to the fallback")
 {
 	tnode_t n;
@@ -371,6 +405,7 @@ int main(void)
 	RUN(wanted_bound);
 	RUN(pending_bound);
 	RUN(event_ingested);
+	RUN(validate_budget);
 	RUN(event_invalid);
 	RUN(serve_get);
 	RUN(serve_flood);

@@ -335,7 +335,7 @@ TEST(bundle_inflight, "no more than 256 bundles are asked of one peer and not ye
 	CHECK_INT_EQ(fake_sent_refs(ps[0], WIRE_BUNDLE_GET), MANY);
 	CHECK_INT_EQ(ps[0]->relay->binflight, MANY - BUNDLE_INFLIGHT_TEST);
 	CHECK_INT_EQ(fake_sent_has_pith(ps[0], WIRE_BUNDLE_GET, piths[MANY - 1], NULL), 1);
-	CHECK_INT_EQ(ps[0]->score, 0);
+	CHECK_INT_EQ(ps[0]->score, SCORE_UNSERVED); /* once for the scan, not per bundle */
 	tnode_stop(&n);
 }
 
