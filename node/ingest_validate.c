@@ -192,7 +192,8 @@ static void bundle_facts(ingest_job_t *j, const json_value_t *root)
 {
 	const char *pith = json_get_str(root, "pith_number");
 	const char *built = json_get_str(root, "built_at");
-	if (!pith || !pith_number_is_valid(pith) || !built || pith_time_parse(built, &j->built_us)) {
+	if (!pith || !pith_number_is_valid(pith) || !built ||
+	    pith_time_parse_valid(built, PITH_TIME_FRACTION, &j->built_us)) {
 		ingest_job_reject(j, INGEST_FAIL_SHAPE, PITH_EINVAL,
 				  "bundle without a pith_number or built_at");
 		return;
@@ -222,7 +223,8 @@ static void bundle_facts(ingest_job_t *j, const json_value_t *root)
 		const char *created = json_get_str(evs->u.items[i], "created_at");
 		int64_t us = 0;
 		/* verified: "sha256:" + 64 hex, and a valid created_at */
-		if (id && strlen(id) == PITH_EVENT_ID_LEN && created && !pith_time_parse(created, &us) &&
+		if (id && strlen(id) == PITH_EVENT_ID_LEN && created &&
+		    !pith_time_parse_valid(created, PITH_TIME_SECONDS, &us) &&
 		    !pith_hex_decode(id + 7, 64, j->event_ids + 32 * j->n_event_ids, 32))
 			j->event_created_us[j->n_event_ids++] = us;
 	}

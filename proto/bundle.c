@@ -270,7 +270,7 @@ static int signature_block_check(const json_value_t *sigblk, const uint8_t diges
 		pith_report_add(rep, name, 0, "signed_message is %.40s, expected %s", msg, expect_msg);
 		return -1;
 	}
-	if (sa && pith_time_parse(sa, &us)) {
+	if (sa && pith_time_parse_valid(sa, PITH_TIME_FRACTION, &us)) {
 		pith_report_add(rep, name, 0, "signed_at is not a timestamp");
 		return -1;
 	}
@@ -322,6 +322,10 @@ int pith_bundle_verify(const json_value_t *b, const pith_trust_t *trust,
 	const char *t = json_get_str(b, "bundle_type"), *v = json_get_str(b, "bundle_version");
 	pith_report_add(rep, "bundle_type", t && v && !strcmp(t, "pith_open_graph_bundle") &&
 			!strcmp(v, "1.0"), "%s %s", t ? t : "(missing)", v ? v : "(missing)");
+	const char *built = json_get_str(b, "built_at");
+	int64_t built_us;
+	pith_report_add(rep, "built_at", built && !pith_time_parse_valid(built, PITH_TIME_FRACTION, &built_us),
+			"%.40s", built ? built : "(missing or not a string)");
 	const json_value_t *rec = json_get_type(b, "canonical_record", JSON_OBJECT);
 	check_record_ids(b, rec, rep, hex, pith);
 	check_aliases(json_get(b, "source_aliases"), rec, pith, "source_aliases", rep);

@@ -58,8 +58,19 @@ static const char *req_str(const json_value_t *o, const char *key, size_t max,
 }
 
 /* created_at is exactly YYYY-MM-DDTHH:MM:SSZ so that string order is time
- * order; signed_at may carry a fraction. */
-static int check_shape(const json_value_t *r, pith_event_t *ev, pith_err_t *err)
+ * order; signed_at may carry a fraction. strict: what a peer sends, whose
+ * timestamps must be valid (docs/merge.md R-TIME); not strict: this
+ * node's own stored bytes, which older builds checked more loosely (they
+ * stay readable until an upgrade takes them out). */
+static int time_ok(const char *s, pith_time_form_t form, int strict, int64_t *us)
+{
+	if (strict)
+		return !pith_time_parse_valid(s, form, us);
+	return (form != PITH_TIME_SECONDS || (strlen(s) == 20 && s[19] == 'Z')) &&
+	       !pith_time_parse(s, us);
+}
+
+static int check_shape(const json_value_t *r, pith_event_t *ev, int strict, pith_err_t *err)
 {
 	if (!json_is(r, JSON_OBJECT))
 		return pith_err_set(err, PITH_EINVAL, "event: not a JSON object");
@@ -86,8 +97,10 @@ static int check_shape(const json_value_t *r, pith_event_t *ev, pith_err_t *err)
 	const char *ca = req_str(r, "created_at", 32, "", err);
 	if (!ca)
 		return PITH_EINVAL;
-	if (strlen(ca) != 20 || ca[19] != 'Z' || pith_time_parse(ca, &ev->created_us))
-		return pith_err_set(err, PITH_EINVAL, "created_at: '%.32s' is not YYYY-MM-DDTHH:MM:SSZ", ca);
+	if (!time_ok(ca, PITH_TIME_SECONDS, strict, &ev->created_us))
+		return pith_err_set(err, PITH_EINVAL, "created_at: '%.32s' is not a valid "
+				    "YYYY-MM-DDTHH:MM:SSZ (a real date, seconds 00-59, years %d-%d)",
+				    ca, PITH_TIME_YEAR_MIN, PITH_TIME_YEAR_MAX);
 	memcpy(ev->created_at, ca, 21);
 	const json_value_t *sup = json_get_type(r, "supersedes", JSON_ARRAY);
 	if (!sup)
@@ -121,8 +134,8 @@ static int check_shape(const json_value_t *r, pith_event_t *ev, pith_err_t *err)
 	const char *sa = req_str(sig, "signed_at", 40, "signature.", err);
 	if (!sa)
 		return PITH_EINVAL;
-	if (pith_time_parse(sa, &ev->signed_us))
-		return pith_err_set(err, PITH_EINVAL, "signature.signed_at: '%.40s' is not a timestamp", sa);
+	if (!time_ok(sa, PITH_TIME_FRACTION, strict, &ev->signed_us))
+		return pith_err_set(err, PITH_EINVAL, "signature.signed_at: '%.40s' is not a valid timestamp", sa);
 	if (!req_str(r, "content_sha256", 64, "", err) || !req_str(r, "event_id", 71, "", err))
 		return PITH_EINVAL;
 	return 0;
@@ -143,7 +156,7 @@ static int verify(const json_value_t *r, const pith_trust_t *trust, pith_event_t
 		  pith_event_check_t *failed, pith_err_t *err, pith_sig_check_t *defer)
 {
 	/* trust == NULL: the store re-reading its own verified bytes */
-	int rc = check_shape(r, ev, err);
+	int rc = check_shape(r, ev, trust != NULL, err);
 	if (rc) {
 		*failed = PITH_CHECK_SHAPE;
 		return rc;
@@ -362,7 +375,7 @@ int pith_event_parse_own(const uint8_t *buf, size_t len, const uint8_t id[32],
 	if (rc)
 		return rc;
 	const json_value_t *r = json_doc_root(ev->doc);
-	if ((rc = check_shape(r, ev, err))) {
+	if ((rc = check_shape(r, ev, 0, err))) {
 		pith_event_free(ev);
 		return rc;
 	}

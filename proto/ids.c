@@ -569,7 +569,13 @@ static int64_t days_from_civil(int y, int m, int d)
 	return era * 146097 + doe - 719468;
 }
 
-int pith_time_parse(const char *s, int64_t *us)
+static int is_leap(int y)
+{
+	return (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+}
+
+/* pith_time_parse (strict 0) and pith_time_parse_valid (strict 1). */
+static int time_parse(const char *s, int strict, int64_t *us)
 {
 	int Y, M, D, h, m, sec;
 	if (strlen(s) < 20 || digits(s, 4, &Y) || s[4] != '-' || digits(s + 5, 2, &M) ||
@@ -578,6 +584,12 @@ int pith_time_parse(const char *s, int64_t *us)
 		return PITH_EINVAL;
 	static const int mdays[] = {31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
 	if (M < 1 || M > 12 || D < 1 || D > mdays[M - 1] || h > 23 || m > 59 || sec > 60)
+		return PITH_EINVAL;
+	/* what older builds let through stays readable in their stores; a
+	 * peer's timestamp must name a real second (R-TIME) */
+	static const int real_mdays[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+	int dim = real_mdays[M - 1] + (M == 2 && is_leap(Y));
+	if (strict && (sec > 59 || D > dim || Y < PITH_TIME_YEAR_MIN || Y > PITH_TIME_YEAR_MAX))
 		return PITH_EINVAL;
 	const char *p = s + 19;
 	int64_t frac = 0;
@@ -599,6 +611,18 @@ int pith_time_parse(const char *s, int64_t *us)
 	int64_t t = days_from_civil(Y, M, D) * 86400 + h * 3600 + m * 60 + sec;
 	*us = t * 1000000 + frac;
 	return 0;
+}
+
+int pith_time_parse(const char *s, int64_t *us)
+{
+	return time_parse(s, 0, us);
+}
+
+int pith_time_parse_valid(const char *s, pith_time_form_t form, int64_t *us)
+{
+	if (form == PITH_TIME_SECONDS && (strlen(s) != 20 || s[19] != 'Z'))
+		return PITH_EINVAL;
+	return time_parse(s, 1, us);
 }
 
 void pith_time_now(char out[static 32], int frac)

@@ -96,9 +96,31 @@ int pith_url_pct_decode(const char *in, size_t n, char *out, size_t cap);
  * message that quotes the input if malformed. */
 int pith_id_parse(const char *s, pith_id_t *out, pith_err_t *err);
 
-/* Timestamps: "YYYY-MM-DDTHH:MM:SS[.ffffff](Z|+00:00)". Microseconds since
- * the epoch. Returns 0 or PITH_EINVAL. */
+/* Timestamps: "YYYY-MM-DDTHH:MM:SS[.f{1,9}](Z|+00:00)". Microseconds since
+ * the epoch (digits past the sixth of a fraction are dropped). Returns 0
+ * or PITH_EINVAL. Lenient: any year, day up to 31 (29 in February)
+ * whatever the month and year, second up to 60. For this node's own
+ * stored bytes and for local settings; what a peer sends is checked with
+ * pith_time_parse_valid. */
 int pith_time_parse(const char *s, int64_t *us);
+
+/* The years a valid timestamp may carry (docs/merge.md, R-TIME): the whole
+ * years inside the span reconciliation carries (docs/sync.md: created_us
+ * + 2^55 in [0, 2^56 - 1], 0828-04-17T00:49:41Z to 3111-09-16T23:10:18Z). */
+#define PITH_TIME_YEAR_MIN 829
+#define PITH_TIME_YEAR_MAX 3110
+
+typedef enum pith_time_form {
+	PITH_TIME_SECONDS,  /* exactly YYYY-MM-DDTHH:MM:SSZ (created_at) */
+	PITH_TIME_FRACTION, /* pith_time_parse's grammar (built_at, signed_at) */
+} pith_time_form_t;
+
+/* The one validity rule for the timestamps of events and bundles
+ * (created_at, built_at, signed_at), docs/merge.md R-TIME: the grammar of
+ * form, a real date of the proleptic Gregorian calendar, hour 00-23,
+ * minute and second 00-59, year PITH_TIME_YEAR_MIN to _MAX. *us as
+ * pith_time_parse. Returns 0 or PITH_EINVAL. */
+int pith_time_parse_valid(const char *s, pith_time_form_t form, int64_t *us);
 /* Formats now (UTC) as YYYY-MM-DDTHH:MM:SS.ffffffZ (frac) or ...SSZ. */
 void pith_time_now(char out[static 32], int frac);
 

@@ -30,6 +30,7 @@ extern const cli_cmd_t cli_cmd_ban;
 extern const cli_cmd_t cli_cmd_unban;
 extern const cli_cmd_t cli_cmd_backup;
 extern const cli_cmd_t cli_cmd_follow;
+extern const cli_cmd_t cli_cmd_conformance;
 
 static const cli_cmd_t *const commands[] = {
 	&cli_cmd_verify,
@@ -53,6 +54,7 @@ static const cli_cmd_t *const commands[] = {
 	&cli_cmd_unban,
 	&cli_cmd_backup,
 	&cli_cmd_follow,
+	&cli_cmd_conformance,
 };
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
 

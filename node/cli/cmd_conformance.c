@@ -1,0 +1,101 @@
+/* pithctl conformance DIR: runs the conformance corpus (tests/conformance,
+ * README.md there) against this build: one line per failing case, then a
+ * summary; exit 0 only if every case passes. */
+#include <dirent.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "conform.h"
+#include "json.h"
+
+typedef struct run_state {
+	const char *file;
+	size_t files, cases, failed;
+	int broken; /* a file that is no case file */
+} run_state_t;
+
+static void on_fail(void *arg, const char *case_name, const char *what)
+{
+	run_state_t *r = arg;
+	printf("FAIL %s: %s: %s\n", r->file, case_name, what);
+}
+
+static int ends_with(const char *s, const char *suffix)
+{
+	size_t n = strlen(s), k = strlen(suffix);
+	return n >= k && !strcmp(s + n - k, suffix);
+}
+
+static void run_file(run_state_t *r, const char *path)
+{
+	pith_buf_t b = PITH_BUF_INIT;
+	json_doc_t *doc = NULL;
+	pith_err_t err = {0};
+	r->file = path;
+	r->files++;
+	if (cli_read_file(path, CLI_MAX_INPUT, &b)) {
+		r->broken = 1;
+	} else if (json_parse(&doc, b.data, b.len, NULL, &err) ||
+		   pith_conform_check(json_doc_root(doc), on_fail, r, &r->cases, &r->failed, &err)) {
+		printf("BROKEN %s: %s\n", path, err.msg);
+		r->broken = 1;
+	}
+	json_doc_free(doc);
+	pith_buf_release(&b);
+}
+
+/* Every *.json file under dir, in name order (directories too). */
+static void run_dir(run_state_t *r, const char *dir)
+{
+	struct dirent **names = NULL;
+	int n = scandir(dir, &names, NULL, alphasort);
+	if (n < 0) {
+		printf("BROKEN %s: cannot read the directory\n", dir);
+		r->broken = 1;
+		return;
+	}
+	for (int i = 0; i < n; i++) {
+		const char *nm = names[i]->d_name;
+		char path[4096];
+		if (nm[0] != '.' && snprintf(path, sizeof(path), "%s/%s", dir, nm) < (int)sizeof(path)) {
+			DIR *sub = opendir(path);
+			if (sub) {
+				closedir(sub);
+				run_dir(r, path);
+			} else if (ends_with(nm, ".json")) {
+				run_file(r, path);
+			}
+		}
+		free(names[i]);
+	}
+	free(names);
+}
+
+static int run(cli_ctx_t *ctx, int argc, char **argv)
+{
+	(void)ctx;
+	const char *dir = NULL;
+	for (int i = 1; i < argc; i++)
+		if (strcmp(argv[i], "--json"))
+			dir = argv[i];
+	if (!dir)
+		return cli_fail("conformance", "missing DIR (the corpus, e.g. tests/conformance)");
+	run_state_t r = {0};
+	run_dir(&r, dir);
+	printf("conformance: %zu case(s) in %zu file(s): %zu passed, %zu failed%s\n", r.cases,
+	       r.files, r.cases - r.failed, r.failed, r.broken ? "; some files could not be read" : "");
+	return r.failed || r.broken || r.cases == 0 ? 1 : 0;
+}
+
+const cli_cmd_t cli_cmd_conformance = {
+	"conformance", "run a conformance corpus against this build",
+	"usage: pithctl conformance DIR\n\n"
+	"Runs every case file (*.json) under DIR, in name order: merge cases\n"
+	"(documents accepted or refused by the rule they break, then the state\n"
+	"bytes and state_sha256), and canonical JSON, timestamp, record identity\n"
+	"and key fingerprint cases. Prints one line per failing case and a summary;\n"
+	"exits 0 only if every case passes. The corpus and its format:\n"
+	"tests/conformance/README.md; the rules: docs/merge.md.\n",
+	run,
+};
