@@ -125,4 +125,19 @@ static inline int ed_test_equation_holds(const uint8_t sig[64], const uint8_t a0
 	return !memcmp(diff, sig, 32);
 }
 
+/* What an unpatched libsodium 1.0.18's crypto_core_ed25519_is_valid_point
+ * answers: it asks only whether [L]P has x = 0, so a point of prime order
+ * plus the point of order 2 passes (CVE-2025-69277). For the self-test's
+ * hook; counts its calls. */
+static int ed_test_unpatched_calls;
+static inline int ed_test_unpatched_is_valid_point(const unsigned char *p)
+{
+	uint8_t t2[32], q[32];
+	ed_test_unpatched_calls++;
+	if (crypto_core_ed25519_is_valid_point(p))
+		return 1;
+	ed_test_torsion(t2, 4);
+	return !crypto_core_ed25519_sub(q, p, t2) && crypto_core_ed25519_is_valid_point(q);
+}
+
 #endif
