@@ -691,9 +691,10 @@ static int selftest_run(const char **why)
 {
 	/* small_order[]: 4 is the point of order 2, 0 one of order 4, 2 one of order 8 */
 	static const int torsion[3] = {4, 0, 2};
+	static const char t2_msg[] = "crypto_core_ed25519_is_valid_point accepts B + T2, a point of "
+				     "mixed order (an unpatched libsodium 1.0.18, CVE-2025-69277)";
 	static const char *const names[3] = {
-		"crypto_core_ed25519_is_valid_point accepts B + T2, a point of mixed order "
-		"(an unpatched libsodium 1.0.18, CVE-2025-69277)",
+		t2_msg,
 		"crypto_core_ed25519_is_valid_point accepts B + T4, a point of mixed order",
 		"crypto_core_ed25519_is_valid_point accepts B + T8, a point of mixed order"};
 	if (sodium_init() < 0 || !base_ready()) {
