@@ -86,6 +86,12 @@ static int trust_load(node_t *n, pith_err_t *err)
 	n->trust = pith_trust_new();
 	if (!n->trust)
 		return pith_err_set(err, PITH_ENOMEM, "cannot initialise the trust store");
+	const char *note = pith_trust_fixed_key_note(n->trust);
+	if (note && getenv("PITH_ED25519"))
+		log_info("signatures: %s", note);
+	else if (note)
+		log_warn("signature self-test failed: %s; no fixed-key tables, every signature "
+			 "is verified by libsodium (docs/signatures.md)", note);
 	for (size_t i = 0; i < n->cfg->trust_keys.n; i++) {
 		const char *path = n->cfg->trust_keys.items[i];
 		FILE *f = fopen(path, "rb");
@@ -96,7 +102,8 @@ static int trust_load(node_t *n, pith_err_t *err)
 		fclose(f);
 		pith_key_t k;
 		pith_err_t e = {0};
-		if (pith_keyfile_parse(buf, len, &k, NULL, NULL, &e) || pith_trust_add(n->trust, &k)) {
+		if (pith_keyfile_parse(buf, len, &k, NULL, NULL, &e) || pith_trust_key_check(&k, &e) ||
+		    pith_trust_add(n->trust, &k)) {
 			sodium_memzero(buf, sizeof(buf));
 			return pith_err_set(err, PITH_EINVAL, "trust_key %s: %s", path, e.msg);
 		}

@@ -19,6 +19,90 @@
 
 #include "err.h"
 
+/* L, the order of the base point (2^252 + 27742317777372353535851937790883648493) */
+static const uint8_t scalar_L[32] = {
+	0xed, 0xd3, 0xf5, 0x5c, 0x1a, 0x63, 0x12, 0x58, 0xd6, 0x9c, 0xf7, 0xa2, 0xde, 0xf9, 0xde, 0x14,
+	0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x10};
+
+/* libsodium 1.0.18's ge25519_has_small_order list, byte for byte: the
+ * encodings of the eight points of small order, plus y = p and y = p + 1
+ * (non-canonical encodings of two of them). The sign bit is not compared,
+ * so each entry stands for two encodings: 14 in all. */
+static const uint8_t small_order[7][32] = {
+	/* 0 (order 4) */
+	{0},
+	/* 1 (order 1) */
+	{1},
+	/* 2707385501144840649318225287225658788936804267575313519463743609750303402022 (order 8) */
+	{0x26, 0xe8, 0x95, 0x8f, 0xc2, 0xb2, 0x27, 0xb0, 0x45, 0xc3, 0xf4, 0x89, 0xf2, 0xef, 0x98, 0xf0,
+	 0xd5, 0xdf, 0xac, 0x05, 0xd3, 0xc6, 0x33, 0x39, 0xb1, 0x38, 0x02, 0x88, 0x6d, 0x53, 0xfc, 0x05},
+	/* 55188659117513257062467267217118295137698188065244968500265048394206261417927 (order 8) */
+	{0xc7, 0x17, 0x6a, 0x70, 0x3d, 0x4d, 0xd8, 0x4f, 0xba, 0x3c, 0x0b, 0x76, 0x0d, 0x10, 0x67, 0x0f,
+	 0x2a, 0x20, 0x53, 0xfa, 0x2c, 0x39, 0xcc, 0xc6, 0x4e, 0xc7, 0xfd, 0x77, 0x92, 0xac, 0x03, 0x7a},
+	/* p - 1 (order 2) */
+	{0xec, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+	 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f},
+	/* p (= 0, order 4) */
+	{0xed, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+	 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f},
+	/* p + 1 (= 1, order 1) */
+	{0xee, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+	 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f},
+};
+
+int pith_ed_has_small_order(const uint8_t s[static 32])
+{
+	for (size_t i = 0; i < sizeof(small_order) / sizeof(small_order[0]); i++)
+		if (!memcmp(s, small_order[i], 31) && (s[31] & 0x7f) == small_order[i][31])
+			return 1;
+	return 0;
+}
+
+/* libsodium's ge25519_is_canonical: y < p, the sign bit not looked at
+ * (y >= p only for bytes 1..30 all 0xff, byte 31 0x7f or 0xff, byte 0
+ * from 0xed up). */
+static int point_is_canonical(const uint8_t s[32])
+{
+	if ((s[31] & 0x7f) != 0x7f || s[0] < 0xed)
+		return 1;
+	for (int i = 1; i < 31; i++)
+		if (s[i] != 0xff)
+			return 1;
+	return 0;
+}
+
+/* The self-test's view of crypto_core_ed25519_is_valid_point; tests
+ * swap it (pith_ed_set_valid_point_fn). */
+static int (*valid_point_fn)(const unsigned char *p) = crypto_core_ed25519_is_valid_point;
+static pthread_mutex_t selftest_lock = PTHREAD_MUTEX_INITIALIZER;
+static int selftest_state; /* 0 not run, 1 passed, -1 failed */
+static const char *selftest_why;
+
+void pith_ed_set_valid_point_fn(int (*fn)(const unsigned char *p))
+{
+	pthread_mutex_lock(&selftest_lock);
+	valid_point_fn = fn ? fn : crypto_core_ed25519_is_valid_point;
+	selftest_state = 0;
+	selftest_why = NULL;
+	pthread_mutex_unlock(&selftest_lock);
+}
+
+static int selftest_run(const char **why);
+
+int pith_ed_selftest(const char **why)
+{
+	pthread_mutex_lock(&selftest_lock);
+	if (!selftest_state) {
+		selftest_why = NULL;
+		selftest_state = selftest_run(&selftest_why) ? -1 : 1;
+	}
+	int ok = selftest_state > 0;
+	if (why)
+		*why = selftest_why;
+	pthread_mutex_unlock(&selftest_lock);
+	return ok ? 0 : PITH_ENOTSUP;
+}
+
 #ifndef __SIZEOF_INT128__
 /* No 128-bit products (32-bit targets): no tables, and every key stays
  * with libsodium (pith_sig_verify_b64 falls back when a key has none). */
@@ -47,6 +131,41 @@ void pith_ed_base_mul(uint8_t out[static 32], const uint8_t s[static 32])
 {
 	(void)s;
 	memset(out, 0, 32);
+}
+/* [L]P == identity, by double-and-add with crypto_core_ed25519_add,
+ * which takes any point on the curve (is_valid_point is what we cannot
+ * rely on). About 300 additions: once per trusted key. */
+static int sodium_in_subgroup(const uint8_t p[32])
+{
+	static const uint8_t identity[32] = {1};
+	uint8_t acc[32] = {1};
+	for (int i = 252; i >= 0; i--) {
+		if (crypto_core_ed25519_add(acc, acc, acc))
+			return 0;
+		if ((scalar_L[i >> 3] >> (i & 7)) & 1 && crypto_core_ed25519_add(acc, acc, p))
+			return 0;
+	}
+	return !memcmp(acc, identity, 32);
+}
+/* Without our own arithmetic the subgroup check is libsodium's, so a
+ * libsodium that failed the self-test cannot be used for it. */
+static int selftest_run(const char **why)
+{
+	*why = "no fixed-key tables on this target (no 128-bit integers)";
+	return -1;
+}
+int pith_ed_key_check(const uint8_t pk[static 32], const char **why)
+{
+	const char *w = NULL;
+	if (!point_is_canonical(pk))
+		w = "not canonical (y >= p)";
+	else if (pith_ed_has_small_order(pk))
+		w = "of small order";
+	else if (!sodium_in_subgroup(pk))
+		w = "not on the curve or not in the prime-order subgroup";
+	if (why)
+		*why = w;
+	return w ? PITH_EINVAL : 0;
 }
 #else
 
@@ -80,6 +199,11 @@ struct pith_ed_table {
 	uint8_t pk[32];
 	niels_t a[POS][HALF]; /* a[i][j] = (j + 1) * 2^(W i) * A */
 };
+
+/* B: y = 4/5, x even */
+static const uint8_t base_enc[32] = {
+	0x58, 0x66, 0x66, 0x66, 0x66, 0x66, 0x66, 0x66, 0x66, 0x66, 0x66, 0x66, 0x66, 0x66, 0x66, 0x66,
+	0x66, 0x66, 0x66, 0x66, 0x66, 0x66, 0x66, 0x66, 0x66, 0x66, 0x66, 0x66, 0x66, 0x66, 0x66, 0x66};
 
 static niels_t base_tab[POS][HALF];
 static fe_t fe_d2, fe_d, fe_sqrtm1;
@@ -319,6 +443,43 @@ static void ge_madd(ge_t *r, const ge_t *p, const niels_t *q, int neg)
 	fe_mul(&r->T, &e, &h);
 }
 
+/* r = 2p ("dbl-2008-hwcd" with a = -1); only the key check uses it. */
+static void ge_dbl(ge_t *r, const ge_t *p)
+{
+	fe_t a, b, c, e, f, g, h;
+	fe_sq(&a, &p->X);
+	fe_sq(&b, &p->Y);
+	fe_sq(&c, &p->Z);
+	fe_add(&c, &c, &c);
+	fe_carry(&c);
+	fe_add(&e, &p->X, &p->Y);
+	fe_carry(&e);
+	fe_sq(&e, &e);
+	fe_sub(&e, &e, &a);
+	fe_carry(&e);
+	fe_sub(&e, &e, &b); /* E = (X + Y)^2 - X^2 - Y^2 = 2XY */
+	fe_carry(&e);
+	fe_sub(&g, &b, &a); /* G = -X^2 + Y^2 */
+	fe_carry(&g);
+	fe_sub(&f, &g, &c); /* F = G - 2Z^2 */
+	fe_carry(&f);
+	fe_add(&h, &a, &b);
+	fe_carry(&h);
+	fe_neg(&h, &h); /* H = -X^2 - Y^2 */
+	fe_mul(&r->X, &e, &f);
+	fe_mul(&r->Y, &g, &h);
+	fe_mul(&r->T, &e, &h);
+	fe_mul(&r->Z, &f, &g);
+}
+
+static int ge_is_identity(const ge_t *p)
+{
+	fe_t d;
+	fe_sub(&d, &p->Y, &p->Z);
+	fe_carry(&d);
+	return fe_is_zero(&p->X) && fe_is_zero(&d);
+}
+
 /* Affine (y+x, y-x, 2dxy) of p, given zi = 1/Z. */
 static void ge_to_niels(niels_t *n, const ge_t *p, const fe_t *zi)
 {
@@ -455,11 +616,8 @@ static void base_init(void)
 	fe_sq(&b, &b);
 	fe_mul(&fe_sqrtm1, &b, &a); /* 2^(2^253 - 5) */
 
-	uint8_t enc[32];
-	memset(enc, 0x66, 32);
-	enc[0] = 0x58; /* y = 4/5, x even */
 	ge_t bp;
-	if (ge_frombytes(&bp, enc))
+	if (ge_frombytes(&bp, base_enc))
 		return;
 	table_build(base_tab, &bp);
 	base_ok = 1;
@@ -471,17 +629,112 @@ static int base_ready(void)
 	return base_ok;
 }
 
+/* Whether the point p (affine, Z = 1) is in the prime-order subgroup:
+ * [L]p is the identity, by double-and-add over L's 253 bits. */
+static int ge_in_subgroup(const ge_t *p)
+{
+	niels_t n;
+	fe_t one;
+	ge_t r;
+	fe_small(&one, 1);
+	ge_to_niels(&n, p, &one);
+	ge_identity(&r);
+	for (int i = 252; i >= 0; i--) {
+		ge_dbl(&r, &r);
+		if ((scalar_L[i >> 3] >> (i & 7)) & 1)
+			ge_madd(&r, &r, &n, 0);
+	}
+	return ge_is_identity(&r);
+}
+
+int pith_ed_key_check(const uint8_t pk[static 32], const char **why)
+{
+	const char *w = NULL;
+	ge_t a;
+	if (!base_ready())
+		w = "cannot set up the curve constants";
+	else if (!point_is_canonical(pk))
+		w = "not canonical (y >= p)";
+	else if (pith_ed_has_small_order(pk))
+		w = "of small order";
+	else if (ge_frombytes(&a, pk))
+		w = "not a point on the curve";
+	else if (!ge_in_subgroup(&a))
+		w = "of mixed order (not in the prime-order subgroup)";
+	if (why)
+		*why = w;
+	return w ? PITH_EINVAL : 0;
+}
+
+/* B + T for the torsion point encoded t, encoded into out (our own
+ * arithmetic, so that what is tested is libsodium's check alone). */
+static int mixed_point(uint8_t out[32], const uint8_t t[32])
+{
+	ge_t b, tp, r;
+	niels_t n;
+	fe_t one, zi;
+	fe_small(&one, 1);
+	if (ge_frombytes(&b, base_enc) || ge_frombytes(&tp, t))
+		return -1;
+	ge_to_niels(&n, &tp, &one);
+	ge_madd(&r, &b, &n, 0);
+	fe_invert(&zi, &r.Z);
+	ge_encode(out, &r, &zi);
+	return 0;
+}
+
+/* The start-up self-test (pith_ed_selftest): B passes
+ * crypto_core_ed25519_is_valid_point and B + T fails it for torsion points
+ * T of order 2, 4 and 8 (unpatched 1.0.18 takes B + T2: it only asks
+ * whether [L]P has x = 0, CVE-2025-69277); our own key check must agree. */
+static int selftest_run(const char **why)
+{
+	/* small_order[]: 4 is the point of order 2, 0 one of order 4, 2 one of order 8 */
+	static const int torsion[3] = {4, 0, 2};
+	static const char t2_msg[] = "crypto_core_ed25519_is_valid_point accepts B + T2, a point of "
+				     "mixed order (an unpatched libsodium 1.0.18, CVE-2025-69277)";
+	static const char *const names[3] = {
+		t2_msg,
+		"crypto_core_ed25519_is_valid_point accepts B + T4, a point of mixed order",
+		"crypto_core_ed25519_is_valid_point accepts B + T8, a point of mixed order"};
+	if (sodium_init() < 0 || !base_ready()) {
+		*why = "libsodium or the curve constants failed to initialise";
+		return -1;
+	}
+	if (valid_point_fn(base_enc) != 1 || pith_ed_key_check(base_enc, NULL)) {
+		*why = "the base point is not taken as a valid point";
+		return -1;
+	}
+	for (int i = 0; i < 3; i++) {
+		uint8_t p[32];
+		if (mixed_point(p, small_order[torsion[i]])) {
+			*why = "cannot build the mixed-order test points";
+			return -1;
+		}
+		if (valid_point_fn(p) != 0) {
+			*why = names[i];
+			return -1;
+		}
+		if (!pith_ed_key_check(p, NULL)) {
+			*why = "our own key check accepts a point of mixed order";
+			return -1;
+		}
+	}
+	return 0;
+}
+
 int pith_ed_table_new(const uint8_t pk[static 32], pith_ed_table_t **out)
 {
 	*out = NULL;
 	if (sodium_init() < 0 || !base_ready())
 		return PITH_ENOMEM;
-	/* canonical, on the curve, not of small order, in the prime-order
-	 * subgroup: the premise of the argument in ed25519.h */
-	if (!crypto_core_ed25519_is_valid_point(pk))
-		return PITH_EINVAL;
+	if (pith_ed_selftest(NULL))
+		return PITH_ENOTSUP;
+	/* the keys crypto_sign_verify_detached takes: canonical, not on the
+	 * small-order list, on the curve (mixed order included: the rules
+	 * below do not depend on the subgroup) */
 	ge_t a;
-	if (ge_frombytes(&a, pk))
+	if (!point_is_canonical(pk) || pith_ed_has_small_order(pk) || ge_frombytes(&a, pk))
 		return PITH_EINVAL;
 	pith_ed_table_t *t = malloc(sizeof(*t));
 	if (!t)
@@ -500,13 +753,9 @@ void pith_ed_table_free_(pith_ed_table_t *t)
 /* s < L, the group order, read from the top byte down */
 static int scalar_is_canonical(const uint8_t s[32])
 {
-	static const uint8_t L[32] = {
-		0xed, 0xd3, 0xf5, 0x5c, 0x1a, 0x63, 0x12, 0x58, 0xd6, 0x9c, 0xf7,
-		0xa2, 0xde, 0xf9, 0xde, 0x14, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
-		0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x10};
 	for (int i = 31; i >= 0; i--)
-		if (s[i] != L[i])
-			return s[i] < L[i];
+		if (s[i] != scalar_L[i])
+			return s[i] < scalar_L[i];
 	return 0;
 }
 
@@ -526,12 +775,10 @@ static void accumulate(ge_t *r, const niels_t tab[POS][HALF], const int16_t e[PO
 static int ed_compute(const pith_ed_table_t *t, const uint8_t sig[64], const uint8_t *m,
 		      size_t mlen, ge_t *r)
 {
-	static const uint8_t identity[32] = {1};
-	if (!scalar_is_canonical(sig + 32))
-		return -1;
-	/* With A of prime order, [s]B - [h]A can only match a small-order R
-	 * when it is the identity; libsodium rejects that R by its list. */
-	if (!memcmp(sig, identity, 32))
+	/* libsodium's first two rules, in its order: s < L, and R not on
+	 * its small-order list (whatever the key: with a key of mixed order
+	 * [s]B - [h]A can be any small-order point) */
+	if (!scalar_is_canonical(sig + 32) || pith_ed_has_small_order(sig))
 		return -1;
 	uint8_t hram[64], h[32];
 	crypto_hash_sha512_state st;

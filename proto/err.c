@@ -30,6 +30,7 @@ const char *pith_err_name(int code)
 	case PITH_EIO: return "i/o error";
 	case PITH_EEXIST: return "exists";
 	case PITH_EROTATED: return "rotated key";
+	case PITH_ENOTSUP: return "not supported";
 	}
 	return "error";
 }

@@ -21,6 +21,7 @@ enum {
 	PITH_EIO = -9,       /* file, socket or database error */
 	PITH_EEXIST = -10,   /* already present */
 	PITH_EROTATED = -11, /* key had rotated when used */
+	PITH_ENOTSUP = -12,  /* not available here (e.g. fixed-key tables after a failed self-test) */
 };
 
 typedef struct pith_err {

@@ -8,7 +8,27 @@
 struct pith_trust {
 	pith_key_t *keys;
 	size_t n, cap;
+	const char *fixed_note; /* why keys get no tables; NULL when they do */
 };
+
+/* Whether trusted keys get fixed-key tables: yes unless the environment
+ * says PITH_ED25519=libsodium (docs/signatures.md) or the verifier's
+ * self-test failed; *note says why not. */
+static int ed_fixed_enabled(const char **note)
+{
+	const char *v = getenv("PITH_ED25519");
+	const char *why = NULL;
+	*note = NULL;
+	if (v && !strcmp(v, "libsodium")) {
+		*note = "PITH_ED25519=libsodium: every signature is verified by libsodium";
+		return 0;
+	}
+	if (pith_ed_selftest(&why)) {
+		*note = why;
+		return 0;
+	}
+	return 1;
+}
 
 pith_trust_t *pith_trust_new(void)
 {
@@ -17,6 +37,7 @@ pith_trust_t *pith_trust_new(void)
 	pith_trust_t *t = calloc(1, sizeof(*t));
 	if (!t)
 		return NULL;
+	ed_fixed_enabled(&t->fixed_note); /* the self-test runs here, at start */
 	pith_key_t k = {0};
 	pith_hex_decode(PITH_REGISTRY_KEY_HEX, 64, k.pk, 32);
 	snprintf(k.key_id, sizeof(k.key_id), "%s", PITH_REGISTRY_KEY_ID);
@@ -40,16 +61,25 @@ void pith_trust_free_(pith_trust_t *t)
 	free(t);
 }
 
-/* Whether trusted keys get fixed-key tables: yes unless the environment
- * says PITH_ED25519=libsodium (docs/signatures.md). */
-static int ed_fixed_enabled(void)
+const char *pith_trust_fixed_key_note(const pith_trust_t *t)
 {
-	const char *v = getenv("PITH_ED25519");
-	return !v || strcmp(v, "libsodium");
+	return t->fixed_note;
+}
+
+int pith_trust_key_check(const pith_key_t *k, pith_err_t *err)
+{
+	const char *why = NULL;
+	if (pith_ed_key_check(k->pk, &why))
+		return pith_err_set(err, PITH_EINVAL,
+				    "key %s (%s) cannot be trusted: the public key is %s",
+				    k->key_id, k->fp, why);
+	return 0;
 }
 
 int pith_trust_add(pith_trust_t *t, const pith_key_t *k)
 {
+	if (pith_trust_key_check(k, NULL))
+		return PITH_EINVAL;
 	for (size_t i = 0; i < t->n; i++) {
 		if (!memcmp(t->keys[i].pk, k->pk, 32) && !strcmp(t->keys[i].key_id, k->key_id)) {
 			t->keys[i].rotates_at_us = k->rotates_at_us;
@@ -69,7 +99,8 @@ int pith_trust_add(pith_trust_t *t, const pith_key_t *k)
 	*nk = *k;
 	nk->ed = NULL;
 	pith_ed_table_t *ed = NULL;
-	if (ed_fixed_enabled() && !pith_ed_table_new(nk->pk, &ed))
+	const char *note;
+	if (ed_fixed_enabled(&note) && !pith_ed_table_new(nk->pk, &ed))
 		nk->ed = ed;
 	return 0;
 }

@@ -40,9 +40,18 @@ void pith_trust_free_(pith_trust_t *t);
 #define pith_trust_free(t) do { pith_trust_free_(t); (t) = NULL; } while (0)
 /* Adds (or updates the rotation time of) a key, and builds its
  * fixed-key verification tables (ed25519.h) unless the environment says
- * PITH_ED25519=libsodium (docs/signatures.md); a key without tables is
- * verified by libsodium. */
+ * PITH_ED25519=libsodium or the verifier's self-test failed
+ * (docs/signatures.md); a key without tables is verified by libsodium.
+ * PITH_EINVAL, and nothing added, for a key pith_trust_key_check refuses. */
 int pith_trust_add(pith_trust_t *t, const pith_key_t *k);
+/* 0 when k's public key may be trusted (pith_ed_key_check: canonical, not
+ * of small order, in the prime-order subgroup); else PITH_EINVAL with err
+ * naming the key and the rule. Loaders call it first for the message. */
+int pith_trust_key_check(const pith_key_t *k, pith_err_t *err);
+/* NULL when trusted keys get fixed-key tables; else why not, a sentence
+ * for the caller to log (PITH_ED25519=libsodium, or the self-test's
+ * failure: pith_ed_selftest). Decided when the store is made. */
+const char *pith_trust_fixed_key_note(const pith_trust_t *t);
 /* The trusted key with this fingerprint, or NULL. */
 const pith_key_t *pith_trust_find(const pith_trust_t *t, const char *fp);
 size_t pith_trust_count(const pith_trust_t *t);

@@ -1,6 +1,8 @@
 /* Loading the trust store from --trust-key files, shared by commands. */
 #include "cli.h"
 
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "trust.h"
@@ -12,6 +14,10 @@ pith_trust_t *cli_trust_load(const cli_ctx_t *ctx, const char *cmd)
 		cli_fail(cmd, "cannot initialise libsodium");
 		return NULL;
 	}
+	const char *note = pith_trust_fixed_key_note(t);
+	if (note && !getenv("PITH_ED25519"))
+		fprintf(stderr, "pithctl %s: warning: signature self-test failed: %s; every "
+			"signature is verified by libsodium (docs/signatures.md)\n", cmd, note);
 	for (size_t i = 0; i < ctx->ntrust_keys; i++) {
 		pith_buf_t b = PITH_BUF_INIT;
 		pith_key_t k;
@@ -23,6 +29,8 @@ pith_trust_t *cli_trust_load(const cli_ctx_t *ctx, const char *cmd)
 		}
 		int rc = pith_keyfile_parse(b.data, b.len, &k, NULL, NULL, &err);
 		pith_buf_release(&b);
+		if (!rc)
+			rc = pith_trust_key_check(&k, &err);
 		if (rc || pith_trust_add(t, &k)) {
 			cli_fail(cmd, "--trust-key %s: %s", ctx->trust_keys[i], err.msg);
 			pith_trust_free(t);
