@@ -173,6 +173,7 @@ static void session_end(peer_t *p, const char *error, int tell)
 	/* the dialler follows each event session with a bundle session */
 	sp->bundles_next = sp->initiator && sp->kind == SYNC_EVENTS && peer_bundles(p);
 	pith_buf_release(&sp->held);
+	sp->credit_held = 0;
 	sp->waiting = 0;
 	sp->sessions++;
 	if (error) {
@@ -313,12 +314,60 @@ static int must_hold(const peer_t *p)
 	return backlog_len(sp) >= backlog_hold(p);
 }
 
+/* ---- answer credit ---------------------------------------------------------------------
+ * What a peer can make this node send by asking: each answer to a session
+ * the peer started costs its length in the peer's credit. The credit
+ * starts at one full listing of our sets (what an honest empty node needs
+ * once) plus 1 MiB, refills at one such listing per sync interval, and
+ * earns 4 bytes per byte of the peer's own messages; an answer over the
+ * credit is held until it refills. A peer that restarts "list everything"
+ * in a loop gets one listing, then at most four times what it sends
+ * (docs/sync.md, "Limits"). */
+
+static double credit_cap(const sync_t *sy)
+{
+	return 32.0 * (double)(recon_set_count(sy->set) +
+			       (sy->bset ? recon_set_count(sy->bset) : 0)) + (double)(1u << 20);
+}
+
+static void credit_refill(sync_t *sy, sync_peer_t *sp, int64_t now)
+{
+	double cap = credit_cap(sy);
+	int64_t interval_ms = sy->d.cfg->sync_interval_ms ? sy->d.cfg->sync_interval_ms : 600000;
+	if (!sp->credit_us) {
+		sp->credit = cap;
+	} else if (sp->credit < cap) {
+		sp->credit += cap * (double)(now - sp->credit_us) / ((double)interval_ms * 1000.0);
+		if (sp->credit > cap)
+			sp->credit = cap;
+	}
+	sp->credit_us = now;
+}
+
+/* Whether an answer of len bytes must wait for credit. Our own sessions
+ * (we started them) are not charged. */
+static int over_credit(sync_t *sy, sync_peer_t *sp, size_t len)
+{
+	if (sp->initiator)
+		return 0;
+	credit_refill(sy, sp, node_now_us());
+	return sp->credit < (double)len;
+}
+
+static void credit_spend(sync_peer_t *sp, size_t len)
+{
+	if (!sp->initiator)
+		sp->credit -= (double)len;
+}
+
 /* Sends p's held message once the session need not hold it any more. */
 static void held_release(peer_t *p)
 {
 	sync_peer_t *sp = p->sync;
-	if (!sp->s || !sp->held.len || must_hold(p))
+	if (!sp->s || !sp->held.len || must_hold(p) || over_credit(sp->sy, sp, sp->held.len))
 		return;
+	sp->credit_held = 0;
+	credit_spend(sp, sp->held.len);
 	pith_buf_t held = sp->held;
 	sp->held = (pith_buf_t)PITH_BUF_INIT;
 	sp->waiting = 1;
@@ -364,6 +413,10 @@ static void session_step(peer_t *p, const uint8_t *data, size_t len)
 	sp->waiting = 0;
 	sp->last_us = node_now_us();
 	sy->bytes_recv += len;
+	if (!sp->initiator) {
+		credit_refill(sy, sp, sp->last_us);
+		sp->credit += 4.0 * (double)len;
+	}
 	/* bundles: the peer announces what we lack (it alone knows the record
 	 * behind a hash), so only what it lacks is kept */
 	int rc = recon_respond(sp->s, data, len, &out, &have, bundles ? NULL : &need, &err);
@@ -407,8 +460,14 @@ answer:
 		session_end(p, NULL, 0);
 		return;
 	}
-	if (must_hold(p)) {
-		sy->holds++;
+	int no_credit = over_credit(sy, sp, out.len);
+	if (no_credit || must_hold(p)) {
+		if (no_credit) {
+			sp->credit_held = 1;
+			sy->credit_holds++;
+		} else {
+			sy->holds++;
+		}
 		pith_buf_reset(&sp->held);
 		if (pith_buf_append(&sp->held, out.data, out.len)) {
 			session_end(p, "out of memory", 1);
@@ -416,6 +475,7 @@ answer:
 		}
 	} else {
 		sp->waiting = 1;
+		credit_spend(sp, out.len);
 		send_recon(p, sp->kind, sp->session, out.data, out.len);
 		if (sp->s && recon_session_is_done(sp->s))
 			session_end(p, NULL, 0);
@@ -729,6 +789,8 @@ void sync_tick(sync_t *sy, int64_t now)
 		bundles_tick(p, now);
 		if (!sy->enabled || !(p->features & WIRE_FEAT_SYNC))
 			continue;
+		if (sp->credit_held)
+			held_release(p); /* the credit may have refilled */
 		if (sp->s && sp->waiting && now - sp->last_us > timeout) {
 			char what[80];
 			snprintf(what, sizeof(what), "no answer within %lld ms",
@@ -757,7 +819,7 @@ void sync_status_json(sync_t *sy, pith_buf_t *b)
 			"\"remaining\":%llu,\"eta_s\":%.0f,\"sessions_active\":%zu,"
 			"\"sessions_started\":%llu,\"sessions_done\":%llu,\"sessions_failed\":%llu,"
 			"\"ids_needed\":%llu,\"ids_offered\":%llu,\"bytes_sent\":%llu,"
-			"\"bytes_received\":%llu,\"holds\":%llu,\"bundles\":%s,\"bundle_items\":%zu,"
+			"\"bytes_received\":%llu,\"holds\":%llu,\"credit_holds\":%llu,\"bundles\":%s,\"bundle_items\":%zu,"
 			"\"bundle_sessions\":%llu,\"bundles_offered\":%llu,\"bundle_offers_sent\":%llu,"
 			"\"peers\":[",
 			sy->enabled ? "true" : "false", sy->syncing ? "syncing" : "idle",
@@ -769,6 +831,7 @@ void sync_status_json(sync_t *sy, pith_buf_t *b)
 			(unsigned long long)sy->failed, (unsigned long long)sy->ids_needed,
 			(unsigned long long)sy->ids_offered, (unsigned long long)sy->bytes_sent,
 			(unsigned long long)sy->bytes_recv, (unsigned long long)sy->holds,
+			(unsigned long long)sy->credit_holds,
 			sy->bundles ? "true" : "false", sy->bset ? recon_set_count(sy->bset) : 0,
 			(unsigned long long)sy->bundle_sessions, (unsigned long long)sy->bundles_offered,
 			(unsigned long long)sy->offers_sent);

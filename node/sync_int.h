@@ -82,6 +82,9 @@ struct sync_peer {
 	uint64_t ctl;            /* `sync` request answered when this session ends */
 	uint64_t ctl_next;       /* `sync` request for a session after this one */
 	uint64_t sessions, failures;
+	double credit;           /* bytes of answers it may still have (sync.c, "answer credit") */
+	int64_t credit_us;       /* when credit was last refilled */
+	int credit_held;         /* held: the answer is over the credit */
 	sync_result_t last;      /* the last event session */
 	sync_result_t blast;     /* the last bundle session */
 };
@@ -109,6 +112,7 @@ struct sync {
 	uint64_t started, done, failed;
 	uint64_t ids_needed, ids_offered, bytes_sent, bytes_recv;
 	uint64_t holds;          /* messages held back while a backlog was long */
+	uint64_t credit_holds;   /* answers held back over a peer's answer credit */
 	int starved;             /* a feed stopped at SYNC_PIPELINE_MAX */
 	/* progress of a catch-up */
 	int syncing;

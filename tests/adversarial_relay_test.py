@@ -13,7 +13,11 @@ usage: adversarial_relay_test.py --pithd D --pithctl P --gen-events G
 2. Pending-fetch starvation. Five peers announce random ids they never
    serve. Each can fill only its share of the fetch table (max_wanted), so
    an honest announcement during the flood is still fetched within 5 s;
-   their requests time out and cost them points (banned in the end).
+   their requests time out and cost them points.
+6. Reconciliation amplification. A peer restarts a session whose first
+   message says "I have nothing, list everything" (21 bytes) in a loop for
+   10 s, reading what comes back. The node sends it one listing of its set
+   plus 1 MiB at most, then no more than 4 times the bytes the peer sends.
 """
 import json
 import os
@@ -28,6 +32,7 @@ from pithtest import (run_test, ANNOUNCE, EVENT, GET, RawPeer, msg,  # noqa: E40
                       make_events, target_and_friend, wait_for)
 
 NET = "pith-adv"
+RECON = 32
 
 
 def rss_mib(pid):
@@ -158,6 +163,51 @@ def body(args, root, nodes):
           % (lat2, st2["stats"]["pending_dropped"], st2["stats"]["fetch_timeouts"],
              st2["stats"]["bans"]))
     del cfg, pending
+
+    # 6. "list everything", again and again
+    more = os.path.join(root, "more.jsonl")
+    subprocess.run([args.gen_events, "--records", "600", "--per-record", "4", "--key-out",
+                    os.path.join(root, "k2.json"), more], check=True, capture_output=True)
+    with open(more, "rb") as f:
+        lines = [l for l in f.read().splitlines() if l.strip()]
+    for r in target.submit(lines):
+        assert r.get("ok"), r
+    items = target.status()["store"]["events"]
+    q = RawPeer(target.port, NET, "127.0.0.40", features=1)
+    q.handshake()
+    got = [0]
+    stop3 = threading.Event()
+
+    def drain():
+        while not stop3.is_set():
+            try:
+                m = q.recv_msg(0.5)
+            except OSError:
+                return
+            if m is not None and m[0] == RECON:
+                got[0] += len(m[2])
+    rd = threading.Thread(target=drain, daemon=True)
+    rd.start()
+    sent, session, t0 = 0, 1, time.time()
+    first = b"\x01\x01" + os.urandom(16) + b"\x00\x02\x00"  # +inf: LIST of nothing
+    try:
+        while time.time() - t0 < 10:
+            q.send(msg(RECON, session, first, 0))
+            sent += len(first)
+            session += 2
+            time.sleep(0.002)
+    except OSError:
+        pass
+    time.sleep(1)
+    stop3.set()
+    rd.join(5)
+    listing = 32 * items + (1 << 20)
+    assert target.alive(), "the target died"
+    assert got[0] <= listing + 4 * sent + 300000, (got[0], listing, sent)
+    sy = target.status()["sync"]
+    print("6. %d sessions of \"list everything\" (%d bytes sent) in 10 s: the node answered "
+          "%d bytes (one listing of %d items is %d; allowed %d + 4 x %d), %d answers held"
+          % (session // 2, sent, got[0], items, 32 * items, listing, sent, sy["credit_holds"]))
 
 
 def main():
