@@ -92,9 +92,12 @@ int store_write_probe(store_t *st, pith_err_t *err)
 {
 	if (st->read_only)
 		return pith_err_set(err, PITH_EINVAL, "store: opened read-only");
+	/* a commit under way will tell by itself, and it can hold the lock
+	 * for its merges: the caller (an event loop) does not wait for it */
+	if (pthread_mutex_trylock(&st->wmu))
+		return pith_err_set(err, PITH_EIO, "store: write probe: a commit is under way");
 	rocksdb_writebatch_t *wb = rocksdb_writebatch_create();
 	char *e = NULL;
-	pthread_mutex_lock(&st->wmu);
 	rocksdb_write(st->db, st->wo, wb, &e);
 	pthread_mutex_unlock(&st->wmu);
 	rocksdb_writebatch_destroy(wb);

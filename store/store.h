@@ -356,9 +356,10 @@ int store_is_healthy(store_t *st, int64_t window_us, char *why, size_t whylen);
 /* An empty synced write, under the write lock, to learn whether the
  * store takes writes again (RocksDB refuses every write, even an empty
  * one, while it is in its background-error state). 0 if it did (the
- * store is writable again), else PITH_EIO with err filled. Costs one
- * log sync: call it while store_errors_get says not writable, now and
- * then, off an event loop if possible. */
+ * store is writable again), else PITH_EIO with err filled; also PITH_EIO
+ * without trying when a commit holds the write lock (it will tell).
+ * Costs one log sync: call it now and then while store_errors_get says
+ * not writable. */
 int store_write_probe(store_t *st, pith_err_t *err);
 
 /* ---- Maintenance ---------------------------------------------------------- */
