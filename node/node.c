@@ -181,7 +181,8 @@ static void store_probe_tick(node_t *n, int64_t now)
 	n->store_probe_us = now;
 	pith_err_t err = {0};
 	if (!store_write_probe(n->store, &err))
-		log_warn("store: writes work again, after %.1f s of failing", (double)(now - n->store_down_us) / 1e6);
+		log_warn("store: writes work again, after %.1f s of failing",
+			 (double)(now - n->store_down_us) / 1e6);
 }
 
 static void node_tick(node_t *n)
@@ -353,7 +354,7 @@ static void store_error(void *arg, int what, const char *line)
 	(void)arg;
 	pthread_mutex_lock(&mu);
 	if (what == STORE_OP_WRITE)
-		log_rl(&rl_write, LOG_ERROR, "%s (the store does not take writes until one succeeds)", line);
+		log_rl(&rl_write, LOG_ERROR, "%s (no writes until one succeeds)", line);
 	else
 		log_rl(&rl_read, LOG_ERROR, "%s", line);
 	pthread_mutex_unlock(&mu);
@@ -625,9 +626,10 @@ static void node_store_errors_json(store_t *st, int64_t now, pith_buf_t *b)
 	store_errors_t e;
 	store_errors_get(st, &e);
 	int64_t last = e.last_read_us > e.last_write_us ? e.last_read_us : e.last_write_us;
-	pith_buf_printf(b, "\"writable\":%s,\"healthy\":%s,\"read_errors\":%llu,\"write_errors\":%llu,",
-			e.writable ? "true" : "false",
-			store_is_healthy(st, STORE_READ_ERROR_WINDOW_US, NULL, 0) ? "true" : "false",
+	int healthy = store_is_healthy(st, STORE_READ_ERROR_WINDOW_US, NULL, 0);
+	pith_buf_printf(b, "\"writable\":%s,\"healthy\":%s,\"read_errors\":%llu,"
+			"\"write_errors\":%llu,",
+			e.writable ? "true" : "false", healthy ? "true" : "false",
 			(unsigned long long)e.read_errors, (unsigned long long)e.write_errors);
 	jstr(b, "last_error", e.last_error);
 	if (last)

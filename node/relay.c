@@ -312,8 +312,8 @@ void relay_serve(peer_t *p)
 		if (!k)
 			break;
 		pith_err_t err = {0};
-		size_t bad = store_events_get_many(r->d.store, (const uint8_t(*)[32])ids, k, serve_one,
-						   &c, &err);
+		size_t bad = store_events_get_many(r->d.store, (const uint8_t(*)[32])ids, k,
+						   serve_one, &c, &err);
 		/* the peer is told NOTFOUND and asks another; the store has
 		 * counted and logged the error (node.c, store_error) */
 		r->d.stats->events_unreadable += bad;

@@ -79,7 +79,8 @@ int store_is_healthy(store_t *st, int64_t window_us, char *why, size_t whylen)
 		if (!write_ok)
 			snprintf(why, whylen, "the store does not take writes: %s", e.last_error);
 		else if (!read_ok)
-			snprintf(why, whylen, "a store read failed %.0f s ago (%llu read errors): %s",
+			snprintf(why, whylen,
+				 "a store read failed %.0f s ago (%llu read errors): %s",
 				 (double)(now - e.last_read_us) / 1e6,
 				 (unsigned long long)e.read_errors, e.last_error);
 		else
@@ -274,7 +275,8 @@ static int meta_init(store_t *st, pith_err_t *err)
 			       strlen(STORE_META_SCHEMA), STORE_SCHEMA_VERSION,
 			       strlen(STORE_SCHEMA_VERSION), &e);
 		if (e)
-			return store_op_error(st, STORE_OP_WRITE, err, e, "writing the schema version");
+			return store_op_error(st, STORE_OP_WRITE, err, e,
+					      "writing the schema version");
 	}
 	if ((rc = meta_get_u64(st, STORE_META_EVENTS, &st->counts.events, err)) ||
 	    (rc = meta_get_u64(st, STORE_META_RECORDS, &st->counts.records, err)) ||

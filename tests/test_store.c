@@ -1824,7 +1824,8 @@ TEST(corrupt_block, "reads a corrupted block as an error, counted and told, neve
 	CHECK_INT_EQ(corrupt_docs_table(dir), 0);
 
 	err_seen_t seen = {0};
-	store_opts_t o = {.create = 1, .registry = trust, .on_error = on_store_error, .on_error_arg = &seen};
+	store_opts_t o = {.create = 1, .registry = trust, .on_error = on_store_error,
+			  .on_error_arg = &seen};
 	CHECK_INT_EQ(store_open(dir, &o, &st, &err), 0);
 	store_errors_t e;
 	store_errors_get(st, &e);
@@ -1832,7 +1833,8 @@ TEST(corrupt_block, "reads a corrupted block as an error, counted and told, neve
 	CHECK(store_is_healthy(st, STORE_READ_ERROR_WINDOW_US, NULL, 0));
 
 	size_t got = 0;
-	size_t bad = store_events_get_many(st, (const uint8_t(*)[32])ids, n, count_read, &got, &err);
+	size_t bad =
+		store_events_get_many(st, (const uint8_t(*)[32])ids, n, count_read, &got, &err);
 	CHECK(bad > 0 && bad < 40);
 	CHECK_INT_EQ((int)(got + bad), (int)n);
 	CHECK(strstr(err.msg, "Corruption") && strstr(err.msg, "sha256:"));
