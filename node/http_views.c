@@ -664,12 +664,28 @@ void view_changes(http_ctx_t *c)
 void view_healthz(http_ctx_t *c)
 {
 	store_counts_t sc;
+	store_errors_t se;
+	char why[400];
 	store_counts_get(c->h->store, &sc);
+	store_errors_get(c->h->store, &se);
+	/* 503 while draining, while the store does not take writes, and for
+	 * a while after a read failed (docs/http.md) */
+	int store_ok = store_is_healthy(c->h->store, STORE_READ_ERROR_WINDOW_US, why, sizeof(why));
+	int ok = !c->h->draining && store_ok;
 	pith_buf_reset(c->body);
-	pith_buf_printf(c->body, "{\"ok\":%s,\"store\":{\"bundles\":%llu,\"events\":%llu,\"records\":%llu}}\n",
-			c->h->draining ? "false" : "true", (unsigned long long)sc.bundles,
-			(unsigned long long)sc.events, (unsigned long long)sc.records);
-	c->r.status = c->h->draining ? 503 : 200;
+	pith_buf_printf(c->body, "{\"ok\":%s,", ok ? "true" : "false");
+	if (!ok) {
+		const char *r = c->h->draining ? "shutting down" : why;
+		pith_buf_puts(c->body, "\"reason\":");
+		json_write_string(c->body, r, strlen(r));
+		pith_buf_puts(c->body, ",");
+	}
+	pith_buf_printf(c->body, "\"store\":{\"bundles\":%llu,\"events\":%llu,\"records\":%llu,"
+			"\"writable\":%s,\"read_errors\":%llu,\"write_errors\":%llu}}\n",
+			(unsigned long long)sc.bundles, (unsigned long long)sc.events,
+			(unsigned long long)sc.records, se.writable ? "true" : "false",
+			(unsigned long long)se.read_errors, (unsigned long long)se.write_errors);
+	c->r.status = ok ? 200 : 503;
 	c->r.ctype = "application/json";
 	c->r.no_store = 1;
 }

@@ -202,6 +202,14 @@ static void read_outcomes(ingest_core_t *c, ingest_job_t *jobs, int rc, const pi
 		fflush(c->trace);
 }
 
+static size_t count_valid(const ingest_job_t *jobs)
+{
+	size_t n = 0;
+	for (; jobs; jobs = jobs->next)
+		n += !jobs->rc;
+	return n;
+}
+
 /* Commits the valid jobs of a list (a group g, or single jobs when g is
  * NULL) as one batch; fills their outcomes, and g's. */
 static void write_batch(ingest_core_t *c, ingest_job_t *jobs, ingest_group_t *g)
@@ -226,6 +234,7 @@ static void write_batch(ingest_core_t *c, ingest_job_t *jobs, ingest_group_t *g)
 		j->index = idx;
 	}
 	store_commit_stats_t stats = {0};
+	size_t nvalid = count_valid(jobs);
 	if (!rc)
 		rc = store_batch_commit(c->batch, &stats, &err);
 	read_outcomes(c, jobs, rc, &err);
@@ -237,7 +246,13 @@ static void write_batch(ingest_core_t *c, ingest_job_t *jobs, ingest_group_t *g)
 		if (rc)
 			c->group_failed = 1;
 	} else if (rc) {
-		log_error("store: a batch commit failed: %s", err.msg);
+		/* a full disk fails every commit until space returns: the jobs
+		 * fail (their submitters are told; peers' events come again by
+		 * sync), the store counts each failure, the log says it now
+		 * and then (docs/store.md, "Failures") */
+		static log_rl_t rl;
+		log_rl(&rl, LOG_ERROR, "store: a batch commit failed (%zu jobs not stored): %s",
+		       nvalid, err.msg);
 	}
 	pthread_mutex_lock(&c->mu);
 	c->stats.committed_batches++;

@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <netdb.h>
 #include <netinet/tcp.h>
+#include <pthread.h>
 #include <signal.h>
 #include <sodium.h>
 #include <stdio.h>
@@ -166,10 +167,36 @@ static void accept_error_cb(struct evconnlistener *l, void *arg)
 	log_rl(&rl, LOG_ERROR, "accept failed: %s", evutil_socket_error_to_string(e));
 }
 
+/* While the store does not take writes (a full disk), an empty write
+ * every STORE_PROBE_US tells when it does again: RocksDB recovers by
+ * itself once space is free (docs/store.md, "Failures"). Its log sync
+ * is on the loop thread, but only while the store is failing. */
+#define STORE_PROBE_US 1000000
+
+static void store_probe_tick(node_t *n, int64_t now)
+{
+	store_errors_t se;
+	store_errors_get(n->store, &se);
+	if (se.writable) {
+		n->store_down_us = 0;
+		return;
+	}
+	if (!n->store_down_us)
+		n->store_down_us = now;
+	if (now - n->store_probe_us < STORE_PROBE_US)
+		return;
+	n->store_probe_us = now;
+	pith_err_t err = {0};
+	if (!store_write_probe(n->store, &err))
+		log_warn("store: writes work again, after %.1f s of failing",
+			 (double)(now - n->store_down_us) / 1e6);
+}
+
 static void node_tick(node_t *n)
 {
 	int64_t now = node_now_us();
 	net_tick(n->net, now);
+	store_probe_tick(n, now);
 	if (n->shutting_down)
 		return;
 	relay_tick(n->relay, now);
@@ -323,6 +350,23 @@ static void store_notice(void *arg, const char *line)
 	log_info("%s", line);
 }
 
+/* A database error (store_opts_t.on_error), from any thread: the loop's
+ * reads, the writer's commits, a backup. A corrupted block fails every
+ * read of it and a full disk every commit, so the lines are rate-limited
+ * (per kind); store_errors_get counts them all for status and /metrics. */
+static void store_error(void *arg, int what, const char *line)
+{
+	static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+	static log_rl_t rl_read, rl_write;
+	(void)arg;
+	pthread_mutex_lock(&mu);
+	if (what == STORE_OP_WRITE)
+		log_rl(&rl_write, LOG_ERROR, "%s (no writes until one succeeds)", line);
+	else
+		log_rl(&rl_read, LOG_ERROR, "%s", line);
+	pthread_mutex_unlock(&mu);
+}
+
 int node_new(node_config_t *cfg, node_t **out, pith_err_t *err)
 {
 	*out = NULL;
@@ -358,6 +402,7 @@ int node_new(node_config_t *cfg, node_t **out, pith_err_t *err)
 	so.cache_bytes = (size_t)cfg->store_cache_mb << 20;
 	so.wal_bytes = (size_t)cfg->store_wal_mb << 20;
 	so.notice = store_notice;
+	so.on_error = store_error;
 	if ((rc = store_open(path, &so, &n->store, err)))
 		goto fail;
 	/* RocksDB started its flush and compaction threads when the store
@@ -581,6 +626,25 @@ void node_peer_json(const peer_t *p, int64_t now, pith_buf_t *b)
 			p->relay ? p->relay->serve.n : 0, inv_name(p->relay));
 }
 
+/* The store's failures in status (docs/pithd.md): counts, whether it
+ * takes writes, the last error and how long ago. */
+static void node_store_errors_json(store_t *st, int64_t now, pith_buf_t *b)
+{
+	store_errors_t e;
+	store_errors_get(st, &e);
+	int64_t last = e.last_read_us > e.last_write_us ? e.last_read_us : e.last_write_us;
+	int healthy = store_is_healthy(st, STORE_READ_ERROR_WINDOW_US, NULL, 0);
+	pith_buf_printf(b, "\"writable\":%s,\"healthy\":%s,\"read_errors\":%llu,"
+			"\"write_errors\":%llu,",
+			e.writable ? "true" : "false", healthy ? "true" : "false",
+			(unsigned long long)e.read_errors, (unsigned long long)e.write_errors);
+	jstr(b, "last_error", e.last_error);
+	if (last)
+		pith_buf_printf(b, ",\"last_error_age_ms\":%lld", (long long)((now - last) / 1000));
+	else
+		pith_buf_puts(b, ",\"last_error_age_ms\":null");
+}
+
 int node_status_json(node_t *n, pith_buf_t *b)
 {
 	int64_t now = node_now_us();
@@ -603,11 +667,13 @@ int node_status_json(node_t *n, pith_buf_t *b)
 	store_usage_get(n->store, &u);
 	pith_buf_printf(b, ",\"store\":{\"events\":%llu,\"records\":%llu,\"bundles\":%llu,"
 			"\"sst_bytes\":%llu,\"wal_bytes\":%llu,\"memtable_bytes\":%llu,"
-			"\"pending_compaction_bytes\":%llu}",
+			"\"pending_compaction_bytes\":%llu,",
 			(unsigned long long)c.events, (unsigned long long)c.records,
 			(unsigned long long)c.bundles, (unsigned long long)u.sst_bytes,
 			(unsigned long long)u.wal_bytes, (unsigned long long)u.memtable_bytes,
 			(unsigned long long)u.pending_compaction_bytes);
+	node_store_errors_json(n->store, now, b);
+	pith_buf_puts(b, "}");
 	if (n->follower) {
 		pith_buf_puts(b, ",\"follow\":{");
 		follower_status_json(n->follower, b);
@@ -640,6 +706,7 @@ int node_status_json(node_t *n, pith_buf_t *b)
 			"\"bundles_older\":%llu,\"bundles_invalid\":%llu,\"unrequested\":%llu,"
 			"\"fetch_timeouts\":%llu,\"pending_dropped\":%llu,\"notfound_in\":%llu,"
 			"\"ids_announced\":%llu,\"ids_requested\":%llu,\"events_served\":%llu,"
+			"\"events_unreadable\":%llu,"
 			"\"bytes_sent\":%llu,\"bytes_recv\":%llu,\"bans\":%llu,\"malformed\":%llu,"
 			"\"connections_in\":%llu,\"connections_out\":%llu,\"refused_banned\":%llu,"
 			"\"refused_full\":%llu,\"lazy_deferred\":%llu,\"lazy_sent\":%llu,"
@@ -652,6 +719,7 @@ int node_status_json(node_t *n, pith_buf_t *b)
 			(unsigned long long)s->fetch_timeouts, (unsigned long long)s->pending_dropped,
 			(unsigned long long)s->notfound_in, (unsigned long long)s->ids_announced,
 			(unsigned long long)s->ids_requested, (unsigned long long)s->events_served,
+			(unsigned long long)s->events_unreadable,
 			(unsigned long long)s->bytes_sent, (unsigned long long)s->bytes_recv,
 			(unsigned long long)s->bans, (unsigned long long)s->malformed,
 			(unsigned long long)s->connections_in, (unsigned long long)s->connections_out,

@@ -127,6 +127,19 @@ static void collect(void *arg, metrics_out_t *o)
 	gauge(o, "pith_store_pending_compaction_bytes",
 	      "RocksDB's estimate of the bytes compaction still has to rewrite",
 	      (double)u.pending_compaction_bytes);
+	store_errors_t se;
+	store_errors_get(n->store, &se);
+	metrics_out_family(o, "pith_store_errors_total", METRIC_COUNTER,
+			   "Store operations that failed with a database error "
+			   "(corruption, I/O, no space), by kind");
+	metrics_out_sample_u64(o, "pith_store_errors_total", "op=\"read\"", se.read_errors);
+	metrics_out_sample_u64(o, "pith_store_errors_total", "op=\"write\"", se.write_errors);
+	gauge(o, "pith_store_writable",
+	      "1 while the store takes writes, 0 from a failed write until one succeeds",
+	      se.writable ? 1 : 0);
+	counter(o, "pith_events_unreadable_total",
+		"Events peers asked for that are stored but could not be read (answered NOTFOUND)",
+		s->events_unreadable);
 	gauge(o, "pith_sync_pending_fetches", "Event and bundle ids being fetched from peers",
 	      (double)relay_pending_fetches(n->relay));
 	size_t active = 0;

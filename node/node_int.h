@@ -63,6 +63,8 @@ struct node {
 	uint16_t listen_port;
 	int64_t started_us;
 	int shutting_down;
+	int64_t store_down_us;      /* since when the store has refused writes (0: it takes them) */
+	int64_t store_probe_us;     /* the last write probe (node.c, store_probe_tick) */
 	struct ctlops *ctlops;      /* a backup in progress (node_ctl.c) */
 
 	node_stats_t stats;

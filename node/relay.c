@@ -356,7 +356,12 @@ void relay_serve(peer_t *p)
 			k++;
 		if (!k)
 			break;
-		store_events_get_many(r->d.store, (const uint8_t(*)[32])ids, k, serve_one, &c);
+		pith_err_t err = {0};
+		size_t bad = store_events_get_many(r->d.store, (const uint8_t(*)[32])ids, k,
+						   serve_one, &c, &err);
+		/* the peer is told NOTFOUND and asks another; the store has
+		 * counted and logged the error (node.c, store_error) */
+		r->d.stats->events_unreadable += bad;
 	}
 	if (c.k)
 		relay_send_ids(p, WIRE_NOTFOUND, nf, c.k);

@@ -736,11 +736,11 @@ int store_batch_commit(store_batch_t *b, store_commit_stats_t *stats, pith_err_t
 		char *e = NULL;
 		rocksdb_write(st->db, st->wo, c.wb, &e);
 		if (e) {
-			rc = pith_err_set(err, PITH_EIO, "store: write: %s", e);
-			rocksdb_free(e);
+			rc = store_op_error(st, STORE_OP_WRITE, err, e, "write");
 		} else {
 			st->counts = c.counts;
 			st->changes_seq = c.seq;
+			store_write_ok(st);
 		}
 	}
 	rocksdb_writebatch_destroy(c.wb);

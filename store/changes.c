@@ -257,7 +257,7 @@ int store_changes_build(store_t *st, uint64_t *logged, pith_err_t *err)
 	build_t b = {.st = st};
 	rocksdb_delete_range_cf(st->db, st->wo, st->cf[STORE_CF_CHANGES], "", 0, &end, 1, &e);
 	if (e)
-		return store_db_error(err, e, "clearing the change log");
+		return store_op_error(st, STORE_OP_WRITE, err, e, "clearing the change log");
 	uint64_t n = 0;
 	int rc = store_upgrade_walk(st, STORE_CF_RECORDS, log_record, &b, STORE_SCHEMA_VERSION,
 				    "building the change log", &n, err);

@@ -32,7 +32,7 @@ static int write_chunk(store_t *st, rocksdb_writebatch_t *wb, const char *what, 
 	char *e = NULL;
 	rocksdb_write(st->db, st->wo, wb, &e);
 	rocksdb_writebatch_clear(wb);
-	return e ? store_db_error(err, e, what) : 0;
+	return e ? store_op_error(st, STORE_OP_WRITE, err, e, what) : 0;
 }
 
 int store_upgrade_walk(store_t *st, int cf, store_upgrade_fn fn, void *arg, const char *schema,

@@ -23,6 +23,95 @@ int store_db_error(pith_err_t *err, char *msg, const char *what)
 	return rc;
 }
 
+static int64_t wall_us(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+/* Counts the error, keeps its message, tells the hook. A corrupted block
+ * fails every read of it and a full disk every commit: the hook (the
+ * node's log) rate-limits, the counters count them all. */
+int store_op_error(store_t *st, int op, pith_err_t *err, char *msg, const char *what)
+{
+	char line[sizeof(st->errors.last_error)];
+	snprintf(line, sizeof(line), "store: %s: %s", what, msg ? msg : "unknown error");
+	rocksdb_free(msg);
+	pthread_mutex_lock(&st->emu);
+	if (op == STORE_OP_WRITE) {
+		st->errors.write_errors++;
+		st->errors.last_write_us = wall_us();
+		st->errors.writable = 0;
+	} else {
+		st->errors.read_errors++;
+		st->errors.last_read_us = wall_us();
+	}
+	memcpy(st->errors.last_error, line, sizeof(line));
+	pthread_mutex_unlock(&st->emu);
+	if (st->on_error)
+		st->on_error(st->on_error_arg, op, line);
+	return pith_err_set(err, PITH_EIO, "%s", line);
+}
+
+void store_write_ok(store_t *st)
+{
+	pthread_mutex_lock(&st->emu);
+	st->errors.writable = !st->read_only;
+	pthread_mutex_unlock(&st->emu);
+}
+
+void store_errors_get(store_t *st, store_errors_t *out)
+{
+	pthread_mutex_lock(&st->emu);
+	*out = st->errors;
+	pthread_mutex_unlock(&st->emu);
+}
+
+int store_is_healthy(store_t *st, int64_t window_us, char *why, size_t whylen)
+{
+	store_errors_t e;
+	int64_t now = wall_us();
+	store_errors_get(st, &e);
+	int write_ok = e.writable || st->read_only;
+	int read_ok = !e.last_read_us || now - e.last_read_us >= window_us;
+	if (why && whylen) {
+		if (!write_ok)
+			snprintf(why, whylen, "the store does not take writes: %s", e.last_error);
+		else if (!read_ok)
+			snprintf(why, whylen,
+				 "a store read failed %.0f s ago (%llu read errors): %s",
+				 (double)(now - e.last_read_us) / 1e6,
+				 (unsigned long long)e.read_errors, e.last_error);
+		else
+			why[0] = 0;
+	}
+	return write_ok && read_ok;
+}
+
+int store_write_probe(store_t *st, pith_err_t *err)
+{
+	if (st->read_only)
+		return pith_err_set(err, PITH_EINVAL, "store: opened read-only");
+	/* a commit under way will tell by itself, and it can hold the lock
+	 * for its merges: the caller (an event loop) does not wait for it */
+	if (pthread_mutex_trylock(&st->wmu))
+		return pith_err_set(err, PITH_EIO, "store: write probe: a commit is under way");
+	rocksdb_writebatch_t *wb = rocksdb_writebatch_create();
+	char *e = NULL;
+	rocksdb_write(st->db, st->wo, wb, &e);
+	pthread_mutex_unlock(&st->wmu);
+	rocksdb_writebatch_destroy(wb);
+	if (e) {
+		/* not counted again: the store is known not to take writes */
+		int rc = pith_err_set(err, PITH_EIO, "store: write probe: %s", e);
+		rocksdb_free(e);
+		return rc;
+	}
+	store_write_ok(st);
+	return 0;
+}
+
 const char *store_outcome_name(store_outcome_t o)
 {
 	switch (o) {
@@ -186,7 +275,8 @@ static int meta_init(store_t *st, pith_err_t *err)
 			       strlen(STORE_META_SCHEMA), STORE_SCHEMA_VERSION,
 			       strlen(STORE_SCHEMA_VERSION), &e);
 		if (e)
-			return store_db_error(err, e, "writing the schema version");
+			return store_op_error(st, STORE_OP_WRITE, err, e,
+					      "writing the schema version");
 	}
 	if ((rc = meta_get_u64(st, STORE_META_EVENTS, &st->counts.events, err)) ||
 	    (rc = meta_get_u64(st, STORE_META_RECORDS, &st->counts.records, err)) ||
@@ -240,6 +330,23 @@ static int store_cf_count(const char *dir)
 	       : !has_changes ? STORE_CF_CHANGES : STORE_NCF;
 }
 
+/* RocksDB's own LOG: fatal errors only, unless PITH_ROCKSDB_LOG says
+ * otherwise (debug, info, warn, error). Debian's librocksdb is built with
+ * its assertions on, and once a write to LOG has failed (a full disk) the
+ * next line logged aborts the process (WritableFileWriter's
+ * AssertFalseAndGetStatusForPrevError): with the default level a full
+ * disk killed the node at its second failed commit (docs/store.md,
+ * "Failures"). */
+static int info_log_level(void)
+{
+	static const char *names[] = {"debug", "info", "warn", "error", "fatal", "header"};
+	const char *v = getenv("PITH_ROCKSDB_LOG");
+	for (int i = 0; v && i < 6; i++)
+		if (!strcmp(v, names[i]))
+			return i;
+	return 4;
+}
+
 int store_open(const char *dir, const store_opts_t *opts, store_t **out, pith_err_t *err)
 {
 	static const store_opts_t defaults = {.create = 1};
@@ -252,7 +359,11 @@ int store_open(const char *dir, const store_opts_t *opts, store_t **out, pith_er
 	if (!st)
 		return pith_err_set(err, PITH_ENOMEM, "store: out of memory");
 	pthread_mutex_init(&st->wmu, NULL);
+	pthread_mutex_init(&st->emu, NULL);
 	st->read_only = opts->read_only;
+	st->errors.writable = !opts->read_only;
+	st->on_error = opts->on_error;
+	st->on_error_arg = opts->on_error_arg;
 	if (!(st->dir = strdup(dir))) {
 		store_close_(st);
 		return pith_err_set(err, PITH_ENOMEM, "store: out of memory");
@@ -265,6 +376,7 @@ int store_open(const char *dir, const store_opts_t *opts, store_t **out, pith_er
 	rocksdb_options_set_create_missing_column_families(st->opts, !opts->read_only);
 	rocksdb_options_increase_parallelism(st->opts, 2);
 	rocksdb_options_set_max_background_jobs(st->opts, 2);
+	rocksdb_options_set_info_log_level(st->opts, info_log_level());
 	rocksdb_options_set_keep_log_file_num(st->opts, 4);
 	rocksdb_options_set_max_log_file_size(st->opts, 8u << 20);
 	/* A write-ahead log file can go only when every column family with
@@ -335,6 +447,7 @@ void store_close_(store_t *st)
 	if (st->cache)
 		rocksdb_cache_destroy(st->cache);
 	pthread_mutex_destroy(&st->wmu);
+	pthread_mutex_destroy(&st->emu);
 	free(st->dir);
 	free(st);
 }
@@ -349,7 +462,7 @@ int store_get_raw(store_t *st, int cf, const uint8_t *key, size_t klen, char **v
 	*val = rocksdb_get_cf(st->db, st->ro, st->cf[cf], (const char *)key, klen, vlen, &e);
 	if (e) {
 		*val = NULL;
-		return store_db_error(err, e, store_cf_names[cf]);
+		return store_op_error(st, STORE_OP_READ, err, e, store_cf_names[cf]);
 	}
 	return 0;
 }
@@ -358,6 +471,7 @@ int store_iter_open(store_t *st, int cf, const uint8_t *lo, size_t lo_len,
 		    const uint8_t *hi, size_t hi_len, store_iter_t *out, pith_err_t *err)
 {
 	memset(out, 0, sizeof(*out));
+	out->st = st;
 	if (lo_len > sizeof(out->lo) || hi_len > sizeof(out->hi))
 		return pith_err_set(err, PITH_EINVAL, "store: iterator bound too long");
 	out->ro = rocksdb_readoptions_create();
@@ -419,7 +533,7 @@ int store_iter_status(store_iter_t *it, pith_err_t *err)
 {
 	char *e = NULL;
 	rocksdb_iter_get_error(it->it, &e);
-	return e ? store_db_error(err, e, "iterating") : 0;
+	return e ? store_op_error(it->st, STORE_OP_READ, err, e, "iterating") : 0;
 }
 
 void store_iter_close(store_iter_t *it)
@@ -647,7 +761,7 @@ int store_get_into(store_t *st, int cf, const uint8_t *key, size_t klen, pith_bu
 		rocksdb_get_pinned_cf(st->db, st->ro, st->cf[cf], (const char *)key, klen, &e);
 	if (e) {
 		rocksdb_pinnableslice_destroy(v);
-		return store_db_error(err, e, store_cf_names[cf]);
+		return store_op_error(st, STORE_OP_READ, err, e, store_cf_names[cf]);
 	}
 	if (!v)
 		return PITH_ENOTFOUND;
@@ -669,12 +783,31 @@ int store_event_get(store_t *st, const uint8_t id[static 32], pith_buf_t *out, p
 	return rc;
 }
 
+/* One id of a MultiGet that failed: counted, told, and the first
+ * message kept in err. */
+static void get_many_failed(store_t *st, const uint8_t id[32], char *e, const char *cf,
+			    size_t *bad, pith_err_t *err)
+{
+	char hex[65], what[120];
+	pith_hex_encode(id, 32, hex);
+	snprintf(what, sizeof(what), "%s: reading event sha256:%s", cf, hex);
+	if (!e) { /* indexed without its document */
+		const char m[] = "indexed, but its document is missing";
+		e = malloc(sizeof(m));
+		if (e)
+			memcpy(e, m, sizeof(m));
+	}
+	store_op_error(st, STORE_OP_READ, *bad ? NULL : err, e, what);
+	(*bad)++;
+}
+
 /* Up to STORE_GET_MANY ids: their events values in one batched MultiGet,
  * then the documents the 8-byte ones point to in a second (in time order,
  * so a peer asking for events in the order it learnt them reads each
- * block of docs once); longer values are documents (schemas 2 and 3). */
-static void get_many_chunk(store_t *st, const uint8_t (*ids)[32], size_t k, store_event_fn fn,
-			   void *arg)
+ * block of docs once); longer values are documents (schemas 2 and 3).
+ * Returns how many could not be read. */
+static size_t get_many_chunk(store_t *st, const uint8_t (*ids)[32], size_t k, store_event_fn fn,
+			     void *arg, size_t bad, pith_err_t *err)
 {
 	const char *keys[STORE_GET_MANY], *dkeys[STORE_GET_MANY];
 	size_t sizes[STORE_GET_MANY], dsizes[STORE_GET_MANY];
@@ -709,32 +842,38 @@ static void get_many_chunk(store_t *st, const uint8_t (*ids)[32], size_t k, stor
 	for (size_t i = 0; i < k; i++) {
 		size_t len = 0;
 		const char *v = NULL;
-		if (at[i] >= 0) {
+		if (errs[i]) {
+			get_many_failed(st, ids[i], errs[i], "events", &bad, err);
+			errs[i] = NULL;
+		} else if (at[i] >= 0) {
 			int d = at[i];
 			if (docs[d] && !derrs[d])
 				v = rocksdb_pinnableslice_value(docs[d], &len);
-		} else if (vals[i] && !errs[i]) {
+			else
+				get_many_failed(st, ids[i], derrs[d], "docs", &bad, err);
+			derrs[d] = NULL;
+		} else if (vals[i]) {
 			v = rocksdb_pinnableslice_value(vals[i], &len);
 		}
 		fn(arg, ids[i], (const uint8_t *)v, len);
 		rocksdb_pinnableslice_destroy(vals[i]);
-		rocksdb_free(errs[i]);
 	}
-	for (size_t d = 0; d < nd; d++) {
+	for (size_t d = 0; d < nd; d++)
 		rocksdb_pinnableslice_destroy(docs[d]);
-		rocksdb_free(derrs[d]);
-	}
+	return bad;
 }
 
-void store_events_get_many(store_t *st, const uint8_t (*ids)[32], size_t n,
-			   store_event_fn fn, void *arg)
+size_t store_events_get_many(store_t *st, const uint8_t (*ids)[32], size_t n,
+			     store_event_fn fn, void *arg, pith_err_t *err)
 {
+	size_t bad = 0;
 	while (n) {
 		size_t k = n < STORE_GET_MANY ? n : STORE_GET_MANY;
-		get_many_chunk(st, ids, k, fn, arg);
+		bad = get_many_chunk(st, ids, k, fn, arg, bad, err);
 		ids += k;
 		n -= k;
 	}
+	return bad;
 }
 
 int store_event_has(store_t *st, const uint8_t id[static 32], pith_err_t *err)
@@ -1042,7 +1181,7 @@ int store_flush(store_t *st, pith_err_t *err)
 	for (int cf = 0; cf < STORE_NCF && !e; cf++)
 		rocksdb_flush_cf(st->db, fo, st->cf[cf], &e);
 	rocksdb_flushoptions_destroy(fo);
-	return e ? store_db_error(err, e, "flushing") : 0;
+	return e ? store_op_error(st, STORE_OP_WRITE, err, e, "flushing") : 0;
 }
 
 int store_checkpoint(store_t *st, const char *dir, pith_err_t *err)

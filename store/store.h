@@ -54,6 +54,14 @@ typedef struct store_opts {
 	 * line each, for the log or stderr. */
 	void (*notice)(void *arg, const char *line);
 	void *notice_arg;
+	/* Told (if not NULL) of every database error as it happens, from
+	 * whichever thread met it (store_errors_get counts them): what is
+	 * STORE_OP_READ or STORE_OP_WRITE, line says what failed. Runs
+	 * without the store's locks; it must not call back into the store
+	 * and should rate-limit what it logs (a corrupted block fails every
+	 * read of it, a full disk every commit). */
+	void (*on_error)(void *arg, int what, const char *line);
+	void *on_error_arg;
 } store_opts_t;
 
 /* Opens (or with opts->create, creates) the store in dir. opts may be NULL
@@ -190,10 +198,13 @@ typedef int (*store_time_fn)(void *arg, int64_t created_us, const uint8_t id[32]
  * MultiGet (one pass over each file for all the keys): fn is called for
  * each id in the order given, with its canonical bytes, or with NULL and
  * 0 when it is not stored or could not be read; its return value is
- * ignored. The bytes are valid during the call only. */
+ * ignored. The bytes are valid during the call only. Returns how many
+ * could not be read (a database error, such as a corrupted block: counted
+ * in store_errors_get and told to store_opts_t.on_error, the first one's
+ * message in err), 0 when every id was either read or not stored. */
 #define STORE_GET_MANY 64
-void store_events_get_many(store_t *st, const uint8_t (*ids)[32], size_t n,
-			   store_event_fn fn, void *arg);
+size_t store_events_get_many(store_t *st, const uint8_t (*ids)[32], size_t n,
+			     store_event_fn fn, void *arg, pith_err_t *err);
 
 /* Every record, in subject-key order (body, then year). */
 int store_records_each(store_t *st, store_record_fn fn, void *arg, pith_err_t *err);
@@ -308,6 +319,48 @@ typedef struct store_usage {
 } store_usage_t;
 
 void store_usage_get(store_t *st, store_usage_t *out);
+
+/* ---- Failures ---------------------------------------------------------------
+ * A database error is never taken for "not found": reads that fail
+ * (RocksDB's Corruption or IOError: a block whose checksum does not
+ * match, a file that cannot be read) return PITH_EIO with the message,
+ * iterations check the iterator's status, and every such error is counted
+ * here and told to store_opts_t.on_error. A failed write (a commit, a
+ * flush) marks the store not writable until a write succeeds again:
+ * after a full disk RocksDB refuses every write until it has recovered by
+ * itself, which it does once enough space is free (docs/store.md,
+ * "Failures"); store_write_probe tells when. */
+enum { STORE_OP_READ = 1, STORE_OP_WRITE = 2 };
+
+typedef struct store_errors {
+	uint64_t read_errors, write_errors; /* since the open */
+	int writable;             /* 0 from a failed write until one succeeds */
+	int64_t last_read_us;     /* wall clock (µs) of the last read error, 0 none */
+	int64_t last_write_us;    /* and of the last write error */
+	char last_error[256];     /* the last error's message ("" none) */
+} store_errors_t;
+
+void store_errors_get(store_t *st, store_errors_t *out);
+
+/* How long a failed read keeps the store unhealthy (store_is_healthy):
+ * a corrupted block fails again whenever it is read, so a node serving
+ * it stays reported for as long as something reads it, and a one-off
+ * error is forgotten after a minute. */
+#define STORE_READ_ERROR_WINDOW_US (60 * 1000000LL)
+
+/* 1 if the store takes writes and no read failed in the last window_us
+ * (wall clock), else 0 with why (may be NULL) saying which, and the last
+ * error's message. What /healthz answers (docs/http.md). */
+int store_is_healthy(store_t *st, int64_t window_us, char *why, size_t whylen);
+
+/* An empty synced write, under the write lock, to learn whether the
+ * store takes writes again (RocksDB refuses every write, even an empty
+ * one, while it is in its background-error state). 0 if it did (the
+ * store is writable again), else PITH_EIO with err filled; also PITH_EIO
+ * without trying when a commit holds the write lock (it will tell).
+ * Costs one log sync: call it now and then while store_errors_get says
+ * not writable. */
+int store_write_probe(store_t *st, pith_err_t *err);
 
 /* ---- Maintenance ---------------------------------------------------------- */
 

@@ -31,11 +31,16 @@ struct store {
 	const pith_trust_t *registry; /* for pith_merge_ex */
 	char *dir;                  /* where the database is (store_usage_get) */
 	uint64_t changes_seq;       /* the change log's last sequence number (under wmu) */
+	void (*on_error)(void *arg, int what, const char *line); /* store_opts_t's */
+	void *on_error_arg;
+	pthread_mutex_t emu;        /* guards errors */
+	store_errors_t errors;
 };
 
 /* A bounded iterator over [lo, hi) of one column family (hi_len 0: to the
  * end). The bounds are copied into the iterator. */
 typedef struct store_iter {
+	store_t *st;                /* for store_iter_status's error count */
 	rocksdb_readoptions_t *ro;
 	rocksdb_iterator_t *it;
 	uint8_t lo[256], hi[256];
@@ -57,6 +62,12 @@ void store_iter_close(store_iter_t *it);
 
 /* PITH_EIO with "store: what: msg" in err; frees msg (RocksDB's). */
 int store_db_error(pith_err_t *err, char *msg, const char *what);
+/* The same for an error of st's database met while reading (what
+ * STORE_OP_READ) or writing (STORE_OP_WRITE): also counted in st->errors
+ * and told to the on_error hook; a write error marks st not writable. */
+int store_op_error(store_t *st, int op, pith_err_t *err, char *msg, const char *what);
+/* A write succeeded: st is writable again. */
+void store_write_ok(store_t *st);
 
 /* Appends the value under key to out (a pinned read, no copy of its own).
  * PITH_ENOTFOUND without touching err when there is none. */

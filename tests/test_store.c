@@ -1234,7 +1234,8 @@ static void read_all(store_t *st, pith_buf_t *out)
 		p += 36 + (l == UINT32_MAX ? 0 : l);
 	}
 	memset(ids[n], 0xee, 32); /* not stored */
-	store_events_get_many(st, (const uint8_t(*)[32])ids, n + 1, seen_one, &s);
+	CHECK_INT_EQ((int)store_events_get_many(st, (const uint8_t(*)[32])ids, n + 1, seen_one, &s,
+						NULL), 0);
 	for (size_t i = 0; i < n; i++) {
 		pith_buf_t one = PITH_BUF_INIT;
 		CHECK_INT_EQ(store_event_get(st, ids[i], &one, NULL), 0);
@@ -1732,6 +1733,150 @@ TEST(changes_upgrade, "opens a schema-4 store: read-only without the change log,
 	pith_buf_release(&ev);
 }
 
+/* ---- failures ------------------------------------------------------------- */
+
+static int has_bytes(const uint8_t *p, size_t n, const char *needle)
+{
+	size_t k = strlen(needle);
+	for (size_t i = 0; i + k <= n; i++)
+		if (!memcmp(p + i, needle, k))
+			return 1;
+	return 0;
+}
+
+/* Flips the byte in the middle of the largest table file of docs in dir
+ * (its column family's name is in the file's properties block). */
+static int corrupt_docs_table(const char *dir)
+{
+	char best[4200] = "";
+	long best_size = 0;
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	while (d && (e = readdir(d))) {
+		char p[4200];
+		pith_buf_t b = PITH_BUF_INIT;
+		size_t l = strlen(e->d_name);
+		if (l < 4 || strcmp(e->d_name + l - 4, ".sst"))
+			continue;
+		snprintf(p, sizeof(p), "%s/%s", dir, e->d_name);
+		if (!stu_read_file(p, &b) && has_bytes(b.data, b.len, "namedocs") &&
+		    (long)b.len > best_size) {
+			best_size = (long)b.len;
+			snprintf(best, sizeof(best), "%s", p);
+		}
+		pith_buf_release(&b);
+	}
+	if (d)
+		closedir(d);
+	FILE *f = best[0] ? fopen(best, "r+b") : NULL;
+	if (!f)
+		return -1;
+	fseek(f, best_size / 2, SEEK_SET);
+	int c = fgetc(f);
+	fseek(f, best_size / 2, SEEK_SET);
+	fputc(c ^ 0x40, f);
+	fclose(f);
+	return 0;
+}
+
+typedef struct err_seen {
+	int reads, writes;
+	char last[300];
+} err_seen_t;
+
+static void on_store_error(void *arg, int what, const char *line)
+{
+	err_seen_t *s = arg;
+	if (what == STORE_OP_READ)
+		s->reads++;
+	else
+		s->writes++;
+	snprintf(s->last, sizeof(s->last), "%s", line);
+}
+
+static int count_read(void *arg, const uint8_t id[32], const uint8_t *bytes, size_t len)
+{
+	(void)id;
+	(void)len;
+	*(size_t *)arg += bytes != NULL;
+	return 0;
+}
+
+TEST(corrupt_block, "reads a corrupted block as an error, counted and told, never as an absent event")
+{
+	evset_t s;
+	gen_set(&s, 16);
+	char *dir = tmpdir();
+	store_t *st = filled_store(dir, &s);
+	pith_err_t err = {0};
+	CHECK_INT_EQ(store_flush(st, &err), 0);
+	uint8_t(*ids)[32] = calloc(s.n, 32);
+	size_t n = 0;
+	for (size_t i = 0; i < s.n; i++) {
+		pith_event_t *ev = NULL;
+		if (!pith_event_parse(s.b[i].data, s.b[i].len, trust, &ev, NULL, NULL) &&
+		    !store_event_id_parse(ev->event_id, ids[n], NULL))
+			n++;
+		pith_event_free(ev);
+	}
+	CHECK(n > 100);
+	store_close(st);
+	CHECK_INT_EQ(corrupt_docs_table(dir), 0);
+
+	err_seen_t seen = {0};
+	store_opts_t o = {.create = 1, .registry = trust, .on_error = on_store_error,
+			  .on_error_arg = &seen};
+	CHECK_INT_EQ(store_open(dir, &o, &st, &err), 0);
+	store_errors_t e;
+	store_errors_get(st, &e);
+	CHECK(e.writable && e.read_errors == 0 && e.write_errors == 0 && !e.last_error[0]);
+	CHECK(store_is_healthy(st, STORE_READ_ERROR_WINDOW_US, NULL, 0));
+
+	size_t got = 0;
+	size_t bad =
+		store_events_get_many(st, (const uint8_t(*)[32])ids, n, count_read, &got, &err);
+	CHECK(bad > 0 && bad < 40);
+	CHECK_INT_EQ((int)(got + bad), (int)n);
+	CHECK(strstr(err.msg, "Corruption") && strstr(err.msg, "sha256:"));
+	store_errors_get(st, &e);
+	CHECK_INT_EQ((int)e.read_errors, (int)bad);
+	CHECK_INT_EQ(seen.reads, (int)bad);
+	CHECK(strstr(e.last_error, "Corruption") != NULL);
+	char why[400];
+	CHECK(!store_is_healthy(st, STORE_READ_ERROR_WINDOW_US, why, sizeof(why)));
+	CHECK(strstr(why, "read failed") != NULL);
+	CHECK(store_is_healthy(st, 0, NULL, 0)); /* outside the window */
+
+	/* one by one: PITH_EIO for the unreadable ones, never ENOTFOUND */
+	size_t eio = 0;
+	for (size_t i = 0; i < n; i++) {
+		pith_buf_t b = PITH_BUF_INIT;
+		int rc = store_event_get(st, ids[i], &b, &err);
+		CHECK(rc == 0 || rc == PITH_EIO);
+		eio += rc == PITH_EIO;
+		pith_buf_release(&b);
+	}
+	CHECK_INT_EQ((int)eio, (int)bad);
+	/* a record scan that meets the block fails, and says why */
+	int failed = 0;
+	for (size_t r = 0; r < s.nrec; r++) {
+		size_t k = 0;
+		int rc = store_events_each(st, s.pith[r], count_read, &k, &err);
+		CHECK(rc == 0 || rc == PITH_EIO);
+		failed += rc == PITH_EIO;
+	}
+	CHECK(failed > 0);
+	CHECK_INT_EQ(seen.writes, 0);
+	store_errors_get(st, &e);
+	CHECK(e.writable && e.write_errors == 0);
+	/* writes still work, and the probe says so */
+	CHECK_INT_EQ(store_write_probe(st, &err), 0);
+	free(ids);
+	store_close(st);
+	set_free(&s);
+	rmdir_rf(dir);
+}
+
 int main(void)
 {
 	setup();
@@ -1762,6 +1907,7 @@ int main(void)
 	RUN(changes_bundle);
 	RUN(changes_atomic);
 	RUN(changes_upgrade);
+	RUN(corrupt_block);
 	pith_trust_free(trust);
 	pith_buf_release(&bundle_bytes);
 	return test_done();
