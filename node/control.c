@@ -23,6 +23,12 @@
 
 #define CTL_LINE_MAX (64u << 20)  /* a bundle on one line may be large */
 #define CTL_PENDING_MAX 4096      /* requests in flight per client */
+/* Replies a client has not read: past CTL_OUT_HIGH its next requests are
+ * not read (it waits in its own socket) until they drain below
+ * CTL_OUT_LOW. A client that sends and never reads holds at most this
+ * much of the node's memory, plus the replies of what is in flight. */
+#define CTL_OUT_HIGH (8u << 20)
+#define CTL_OUT_LOW (1u << 20)
 
 typedef struct ctl_client ctl_client_t;
 
@@ -74,7 +80,8 @@ static void client_flush(ctl_client_t *cl)
 		cl->pending--;
 		req_free(r);
 	}
-	if (cl->read_off && cl->pending < CTL_PENDING_MAX / 2) {
+	if (cl->read_off && cl->pending < CTL_PENDING_MAX / 2 &&
+	    evbuffer_get_length(out) < CTL_OUT_HIGH) {
 		cl->read_off = 0;
 		bufferevent_enable(cl->bev, EV_READ);
 	}
@@ -269,13 +276,17 @@ static void client_read(ctl_client_t *cl)
 	struct evbuffer *in = bufferevent_get_input(cl->bev);
 	char *line;
 	size_t len;
-	while (cl->pending < CTL_PENDING_MAX &&
+	struct evbuffer *out = bufferevent_get_output(cl->bev);
+	while (cl->pending < CTL_PENDING_MAX && evbuffer_get_length(out) < CTL_OUT_HIGH &&
 	       (line = evbuffer_readln(in, &len, EVBUFFER_EOL_LF)) != NULL) {
 		handle_line(cl, line, len);
 		free(line);
+		client_flush(cl);
 	}
 	client_flush(cl);
-	if (cl->pending >= CTL_PENDING_MAX) {
+	if (cl->pending >= CTL_PENDING_MAX || evbuffer_get_length(out) >= CTL_OUT_HIGH) {
+		/* resumed by client_flush, or by the write callback as the
+		 * replies drain (the write watermark is CTL_OUT_LOW) */
 		cl->read_off = 1;
 		bufferevent_disable(cl->bev, EV_READ);
 	} else if (evbuffer_get_length(in) > CTL_LINE_MAX) {
@@ -288,6 +299,18 @@ static void client_read_cb(struct bufferevent *bev, void *arg)
 {
 	(void)bev;
 	client_read(arg);
+}
+
+/* Output drained below CTL_OUT_LOW: read the requests that waited. */
+static void client_write_cb(struct bufferevent *bev, void *arg)
+{
+	(void)bev;
+	ctl_client_t *cl = arg;
+	if (cl->read_off && cl->pending < CTL_PENDING_MAX / 2) {
+		cl->read_off = 0;
+		bufferevent_enable(cl->bev, EV_READ);
+		client_read(cl);
+	}
 }
 
 static void client_event_cb(struct bufferevent *bev, short what, void *arg)
@@ -341,7 +364,8 @@ static void accept_cb(struct evconnlistener *l, evutil_socket_t fd, struct socka
 		free(cl);
 		return;
 	}
-	bufferevent_setcb(cl->bev, client_read_cb, NULL, client_event_cb, cl);
+	bufferevent_setcb(cl->bev, client_read_cb, client_write_cb, client_event_cb, cl);
+	bufferevent_setwatermark(cl->bev, EV_WRITE, CTL_OUT_LOW, 0);
 	bufferevent_enable(cl->bev, EV_READ | EV_WRITE);
 	cl->next = c->clients;
 	if (c->clients)

@@ -33,6 +33,7 @@ void http_opts_default(http_opts_t *o)
 	o->max_body_bytes = 4u << 20;
 	o->max_post_events = 2000;
 	o->max_inflight = 8192;
+	o->max_buffered_bytes = 64u << 20;
 	o->timeout_s = 10;
 	o->request_timeout_s = 30;
 	o->max_connections = 4096;
@@ -492,6 +493,9 @@ static void metrics_init(http_t *h)
 				       NULL);
 	h->conns_full = metrics_counter(h->metrics, "pith_http_accept_paused_total",
 					"Times accepting paused at the connection cap", NULL);
+	h->body_waits = metrics_counter(h->metrics, "pith_http_body_waits_total",
+				      "Times request bodies had to wait for a turn (max_buffered_bytes)",
+				      NULL);
 	post_metrics_init(h);
 }
 

@@ -39,6 +39,11 @@ typedef struct http_opts {
 	size_t max_post_events;    /* events in one POST: over it 413 */
 	size_t max_inflight;       /* HTTP-submitted events in validation at once:
 				    * over it 503 with Retry-After */
+	size_t max_buffered_bytes; /* request bodies being received (each counted
+				    * at max_body_bytes) plus POSTed events in
+				    * validation: connections with a body coming
+				    * take turns to keep under it (and POSTs that
+				    * would pass it get 503) */
 	int timeout_s;             /* per-connection read/write inactivity timeout */
 	int request_timeout_s;     /* a whole request must arrive within this of the
 				    * connection's accept or previous reply; else

@@ -47,6 +47,7 @@ struct hconn {
 	int busy;             /* a request dispatched, its reply not yet written */
 	int has_closecb;
 	int cut;              /* shut down by the deadline */
+	int admitted;         /* may read a body (conn_budget) */
 	hconn_t *prev, *next;
 };
 
@@ -80,9 +81,55 @@ static void conn_release(http_t *h, hconn_t *c)
 	if (c->next)
 		c->next->prev = c->prev;
 	h->nconns--;
+	if (c->admitted)
+		h->admitted--;
 	bufferevent_decref(c->bev);
 	free(c);
 	conn_listener_update(h);
+}
+
+static size_t conn_read_wm(const http_t *h)
+{
+	return h->o.max_body_bytes + 4 * h->o.max_header_bytes + CONN_READ_SLACK;
+}
+
+/* What a connection reads before it is admitted to send a body: a request
+ * line and headers (evhttp's own cap is 4x max_header_bytes). */
+static size_t conn_idle_wm(const http_t *h)
+{
+	return 4 * h->o.max_header_bytes + 1024;
+}
+
+static void conn_admit(http_t *h, hconn_t *c, int admit)
+{
+	if (c->admitted == admit)
+		return;
+	c->admitted = admit;
+	h->admitted += admit ? 1 : (size_t)-1;
+	bufferevent_setwatermark(c->bev, EV_READ, 0, admit ? conn_read_wm(h) : conn_idle_wm(h));
+}
+
+/* Bodies are read by at most as many connections at once as fit in
+ * max_buffered_bytes with the POSTed events in validation; a connection
+ * whose input reached the idle watermark (a body is coming) waits, in
+ * TCP, for a turn, oldest first. Requests without a body never wait. */
+void conn_budget(http_t *h)
+{
+	size_t per = conn_read_wm(h);
+	size_t waiting = 0;
+	for (hconn_t *c = h->conn_list; c; c = c->next) {
+		if (c->admitted || c->cut ||
+		    evbuffer_get_length(bufferevent_get_input(c->bev)) < conn_idle_wm(h))
+			continue;
+		if (h->inflight_bytes + (h->admitted + 1) * per <= h->o.max_buffered_bytes ||
+		    !h->admitted)
+			conn_admit(h, c, 1);
+		else
+			waiting++;
+	}
+	if (waiting && !h->body_waiting)
+		metric_inc(h->body_waits);
+	h->body_waiting = waiting;
 }
 
 struct bufferevent *conn_bev_cb(struct event_base *base, void *arg)
@@ -99,8 +146,7 @@ struct bufferevent *conn_bev_cb(struct event_base *base, void *arg)
 		return bev;
 	}
 	bufferevent_incref(bev);
-	bufferevent_setwatermark(bev, EV_READ, 0,
-				 h->o.max_body_bytes + 4 * h->o.max_header_bytes + CONN_READ_SLACK);
+	bufferevent_setwatermark(bev, EV_READ, 0, conn_idle_wm(h));
 	c->bev = bev;
 	c->since_us = http_now_us();
 	c->next = h->conn_list;
@@ -135,10 +181,13 @@ static void conn_close_cb(struct evhttp_connection *evcon, void *arg)
 
 static void conn_complete_cb(struct evhttp_request *req, void *arg)
 {
-	hconn_t *c = conn_of(arg, req);
+	http_t *h = arg;
+	hconn_t *c = conn_of(h, req);
 	if (c) {
 		c->busy = 0;
 		c->since_us = http_now_us();
+		conn_admit(h, c, 0); /* its next body waits for a turn again */
+		conn_budget(h);
 	}
 }
 
@@ -157,6 +206,7 @@ void conn_request_started(http_t *h, struct evhttp_request *req)
 
 static void sweep(http_t *h)
 {
+	conn_budget(h);
 	int64_t now = http_now_us(), limit = (int64_t)h->o.request_timeout_s * 1000000;
 	for (hconn_t *c = h->conn_list, *nx; c; c = nx) {
 		nx = c->next;

@@ -151,6 +151,9 @@ struct http {
 	/* POST /events */
 	idmap_t *jobs;          /* job pointer -> post_t slot (see http_post.c) */
 	size_t inflight;        /* events submitted, not yet back */
+	size_t inflight_bytes;  /* and their bytes */
+	size_t admitted;        /* connections that may read a body (http_conn.c) */
+	size_t body_waiting;    /* connections waiting for a turn to send one */
 	post_t *posts;          /* requests waiting for their events */
 
 	/* scratch, reused by every request on the loop thread */
@@ -163,7 +166,7 @@ struct http {
 	metric_t *bytes_out;
 	metric_t *post_outcome[4];       /* stored, duplicate, resigned, rejected */
 	metric_t *post_busy;
-	metric_t *conns_total, *conns_cut, *conns_full;
+	metric_t *conns_total, *conns_cut, *conns_full, *body_waits;
 };
 
 /* ---- http.c --------------------------------------------------------------------- */
@@ -189,6 +192,9 @@ const char *http_header(http_ctx_t *c, const char *name);
 int conn_init(http_t *h);
 /* A request of a tracked connection reached the handler. */
 void conn_request_started(http_t *h, struct evhttp_request *req);
+/* Admits connections with a body coming while the bodies fit in
+ * max_buffered_bytes with the POSTed events in validation. */
+void conn_budget(http_t *h);
 /* Enables or disables the listener for the cap and accept errors. */
 void conn_listener_update(http_t *h);
 void conn_stop_sweep(http_t *h);

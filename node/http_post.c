@@ -22,6 +22,7 @@ typedef struct post_item {
 	post_t *post;
 	const ingest_job_t *job; /* identity only: never dereferenced once handed off */
 	size_t line;             /* 1-based line of the item's first byte */
+	size_t len;              /* its bytes (in h->inflight_bytes while submitted) */
 	int done;
 	int rc;
 	const char *reason;      /* static */
@@ -221,6 +222,7 @@ int http_job_done(http_t *h, const ingest_job_t *job)
 	if (!it)
 		return 0;
 	h->inflight--;
+	h->inflight_bytes -= it->len < h->inflight_bytes ? it->len : h->inflight_bytes;
 	it->done = 1;
 	it->rc = job->rc;
 	it->reason = job->reason;
@@ -281,7 +283,8 @@ void post_events(http_ctx_t *c)
 		http_send(c);
 		return;
 	}
-	if (h->inflight + n > h->o.max_inflight) {
+	if (h->inflight + n > h->o.max_inflight ||
+	    h->inflight_bytes + len > h->o.max_buffered_bytes) {
 		free(sp);
 		metric_inc(h->post_busy);
 		http_error(c, 503, "the validation backlog is full; try again shortly");
@@ -328,11 +331,16 @@ void post_events(http_ctx_t *c)
 			continue;
 		}
 		it->job = job;
+		it->len = sp[i].len;
 		h->inflight++;
+		h->inflight_bytes += it->len;
 		h->hooks.submit(h->hooks.arg, job);
 	}
 	free(sp);
+	/* the jobs hold their own copies: the body goes now, not with the reply */
+	evbuffer_drain(in, len);
 	post_settle(p);
+	conn_budget(h);
 }
 
 void post_drop_all(http_t *h)
