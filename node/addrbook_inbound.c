@@ -8,8 +8,8 @@
  * every slot of a node for minutes. So a full node makes room instead, and
  * what it spares is what an attacker finds hardest to fake all at once:
  * peers from many network groups, peers with the lowest round trip, peers
- * that lately brought events the node did not have, and the longest
- * connected. Of the rest, the network group with the most connections
+ * that lately brought events the node did not have, an eighth of the
+ * slots for this machine's own processes, and the longest connected. Of the rest, the network group with the most connections
  * loses its youngest. An attacker who holds many slots from few groups
  * loses them first; an honest newcomer stays, since its group is small. */
 #include "addrbook_int.h"
@@ -17,15 +17,24 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define PROTECT_GROUPS 4   /* one peer of each of this many groups (keyed choice) */
-#define PROTECT_PING 8     /* lowest round trip */
-#define PROTECT_USEFUL 4   /* most lately brought a new event or bundle */
+/* How many are spared, as eighths of inbound_max (at least one each):
+ * with the default 32, 4 groups (one peer each, keyed choice), 8 lowest
+ * round trips, 4 that most lately brought a new event or bundle, 4 from
+ * 127.0.0.1 or ::1 (oldest first), then the older half of the rest (one
+ * per group): at most 26 spared, at least 6 that may go. Bitcoin Core spares 4, 8, 4 and 4 of about 117;
+ * fixed numbers would spare every slot of a small node. */
+#define PROTECT_GROUPS 1   /* eighths */
+#define PROTECT_PING 2
+#define PROTECT_USEFUL 1
+#define PROTECT_LOCAL 1
 
 typedef struct ecand {
 	peer_t *p;
 	uint64_t group;
 	uint64_t group_key;    /* keyed hash of the group: no one can aim at the protection */
+	int local;             /* from 127.0.0.1 or ::1 */
 	int keep;
+	int aged;              /* kept for its age */
 } ecand_t;
 
 /* This machine's own default loopback address: local processes (a local
@@ -108,26 +117,57 @@ peer_t *addrbook_inbound_victim(addrbook_t *ab, int64_t now)
 	for (peer_t *p = net_peers(ab->net); p && n < nc; p = p->next) {
 		if (p->outbound || p->state == PEER_CLOSING)
 			continue;
+		uint8_t ip[16], il;
 		c[n].p = p;
 		c[n].group = addr_group_sa((const struct sockaddr *)&p->sa);
+		/* this machine's processes are no group that took many slots:
+		 * each counts as a group of its own */
+		c[n].local = !peer_ip(p, ip, &il) && ip_is_host_loopback(ip, il);
+		if (c[n].local)
+			c[n].group = (UINT64_C(0xff) << 32) | p->serial;
 		c[n].group_key = addrbook_hash(ab, 'E', c[n].group, 0, 0);
 		n++;
 	}
 	/* one peer from each of PROTECT_GROUPS groups, chosen by a keyed hash
 	 * of the group (the oldest of each) */
 	qsort(c, n, sizeof(*c), by_group_key);
+	size_t eighth = (size_t)ab->cfg->inbound_max / 8 ? (size_t)ab->cfg->inbound_max / 8 : 1;
 	size_t kept_groups = 0;
-	for (size_t i = 0; i < n && kept_groups < PROTECT_GROUPS; i++)
+	for (size_t i = 0; i < n && kept_groups < PROTECT_GROUPS * eighth; i++)
 		if (!i || c[i].group != c[i - 1].group) {
 			c[i].keep = 1;
 			kept_groups++;
 		}
-	protect(c, n, by_rtt, PROTECT_PING, has_rtt);
-	protect(c, n, by_useful, PROTECT_USEFUL, was_useful);
+	/* an eighth of the slots for this machine's own processes, the
+	 * longest connected (Bitcoin Core spares localhost peers likewise: they
+	 * are often proxies for peers that would otherwise lose every contest) */
+	size_t local_left = PROTECT_LOCAL * eighth;
+	qsort(c, n, sizeof(*c), by_age);
+	for (size_t i = 0; i < n && local_left; i++)
+		if (c[i].local && !c[i].keep) {
+			c[i].keep = 1;
+			local_left--;
+		}
+	protect(c, n, by_rtt, PROTECT_PING * eighth, has_rtt);
+	protect(c, n, by_useful, PROTECT_USEFUL * eighth, was_useful);
 	size_t left = 0;
 	for (size_t i = 0; i < n; i++)
 		left += !c[i].keep;
-	protect(c, n, by_age, left / 2, NULL); /* the longest connected half of the rest */
+	/* the longest connected half of the rest, one per group: a group that
+	 * came early with many connections keeps one of them for its age, not
+	 * all (else an attacker's early connections are untouchable and the
+	 * youngest newcomer from a group of its own is the one to go) */
+	qsort(c, n, sizeof(*c), by_age);
+	size_t want = left / 2;
+	for (size_t i = 0; i < n && want; i++) {
+		int taken = 0;
+		for (size_t j = 0; j < i && !taken; j++)
+			taken = c[j].aged && c[j].group == c[i].group;
+		if (c[i].keep || taken)
+			continue;
+		c[i].keep = c[i].aged = 1;
+		want--;
+	}
 	/* of the rest, the youngest of the group with the most inbound peers
 	 * (counted over all of them, protected or not: a group that took many
 	 * slots pays for them even where some of its peers are protected);
