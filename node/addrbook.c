@@ -61,37 +61,408 @@ static int sa_same(const struct sockaddr *a, const struct sockaddr *b)
 	return la == lb && pa == pb && !memcmp(ia, ib, la);
 }
 
-addr_entry_t *addrbook_add(addrbook_t *ab, const struct sockaddr *sa, socklen_t len, int source)
+/* ---- network groups and placement ------------------------------------------------------- */
+
+static const uint8_t v4mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+
+uint64_t addr_group(const uint8_t *ip, uint8_t len)
+{
+	if (len == 16 && !memcmp(ip, v4mapped, 12))
+		return addr_group(ip + 12, 4);
+	if (len == 4)
+		return (UINT64_C(4) << 32) | (uint64_t)ip[0] << 8 | ip[1];
+	return (UINT64_C(6) << 32) | (uint64_t)ip[0] << 24 | (uint64_t)ip[1] << 16 |
+	       (uint64_t)ip[2] << 8 | ip[3];
+}
+
+uint64_t addr_group_sa(const struct sockaddr *sa)
 {
 	uint8_t ip[16], il;
 	uint16_t port;
+	return addr_ip(sa, ip, &il, &port) ? 0 : addr_group(ip, il);
+}
+
+socklen_t addrbook_group_sa(uint64_t g, struct sockaddr_storage *ss)
+{
+	uint8_t ip[16] = {0};
+	uint32_t v = (uint32_t)g;
+	if (g >> 32 == 4) {
+		ip[0] = (uint8_t)(v >> 8);
+		ip[1] = (uint8_t)v;
+		return sa_make(ss, ip, 4, 0);
+	}
+	ip[0] = (uint8_t)(v >> 24);
+	ip[1] = (uint8_t)(v >> 16);
+	ip[2] = (uint8_t)(v >> 8);
+	ip[3] = (uint8_t)v;
+	return sa_make(ss, ip, 16, 0);
+}
+
+void addrbook_group_format(uint64_t g, char out[64])
+{
+	struct sockaddr_storage ss;
+	addrbook_group_sa(g, &ss);
+	char ip[INET6_ADDRSTRLEN];
+	if (g >> 32 == 4) {
+		inet_ntop(AF_INET, &((struct sockaddr_in *)&ss)->sin_addr, ip, sizeof(ip));
+		snprintf(out, 64, "%s/16", ip);
+	} else {
+		inet_ntop(AF_INET6, &((struct sockaddr_in6 *)&ss)->sin6_addr, ip, sizeof(ip));
+		snprintf(out, 64, "%s/32", ip);
+	}
+}
+
+void addrbook_ip_key(const uint8_t *ip, uint8_t len, uint16_t port, uint8_t key[32])
+{
+	memset(key, 0, 32);
+	memcpy(key, ip, len);
+	key[16] = len;
+	key[17] = (uint8_t)(port >> 8);
+	key[18] = (uint8_t)port;
+}
+
+/* SipHash of in under the book's key, as a number. */
+static uint64_t sip64(const addrbook_t *ab, const uint8_t *in, size_t len)
+{
+	uint8_t out[8];
+	crypto_shorthash(out, in, len, ab->key);
+	uint64_t h = 0;
+	for (int i = 0; i < 8; i++)
+		h |= (uint64_t)out[i] << (8 * i);
+	return h;
+}
+
+uint64_t addrbook_hash(const addrbook_t *ab, uint8_t tag, uint64_t a, uint64_t b, uint64_t c)
+{
+	uint8_t in[25];
+	in[0] = tag;
+	for (int i = 0; i < 8; i++) {
+		in[1 + i] = (uint8_t)(a >> (8 * i));
+		in[9 + i] = (uint8_t)(b >> (8 * i));
+		in[17 + i] = (uint8_t)(c >> (8 * i));
+	}
+	return sip64(ab, in, sizeof(in));
+}
+
+
+/* The address as one number for hashing: SipHash of ip, length and port. */
+static uint64_t addr_hash(const addrbook_t *ab, const addr_entry_t *a)
+{
+	uint8_t ip[16], il, key[32];
+	uint16_t port;
+	addr_ip((const struct sockaddr *)&a->sa, ip, &il, &port);
+	addrbook_ip_key(ip, il, port, key);
+	return sip64(ab, key, 19);
+}
+
+static uint64_t entry_group(const addr_entry_t *a)
+{
+	return addr_group_sa((const struct sockaddr *)&a->sa);
+}
+
+/* A new address's bucket: one of ADDRBOOK_NEW_PER_GROUP buckets of its
+ * source's group, picked by its own group. */
+static unsigned new_bucket(const addrbook_t *ab, uint64_t src_group, uint64_t group)
+{
+	uint64_t h1 = addrbook_hash(ab, 'n', src_group, group, 0) % ADDRBOOK_NEW_PER_GROUP;
+	return (unsigned)(addrbook_hash(ab, 'N', src_group, h1, 0) % ADDRBOOK_NEW_BUCKETS);
+}
+
+/* A tried address's bucket: one of ADDRBOOK_TRIED_PER_GROUP of its group. */
+static unsigned tried_bucket(const addrbook_t *ab, const addr_entry_t *a)
+{
+	uint64_t h1 = addrbook_hash(ab, 't', addr_hash(ab, a), 0, 0) % ADDRBOOK_TRIED_PER_GROUP;
+	return (unsigned)(addrbook_hash(ab, 'T', entry_group(a), h1, 0) % ADDRBOOK_TRIED_BUCKETS);
+}
+
+/* The k-th of the slots an address may take in its bucket (k < SLOT_TRIES):
+ * a few, so that two honest addresses rarely push each other out, and
+ * still a fixed set, so that no one can choose where an address goes. */
+#define SLOT_TRIES 4
+static unsigned bucket_slot(const addrbook_t *ab, int table, unsigned bucket,
+			    const addr_entry_t *a, unsigned k)
+{
+	return (unsigned)(addrbook_hash(ab, 'S', ((uint64_t)table << 32) | bucket, addr_hash(ab, a), k) %
+			  ADDRBOOK_BUCKET_SIZE);
+}
+
+#define DAY_US (86400 * INT64_C(1000000))
+
+int addrbook_entry_is_terrible(const addr_entry_t *a, int64_t now)
+{
+	if (a->pinned || a->peer_serial)
+		return 0;
+	if (!a->last_ok_us && a->failures >= 3)
+		return 1; /* never worked */
+	if (a->failures >= 10 && now - a->last_ok_us > 7 * DAY_US)
+		return 1; /* stopped working */
+	return a->seen_us && now - a->seen_us > 30 * DAY_US && now - a->last_ok_us > 30 * DAY_US;
+}
+
+static addr_entry_t **table_slot(addrbook_t *ab, int table, unsigned bucket, unsigned slot)
+{
+	return table == ADDR_TABLE_NEW ? &ab->newtab[bucket][slot] : &ab->tried[bucket][slot];
+}
+
+static void table_remove(addrbook_t *ab, addr_entry_t *a)
+{
+	if (a->table == ADDR_TABLE_NONE)
+		return;
+	*table_slot(ab, a->table, a->bucket, a->slot) = NULL;
+	if (a->table == ADDR_TABLE_NEW)
+		ab->nnew--;
+	else
+		ab->ntried--;
+	a->table = ADDR_TABLE_NONE;
+}
+
+static void table_put(addrbook_t *ab, addr_entry_t *a, int table, unsigned bucket, unsigned slot)
+{
+	a->table = table;
+	a->bucket = (uint16_t)bucket;
+	a->slot = (uint16_t)slot;
+	*table_slot(ab, table, bucket, slot) = a;
+	if (table == ADDR_TABLE_NEW)
+		ab->nnew++;
+	else
+		ab->ntried++;
+}
+
+/* Takes a out of the book and frees it. Never an entry with a live
+ * connection (p->book points at it). */
+static void entry_delete(addrbook_t *ab, addr_entry_t *a)
+{
+	uint8_t ip[16], il, key[32];
+	uint16_t port;
+	table_remove(ab, a);
+	if (!addr_ip((const struct sockaddr *)&a->sa, ip, &il, &port)) {
+		addrbook_ip_key(ip, il, port, key);
+		idmap_del(ab->by_addr, key);
+	}
+	ab->book[a->idx] = ab->book[--ab->nbook];
+	ab->book[a->idx]->idx = a->idx;
+	addrbook_changed(ab);
+	free(a);
+}
+
+/* A slot of a's bucket in table that a may take now: an empty one, or one
+ * whose holder is terrible (dropped). -1 if none. */
+static int free_slot(addrbook_t *ab, int table, unsigned bucket, const addr_entry_t *a,
+		     int64_t now)
+{
+	for (unsigned k = 0; k < SLOT_TRIES; k++) {
+		unsigned s = bucket_slot(ab, table, bucket, a, k);
+		addr_entry_t *h = *table_slot(ab, table, bucket, s);
+		if (!h || h == a)
+			return (int)s;
+	}
+	for (unsigned k = 0; k < SLOT_TRIES; k++) {
+		unsigned s = bucket_slot(ab, table, bucket, a, k);
+		addr_entry_t *h = *table_slot(ab, table, bucket, s);
+		if (addrbook_entry_is_terrible(h, now)) {
+			log_debug("address book: %s dropped (terrible) for %s", h->str, a->str);
+			entry_delete(ab, h);
+			return (int)s;
+		}
+	}
+	return -1;
+}
+
+/* a (in no table) into the new table from its src_group; 0, or -1 if its
+ * slots are held. An address a peer connected from and told of itself
+ * (ADDR_INBOUND: its IP is real and it finished a handshake) may take the
+ * slot of one only heard of by peer exchange and never reached: what
+ * poisoning fills a bucket with cannot keep out the nodes that come. Its
+ * bucket is its own group's, so this costs an attacker a handshake from
+ * each address it would place, one bucket per group. */
+static int place_new(addrbook_t *ab, addr_entry_t *a, int64_t now)
+{
+	unsigned b = new_bucket(ab, a->src_group, entry_group(a));
+	int s = free_slot(ab, ADDR_TABLE_NEW, b, a, now);
+	for (unsigned k = 0; s < 0 && a->source == ADDR_INBOUND && k < SLOT_TRIES; k++) {
+		unsigned t = bucket_slot(ab, ADDR_TABLE_NEW, b, a, k);
+		addr_entry_t *h = ab->newtab[b][t];
+		if (h->source == ADDR_PEX && !h->last_ok_us && !h->peer_serial) {
+			log_debug("address book: %s (heard of, never reached) gives way to %s, "
+				  "which connected", h->str, a->str);
+			entry_delete(ab, h);
+			s = (int)t;
+		}
+	}
+	if (s < 0)
+		return -1;
+	table_put(ab, a, ADDR_TABLE_NEW, b, (unsigned)s);
+	return 0;
+}
+
+void addrbook_make_tried(addrbook_t *ab, addr_entry_t *a)
+{
+	if (a->table != ADDR_TABLE_NEW)
+		return;
+	int64_t now = node_now_us();
+	unsigned b = tried_bucket(ab, a);
+	int s = free_slot(ab, ADDR_TABLE_TRIED, b, a, now);
+	addr_entry_t *out = NULL;
+	if (s < 0) {
+		/* the first of its slots not held by a live connection: its holder
+		 * goes back to new (Bitcoin Core tests the holder first; here the
+		 * one that just worked wins) */
+		for (unsigned k = 0; k < SLOT_TRIES && s < 0; k++) {
+			unsigned t = bucket_slot(ab, ADDR_TABLE_TRIED, b, a, k);
+			if (!ab->tried[b][t]->peer_serial)
+				s = (int)t;
+		}
+		if (s < 0)
+			return; /* stays in new */
+		out = ab->tried[b][s];
+		table_remove(ab, out);
+	}
+	table_remove(ab, a);
+	table_put(ab, a, ADDR_TABLE_TRIED, b, (unsigned)s);
+	addrbook_changed(ab);
+	if (out && place_new(ab, out, now)) {
+		log_debug("address book: %s dropped: its tried slot went to %s", out->str, a->str);
+		entry_delete(ab, out);
+	}
+}
+
+static int u64_cmp(const void *x, const void *y)
+{
+	uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
+	return a < b ? -1 : a > b;
+}
+
+/* The book holds addrbook_max learnt entries: one of the new table goes
+ * to make room. A terrible one if any; else, from the source group with
+ * the most new entries, the one heard of longest ago, so that what one
+ * source said pays for the room it takes. 0, or -1 if none can go. */
+static int make_room(addrbook_t *ab, int64_t now)
+{
+	addr_entry_t *victim = NULL;
+	size_t n = 0;
+	uint64_t *groups = malloc(ab->nbook * sizeof(*groups));
+	if (!groups)
+		return -1;
+	for (size_t i = 0; i < ab->nbook; i++) {
+		addr_entry_t *a = ab->book[i];
+		if (a->table != ADDR_TABLE_NEW || a->peer_serial)
+			continue;
+		if (addrbook_entry_is_terrible(a, now)) {
+			victim = a;
+			break;
+		}
+		groups[n++] = a->src_group;
+	}
+	if (!victim && n) {
+		/* the most frequent source group: one pass of counting over a sort */
+		uint64_t best = 0;
+		size_t best_n = 0;
+		qsort(groups, n, sizeof(*groups), u64_cmp);
+		for (size_t i = 0, j; i < n; i = j) {
+			for (j = i; j < n && groups[j] == groups[i]; j++)
+				;
+			if (j - i > best_n) {
+				best_n = j - i;
+				best = groups[i];
+			}
+		}
+		for (size_t i = 0; i < ab->nbook; i++) {
+			addr_entry_t *a = ab->book[i];
+			if (a->table == ADDR_TABLE_NEW && !a->peer_serial && a->src_group == best &&
+			    (!victim || a->seen_us < victim->seen_us))
+				victim = a;
+		}
+	}
+	free(groups);
+	if (!victim)
+		return -1;
+	log_debug("address book: full; %s dropped", victim->str);
+	entry_delete(ab, victim);
+	return 0;
+}
+
+static addr_entry_t *find_entry(const addrbook_t *ab, const struct sockaddr *sa)
+{
+	uint8_t ip[16], il, key[32];
+	uint16_t port;
+	if (addr_ip(sa, ip, &il, &port))
+		return NULL;
+	addrbook_ip_key(ip, il, port, key);
+	return idmap_get(ab->by_addr, key);
+}
+
+static const char *source_word(int source)
+{
+	return source == ADDR_CONFIG ? "configured" : source == ADDR_PEX ? "peer exchange" : "inbound";
+}
+
+addr_entry_t *addrbook_add_from(addrbook_t *ab, const struct sockaddr *sa, socklen_t len, int source,
+				const struct sockaddr *src)
+{
+	uint8_t ip[16], il, key[32];
+	uint16_t port;
+	int64_t now = node_now_us();
 	if (addr_ip(sa, ip, &il, &port) || !ip_is_dialable(ip, il, port))
 		return NULL;
-	for (size_t i = 0; i < ab->nbook; i++)
-		if (sa_same((const struct sockaddr *)&ab->book[i]->sa, sa)) {
-			if (source == ADDR_CONFIG)
-				ab->book[i]->pinned = 1;
-			return ab->book[i];
+	addr_entry_t *a = find_entry(ab, sa);
+	if (a) {
+		if (source == ADDR_CONFIG && !a->pinned) {
+			table_remove(ab, a);
+			a->pinned = 1;
 		}
-	if (source != ADDR_CONFIG && ab->nbook >= (size_t)ab->cfg->addrbook_max)
+		a->seen_us = now;
+		return a;
+	}
+	size_t learnt = ab->nnew + ab->ntried;
+	size_t cap = (size_t)ab->cfg->addrbook_max;
+	if (source != ADDR_CONFIG && learnt >= cap && make_room(ab, now))
 		return NULL;
-	addr_entry_t **nb = realloc(ab->book, (ab->nbook + 1) * sizeof(*nb));
-	if (!nb)
-		return NULL;
-	ab->book = nb;
-	addr_entry_t *a = calloc(1, sizeof(*a));
+	if (ab->nbook == ab->capbook) {
+		size_t ncap = ab->capbook ? ab->capbook * 2 : 64;
+		addr_entry_t **nb = realloc(ab->book, ncap * sizeof(*nb));
+		if (!nb)
+			return NULL;
+		ab->book = nb;
+		ab->capbook = ncap;
+	}
+	a = calloc(1, sizeof(*a));
 	if (!a)
 		return NULL;
 	memcpy(&a->sa, sa, len);
 	a->salen = len;
 	a->source = source;
 	a->pinned = source == ADDR_CONFIG;
+	a->seen_us = now;
+	a->src_group = src ? addr_group_sa(src) : addr_group(ip, il);
 	addr_format(sa, a->str);
+	if (!a->pinned && place_new(ab, a, now)) {
+		log_debug("address book: %s (%s) not taken: its slots are held", a->str,
+			  source_word(source));
+		free(a);
+		return NULL;
+	}
+	addrbook_ip_key(ip, il, port, key);
+	if (idmap_put(ab->by_addr, key, a)) {
+		table_remove(ab, a);
+		free(a);
+		return NULL;
+	}
+	a->idx = ab->nbook;
 	ab->book[ab->nbook++] = a;
 	addrbook_changed(ab);
-	log_debug("address book: added %s (%s)", a->str,
-		  source == ADDR_CONFIG ? "configured" : source == ADDR_PEX ? "peer exchange" : "inbound");
+	log_debug("address book: added %s (%s)", a->str, source_word(source));
 	return a;
+}
+
+addr_entry_t *addrbook_add(addrbook_t *ab, const struct sockaddr *sa, socklen_t len, int source)
+{
+	return addrbook_add_from(ab, sa, len, source, NULL);
+}
+
+void addrbook_table_counts(const addrbook_t *ab, size_t *n_new, size_t *n_tried)
+{
+	*n_new = ab->nnew;
+	*n_tried = ab->ntried;
 }
 
 /* ---- names ------------------------------------------------------------------------------ */
@@ -251,35 +622,122 @@ static int entry_eligible(addrbook_t *ab, addr_entry_t *a, int64_t now)
 	       !(a->has_pk && pk_connected(ab, a->pk));
 }
 
+typedef struct cand {
+	uint64_t group;
+	addr_entry_t *a;
+} cand_t;
+
+static int cand_cmp(const void *x, const void *y)
+{
+	uint64_t a = ((const cand_t *)x)->group, b = ((const cand_t *)y)->group;
+	return a < b ? -1 : a > b;
+}
+
+/* How likely an entry is to be picked, against others of its group. */
+static double chance(const addr_entry_t *a)
+{
+	double x = 1;
+	for (unsigned f = 0; f < a->failures && f < 8; f++)
+		x *= 0.66;
+	return x;
+}
+
+/* A random eligible entry of table, or NULL: first a group, uniformly
+ * among the groups that have one (new: the group of the peer that told of
+ * it; tried: its own), so that a source that told of many addresses is
+ * dialled no more often than one that told of few; then an entry of that
+ * group, each failure since it last worked making it a third less likely
+ * (Bitcoin Core's weighting). c has room for every entry. */
+static addr_entry_t *pick_in(addrbook_t *ab, int table, int64_t now, cand_t *c)
+{
+	size_t n = 0, groups = 0;
+	for (size_t i = 0; i < ab->nbook; i++) {
+		addr_entry_t *a = ab->book[i];
+		if (a->table != table || !entry_eligible(ab, a, now))
+			continue;
+		c[n].group = table == ADDR_TABLE_NEW ? a->src_group : entry_group(a);
+		c[n++].a = a;
+	}
+	if (!n)
+		return NULL;
+	qsort(c, n, sizeof(*c), cand_cmp);
+	for (size_t i = 0; i < n; i++)
+		groups += !i || c[i].group != c[i - 1].group;
+	uint32_t g = randombytes_uniform((uint32_t)groups);
+	size_t lo = 0;
+	for (size_t i = 1; i < n && g; i++)
+		if (c[i].group != c[i - 1].group && !--g)
+			lo = i;
+	size_t hi = lo;
+	double total = 0;
+	while (hi < n && c[hi].group == c[lo].group)
+		total += chance(c[hi++].a);
+	double r = total * (randombytes_random() / 4294967296.0);
+	for (size_t i = lo; i < hi; i++) {
+		double w = chance(c[i].a);
+		if (r < w)
+			return c[i].a;
+		r -= w;
+	}
+	return c[hi - 1].a;
+}
+
+addr_entry_t *addrbook_select(addrbook_t *ab, int table, int64_t now)
+{
+	cand_t *c = ab->nbook ? malloc(ab->nbook * sizeof(*c)) : NULL;
+	addr_entry_t *a = c ? pick_in(ab, table, now, c) : NULL;
+	free(c);
+	return a;
+}
+
+/* Dials of addresses from the new table (heard of, never shown to work)
+ * go one at a time and this far apart: a book full of addresses that
+ * lead nowhere costs a few dials a second, not one per tick and slot. */
+#define NEW_DIAL_GAP_US 500000
+
 void addrbook_maintain(addrbook_t *ab, int64_t now)
 {
 	if (net_is_shutting_down(ab->net))
 		return;
 	lookups_tick(ab, now);
-	size_t out = 0;
-	for (peer_t *p = net_peers(ab->net); p; p = p->next)
-		if (p->outbound && p->state != PEER_CLOSING)
-			out++;
+	size_t out = 0, new_inflight = 0;
+	for (peer_t *p = net_peers(ab->net); p; p = p->next) {
+		if (!p->outbound || p->state == PEER_CLOSING)
+			continue;
+		out++;
+		new_inflight += p->state != PEER_READY && p->book && p->book->table == ADDR_TABLE_NEW;
+	}
 	/* configured peers are always kept */
 	for (size_t i = 0; i < ab->nbook; i++) {
 		addr_entry_t *a = ab->book[i];
 		if (a->pinned && entry_eligible(ab, a, now) && addrbook_dial(ab, a) == 0)
 			out++;
 	}
+	if (out >= (size_t)ab->cfg->outbound_target || !ab->nbook)
+		return;
+	cand_t *c = malloc(ab->nbook * sizeof(*c));
+	if (!c)
+		return;
 	while (out < (size_t)ab->cfg->outbound_target) {
-		size_t cand = 0, pick = SIZE_MAX;
-		for (size_t i = 0; i < ab->nbook; i++) {
-			addr_entry_t *a = ab->book[i];
-			if (a->pinned || !entry_eligible(ab, a, now))
-				continue;
-			/* reservoir sampling: a uniformly random eligible entry */
-			if (randombytes_uniform((uint32_t)++cand) == 0)
-				pick = i;
+		int may_new = !new_inflight && now >= ab->next_new_dial_us;
+		int first = randombytes_uniform(2) ? ADDR_TABLE_TRIED : ADDR_TABLE_NEW;
+		int second = first == ADDR_TABLE_NEW ? ADDR_TABLE_TRIED : ADDR_TABLE_NEW;
+		addr_entry_t *a = NULL;
+		if (first == ADDR_TABLE_TRIED || may_new)
+			a = pick_in(ab, first, now, c);
+		if (!a && (second == ADDR_TABLE_TRIED || may_new))
+			a = pick_in(ab, second, now, c);
+		if (!a)
+			break;
+		if (a->table == ADDR_TABLE_NEW) {
+			new_inflight++;
+			ab->next_new_dial_us = now + NEW_DIAL_GAP_US;
 		}
-		if (pick == SIZE_MAX || addrbook_dial(ab, ab->book[pick]))
+		if (addrbook_dial(ab, a))
 			break;
 		out++;
 	}
+	free(c);
 }
 
 static void retry_later(addrbook_t *ab, addr_entry_t *a, int was_ready)
@@ -309,8 +767,15 @@ void addrbook_peer_freed(addrbook_t *ab, peer_t *p)
 	a->peer_serial = 0;
 	if (p->is_self)
 		a->self = 1;
-	if (p->outbound)
-		retry_later(ab, a, p->ready_us != 0);
+	if (!p->outbound)
+		return;
+	retry_later(ab, a, p->ready_us != 0);
+	/* an address that keeps leading nowhere makes room at once */
+	if (a->table != ADDR_TABLE_NONE && addrbook_entry_is_terrible(a, node_now_us())) {
+		log_debug("address book: %s dropped after %u failed dials", a->str, a->failures);
+		p->book = NULL;
+		entry_delete(ab, a);
+	}
 }
 
 /* p is ready: what the book learns of it. */
@@ -322,6 +787,7 @@ static void learn(addrbook_t *ab, peer_t *p)
 		p->book->last_ok_us = now;
 		memcpy(p->book->pk, p->pk, 32);
 		p->book->has_pk = 1;
+		addrbook_make_tried(ab, p->book);
 		return;
 	}
 	if (!p->listen_port)
@@ -361,6 +827,13 @@ addrbook_t *addrbook_new(net_t *net, const node_config_t *cfg, node_stats_t *sta
 	ab->cfg = cfg;
 	ab->stats = stats;
 	ab->next_pex_us = node_now_us() + cfg->pex_interval_ms * 1000;
+	crypto_shorthash_keygen(ab->key); /* the file's key replaces it (addrbook_load) */
+	ab->by_addr = idmap_new();
+	ab->ban_by_ip = idmap_new();
+	if (!ab->by_addr || !ab->ban_by_ip) {
+		addrbook_free(ab);
+		return NULL;
+	}
 	return ab;
 }
 
@@ -382,7 +855,11 @@ void addrbook_free_(addrbook_t *ab)
 	for (size_t i = 0; i < ab->nbook; i++)
 		free(ab->book[i]);
 	free(ab->book);
+	for (size_t i = 0; i < ab->nbans; i++)
+		free(ab->bans[i]);
 	free(ab->bans);
+	idmap_free(ab->by_addr);
+	idmap_free(ab->ban_by_ip);
 	free(ab);
 }
 
@@ -406,30 +883,80 @@ size_t addrbook_count_known(const addrbook_t *ab)
 
 /* ---- bans ------------------------------------------------------------------------ */
 
+static ban_t *ban_find(const addrbook_t *ab, const uint8_t *ip, uint8_t il)
+{
+	uint8_t key[32];
+	addrbook_ip_key(ip, il, 0, key);
+	return idmap_get(ab->ban_by_ip, key);
+}
+
+/* Takes the i-th ban out of the table and frees it. */
+static void ban_remove_at(addrbook_t *ab, size_t i)
+{
+	ban_t *b = ab->bans[i];
+	uint8_t key[32];
+	addrbook_ip_key(b->ip, b->ip_len, 0, key);
+	idmap_del(ab->ban_by_ip, key);
+	ab->bans[i] = ab->bans[--ab->nbans];
+	free(b);
+	addrbook_changed(ab);
+}
+
+/* The table is full of running bans: the one that runs out soonest goes,
+ * so that the newest offender is banned all the same. Said once in the
+ * log (then counted in status and /metrics), since an attack that causes
+ * it causes it thousands of times. */
+static void ban_evict_one(addrbook_t *ab, const char *for_ip)
+{
+	size_t v = 0;
+	for (size_t i = 1; i < ab->nbans; i++)
+		if (ab->bans[i]->until_us < ab->bans[v]->until_us)
+			v = i;
+	ab->stats->bans_evicted++;
+	if (!ab->ban_full_logged) {
+		ab->ban_full_logged = 1;
+		log_warn("ban table full (%lld bans): the ban on %s, the first to run out (in %lld s), "
+			 "dropped to make room for %s; from now on such drops are only counted "
+			 "(status: stats.bans_evicted)", (long long)ab->cfg->ban_max,
+			 ab->bans[v]->ip_str,
+			 (long long)((ab->bans[v]->until_us - node_now_us()) / 1000000), for_ip);
+	} else {
+		log_debug("ban table full: the ban on %s dropped for %s", ab->bans[v]->ip_str, for_ip);
+	}
+	ban_remove_at(ab, v);
+}
+
 int ban_set(addrbook_t *ab, const uint8_t *ip, uint8_t il, int64_t until_us, const char *reason)
 {
-	ban_t *b = NULL;
-	for (size_t i = 0; i < ab->nbans; i++)
-		if (ab->bans[i].ip_len == il && !memcmp(ab->bans[i].ip, ip, il))
-			b = &ab->bans[i];
+	ban_t *b = ban_find(ab, ip, il);
 	if (!b) {
-		if (ab->nbans >= BANS_MAX)
+		char ip_str[48];
+		inet_ntop(il == 4 ? AF_INET : AF_INET6, ip, ip_str, sizeof(ip_str));
+		if (ab->nbans >= (size_t)ab->cfg->ban_max)
 			ban_prune(ab, node_now_us());
-		if (ab->nbans >= BANS_MAX)
-			return PITH_ETOOBIG;
+		while (ab->nbans && ab->nbans >= (size_t)ab->cfg->ban_max)
+			ban_evict_one(ab, ip_str);
 		if (ab->nbans == ab->capbans) {
 			size_t cap = ab->capbans ? ab->capbans * 2 : 16;
-			ban_t *nb = realloc(ab->bans, cap * sizeof(*nb));
+			ban_t **nb = realloc(ab->bans, cap * sizeof(*nb));
 			if (!nb)
 				return PITH_ENOMEM;
 			ab->bans = nb;
 			ab->capbans = cap;
 		}
-		b = &ab->bans[ab->nbans++];
-		memset(b, 0, sizeof(*b));
+		b = calloc(1, sizeof(*b));
+		if (!b)
+			return PITH_ENOMEM;
 		memcpy(b->ip, ip, il);
 		b->ip_len = il;
-		inet_ntop(il == 4 ? AF_INET : AF_INET6, ip, b->ip_str, sizeof(b->ip_str));
+		snprintf(b->ip_str, sizeof(b->ip_str), "%s", ip_str);
+		uint8_t key[32];
+		addrbook_ip_key(ip, il, 0, key);
+		if (idmap_put(ab->ban_by_ip, key, b)) {
+			free(b);
+			return PITH_ENOMEM;
+		}
+		ab->bans[ab->nbans++] = b;
 	}
 	b->until_us = until_us;
 	snprintf(b->reason, sizeof(b->reason), "%s", reason);
@@ -441,14 +968,12 @@ int ban_lift(addrbook_t *ab, const uint8_t *ip, uint8_t il)
 {
 	int64_t now = node_now_us();
 	int found = 0;
-	size_t w = 0;
-	for (size_t i = 0; i < ab->nbans; i++) {
-		if (ab->bans[i].ip_len == il && !memcmp(ab->bans[i].ip, ip, il))
-			found = ab->bans[i].until_us > now;
-		else
-			ab->bans[w++] = ab->bans[i];
-	}
-	ab->nbans = w;
+	for (size_t i = 0; i < ab->nbans; i++)
+		if (ab->bans[i]->ip_len == il && !memcmp(ab->bans[i]->ip, ip, il)) {
+			found = ab->bans[i]->until_us > now;
+			ban_remove_at(ab, i);
+			break;
+		}
 	/* its addresses may be dialled again at once */
 	for (size_t i = 0; found && i < ab->nbook; i++) {
 		uint8_t bip[16], bl;
@@ -513,25 +1038,20 @@ int ban_is_banned(const addrbook_t *ab, const struct sockaddr *sa, int64_t now)
 	uint16_t port;
 	if (addr_ip(sa, ip, &il, &port))
 		return 0;
-	for (size_t i = 0; i < ab->nbans; i++)
-		if (ab->bans[i].until_us > now && ab->bans[i].ip_len == il &&
-		    !memcmp(ab->bans[i].ip, ip, il))
-			return 1;
-	return 0;
+	const ban_t *b = ban_find(ab, ip, il);
+	return b && b->until_us > now;
 }
 
 void ban_prune(addrbook_t *ab, int64_t now)
 {
-	size_t w = 0;
-	for (size_t i = 0; i < ab->nbans; i++) {
-		if (ab->bans[i].until_us > now)
-			ab->bans[w++] = ab->bans[i];
-		else
-			log_info("ban on %s expired", ab->bans[i].ip_str);
+	for (size_t i = 0; i < ab->nbans;) {
+		if (ab->bans[i]->until_us > now) {
+			i++;
+			continue;
+		}
+		log_info("ban on %s expired", ab->bans[i]->ip_str);
+		ban_remove_at(ab, i);
 	}
-	if (w != ab->nbans)
-		addrbook_changed(ab);
-	ab->nbans = w;
 }
 
 size_t ban_count(const addrbook_t *ab)
@@ -541,7 +1061,7 @@ size_t ban_count(const addrbook_t *ab)
 
 const ban_t *ban_at(const addrbook_t *ab, size_t i)
 {
-	return &ab->bans[i];
+	return ab->bans[i];
 }
 
 void ban_list_json(const addrbook_t *ab, int64_t now, pith_buf_t *b)
@@ -549,7 +1069,7 @@ void ban_list_json(const addrbook_t *ab, int64_t now, pith_buf_t *b)
 	int first = 1;
 	pith_buf_puts(b, "[");
 	for (size_t i = 0; i < ab->nbans; i++) {
-		const ban_t *bn = &ab->bans[i];
+		const ban_t *bn = ab->bans[i];
 		if (bn->until_us <= now)
 			continue;
 		pith_buf_printf(b, "%s{\"ip\":", first ? "" : ",");
@@ -650,19 +1170,26 @@ void pex_on_peers(addrbook_t *ab, peer_t *p, const wire_msg_t *m)
 	uint16_t pport;
 	int from_lo = !addr_ip((const struct sockaddr *)&p->sa, pip, &pl, &pport) &&
 		      ip_is_loopback(pip, pl);
-	size_t added = 0;
-	for (size_t i = 0; i < m->u.peers.n; i++) {
+	/* at most PEX_NEW_MAX new addresses per answer, into new buckets chosen
+	 * by the group of this peer: what one peer says can fill only its share */
+	size_t added = 0, known = 0;
+	for (size_t i = 0; i < m->u.peers.n && added < PEX_NEW_MAX; i++) {
 		const wire_addr_t *a = &m->u.peers.addrs[i];
 		if (ip_is_loopback(a->ip, a->ip_len) && !from_lo)
 			continue;
 		struct sockaddr_storage ss;
 		socklen_t len = sa_make(&ss, a->ip, a->ip_len, a->port);
-		size_t before = ab->nbook;
-		if (addrbook_add(ab, (const struct sockaddr *)&ss, len, ADDR_PEX) && ab->nbook > before)
+		if (find_entry(ab, (const struct sockaddr *)&ss)) {
+			known++;
+			continue;
+		}
+		if (addrbook_add_from(ab, (const struct sockaddr *)&ss, len, ADDR_PEX,
+				      (const struct sockaddr *)&p->sa))
 			added++;
 	}
 	if (added)
-		log_debug("peer %s: learnt %zu new addresses", p->addr, added);
+		log_debug("peer %s: learnt %zu new addresses (%zu known, %zu told)", p->addr, added,
+			  known, m->u.peers.n);
 }
 
 void pex_tick(addrbook_t *ab, int64_t now)

@@ -1,14 +1,22 @@
 /* The address book and the bans across restarts: DATA/peers.json.
  *
- *   {"version":1,
- *    "addresses":[{"addr":"IP:PORT","kept":BOOL,"last_ok_us":INT,"node_id":"HEX"},...],
+ *   {"version":2,
+ *    "key":"HEX",       the book's placement key (16 bytes): the buckets
+ *                       of every address depend on it
+ *    "addresses":[{"addr":"IP:PORT","kept":BOOL,"last_ok_us":INT,"node_id":"HEX",
+ *                  "table":"new"|"tried","src":"GROUP","failures":INT,"seen_us":INT},...],
  *    "bans":[{"ip":"IP","until_us":INT,"reason":"..."},...]}
  *
  * Times are wall-clock microseconds. "kept" marks the addresses the
  * operator added with `connect`: they are dialled and redialled like
- * configured peers after a restart too. Configured peers (--peer) are not
- * kept here (the configuration says whether they still are); addresses
- * learnt from peers are, so that a restarted node has somewhere to start.
+ * configured peers after a restart too, and are in no table. Configured
+ * peers (--peer) are not kept here (the configuration says whether they
+ * still are); addresses learnt from peers are, so that a restarted node
+ * has somewhere to start, each in its table and with the network group
+ * ("a.b.0.0/16" or "x:y::/32") of the peer that told of it, so that it
+ * lands in the same bucket again. Version 1 files (no key, no tables)
+ * load too: their addresses go to the new table as if each had told of
+ * itself, under a new key.
  *
  * The file is written whole to peers.json.tmp, synced, renamed over
  * peers.json and the directory synced: a crash leaves the old file or the
@@ -68,7 +76,9 @@ void addrbook_save_tick(addrbook_t *ab, int64_t now)
 static void write_json(const addrbook_t *ab, pith_buf_t *b)
 {
 	int64_t now = node_now_us();
-	pith_buf_puts(b, "{\"version\":1,\"addresses\":[");
+	char key[2 * sizeof(ab->key) + 1];
+	pith_hex_encode(ab->key, sizeof(ab->key), key);
+	pith_buf_printf(b, "{\"version\":2,\"key\":\"%s\",\"addresses\":[", key);
 	int first = 1;
 	for (size_t i = 0; i < ab->nbook; i++) {
 		const addr_entry_t *a = ab->book[i];
@@ -83,13 +93,21 @@ static void write_json(const addrbook_t *ab, pith_buf_t *b)
 			pith_hex_encode(a->pk, 32, hex);
 			pith_buf_printf(b, ",\"node_id\":\"%s\"", hex);
 		}
+		if (a->table != ADDR_TABLE_NONE) {
+			char g[64];
+			addrbook_group_format(a->src_group, g);
+			pith_buf_printf(b, ",\"table\":\"%s\",\"src\":\"%s\",\"failures\":%u,"
+					"\"seen_us\":%lld",
+					a->table == ADDR_TABLE_TRIED ? "tried" : "new", g, a->failures,
+					(long long)a->seen_us);
+		}
 		pith_buf_puts(b, "}");
 		first = 0;
 	}
 	pith_buf_puts(b, "],\"bans\":[");
 	first = 1;
 	for (size_t i = 0; i < ab->nbans; i++) {
-		const ban_t *bn = &ab->bans[i];
+		const ban_t *bn = ab->bans[i];
 		if (bn->until_us <= now)
 			continue;
 		pith_buf_printf(b, "%s\n{\"ip\":\"%s\",\"until_us\":%lld,\"reason\":", first ? "" : ",",
@@ -172,14 +190,14 @@ static int load_address(addrbook_t *ab, const json_value_t *o)
 {
 	const char *addr = json_get_str(o, "addr");
 	const json_value_t *kept = json_get(o, "kept");
-	int64_t last_ok = 0;
+	int64_t last_ok = 0, seen = 0, failures = 0;
 	char host[256];
 	uint16_t port;
 	uint8_t ip[16], il;
 	if (!addr || config_split_hostport(addr, host, &port, 0) || addr_parse_ip(host, ip, &il) ||
 	    get_i64(o, "last_ok_us", &last_ok) || !(json_is(kept, JSON_TRUE) || json_is(kept, JSON_FALSE)))
 		return -1;
-	struct sockaddr_storage ss = {0};
+	struct sockaddr_storage ss = {0}, src = {0};
 	socklen_t len;
 	if (il == 4) {
 		struct sockaddr_in *s4 = (struct sockaddr_in *)&ss;
@@ -194,17 +212,43 @@ static int load_address(addrbook_t *ab, const json_value_t *o)
 		s6->sin6_port = htons(port);
 		len = sizeof(*s6);
 	}
+	/* version 2: the table and the group of who told of it */
+	const char *table = json_get_str(o, "table"), *srcs = json_get_str(o, "src");
+	int has_src = 0;
+	if (srcs) {
+		char g[64];
+		uint8_t gip[16], gl;
+		const char *slash = strchr(srcs, '/');
+		size_t n = slash ? (size_t)(slash - srcs) : strlen(srcs);
+		if (n >= sizeof(g))
+			return -1;
+		memcpy(g, srcs, n);
+		g[n] = 0;
+		if (addr_parse_ip(g, gip, &gl))
+			return -1;
+		addrbook_group_sa(addr_group(gip, gl), &src);
+		has_src = 1;
+	}
+	if ((json_get(o, "failures") && get_i64(o, "failures", &failures)) ||
+	    (json_get(o, "seen_us") && get_i64(o, "seen_us", &seen)) || failures < 0)
+		return -1;
 	int is_kept = json_is(kept, JSON_TRUE);
-	addr_entry_t *a = addrbook_add(ab, (const struct sockaddr *)&ss, len,
-				       is_kept ? ADDR_CONFIG : ADDR_PEX);
+	addr_entry_t *a = addrbook_add_from(ab, (const struct sockaddr *)&ss, len,
+					    is_kept ? ADDR_CONFIG : ADDR_PEX,
+					    has_src ? (const struct sockaddr *)&src : NULL);
 	if (!a)
-		return 0; /* full, or not dialable: skipped */
+		return 0; /* its slots are held, or not dialable: skipped */
 	a->kept |= is_kept;
 	if (last_ok > a->last_ok_us)
 		a->last_ok_us = last_ok;
+	if (seen)
+		a->seen_us = seen;
+	a->failures = failures > 1000 ? 1000 : (unsigned)failures;
 	const char *id = json_get_str(o, "node_id");
 	if (id && !a->has_pk && pith_hex_decode(id, strlen(id), a->pk, 32) == 0)
 		a->has_pk = 1;
+	if (table && !strcmp(table, "tried"))
+		addrbook_make_tried(ab, a);
 	return 0;
 }
 
@@ -225,10 +269,19 @@ static int load_doc(addrbook_t *ab, const json_value_t *root, const char *path)
 	const json_value_t *ver = json_get_type(root, "version", JSON_INT);
 	const json_value_t *addrs = json_get_type(root, "addresses", JSON_ARRAY);
 	const json_value_t *bans = json_get_type(root, "bans", JSON_ARRAY);
-	if (!ver || strcmp(ver->u.str, "1") || !addrs || !bans) {
-		log_warn("%s: not a version 1 peers file; ignored", path);
+	const char *key = json_get_str(root, "key");
+	int v2 = ver && !strcmp(ver->u.str, "2");
+	if (!ver || !(v2 || !strcmp(ver->u.str, "1")) || !addrs || !bans) {
+		log_warn("%s: not a version 1 or 2 peers file; ignored", path);
 		return -1;
 	}
+	uint8_t k[sizeof(ab->key)];
+	if (v2 && (!key || strlen(key) != 2 * sizeof(k) || pith_hex_decode(key, strlen(key), k, sizeof(k)))) {
+		log_warn("%s: no valid \"key\"; ignored", path);
+		return -1;
+	}
+	if (v2) /* before any learnt address is placed */
+		memcpy(ab->key, k, sizeof(k));
 	int64_t now = node_now_us();
 	size_t bad = 0, nb = 0;
 	for (size_t i = 0; i < addrs->len; i++)
@@ -239,7 +292,10 @@ static int load_doc(addrbook_t *ab, const json_value_t *root, const char *path)
 	}
 	if (bad)
 		log_warn("%s: %zu malformed entries skipped", path, bad);
-	log_info("%s: %zu addresses, %zu bans still running of %zu", path, addrs->len, ab->nbans, nb);
+	size_t n_new, n_tried;
+	addrbook_table_counts(ab, &n_new, &n_tried);
+	log_info("%s (version %s): %zu addresses (%zu new, %zu tried), %zu bans still running of %zu",
+		 path, ver->u.str, addrs->len, n_new, n_tried, ab->nbans, nb);
 	return 0;
 }
 

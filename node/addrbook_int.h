@@ -3,7 +3,10 @@
 #ifndef PITH_NODE_ADDRBOOK_INT_H
 #define PITH_NODE_ADDRBOOK_INT_H
 
+#include <sodium.h>
+
 #include "addrbook.h"
+#include "idmap.h"
 #include "log.h"
 #include "resolve.h"
 
@@ -25,10 +28,18 @@ struct addrbook {
 	net_t *net;
 	const node_config_t *cfg;
 	node_stats_t *stats;
-	addr_entry_t **book;
-	size_t nbook;
-	ban_t *bans;
+	addr_entry_t **book;  /* every entry, pinned or in a table (a->idx) */
+	size_t nbook, capbook;
+	idmap_t *by_addr;     /* address -> entry */
+	uint8_t key[crypto_shorthash_KEYBYTES]; /* bucket placement; saved with the book */
+	addr_entry_t *newtab[ADDRBOOK_NEW_BUCKETS][ADDRBOOK_BUCKET_SIZE];
+	addr_entry_t *tried[ADDRBOOK_TRIED_BUCKETS][ADDRBOOK_BUCKET_SIZE];
+	size_t nnew, ntried;
+	int64_t next_new_dial_us; /* dials of unproven (new) addresses are paced */
+	ban_t **bans;         /* running or expired, until pruned */
 	size_t nbans, capbans;
+	idmap_t *ban_by_ip;   /* ip -> ban */
+	int ban_full_logged;
 	int64_t dirty_us;   /* book or bans changed since (0: saved) */
 	int loaded;         /* DATA/peers.json was read: it may be written */
 	int64_t next_pex_us;
@@ -38,6 +49,24 @@ struct addrbook {
 	addr_lookup_t *lookups;
 	size_t nlookups;
 };
+
+/* SipHash under the book's key of a tag and three numbers: placements no
+ * peer can aim at without the key (saved with the book). */
+uint64_t addrbook_hash(const addrbook_t *ab, uint8_t tag, uint64_t a, uint64_t b, uint64_t c);
+/* The idmap key of an IP address and port (port 0 for a ban's key). */
+void addrbook_ip_key(const uint8_t *ip, uint8_t ip_len, uint16_t port, uint8_t key[32]);
+/* Moves a learnt entry from the new table to the tried one (a handshake
+ * with it worked, or the file says it did). Its tried slot's holder goes
+ * back to the new table, or is dropped if there is no room there. */
+void addrbook_make_tried(addrbook_t *ab, addr_entry_t *a);
+/* The entry the next dial from table would go to (as addrbook_maintain
+ * picks: a group uniformly, then an entry of it by its failures), or
+ * NULL if none may be dialled now. */
+addr_entry_t *addrbook_select(addrbook_t *ab, int table, int64_t now);
+/* A socket address in group g (its first address), for src arguments. */
+socklen_t addrbook_group_sa(uint64_t g, struct sockaddr_storage *ss);
+/* Writes group g as text: "a.b.0.0/16" or "x:y::/32". */
+void addrbook_group_format(uint64_t g, char out[64]);
 
 /* addrbook_ctl.c: a `connect` that waited for its name is answered (rc 0:
  * the address is in the book; else err says why). */

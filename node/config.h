@@ -43,6 +43,8 @@ typedef struct node_config {
 
 	int64_t outbound_target;      /* outbound connections to keep */
 	int64_t inbound_max;
+	int64_t inbound_per_ip;       /* inbound connections from one IP */
+	int64_t inbound_per_group;    /* inbound connections from one network group */
 	int64_t validate_threads;
 	int64_t max_frame;            /* wire frame payload bytes */
 	int64_t max_inflight;         /* ids requested from one peer and not yet answered */
@@ -57,6 +59,7 @@ typedef struct node_config {
 	int64_t peer_out_max;         /* output bytes queued to one peer before closing */
 	int64_t ban_threshold;        /* misbehaviour score that bans */
 	int64_t ban_seconds;
+	int64_t ban_max;              /* bans held at most (the soonest to end goes) */
 	int64_t handshake_timeout_ms;
 	int64_t ping_interval_ms;
 	int64_t ping_timeout_ms;

@@ -107,6 +107,10 @@ void mesh_job_done(mesh_t *m, ingest_job_t *job)
 	int catchup = relay_job_done(m->relay, job, p);
 	if (job->rc)
 		return;
+	/* a peer that brings what the node lacked is spared by inbound eviction */
+	if (p && ((job->kind == INGEST_EVENT && job->outcome == STORE_STORED) ||
+		  (job->kind == INGEST_BUNDLE && job->bundle_outcome == STORE_BUNDLE_NEWER)))
+		p->last_useful_us = node_now_us();
 	if (job->kind == INGEST_EVENT && job->outcome == STORE_STORED) {
 		sync_event_stored(m->sync, job->created_us, job->id);
 		/* live bundles travel by BUNDLE_ANNOUNCE; a node catching up may

@@ -138,10 +138,22 @@ static void node_on_accept(node_t *n, int fd, struct sockaddr *sa, int len)
 		close(fd);
 		return;
 	}
-	if (net_count_in(n->net) >= (size_t)n->cfg->inbound_max) {
-		n->stats.refused_full++;
+	/* limits per IP and per group; when full, another inbound peer may be
+	 * closed to make room (addrbook_inbound.c) */
+	int verdict = addrbook_inbound_admit(n->book, sa, now);
+	if (verdict != INBOUND_OK) {
+		static const char *const why[] = {
+			[INBOUND_PER_IP] = "inbound_per_ip connections from its address already",
+			[INBOUND_PER_GROUP] = "inbound_per_group connections from its network group already",
+			[INBOUND_FULL] = "inbound slots full, every peer protected"};
+		if (verdict == INBOUND_PER_IP)
+			n->stats.refused_ip++;
+		else if (verdict == INBOUND_PER_GROUP)
+			n->stats.refused_group++;
+		else
+			n->stats.refused_full++;
 		addr_format(sa, a);
-		log_rl(&rl, LOG_INFO, "refused %s: %zu inbound peers already", a, net_count_in(n->net));
+		log_rl(&rl, LOG_INFO, "refused %s: %s", a, why[verdict]);
 		close(fd);
 		return;
 	}
@@ -688,8 +700,11 @@ int node_status_json(node_t *n, pith_buf_t *b)
 	}
 	pith_buf_puts(b, "],\"bans\":");
 	ban_list_json(n->book, now, b);
-	pith_buf_printf(b, ",\"addresses\":%zu,\"pending_fetches\":%zu",
-			addrbook_count_known(n->book), relay_pending_fetches(n->relay));
+	size_t a_new, a_tried;
+	addrbook_table_counts(n->book, &a_new, &a_tried);
+	pith_buf_printf(b, ",\"addresses\":%zu,\"addresses_new\":%zu,\"addresses_tried\":%zu,"
+			"\"pending_fetches\":%zu",
+			addrbook_count_known(n->book), a_new, a_tried, relay_pending_fetches(n->relay));
 	pith_buf_printf(b,
 			",\"ingest\":{\"in_flight\":%zu,\"queued_validate\":%zu,\"queued_write\":%zu,"
 			"\"validated\":%llu,\"invalid\":%llu,\"batches\":%llu,\"states\":%llu,"
@@ -709,7 +724,9 @@ int node_status_json(node_t *n, pith_buf_t *b)
 			"\"events_unreadable\":%llu,"
 			"\"bytes_sent\":%llu,\"bytes_recv\":%llu,\"bans\":%llu,\"malformed\":%llu,"
 			"\"connections_in\":%llu,\"connections_out\":%llu,\"refused_banned\":%llu,"
-			"\"refused_full\":%llu,\"lazy_deferred\":%llu,\"lazy_sent\":%llu,"
+			"\"refused_full\":%llu,\"refused_ip\":%llu,\"refused_group\":%llu,"
+			"\"inbound_evicted\":%llu,\"bans_evicted\":%llu,"
+			"\"lazy_deferred\":%llu,\"lazy_sent\":%llu,"
 			"\"refused_skipped\":%llu,\"validate_holds\":%llu,\"fetch_expired\":%llu,"
 			"\"validating_bytes\":%zu,\"rejected\":{",
 			(unsigned long long)s->events_stored, (unsigned long long)s->events_duplicate,
@@ -724,6 +741,8 @@ int node_status_json(node_t *n, pith_buf_t *b)
 			(unsigned long long)s->bans, (unsigned long long)s->malformed,
 			(unsigned long long)s->connections_in, (unsigned long long)s->connections_out,
 			(unsigned long long)s->refused_banned, (unsigned long long)s->refused_full,
+			(unsigned long long)s->refused_ip, (unsigned long long)s->refused_group,
+			(unsigned long long)s->inbound_evicted, (unsigned long long)s->bans_evicted,
 			(unsigned long long)s->lazy_deferred, (unsigned long long)s->lazy_sent,
 			(unsigned long long)s->refused_skipped, (unsigned long long)s->validate_holds,
 			(unsigned long long)s->fetch_expired, relay_validating_bytes(n->relay));

@@ -80,10 +80,12 @@ static int op_peers(void *arg, ctl_call_t *call)
 		char id[65] = "";
 		if (a->has_pk)
 			pith_hex_encode(a->pk, 32, id);
-		pith_buf_printf(b, "%s{\"addr\":\"%s\",\"source\":\"%s\",\"pinned\":%s,\"kept\":%s,"
+		pith_buf_printf(b, "%s{\"addr\":\"%s\",\"source\":\"%s\",\"table\":\"%s\","
+				"\"pinned\":%s,\"kept\":%s,"
 				"\"connected\":%s,\"failures\":%u,\"retry_in_ms\":%lld,"
 				"\"last_ok_us\":%lld,\"node_id\":\"%s\"}",
 				first ? "" : ",", a->str, source_name(a->source),
+				a->table == ADDR_TABLE_NEW ? "new" : a->table == ADDR_TABLE_TRIED ? "tried" : "none",
 				a->pinned ? "true" : "false", a->kept ? "true" : "false",
 				a->peer_serial ? "true" : "false", a->failures,
 				(long long)(a->next_attempt_us > now ? (a->next_attempt_us - now) / 1000 : 0),

@@ -151,6 +151,13 @@ static void collect(void *arg, metrics_out_t *o)
 			   "Inbound peer connections refused, by why");
 	metrics_out_sample_u64(o, "pith_connections_refused_total", "why=\"banned\"", s->refused_banned);
 	metrics_out_sample_u64(o, "pith_connections_refused_total", "why=\"full\"", s->refused_full);
+	metrics_out_sample_u64(o, "pith_connections_refused_total", "why=\"per_ip\"", s->refused_ip);
+	metrics_out_sample_u64(o, "pith_connections_refused_total", "why=\"per_group\"", s->refused_group);
+	counter(o, "pith_inbound_evicted_total", "Inbound peers closed to make room for a newcomer",
+		s->inbound_evicted);
+	counter(o, "pith_bans_evicted_total",
+		"Bans dropped from a full ban table (the soonest to run out) for newer ones",
+		s->bans_evicted);
 	counter(o, "pith_peer_bytes_sent_total", "Bytes sent to peers", s->bytes_sent);
 	counter(o, "pith_peer_bytes_received_total", "Bytes received from peers", s->bytes_recv);
 	counter(o, "pith_peer_malformed_total", "Malformed frames from peers", s->malformed);

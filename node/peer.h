@@ -67,6 +67,7 @@ struct peer {
 
 	/* time */
 	int64_t created_us, ready_us, last_recv_us;
+	int64_t last_useful_us;  /* last new event or bundle from it (mesh.c): spared by inbound eviction */
 	int64_t ping_sent_us;    /* 0: no PING outstanding */
 	uint64_t ping_nonce;
 	int64_t rtt_us;

@@ -45,6 +45,9 @@ typedef struct node_stats {
 	uint64_t msgs_sent[WIRE_TYPE_MAX + 1], msgs_recv[WIRE_TYPE_MAX + 1];
 	uint64_t bytes_sent_type[WIRE_TYPE_MAX + 1];
 	uint64_t bans, connections_in, connections_out, refused_banned, refused_full;
+	uint64_t refused_ip, refused_group; /* inbound over inbound_per_ip, inbound_per_group */
+	uint64_t inbound_evicted;           /* inbound peers closed to make room for a newcomer */
+	uint64_t bans_evicted;              /* bans dropped from a full table for newer ones */
 	uint64_t malformed;
 } node_stats_t;
 

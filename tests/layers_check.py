@@ -35,7 +35,7 @@ import sys
 
 # module -> files (relative to node/). Everything else: one file, one module.
 MODULES = {
-    "addrbook": ["addrbook.c", "addrbook_file.c", "addrbook_ctl.c"],
+    "addrbook": ["addrbook.c", "addrbook_file.c", "addrbook_ctl.c", "addrbook_inbound.c"],
     "relay": ["relay.c", "relay_bundle.c", "relay_inv.c"],
     "sync": ["sync.c", "sync_ctl.c"],
     "follower": ["follower.c", "follower_feed.c"],
