@@ -80,6 +80,8 @@ typedef struct purge {
 	bad_record_t *rec;
 	size_t nrec, caprec;
 	hmap_t ids;                /* bad event id -> index into ev */
+	hmap_t skeys;              /* SKEY -> index into rec */
+	size_t next_ev;            /* ev sorted by SKEY: the first not yet deleted */
 	uint64_t said[2];          /* items of each kind found (events, bundles): the
 				    * first STORE_TIME_RULE_SAY of each are told */
 	store_time_rule_stats_t stats;
@@ -100,11 +102,9 @@ static void say(purge_t *p, int kind, const char *fmt, ...)
 
 static bad_record_t *record_of(purge_t *p, const uint8_t skey[STORE_SKEY_LEN])
 {
-	/* few records break the rule: a linear search costs nothing next to
-	 * the walk that finds them (and they come grouped by time, not key) */
-	for (size_t i = p->nrec; i-- > 0;)
-		if (!memcmp(p->rec[i].skey, skey, STORE_SKEY_LEN))
-			return &p->rec[i];
+	int i = hmap_get(&p->skeys, skey);
+	if (i >= 0)
+		return &p->rec[i];
 	if (p->nrec == p->caprec) {
 		size_t nc = p->caprec ? p->caprec * 2 : 16;
 		bad_record_t *r = realloc(p->rec, nc * sizeof(*r));
@@ -113,6 +113,8 @@ static bad_record_t *record_of(purge_t *p, const uint8_t skey[STORE_SKEY_LEN])
 		p->rec = r;
 		p->caprec = nc;
 	}
+	if (hmap_put(&p->skeys, skey, (int)p->nrec))
+		return NULL;
 	bad_record_t *r = &p->rec[p->nrec++];
 	memset(r, 0, sizeof(*r));
 	memcpy(r->skey, skey, STORE_SKEY_LEN);
@@ -215,16 +217,27 @@ static int scan(purge_t *p, int cf)
 
 /* ---- rewriting a record ---------------------------------------------------- */
 
-/* Adds to wb the deletes of the bad events of r's record. */
+static int by_skey(const void *a, const void *b)
+{
+	return memcmp(a, b, STORE_SKEY_LEN);
+}
+
+static int ev_by_skey(const void *a, const void *b)
+{
+	return memcmp(((const bad_event_t *)a)->skey, ((const bad_event_t *)b)->skey,
+		      STORE_SKEY_LEN);
+}
+
+/* Adds to wb the deletes of the bad events of r's record: the next run of
+ * ev (both ev and rec are in SKEY order by then). */
 static void delete_events(purge_t *p, rocksdb_writebatch_t *wb, const bad_record_t *r,
 			  uint64_t *n)
 {
 	store_t *st = p->st;
-	for (size_t i = 0; i < p->nev; i++) {
-		const bad_event_t *b = &p->ev[i];
+	for (; p->next_ev < p->nev && !memcmp(p->ev[p->next_ev].skey, r->skey, STORE_SKEY_LEN);
+	     p->next_ev++) {
+		const bad_event_t *b = &p->ev[p->next_ev];
 		uint8_t sk[STORE_SUBJ_KEY_LEN];
-		if (memcmp(b->skey, r->skey, STORE_SKEY_LEN))
-			continue;
 		store_subj_key_make(b->skey, b->created_at, b->tk + 8, sk);
 		rocksdb_writebatch_delete_cf(wb, st->cf[STORE_CF_EVENTS], (const char *)b->tk + 8,
 					     STORE_ID_LEN);
@@ -365,6 +378,7 @@ int store_time_rule_upgrade(store_t *st, store_time_rule_stats_t *out, pith_err_
 {
 	purge_t p = {.st = st, .err = err};
 	hmap_init(&p.ids, STORE_ID_LEN);
+	hmap_init(&p.skeys, STORE_SKEY_LEN);
 	rocksdb_writebatch_t *wb = rocksdb_writebatch_create();
 	int rc = scan(&p, STORE_CF_DOCS);
 	if (!rc)
@@ -378,6 +392,12 @@ int store_time_rule_upgrade(store_t *st, store_time_rule_stats_t *out, pith_err_
 			 kind ? "bundles" : "events");
 		st->notice(st->notice_arg, line);
 	}
+	/* records in SKEY order, each with its run of bad events (the ids map
+	 * is only asked whether an id is bad: its indexes may change) */
+	if (p.nev)
+		qsort(p.ev, p.nev, sizeof(*p.ev), ev_by_skey);
+	if (p.nrec)
+		qsort(p.rec, p.nrec, sizeof(*p.rec), by_skey);
 	/* one record at a time, whole in one WriteBatch with the counters: a
 	 * crash between two leaves the store consistent, and the next open
 	 * finds what is left to do */
@@ -399,6 +419,7 @@ int store_time_rule_upgrade(store_t *st, store_time_rule_stats_t *out, pith_err_
 	}
 	rocksdb_writebatch_destroy(wb);
 	hmap_release(&p.ids);
+	hmap_release(&p.skeys);
 	free(p.ev);
 	free(p.rec);
 	return rc;
