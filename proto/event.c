@@ -99,7 +99,7 @@ static int check_shape(const json_value_t *r, pith_event_t *ev, int strict, pith
 		return PITH_EINVAL;
 	if (!time_ok(ca, PITH_TIME_SECONDS, strict, &ev->created_us))
 		return pith_err_set(err, PITH_EINVAL, "created_at: '%.32s' is not a valid "
-				    "YYYY-MM-DDTHH:MM:SSZ (a real date, seconds 00-59, years %d-%d)",
+				    "YYYY-MM-DDTHH:MM:SSZ (a real date, seconds 00-59, years %04d-%04d)",
 				    ca, PITH_TIME_YEAR_MIN, PITH_TIME_YEAR_MAX);
 	memcpy(ev->created_at, ca, 21);
 	const json_value_t *sup = json_get_type(r, "supersedes", JSON_ARRAY);

@@ -56,7 +56,7 @@ void store_bundle_index_write(rocksdb_writebatch_t *wb, store_t *st,
 		rocksdb_writebatch_delete_cf(wb, cf, (const char *)tk, sizeof(tk));
 		rocksdb_writebatch_delete_cf(wb, cf, (const char *)hk, sizeof(hk));
 	}
-	if (!pith_hex_decode(new_sha, 64, sha, 32))
+	if (new_sha && !pith_hex_decode(new_sha, 64, sha, 32))
 		index_put(wb, st, skey, new_us, sha);
 }
 

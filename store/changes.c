@@ -125,6 +125,19 @@ void store_change_write(rocksdb_writebatch_t *wb, store_t *st, const uint8_t ske
 	rocksdb_writebatch_put_cf(wb, cf, (const char *)pk, sizeof(pk), (const char *)pv, 8 + n);
 }
 
+void store_change_delete(rocksdb_writebatch_t *wb, store_t *st, const uint8_t skey[STORE_SKEY_LEN],
+			 uint64_t seq)
+{
+	rocksdb_column_family_handle_t *cf = st->cf[STORE_CF_CHANGES];
+	uint8_t sk[STORE_CHG_SEQ_LEN], pk[STORE_CHG_PITH_LEN];
+	pith_key(skey, pk);
+	rocksdb_writebatch_delete_cf(wb, cf, (const char *)pk, sizeof(pk));
+	if (seq) {
+		seq_key(seq, sk);
+		rocksdb_writebatch_delete_cf(wb, cf, (const char *)sk, sizeof(sk));
+	}
+}
+
 /* ---- reading -------------------------------------------------------------- */
 
 int store_changes_each(store_t *st, uint64_t after, size_t limit, store_change_fn fn, void *arg,
@@ -259,7 +272,7 @@ int store_changes_build(store_t *st, uint64_t *logged, pith_err_t *err)
 	if (e)
 		return store_op_error(st, STORE_OP_WRITE, err, e, "clearing the change log");
 	uint64_t n = 0;
-	int rc = store_upgrade_walk(st, STORE_CF_RECORDS, log_record, &b, STORE_SCHEMA_VERSION,
+	int rc = store_upgrade_walk(st, STORE_CF_RECORDS, log_record, &b, STORE_SCHEMA_5,
 				    "building the change log", &n, err);
 	if (!rc && logged)
 		*logged = b.seq;

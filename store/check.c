@@ -116,6 +116,10 @@ static int audit_events(audit_t *a, uint64_t *nevents, uint64_t *npointers)
 			problem(a, "events: sha256:%s is not stored in canonical form", hex);
 		else if (vl == 8 && store_time_get(v) != ev->created_us)
 			problem(a, "events: sha256:%s is filed under another time than its created_at", hex);
+		const char *fault = store_event_time_fault(ev->root);
+		if (fault)
+			problem(a, "events: sha256:%s: %s is outside the timestamp rule (a read-write "
+				"open removes it)", hex, fault);
 		pith_buf_release(&canon);
 		uint8_t skey[STORE_SKEY_LEN], sk[STORE_SUBJ_KEY_LEN], tk[STORE_TIME_KEY_LEN];
 		int ex;
@@ -437,6 +441,7 @@ int store_check(store_t *st, store_report_fn report, void *arg, size_t *problems
 	    (rc = audit_keyed_by_record(&a, STORE_CF_STATES, &nstates)) ||
 	    (rc = audit_keyed_by_record(&a, STORE_CF_BUNDLES, &nbundles)) ||
 	    (rc = audit_keyed_by_record(&a, STORE_CF_ALIASES, &naliases)) ||
+	    (rc = store_time_rule_audit_bundles(st, index_problem, &a, err)) ||
 	    (rc = store_bundle_index_audit(st, index_problem, &a, err)) ||
 	    (rc = store_changes_audit(st, index_problem, &a, err)))
 		goto done;

@@ -70,7 +70,14 @@
  * what a follower compares (state hash, the newest bundle's hash and
  * built_at), so the feed is one range scan. Schema 5 added it; opening a
  * schema-4 store read-write logs every record once, in SKEY order
- * (store_changes_build), and writes "5"; a read-only open goes without. */
+ * (store_changes_build), and writes "5"; a read-only open goes without.
+ *
+ * Schema 6 changes no layout: it says that every stored event and bundle
+ * passes the timestamp rule (docs/merge.md, T-*: pith_time_parse_valid).
+ * Opening a schema-5 store read-write removes those that do not, with
+ * their index entries, recomputes their records and logs them
+ * (store_time_rule_upgrade), and writes "6"; a read-only open reads a
+ * schema-5 store as it is. */
 #ifndef PITH_STORE_KEYS_H
 #define PITH_STORE_KEYS_H
 
@@ -79,9 +86,11 @@
 
 #include "ids.h"
 
-#define STORE_SCHEMA_VERSION "5" /* 2: alias claims per record; 3: bundle_index; 4: docs;
-				  * 5: changes */
-#define STORE_SCHEMA_4 "4"       /* opened and upgraded to 5 (the change log built) */
+#define STORE_SCHEMA_VERSION "6" /* 2: alias claims per record; 3: bundle_index; 4: docs;
+				  * 5: changes; 6: only valid timestamps */
+#define STORE_SCHEMA_5 "5"       /* opened and upgraded to 6 (items outside the timestamp
+				  * rule removed, their records recomputed) */
+#define STORE_SCHEMA_4 "4"       /* the same, after building the change log */
 #define STORE_SCHEMA_3 "3"       /* the same, after moving documents to docs */
 #define STORE_SCHEMA_2 "2"       /* the same, after building bundle_index */
 

@@ -227,6 +227,61 @@ static int64_t store_now_us(void)
 	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
+/* The meta counters and the change log's sequence, as the store holds them. */
+static int counters_load(store_t *st, pith_err_t *err)
+{
+	int rc;
+	if ((rc = meta_get_u64(st, STORE_META_EVENTS, &st->counts.events, err)) ||
+	    (rc = meta_get_u64(st, STORE_META_RECORDS, &st->counts.records, err)) ||
+	    (rc = meta_get_u64(st, STORE_META_BUNDLES, &st->counts.bundles, err)))
+		return rc;
+	return store_changes_recover(st, err);
+}
+
+/* Upgrades a schema-v store (2 to 5) to the current schema (6), one step at a
+ * time, each writing the next version last (a step cut short is done
+ * again at the next open), announced before and after: it can take
+ * minutes for millions of events. */
+static int upgrade(store_t *st, int v, pith_err_t *err)
+{
+	static const char *const what[] = {
+		[2] = "indexing bundles, moving event documents into time order, logging every "
+		      "record, checking every timestamp",
+		[3] = "moving event documents into time order, logging every record, checking "
+		      "every timestamp",
+		[4] = "logging every record in the change log, checking every timestamp",
+		[5] = "checking every stored timestamp against the rule: removing the events "
+		      "and bundles outside it, recomputing their records",
+	};
+	int rc = 0;
+	uint64_t moved = 0, logged = 0;
+	size_t built = 0;
+	store_time_rule_stats_t tr = {0};
+	notice(st, "store %s: schema %d, upgrading to %s (%s; once, may take minutes)", st->dir, v,
+	       STORE_SCHEMA_VERSION, what[v]);
+	int64_t t0 = store_now_us();
+	if (v == 2 && !(rc = store_bundle_index_build(st, &built, err)))
+		v = 3;
+	if (v == 3 && !rc && !(rc = store_docs_upgrade(st, &moved, err)))
+		v = 4;
+	if (v == 4 && !rc && !(rc = store_changes_build(st, &logged, err)))
+		v = 5;
+	/* the last step rewrites records: it needs the counters and the log */
+	if (v == 5 && !rc && !(rc = counters_load(st, err)) &&
+	    !(rc = store_time_rule_upgrade(st, &tr, err)))
+		v = 6;
+	if (rc)
+		return rc;
+	notice(st, "store %s: upgraded to schema %s in %.1f s (%zu bundles indexed, %llu event "
+	       "documents moved, %llu records logged; outside the timestamp rule: %llu events and "
+	       "%llu bundles removed, %llu records recomputed, %llu of them left empty and removed)",
+	       st->dir, STORE_SCHEMA_VERSION, (double)(store_now_us() - t0) / 1e6, built,
+	       (unsigned long long)moved, (unsigned long long)logged, (unsigned long long)tr.events,
+	       (unsigned long long)tr.bundles, (unsigned long long)tr.records,
+	       (unsigned long long)tr.records_gone);
+	return 0;
+}
+
 static int meta_init(store_t *st, pith_err_t *err)
 {
 	char *val;
@@ -247,28 +302,9 @@ static int meta_init(store_t *st, pith_err_t *err)
 		rocksdb_free(val);
 		if (rc)
 			return rc;
-		if (v < 5 && !st->read_only) {
-			notice(st, "store %s: schema %d, upgrading to %s (%s; once, may take minutes)",
-			       st->dir, v, STORE_SCHEMA_VERSION,
-			       v < 4 ? "moving event documents into time order, logging every record"
-				     : "logging every record in the change log");
-			int64_t t0 = store_now_us();
-			uint64_t moved = 0, logged = 0;
-			size_t built = 0;
-			if (v == 2 && !(rc = store_bundle_index_build(st, &built, err)))
-				v = 3;
-			if (v == 3 && !rc && !(rc = store_docs_upgrade(st, &moved, err)))
-				v = 4;
-			if (v == 4 && !rc && !(rc = store_changes_build(st, &logged, err)))
-				v = 5;
-			if (rc)
-				return rc;
-			notice(st, "store %s: upgraded to schema %s in %.1f s (%zu bundles indexed, "
-			       "%llu event documents moved, %llu records logged)", st->dir,
-			       STORE_SCHEMA_VERSION, (double)(store_now_us() - t0) / 1e6, built,
-			       (unsigned long long)moved, (unsigned long long)logged);
-		}
-		st->schema = v;
+		if (v < 6 && !st->read_only && (rc = upgrade(st, v, err)))
+			return rc;
+		st->schema = st->read_only ? v : STORE_SCHEMA_VERSION[0] - '0';
 	} else if (!st->read_only) {
 		char *e = NULL;
 		rocksdb_put_cf(st->db, st->wo, st->cf[STORE_CF_META], STORE_META_SCHEMA,
@@ -278,11 +314,7 @@ static int meta_init(store_t *st, pith_err_t *err)
 			return store_op_error(st, STORE_OP_WRITE, err, e,
 					      "writing the schema version");
 	}
-	if ((rc = meta_get_u64(st, STORE_META_EVENTS, &st->counts.events, err)) ||
-	    (rc = meta_get_u64(st, STORE_META_RECORDS, &st->counts.records, err)) ||
-	    (rc = meta_get_u64(st, STORE_META_BUNDLES, &st->counts.bundles, err)))
-		return rc;
-	return store_changes_recover(st, err);
+	return counters_load(st, err);
 }
 
 /* mkdir -p of the directories above dir (RocksDB makes only dir itself). */

@@ -51,7 +51,9 @@ typedef struct store_opts {
 	size_t wal_bytes;
 	/* Told (if not NULL) before and after a read-write open upgrades an
 	 * older store, which can take minutes for millions of events: one
-	 * line each, for the log or stderr. */
+	 * line each, for the log or stderr; and, upgrading a schema-5 store,
+	 * a line for each event or bundle removed as outside the timestamp
+	 * rule (the first 20 of each, then how many more). */
 	void (*notice)(void *arg, const char *line);
 	void *notice_arg;
 	/* Told (if not NULL) of every database error as it happens, from
@@ -369,7 +371,10 @@ int store_write_probe(store_t *st, pith_err_t *err);
  * event; every cached state, record summary and counter equals a fresh
  * recomputation; every alias names a stored record; every bundle has its
  * two bundle_index entries and there are no others; every record has
- * exactly one change log entry, with its state hash and newest bundle. report (may be NULL)
+ * exactly one change log entry, with its state hash and newest bundle;
+ * every event's and bundle's timestamps pass the rule of docs/merge.md
+ * (T-*; a schema-5 store opened read-only may still hold some: its next
+ * read-write open removes them). report (may be NULL)
  * gets one line per problem. *problems gets the count. Returns 0 when the
  * audit ran (whatever it found), negative on a database error. */
 typedef void (*store_report_fn)(void *arg, const char *line);

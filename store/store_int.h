@@ -144,8 +144,9 @@ int store_audit_key_kinds(store_t *st, int cf, const store_key_kind_t kinds[2], 
 
 /* ---- the bundle index (bundle_index.c) ---- */
 
-/* Adds to wb the entries of skey's new newest bundle (new_us, new_sha hex)
- * and the deletes of the old one's (old_sha NULL: there was none). */
+/* Adds to wb the entries of skey's new newest bundle (new_us, new_sha hex;
+ * NULL: none, the record loses its bundle) and the deletes of the old
+ * one's (old_sha NULL: there was none). */
 void store_bundle_index_write(rocksdb_writebatch_t *wb, store_t *st,
 			      const uint8_t skey[STORE_SKEY_LEN], int64_t new_us, const char *new_sha,
 			      int64_t old_us, const char *old_sha);
@@ -178,6 +179,11 @@ void store_change_write(rocksdb_writebatch_t *wb, store_t *st, const uint8_t ske
 			uint64_t seq, uint64_t old_seq, const uint8_t state_hash[32],
 			const store_chg_bundle_t *bundle);
 
+/* Adds to wb the deletes of skey's entries, its change number seq: the
+ * record is gone (a schema-6 upgrade removed all it had). */
+void store_change_delete(rocksdb_writebatch_t *wb, store_t *st, const uint8_t skey[STORE_SKEY_LEN],
+			 uint64_t seq);
+
 /* A bundle's part of a change entry: its hash and built_at text. */
 int store_chg_bundle_of(const json_value_t *bundle, store_chg_bundle_t *out, pith_err_t *err);
 
@@ -194,6 +200,42 @@ int store_changes_recover(store_t *st, pith_err_t *err);
  * entry's state hash and bundle are the record's. */
 int store_changes_audit(store_t *st, void (*problem)(void *arg, const char *line), void *arg,
 			pith_err_t *err);
+
+/* ---- the timestamp rule (time_rule.c) ---- */
+
+/* NULL if every timestamp of the event object ev passes the rule
+ * (docs/merge.md, T-*: created_at by pith_time_parse_valid's
+ * PITH_TIME_SECONDS, signature.signed_at by PITH_TIME_FRACTION), else the
+ * name of the first that fails (absent or not a string fails too). */
+const char *store_event_time_fault(const json_value_t *ev);
+
+/* The same for a bundle object: built_at, bundle_signature.signed_at if
+ * it is a string (B-SIGNATURE), and each of its events' (B-EVENTS).
+ * Writes the failing field's name, e.g. "events[3].created_at", to what. */
+int store_bundle_time_fault(const json_value_t *bundle, char *what, size_t whatlen);
+
+/* What the schema-6 upgrade did. */
+typedef struct store_time_rule_stats {
+	uint64_t events, bundles; /* removed */
+	uint64_t records;         /* recomputed (and logged) */
+	uint64_t records_gone;    /* of those, left with nothing: removed */
+} store_time_rule_stats_t;
+
+/* Opens of a schema-5 store (read-write): removes every event and bundle
+ * outside the timestamp rule with all that indexes or counts them,
+ * recomputes each affected record's state, summary and alias claims as a
+ * commit would, logs it in the change log (or removes a record left with
+ * no event and no bundle), one synced WriteBatch per few records, each
+ * record whole in one; then writes schema version 6. A step cut short
+ * finds the items still left at the next open. Needs the counters and
+ * the change log's sequence loaded. The store's notice hook is told of
+ * each removed event and bundle (the first STORE_TIME_RULE_SAY of each). */
+#define STORE_TIME_RULE_SAY 20
+int store_time_rule_upgrade(store_t *st, store_time_rule_stats_t *out, pith_err_t *err);
+
+/* store_check's part for bundles: each stored bundle passes the rule. */
+int store_time_rule_audit_bundles(store_t *st, void (*problem)(void *arg, const char *line),
+				  void *arg, pith_err_t *err);
 
 /* ---- alias claims and record summaries (alias.c) ---- */
 

@@ -1,7 +1,7 @@
 /* gen_bundles: one signed registry bundle per record of a gen_events file,
  * for bundle catch-up benchmarks and tests.
  *
- * usage: gen_bundles [--seed N] [--sign-seed M] [--built-at TIME] IN OUT|-
+ * usage: gen_bundles [--seed N] [--sign-seed M] [--built-at TIME] [--unchecked] IN OUT|-
  *
  * IN is JSON Lines as gen_events writes them (grouped by record, each
  * group starting with its record_created). Each record's bundle holds its
@@ -15,7 +15,12 @@
  * --sign-seed M signs the bundles with the test key of seed M instead
  * (same key_id, another key): the events, aliases and state are those of
  * seed N, only bundle_signature is by a key a store trusting seed N's key
- * does not trust (the stand-in's --fault untrusted serves such bundles). */
+ * does not trust (the stand-in's --fault untrusted serves such bundles).
+ *
+ * --unchecked reads the events without verifying them, so that a bundle
+ * can hold events a node refuses (gen_events --created-at outside the
+ * timestamp rule, for adversarial_timestamp); TIME is read leniently
+ * always (--built-at 9999-01-01T00:00:00Z makes bundles nodes refuse). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -56,6 +61,7 @@ static int bundle_write(const group_t *g, const tg_key_t *k, const pith_trust_t 
 int main(int argc, char **argv)
 {
 	uint64_t seed = 1, sign_seed = 0;
+	int unchecked = 0;
 	const char *in = NULL, *out = NULL, *at = "2026-09-01T00:00:00Z";
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--seed") && i + 1 < argc)
@@ -64,6 +70,8 @@ int main(int argc, char **argv)
 			sign_seed = strtoull(argv[++i], NULL, 10);
 		else if (!strcmp(argv[i], "--built-at") && i + 1 < argc)
 			at = argv[++i];
+		else if (!strcmp(argv[i], "--unchecked"))
+			unchecked = 1;
 		else if (!in && argv[i][0] != '-')
 			in = argv[i];
 		else if (in && !out && (argv[i][0] != '-' || !strcmp(argv[i], "-")))
@@ -74,7 +82,7 @@ int main(int argc, char **argv)
 	int64_t us;
 	if (!in || !out || pith_time_parse(at, &us)) {
 		fprintf(stderr, "usage: gen_bundles [--seed N] [--sign-seed M] [--built-at TIME] "
-		        "IN OUT|-\n");
+		        "[--unchecked] IN OUT|-\n");
 		return 2;
 	}
 	tg_key_t key, signer;
@@ -101,8 +109,8 @@ int main(int argc, char **argv)
 			pith_err_t err = {0};
 			if (!len)
 				continue;
-			if (pith_event_parse((const uint8_t *)line, len, trust, &ev, &failed,
-			                     &err)) {
+			if (pith_event_parse((const uint8_t *)line, len, unchecked ? NULL : trust,
+			                     &ev, &failed, &err)) {
 				fprintf(stderr, "gen_bundles: %s line %zu: %s\n", in, lineno,
 				        err.msg);
 				rc = 1;

@@ -1,7 +1,7 @@
 /* gen_events: JSON Lines of signed events for store tests and benchmarks.
  *
  * usage: gen_events [--records R] [--per-record E] [--seed N] [--threads T]
- *                   [--pad BYTES] [--key-out FILE] OUT|-
+ *                   [--pad BYTES] [--created-at TEXT] [--key-out FILE] OUT|-
  *
  * R records (default 1000) of E events each (default 10, at least 1): a
  * record_created (with a receipt by the test key, valid when the key is
@@ -15,7 +15,10 @@
  * derived from the seed; --key-out writes its public key file (role
  * registry) for --trust-key. Deterministic for a seed except signed_at.
  * --pad BYTES adds a "padding" member of that many bytes to the payload of
- * every event but record_created (large events for budget tests). */
+ * every event but record_created (large events for budget tests).
+ * --created-at TEXT gives every event but record_created that created_at,
+ * whatever it is (a timestamp outside the rule of docs/merge.md, T-*, for
+ * the adversarial_timestamp test): they are signed all the same. */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -44,6 +47,7 @@ static const char *const relations[] = {
 typedef struct job {
 	unsigned first, count, per, nrecords;
 	size_t pad;
+	const char *created_at;   /* for every event but record_created, or NULL */
 	uint64_t seed;
 	const tg_key_t *key;
 	pith_buf_t out;
@@ -95,6 +99,8 @@ static int gen_record(job_t *j, unsigned r)
 		unsigned kind = 1 + (unsigned)(tg_rand(&rng) % 8);
 		pith_buf_reset(&p);
 		when(t + (time_t)i, at);
+		if (j->created_at)
+			snprintf(at, sizeof(at), "%s", j->created_at);
 		if (i == j->per - 1 && tg_rand(&rng) % 30 == 0)
 			kind = 9; /* unknown type: stored, listed invalid */
 		switch (kind) {
@@ -196,6 +202,8 @@ static int gen_record(job_t *j, unsigned r)
 			pith_buf_printf(&p, "{\"region\":\"us-%u\"}", i);
 			pith_buf_cstr(&p);
 			when(t + (time_t)i, at);
+			if (j->created_at)
+				snprintf(at, sizeof(at), "%s", j->created_at);
 			rc |= tg_event(&j->out, j->key, type, pith, target, at, (const char *)p.data,
 				       NULL, NULL, 0, -1, id);
 			pith_buf_putc(&j->out, '\n');
@@ -232,7 +240,7 @@ int main(int argc, char **argv)
 	unsigned records = 1000, per = 10, threads = 2;
 	size_t pad = 0;
 	uint64_t seed = 1;
-	const char *out = NULL, *key_out = NULL;
+	const char *out = NULL, *key_out = NULL, *created_at = NULL;
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--records") && i + 1 < argc)
 			records = (unsigned)strtoul(argv[++i], NULL, 10);
@@ -246,6 +254,8 @@ int main(int argc, char **argv)
 			threads = (unsigned)strtoul(argv[++i], NULL, 10);
 		else if (!strcmp(argv[i], "--key-out") && i + 1 < argc)
 			key_out = argv[++i];
+		else if (!strcmp(argv[i], "--created-at") && i + 1 < argc)
+			created_at = argv[++i];
 		else if (!out && (argv[i][0] != '-' || !strcmp(argv[i], "-")))
 			out = argv[i];
 		else {
@@ -255,7 +265,7 @@ int main(int argc, char **argv)
 	}
 	if (!out || records == 0 || per == 0) {
 		fprintf(stderr, "usage: gen_events [--records R] [--per-record E] [--seed N] "
-				"[--threads T] [--key-out FILE] OUT|-\n");
+				"[--threads T] [--pad BYTES] [--created-at TEXT] [--key-out FILE] OUT|-\n");
 		return 2;
 	}
 	if (threads < 1 || threads > 64)
@@ -281,6 +291,7 @@ int main(int argc, char **argv)
 		jobs[t].count = (unsigned)((uint64_t)records * (t + 1) / threads) - jobs[t].first;
 		jobs[t].per = per;
 		jobs[t].pad = pad;
+		jobs[t].created_at = created_at;
 		jobs[t].nrecords = records;
 		jobs[t].seed = seed;
 		jobs[t].key = &key;

@@ -1733,6 +1733,240 @@ TEST(changes_upgrade, "opens a schema-4 store: read-only without the change log,
 	pith_buf_release(&ev);
 }
 
+/* ---- the timestamp rule (schema 6) ----------------------------------------- */
+
+/* Stores an event as a build before the timestamp rule did: read with the
+ * store's own lenient parser, no verification. */
+static int put_unchecked(store_t *st, const pith_buf_t *b)
+{
+	pith_event_t *ev = NULL;
+	pith_err_t err = {0};
+	int rc = pith_event_parse_stored(b->data, b->len, &ev, &err);
+	if (!rc)
+		rc = store_event_put(st, ev, NULL, &err);
+	if (rc)
+		fprintf(stderr, "put_unchecked: %s\n", err.msg);
+	pith_event_free(ev);
+	return rc;
+}
+
+/* A bundle of pith by the test registry key over events (JSON texts). */
+static void bundle_of(const char *pith, const pith_buf_t *const *evs, size_t n,
+		      const char *built_at, pith_buf_t *out)
+{
+	pith_event_t *list[8];
+	pith_err_t err = {0};
+	for (size_t i = 0; i < n; i++)
+		CHECK_INT_EQ(pith_event_parse_stored(evs[i]->data, evs[i]->len, &list[i], NULL), 0);
+	CHECK_INT_EQ(tg_bundle(pith, list, n, &reg, trust, built_at, out, &err), 0);
+	for (size_t i = 0; i < n; i++)
+		pith_event_free(list[i]);
+}
+
+typedef struct rec_list {
+	size_t n;
+	store_record_info_t r[32];
+} rec_list_t;
+
+static int rec_one(void *arg, const store_record_info_t *rec)
+{
+	rec_list_t *l = arg;
+	if (l->n < 32)
+		l->r[l->n++] = *rec;
+	return 0;
+}
+
+static int ref_one_buf(void *arg, int64_t us, const uint8_t sha[32], const char *pith)
+{
+	pith_buf_append(arg, &us, sizeof(us));
+	pith_buf_append(arg, sha, 32);
+	pith_buf_puts(arg, pith);
+	return 0;
+}
+
+static int time_one(void *arg, int64_t us, const uint8_t id[32])
+{
+	pith_buf_append(arg, &us, sizeof(us));
+	pith_buf_append(arg, id, 32);
+	return 0;
+}
+
+/* Everything a peer or a reader sees of a store: every record's summary
+ * and state, the time index, the bundle index, the counters. */
+static void store_view(store_t *st, pith_buf_t *out)
+{
+	rec_list_t l = {0};
+	store_counts_t c;
+	pith_buf_t sb = PITH_BUF_INIT;
+	pith_buf_reset(out);
+	CHECK_INT_EQ(store_records_each(st, rec_one, &l, NULL), 0);
+	for (size_t i = 0; i < l.n; i++) {
+		pith_buf_puts(out, l.r[i].pith_number);
+		pith_buf_append(out, &l.r[i].event_count, sizeof(l.r[i].event_count));
+		pith_buf_append(out, l.r[i].state_hash, 32);
+		pith_buf_putc(out, (uint8_t)l.r[i].has_bundle);
+		state_of(st, l.r[i].pith_number, &sb);
+		pith_buf_append(out, sb.data, sb.len);
+	}
+	CHECK_INT_EQ(store_time_each(st, INT64_MIN, INT64_MAX, time_one, out, NULL), 0);
+	CHECK_INT_EQ(store_bundle_refs_each(st, ref_one_buf, out, NULL), 0);
+	store_counts_get(st, &c);
+	pith_buf_append(out, &c, sizeof(c));
+	pith_buf_release(&sb);
+}
+
+static int chg_logged(const chg_list_t *l, const char *pith)
+{
+	for (size_t i = 0; i < l->n; i++)
+		if (!strcmp(l->c[i].pith_number, pith))
+			return 1;
+	return 0;
+}
+
+TEST(time_rule_upgrade, "opens a schema-5 store holding timestamps outside the rule: read-only as it is, read-write by removing them and recomputing their records as a fresh store holds them")
+{
+	evset_t s;
+	gen_set(&s, 3);
+	char *dir = tmpdir(), *fresh_dir = tmpdir();
+	char gone[PITH_NUMBER_LEN + 1], id[PITH_EVENT_ID_LEN + 1];
+	pith_buf_t rec = PITH_BUF_INIT, bad[6], b0 = PITH_BUF_INIT, b1 = PITH_BUF_INIT,
+		   b2 = PITH_BUF_INIT, tmp = PITH_BUF_INIT;
+	memset(bad, 0, sizeof(bad));
+	tg_record(700, &rec, gone);
+	/* record 0: years 9999 and 0000; record 1: 29 February of a common
+	 * year and a leap second; record "gone": only events of year 0000
+	 * and 9999; record 2: a valid event with a signed_at of year 9999 */
+	tg_event(&bad[0], &op, "citation_signature", s.pith[0], "t", "9999-01-01T00:00:00Z", "{}",
+		 NULL, NULL, 0, -1, id);
+	tg_event(&bad[1], &reg, "mirror_hint", s.pith[0], "t", "0000-06-01T00:00:00Z", "{}", NULL,
+		 NULL, 0, -1, id);
+	tg_event(&bad[2], &op, "correction", s.pith[1], "record", "2025-02-29T12:00:00Z", "{}", NULL,
+		 NULL, 0, -1, id);
+	tg_event(&bad[3], &op, "author_attestation", s.pith[1], "t", "2026-01-05T23:59:60Z", "{}",
+		 NULL, NULL, 0, -1, id);
+	tg_event(&bad[4], &reg, "record_created", gone, "record", "0000-01-01T00:00:00Z", NULL, NULL,
+		 NULL, 0, 700, id);
+	tg_event(&tmp, &op, "storage_attestation", s.pith[2], "t", "2026-01-07T00:00:00Z", "{}", NULL,
+		 NULL, 0, -1, id);
+	CHECK_INT_EQ(tg_resign(tmp.data, tmp.len, &op, "9999-12-31T23:59:59Z", &bad[5]), 0);
+	/* bundles: record 0's built in 9999; record 1's holding its leap
+	 * second; record 2's valid, and kept */
+	const pith_buf_t *e0[1] = {&s.b[0]}, *e1[2] = {&s.b[11], &bad[3]}, *e2[1] = {&s.b[22]};
+	bundle_of(s.pith[0], e0, 1, "9999-01-01T00:00:00.5Z", &b0);
+	bundle_of(s.pith[1], e1, 2, "2026-03-01T00:00:00Z", &b1);
+	bundle_of(s.pith[2], e2, 1, "2026-03-01T00:00:00Z", &b2);
+
+	/* the old store: everything, as a build before the rule stored it */
+	store_t *st = filled_store(dir, &s);
+	for (size_t i = 0; i < 6; i++)
+		CHECK_INT_EQ(put_unchecked(st, &bad[i]), 0);
+	CHECK_INT_EQ(put_bundle(st, &b0, NULL, NULL), 0);
+	CHECK_INT_EQ(put_bundle(st, &b1, NULL, NULL), 0);
+	CHECK_INT_EQ(put_bundle(st, &b2, NULL, NULL), 0);
+	uint64_t last = store_changes_last(st);
+	char *e = NULL;
+	rocksdb_put_cf(st->db, st->wo, st->cf[STORE_CF_META], STORE_META_SCHEMA,
+		       strlen(STORE_META_SCHEMA), STORE_SCHEMA_5, 1, &e);
+	CHECK(e == NULL);
+	store_close(st);
+
+	/* a fresh store: what a node given all of it keeps */
+	store_t *fr = filled_store(fresh_dir, &s);
+	CHECK_INT_EQ(put_bundle(fr, &b2, NULL, NULL), 0);
+	for (size_t i = 0; i < 6; i++) {
+		pith_event_t *ev = NULL;
+		CHECK(pith_event_parse(bad[i].data, bad[i].len, trust, &ev, NULL, NULL) != 0);
+	}
+	pith_report_t rep = {0};
+	json_doc_t *d0 = parse(b0.data, b0.len), *d1 = parse(b1.data, b1.len);
+	CHECK(pith_bundle_verify(json_doc_root(d0), trust, &rep) != 0);
+	CHECK(pith_bundle_verify(json_doc_root(d1), trust, &rep) != 0);
+	pith_report_release(&rep);
+	json_doc_free(d0);
+	json_doc_free(d1);
+	pith_buf_t want = PITH_BUF_INIT, got = PITH_BUF_INIT;
+	store_view(fr, &want);
+	store_counts_t cf;
+	store_counts_get(fr, &cf);
+	CHECK_INT_EQ(check_problems(fr), 0);
+
+	/* read-only: schema 5 as it is; the audit names each item outside */
+	store_opts_t ro = {.read_only = 1, .registry = trust};
+	pith_err_t err = {0};
+	CHECK_INT_EQ(store_open(dir, &ro, &st, &err), 0);
+	schema_is(st, STORE_SCHEMA_5);
+	CHECK_INT_EQ(check_problems(st), 8); /* 6 events, 2 bundles */
+	pith_buf_t sb = PITH_BUF_INIT;
+	state_of(st, gone, &sb);
+	CHECK(sb.len > 0);
+	store_close(st);
+
+	/* read-write: upgraded, told line by line */
+	pith_buf_t said = PITH_BUF_INIT;
+	store_opts_t rw = {.create = 1, .registry = trust, .notice = note_line, .notice_arg = &said};
+	CHECK_INT_EQ(store_open(dir, &rw, &st, &err), 0);
+	pith_buf_cstr(&said);
+	CHECK(strstr((char *)said.data, "schema 5, upgrading to 6") != NULL);
+	CHECK(strstr((char *)said.data, "created_at '9999-01-01T00:00:00Z' is outside") != NULL);
+	CHECK(strstr((char *)said.data, "signature.signed_at '9999-12-31T23:59:59Z'") != NULL);
+	CHECK(strstr((char *)said.data, "events[1].created_at is outside") != NULL);
+	CHECK(strstr((char *)said.data, "6 events and 2 bundles removed, 4 records recomputed, "
+				"1 of them left empty") != NULL);
+	schema_is(st, STORE_SCHEMA_VERSION);
+	store_view(st, &got);
+	CHECK_MEM_EQ(got.data, got.len, want.data, want.len);
+	store_counts_t c;
+	store_counts_get(st, &c);
+	CHECK(c.events == cf.events && c.records == cf.records && c.bundles == 1 && cf.bundles == 1);
+	CHECK_INT_EQ(check_problems(st), 0);
+	CHECK_INT_EQ(store_state_get(st, gone, &sb, NULL), PITH_ENOTFOUND);
+	/* the change log lists the three records that changed, after what it
+	 * had; the record gone is not in it */
+	chg_list_t l;
+	uint64_t next;
+	chg_all(st, last, 0, &l, &next);
+	CHECK_INT_EQ(l.n, 3);
+	for (size_t i = 0; i < 3; i++)
+		CHECK(chg_logged(&l, s.pith[i]));
+	for (size_t i = 0; i < l.n; i++)
+		CHECK(l.c[i].seq > last && chg_matches(st, &l.c[i]));
+	chg_all(st, 0, 0, &l, &next);
+	CHECK(!chg_logged(&l, gone));
+	store_close(st);
+
+	/* cut short after its last record, before the version: done again,
+	 * nothing more to do */
+	st = open_store(dir);
+	rocksdb_put_cf(st->db, st->wo, st->cf[STORE_CF_META], STORE_META_SCHEMA,
+		       strlen(STORE_META_SCHEMA), STORE_SCHEMA_5, 1, &e);
+	CHECK(e == NULL);
+	store_close(st);
+	said.len = 0;
+	CHECK_INT_EQ(store_open(dir, &rw, &st, &err), 0);
+	pith_buf_cstr(&said);
+	CHECK(strstr((char *)said.data, "0 events and 0 bundles removed, 0 records") != NULL);
+	store_view(st, &got);
+	CHECK_MEM_EQ(got.data, got.len, want.data, want.len);
+	CHECK_INT_EQ(check_problems(st), 0);
+	store_close(st);
+
+	store_close(fr);
+	for (size_t i = 0; i < 6; i++)
+		pith_buf_release(&bad[i]);
+	pith_buf_release(&rec);
+	pith_buf_release(&b0);
+	pith_buf_release(&b1);
+	pith_buf_release(&b2);
+	pith_buf_release(&tmp);
+	pith_buf_release(&want);
+	pith_buf_release(&got);
+	pith_buf_release(&sb);
+	pith_buf_release(&said);
+	rmdir_rf(dir);
+	rmdir_rf(fresh_dir);
+	set_free(&s);
+}
+
 /* ---- failures ------------------------------------------------------------- */
 
 static int has_bytes(const uint8_t *p, size_t n, const char *needle)
@@ -1907,6 +2141,7 @@ int main(void)
 	RUN(changes_bundle);
 	RUN(changes_atomic);
 	RUN(changes_upgrade);
+	RUN(time_rule_upgrade);
 	RUN(corrupt_block);
 	pith_trust_free(trust);
 	pith_buf_release(&bundle_bytes);
