@@ -482,6 +482,8 @@ def data_docs(data_dir):
         return docs
     for name in sorted(os.listdir(data_dir)):
         path = os.path.join(data_dir, name)
+        if not os.path.isfile(path):
+            continue  # e.g. data/ed25519/: vectors, not documents of ours
         with open(path, 'rb') as f:
             raw = f.read()
         if name.endswith('.jsonl'):
