@@ -32,6 +32,9 @@ typedef struct http_target {
 	const char *seg[HTTP_SEGS_MAX]; /* decoded, NUL-terminated, into buf */
 	size_t nseg;
 	int trailing_slash;             /* the path ended with '/' */
+	unsigned enc_slash;             /* bit i: segment i holds an encoded '/'
+					 * (only an {ID} segment may: a pasted URL
+					 * or DOI; http.c refuses it elsewhere) */
 	struct {
 		const char *key, *val;
 	} q[HTTP_QUERY_MAX];
@@ -68,6 +71,7 @@ typedef enum http_route {
 	ROUTE_METRICS,      /* /metrics */
 	ROUTE_HEALTHZ,      /* /healthz */
 	ROUTE_CHANGES,      /* /api/changes: the change feed */
+	ROUTE_SIGNING_KEY,  /* /pith-signing-key.json */
 	ROUTE_OTHER,        /* unrouted: 400, 404, 414, 431 */
 	HTTP_NROUTES
 } http_route_t;
@@ -158,6 +162,7 @@ struct http {
 
 	/* scratch, reused by every request on the loop thread */
 	pith_buf_t body, tmp, tmp2;
+	pith_buf_t gz;          /* the gzipped body being sent */
 	http_target_t target;
 
 	/* metrics */
@@ -186,6 +191,8 @@ void http_set_etag_body(http_ctx_t *c);
 void http_send(http_ctx_t *c);
 /* A request header, or NULL. */
 const char *http_header(http_ctx_t *c, const char *name);
+/* Whether an Accept-Encoding value (NULL: none) accepts gzip. */
+int http_accepts_gzip(const char *accept_encoding);
 
 /* ---- http_conn.c --------------------------------------------------------------- */
 /* Starts tracking connections (evhttp_set_bevcb) and the sweep timer. */
@@ -290,6 +297,8 @@ void view_graph(http_ctx_t *c, const char *pith);
 /* 1 when the reply waits for a read-through */
 int view_resolve(http_ctx_t *c);
 void view_mirrors(http_ctx_t *c);
+/* /pith-signing-key.json: the registry key block the manifest carries. */
+void view_signing_key(http_ctx_t *c);
 /* GET /api/changes?after=CURSOR&limit=N: the store's change log, at most
  * limit entries (default HTTP_CHANGES_DEFAULT, more is cut to
  * HTTP_CHANGES_MAX). */

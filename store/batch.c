@@ -549,7 +549,10 @@ static int commit_bundles(commit_t *c)
 			json_doc_free(d);
 			if (rc)
 				return rc;
-			if (store_bundle_newer(be->built_us, be->sha, us, sha) <= 0)
+			int cmp = store_bundle_newer(be->built_us, be->sha, us, sha);
+			if (cmp == 0)
+				be->outcome = STORE_BUNDLE_SAME;
+			if (cmp <= 0)
 				continue;
 			be->replaced = 1;
 			be->old_us = us;

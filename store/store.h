@@ -85,7 +85,10 @@ typedef enum store_outcome {
 typedef enum store_bundle_outcome {
 	STORE_BUNDLE_PENDING = 0,
 	STORE_BUNDLE_NEWER, /* now the record's newest bundle: its aliases apply */
-	STORE_BUNDLE_OLDER, /* an equal or newer one is kept; its events were still ingested */
+	STORE_BUNDLE_OLDER, /* a newer one is kept; its events were still ingested */
+	STORE_BUNDLE_SAME,  /* this very bundle is the one kept (same built_at and
+			     * bundle_sha256): nothing changed. Counted with the
+			     * older ones in store_commit_stats_t */
 } store_bundle_outcome_t;
 
 const char *store_outcome_name(store_outcome_t o);
