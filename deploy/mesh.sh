@@ -97,9 +97,15 @@ start() {
 		for _ in $(seq 100); do [ -S "$dir/node-$i/pithd.sock" ] && break; sleep 0.1; done
 		[ -S "$dir/node-$i/pithd.sock" ] || { echo "node-$i did not start; see $dir/node-$i.log" >&2; exit 1; }
 	done
+	pithctl=${PITHCTL:-$(dirname "$pithd")/cli/pithctl}
+	[ -x "$pithctl" ] || pithctl=$(command -v pithctl || true)
 	for b in "${bundles[@]+"${bundles[@]}"}"; do
 		printf 'bundle %s: ' "$b"
-		ctl "$dir/node-0/pithd.sock" "bundle $(tr -d '\n' <"$b")"
+		if [ -n "$pithctl" ]; then
+			"$pithctl" --node "$dir/node-0/pithd.sock" --json --no-progress import "$b" || true
+		else
+			ctl "$dir/node-0/pithd.sock" "bundle $(tr -d '\n' <"$b")"
+		fi
 	done
 }
 

@@ -574,6 +574,17 @@ static int commit_bundles(commit_t *c)
 		g->bundle_newer = 1;
 		be->outcome = STORE_BUNDLE_NEWER;
 	}
+	/* a second copy of the batch's kept bundle is that very bundle too */
+	for (size_t j = 0; j < b->nb; j++) {
+		bentry_t *be = &b->b[j];
+		int gi = group_of(c, be->skey, be->pith);
+		if (gi < 0)
+			return gi;
+		const bentry_t *kept = &b->b[b->g[gi].bundle];
+		if (kept != be && be->outcome == STORE_BUNDLE_OLDER && kept->outcome != STORE_BUNDLE_OLDER &&
+		    !store_bundle_newer(be->built_us, be->sha, kept->built_us, kept->sha))
+			be->outcome = STORE_BUNDLE_SAME;
+	}
 	return 0;
 }
 

@@ -302,6 +302,20 @@ typedef int (*store_change_fn)(void *arg, const store_change_t *ch);
 int store_changes_each(store_t *st, uint64_t after, size_t limit, store_change_fn fn, void *arg,
 		       uint64_t *next, pith_err_t *err);
 
+/* The same newest first: the records whose latest change is numbered
+ * below before (0: from the newest), in descending sequence order, at most
+ * limit (0: no limit). *next (may be NULL) gets the sequence number of the
+ * last one listed (pass it back as before for the next page), or 0 when
+ * none was. A record changed while a client pages moves to the front: it
+ * is never listed twice on later pages. */
+int store_changes_each_before(store_t *st, uint64_t before, size_t limit, store_change_fn fn,
+			      void *arg, uint64_t *next, pith_err_t *err);
+
+/* The built_at of the record's newest stored bundle, as the bundle has it
+ * (its change log entry: no bundle read). PITH_ENOTFOUND without one. */
+int store_built_at_get(store_t *st, const char *pith_number, char out[static STORE_BUILT_AT_MAX + 1],
+		       pith_err_t *err);
+
 /* The greatest sequence number given so far (0: none), as of the last
  * commit. */
 uint64_t store_changes_last(store_t *st);

@@ -77,7 +77,7 @@ def run_cases(args, root, node, gen, key):
 
     @case("a data directory given for a store: its store/ is meant")
     def _():
-        for cmd in (["import", bundle], ["records"], ["state", AR7B]):
+        for cmd in (["import", bundle], ["records"], ["show", AR7B]):
             r = ctl("--store", data, *cmd)
             assert r.returncode == 1, (cmd, r)
             assert ("%s is a pithd data directory; its store is %s/store" % (data, data)) in r.stderr, \
@@ -91,6 +91,74 @@ def run_cases(args, root, node, gen, key):
         assert r.returncode == 1
         assert "registry record view" in r.stderr and "/bundle.json" in r.stderr, r.stderr
         assert "event_type" not in r.stderr, r.stderr
+
+    @case("--node import: events, JSON Lines and a bundle, the offline summary and exit status")
+    def _():
+        r = ctl("--node", node.sock, "--json", "import", gen, bundle)
+        assert r.returncode == 0, r
+        d = json.loads(r.stdout)
+        assert d["stored"] == 20 and d["duplicate"] == 0 and d["rejected"] == 0, d
+        assert d["bundles_newer"] == 1, d
+        # again: duplicates, the bundle not newer; exit 0
+        r = ctl("--node", node.sock, "--json", "import", gen, bundle)
+        d = json.loads(r.stdout)
+        assert r.returncode == 0 and d["duplicate"] == 20 and d["bundles_older"] == 1, (r, d)
+        # a bad item: reported as FILE:LINE with its reason, the rest stored, exit 1
+        bad = os.path.join(root, "bad.jsonl")
+        with open(gen, "rb") as f:
+            lines = f.read().splitlines()
+        tampered = json.loads(lines[0])
+        tampered["created_at"] = "2030-01-01T00:00:00Z"
+        with open(bad, "wb") as f:
+            f.write(b"\n".join([json.dumps(tampered).encode(), b"{not json"] + lines[1:3]) + b"\n")
+        r = ctl("--node", node.sock, "import", bad)
+        assert r.returncode == 1, r
+        assert "%s:1: rejected (content_hash)" % bad in r.stderr, r.stderr
+        assert "%s:2: rejected (json)" % bad in r.stderr, r.stderr
+        assert "rejected   2" in r.stdout and "duplicate  2" in r.stdout, r.stdout
+        # the same file offline gives the same counts
+        off = os.path.join(root, "offline")
+        r2 = ctl("--store", off, "--trust-key", key, "import", gen)
+        r3 = ctl("--store", off, "--trust-key", key, "import", bad)
+        assert r3.returncode == 1 and "rejected   2" in r3.stdout and "duplicate  2" in r3.stdout, r3
+        # a record view through the node: the same advice
+        r = ctl("--node", node.sock, "import", os.path.join(args.data, "record-RCCNG3LI.json"))
+        assert r.returncode == 1 and "registry record view" in r.stderr, r.stderr
+        # no node there
+        r = ctl("--node", os.path.join(root, "none.sock"), "import", gen)
+        assert r.returncode == 1 and "is pithd running?" in r.stderr, r.stderr
+
+    @case("show: a record for a person, from the node and from the store, text and --json")
+    def _():
+        for where in (["--node", node.sock], ["--store", store]):
+            r = ctl(*where, "show", "https://arxiv.org/abs/2401.14489v2")
+            assert r.returncode == 0, (where, r)
+            out = r.stdout
+            for want in (AR7B, "The Case for Co-Designing Model Architectures with Hardware",
+                         "Stella Biderman", "arxiv:2401.14489 v2", "cs.DC (also cs.AI)",
+                         "2024-01-25T19:50:31Z", "doi: 10.48550/arxiv.2401.14489",
+                         "3facdc2aeec0c5e2ff45dd750211a965091b49387ad1b15346dff0bb9a58c999",
+                         "record_created (1)", "graph_snapshot (1)", "pith.science"):
+                assert want in out, (where, want, out)
+            assert "bundle     2026-" in out, out
+            r = ctl(*where, "--json", "show", "arXiv:2401.14489")
+            d = json.loads(r.stdout)
+            assert d["pith_number"] == AR7B and d["primary_cat"] == "cs.DC", d
+            assert d["bundle_built_at"] and d["event_count"] == 2, d
+            assert sorted(e["event_type"] for e in d["events"]) == ["graph_snapshot",
+                                                                   "record_created"], d
+            assert all(e["signer"] == "pith.science" and e["created_at"] for e in d["events"])
+        r = ctl("--node", node.sock, "show", "ZZZZZZZZZZZZZZZZZZZZZZZZZZ")
+        assert r.returncode == 1 and "show" in r.stderr, r
+
+    @case("records: a header line, then one line per record")
+    def _():
+        for where in (["--node", node.sock], ["--store", store]):
+            lines = ctl(*where, "records").stdout.splitlines()
+            assert lines[0] == "# pith_number events state_sha256", lines[:2]
+            assert len(lines) == 7 and all(l.startswith("pith:") for l in lines[1:]), lines
+            js = ctl(*where, "--json", "records").stdout.splitlines()
+            assert len(js) == 6 and all(json.loads(l)["pith_number"] for l in js)
 
     @case("an identical bundle re-submitted is 'same', not 'older'")
     def _():
