@@ -51,7 +51,8 @@ int64_t http_now_us(void)
 
 static const char *const route_names[HTTP_NROUTES] = {
 	"page", "record", "bundle", "well_known_bundle", "state", "events", "graph",
-	"resolve", "mirrors", "post_events", "metrics", "healthz", "changes", "signing_key", "other",
+	"resolve", "mirrors", "post_events", "metrics", "healthz", "changes", "signing_key", "home",
+	"list", "records_api", "other",
 };
 
 const char *http_route_name(http_route_t r)
@@ -392,7 +393,11 @@ static http_route_t route_match(const http_target_t *t, char *id, size_t idcap, 
 	size_t n = t->nseg, stem;
 	id[0] = 0;
 	*id_seg = -1;
-	if (t->trailing_slash || n == 0)
+	if (n == 0)
+		return ROUTE_HOME;
+	if (n == 1 && t->trailing_slash && !strcmp(s[0], "pith"))
+		return ROUTE_LIST;
+	if (t->trailing_slash)
 		return ROUTE_OTHER;
 #define SET_ID(p, len) (*id_seg = (int)((p) == s[1] ? 1 : 2), \
 			snprintf(id, idcap, "%.*s", (int)(len), (p)))
@@ -435,6 +440,8 @@ static http_route_t route_match(const http_target_t *t, char *id, size_t idcap, 
 	}
 	if (n == 2 && !strcmp(s[0], "api") && !strcmp(s[1], "changes"))
 		return ROUTE_CHANGES;
+	if (n == 2 && !strcmp(s[0], "api") && !strcmp(s[1], "records"))
+		return ROUTE_RECORDS;
 	if (!strcmp(s[0], "api") && !strcmp(s[1], "pith-number")) {
 		if (n == 3 && !strcmp(s[2], "resolve"))
 			return ROUTE_RESOLVE;
@@ -458,6 +465,9 @@ static int route_run(http_ctx_t *c, const char *id)
 	switch (c->route) {
 	case ROUTE_MIRRORS: view_mirrors(c); return 0;
 	case ROUTE_SIGNING_KEY: view_signing_key(c); return 0;
+	case ROUTE_HOME: view_home(c); return 0;
+	case ROUTE_LIST: view_records_html(c); return 0;
+	case ROUTE_RECORDS: view_records_json(c); return 0;
 	case ROUTE_RESOLVE: return view_resolve(c);
 	case ROUTE_METRICS: view_metrics(c); return 0;
 	case ROUTE_HEALTHZ: view_healthz(c); return 0;
@@ -684,6 +694,10 @@ int http_new(struct event_base *base, store_t *store, metrics_t *metrics, const 
 	h->o.name = h->name;
 	h->o.listen = NULL;
 	h->o.public_url = NULL;
+	snprintf(h->node_id, sizeof(h->node_id), "%s", opts->node_id ? opts->node_id : "");
+	snprintf(h->network_id, sizeof(h->network_id), "%s", opts->network_id ? opts->network_id : "");
+	h->o.node_id = h->node_id;
+	h->o.network_id = h->network_id;
 	if (hooks)
 		h->hooks = *hooks;
 	h->metrics = metrics;

@@ -72,6 +72,9 @@ typedef enum http_route {
 	ROUTE_HEALTHZ,      /* /healthz */
 	ROUTE_CHANGES,      /* /api/changes: the change feed */
 	ROUTE_SIGNING_KEY,  /* /pith-signing-key.json */
+	ROUTE_HOME,         /* /: what this mirror is */
+	ROUTE_LIST,         /* /pith/: every record, newest first (HTML) */
+	ROUTE_RECORDS,      /* /api/records: the same in JSON */
 	ROUTE_OTHER,        /* unrouted: 400, 404, 414, 431 */
 	HTTP_NROUTES
 } http_route_t;
@@ -131,6 +134,7 @@ struct http {
 	http_opts_t o;          /* strings below point into name/base_url */
 	char name[128];
 	char base_url[256];     /* public URL without a trailing slash */
+	char node_id[72], network_id[72]; /* shown on "/" */
 	char listen_str[80];
 	uint16_t port;
 	int draining;
@@ -308,6 +312,18 @@ void view_signing_key(http_ctx_t *c);
 void view_changes(http_ctx_t *c);
 void view_healthz(http_ctx_t *c);
 void view_metrics(http_ctx_t *c);
+
+/* ---- http_browse.c: pages to browse ---------------------------------------------- */
+/* "/": what this mirror is, the records changed last, the search box. */
+void view_home(http_ctx_t *c);
+/* /pith/ (HTML) and /api/records (JSON): every record, newest change
+ * first, paged by ?after=CURSOR&limit=N. */
+void view_records_html(http_ctx_t *c);
+void view_records_json(http_ctx_t *c);
+/* The start of every page for people (doctype, style, navigation), and
+ * the search box; base: the mirror's base URL. */
+void html_head(pith_buf_t *b, const char *base, const char *title);
+void html_search_box(pith_buf_t *b, const char *base, const char *value);
 
 /* ---- http_post.c --------------------------------------------------------------- */
 /* Handles POST /events; replies now (errors) or when the events are back. */

@@ -8,15 +8,21 @@
 - the identifier forms people paste (arXiv:…, arxiv.org and doi.org URLs,
   URL-encoded) on every {ID} route and resolve; encoded slashes elsewhere
   still 400; no doubled "identifier:" prefix in errors;
+- "/" (what the mirror is, the records changed last, the search box) and
+  the record list, newest first, in HTML (/pith/) and JSON (/api/records):
+  paging misses and repeats no record while records are added, bad cursors
+  and limits are 400, titles from events are escaped.
 
 usage: browse_test.py --serve S --pithctl C --gen-events G --data DIR [--keep]
 """
 
 import argparse
 import gzip
+import html
 import http.client
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -106,15 +112,22 @@ def main():
     subprocess.run([P, "keygen", "--key-id", "browse-test-op", opkey], check=True,
                    stdout=subprocess.DEVNULL)
     trust = ["--trust-key", key, "--trust-key", opkey]
-    subprocess.run([P, "--store", store] + trust + ["import", gen,
+    # 20 records imported, 10 held back to POST while a client pages
+    with open(gen, "rb") as f:
+        lines = [l.rstrip(b"\n") for l in f if l.strip()]
+    first = os.path.join(root, "first.jsonl")
+    with open(first, "wb") as f:
+        f.write(b"\n".join(lines[:60]) + b"\n")
+    subprocess.run([P, "--store", store] + trust + ["import", first,
                    os.path.join(args.data, "bundle-AR7B3DEV.json")], check=True,
                    stdout=subprocess.DEVNULL)
     ctx = {"root": root, "store": store, "trust": trust, "P": P, "opkey": opkey,
-           "data": args.data}
+           "data": args.data, "held": lines[60:]}
     S = Server(args.serve, store, root, trust)
     ok_all = False
     try:
         run_cases(ctx)
+        run_browse_cases(ctx)
         ok_all = T.failed == 0
     finally:
         if S.stop() != 0:
@@ -229,6 +242,101 @@ def run_cases(ctx):
         assert msg.count("identifier") == 1 and "not-an-id" in msg, msg
         st, _, b = req("GET", "/pith/" + urllib.parse.quote("https://example.org/x", safe=""))
         assert st == 400 and json.loads(b)["message"].count("identifier:") == 1, b
+
+
+def run_browse_cases(ctx):
+    held = ctx["held"]
+
+    @case("/api/records: every record once, newest change first, with its facts")
+    def _():
+        recs = records_all(1000)
+        _, b = get("/healthz")
+        assert len(recs) == json.loads(b)["store"]["records"] == 21, len(recs)
+        assert len({r["pith_number"] for r in recs}) == len(recs)
+        cur = [int(r["cursor"]) for r in recs]
+        assert cur == sorted(cur, reverse=True), cur
+        ar = [r for r in recs if r["pith_number"] == AR7B][0]
+        assert ar["title"] == "The Case for Co-Designing Model Architectures with Hardware", ar
+        assert ar["first_author"] == "Aamir Shafi" and ar["primary_cat"] == "cs.DC", ar
+        assert ar["submitted_at"] == "2024-01-25T19:50:31Z" and ar["built_at"], ar
+        assert ar["short_pith_number"] == "pith:AR7B3DEV", ar
+        assert ar["url"].endswith("/pith/" + AR7B_BODY)
+        # the default page is 50, more than 200 is cut, bad ones are 400
+        d = json.loads(get("/api/records?limit=100000")[1])
+        assert d["limit"] == 200
+        for bad in ("limit=0", "limit=x", "limit=1&limit=2", "after=0", "after=-1", "after=abc",
+                    "after=99999999999999999999"):
+            st, _, b = req("GET", "/api/records?" + bad)
+            assert st == 400 and json.loads(b)["error"] == "bad_request", (bad, st)
+
+    @case("/api/records: paging misses and repeats no record while records are added")
+    def _():
+        before = {r["pith_number"] for r in records_all(1000)}
+        added = []
+
+        def post(i):
+            if i < 3:
+                chunk = held[i * 6:(i + 1) * 6]  # two new records a page
+                st, _, b = req("POST", "/events", {}, b"\n".join(chunk))
+                assert st == 202, b
+                added.append(i)
+        seen = records_all(4, post)
+        names = [r["pith_number"] for r in seen]
+        assert len(names) == len(set(names)), "a record repeated"
+        assert before <= set(names), before - set(names)
+        assert added == [0, 1, 2]
+        now = {r["pith_number"] for r in records_all(1000)}
+        assert len(now) == len(before) + 6, (len(now), len(before))
+
+    @case("/pith/: the list for people, paged with a next link, escaped, phone-width CSS")
+    def _():
+        h, b = get("/pith/?limit=5")
+        assert h["content-type"] == "text/html; charset=utf-8"
+        assert "default-src 'none'" in h["content-security-policy"]
+        page = b.decode()
+        assert page.count("<tr><td>") == 5, page
+        m = re.search(r'href="[^"]*(/pith/\?after=\d+&amp;limit=5)"', page)
+        assert m, page[-800:]
+        _, b2 = get(html.unescape(m.group(1)))
+        assert b2.decode().count("<tr><td>") == 5
+        assert "<script" not in page and 'name="viewport"' in page and "@media" in page
+        full = get("/pith/?limit=200")[1].decode()
+        assert "The Case for Co-Designing Model Architectures with Hardware" in full
+
+    @case("/: what this mirror is, the records changed last, a search box that resolves")
+    def _():
+        h, b = get("/")
+        page = b.decode()
+        assert h["content-type"].startswith("text/html")
+        for want in ("records", "events", "Recently changed", 'name="id"', "All records",
+                     "/api/records", "/pith-signing-key.json"):
+            assert want in page, want
+        assert page.count("<tr><td>") == 20
+        m = re.search(r'<form action="([^"]+)"', page)
+        st, hh, _ = req("GET", urllib.parse.urlparse(m.group(1)).path + "?id=" +
+                        urllib.parse.quote("https://arxiv.org/abs/2401.14489v2", safe=""))
+        assert st == 302 and hh["location"].endswith("/pith/" + AR7B_BODY), (st, hh)
+        _, z = get("/", {"Accept-Encoding": "gzip"})
+        assert gzip.decompress(z) == b
+
+
+def records_all(limit, between=None):
+    """Pages /api/records to the end; between(i) runs after page i."""
+    out, cur, i = [], None, 0
+    while True:
+        q = "?limit=%d" % limit + ("&after=" + cur if cur else "")
+        h, b = get("/api/records" + q)
+        d = json.loads(b)
+        assert set(d) == {"records", "next", "limit"}, set(d)
+        assert len(d["records"]) <= limit
+        out += d["records"]
+        if between:
+            between(i)
+        i += 1
+        if not d["next"]:
+            return out
+        assert d["next"] == d["records"][-1]["cursor"]
+        cur = d["next"]
 
 
 if __name__ == "__main__":
