@@ -15,6 +15,9 @@
 # PITHD names the binary (default: build/node/pithd, then pithd on PATH).
 #
 # Only processes this script started are stopped, by the pid files it wrote.
+# `start` remembers its DIR (in $XDG_STATE_HOME/pith-mesh/last-dir), so that
+# `status` and `stop` without --dir find that mesh; when there is nothing to
+# stop they say so and exit 1.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -24,6 +27,7 @@ cmd=${1:-}
 n=5
 base=7411
 dir=./mesh
+dir_given=
 http=
 bundles=()
 extra=()
@@ -32,7 +36,7 @@ while [ $# -gt 0 ]; do
 	case "$1" in
 	--base-port) base=$2; shift 2 ;;
 	--http-port) http=$2; shift 2 ;;
-	--dir) dir=$2; shift 2 ;;
+	--dir) dir=$2; dir_given=1; shift 2 ;;
 	--bundle) bundles+=("$(cd "$(dirname "$2")" && pwd)/$(basename "$2")"); shift 2 ;;
 	--) shift; extra=("$@"); break ;;
 	*) echo "mesh.sh: unknown argument $1" >&2; exit 2 ;;
@@ -59,10 +63,20 @@ PY
 
 nodes() { ls -d "$dir"/node-*/ 2>/dev/null | sed 's:/$::' | sort -t- -k2 -n; }
 
+state_file=${XDG_STATE_HOME:-$HOME/.local/state}/pith-mesh/last-dir
+
+# Without --dir: the directory the last `start` used, if ./mesh has no nodes.
+find_dir() {
+	if [ -z "$dir_given" ] && [ -z "$(nodes)" ] && [ -f "$state_file" ]; then
+		dir=$(cat "$state_file")
+	fi
+}
+
 start() {
 	[ -n "$pithd" ] && [ -x "$pithd" ] || { echo "mesh.sh: no pithd (build it, or set PITHD)" >&2; exit 1; }
 	mkdir -p "$dir"
 	dir=$(cd "$dir" && pwd)
+	mkdir -p "$(dirname "$state_file")" && printf '%s\n' "$dir" >"$state_file" || true
 	for ((i = 0; i < n; i++)); do
 		d=$dir/node-$i
 		mkdir -p "$d"
@@ -83,13 +97,24 @@ start() {
 		for _ in $(seq 100); do [ -S "$dir/node-$i/pithd.sock" ] && break; sleep 0.1; done
 		[ -S "$dir/node-$i/pithd.sock" ] || { echo "node-$i did not start; see $dir/node-$i.log" >&2; exit 1; }
 	done
+	pithctl=${PITHCTL:-$(dirname "$pithd")/cli/pithctl}
+	[ -x "$pithctl" ] || pithctl=$(command -v pithctl || true)
 	for b in "${bundles[@]+"${bundles[@]}"}"; do
 		printf 'bundle %s: ' "$b"
-		ctl "$dir/node-0/pithd.sock" "bundle $(tr -d '\n' <"$b")"
+		if [ -n "$pithctl" ]; then
+			"$pithctl" --node "$dir/node-0/pithd.sock" --json --no-progress import "$b" || true
+		else
+			ctl "$dir/node-0/pithd.sock" "bundle $(tr -d '\n' <"$b")"
+		fi
 	done
 }
 
 status() {
+	find_dir
+	if [ -z "$(nodes)" ]; then
+		echo "mesh.sh: no mesh in $dir (give the --dir it was started with)" >&2
+		exit 1
+	fi
 	for d in $(nodes); do
 		name=$(basename "$d")
 		pid=$(cat "$d/pithd.pid" 2>/dev/null || echo "")
@@ -108,6 +133,8 @@ print("%-8s pid %-7s %-21s %6d events %5d records  %d peers  %d bans" % (
 }
 
 stop() {
+	find_dir
+	stopped=0
 	for d in $(nodes); do
 		[ -f "$d/pithd.pid" ] || continue
 		pid=$(cat "$d/pithd.pid")
@@ -115,9 +142,14 @@ stop() {
 			kill -TERM "$pid"
 			for _ in $(seq 300); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
 			echo "$(basename "$d"): stopped (pid $pid)"
+			stopped=$((stopped + 1))
 		fi
 		rm -f "$d/pithd.pid"
 	done
+	if [ "$stopped" -eq 0 ]; then
+		echo "mesh.sh: found nothing to stop in $dir (no running node started by this script there; give the --dir it was started with)" >&2
+		exit 1
+	fi
 }
 
 case "$cmd" in

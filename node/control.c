@@ -221,7 +221,8 @@ void control_job_done(control_t *c, ingest_job_t *job)
 	} else {
 		pith_buf_printf(b, "{\"ok\":true,\"pith_number\":\"%s\",\"outcome\":\"%s\",\"events\":%zu}",
 				job->subject,
-				job->bundle_outcome == STORE_BUNDLE_NEWER ? "newer" : "older",
+				job->bundle_outcome == STORE_BUNDLE_NEWER ? "newer"
+				: job->bundle_outcome == STORE_BUNDLE_SAME ? "same" : "older",
 				job->n_event_ids);
 	}
 	r->done = 1;

@@ -16,6 +16,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <time.h>
+#include <zlib.h>
 
 #include "config.h"
 #include "http_int.h"
@@ -50,7 +51,8 @@ int64_t http_now_us(void)
 
 static const char *const route_names[HTTP_NROUTES] = {
 	"page", "record", "bundle", "well_known_bundle", "state", "events", "graph",
-	"resolve", "mirrors", "post_events", "metrics", "healthz", "changes", "other",
+	"resolve", "mirrors", "post_events", "metrics", "healthz", "changes", "signing_key", "home",
+	"list", "records_api", "other",
 };
 
 const char *http_route_name(http_route_t r)
@@ -205,6 +207,81 @@ static void count_reply(http_t *h, http_route_t route, int status, int64_t t0_us
 	metric_add(h->bytes_out, bytes);
 }
 
+/* ---- gzip ------------------------------------------------------------------------- */
+
+/* JSON and HTML bodies are compressed for clients that accept gzip;
+ * bodies under HTTP_GZIP_MIN bytes are not worth the header. */
+#define HTTP_GZIP_MIN 256
+
+static int ctype_compressible(const char *ct)
+{
+	return ct && (!strncmp(ct, "application/json", 16) || !strncmp(ct, "application/ld+json", 19) ||
+		      !strncmp(ct, "text/html", 9));
+}
+
+/* Whether an Accept-Encoding header accepts gzip (RFC 9110 12.5.3): "gzip",
+ * "x-gzip" or "*" listed without q=0 (an explicit gzip entry wins over
+ * "*"). */
+int http_accepts_gzip(const char *ae)
+{
+	int gzip = -1, star = -1;
+	const char *p = ae;
+	while (p && *p) {
+		while (*p == ' ' || *p == '\t' || *p == ',')
+			p++;
+		const char *s = p;
+		while (*p && *p != ',' && *p != ';' && *p != ' ' && *p != '\t')
+			p++;
+		size_t n = (size_t)(p - s);
+		int ok = 1;
+		while (*p && *p != ',') {
+			if ((p[0] == 'q' || p[0] == 'Q') && p[1] == '=') {
+				/* q=0, q=0.0, q=0.000: refused */
+				const char *q = p + 2;
+				ok = 0;
+				if (*q == '1')
+					ok = 1;
+				else if (*q == '0')
+					for (q++, q += *q == '.'; *q >= '0' && *q <= '9'; q++)
+						if (*q != '0')
+							ok = 1;
+				p = q;
+				continue;
+			}
+			p++;
+		}
+		if ((n == 4 && !strncasecmp(s, "gzip", 4)) || (n == 6 && !strncasecmp(s, "x-gzip", 6)))
+			gzip = ok;
+		else if (n == 1 && *s == '*')
+			star = ok;
+	}
+	return gzip >= 0 ? gzip : star > 0;
+}
+
+/* Compresses in[0..n) as a gzip member into out. 0, or -1 (out of memory). */
+static int gzip_body(pith_buf_t *out, const uint8_t *in, size_t n)
+{
+	z_stream z;
+	memset(&z, 0, sizeof(z));
+	/* level 5: most of level 9's ratio on JSON at a third of its time */
+	if (deflateInit2(&z, 5, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK)
+		return -1;
+	size_t cap = deflateBound(&z, (uLong)n);
+	pith_buf_reset(out);
+	if (pith_buf_reserve(out, cap)) {
+		deflateEnd(&z);
+		return -1;
+	}
+	z.next_in = (Bytef *)in;
+	z.avail_in = (uInt)n;
+	z.next_out = out->data;
+	z.avail_out = (uInt)cap;
+	int rc = deflate(&z, Z_FINISH);
+	out->len = cap - z.avail_out;
+	deflateEnd(&z);
+	return rc == Z_STREAM_END ? 0 : -1;
+}
+
 void http_send(http_ctx_t *c)
 {
 	http_t *h = c->h;
@@ -212,6 +289,17 @@ void http_send(http_ctx_t *c)
 	struct evkeyvalq *oh = evhttp_request_get_output_headers(req);
 	http_resp_t *r = &c->r;
 	int status = r->status ? r->status : 200;
+	/* gzip: decided before the conditional check, since the compressed
+	 * bytes have a tag of their own ("<hash>-gzip": different bytes,
+	 * different tag, RFC 9110 8.8.3) */
+	int compressible = (status == 200 || status >= 400) && ctype_compressible(r->ctype) &&
+			   c->body->len >= HTTP_GZIP_MIN;
+	int gz = compressible && http_accepts_gzip(http_header(c, "Accept-Encoding"));
+	if (gz && r->etag[0]) {
+		size_t el = strlen(r->etag);
+		if (el >= 2 && el + 5 < sizeof(r->etag))
+			memcpy(r->etag + el - 1, "-gzip\"", 7);
+	}
 	if (status == 200 && r->etag[0]) {
 		const char *inm = http_header(c, "If-None-Match");
 		if (inm && etag_listed(inm, r->etag))
@@ -226,8 +314,9 @@ void http_send(http_ctx_t *c)
 	evhttp_add_header(oh, "X-Content-Type-Options", "nosniff");
 	if (r->cors)
 		evhttp_add_header(oh, "Access-Control-Allow-Origin", "*");
-	if (r->vary_accept)
-		evhttp_add_header(oh, "Vary", "Accept");
+	if (r->vary_accept || compressible)
+		evhttp_add_header(oh, "Vary", r->vary_accept && compressible ? "Accept, Accept-Encoding"
+					   : r->vary_accept ? "Accept" : "Accept-Encoding");
 	if (r->is_html)
 		evhttp_add_header(oh, "Content-Security-Policy",
 				  "default-src 'none'; style-src 'unsafe-inline'; "
@@ -244,18 +333,33 @@ void http_send(http_ctx_t *c)
 	if (h->draining || r->close)
 		evhttp_add_header(oh, "Connection", "close");
 	size_t sent = 0;
-	if (has_body && c->body->len) {
+	pith_buf_t *body = c->body;
+	if (has_body && gz) {
+		if (!gzip_body(&h->gz, c->body->data, c->body->len)) {
+			body = &h->gz;
+			evhttp_add_header(oh, "Content-Encoding", "gzip");
+		} else if (r->etag[0]) {
+			/* out of memory: the identity bytes, under their own tag */
+			size_t el = strlen(r->etag); /* "<hash>-gzip" */
+			memcpy(r->etag + el - 6, "\"", 2);
+			evhttp_remove_header(oh, "ETag");
+			evhttp_add_header(oh, "ETag", r->etag);
+		}
+	}
+	if (has_body && body->len) {
 		if (c->head) {
 			/* evhttp sends no body for HEAD, and no length either */
 			char len[24];
-			snprintf(len, sizeof(len), "%zu", c->body->len);
+			snprintf(len, sizeof(len), "%zu", body->len);
 			evhttp_add_header(oh, "Content-Length", len);
 		} else {
-			evbuffer_add(evhttp_request_get_output_buffer(req), c->body->data, c->body->len);
-			sent = c->body->len;
+			evbuffer_add(evhttp_request_get_output_buffer(req), body->data, body->len);
+			sent = body->len;
 		}
 	}
 	evhttp_send_reply(req, status, status_phrase(status), NULL);
+	if (h->gz.cap > (8u << 20))
+		pith_buf_release(&h->gz);
 	count_reply(h, c->route, status, c->t0_us, sent);
 }
 
@@ -283,17 +387,25 @@ static int ends_with(const char *s, const char *suffix, size_t *stem)
 
 /* Picks the route for the parsed target; *id gets the {ID} segment (or
  * NULL). Returns ROUTE_OTHER for a path no route serves. */
-static http_route_t route_match(const http_target_t *t, char *id, size_t idcap)
+static http_route_t route_match(const http_target_t *t, char *id, size_t idcap, int *id_seg)
 {
 	const char *const *s = t->seg;
 	size_t n = t->nseg, stem;
 	id[0] = 0;
-	if (t->trailing_slash || n == 0)
+	*id_seg = -1;
+	if (n == 0)
+		return ROUTE_HOME;
+	if (n == 1 && t->trailing_slash && !strcmp(s[0], "pith"))
+		return ROUTE_LIST;
+	if (t->trailing_slash)
 		return ROUTE_OTHER;
-#define SET_ID(p, len) snprintf(id, idcap, "%.*s", (int)(len), (p))
+#define SET_ID(p, len) (*id_seg = (int)((p) == s[1] ? 1 : 2), \
+			snprintf(id, idcap, "%.*s", (int)(len), (p)))
 	if (n == 1) {
 		if (!strcmp(s[0], "pith-mirrors.json"))
 			return ROUTE_MIRRORS;
+		if (!strcmp(s[0], "pith-signing-key.json"))
+			return ROUTE_SIGNING_KEY;
 		if (!strcmp(s[0], "events"))
 			return ROUTE_POST_EVENTS;
 		if (!strcmp(s[0], "metrics"))
@@ -328,6 +440,8 @@ static http_route_t route_match(const http_target_t *t, char *id, size_t idcap)
 	}
 	if (n == 2 && !strcmp(s[0], "api") && !strcmp(s[1], "changes"))
 		return ROUTE_CHANGES;
+	if (n == 2 && !strcmp(s[0], "api") && !strcmp(s[1], "records"))
+		return ROUTE_RECORDS;
 	if (!strcmp(s[0], "api") && !strcmp(s[1], "pith-number")) {
 		if (n == 3 && !strcmp(s[2], "resolve"))
 			return ROUTE_RESOLVE;
@@ -350,6 +464,10 @@ static int route_run(http_ctx_t *c, const char *id)
 	char pith[PITH_NUMBER_LEN + 1];
 	switch (c->route) {
 	case ROUTE_MIRRORS: view_mirrors(c); return 0;
+	case ROUTE_SIGNING_KEY: view_signing_key(c); return 0;
+	case ROUTE_HOME: view_home(c); return 0;
+	case ROUTE_LIST: view_records_html(c); return 0;
+	case ROUTE_RECORDS: view_records_json(c); return 0;
 	case ROUTE_RESOLVE: return view_resolve(c);
 	case ROUTE_METRICS: view_metrics(c); return 0;
 	case ROUTE_HEALTHZ: view_healthz(c); return 0;
@@ -407,7 +525,15 @@ void http_handle(http_t *h, struct evhttp_request *req, int64_t t0_us, http_want
 		c.r.close = 1;
 		goto send;
 	}
-	c.route = route_match(c.t, id, sizeof(id));
+	int id_seg;
+	c.route = route_match(c.t, id, sizeof(id), &id_seg);
+	if (c.t->enc_slash & ~(id_seg >= 0 ? 1u << id_seg : 0u)) {
+		/* only an identifier may hold one (a pasted URL or DOI) */
+		http_error(&c, 400, "malformed request target: an encoded slash");
+		c.route = ROUTE_OTHER;
+		c.r.close = 1;
+		goto send;
+	}
 	if (c.route == ROUTE_OTHER) {
 		http_error(&c, 404, "no such resource");
 		goto send;
@@ -568,6 +694,10 @@ int http_new(struct event_base *base, store_t *store, metrics_t *metrics, const 
 	h->o.name = h->name;
 	h->o.listen = NULL;
 	h->o.public_url = NULL;
+	snprintf(h->node_id, sizeof(h->node_id), "%s", opts->node_id ? opts->node_id : "");
+	snprintf(h->network_id, sizeof(h->network_id), "%s", opts->network_id ? opts->network_id : "");
+	h->o.node_id = h->node_id;
+	h->o.network_id = h->network_id;
 	if (hooks)
 		h->hooks = *hooks;
 	h->metrics = metrics;
@@ -661,6 +791,7 @@ void http_free_(http_t *h)
 	pith_buf_release(&h->body);
 	pith_buf_release(&h->tmp);
 	pith_buf_release(&h->tmp2);
+	pith_buf_release(&h->gz);
 	free(h->mirrors);
 	free(h);
 }

@@ -54,7 +54,18 @@ typedef struct http_opts {
 	int list_registry;         /* list the registry itself in /pith-mirrors.json */
 	int readthrough_ms;        /* with a want hook: how long a read of a missing
 				    * record waits for it (0: the hook is not asked) */
+	const char *node_id;       /* shown on "/" (copied; NULL: not shown) */
+	const char *network_id;    /* the same */
 } http_opts_t;
+
+/* What "/" says of the node beyond the store (http_hooks_t.about): filled
+ * on the loop thread; the strings must stay valid until the page is
+ * built (the node's own configuration). */
+typedef struct http_about {
+	size_t peers;              /* peers connected (ready) now */
+	const char *upstreams[16]; /* HTTP(S) upstreams followed (the first 16) */
+	size_t nupstreams;
+} http_about_t;
 
 /* The defaults (docs/http.md, "Limits"); listen is NULL: set it. */
 void http_opts_default(http_opts_t *o);
@@ -73,6 +84,8 @@ typedef struct http_hooks {
 	 * Retry-After saying the record is being fetched. PITH_ENOTFOUND: 404
 	 * now. Other errors: 503 now. NULL: 404 now. */
 	int (*want)(void *arg, const char *id, uint64_t token);
+	/* "/" asks what the node is connected to (NULL: not shown). */
+	void (*about)(void *arg, http_about_t *out);
 	void *arg;
 } http_hooks_t;
 

@@ -32,6 +32,9 @@ typedef struct http_target {
 	const char *seg[HTTP_SEGS_MAX]; /* decoded, NUL-terminated, into buf */
 	size_t nseg;
 	int trailing_slash;             /* the path ended with '/' */
+	unsigned enc_slash;             /* bit i: segment i holds an encoded '/'
+					 * (only an {ID} segment may: a pasted URL
+					 * or DOI; http.c refuses it elsewhere) */
 	struct {
 		const char *key, *val;
 	} q[HTTP_QUERY_MAX];
@@ -68,6 +71,10 @@ typedef enum http_route {
 	ROUTE_METRICS,      /* /metrics */
 	ROUTE_HEALTHZ,      /* /healthz */
 	ROUTE_CHANGES,      /* /api/changes: the change feed */
+	ROUTE_SIGNING_KEY,  /* /pith-signing-key.json */
+	ROUTE_HOME,         /* /: what this mirror is */
+	ROUTE_LIST,         /* /pith/: every record, newest first (HTML) */
+	ROUTE_RECORDS,      /* /api/records: the same in JSON */
 	ROUTE_OTHER,        /* unrouted: 400, 404, 414, 431 */
 	HTTP_NROUTES
 } http_route_t;
@@ -127,6 +134,7 @@ struct http {
 	http_opts_t o;          /* strings below point into name/base_url */
 	char name[128];
 	char base_url[256];     /* public URL without a trailing slash */
+	char node_id[72], network_id[72]; /* shown on "/" */
 	char listen_str[80];
 	uint16_t port;
 	int draining;
@@ -158,6 +166,7 @@ struct http {
 
 	/* scratch, reused by every request on the loop thread */
 	pith_buf_t body, tmp, tmp2;
+	pith_buf_t gz;          /* the gzipped body being sent */
 	http_target_t target;
 
 	/* metrics */
@@ -186,6 +195,8 @@ void http_set_etag_body(http_ctx_t *c);
 void http_send(http_ctx_t *c);
 /* A request header, or NULL. */
 const char *http_header(http_ctx_t *c, const char *name);
+/* Whether an Accept-Encoding value (NULL: none) accepts gzip. */
+int http_accepts_gzip(const char *accept_encoding);
 
 /* ---- http_conn.c --------------------------------------------------------------- */
 /* Starts tracking connections (evhttp_set_bevcb) and the sweep timer. */
@@ -290,6 +301,8 @@ void view_graph(http_ctx_t *c, const char *pith);
 /* 1 when the reply waits for a read-through */
 int view_resolve(http_ctx_t *c);
 void view_mirrors(http_ctx_t *c);
+/* /pith-signing-key.json: the registry key block the manifest carries. */
+void view_signing_key(http_ctx_t *c);
 /* GET /api/changes?after=CURSOR&limit=N: the store's change log, at most
  * limit entries (default HTTP_CHANGES_DEFAULT, more is cut to
  * HTTP_CHANGES_MAX). */
@@ -299,6 +312,18 @@ void view_mirrors(http_ctx_t *c);
 void view_changes(http_ctx_t *c);
 void view_healthz(http_ctx_t *c);
 void view_metrics(http_ctx_t *c);
+
+/* ---- http_browse.c: pages to browse ---------------------------------------------- */
+/* "/": what this mirror is, the records changed last, the search box. */
+void view_home(http_ctx_t *c);
+/* /pith/ (HTML) and /api/records (JSON): every record, newest change
+ * first, paged by ?after=CURSOR&limit=N. */
+void view_records_html(http_ctx_t *c);
+void view_records_json(http_ctx_t *c);
+/* The start of every page for people (doctype, style, navigation), and
+ * the search box; base: the mirror's base URL. */
+void html_head(pith_buf_t *b, const char *base, const char *title);
+void html_search_box(pith_buf_t *b, const char *base, const char *value);
 
 /* ---- http_post.c --------------------------------------------------------------- */
 /* Handles POST /events; replies now (errors) or when the events are back. */

@@ -6,8 +6,11 @@
  * - a raw byte outside RFC 3986's pchar set in the path (spaces, quotes,
  *   backslashes, controls, non-ASCII);
  * - a percent escape that is not %XX, or that decodes to a control byte,
- *   NUL, '/', '\\' or a non-ASCII byte: an encoded slash would let one
- *   segment pose as two, a NUL would cut a C string short;
+ *   NUL, '\\' or a non-ASCII byte: a NUL would cut a C string short;
+ * - an encoded slash is let through but marked (enc_slash), and only where
+ *   the pieces it separates hold no dot segment ("%2F..%2F"): the router
+ *   takes it in an {ID} segment alone (a pasted URL or DOI), so that one
+ *   segment never poses as two;
  * - empty segments ("//") and the dot segments "." and "..", raw or
  *   encoded: nothing here maps paths to files, but no route should ever
  *   see a path that means something else once normalised;
@@ -86,6 +89,20 @@ static long decode(const char *s, size_t n, char *out, int plus, int allow_slash
 	return (long)o;
 }
 
+/* Whether s, cut at '/' (encoded slashes), has a piece "." or "..". */
+static int has_dot_piece(const char *s)
+{
+	for (const char *p = s;;) {
+		const char *e = strchr(p, '/');
+		size_t n = e ? (size_t)(e - p) : strlen(p);
+		if ((n == 1 && p[0] == '.') || (n == 2 && p[0] == '.' && p[1] == '.'))
+			return 1;
+		if (!e)
+			return 0;
+		p = e + 1;
+	}
+}
+
 int http_target_parse(const char *uri, size_t len, http_target_t *t, const char **why)
 {
 	memset(t, 0, sizeof(*t));
@@ -134,14 +151,16 @@ int http_target_parse(const char *uri, size_t len, http_target_t *t, const char 
 				*why = "too many path segments";
 				return HTTP_TARGET_BAD;
 			}
-			long d = decode(uri + i, j - i, o, 0, 0, why);
+			long d = decode(uri + i, j - i, o, 0, 1, why);
 			if (d < 0)
 				return HTTP_TARGET_BAD;
 			o[d] = 0;
-			if (!strcmp(o, ".") || !strcmp(o, "..")) {
+			if (has_dot_piece(o)) {
 				*why = "a dot segment";
 				return HTTP_TARGET_BAD;
 			}
+			if (memchr(o, '/', (size_t)d))
+				t->enc_slash |= 1u << t->nseg;
 			t->seg[t->nseg++] = o;
 			o += d + 1;
 			i = j + 1;

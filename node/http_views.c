@@ -70,7 +70,8 @@ int http_resolve_id(http_ctx_t *c, const char *id, char pith[static PITH_NUMBER_
 		return -1;
 	}
 	if (strlen(id) > 200 || pith_id_parse(id, &pid, &err)) {
-		http_error(c, 400, "malformed identifier: %s", err.msg[0] ? err.msg : "too long");
+		/* pith_id_parse's message names the identifier itself */
+		http_error(c, 400, "%s", err.msg[0] ? err.msg : "identifier: longer than 200 bytes");
 		return -1;
 	}
 	/* a full number names its record exactly: the view's own read says
@@ -540,6 +541,14 @@ static json_value_t *registry_key(jb_t *b)
 		     "with: ed25519_verify(public_key, message=canonical_sha256_bytes, "
 		     "signature=base64decode(signature_b64))."));
 	return k;
+}
+
+void view_signing_key(http_ctx_t *c)
+{
+	jb_t b;
+	if (jb_begin(c, &b))
+		return;
+	jb_finish(c, &b, registry_key(&b), "application/json");
 }
 
 static const char *scheme_type(const char *url)

@@ -99,6 +99,51 @@ static void reject_check(ingest_job_t *j, pith_event_check_t failed, int rc, con
 	ingest_job_reject(j, INGEST_FAIL_CHECK, rc, msg);
 }
 
+/* Bytes of an item read to tell what other document it is. */
+#define INGEST_OTHER_DOC_MAX (16u << 20)
+
+/* ---- documents that are neither ----------------------------------------------- */
+
+/* An item that failed as an event may be another document people fetch
+ * from a mirror or the registry and hand to an import: say what it is and
+ * what to import instead. 1 after rejecting j with that, else 0. Runs only
+ * on items already refused, so it costs nothing on the good path. */
+static int reject_other_doc(ingest_job_t *j)
+{
+	json_doc_t *d = NULL;
+	json_limits_t lim = {INGEST_OTHER_DOC_MAX, PITH_EVENT_MAX_DEPTH + 8, JSON_MAX_INT_DIGITS};
+	if (json_parse(&d, j->bytes, j->len, &lim, NULL))
+		return 0;
+	const json_value_t *root = json_doc_root(d);
+	const char *m = NULL;
+	switch (pith_doc_kind(root)) {
+	case PITH_DOC_RECORD:
+		m = "this is a registry record view (/pith/{ID}.json), not an event or a bundle: import "
+		    "the record's bundle instead (/pith/{ID}/bundle.json, or `pithctl pull ID`)";
+		break;
+	case PITH_DOC_STATE:
+		m = "this is a merged state (/pith/{ID}/state.json), not an event or a bundle: import "
+		    "the record's bundle instead (/pith/{ID}/bundle.json, or `pithctl pull ID`)";
+		break;
+	case PITH_DOC_RECEIPT:
+		m = "this is a receipt, not an event or a bundle: import the record's bundle instead "
+		    "(/pith/{ID}/bundle.json)";
+		break;
+	default:
+		if (json_get_type(root, "events", JSON_ARRAY) && json_get(root, "event_count"))
+			m = "this is an events.json page, not an event: import its events as JSON Lines "
+			    "(jq -c '.events[]' FILE > events.jsonl)";
+		break;
+	}
+	json_doc_free(d);
+	if (!m)
+		return 0;
+	j->rc = 0;
+	j->fail = 0;
+	ingest_job_reject(j, INGEST_FAIL_SHAPE, PITH_EINVAL, m);
+	return 1;
+}
+
 /* ---- events ------------------------------------------------------------------ */
 
 /* Parses and checks an event but its signature, which it prepares in
@@ -113,11 +158,14 @@ static int event_begin(ingest_job_t *j, const pith_trust_t *trust, pith_sig_chec
 		snprintf(m, sizeof(m), "event of %zu bytes, over the limit of %u", j->len,
 			 PITH_EVENT_MAX_BYTES);
 		ingest_job_reject(j, INGEST_FAIL_TOO_BIG, PITH_ETOOBIG, m);
+		reject_other_doc(j);
 		return 0;
 	}
 	int rc = pith_event_parse_deferred(j->bytes, j->len, trust, &j->ev, &failed, &err, sc);
 	if (rc) {
 		reject_check(j, failed, rc, err.msg);
+		if (failed == PITH_CHECK_SHAPE)
+			reject_other_doc(j);
 		return 0;
 	}
 	return 1;

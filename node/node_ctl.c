@@ -279,8 +279,14 @@ static int state_or_resolve(node_t *n, const char *id, int state, pith_buf_t *b)
 		return store_fail(b, &err);
 	}
 	pith_buf_printf(b, "{\"ok\":true,\"pith_number\":\"%s\"", pith);
-	if (state)
+	if (state) {
 		ctl_key_str(b, "json", (const char *)doc.data, doc.len);
+		/* the newest bundle's built_at (pithctl show), from the change log's
+		 * entry: no bundle to read and parse */
+		char built[STORE_BUILT_AT_MAX + 1];
+		if (store_built_at_get(n->store, pith, built, NULL) == 0)
+			ctl_key_str(b, "built_at", built, strlen(built));
+	}
 	pith_buf_puts(b, "}");
 	pith_buf_release(&doc);
 	return CTL_DONE;

@@ -35,6 +35,16 @@ void node_http_want_done(void *arg, uint64_t token, up_answer_t answer, const ch
 								      : HTTP_WANT_FAILED);
 }
 
+/* What "/" shows of the node: ready peers and the upstreams followed. */
+static void about(void *arg, http_about_t *out)
+{
+	node_t *n = arg;
+	for (peer_t *p = net_peers(n->net); p; p = p->next)
+		out->peers += p->state == PEER_READY;
+	for (size_t i = 0; i < n->cfg->upstreams.n && out->nupstreams < 16; i++)
+		out->upstreams[out->nupstreams++] = n->cfg->upstreams.items[i];
+}
+
 static const char *peer_state_label(peer_state_t s)
 {
 	switch (s) {
@@ -196,7 +206,9 @@ int node_http_start(node_t *n, pith_err_t *err)
 	o.public_url = n->cfg->http_public_url;
 	o.name = name;
 	o.readthrough_ms = n->follower ? (int)n->cfg->readthrough_ms : 0;
-	http_hooks_t hooks = {.submit = submit, .want = want, .arg = n};
+	o.node_id = n->id_hex;
+	o.network_id = n->cfg->network_id;
+	http_hooks_t hooks = {.submit = submit, .want = want, .about = about, .arg = n};
 	int rc = http_new(n->base, n->store, n->metrics, &o, &hooks, &n->http, err);
 	if (rc)
 		return rc;

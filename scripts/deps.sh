@@ -4,7 +4,8 @@
 set -euo pipefail
 PKGS=(build-essential cmake pkg-config clang libclang-rt-14-dev
       libevent-dev libsodium-dev libssl-dev libmsgpack-dev librocksdb-dev
-      python3 python3-cryptography jq curl libcurl4-openssl-dev rsync wrk)
+      python3 python3-cryptography jq curl libcurl4-openssl-dev rsync wrk
+      zlib1g-dev libsqlite3-dev)
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

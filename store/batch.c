@@ -549,7 +549,10 @@ static int commit_bundles(commit_t *c)
 			json_doc_free(d);
 			if (rc)
 				return rc;
-			if (store_bundle_newer(be->built_us, be->sha, us, sha) <= 0)
+			int cmp = store_bundle_newer(be->built_us, be->sha, us, sha);
+			if (cmp == 0)
+				be->outcome = STORE_BUNDLE_SAME;
+			if (cmp <= 0)
 				continue;
 			be->replaced = 1;
 			be->old_us = us;
@@ -570,6 +573,17 @@ static int commit_bundles(commit_t *c)
 					 be->replaced ? be->old_sha : NULL);
 		g->bundle_newer = 1;
 		be->outcome = STORE_BUNDLE_NEWER;
+	}
+	/* a second copy of the batch's kept bundle is that very bundle too */
+	for (size_t j = 0; j < b->nb; j++) {
+		bentry_t *be = &b->b[j];
+		int gi = group_of(c, be->skey, be->pith);
+		if (gi < 0)
+			return gi;
+		const bentry_t *kept = &b->b[b->g[gi].bundle];
+		if (kept != be && be->outcome == STORE_BUNDLE_OLDER && kept->outcome != STORE_BUNDLE_OLDER &&
+		    !store_bundle_newer(be->built_us, be->sha, kept->built_us, kept->sha))
+			be->outcome = STORE_BUNDLE_SAME;
 	}
 	return 0;
 }

@@ -140,6 +140,76 @@ void store_change_delete(rocksdb_writebatch_t *wb, store_t *st, const uint8_t sk
 
 /* ---- reading -------------------------------------------------------------- */
 
+int store_built_at_get(store_t *st, const char *pith_number, char out[static STORE_BUILT_AT_MAX + 1],
+		       pith_err_t *err)
+{
+	uint8_t skey[STORE_SKEY_LEN];
+	uint64_t seq;
+	store_chg_bundle_t b;
+	out[0] = 0;
+	if (!pith_number_is_valid(pith_number))
+		return pith_err_set(err, PITH_EINVAL, "store: malformed pith number");
+	int rc = log_ready(st, err);
+	if (rc)
+		return rc;
+	store_skey_make(pith_number, skey);
+	rc = store_change_get(st, skey, &seq, &b, err);
+	if (rc < 0)
+		return rc;
+	if (!rc || !b.has)
+		return PITH_ENOTFOUND;
+	memcpy(out, b.built_at, strlen(b.built_at) + 1);
+	return 0;
+}
+
+/* The change at the iterator into *ch. */
+static int chg_entry(store_iter_t *it, store_change_t *ch, pith_err_t *err)
+{
+	size_t kl, vl;
+	const uint8_t *k = store_iter_key(it, &kl), *v = store_iter_value(it, &vl);
+	store_chg_bundle_t b;
+	if (kl != STORE_CHG_SEQ_LEN || vl < STORE_SKEY_LEN ||
+	    chg_decode(v + STORE_SKEY_LEN, vl - STORE_SKEY_LEN, ch->state_hash, &b))
+		return pith_err_set(err, PITH_EIO, "store: change log entry of %zu/%zu bytes", kl, vl);
+	ch->seq = store_be64_get(k + 1);
+	store_skey_pith(v, ch->pith_number);
+	ch->has_bundle = b.has;
+	memcpy(ch->bundle_sha, b.sha, 32);
+	memcpy(ch->built_at, b.built_at, sizeof(ch->built_at));
+	return 0;
+}
+
+int store_changes_each_before(store_t *st, uint64_t before, size_t limit, store_change_fn fn,
+			      void *arg, uint64_t *next, pith_err_t *err)
+{
+	uint8_t lo[STORE_CHG_SEQ_LEN], hi[STORE_CHG_SEQ_LEN], hi_end = STORE_CHG_SEQ + 1;
+	store_iter_t it;
+	size_t n = 0;
+	if (next)
+		*next = 0;
+	int rc = log_ready(st, err);
+	if (rc || before == 1)
+		return rc;
+	seq_key(1, lo);
+	seq_key(before, hi);
+	if ((rc = store_iter_open(st, STORE_CF_CHANGES, lo, sizeof(lo), before ? hi : &hi_end,
+				  before ? sizeof(hi) : 1, &it, err)))
+		return rc;
+	for (store_iter_last(&it); store_iter_valid(&it) && (!limit || n < limit);
+	     store_iter_prev(&it)) {
+		store_change_t ch;
+		if ((rc = chg_entry(&it, &ch, err)) || (rc = fn(arg, &ch)))
+			break;
+		if (next)
+			*next = ch.seq;
+		n++;
+	}
+	if (!rc)
+		rc = store_iter_status(&it, err);
+	store_iter_close(&it);
+	return rc;
+}
+
 int store_changes_each(store_t *st, uint64_t after, size_t limit, store_change_fn fn, void *arg,
 		       uint64_t *next, pith_err_t *err)
 {
@@ -155,21 +225,8 @@ int store_changes_each(store_t *st, uint64_t after, size_t limit, store_change_f
 	if ((rc = store_iter_open(st, STORE_CF_CHANGES, lo, sizeof(lo), &hi, 1, &it, err)))
 		return rc;
 	for (; store_iter_valid(&it) && (!limit || n < limit); store_iter_next(&it)) {
-		size_t kl, vl;
-		const uint8_t *k = store_iter_key(&it, &kl), *v = store_iter_value(&it, &vl);
 		store_change_t ch;
-		store_chg_bundle_t b;
-		if (kl != STORE_CHG_SEQ_LEN || vl < STORE_SKEY_LEN ||
-		    chg_decode(v + STORE_SKEY_LEN, vl - STORE_SKEY_LEN, ch.state_hash, &b)) {
-			rc = pith_err_set(err, PITH_EIO, "store: change log entry of %zu/%zu bytes", kl, vl);
-			break;
-		}
-		ch.seq = store_be64_get(k + 1);
-		store_skey_pith(v, ch.pith_number);
-		ch.has_bundle = b.has;
-		memcpy(ch.bundle_sha, b.sha, 32);
-		memcpy(ch.built_at, b.built_at, sizeof(ch.built_at));
-		if ((rc = fn(arg, &ch)))
+		if ((rc = chg_entry(&it, &ch, err)) || (rc = fn(arg, &ch)))
 			break;
 		if (next)
 			*next = ch.seq;

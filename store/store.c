@@ -561,6 +561,16 @@ void store_iter_next(store_iter_t *it)
 	rocksdb_iter_next(it->it);
 }
 
+void store_iter_last(store_iter_t *it)
+{
+	rocksdb_iter_seek_to_last(it->it);
+}
+
+void store_iter_prev(store_iter_t *it)
+{
+	rocksdb_iter_prev(it->it);
+}
+
 int store_iter_status(store_iter_t *it, pith_err_t *err)
 {
 	char *e = NULL;

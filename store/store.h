@@ -87,7 +87,10 @@ typedef enum store_outcome {
 typedef enum store_bundle_outcome {
 	STORE_BUNDLE_PENDING = 0,
 	STORE_BUNDLE_NEWER, /* now the record's newest bundle: its aliases apply */
-	STORE_BUNDLE_OLDER, /* an equal or newer one is kept; its events were still ingested */
+	STORE_BUNDLE_OLDER, /* a newer one is kept; its events were still ingested */
+	STORE_BUNDLE_SAME,  /* this very bundle is the one kept (same built_at and
+			     * bundle_sha256): nothing changed. Counted with the
+			     * older ones in store_commit_stats_t */
 } store_bundle_outcome_t;
 
 const char *store_outcome_name(store_outcome_t o);
@@ -300,6 +303,20 @@ typedef int (*store_change_fn)(void *arg, const store_change_t *ch);
  * was. The callback's pointer is valid during the call. */
 int store_changes_each(store_t *st, uint64_t after, size_t limit, store_change_fn fn, void *arg,
 		       uint64_t *next, pith_err_t *err);
+
+/* The same newest first: the records whose latest change is numbered
+ * below before (0: from the newest), in descending sequence order, at most
+ * limit (0: no limit). *next (may be NULL) gets the sequence number of the
+ * last one listed (pass it back as before for the next page), or 0 when
+ * none was. A record changed while a client pages moves to the front: it
+ * is never listed twice on later pages. */
+int store_changes_each_before(store_t *st, uint64_t before, size_t limit, store_change_fn fn,
+			      void *arg, uint64_t *next, pith_err_t *err);
+
+/* The built_at of the record's newest stored bundle, as the bundle has it
+ * (its change log entry: no bundle read). PITH_ENOTFOUND without one. */
+int store_built_at_get(store_t *st, const char *pith_number, char out[static STORE_BUILT_AT_MAX + 1],
+		       pith_err_t *err);
 
 /* The greatest sequence number given so far (0: none), as of the last
  * commit. */

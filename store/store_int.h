@@ -56,6 +56,9 @@ int store_iter_valid(store_iter_t *it);
 const uint8_t *store_iter_key(store_iter_t *it, size_t *len);
 const uint8_t *store_iter_value(store_iter_t *it, size_t *len);
 void store_iter_next(store_iter_t *it);
+/* Backwards: to the last key below hi, then to the one before. */
+void store_iter_last(store_iter_t *it);
+void store_iter_prev(store_iter_t *it);
 /* 0, or PITH_EIO (with err filled) if the iteration stopped on an error. */
 int store_iter_status(store_iter_t *it, pith_err_t *err);
 void store_iter_close(store_iter_t *it);

@@ -61,7 +61,9 @@ ok "importing the bundle again is a no-op"
 [ -e "$T/absent" ] && fail "a read-only command does not create the store directory"
 ok "import creates missing parent directories; read-only commands create nothing"
 
-line=$("$P" --store "$S" records)
+out=$("$P" --store "$S" records)
+line=$(printf '%s\n' "$out" | tail -n 1)
+[ "$(printf '%s\n' "$out" | head -n 1)" = "# pith_number events state_sha256" ] || fail "records starts with its header line"
 [ "$line" = "$AR7B 2 $SHA" ] || fail "records prints '$AR7B 2 $SHA' (got '$line')"
 "$P" --store "$S" records --json | jq -e ".pith_number == \"$AR7B\" and .event_count == 2 and .has_bundle" >/dev/null ||
 	fail "records --json"

@@ -145,7 +145,7 @@ def body(args, root, nodes):
     assert "MB of write-ahead log" in human, human
     recs_human = ctl.run("records", node=a).stdout
     recs_json = [json.loads(l) for l in ctl.run("records", "--json", node=a).stdout.splitlines()]
-    assert len(recs_json) == 20 and len(recs_human.splitlines()) == 20, len(recs_json)
+    assert len(recs_json) == 20 and len(recs_human.splitlines()) == 21, len(recs_json)  # + header
     pith = recs_json[0]["pith_number"]
     state_node = ctl.run("state", pith, node=a).stdout
     event_node = ctl.run("event", ids[0], node=a).stdout

@@ -523,3 +523,27 @@ def make_events(gen_events, root, records, per_record):
                     "--key-out", key, evfile], check=True, stdout=subprocess.DEVNULL)
     with open(evfile, "rb") as f:
         return key, [l for l in f.read().splitlines() if l.strip()]
+
+
+class Tap:
+    """TAP cases as decorated functions: each runs at once as one case; an
+    exception or a failed assert fails it and the run goes on."""
+
+    def __init__(self):
+        self.n = 0
+        self.failed = 0
+
+    def case(self, name):
+        def wrap(fn):
+            self.n += 1
+            try:
+                fn()
+                print("ok %d - %s" % (self.n, name), flush=True)
+            except Exception as e:  # noqa: BLE001 - report and continue
+                self.failed += 1
+                import traceback
+                for line in traceback.format_exc().splitlines():
+                    print("#   " + line)
+                print("not ok %d - %s: %s" % (self.n, name, e), flush=True)
+            return fn
+        return wrap

@@ -67,10 +67,28 @@ TEST(refuses_traversal, "refuses dot segments, raw or encoded, and empty segment
 			test_fail_(__FILE__, __LINE__, "accepted %s", bad[i]);
 }
 
-TEST(refuses_encoded_separators, "refuses encoded slashes, backslashes, NUL and controls")
+TEST(marks_encoded_slashes, "marks a segment with an encoded slash; refuses dot pieces around it")
+{
+	CHECK_INT_EQ(parse("/pith/https%3A%2F%2Farxiv.org%2Fabs%2F2401.14489v2/state.json"),
+		     HTTP_TARGET_OK);
+	CHECK_INT_EQ(t.nseg, 3);
+	CHECK_STR_EQ(t.seg[1], "https://arxiv.org/abs/2401.14489v2");
+	CHECK_INT_EQ(t.enc_slash, 2);
+	CHECK_INT_EQ(parse("/pith/a%2fb"), HTTP_TARGET_OK);
+	CHECK_INT_EQ(t.enc_slash, 2);
+	CHECK_INT_EQ(parse("/pith/ab"), HTTP_TARGET_OK);
+	CHECK_INT_EQ(t.enc_slash, 0);
+	const char *bad[] = {"/pith/a%2F..%2Fb", "/pith/..%2Fb", "/pith/a%2F.", "/pith/a%2F.%2Fb",
+			     "/pith/%2E%2E%2Fx"};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		if (parse(bad[i]) != HTTP_TARGET_BAD)
+			test_fail_(__FILE__, __LINE__, "accepted %s", bad[i]);
+}
+
+TEST(refuses_encoded_separators, "refuses encoded backslashes, NUL and controls")
 {
 	const char *bad[] = {
-		"/pith/a%2Fb", "/pith/a%2fb", "/pith/a%5Cb", "/pith/a%00b", "/pith/a%0Ab",
+		"/pith/a%5Cb", "/pith/a%00b", "/pith/a%0Ab",
 		"/pith/a%7fb", "/pith/a%C3%A9", "/r?x=%00", "/r?x=%0d%0aSet-Cookie:1",
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
@@ -178,6 +196,7 @@ int main(void)
 	RUN(decodes_escapes);
 	RUN(parses_queries);
 	RUN(refuses_traversal);
+	RUN(marks_encoded_slashes);
 	RUN(refuses_encoded_separators);
 	RUN(refuses_malformed);
 	RUN(limits);

@@ -265,7 +265,7 @@ TEST(bundle_twice, "a second import of the same bundle changes nothing")
 	CHECK_INT_EQ(put_bundle(st, &bundle_bytes, NULL, NULL), 0);
 	state_of(st, AR7B, &a);
 	CHECK_INT_EQ(put_bundle(st, &bundle_bytes, &bo, &s), 0);
-	CHECK_INT_EQ(bo, STORE_BUNDLE_OLDER);
+	CHECK_INT_EQ(bo, STORE_BUNDLE_SAME);
 	CHECK_INT_EQ(s.stored, 0);
 	CHECK_INT_EQ(s.duplicate, 2);
 	CHECK_INT_EQ(s.records_touched, 0);

@@ -17,10 +17,10 @@ int cli_node_require(const cli_ctx_t *ctx, const char *cmd)
 			     "by default DATA/pithd.sock)");
 }
 
-/* Connects, sends line and a newline, reads up to the answer's newline. */
-static int exchange(const char *path, const char *cmd, const char *line, pith_buf_t *out)
+int cli_node_connect(const char *path, const char *cmd, int *out)
 {
 	struct sockaddr_un sun = {.sun_family = AF_UNIX};
+	*out = -1;
 	if (strlen(path) >= sizeof(sun.sun_path))
 		return cli_fail(cmd, "%s: too long for a Unix socket path", path);
 	snprintf(sun.sun_path, sizeof(sun.sun_path), "%s", path);
@@ -32,6 +32,16 @@ static int exchange(const char *path, const char *cmd, const char *line, pith_bu
 		return cli_fail(cmd, "cannot connect to %s: %s%s", path, strerror(e),
 				e == ENOENT || e == ECONNREFUSED ? " (is pithd running?)" : "");
 	}
+	*out = fd;
+	return 0;
+}
+
+/* Connects, sends line and a newline, reads up to the answer's newline. */
+static int exchange(const char *path, const char *cmd, const char *line, pith_buf_t *out)
+{
+	int fd;
+	if (cli_node_connect(path, cmd, &fd))
+		return 1;
 	/* one line out, one line back: stdio does the partial reads and writes */
 	FILE *f = fdopen(fd, "r+");
 	if (!f) {

@@ -8,6 +8,10 @@
 #include "cli.h"
 #include "json.h"
 
+/* Connects to the control socket at path: 0 with *fd, or 1 after saying
+ * why (pithctl CMD: ...). */
+int cli_node_connect(const char *path, const char *cmd, int *fd);
+
 /* Sends line (one command, no newline) to the node behind ctx->node_sock
  * and parses its answer. On success returns 0 with *doc owning the answer
  * and raw (may be NULL) holding its bytes. On failure prints one line,

@@ -1,13 +1,51 @@
 /* Opening the store for the store commands. */
 #include "cli_store.h"
 
+#include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 
 /* A store upgrade at open: it can take minutes, so say so (stderr). */
 static void store_notice(void *arg, const char *line)
 {
 	(void)arg;
 	fprintf(stderr, "pithctl: %s\n", line);
+}
+
+static int path_exists(const char *dir, const char *name)
+{
+	char p[4200];
+	struct stat sb;
+	if ((size_t)snprintf(p, sizeof(p), "%s/%s", dir, name) >= sizeof(p))
+		return 0;
+	return stat(p, &sb) == 0;
+}
+
+/* What to say instead of RocksDB's words for the two mistakes people
+ * make: a pithd data directory given for its store, and a store a running
+ * pithd holds. 1 after saying it, 0 when neither. */
+static int store_open_hint(const char *cmd, const char *dir, const char *msg)
+{
+	if (!path_exists(dir, "CURRENT") && path_exists(dir, "store/CURRENT"))
+		return cli_fail(cmd, "%s is a pithd data directory; its store is %s/store (--store "
+			       "%s/store, or --node %s/pithd.sock while pithd runs)", dir, dir, dir, dir);
+	if (strstr(msg, "lock") || strstr(msg, "LOCK")) {
+		char data[4200];
+		snprintf(data, sizeof(data), "%s", dir);
+		size_t n = strlen(data);
+		while (n > 1 && data[n - 1] == '/')
+			data[--n] = 0;
+		/* DATA/store: the socket is DATA/pithd.sock */
+		if (n >= 6 && !strcmp(data + n - 6, "/store"))
+			data[n - 6] = 0;
+		else if (!strcmp(data, "store"))
+			snprintf(data, sizeof(data), ".");
+		else
+			snprintf(data, sizeof(data), "DATA");
+		return cli_fail(cmd, "a running pithd holds this store (%s); use --node %s/pithd.sock",
+				dir, data);
+	}
+	return 0;
 }
 
 int cli_store_open(const cli_ctx_t *ctx, const char *cmd, int writable, pith_trust_t **trust,
@@ -21,12 +59,18 @@ int cli_store_open(const cli_ctx_t *ctx, const char *cmd, int writable, pith_tru
 	}
 	if (!(*trust = cli_trust_load(ctx, cmd)))
 		return 1;
+	if (store_open_hint(cmd, ctx->store_dir, "")) {
+		pith_trust_free(*trust);
+		return 1;
+	}
 	/* the registry keys decide which receipts the merge accepts: every
 	 * command on one store must be given the same --trust-key files */
 	store_opts_t opts = {.create = writable, .read_only = !writable, .registry = *trust,
 			     .notice = store_notice};
 	if (store_open(ctx->store_dir, &opts, st, &err)) {
 		pith_trust_free(*trust);
+		if (store_open_hint(cmd, ctx->store_dir, err.msg))
+			return 1;
 		return cli_fail(cmd, "%s", err.msg);
 	}
 	return 0;

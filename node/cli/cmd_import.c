@@ -11,6 +11,8 @@
  * commits), then reports each committed chunk in input order. Nothing is
  * handed to the store before it verified, and a bad line never stops the
  * rest of the file. */
+#define _GNU_SOURCE /* memmem */
+#include "cli_node.h"
 #include "cli_store.h"
 
 #include <errno.h>
@@ -27,6 +29,7 @@
 #define LINE_MAX_BYTES (64u << 20) /* a bundle on one line may be large */
 #define IN_FLIGHT 3                /* chunks read ahead of the commit */
 #define MAX_WORKERS 16
+#define NODE_WINDOW 256            /* --node: requests sent ahead of their answers */
 
 typedef struct chunk chunk_t;
 
@@ -221,6 +224,10 @@ typedef struct import {
 	int failed;            /* a store error: stop */
 	double cpu_wait;       /* main thread CPU seconds waiting (PITH_IMPORT_PROFILE) */
 	chunk_t *spare;        /* committed chunks for reuse */
+	/* --node: items go to a running pithd's control socket, pipelined */
+	FILE *node_out, *node_in;
+	struct { const char *file; size_t line; } sent[NODE_WINDOW];
+	size_t sent_head, nsent;
 } import_t;
 
 static void draw_progress(import_t *im, int final)
@@ -392,9 +399,14 @@ static int flush_chunk(import_t *im, int all)
 	return 0;
 }
 
+static int node_send(import_t *im, const char *file, size_t line, const uint8_t *p, size_t len,
+		     int oversize);
+
 static int add_item(import_t *im, const char *file, size_t line, const uint8_t *p, size_t len,
 		    int oversize)
 {
+	if (im->node_out)
+		return node_send(im, file, line, p, len, oversize);
 	if (!im->cur && im->spare) {
 		im->cur = im->spare;
 		im->spare = im->cur->next;
@@ -415,6 +427,111 @@ static int add_item(import_t *im, const char *file, size_t line, const uint8_t *
 	c->n++;
 	if (c->n == c->cap || c->arena.len >= CHUNK_BYTES)
 		return flush_chunk(im, 0);
+	return 0;
+}
+
+/* ---- --node: through a running pithd's control socket ------------------------- */
+
+/* The node's reason names, kept by pointer in the summary's counts. */
+static const char *node_reason(const char *r)
+{
+	static const char *const known[] = {
+		"json", "shape", "content_hash", "event_id", "untrusted_key", "rotated_key",
+		"signature", "bundle", "not_a_bundle", "too_big", "id_mismatch", "store", "oom",
+		"shutdown", "invalid",
+	};
+	for (size_t i = 0; r && i < sizeof(known) / sizeof(known[0]); i++)
+		if (!strcmp(r, known[i]))
+			return known[i];
+	return "other";
+}
+
+static void node_reject(import_t *im, const char *file, size_t line, const char *reason,
+			const char *msg)
+{
+	im->items++;
+	im->rejected++;
+	cli_reasons_count(&im->reasons, reason);
+	fprintf(stderr, "pithctl import: %s:%zu: rejected (%s): %s\n", file, line, reason, msg);
+}
+
+/* Reads answers until at most keep requests are outstanding. 0, or 1 when
+ * the node went away (said). */
+static int node_drain(import_t *im, size_t keep)
+{
+	char *ans = NULL;
+	size_t cap = 0;
+	int rc = 0;
+	if (fflush(im->node_out)) {
+		im->failed = 1;
+		return cli_fail("import", "cannot send to %s: %s", im->ctx->node_sock, strerror(errno));
+	}
+	while (im->nsent > keep) {
+		size_t k = im->sent_head;
+		const char *file = im->sent[k].file;
+		size_t line = im->sent[k].line;
+		im->sent_head = (k + 1) % NODE_WINDOW;
+		im->nsent--;
+		ssize_t got = getline(&ans, &cap, im->node_in);
+		if (got <= 0) {
+			rc = cli_fail("import", "%s closed the connection before answering %s:%zu "
+				      "(lines from there on may not be stored)", im->ctx->node_sock, file, line);
+			im->failed = 1;
+			break;
+		}
+		json_doc_t *d = NULL;
+		if (json_parse(&d, (const uint8_t *)ans, (size_t)got, NULL, NULL)) {
+			node_reject(im, file, line, "other", "the node's answer is not JSON");
+			continue;
+		}
+		const json_value_t *a = json_doc_root(d);
+		const char *out = cli_json_str(a, "outcome");
+		if (!json_is(json_get(a, "ok"), JSON_TRUE)) {
+			node_reject(im, file, line, node_reason(cli_json_str(a, "reason")),
+				    cli_json_str(a, "error"));
+		} else {
+			im->items++;
+			if (!strcmp(out, "stored"))
+				im->stored++;
+			else if (!strcmp(out, "duplicate"))
+				im->duplicate++;
+			else if (!strcmp(out, "resigned"))
+				im->resigned++;
+			else if (!strcmp(out, "newer"))
+				im->bundles_newer++;
+			else
+				im->bundles_older++; /* "same" or "older": not newer than the stored one */
+		}
+		json_doc_free(d);
+		draw_progress(im, 0);
+	}
+	free(ans);
+	return rc;
+}
+
+/* Sends one item as `event JSON` or `bundle JSON` (one line: a
+ * pretty-printed document's line breaks are JSON whitespace and become
+ * spaces). */
+static int node_send(import_t *im, const char *file, size_t line, const uint8_t *p, size_t len,
+		     int oversize)
+{
+	if (oversize || !len) {
+		char m[64];
+		snprintf(m, sizeof(m), "line longer than %u bytes", LINE_MAX_BYTES);
+		node_reject(im, file, line, oversize ? "too_big" : "json", oversize ? m : "an empty item");
+		return 0;
+	}
+	if (im->nsent == NODE_WINDOW && node_drain(im, NODE_WINDOW - 1))
+		return 1;
+	int bundle = memmem(p, len, "\"bundle_type\"", 13) || memmem(p, len, "\"bundle_signature\"", 18);
+	fputs(bundle ? "bundle " : "event ", im->node_out);
+	for (size_t i = 0; i < len; i++)
+		putc(p[i] == '\n' || p[i] == '\r' ? ' ' : p[i], im->node_out);
+	putc('\n', im->node_out);
+	size_t k = (im->sent_head + im->nsent) % NODE_WINDOW;
+	im->sent[k].file = file;
+	im->sent[k].line = line;
+	im->nsent++;
 	return 0;
 }
 
@@ -465,7 +582,7 @@ static int import_file(import_t *im, const char *path)
 		rc = cli_fail("import", "cannot read %s: %s", r.name, strerror(r.err));
 	/* commit what was read from this file before its name goes away */
 	if (!rc)
-		rc = flush_chunk(im, 1);
+		rc = im->node_out ? node_drain(im, 0) : flush_chunk(im, 1);
 	im->rd = NULL;
 	reader_close(&r);
 	return rc;
@@ -504,6 +621,38 @@ static void print_summary(import_t *im, double secs)
 	}
 }
 
+/* --node: the same reading, the same summary and exit status; the node
+ * verifies and stores (its own trust keys apply, not --trust-key). */
+static int run_node(import_t *im, const char **files, size_t nfiles, int no_bar)
+{
+	int fd, rc = 0;
+	if (cli_node_connect(im->ctx->node_sock, "import", &fd))
+		return 1;
+	int fd2 = dup(fd);
+	im->node_out = fdopen(fd, "w");
+	im->node_in = fd2 >= 0 ? fdopen(fd2, "r") : NULL;
+	if (!im->node_out || !im->node_in) {
+		if (im->node_out)
+			fclose(im->node_out);
+		else
+			close(fd);
+		if (fd2 >= 0 && !im->node_in)
+			close(fd2);
+		return cli_fail("import", "out of memory");
+	}
+	im->tty = !no_bar && isatty(2);
+	im->t0 = cli_now();
+	for (size_t i = 0; i < nfiles && !rc; i++)
+		rc = import_file(im, files[i]);
+	if (!rc)
+		rc = node_drain(im, 0);
+	fclose(im->node_out);
+	fclose(im->node_in);
+	draw_progress(im, 1);
+	print_summary(im, cli_now() - im->t0);
+	return rc || im->rejected || im->failed ? 1 : 0;
+}
+
 static int run(cli_ctx_t *ctx, int argc, char **argv)
 {
 	const char *files[256];
@@ -536,6 +685,8 @@ static int run(cli_ctx_t *ctx, int argc, char **argv)
 	import_t im = {.ctx = ctx};
 	pith_trust_t *trust = NULL;
 	int rc = 1;
+	if (ctx->node_sock)
+		return run_node(&im, files, nfiles, no_bar);
 	if (cli_store_open(ctx, "import", 1, &trust, &im.st))
 		return 1;
 	if (progress_path && !(im.progress_file = fopen(progress_path, "a"))) {
@@ -587,7 +738,8 @@ done:
 const cli_cmd_t cli_cmd_import = {
 	"import", "verify and store bundles, events and JSON Lines of events",
 	"usage: pithctl --store DIR [--trust-key FILE]... import [--json] [--threads N]\n"
-	"                [--progress-file FILE] [--no-progress] FILE...\n\n"
+	"                [--progress-file FILE] [--no-progress] FILE...\n"
+	"       pithctl --node SOCKET import [--json] [--no-progress] FILE...\n\n"
 	"FILE ('-' for stdin) holds JSON Lines, each line an event or a bundle, or\n"
 	"one (pretty-printed) bundle or event. Every item is verified first (JSON,\n"
 	"content hash, event id, trusted unrotated key, Ed25519; bundles with every\n"
@@ -598,6 +750,10 @@ const cli_cmd_t cli_cmd_import = {
 	"A progress bar is drawn on stderr when it is a terminal.\n\n"
 	"--progress-file FILE  after each commit, append 'stored N through FILE:LINE':\n"
 	"                      every line up to there is stored, duplicate or rejected.\n\n"
+	"With --node, a running pithd (whose store is locked to it) verifies and\n"
+	"stores each item through its control socket ('event'/'bundle' commands,\n"
+	"pipelined), with its own trust keys; the summary counts a bundle as a\n"
+	"bundle (newer, or not newer: same or older), not by its events.\n\n"
 	"Exit status: 0 if every item was stored or a duplicate, 1 if any was\n"
 	"rejected or the store failed.\n",
 	run,

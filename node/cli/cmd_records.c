@@ -19,6 +19,13 @@ static int print_record(void *arg, const store_record_info_t *r)
 	return ferror(stdout) ? 1 : 0;
 }
 
+/* The header line (people; '#' so that scripts can skip it). */
+static void print_header(const cli_ctx_t *ctx)
+{
+	if (!ctx->json)
+		printf("# pith_number events state_sha256\n");
+}
+
 /* The same from a running node (RocksDB lets one process open a store). */
 static int run_node(cli_ctx_t *ctx)
 {
@@ -27,6 +34,8 @@ static int run_node(cli_ctx_t *ctx)
 		return 1;
 	const json_value_t *recs = json_get_type(json_doc_root(doc), "records", JSON_ARRAY);
 	int rc = recs ? 0 : cli_fail("records", "the node's answer has no \"records\"");
+	if (!rc)
+		print_header(ctx);
 	for (size_t i = 0; !rc && i < recs->len; i++) {
 		const json_value_t *r = recs->u.items[i];
 		store_record_info_t ri = {.has_bundle = json_is(json_get(r, "has_bundle"), JSON_TRUE)};
@@ -55,6 +64,7 @@ static int run(cli_ctx_t *ctx, int argc, char **argv)
 		return run_node(ctx);
 	if (cli_store_open(ctx, "records", 0, &trust, &st))
 		return 1;
+	print_header(ctx);
 	int rc = store_records_each(st, print_record, ctx, &err);
 	if (rc < 0)
 		rc = cli_fail("records", "%s", err.msg);
@@ -69,7 +79,8 @@ const cli_cmd_t cli_cmd_records = {
 	"records", "list the stored records",
 	"usage: pithctl --store DIR records [--json]\n"
 	"       pithctl --node SOCKET records [--json]\n\n"
-	"One line per record: pith number, event count, state_sha256; with\n"
+	"A header line ('# ...'), then one line per record: pith number, event count,\n"
+	"state_sha256 (`show ID` tells one record for a person); with\n"
 	"--json one object per line (with has_bundle). With --node, a running\n"
 	"pithd lists its store.\n",
 	run,

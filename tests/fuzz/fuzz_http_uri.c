@@ -4,8 +4,8 @@
  * The input is one request target. Invariants (any broken one aborts):
  * - the result is OK, BAD or TOO_LONG, and TOO_LONG exactly when the input
  *   is over HTTP_TARGET_MAX;
- * - on OK, every segment is non-empty, is not "." or "..", and holds no '/',
- *   '\\', NUL, control or non-ASCII byte; every query key and value holds
+ * - on OK, every segment is non-empty, is not "." or "..", holds '/' only
+ *   when marked in enc_slash, and no '\\', NUL, control or non-ASCII byte; every query key and value holds
  *   no NUL, control or non-ASCII byte; all of them lie inside the target's
  *   buffer; counts stay within their limits;
  * - re-encoding is a fixed point: the segments and pairs percent-encoded
@@ -27,14 +27,17 @@ static int inside(const http_target_t *t, const char *p)
 	return p >= t->buf && p + strlen(p) < t->buf + sizeof(t->buf);
 }
 
+/* is_seg: 1 a segment without, 2 a segment with an encoded slash (marked) */
 static void check_text(const char *s, int is_seg)
 {
 	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
 		FUZZ_CHECK(*p >= 0x20 && *p < 0x7f);
 		FUZZ_CHECK(*p != '\\');
-		if (is_seg)
+		if (is_seg == 1)
 			FUZZ_CHECK(*p != '/');
 	}
+	if (is_seg == 2)
+		FUZZ_CHECK(strchr(s, '/') != NULL);
 }
 
 /* Percent-encodes everything but unreserved characters. */
@@ -65,7 +68,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		FUZZ_CHECK(inside(&t1, t1.seg[i]));
 		FUZZ_CHECK(t1.seg[i][0] != 0);
 		FUZZ_CHECK(strcmp(t1.seg[i], ".") && strcmp(t1.seg[i], ".."));
-		check_text(t1.seg[i], 1);
+		check_text(t1.seg[i], (t1.enc_slash >> i) & 1 ? 2 : 1);
 	}
 	for (size_t i = 0; i < t1.nq; i++) {
 		FUZZ_CHECK(inside(&t1, t1.q[i].key) && inside(&t1, t1.q[i].val));

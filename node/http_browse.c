@@ -1,0 +1,405 @@
+/* Pages for people to browse a mirror: "/" (what this mirror is and what
+ * changed last) and the record list, newest first ("/pith/" in HTML,
+ * "/api/records" in JSON), both read from the store's change log
+ * (store_changes_each_before) and each listed record's merged state.
+ * Everything that came from an event is escaped (html_escape). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "http_int.h"
+#include "log.h"
+
+/* A record as a line of a list: the parts of its state people scan. */
+typedef struct rec_line {
+	char pith[PITH_NUMBER_LEN + 1];
+	uint64_t seq;
+	int has_bundle;
+	char built_at[STORE_BUILT_AT_MAX + 1];
+	char state_sha[65];
+} rec_line_t;
+
+typedef struct line_page {
+	rec_line_t *v;
+	size_t n, cap;
+} line_page_t;
+
+static int line_add(void *arg, const store_change_t *ch)
+{
+	line_page_t *p = arg;
+	if (p->n == p->cap)
+		return 1;
+	rec_line_t *l = &p->v[p->n++];
+	memcpy(l->pith, ch->pith_number, sizeof(l->pith));
+	l->seq = ch->seq;
+	l->has_bundle = ch->has_bundle;
+	memcpy(l->built_at, ch->built_at, sizeof(l->built_at));
+	pith_hex_encode(ch->state_hash, 32, l->state_sha);
+	return 0;
+}
+
+/* The page of at most limit records changed before cursor before (0: the
+ * newest); *next: the cursor of the page after it, 0 at the end. -1 with
+ * the error reply set. */
+static int page_read(http_ctx_t *c, uint64_t before, size_t limit, line_page_t *p, uint64_t *next)
+{
+	pith_err_t err = {0};
+	p->n = 0;
+	p->cap = limit;
+	p->v = calloc(limit ? limit : 1, sizeof(*p->v));
+	if (!p->v) {
+		http_error(c, 500, "out of memory");
+		return -1;
+	}
+	uint64_t last = 0;
+	int rc = store_changes_each_before(c->h->store, before, limit, line_add, p, &last, &err);
+	if (rc < 0) {
+		log_warn("http: the record list before %llu: %s", (unsigned long long)before, err.msg);
+		http_error(c, rc == PITH_EINVAL ? 503 : 500, "%s",
+			   rc == PITH_EINVAL ? "this store has no change log yet" : "store error");
+		free(p->v);
+		p->v = NULL;
+		return -1;
+	}
+	/* more before the last one listed? */
+	*next = p->n == limit && last > 1 ? last : 0;
+	return 0;
+}
+
+/* The facts of a listed record from its state: what rec_load finds. */
+typedef struct rec_facts {
+	const char *title, *first_author, *primary_cat, *submitted_at, *created_at;
+	char author[256];
+} rec_facts_t;
+
+static void facts_of(const rec_t *r, rec_facts_t *f)
+{
+	memset(f, 0, sizeof(*f));
+	const json_value_t *md = json_get_type(r->record, "metadata", JSON_OBJECT);
+	f->title = rec_paper_str(r, "title");
+	const char *a = rec_paper_str(r, "authors_text");
+	if (a && *a) {
+		const char *e = strstr(a, ", ");
+		size_t n = e ? (size_t)(e - a) : strlen(a);
+		snprintf(f->author, sizeof(f->author), "%.*s", (int)(n < 255 ? n : 255), a);
+		f->first_author = f->author;
+	}
+	f->primary_cat = json_get_str(md, "primary_cat");
+	f->submitted_at = json_get_str(md, "submitted_at");
+	f->created_at = json_get_str(r->rc, "created_at");
+}
+
+/* Loads a listed record's state without touching the reply (a record
+ * that cannot be read is listed by its number alone). */
+static int line_load(http_ctx_t *c, const char *pith, rec_t *r)
+{
+	http_resp_t saved = c->r;
+	int rc = rec_load(c, pith, r);
+	c->r = saved;
+	return rc;
+}
+
+/* ---- cursors and limits ------------------------------------------------------------ */
+
+#define LIST_DEFAULT 50
+#define LIST_MAX 200
+#define HOME_RECENT 20
+
+static int cursor_arg(http_ctx_t *c, uint64_t *before)
+{
+	int count = 0;
+	*before = 0;
+	const char *a = http_target_query(c->t, "after", &count);
+	if (!a)
+		return 0;
+	uint64_t x = 0;
+	size_t n = strlen(a);
+	int bad = count > 1 || !n || n > 19;
+	for (size_t i = 0; !bad && i < n; i++) {
+		if (a[i] < '0' || a[i] > '9')
+			bad = 1;
+		else
+			x = x * 10 + (uint64_t)(a[i] - '0');
+	}
+	if (bad || !x) {
+		http_error(c, 400, "after: not a cursor of this list (give back a \"next\" it served, "
+			   "or leave it out to start from the newest)");
+		return -1;
+	}
+	*before = x;
+	return 0;
+}
+
+static int limit_arg(http_ctx_t *c, size_t *limit)
+{
+	int count = 0;
+	const char *v = http_target_query(c->t, "limit", &count);
+	*limit = LIST_DEFAULT;
+	if (!v)
+		return 0;
+	size_t x = 0, n = strlen(v);
+	int bad = count > 1 || !n || n > 6;
+	for (size_t i = 0; !bad && i < n; i++) {
+		if (v[i] < '0' || v[i] > '9')
+			bad = 1;
+		else
+			x = x * 10 + (size_t)(v[i] - '0');
+	}
+	if (bad || !x) {
+		http_error(c, 400, "limit: a whole number from 1 (at most %d are served)", LIST_MAX);
+		return -1;
+	}
+	*limit = x > LIST_MAX ? LIST_MAX : x;
+	return 0;
+}
+
+/* ---- /api/records ------------------------------------------------------------------ */
+
+void view_records_json(http_ctx_t *c)
+{
+	http_t *h = c->h;
+	uint64_t before, next;
+	size_t limit;
+	line_page_t p;
+	jb_t b;
+	if (cursor_arg(c, &before) || limit_arg(c, &limit) || page_read(c, before, limit, &p, &next))
+		return;
+	if (jb_begin(c, &b)) {
+		free(p.v);
+		return;
+	}
+	json_value_t *o = jb_obj(&b), *list = jb_arr(&b);
+	for (size_t i = 0; i < p.n; i++) {
+		const rec_line_t *l = &p.v[i];
+		rec_t r;
+		rec_facts_t f = {0};
+		int loaded = !line_load(c, l->pith, &r);
+		if (loaded)
+			facts_of(&r, &f);
+		json_value_t *e = jb_obj(&b);
+		char cur[24];
+		snprintf(cur, sizeof(cur), "%llu", (unsigned long long)l->seq);
+		jb_set(&b, e, "pith_number", jb_str(&b, l->pith));
+		char short_num[14];
+		snprintf(short_num, sizeof(short_num), "pith:%.8s", l->pith + PITH_NUMBER_LEN - PITH_BODY_LEN);
+		jb_set(&b, e, "short_pith_number", jb_str(&b, short_num));
+		jb_set(&b, e, "title", jb_str(&b, f.title));
+		jb_set(&b, e, "first_author", jb_str(&b, f.first_author));
+		jb_set(&b, e, "primary_cat", jb_str(&b, f.primary_cat));
+		jb_set(&b, e, "submitted_at", jb_str(&b, f.submitted_at));
+		jb_set(&b, e, "created_at", jb_str(&b, f.created_at));
+		jb_set(&b, e, "built_at", jb_str(&b, l->has_bundle ? l->built_at : NULL));
+		jb_set(&b, e, "state_sha256", jb_str(&b, l->state_sha));
+		jb_set(&b, e, "cursor", jb_str(&b, cur));
+		jb_set(&b, e, "url", jb_url(&b, h, "/pith/%s", l->pith + PITH_NUMBER_LEN - PITH_BODY_LEN));
+		jb_push(&b, list, e);
+		if (loaded)
+			rec_release(&r);
+	}
+	char nx[24];
+	snprintf(nx, sizeof(nx), "%llu", (unsigned long long)next);
+	jb_set(&b, o, "records", list);
+	jb_set(&b, o, "next", next ? jb_str(&b, nx) : NULL);
+	jb_set(&b, o, "limit", jb_int(&b, (int64_t)limit));
+	free(p.v);
+	jb_finish(c, &b, o, "application/json");
+}
+
+/* ---- HTML ------------------------------------------------------------------------------ */
+
+static void hesc(pith_buf_t *out, const char *s)
+{
+	if (s)
+		html_escape(out, s, strlen(s));
+}
+
+void html_head(pith_buf_t *b, const char *base, const char *title)
+{
+	pith_buf_puts(b, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+			 "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"><title>");
+	hesc(b, title);
+	pith_buf_puts(b, "</title>\n<style>body{font:16px/1.5 system-ui,sans-serif;max-width:52rem;"
+			 "margin:1.5rem auto;padding:0 1rem;color:#222}a{color:#0645ad}"
+			 "code,pre{font:14px ui-monospace,monospace}pre{white-space:pre-wrap;"
+			 "word-break:break-all;background:#f4f4f4;padding:.75rem}.muted{color:#666}"
+			 "table{border-collapse:collapse;width:100%}td,th{text-align:left;padding:.3rem "
+			 ".4rem;border-bottom:1px solid #ddd;vertical-align:top}"
+			 "form{display:flex;gap:.5rem;margin:1rem 0}input[type=search]{flex:1;font:inherit;"
+			 "padding:.4rem}button{font:inherit;padding:.4rem .8rem}"
+			 "nav a{margin-right:1rem}dt{font-weight:600}"
+			 "@media (max-width:40rem){.wide{display:none}}</style></head>\n<body>\n"
+			 "<nav><a href=\"");
+	hesc(b, base);
+	pith_buf_puts(b, "/\">Home</a><a href=\"");
+	hesc(b, base);
+	pith_buf_puts(b, "/pith/\">All records</a></nav>\n");
+}
+
+void html_search_box(pith_buf_t *b, const char *base, const char *value)
+{
+	pith_buf_puts(b, "<form action=\"");
+	hesc(b, base);
+	pith_buf_puts(b, "/api/pith-number/resolve\" method=\"get\" role=\"search\">"
+			 "<input type=\"search\" name=\"id\" aria-label=\"Identifier\" placeholder=\""
+			 "arXiv id or URL, DOI, pith number\" value=\"");
+	hesc(b, value);
+	pith_buf_puts(b, "\"><button type=\"submit\">Go</button></form>\n");
+}
+
+/* The table of a page of records. */
+static void html_table(http_ctx_t *c, const line_page_t *p)
+{
+	pith_buf_t *b = c->body;
+	pith_buf_puts(b, "<table>\n<tr><th>Record</th><th>Title</th><th class=\"wide\">First author"
+			 "</th><th class=\"wide\">Category</th><th class=\"wide\">Submitted</th></tr>\n");
+	for (size_t i = 0; i < p->n; i++) {
+		const rec_line_t *l = &p->v[i];
+		const char *body = l->pith + PITH_NUMBER_LEN - PITH_BODY_LEN;
+		rec_t r;
+		rec_facts_t f = {0};
+		int loaded = !line_load(c, l->pith, &r);
+		if (loaded)
+			facts_of(&r, &f);
+		pith_buf_puts(b, "<tr><td><a href=\"");
+		hesc(b, c->h->base_url);
+		pith_buf_printf(b, "/pith/%s\"><code>pith:%.8s</code></a></td><td>", body, body);
+		if (f.title && *f.title)
+			hesc(b, f.title);
+		else
+			pith_buf_puts(b, "<span class=\"muted\">(title not known here)</span>");
+		pith_buf_puts(b, "</td><td class=\"wide\">");
+		hesc(b, f.first_author);
+		pith_buf_puts(b, "</td><td class=\"wide\">");
+		hesc(b, f.primary_cat);
+		pith_buf_puts(b, "</td><td class=\"wide\">");
+		if (f.submitted_at && strlen(f.submitted_at) >= 10)
+			html_escape(b, f.submitted_at, 10);
+		pith_buf_puts(b, "</td></tr>\n");
+		if (loaded)
+			rec_release(&r);
+	}
+	pith_buf_puts(b, "</table>\n");
+}
+
+static void html_done(http_ctx_t *c)
+{
+	pith_buf_puts(c->body, "</body></html>\n");
+	if (c->body->oom) {
+		http_error(c, 500, "out of memory");
+		return;
+	}
+	c->r.ctype = "text/html; charset=utf-8";
+	c->r.is_html = 1;
+	http_set_etag_body(c);
+}
+
+/* /pith/: every record, newest change first, LIST_DEFAULT a page. */
+void view_records_html(http_ctx_t *c)
+{
+	uint64_t before, next;
+	size_t limit;
+	line_page_t p;
+	if (cursor_arg(c, &before) || limit_arg(c, &limit) || page_read(c, before, limit, &p, &next))
+		return;
+	pith_buf_t *b = c->body;
+	pith_buf_reset(b);
+	html_head(b, c->h->base_url, "All records");
+	store_counts_t sc;
+	store_counts_get(c->h->store, &sc);
+	pith_buf_printf(b, "<h1>All records</h1>\n<p class=\"muted\">%llu records on this mirror, "
+			   "the most recently changed first.</p>\n", (unsigned long long)sc.records);
+	html_search_box(b, c->h->base_url, NULL);
+	html_table(c, &p);
+	if (next) {
+		pith_buf_puts(b, "<p><a rel=\"next\" href=\"");
+		hesc(b, c->h->base_url);
+		pith_buf_printf(b, "/pith/?after=%llu&amp;limit=%zu\">Older records &rarr;</a></p>\n",
+				(unsigned long long)next, limit);
+	}
+	pith_buf_puts(b, "<p class=\"muted\">The same as JSON: <a href=\"");
+	hesc(b, c->h->base_url);
+	pith_buf_puts(b, "/api/records\">/api/records</a></p>\n");
+	free(p.v);
+	html_done(c);
+}
+
+/* /: what this mirror is, what changed last, and the search box. */
+void view_home(http_ctx_t *c)
+{
+	http_t *h = c->h;
+	line_page_t p;
+	uint64_t next;
+	if (page_read(c, 0, HOME_RECENT, &p, &next))
+		return;
+	pith_buf_t *b = c->body;
+	pith_buf_reset(b);
+	html_head(b, h->base_url, h->name);
+	pith_buf_puts(b, "<h1>");
+	hesc(b, h->name);
+	pith_buf_puts(b, "</h1>\n<p>A mirror of the Pith Number registry: it keeps registry-signed "
+			 "records and the events signed about them, and recomputes each record's state "
+			 "with the deterministic merge, so that what it serves can be checked by "
+			 "anyone.</p>\n");
+	html_search_box(b, h->base_url, NULL);
+	store_counts_t sc;
+	store_counts_get(h->store, &sc);
+	pith_buf_puts(b, "<dl>\n");
+	if (h->o.node_id && *h->o.node_id) {
+		pith_buf_puts(b, "<dt>Node id</dt><dd><code>");
+		hesc(b, h->o.node_id);
+		pith_buf_puts(b, "</code></dd>\n");
+	}
+	if (h->o.network_id && *h->o.network_id) {
+		pith_buf_puts(b, "<dt>Network</dt><dd><code>");
+		hesc(b, h->o.network_id);
+		pith_buf_puts(b, "</code></dd>\n");
+	}
+	pith_buf_printf(b, "<dt>Holds</dt><dd>%llu records, %llu events, %llu registry bundles</dd>\n",
+			(unsigned long long)sc.records, (unsigned long long)sc.events,
+			(unsigned long long)sc.bundles);
+	if (h->hooks.about) {
+		http_about_t ab = {0};
+		h->hooks.about(h->hooks.arg, &ab);
+		pith_buf_printf(b, "<dt>Peers</dt><dd>%zu connected</dd>\n", ab.peers);
+		pith_buf_puts(b, "<dt>Upstreams</dt><dd>");
+		for (size_t i = 0; i < ab.nupstreams && i < 16; i++) {
+			pith_buf_puts(b, i ? ", <code>" : "<code>");
+			hesc(b, ab.upstreams[i]);
+			pith_buf_puts(b, "</code>");
+		}
+		pith_buf_puts(b, ab.nupstreams ? "</dd>\n" : "none</dd>\n");
+	}
+	for (size_t i = 0; i < h->nmirrors && i < 64; i++) {
+		pith_buf_puts(b, i ? ", " : "<dt>Peer mirrors</dt><dd>");
+		pith_buf_puts(b, "<a href=\"");
+		hesc(b, h->mirrors[i].base_url);
+		pith_buf_puts(b, "/\">");
+		hesc(b, h->mirrors[i].name);
+		pith_buf_puts(b, "</a>");
+		if (i + 1 == h->nmirrors || i == 63)
+			pith_buf_puts(b, "</dd>\n");
+	}
+	pith_buf_printf(b, "<dt>Last change</dt><dd>number %llu in its change log",
+			(unsigned long long)store_changes_last(h->store));
+	if (p.n) {
+		const char *body = p.v[0].pith + PITH_NUMBER_LEN - PITH_BODY_LEN;
+		pith_buf_puts(b, " (<a href=\"");
+		hesc(b, h->base_url);
+		pith_buf_printf(b, "/pith/%s\">pith:%.8s</a>)", body, body);
+	}
+	pith_buf_puts(b, "</dd>\n</dl>\n<h2>Recently changed</h2>\n");
+	html_table(c, &p);
+	pith_buf_puts(b, "<p><a href=\"");
+	hesc(b, h->base_url);
+	pith_buf_puts(b, "/pith/\">All records &rarr;</a></p>\n<p class=\"muted\">For programs:");
+	static const char *const docs[] = {"/api/records", "/api/changes", "/pith-mirrors.json",
+					   "/pith-signing-key.json", "/healthz"};
+	for (size_t i = 0; i < sizeof(docs) / sizeof(docs[0]); i++) {
+		pith_buf_puts(b, i ? ", <a href=\"" : " <a href=\"");
+		hesc(b, h->base_url);
+		pith_buf_printf(b, "%s\">%s</a>", docs[i], docs[i]);
+	}
+	pith_buf_puts(b, ".</p>\n");
+	free(p.v);
+	html_done(c);
+}
