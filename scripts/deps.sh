@@ -4,7 +4,12 @@
 set -euo pipefail
 PKGS=(build-essential cmake pkg-config clang libclang-rt-14-dev
       libevent-dev libsodium-dev libssl-dev libmsgpack-dev librocksdb-dev
-      python3 python3-cryptography jq curl libcurl4-openssl-dev rsync wrk)
+      python3 python3-cryptography jq curl libcurl4-openssl-dev rsync wrk
+      debhelper man-db groff-base)
+# debhelper: the package test builds the .deb (dpkg-buildpackage, debian/);
+# man-db and groff-base: the man_pages test renders the pages. Not here:
+# prometheus (promtool, for metrics_names): the package starts a Prometheus
+# server when installed; that test skips its promtool half without it.
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
