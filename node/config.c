@@ -258,12 +258,19 @@ int config_load_file(node_config_t *c, const char *path, pith_err_t *err)
 	return rc;
 }
 
-int config_from_args(node_config_t *c, int argc, char **argv, int *help, pith_err_t *err)
+int config_from_args(node_config_t *c, int argc, char **argv, config_ask_t *ask,
+		     pith_err_t *err)
 {
-	*help = 0;
+	*ask = CONFIG_ASK_RUN;
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-			*help = 1;
+			*ask = CONFIG_ASK_HELP;
+			return 0;
+		}
+		/* a flag without a value, not a setting: answered before the
+		 * settings are read */
+		if (!strcmp(argv[i], "--version")) {
+			*ask = CONFIG_ASK_VERSION;
 			return 0;
 		}
 		if (!strcmp(argv[i], "--config")) {
@@ -321,7 +328,8 @@ int config_finish(node_config_t *c, pith_err_t *err)
 void config_usage(void *file)
 {
 	FILE *f = file;
-	fprintf(f, "usage: pithd [--config FILE] [--KEY VALUE]...\n\n"
+	fprintf(f, "usage: pithd [--config FILE] [--KEY VALUE]...\n"
+		   "       pithd --version | --help\n\n"
 		   "Every setting is a config file line `key = value` and a flag\n"
 		   "`--key value` (dashes or underscores); flags override the file.\n"
 		   "peer, trust_key and upstream repeat; given as flags they replace the file's.\n\n");

@@ -89,9 +89,18 @@ int config_set(node_config_t *c, const char *key, const char *value, int from_fl
 /* Reads a config file into c (over what c holds). err names file and line. */
 int config_load_file(node_config_t *c, const char *path, pith_err_t *err);
 
+/* What the command line asks of pithd besides running. */
+typedef enum config_ask {
+	CONFIG_ASK_RUN = 0,
+	CONFIG_ASK_HELP,    /* -h, --help */
+	CONFIG_ASK_VERSION, /* --version (no value: not a setting) */
+} config_ask_t;
+
 /* Applies argv: --config FILE first (if any), then every other flag over
- * it. *help is set for -h/--help. */
-int config_from_args(node_config_t *c, int argc, char **argv, int *help, pith_err_t *err);
+ * it. *ask says whether -h/--help or --version was given instead (then
+ * nothing else is read). */
+int config_from_args(node_config_t *c, int argc, char **argv, config_ask_t *ask,
+		     pith_err_t *err);
 
 /* Checks cross-field rules (data dir set, ranges that depend on each
  * other) and fills derived defaults (control path). */

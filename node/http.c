@@ -638,8 +638,8 @@ static void collect(void *arg, metrics_out_t *o)
 	metrics_out_family(o, "pith_store_bundles", METRIC_GAUGE,
 			   "Records with a verified registry bundle");
 	metrics_out_sample_u64(o, "pith_store_bundles", NULL, sc.bundles);
-	metrics_out_family(o, "pith_http_connections", METRIC_GAUGE, "HTTP connections open now");
-	metrics_out_sample_u64(o, "pith_http_connections", NULL, h->nconns);
+	metrics_out_family(o, "pith_http_connections_open", METRIC_GAUGE, "HTTP connections open now");
+	metrics_out_sample_u64(o, "pith_http_connections_open", NULL, h->nconns);
 	metrics_out_family(o, "pith_http_post_events_inflight", METRIC_GAUGE,
 			   "Events from POST /events in validation now");
 	metrics_out_sample_u64(o, "pith_http_post_events_inflight", NULL, h->inflight);

@@ -155,7 +155,7 @@ static void collect(void *arg, metrics_out_t *o)
 	size_t active = 0;
 	for (size_t i = 0; i < ban_count(n->book); i++)
 		active += ban_at(n->book, i)->until_us > now;
-	gauge(o, "pith_bans", "Addresses banned now", (double)active);
+	gauge(o, "pith_bans_active", "Addresses banned now", (double)active);
 	counter(o, "pith_bans_total", "Bans since start", s->bans);
 	metrics_out_family(o, "pith_connections_refused_total", METRIC_COUNTER,
 			   "Inbound peer connections refused, by why");

@@ -7,6 +7,7 @@
 #include "hclient.h"
 #include "log.h"
 #include "node.h"
+#include "version.h"
 
 int main(int argc, char **argv)
 {
@@ -14,14 +15,18 @@ int main(int argc, char **argv)
 	pith_err_t err = {0};
 	/* everything the node creates (store files, key, socket) is owner-only */
 	umask(0077);
-	int help = 0;
+	config_ask_t ask = CONFIG_ASK_RUN;
 	config_defaults(&cfg);
-	if (config_from_args(&cfg, argc, argv, &help, &err)) {
+	if (config_from_args(&cfg, argc, argv, &ask, &err)) {
 		fprintf(stderr, "pithd: %s\n", err.msg);
 		return 2;
 	}
-	if (help) {
+	if (ask == CONFIG_ASK_HELP) {
 		config_usage(stdout);
+		return 0;
+	}
+	if (ask == CONFIG_ASK_VERSION) {
+		pith_version_print(stdout, "pithd");
 		return 0;
 	}
 	if (config_finish(&cfg, &err)) {

@@ -112,6 +112,11 @@ int store_write_probe(store_t *st, pith_err_t *err)
 	return 0;
 }
 
+const char *store_rocksdb_version(void)
+{
+	return PITH_ROCKSDB_VERSION;
+}
+
 const char *store_outcome_name(store_outcome_t o)
 {
 	switch (o) {

@@ -95,6 +95,11 @@ typedef enum store_bundle_outcome {
 
 const char *store_outcome_name(store_outcome_t o);
 
+/* The RocksDB version the store was built against ("7.8.3"): RocksDB's C
+ * API has no run-time version, and the library's soname pins the minor
+ * version (`--version` prints it). Static text. */
+const char *store_rocksdb_version(void);
+
 /* ---- Ingest in batches ---------------------------------------------------
  * A batch gathers events and bundles and commits them as ONE WriteBatch:
  * the events, their subj and time index entries, each touched record's

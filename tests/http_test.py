@@ -734,7 +734,7 @@ print("verified bundle and %d events" % n)
         time.sleep(0.5)
         st, _, b = req("GET", "/metrics", server=s3)
         txt = b.decode()
-        assert "\npith_http_connections 1\n" in txt, re.findall(r"pith_http_conn.*", txt)
+        assert "\npith_http_connections_open 1\n" in txt, re.findall(r"pith_http_conn.*", txt)
         assert re.search(r"\npith_http_accept_paused_total [1-9]", txt)
         assert s3.stop() == 0
 
@@ -1117,7 +1117,7 @@ print("verified bundle and %d events" % n)
                 assert re.search(r'\npith_peers\{direction="in",state="ready"\} 1\n', m)
                 assert re.search(r'\npith_http_requests_total\{route="post_events",code="202"\} 2',
                                  m)
-                assert "pith_sync_peers{" in m and "pith_bans " in m
+                assert "pith_sync_peers{" in m and "pith_bans_active " in m
                 # 32 events, unflushed: in the log and the memtables
                 wal = re.search(r'\npith_store_bytes\{part="wal"\} (\d+)\n', m)
                 assert wal and int(wal.group(1)) > 32 * 1000, m[:3000]

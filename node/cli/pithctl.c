@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "err.h"
+#include "version.h"
 
 extern const cli_cmd_t cli_cmd_canon;
 extern const cli_cmd_t cli_cmd_verify;
@@ -150,7 +151,8 @@ int cli_read_file(const char *path, size_t max, pith_buf_t *out)
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: pithctl [--store DIR | --node SOCKET] [--trust-key FILE]... [--json] CMD [ARGS]\n\ncommands:\n");
+	fprintf(f, "usage: pithctl [--store DIR | --node SOCKET] [--trust-key FILE]... [--json] CMD [ARGS]\n"
+		   "       pithctl --version | --commands | --help\n\ncommands:\n");
 	for (size_t i = 0; i < NCOMMANDS; i++)
 		fprintf(f, "  %-12s %s\n", commands[i]->name, commands[i]->summary);
 	fprintf(f, "\n`pithctl CMD --help` describes one command.\n");
@@ -165,6 +167,14 @@ int main(int argc, char **argv)
 		const char *a = argv[i];
 		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
 			usage(stdout);
+			return 0;
+		} else if (!strcmp(a, "--version")) {
+			pith_version_print(stdout, "pithctl");
+			return 0;
+		} else if (!strcmp(a, "--commands")) {
+			/* the command names, one a line: bash completion reads them */
+			for (size_t c = 0; c < NCOMMANDS; c++)
+				printf("%s\n", commands[c]->name);
 			return 0;
 		} else if (!strcmp(a, "--json")) {
 			ctx.json = 1;
