@@ -146,6 +146,9 @@ def body(args, root, nodes):
         except OSError:
             pass
     ths = [threading.Thread(target=announce, args=(q,), daemon=True) for q in floods]
+    base2 = rss_mib(target.proc.pid)
+    sampler2 = Sampler(target.proc.pid)
+    sampler2.start()
     for t in ths:
         t.start()
     time.sleep(3)
@@ -154,14 +157,17 @@ def body(args, root, nodes):
     time.sleep(5)
     st2 = target.status()
     stop2.set()
+    sampler2.stop.set()
     for t in ths:
         t.join(5)
     assert target.alive(), "the target died"
     assert lat2 < 5, "honest event took %.1f s during the announce flood" % lat2
+    assert sampler2.peak < base2 + 256, "RSS %.0f MiB, baseline %.0f" % (sampler2.peak, base2)
     print("2. five peers announcing ids they never serve: honest event stored in %.2f s; "
-          "dropped %d announcements, %d requests timed out, %d bans"
-          % (lat2, st2["stats"]["pending_dropped"], st2["stats"]["fetch_timeouts"],
-             st2["stats"]["bans"]))
+          "peak RSS %.0f MiB (baseline %.0f); dropped %d announcements, %d requests timed "
+          "out, %d bans"
+          % (lat2, sampler2.peak, base2, st2["stats"]["pending_dropped"],
+             st2["stats"]["fetch_timeouts"], st2["stats"]["bans"]))
     del cfg, pending
 
     # 6. "list everything", again and again
@@ -188,6 +194,11 @@ def body(args, root, nodes):
                 got[0] += len(m[2])
     rd = threading.Thread(target=drain, daemon=True)
     rd.start()
+    base6 = rss_mib(target.proc.pid)
+    sampler6 = Sampler(target.proc.pid)
+    sampler6.start()
+    lat6 = []
+    threading.Timer(4, lambda: lat6.append(honest_latency(friend, target, honest[3]))).start()
     sent, session, t0 = 0, 1, time.time()
     first = b"\x01\x01" + os.urandom(16) + b"\x00\x02\x00"  # +inf: LIST of nothing
     try:
@@ -200,14 +211,19 @@ def body(args, root, nodes):
         pass
     time.sleep(1)
     stop3.set()
+    sampler6.stop.set()
     rd.join(5)
+    assert lat6 and lat6[0] < 5, "honest event during the RECON loop: %s" % lat6
+    assert sampler6.peak < base6 + 256, "RSS %.0f MiB, baseline %.0f" % (sampler6.peak, base6)
     listing = 32 * items + (1 << 20)
     assert target.alive(), "the target died"
     assert got[0] <= listing + 4 * sent + 300000, (got[0], listing, sent)
     sy = target.status()["sync"]
     print("6. %d sessions of \"list everything\" (%d bytes sent) in 10 s: the node answered "
-          "%d bytes (one listing of %d items is %d; allowed %d + 4 x %d), %d answers held"
-          % (session // 2, sent, got[0], items, 32 * items, listing, sent, sy["credit_holds"]))
+          "%d bytes (one listing of %d items is %d; allowed %d + 4 x %d), %d answers held; "
+          "peak RSS %.0f MiB (baseline %.0f); an honest event stored in %.2f s"
+          % (session // 2, sent, got[0], items, 32 * items, listing, sent, sy["credit_holds"],
+             sampler6.peak, base6, lat6[0]))
 
 
 def main():
