@@ -35,6 +35,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from pithtest import (run_test, PING, PONG, PEERS, PEERS_REQ, RawPeer, Node,  # noqa: E402
                       frame, msg, wait_for)
+from adversarial_relay_test import Sampler, rss_mib  # noqa: E402
 
 NET = "pith-attack"
 
@@ -173,6 +174,11 @@ def body(args, root, nodes):
         target.addr, ", ".join(h.addr for h in honest),
         ", ".join(b[h.addr]["table"] for h in honest)))
 
+    # the target's memory, from here to the end of the attacks
+    base_rss = rss_mib(target.proc.pid)
+    sampler = Sampler(target.proc.pid)
+    sampler.start()
+
     # ---- 3. poisoning --------------------------------------------------------
     lst = Listener()
     stop = threading.Event()
@@ -300,6 +306,9 @@ def body(args, root, nodes):
     assert full_lines == 1
     RESULTS["bans"] = (len(running), evicted, refused)
 
+    sampler.stop.set()
+    assert sampler.peak < base_rss + 256, "RSS %.0f MiB, baseline %.0f" % (sampler.peak, base_rss)
+    log("peak RSS during the attacks %.0f MiB (baseline %.0f)" % (sampler.peak, base_rss))
     assert target.alive()
     assert target.stop() == 0
     log("addrbook attack test passed in %.1f s" % (time.time() - t_start))
