@@ -210,7 +210,7 @@ void html_escape(pith_buf_t *out, const char *s, size_t n)
 	}
 }
 
-static void hesc(pith_buf_t *out, const char *s)
+void html_text(pith_buf_t *out, const char *s)
 {
 	if (s)
 		html_escape(out, s, strlen(s));
@@ -269,10 +269,10 @@ static void html_link(pith_buf_t *b, http_t *h, const char *path_fmt, const char
 	char path[300];
 	snprintf(path, sizeof(path), path_fmt, body);
 	pith_buf_puts(b, "<a href=\"");
-	hesc(b, h->base_url);
-	hesc(b, path);
+	html_text(b, h->base_url);
+	html_text(b, path);
 	pith_buf_puts(b, "\">");
-	hesc(b, text);
+	html_text(b, text);
 	pith_buf_puts(b, "</a>");
 }
 
@@ -286,41 +286,41 @@ static void page_html(http_ctx_t *c, const rec_t *r)
 			 "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
 			 "<title>");
 	if (title && *title) {
-		hesc(b, title);
+		html_text(b, title);
 		pith_buf_puts(b, " &middot; ");
 	}
-	hesc(b, r->short_num);
+	html_text(b, r->short_num);
 	pith_buf_puts(b, "</title>\n<style>body{font:16px/1.5 system-ui,sans-serif;max-width:52rem;"
 			 "margin:2rem auto;padding:0 1rem;color:#222}code,pre{font:14px ui-monospace,"
 			 "monospace}pre{white-space:pre-wrap;word-break:break-all;background:#f4f4f4;"
 			 "padding:.75rem}dt{font-weight:600}.muted{color:#666}</style></head>\n<body>\n"
 			 "<p class=\"muted\">Pith Number</p>\n<h1>");
-	hesc(b, r->short_num);
+	html_text(b, r->short_num);
 	pith_buf_puts(b, "</h1>\n<p><code>");
-	hesc(b, r->pith);
+	html_text(b, r->pith);
 	pith_buf_puts(b, "</code></p>\n");
 	if (title && *title) {
 		pith_buf_puts(b, "<h2>");
-		hesc(b, title);
+		html_text(b, title);
 		pith_buf_puts(b, "</h2>\n");
 	}
 	const char *authors = rec_paper_str(r, "authors_text");
 	if (authors && *authors) {
 		pith_buf_puts(b, "<p>");
-		hesc(b, authors);
+		html_text(b, authors);
 		pith_buf_puts(b, "</p>\n");
 	}
 	const json_value_t *md = json_get_type(r->record, "metadata", JSON_OBJECT);
 	const char *kind = json_get_str(r->source, "kind"), *sid = json_get_str(r->source, "id");
 	if (kind && sid) {
 		pith_buf_puts(b, "<p>");
-		hesc(b, kind);
+		html_text(b, kind);
 		pith_buf_puts(b, ":");
-		hesc(b, sid);
+		html_text(b, sid);
 		const json_value_t *ver = json_get_type(r->source, "version", JSON_INT);
 		if (ver) {
 			pith_buf_puts(b, " v");
-			hesc(b, ver->u.str);
+			html_text(b, ver->u.str);
 		}
 		const char *sub = json_get_str(md, "submitted_at");
 		if (sub && strlen(sub) >= 10) {
@@ -330,13 +330,13 @@ static void page_html(http_ctx_t *c, const rec_t *r)
 		const char *cat = json_get_str(md, "primary_cat");
 		if (cat) {
 			pith_buf_puts(b, " &middot; ");
-			hesc(b, cat);
+			html_text(b, cat);
 		}
 		const json_value_t *cc = json_get_type(md, "cross_cats_sorted", JSON_ARRAY);
 		for (size_t i = 0; cc && i < cc->len && i < 32; i++)
 			if (json_is(cc->u.items[i], JSON_STRING)) {
 				pith_buf_puts(b, " &middot; ");
-				hesc(b, cc->u.items[i]->u.str);
+				html_text(b, cc->u.items[i]->u.str);
 			}
 		pith_buf_puts(b, "</p>\n");
 	}
@@ -377,14 +377,14 @@ static void page_html(http_ctx_t *c, const rec_t *r)
 			if (!v)
 				continue;
 			pith_buf_printf(b, "<dt>%s</dt><dd><code>", rk[i][1]);
-			hesc(b, v);
+			html_text(b, v);
 			pith_buf_puts(b, "</code></dd>");
 		}
 		pith_buf_puts(b, "</dl>\n");
 	}
 	if (r->canon_hex) {
 		pith_buf_puts(b, "<h3>Canonical hash</h3>\n<p><code>");
-		hesc(b, r->canon_hex);
+		html_text(b, r->canon_hex);
 		pith_buf_puts(b, "</code></p>\n");
 	}
 	pith_buf_puts(b, "<h3>Aliases</h3>\n<p>");
@@ -397,43 +397,43 @@ static void page_html(http_ctx_t *c, const rec_t *r)
 				continue;
 			pith_buf_puts(b, first ? "" : " &middot; ");
 			first = 0;
-			hesc(b, k);
+			html_text(b, k);
 			pith_buf_puts(b, ": ");
-			hesc(b, v);
+			html_text(b, v);
 		}
 	} else {
 		for (int i = 0; i < r->nderived; i++) {
 			pith_buf_puts(b, first ? "" : " &middot; ");
 			first = 0;
-			hesc(b, r->derived[i].kind);
+			html_text(b, r->derived[i].kind);
 			pith_buf_puts(b, ": ");
-			hesc(b, r->derived[i].value);
+			html_text(b, r->derived[i].value);
 		}
 	}
 	pith_buf_puts(b, first ? "none known</p>\n" : "</p>\n");
 	pith_buf_puts(b, "<h3>Merged state on this mirror</h3>\n<p><code>");
-	hesc(b, r->state_sha);
+	html_text(b, r->state_sha);
 	const json_value_t *ec = json_get_type(r->state, "event_count", JSON_INT);
 	const json_value_t *iv = json_get_type(r->state, "invalid_event_count", JSON_INT);
 	const json_value_t *eq = json_get_type(r->state, "equivocation_count", JSON_INT);
 	pith_buf_puts(b, "</code><br>events: ");
-	hesc(b, ec ? ec->u.str : "?");
+	html_text(b, ec ? ec->u.str : "?");
 	pith_buf_puts(b, ", invalid: ");
-	hesc(b, iv ? iv->u.str : "?");
+	html_text(b, iv ? iv->u.str : "?");
 	pith_buf_puts(b, ", equivocations: ");
-	hesc(b, eq ? eq->u.str : "?");
+	html_text(b, eq ? eq->u.str : "?");
 	pith_buf_puts(b, "</p>\n");
 	if (r->record) {
 		pith_buf_puts(b, "<h3>Verify this Pith Number yourself</h3>\n<pre>curl -sH "
 				 "'Accept: application/ld+json' ");
-		hesc(b, h->base_url);
+		html_text(b, h->base_url);
 		pith_buf_puts(b, "/pith/");
-		hesc(b, r->body);
+		html_text(b, r->body);
 		pith_buf_puts(b, " \\\n  | jq -c '.canonical_record' \\\n  | python3 -c \"import sys,json,"
 				 "hashlib; b=json.dumps(json.loads(sys.stdin.read()), sort_keys=True, "
 				 "separators=(',',':'), ensure_ascii=False).encode(); "
 				 "print(hashlib.sha256(b).hexdigest())\"\n# expect: ");
-		hesc(b, r->canon_hex);
+		html_text(b, r->canon_hex);
 		pith_buf_puts(b, "</pre>\n<h3>Canonical record JSON</h3>\n<pre>");
 		pith_buf_t *t = &h->tmp2;
 		pith_buf_reset(t);
@@ -446,7 +446,7 @@ static void page_html(http_ctx_t *c, const rec_t *r)
 		pith_buf_puts(b, "</pre>\n");
 	}
 	pith_buf_puts(b, "<p class=\"muted\">Served by the mirror ");
-	hesc(b, h->name);
+	html_text(b, h->name);
 	pith_buf_puts(b, " from its own store: the state above is its own deterministic merge of "
 			 "the signed events it holds.</p>\n</body></html>\n");
 	if (b->oom) {
