@@ -7,6 +7,7 @@
 
 #include "http_int.h"
 #include "json.h"
+#include "search.h"
 
 /* ---- /pith/{ID}: JSON-LD or HTML --------------------------------------------------- */
 
@@ -276,6 +277,193 @@ static void html_link(pith_buf_t *b, http_t *h, const char *path_fmt, const char
 	pith_buf_puts(b, "</a>");
 }
 
+/* The verification status in words, as the registry's badges say it:
+ * what the record has and what it still lacks. */
+static void page_status(pith_buf_t *b, const rec_t *r)
+{
+	struct {
+		const char *list, *yes, *no;
+	} st[] = {
+		{"author_attestations", "author attested", "not attested"},
+		{"timestamp_anchors", "anchored", "not anchored"},
+		{"storage_attestations", "stored", "not stored"},
+	};
+	pith_buf_puts(b, "<p class=\"status\">");
+	if (r->canon_hex)
+		pith_buf_puts(b, "<span class=\"ok\">content-addressed</span> ");
+	const char *sig = json_get_str(r->receipt, "signature_status");
+	if (sig) {
+		pith_buf_puts(b, "<span class=\"ok\">registry receipt (");
+		html_text(b, sig);
+		pith_buf_puts(b, ")</span> ");
+	}
+	for (size_t i = 0; i < sizeof(st) / sizeof(st[0]); i++) {
+		int has = rec_list_len(r, st[i].list) > 0;
+		pith_buf_printf(b, "<span class=\"%s\">%s</span> ", has ? "ok" : "no",
+				has ? st[i].yes : st[i].no);
+	}
+	pith_buf_printf(b, "<span class=\"%s\">%s</span></p>\n", r->snap ? "ok" : "no",
+			r->snap ? "graph snapshot" : "no graph snapshot");
+}
+
+/* The paper (arXiv, DOI) and every document of the record. */
+static void page_links(pith_buf_t *b, http_t *h, const rec_t *r)
+{
+	const char *arxiv = rec_alias(r, "arxiv_version");
+	const char *doi = rec_alias(r, "doi");
+	if (!arxiv)
+		arxiv = rec_alias(r, "arxiv");
+	pith_buf_puts(b, "<p class=\"links\">");
+	if (arxiv) {
+		pith_buf_puts(b, "<a href=\"https://arxiv.org/abs/");
+		html_text(b, arxiv);
+		pith_buf_puts(b, "\">arXiv</a> ");
+	}
+	if (doi) {
+		pith_buf_puts(b, "<a href=\"https://doi.org/");
+		html_text(b, doi);
+		pith_buf_puts(b, "\">DOI</a> ");
+	}
+	static const char *const docs[][2] = {
+		{"/pith/%s.json", "JSON"},
+		{"/pith/%s/bundle.json", "Open Graph bundle"},
+		{"/pith/%s/state.json", "Merged state"},
+		{"/api/pith-number/%s/events.json", "Events JSON"},
+		{"/api/pith-number/%s/graph.json", "Graph JSON"},
+		{"/api/pith-number/resolve?pith=%s&json=true", "Resolver JSON"},
+	};
+	for (size_t i = 0; i < sizeof(docs) / sizeof(docs[0]); i++) {
+		html_link(b, h, docs[i][0], r->body, docs[i][1]);
+		pith_buf_putc(b, ' ');
+	}
+	html_link(b, h, "/pith-signing-key.json%s", "", "Signing key");
+	pith_buf_puts(b, " <a href=\"https://pith.science/schemas/pith-number/v1.json\">Schema</a></p>\n");
+}
+
+/* The abstract, when the graph snapshot's paper carries one. */
+static void page_abstract(pith_buf_t *b, const rec_t *r)
+{
+	const char *abs = rec_paper_str(r, "abstract");
+	if (!abs || !*abs)
+		abs = rec_paper_str(r, "abstract_excerpt");
+	if (!abs || !*abs)
+		return;
+	pith_buf_puts(b, "<h3>Abstract</h3>\n<p class=\"abstract\">");
+	html_text(b, abs);
+	pith_buf_puts(b, "</p>\n");
+}
+
+/* The LaTeX snippet and a link to embed (the mirror has no badge image:
+ * the registry's badge route is not published). */
+static void page_cite(pith_buf_t *b, http_t *h, const rec_t *r)
+{
+	pith_buf_puts(b, "<h3>Add to your LaTeX paper</h3>\n<pre>\\usepackage{pith}\n\\pithnumber{");
+	html_text(b, r->body);
+	pith_buf_puts(b, "}</pre>\n<p class=\"muted\">Prints a linked badge after your title and "
+			 "injects PDF metadata (the registry's <code>pith</code> package).</p>\n"
+			 "<h3>Embed a link to this record</h3>\n<pre>");
+	pith_buf_t *t = &h->tmp;
+	pith_buf_reset(t);
+	pith_buf_puts(t, "<a href=\"");
+	pith_buf_puts(t, h->base_url);
+	pith_buf_printf(t, "/pith/%s\">%s</a>\n[%s](", r->body, r->short_num, r->short_num);
+	pith_buf_puts(t, h->base_url);
+	pith_buf_printf(t, "/pith/%s)", r->body);
+	if (!t->oom)
+		html_escape(b, (const char *)t->data, t->len);
+	pith_buf_puts(b, "</pre>\n");
+}
+
+/* The registry's completeness list: what the record has, what is open. */
+static void page_completeness(http_ctx_t *c, const rec_t *r)
+{
+	http_t *h = c->h;
+	pith_buf_t *b = c->body;
+	static const char *const lists[][3] = {
+		{"timestamp_anchors", "Bitcoin timestamp", "anchor"},
+		{"storage_attestations", "Internet Archive", "storage attestation"},
+		{"author_attestations", "Author claim", "author attestation"},
+		{"citation_signatures", "Citations", "citation signature"},
+		{"replication_records", "Replications", "replication record"},
+	};
+	pith_buf_puts(b, "<h3>Record completeness</h3>\n<ol class=\"complete\">\n");
+	for (size_t i = 0; i < sizeof(lists) / sizeof(lists[0]); i++) {
+		size_t n = rec_list_len(r, lists[i][0]);
+		if (n)
+			pith_buf_printf(b, "<li>&#10003; %s: %zu %s%s</li>\n", lists[i][1], n, lists[i][2],
+					n == 1 ? "" : "s");
+		else
+			pith_buf_printf(b, "<li>%s: open</li>\n", lists[i][1]);
+	}
+	char built[STORE_BUILT_AT_MAX + 1];
+	if (!store_built_at_get(h->store, r->pith, built, NULL)) {
+		pith_buf_puts(b, "<li>&#10003; Portable graph bundle live (built ");
+		html_text(b, built);
+		pith_buf_puts(b, ") &middot; ");
+		html_link(b, h, "/pith/%s/bundle.json", r->body, "download bundle");
+	} else {
+		pith_buf_puts(b, "<li>Portable graph bundle: none on this mirror yet");
+	}
+	pith_buf_puts(b, " &middot; ");
+	html_link(b, h, "/pith/%s/state.json", r->body, "merged state");
+	pith_buf_printf(b, "</li>\n</ol>\n<p class=\"muted\">Also: %zu corrections, %zu graph "
+			   "snapshots, %zu mirror hints. The bundle contains the canonical record "
+			   "plus signed events. A mirror can host it anywhere and recompute the same "
+			   "current state with the deterministic merge algorithm.</p>\n",
+			rec_list_len(r, "corrections"), rec_list_len(r, "graph_snapshots"),
+			rec_list_len(r, "mirror_hints"));
+}
+
+#define CITED_BY_SHOWN 20
+
+typedef struct cited {
+	http_ctx_t *c;
+} cited_t;
+
+static int cited_line(void *arg, const search_hit_t *hit)
+{
+	cited_t *k = arg;
+	pith_buf_t *b = k->c->body;
+	const char *body = hit->pith + PITH_NUMBER_LEN - PITH_BODY_LEN;
+	pith_buf_puts(b, "<li>");
+	html_link(b, k->c->h, "/pith/%s", body,
+		  hit->title && *hit->title ? hit->title : hit->pith);
+	pith_buf_puts(b, "</li>\n");
+	return 0;
+}
+
+/* "Cited by": the records whose applied citation_signature events name
+ * this one, from the search index's citation table (search.h). */
+static void page_cited_by(http_ctx_t *c, const rec_t *r)
+{
+	pith_buf_t *b = c->body;
+	pith_buf_puts(b, "<h3>Cited by</h3>\n");
+	if (!c->h->o.search) {
+		pith_buf_puts(b, "<p class=\"muted\">Not known: this mirror keeps no search index."
+				 "</p>\n");
+		return;
+	}
+	size_t total = 0;
+	pith_err_t err = {0};
+	pith_buf_t *mark = b;
+	size_t at = mark->len;
+	pith_buf_puts(b, "<ul class=\"cited\">\n");
+	cited_t k = {.c = c};
+	if (search_cited_by(c->h->o.search, r->pith, CITED_BY_SHOWN, cited_line, &k, &total, &err)) {
+		mark->len = at;
+		pith_buf_puts(b, "<p class=\"muted\">Not known: the search index failed.</p>\n");
+		return;
+	}
+	if (!total) {
+		mark->len = at;
+		pith_buf_puts(b, "<p>No record on this mirror cites it yet.</p>\n");
+		return;
+	}
+	pith_buf_puts(b, "</ul>\n");
+	pith_buf_printf(b, "<p class=\"muted\">%zu paper%s on this mirror%s.</p>\n", total,
+			total == 1 ? "" : "s", total > CITED_BY_SHOWN ? " (the first 20 shown)" : "");
+}
+
 static void page_html(http_ctx_t *c, const rec_t *r)
 {
 	http_t *h = c->h;
@@ -293,7 +481,12 @@ static void page_html(http_ctx_t *c, const rec_t *r)
 	pith_buf_puts(b, "</title>\n<style>body{font:16px/1.5 system-ui,sans-serif;max-width:52rem;"
 			 "margin:2rem auto;padding:0 1rem;color:#222}code,pre{font:14px ui-monospace,"
 			 "monospace}pre{white-space:pre-wrap;word-break:break-all;background:#f4f4f4;"
-			 "padding:.75rem}dt{font-weight:600}.muted{color:#666}</style></head>\n<body>\n"
+			 "padding:.75rem}dt{font-weight:600}.muted{color:#666}a{color:#0645ad}"
+			 ".status span{display:inline-block;margin:0 .3rem .3rem 0;padding:.1rem .5rem;"
+			 "border-radius:1rem;font-size:14px;background:#eee}.status .ok{background:#dff3e4}"
+			 ".links a{display:inline-block;margin:0 .8rem .3rem 0}"
+			 "@media (max-width:40rem){body{margin:1rem auto}h1{font-size:1.6rem}}"
+			 "</style></head>\n<body>\n"
 			 "<p class=\"muted\">Pith Number</p>\n<h1>");
 	html_text(b, r->short_num);
 	pith_buf_puts(b, "</h1>\n<p><code>");
@@ -340,30 +533,12 @@ static void page_html(http_ctx_t *c, const rec_t *r)
 			}
 		pith_buf_puts(b, "</p>\n");
 	}
-	pith_buf_puts(b, "<p>");
-	html_link(b, h, "/pith/%s.json", r->body, "JSON");
-	pith_buf_puts(b, " &middot; ");
-	html_link(b, h, "/pith/%s/bundle.json", r->body, "Open Graph bundle");
-	pith_buf_puts(b, " &middot; ");
-	html_link(b, h, "/pith/%s/state.json", r->body, "Merged state");
-	pith_buf_puts(b, " &middot; ");
-	html_link(b, h, "/api/pith-number/%s/events.json", r->body, "Events JSON");
-	pith_buf_puts(b, " &middot; ");
-	html_link(b, h, "/api/pith-number/%s/graph.json", r->body, "Graph JSON");
-	pith_buf_puts(b, "</p>\n<h3>Record completeness</h3>\n<ul>\n");
-	static const char *const lists[][2] = {
-		{"timestamp_anchors", "Timestamp anchors"},
-		{"storage_attestations", "Storage attestations"},
-		{"author_attestations", "Author attestations"},
-		{"citation_signatures", "Citation signatures"},
-		{"replication_records", "Replication records"},
-		{"corrections", "Corrections"},
-		{"graph_snapshots", "Graph snapshots"},
-		{"mirror_hints", "Mirror hints"},
-	};
-	for (size_t i = 0; i < sizeof(lists) / sizeof(lists[0]); i++)
-		pith_buf_printf(b, "<li>%s: %zu</li>\n", lists[i][1], rec_list_len(r, lists[i][0]));
-	pith_buf_puts(b, "</ul>\n");
+	page_status(b, r);
+	page_links(b, h, r);
+	page_abstract(b, r);
+	page_cite(b, h, r);
+	page_completeness(c, r);
+	page_cited_by(c, r);
 	if (r->receipt) {
 		pith_buf_puts(b, "<h3>Receipt and verification</h3>\n<dl>");
 		static const char *const rk[][2] = {
@@ -378,6 +553,17 @@ static void page_html(http_ctx_t *c, const rec_t *r)
 				continue;
 			pith_buf_printf(b, "<dt>%s</dt><dd><code>", rk[i][1]);
 			html_text(b, v);
+			pith_buf_puts(b, "</code>");
+			if (!strcmp(rk[i][0], "key_id")) {
+				pith_buf_puts(b, " &middot; ");
+				html_link(b, h, "/pith-signing-key.json%s", "", "public key");
+			}
+			pith_buf_puts(b, "</dd>");
+		}
+		const char *sv = json_get_str(r->record, "schema_version");
+		if (sv) {
+			pith_buf_puts(b, "<dt>Schema</dt><dd><code>pith-number/v");
+			html_text(b, sv);
 			pith_buf_puts(b, "</code></dd>");
 		}
 		pith_buf_puts(b, "</dl>\n");

@@ -454,6 +454,62 @@ def run_search_cases(ctx):
         assert get("/search?q=" + "x" * 300, status=400)
 
 
+    @case("record page: status in words, links, LaTeX snippet, embed, completeness, abstract")
+    def _():
+        h, body = get("/pith/" + AR7B_BODY)
+        page = body.decode()
+        for want in ("content-addressed", "registry receipt (signed_v1)", "not attested",
+                     "not anchored", "not stored", "graph snapshot",
+                     'href="https://arxiv.org/abs/2401.14489v2"',
+                     'href="https://doi.org/10.48550/arxiv.2401.14489"',
+                     "/pith/%s/bundle.json" % AR7B_BODY, "/pith/%s/state.json" % AR7B_BODY,
+                     "/api/pith-number/%s/events.json" % AR7B_BODY,
+                     "/api/pith-number/%s/graph.json" % AR7B_BODY,
+                     "/api/pith-number/resolve?pith=%s&amp;json=true" % AR7B_BODY,
+                     "/pith-signing-key.json\">Signing key", "public key</a>",
+                     "\\usepackage{pith}\n\\pithnumber{%s}" % AR7B_BODY,
+                     "Embed a link", "&lt;a href=&quot;", "[pith:AR7B3DEV](",
+                     "Record completeness", "Bitcoin timestamp: open", "Internet Archive: open",
+                     "Author claim: open", "Citations: open", "Replications: open",
+                     "Portable graph bundle live (built 2026-08-04T06:52:48Z)",
+                     "Cited by", "Receipt and verification", "pith-number/v1.0",
+                     "Verify this Pith Number yourself", "Canonical record JSON",
+                     "Stella Biderman", 'name="viewport"', "@media"):
+            assert want in page, (want, page[:3000])
+        assert "<script" not in page
+        links = re.findall(r'href="([^"]+)"', page)
+        base = "http://127.0.0.1:%d" % S.port
+        for u in links:
+            if u.startswith(base):  # every link of the mirror's own answers
+                st, _, _ = req("GET", html.unescape(u[len(base):]))
+                assert st == 200, (u, st)
+
+    @case("record page: the abstract, and 'Cited by' kept current from citation events")
+    def _():
+        a, b, c, d = ctx["search"]
+        page = get("/pith/" + a[-26:])[1].decode()
+        assert "<h3>Abstract</h3>" in page and "An abstract about Quokka Habitats" in page
+        def cited_count(pg):
+            m = re.search(r"(\d+) papers? on this mirror", pg)
+            assert m or "No record on this mirror cites it yet" in pg, pg
+            return int(m.group(1)) if m else 0
+        before = cited_count(page)
+        post_event(ctx, b, "citation_signature", a, "2031-03-05T00:00:00Z",
+                   {"relationship": "cites", "context": "<b>see</b>"})
+        post_event(ctx, c, "citation_signature", "https://arxiv.org/abs/2401.14489v2",
+                   "2031-03-05T00:00:01Z", {"relationship": "cites"})
+        deadline = time.time() + 10
+        while "Dense Retrieval for Libraries" not in page and time.time() < deadline:
+            time.sleep(0.1)
+            page = get("/pith/" + a[-26:])[1].decode()
+        cited = page[page.index("<h3>Cited by</h3>"):]
+        assert "Dense Retrieval for Libraries" in cited and cited_count(cited) == before + 1, cited
+        assert "/pith/" + b[-26:] in cited
+        # a pasted-URL target resolves to the record it names
+        page = get("/pith/" + AR7B_BODY)[1].decode()
+        assert "Quokka Quokka Population Models" in page[page.index("<h3>Cited by</h3>"):]
+
+
 def records_all(limit, between=None):
     """Pages /api/records to the end; between(i) runs after page i."""
     out, cur, i = [], None, 0
