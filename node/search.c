@@ -572,38 +572,56 @@ int search_query(search_t *s, const char *q, size_t limit, size_t offset, search
 				    SEARCH_OFFSET_MAX);
 	if ((rc = build_match(q, &m, err)))
 		goto out;
-	if (sqlite3_prepare_v2(s->r,
-			       "SELECT r.pith, f.title, f.authors, f.primary_cat, f.cats, f.submitted_at,"
-			       " f.rank FROM fts f JOIN rec r ON r.id = f.rowid WHERE fts MATCH ?1"
-			       " ORDER BY f.rank LIMIT ?2 OFFSET ?3", -1, &st, NULL) != SQLITE_OK) {
-		rc = db_fail(err, s->r, "query");
-		goto out;
-	}
-	sqlite3_bind_text(st, 1, (const char *)m.data, -1, SQLITE_STATIC);
-	sqlite3_bind_int64(st, 2, (int64_t)limit + 1);
-	sqlite3_bind_int64(st, 3, (int64_t)offset);
-	int64_t deadline = mono_us() + SEARCH_BUDGET_MS * 1000;
-	sqlite3_progress_handler(s->r, 1000, past_deadline, &deadline);
-	size_t n = 0;
-	int step;
-	while ((step = sqlite3_step(st)) == SQLITE_ROW) {
-		if (n++ == limit) {
-			if (more)
-				*more = 1;
-			break;
+	/* ranked first; a word so common that ranking every match would run
+	 * past the ranked budget (a category over the whole store) is
+	 * answered unranked: the matches in index order, newest first, which
+	 * stop at the limit (score 0) */
+	int64_t start = mono_us();
+	for (int ranked = 1; ranked >= 0; ranked--) {
+		const char *sql = ranked
+			? "SELECT r.pith, f.title, f.authors, f.primary_cat, f.cats, f.submitted_at,"
+			  " f.rank FROM fts f JOIN rec r ON r.id = f.rowid WHERE fts MATCH ?1"
+			  " ORDER BY f.rank LIMIT ?2 OFFSET ?3"
+			: "SELECT r.pith, f.title, f.authors, f.primary_cat, f.cats, f.submitted_at,"
+			  " 0 FROM fts f JOIN rec r ON r.id = f.rowid WHERE fts MATCH ?1"
+			  " ORDER BY f.rowid DESC LIMIT ?2 OFFSET ?3";
+		sqlite3_finalize(st);
+		st = NULL;
+		if (sqlite3_prepare_v2(s->r, sql, -1, &st, NULL) != SQLITE_OK) {
+			rc = db_fail(err, s->r, "query");
+			goto out;
 		}
-		search_hit_t h;
-		hit_of(st, &h);
-		h.score = sqlite3_column_double(st, 6);
-		if (fn(arg, &h))
-			break;
+		sqlite3_bind_text(st, 1, (const char *)m.data, -1, SQLITE_STATIC);
+		sqlite3_bind_int64(st, 2, (int64_t)limit + 1);
+		sqlite3_bind_int64(st, 3, (int64_t)offset);
+		int64_t deadline = start + (ranked ? SEARCH_RANKED_MS : SEARCH_BUDGET_MS) * 1000;
+		sqlite3_progress_handler(s->r, 1000, past_deadline, &deadline);
+		size_t n = 0;
+		int step;
+		/* rows are handed out only once the ranked query is done: an
+		 * interrupted one must not have called fn */
+		while ((step = sqlite3_step(st)) == SQLITE_ROW) {
+			if (n++ == limit) {
+				if (more)
+					*more = 1;
+				break;
+			}
+			search_hit_t h;
+			hit_of(st, &h);
+			h.score = sqlite3_column_double(st, 6);
+			if (fn(arg, &h))
+				break;
+		}
+		sqlite3_progress_handler(s->r, 0, NULL, NULL);
+		if (step == SQLITE_INTERRUPT && ranked && !n)
+			continue;
+		if (step == SQLITE_INTERRUPT)
+			rc = pith_err_set(err, PITH_EIO, "the query took longer than %d ms: add words "
+					  "to narrow it", SEARCH_BUDGET_MS);
+		else if (step != SQLITE_ROW && step != SQLITE_DONE)
+			rc = db_fail(err, s->r, "query");
+		break;
 	}
-	sqlite3_progress_handler(s->r, 0, NULL, NULL);
-	if (step == SQLITE_INTERRUPT)
-		rc = pith_err_set(err, PITH_EIO, "the query took longer than %d ms: add words to "
-				  "narrow it", SEARCH_BUDGET_MS);
-	else if (step != SQLITE_ROW && step != SQLITE_DONE)
-		rc = db_fail(err, s->r, "query");
 out:
 	sqlite3_finalize(st);
 	pith_buf_release(&m);

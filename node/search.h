@@ -30,6 +30,7 @@ typedef struct search search_t;
 #define SEARCH_TERMS_MAX 12     /* words of a query; more: refused */
 #define SEARCH_LIMIT_MAX 100    /* hits in one answer; more: cut */
 #define SEARCH_OFFSET_MAX 1000  /* offset + limit; deeper: refused */
+#define SEARCH_RANKED_MS 50     /* ranking longer than this: answered unranked */
 #define SEARCH_BUDGET_MS 200    /* a query running longer is interrupted */
 
 /* Opens (creating if needed) the index at path over st (borrowed; it must
@@ -68,7 +69,9 @@ typedef struct search_hit {
 typedef int (*search_hit_fn)(void *arg, const search_hit_t *hit);
 
 /* Ranked search (bm25; a title word weighs 10, an author's 4, a category
- * 2). q: words, each matched as a whole token (quoted: FTS5 syntax in q
+ * 2). A query whose ranking would take more than SEARCH_RANKED_MS (a word
+ * most records hold) is answered unranked instead: matches newest indexed
+ * first, score 0. q: words, each matched as a whole token (quoted: FTS5 syntax in q
  * means nothing); "cat:X" (also "category:X") matches category X only;
  * "author:X" an author's name only. Every word must match. Calls fn for
  * hits offset .. offset + limit - 1 (limit cut to SEARCH_LIMIT_MAX);
