@@ -52,7 +52,7 @@ int64_t http_now_us(void)
 static const char *const route_names[HTTP_NROUTES] = {
 	"page", "record", "bundle", "well_known_bundle", "state", "events", "graph",
 	"resolve", "mirrors", "post_events", "metrics", "healthz", "changes", "signing_key", "home",
-	"list", "records_api", "other",
+	"list", "records_api", "search", "search_api", "other",
 };
 
 const char *http_route_name(http_route_t r)
@@ -412,6 +412,8 @@ static http_route_t route_match(const http_target_t *t, char *id, size_t idcap, 
 			return ROUTE_METRICS;
 		if (!strcmp(s[0], "healthz"))
 			return ROUTE_HEALTHZ;
+		if (!strcmp(s[0], "search"))
+			return ROUTE_SEARCH;
 		return ROUTE_OTHER;
 	}
 	if (!strcmp(s[0], "pith")) {
@@ -442,6 +444,8 @@ static http_route_t route_match(const http_target_t *t, char *id, size_t idcap, 
 		return ROUTE_CHANGES;
 	if (n == 2 && !strcmp(s[0], "api") && !strcmp(s[1], "records"))
 		return ROUTE_RECORDS;
+	if (n == 2 && !strcmp(s[0], "api") && !strcmp(s[1], "search"))
+		return ROUTE_SEARCH_API;
 	if (!strcmp(s[0], "api") && !strcmp(s[1], "pith-number")) {
 		if (n == 3 && !strcmp(s[2], "resolve"))
 			return ROUTE_RESOLVE;
@@ -468,6 +472,8 @@ static int route_run(http_ctx_t *c, const char *id)
 	case ROUTE_HOME: view_home(c); return 0;
 	case ROUTE_LIST: view_records_html(c); return 0;
 	case ROUTE_RECORDS: view_records_json(c); return 0;
+	case ROUTE_SEARCH: view_search_html(c); return 0;
+	case ROUTE_SEARCH_API: view_search_json(c); return 0;
 	case ROUTE_RESOLVE: return view_resolve(c);
 	case ROUTE_METRICS: view_metrics(c); return 0;
 	case ROUTE_HEALTHZ: view_healthz(c); return 0;

@@ -56,6 +56,9 @@ typedef struct http_opts {
 				    * record waits for it (0: the hook is not asked) */
 	const char *node_id;       /* shown on "/" (copied; NULL: not shown) */
 	const char *network_id;    /* the same */
+	struct search *search;     /* the search index (search.h), borrowed: /search,
+				    * /api/search and the record page's "Cited
+				    * by"; NULL: those answer 503 / are left out */
 } http_opts_t;
 
 /* What "/" says of the node beyond the store (http_hooks_t.about): filled

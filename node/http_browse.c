@@ -130,11 +130,12 @@ static int cursor_arg(http_ctx_t *c, uint64_t *before)
 	return 0;
 }
 
-static int limit_arg(http_ctx_t *c, size_t *limit)
+int http_arg_count(http_ctx_t *c, const char *key, size_t dflt, size_t min, size_t max,
+		   size_t *out)
 {
 	int count = 0;
-	const char *v = http_target_query(c->t, "limit", &count);
-	*limit = LIST_DEFAULT;
+	const char *v = http_target_query(c->t, key, &count);
+	*out = dflt;
 	if (!v)
 		return 0;
 	size_t x = 0, n = strlen(v);
@@ -145,12 +146,17 @@ static int limit_arg(http_ctx_t *c, size_t *limit)
 		else
 			x = x * 10 + (size_t)(v[i] - '0');
 	}
-	if (bad || !x) {
-		http_error(c, 400, "limit: a whole number from 1 (at most %d are served)", LIST_MAX);
+	if (bad || x < min) {
+		http_error(c, 400, "%s: a whole number from %zu (at most %zu are served)", key, min, max);
 		return -1;
 	}
-	*limit = x > LIST_MAX ? LIST_MAX : x;
+	*out = x > max ? max : x;
 	return 0;
+}
+
+static int limit_arg(http_ctx_t *c, size_t *limit)
+{
+	return http_arg_count(c, "limit", LIST_DEFAULT, 1, LIST_MAX, limit);
 }
 
 /* ---- /api/records ------------------------------------------------------------------ */
@@ -207,17 +213,12 @@ void view_records_json(http_ctx_t *c)
 
 /* ---- HTML ------------------------------------------------------------------------------ */
 
-static void hesc(pith_buf_t *out, const char *s)
-{
-	if (s)
-		html_escape(out, s, strlen(s));
-}
 
 void html_head(pith_buf_t *b, const char *base, const char *title)
 {
 	pith_buf_puts(b, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
 			 "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"><title>");
-	hesc(b, title);
+	html_text(b, title);
 	pith_buf_puts(b, "</title>\n<style>body{font:16px/1.5 system-ui,sans-serif;max-width:52rem;"
 			 "margin:1.5rem auto;padding:0 1rem;color:#222}a{color:#0645ad}"
 			 "code,pre{font:14px ui-monospace,monospace}pre{white-space:pre-wrap;"
@@ -229,20 +230,23 @@ void html_head(pith_buf_t *b, const char *base, const char *title)
 			 "nav a{margin-right:1rem}dt{font-weight:600}"
 			 "@media (max-width:40rem){.wide{display:none}}</style></head>\n<body>\n"
 			 "<nav><a href=\"");
-	hesc(b, base);
+	html_text(b, base);
 	pith_buf_puts(b, "/\">Home</a><a href=\"");
-	hesc(b, base);
-	pith_buf_puts(b, "/pith/\">All records</a></nav>\n");
+	html_text(b, base);
+	pith_buf_puts(b, "/pith/\">All records</a><a href=\"");
+	html_text(b, base);
+	pith_buf_puts(b, "/search\">Search</a></nav>\n");
 }
 
 void html_search_box(pith_buf_t *b, const char *base, const char *value)
 {
 	pith_buf_puts(b, "<form action=\"");
-	hesc(b, base);
-	pith_buf_puts(b, "/api/pith-number/resolve\" method=\"get\" role=\"search\">"
-			 "<input type=\"search\" name=\"id\" aria-label=\"Identifier\" placeholder=\""
-			 "arXiv id or URL, DOI, pith number\" value=\"");
-	hesc(b, value);
+	html_text(b, base);
+	pith_buf_puts(b, "/search\" method=\"get\" role=\"search\">"
+			 "<input type=\"search\" name=\"q\" maxlength=\"256\" aria-label=\"Search\" "
+			 "placeholder=\"Title or author words, cat:cs.LG, arXiv id, DOI, pith number\" "
+			 "value=\"");
+	html_text(b, value);
 	pith_buf_puts(b, "\"><button type=\"submit\">Go</button></form>\n");
 }
 
@@ -261,16 +265,16 @@ static void html_table(http_ctx_t *c, const line_page_t *p)
 		if (loaded)
 			facts_of(&r, &f);
 		pith_buf_puts(b, "<tr><td><a href=\"");
-		hesc(b, c->h->base_url);
+		html_text(b, c->h->base_url);
 		pith_buf_printf(b, "/pith/%s\"><code>pith:%.8s</code></a></td><td>", body, body);
 		if (f.title && *f.title)
-			hesc(b, f.title);
+			html_text(b, f.title);
 		else
 			pith_buf_puts(b, "<span class=\"muted\">(title not known here)</span>");
 		pith_buf_puts(b, "</td><td class=\"wide\">");
-		hesc(b, f.first_author);
+		html_text(b, f.first_author);
 		pith_buf_puts(b, "</td><td class=\"wide\">");
-		hesc(b, f.primary_cat);
+		html_text(b, f.primary_cat);
 		pith_buf_puts(b, "</td><td class=\"wide\">");
 		if (f.submitted_at && strlen(f.submitted_at) >= 10)
 			html_escape(b, f.submitted_at, 10);
@@ -281,7 +285,7 @@ static void html_table(http_ctx_t *c, const line_page_t *p)
 	pith_buf_puts(b, "</table>\n");
 }
 
-static void html_done(http_ctx_t *c)
+void html_done(http_ctx_t *c)
 {
 	pith_buf_puts(c->body, "</body></html>\n");
 	if (c->body->oom) {
@@ -312,12 +316,12 @@ void view_records_html(http_ctx_t *c)
 	html_table(c, &p);
 	if (next) {
 		pith_buf_puts(b, "<p><a rel=\"next\" href=\"");
-		hesc(b, c->h->base_url);
+		html_text(b, c->h->base_url);
 		pith_buf_printf(b, "/pith/?after=%llu&amp;limit=%zu\">Older records &rarr;</a></p>\n",
 				(unsigned long long)next, limit);
 	}
 	pith_buf_puts(b, "<p class=\"muted\">The same as JSON: <a href=\"");
-	hesc(b, c->h->base_url);
+	html_text(b, c->h->base_url);
 	pith_buf_puts(b, "/api/records\">/api/records</a></p>\n");
 	free(p.v);
 	html_done(c);
@@ -335,7 +339,7 @@ void view_home(http_ctx_t *c)
 	pith_buf_reset(b);
 	html_head(b, h->base_url, h->name);
 	pith_buf_puts(b, "<h1>");
-	hesc(b, h->name);
+	html_text(b, h->name);
 	pith_buf_puts(b, "</h1>\n<p>A mirror of the Pith Number registry: it keeps registry-signed "
 			 "records and the events signed about them, and recomputes each record's state "
 			 "with the deterministic merge, so that what it serves can be checked by "
@@ -346,12 +350,12 @@ void view_home(http_ctx_t *c)
 	pith_buf_puts(b, "<dl>\n");
 	if (h->o.node_id && *h->o.node_id) {
 		pith_buf_puts(b, "<dt>Node id</dt><dd><code>");
-		hesc(b, h->o.node_id);
+		html_text(b, h->o.node_id);
 		pith_buf_puts(b, "</code></dd>\n");
 	}
 	if (h->o.network_id && *h->o.network_id) {
 		pith_buf_puts(b, "<dt>Network</dt><dd><code>");
-		hesc(b, h->o.network_id);
+		html_text(b, h->o.network_id);
 		pith_buf_puts(b, "</code></dd>\n");
 	}
 	pith_buf_printf(b, "<dt>Holds</dt><dd>%llu records, %llu events, %llu registry bundles</dd>\n",
@@ -364,7 +368,7 @@ void view_home(http_ctx_t *c)
 		pith_buf_puts(b, "<dt>Upstreams</dt><dd>");
 		for (size_t i = 0; i < ab.nupstreams && i < 16; i++) {
 			pith_buf_puts(b, i ? ", <code>" : "<code>");
-			hesc(b, ab.upstreams[i]);
+			html_text(b, ab.upstreams[i]);
 			pith_buf_puts(b, "</code>");
 		}
 		pith_buf_puts(b, ab.nupstreams ? "</dd>\n" : "none</dd>\n");
@@ -372,9 +376,9 @@ void view_home(http_ctx_t *c)
 	for (size_t i = 0; i < h->nmirrors && i < 64; i++) {
 		pith_buf_puts(b, i ? ", " : "<dt>Peer mirrors</dt><dd>");
 		pith_buf_puts(b, "<a href=\"");
-		hesc(b, h->mirrors[i].base_url);
+		html_text(b, h->mirrors[i].base_url);
 		pith_buf_puts(b, "/\">");
-		hesc(b, h->mirrors[i].name);
+		html_text(b, h->mirrors[i].name);
 		pith_buf_puts(b, "</a>");
 		if (i + 1 == h->nmirrors || i == 63)
 			pith_buf_puts(b, "</dd>\n");
@@ -384,19 +388,19 @@ void view_home(http_ctx_t *c)
 	if (p.n) {
 		const char *body = p.v[0].pith + PITH_NUMBER_LEN - PITH_BODY_LEN;
 		pith_buf_puts(b, " (<a href=\"");
-		hesc(b, h->base_url);
+		html_text(b, h->base_url);
 		pith_buf_printf(b, "/pith/%s\">pith:%.8s</a>)", body, body);
 	}
 	pith_buf_puts(b, "</dd>\n</dl>\n<h2>Recently changed</h2>\n");
 	html_table(c, &p);
 	pith_buf_puts(b, "<p><a href=\"");
-	hesc(b, h->base_url);
+	html_text(b, h->base_url);
 	pith_buf_puts(b, "/pith/\">All records &rarr;</a></p>\n<p class=\"muted\">For programs:");
 	static const char *const docs[] = {"/api/records", "/api/changes", "/pith-mirrors.json",
 					   "/pith-signing-key.json", "/healthz"};
 	for (size_t i = 0; i < sizeof(docs) / sizeof(docs[0]); i++) {
 		pith_buf_puts(b, i ? ", <a href=\"" : " <a href=\"");
-		hesc(b, h->base_url);
+		html_text(b, h->base_url);
 		pith_buf_printf(b, "%s\">%s</a>", docs[i], docs[i]);
 	}
 	pith_buf_puts(b, ".</p>\n");

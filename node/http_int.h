@@ -75,6 +75,8 @@ typedef enum http_route {
 	ROUTE_HOME,         /* /: what this mirror is */
 	ROUTE_LIST,         /* /pith/: every record, newest first (HTML) */
 	ROUTE_RECORDS,      /* /api/records: the same in JSON */
+	ROUTE_SEARCH,       /* /search?q=: the search index (HTML) */
+	ROUTE_SEARCH_API,   /* /api/search?q=: the same in JSON */
 	ROUTE_OTHER,        /* unrouted: 400, 404, 414, 431 */
 	HTTP_NROUTES
 } http_route_t;
@@ -285,6 +287,8 @@ void view_page(http_ctx_t *c, const char *pith);
 /* HTML-escapes s[0..n) into out (&, <, >, ", '); invalid UTF-8 becomes
  * U+FFFD, controls are dropped. */
 void html_escape(pith_buf_t *out, const char *s, size_t n);
+/* The same for a C string; NULL writes nothing. */
+void html_text(pith_buf_t *out, const char *s);
 
 /* ---- http_views.c ------------------------------------------------------------- */
 /* Resolves an {ID} path segment or query value to a stored record's full
@@ -324,6 +328,16 @@ void view_records_json(http_ctx_t *c);
  * the search box; base: the mirror's base URL. */
 void html_head(pith_buf_t *b, const char *base, const char *title);
 void html_search_box(pith_buf_t *b, const char *base, const char *value);
+/* Query parameter key as a count: dflt when absent, cut to max; 400 (and
+ * -1) when given twice, not digits, or below min. */
+int http_arg_count(http_ctx_t *c, const char *key, size_t dflt, size_t min, size_t max,
+		   size_t *out);
+/* Ends a page begun with html_head: the ETag, or a 500 on OOM. */
+void html_done(http_ctx_t *c);
+
+/* ---- http_search.c: /search and /api/search ----------------------------------------- */
+void view_search_html(http_ctx_t *c);
+void view_search_json(http_ctx_t *c);
 
 /* ---- http_post.c --------------------------------------------------------------- */
 /* Handles POST /events; replies now (errors) or when the events are back. */

@@ -7,6 +7,7 @@
 
 #include "http_int.h"
 #include "json.h"
+#include "search.h"
 
 /* ---- /pith/{ID}: JSON-LD or HTML --------------------------------------------------- */
 
@@ -210,7 +211,7 @@ void html_escape(pith_buf_t *out, const char *s, size_t n)
 	}
 }
 
-static void hesc(pith_buf_t *out, const char *s)
+void html_text(pith_buf_t *out, const char *s)
 {
 	if (s)
 		html_escape(out, s, strlen(s));
@@ -269,11 +270,198 @@ static void html_link(pith_buf_t *b, http_t *h, const char *path_fmt, const char
 	char path[300];
 	snprintf(path, sizeof(path), path_fmt, body);
 	pith_buf_puts(b, "<a href=\"");
-	hesc(b, h->base_url);
-	hesc(b, path);
+	html_text(b, h->base_url);
+	html_text(b, path);
 	pith_buf_puts(b, "\">");
-	hesc(b, text);
+	html_text(b, text);
 	pith_buf_puts(b, "</a>");
+}
+
+/* The verification status in words, as the registry's badges say it:
+ * what the record has and what it still lacks. */
+static void page_status(pith_buf_t *b, const rec_t *r)
+{
+	struct {
+		const char *list, *yes, *no;
+	} st[] = {
+		{"author_attestations", "author attested", "not attested"},
+		{"timestamp_anchors", "anchored", "not anchored"},
+		{"storage_attestations", "stored", "not stored"},
+	};
+	pith_buf_puts(b, "<p class=\"status\">");
+	if (r->canon_hex)
+		pith_buf_puts(b, "<span class=\"ok\">content-addressed</span> ");
+	const char *sig = json_get_str(r->receipt, "signature_status");
+	if (sig) {
+		pith_buf_puts(b, "<span class=\"ok\">registry receipt (");
+		html_text(b, sig);
+		pith_buf_puts(b, ")</span> ");
+	}
+	for (size_t i = 0; i < sizeof(st) / sizeof(st[0]); i++) {
+		int has = rec_list_len(r, st[i].list) > 0;
+		pith_buf_printf(b, "<span class=\"%s\">%s</span> ", has ? "ok" : "no",
+				has ? st[i].yes : st[i].no);
+	}
+	pith_buf_printf(b, "<span class=\"%s\">%s</span></p>\n", r->snap ? "ok" : "no",
+			r->snap ? "graph snapshot" : "no graph snapshot");
+}
+
+/* The paper (arXiv, DOI) and every document of the record. */
+static void page_links(pith_buf_t *b, http_t *h, const rec_t *r)
+{
+	const char *arxiv = rec_alias(r, "arxiv_version");
+	const char *doi = rec_alias(r, "doi");
+	if (!arxiv)
+		arxiv = rec_alias(r, "arxiv");
+	pith_buf_puts(b, "<p class=\"links\">");
+	if (arxiv) {
+		pith_buf_puts(b, "<a href=\"https://arxiv.org/abs/");
+		html_text(b, arxiv);
+		pith_buf_puts(b, "\">arXiv</a> ");
+	}
+	if (doi) {
+		pith_buf_puts(b, "<a href=\"https://doi.org/");
+		html_text(b, doi);
+		pith_buf_puts(b, "\">DOI</a> ");
+	}
+	static const char *const docs[][2] = {
+		{"/pith/%s.json", "JSON"},
+		{"/pith/%s/bundle.json", "Open Graph bundle"},
+		{"/pith/%s/state.json", "Merged state"},
+		{"/api/pith-number/%s/events.json", "Events JSON"},
+		{"/api/pith-number/%s/graph.json", "Graph JSON"},
+		{"/api/pith-number/resolve?pith=%s&json=true", "Resolver JSON"},
+	};
+	for (size_t i = 0; i < sizeof(docs) / sizeof(docs[0]); i++) {
+		html_link(b, h, docs[i][0], r->body, docs[i][1]);
+		pith_buf_putc(b, ' ');
+	}
+	html_link(b, h, "/pith-signing-key.json%s", "", "Signing key");
+	pith_buf_puts(b, " <a href=\"https://pith.science/schemas/pith-number/v1.json\">Schema</a></p>\n");
+}
+
+/* The abstract, when the graph snapshot's paper carries one. */
+static void page_abstract(pith_buf_t *b, const rec_t *r)
+{
+	const char *abs = rec_paper_str(r, "abstract");
+	if (!abs || !*abs)
+		abs = rec_paper_str(r, "abstract_excerpt");
+	if (!abs || !*abs)
+		return;
+	pith_buf_puts(b, "<h3>Abstract</h3>\n<p class=\"abstract\">");
+	html_text(b, abs);
+	pith_buf_puts(b, "</p>\n");
+}
+
+/* The LaTeX snippet and a link to embed (the mirror has no badge image:
+ * the registry's badge route is not published). */
+static void page_cite(pith_buf_t *b, http_t *h, const rec_t *r)
+{
+	pith_buf_puts(b, "<h3>Add to your LaTeX paper</h3>\n<pre>\\usepackage{pith}\n\\pithnumber{");
+	html_text(b, r->body);
+	pith_buf_puts(b, "}</pre>\n<p class=\"muted\">Prints a linked badge after your title and "
+			 "injects PDF metadata (the registry's <code>pith</code> package).</p>\n"
+			 "<h3>Embed a link to this record</h3>\n<pre>");
+	pith_buf_t *t = &h->tmp;
+	pith_buf_reset(t);
+	pith_buf_puts(t, "<a href=\"");
+	pith_buf_puts(t, h->base_url);
+	pith_buf_printf(t, "/pith/%s\">%s</a>\n[%s](", r->body, r->short_num, r->short_num);
+	pith_buf_puts(t, h->base_url);
+	pith_buf_printf(t, "/pith/%s)", r->body);
+	if (!t->oom)
+		html_escape(b, (const char *)t->data, t->len);
+	pith_buf_puts(b, "</pre>\n");
+}
+
+/* The registry's completeness list: what the record has, what is open. */
+static void page_completeness(http_ctx_t *c, const rec_t *r)
+{
+	http_t *h = c->h;
+	pith_buf_t *b = c->body;
+	static const char *const lists[][3] = {
+		{"timestamp_anchors", "Bitcoin timestamp", "anchor"},
+		{"storage_attestations", "Internet Archive", "storage attestation"},
+		{"author_attestations", "Author claim", "author attestation"},
+		{"citation_signatures", "Citations", "citation signature"},
+		{"replication_records", "Replications", "replication record"},
+	};
+	pith_buf_puts(b, "<h3>Record completeness</h3>\n<ol class=\"complete\">\n");
+	for (size_t i = 0; i < sizeof(lists) / sizeof(lists[0]); i++) {
+		size_t n = rec_list_len(r, lists[i][0]);
+		if (n)
+			pith_buf_printf(b, "<li>&#10003; %s: %zu %s%s</li>\n", lists[i][1], n, lists[i][2],
+					n == 1 ? "" : "s");
+		else
+			pith_buf_printf(b, "<li>%s: open</li>\n", lists[i][1]);
+	}
+	char built[STORE_BUILT_AT_MAX + 1];
+	if (!store_built_at_get(h->store, r->pith, built, NULL)) {
+		pith_buf_puts(b, "<li>&#10003; Portable graph bundle live (built ");
+		html_text(b, built);
+		pith_buf_puts(b, ") &middot; ");
+		html_link(b, h, "/pith/%s/bundle.json", r->body, "download bundle");
+	} else {
+		pith_buf_puts(b, "<li>Portable graph bundle: none on this mirror yet");
+	}
+	pith_buf_puts(b, " &middot; ");
+	html_link(b, h, "/pith/%s/state.json", r->body, "merged state");
+	pith_buf_printf(b, "</li>\n</ol>\n<p class=\"muted\">Also: %zu corrections, %zu graph "
+			   "snapshots, %zu mirror hints. The bundle contains the canonical record "
+			   "plus signed events. A mirror can host it anywhere and recompute the same "
+			   "current state with the deterministic merge algorithm.</p>\n",
+			rec_list_len(r, "corrections"), rec_list_len(r, "graph_snapshots"),
+			rec_list_len(r, "mirror_hints"));
+}
+
+#define CITED_BY_SHOWN 20
+
+typedef struct cited {
+	http_ctx_t *c;
+} cited_t;
+
+static int cited_line(void *arg, const search_hit_t *hit)
+{
+	cited_t *k = arg;
+	pith_buf_t *b = k->c->body;
+	const char *body = hit->pith + PITH_NUMBER_LEN - PITH_BODY_LEN;
+	pith_buf_puts(b, "<li>");
+	html_link(b, k->c->h, "/pith/%s", body,
+		  hit->title && *hit->title ? hit->title : hit->pith);
+	pith_buf_puts(b, "</li>\n");
+	return 0;
+}
+
+/* "Cited by": the records whose applied citation_signature events name
+ * this one, from the search index's citation table (search.h). */
+static void page_cited_by(http_ctx_t *c, const rec_t *r)
+{
+	pith_buf_t *b = c->body;
+	pith_buf_puts(b, "<h3>Cited by</h3>\n");
+	if (!c->h->o.search) {
+		pith_buf_puts(b, "<p class=\"muted\">Not known: this mirror keeps no search index."
+				 "</p>\n");
+		return;
+	}
+	size_t total = 0;
+	pith_err_t err = {0};
+	pith_buf_t *mark = b;
+	size_t at = mark->len;
+	pith_buf_puts(b, "<ul class=\"cited\">\n");
+	cited_t k = {.c = c};
+	if (search_cited_by(c->h->o.search, r->pith, CITED_BY_SHOWN, cited_line, &k, &total, &err)) {
+		mark->len = at;
+		pith_buf_puts(b, "<p class=\"muted\">Not known: the search index failed.</p>\n");
+		return;
+	}
+	if (!total) {
+		mark->len = at;
+		pith_buf_puts(b, "<p>No record on this mirror cites it yet.</p>\n");
+		return;
+	}
+	pith_buf_puts(b, "</ul>\n");
+	pith_buf_printf(b, "<p class=\"muted\">%zu paper%s on this mirror%s.</p>\n", total,
+			total == 1 ? "" : "s", total > CITED_BY_SHOWN ? " (the first 20 shown)" : "");
 }
 
 static void page_html(http_ctx_t *c, const rec_t *r)
@@ -286,41 +474,46 @@ static void page_html(http_ctx_t *c, const rec_t *r)
 			 "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
 			 "<title>");
 	if (title && *title) {
-		hesc(b, title);
+		html_text(b, title);
 		pith_buf_puts(b, " &middot; ");
 	}
-	hesc(b, r->short_num);
+	html_text(b, r->short_num);
 	pith_buf_puts(b, "</title>\n<style>body{font:16px/1.5 system-ui,sans-serif;max-width:52rem;"
 			 "margin:2rem auto;padding:0 1rem;color:#222}code,pre{font:14px ui-monospace,"
 			 "monospace}pre{white-space:pre-wrap;word-break:break-all;background:#f4f4f4;"
-			 "padding:.75rem}dt{font-weight:600}.muted{color:#666}</style></head>\n<body>\n"
+			 "padding:.75rem}dt{font-weight:600}.muted{color:#666}a{color:#0645ad}"
+			 ".status span{display:inline-block;margin:0 .3rem .3rem 0;padding:.1rem .5rem;"
+			 "border-radius:1rem;font-size:14px;background:#eee}.status .ok{background:#dff3e4}"
+			 ".links a{display:inline-block;margin:0 .8rem .3rem 0}"
+			 "@media (max-width:40rem){body{margin:1rem auto}h1{font-size:1.6rem}}"
+			 "</style></head>\n<body>\n"
 			 "<p class=\"muted\">Pith Number</p>\n<h1>");
-	hesc(b, r->short_num);
+	html_text(b, r->short_num);
 	pith_buf_puts(b, "</h1>\n<p><code>");
-	hesc(b, r->pith);
+	html_text(b, r->pith);
 	pith_buf_puts(b, "</code></p>\n");
 	if (title && *title) {
 		pith_buf_puts(b, "<h2>");
-		hesc(b, title);
+		html_text(b, title);
 		pith_buf_puts(b, "</h2>\n");
 	}
 	const char *authors = rec_paper_str(r, "authors_text");
 	if (authors && *authors) {
 		pith_buf_puts(b, "<p>");
-		hesc(b, authors);
+		html_text(b, authors);
 		pith_buf_puts(b, "</p>\n");
 	}
 	const json_value_t *md = json_get_type(r->record, "metadata", JSON_OBJECT);
 	const char *kind = json_get_str(r->source, "kind"), *sid = json_get_str(r->source, "id");
 	if (kind && sid) {
 		pith_buf_puts(b, "<p>");
-		hesc(b, kind);
+		html_text(b, kind);
 		pith_buf_puts(b, ":");
-		hesc(b, sid);
+		html_text(b, sid);
 		const json_value_t *ver = json_get_type(r->source, "version", JSON_INT);
 		if (ver) {
 			pith_buf_puts(b, " v");
-			hesc(b, ver->u.str);
+			html_text(b, ver->u.str);
 		}
 		const char *sub = json_get_str(md, "submitted_at");
 		if (sub && strlen(sub) >= 10) {
@@ -330,40 +523,22 @@ static void page_html(http_ctx_t *c, const rec_t *r)
 		const char *cat = json_get_str(md, "primary_cat");
 		if (cat) {
 			pith_buf_puts(b, " &middot; ");
-			hesc(b, cat);
+			html_text(b, cat);
 		}
 		const json_value_t *cc = json_get_type(md, "cross_cats_sorted", JSON_ARRAY);
 		for (size_t i = 0; cc && i < cc->len && i < 32; i++)
 			if (json_is(cc->u.items[i], JSON_STRING)) {
 				pith_buf_puts(b, " &middot; ");
-				hesc(b, cc->u.items[i]->u.str);
+				html_text(b, cc->u.items[i]->u.str);
 			}
 		pith_buf_puts(b, "</p>\n");
 	}
-	pith_buf_puts(b, "<p>");
-	html_link(b, h, "/pith/%s.json", r->body, "JSON");
-	pith_buf_puts(b, " &middot; ");
-	html_link(b, h, "/pith/%s/bundle.json", r->body, "Open Graph bundle");
-	pith_buf_puts(b, " &middot; ");
-	html_link(b, h, "/pith/%s/state.json", r->body, "Merged state");
-	pith_buf_puts(b, " &middot; ");
-	html_link(b, h, "/api/pith-number/%s/events.json", r->body, "Events JSON");
-	pith_buf_puts(b, " &middot; ");
-	html_link(b, h, "/api/pith-number/%s/graph.json", r->body, "Graph JSON");
-	pith_buf_puts(b, "</p>\n<h3>Record completeness</h3>\n<ul>\n");
-	static const char *const lists[][2] = {
-		{"timestamp_anchors", "Timestamp anchors"},
-		{"storage_attestations", "Storage attestations"},
-		{"author_attestations", "Author attestations"},
-		{"citation_signatures", "Citation signatures"},
-		{"replication_records", "Replication records"},
-		{"corrections", "Corrections"},
-		{"graph_snapshots", "Graph snapshots"},
-		{"mirror_hints", "Mirror hints"},
-	};
-	for (size_t i = 0; i < sizeof(lists) / sizeof(lists[0]); i++)
-		pith_buf_printf(b, "<li>%s: %zu</li>\n", lists[i][1], rec_list_len(r, lists[i][0]));
-	pith_buf_puts(b, "</ul>\n");
+	page_status(b, r);
+	page_links(b, h, r);
+	page_abstract(b, r);
+	page_cite(b, h, r);
+	page_completeness(c, r);
+	page_cited_by(c, r);
 	if (r->receipt) {
 		pith_buf_puts(b, "<h3>Receipt and verification</h3>\n<dl>");
 		static const char *const rk[][2] = {
@@ -377,14 +552,25 @@ static void page_html(http_ctx_t *c, const rec_t *r)
 			if (!v)
 				continue;
 			pith_buf_printf(b, "<dt>%s</dt><dd><code>", rk[i][1]);
-			hesc(b, v);
+			html_text(b, v);
+			pith_buf_puts(b, "</code>");
+			if (!strcmp(rk[i][0], "key_id")) {
+				pith_buf_puts(b, " &middot; ");
+				html_link(b, h, "/pith-signing-key.json%s", "", "public key");
+			}
+			pith_buf_puts(b, "</dd>");
+		}
+		const char *sv = json_get_str(r->record, "schema_version");
+		if (sv) {
+			pith_buf_puts(b, "<dt>Schema</dt><dd><code>pith-number/v");
+			html_text(b, sv);
 			pith_buf_puts(b, "</code></dd>");
 		}
 		pith_buf_puts(b, "</dl>\n");
 	}
 	if (r->canon_hex) {
 		pith_buf_puts(b, "<h3>Canonical hash</h3>\n<p><code>");
-		hesc(b, r->canon_hex);
+		html_text(b, r->canon_hex);
 		pith_buf_puts(b, "</code></p>\n");
 	}
 	pith_buf_puts(b, "<h3>Aliases</h3>\n<p>");
@@ -397,43 +583,43 @@ static void page_html(http_ctx_t *c, const rec_t *r)
 				continue;
 			pith_buf_puts(b, first ? "" : " &middot; ");
 			first = 0;
-			hesc(b, k);
+			html_text(b, k);
 			pith_buf_puts(b, ": ");
-			hesc(b, v);
+			html_text(b, v);
 		}
 	} else {
 		for (int i = 0; i < r->nderived; i++) {
 			pith_buf_puts(b, first ? "" : " &middot; ");
 			first = 0;
-			hesc(b, r->derived[i].kind);
+			html_text(b, r->derived[i].kind);
 			pith_buf_puts(b, ": ");
-			hesc(b, r->derived[i].value);
+			html_text(b, r->derived[i].value);
 		}
 	}
 	pith_buf_puts(b, first ? "none known</p>\n" : "</p>\n");
 	pith_buf_puts(b, "<h3>Merged state on this mirror</h3>\n<p><code>");
-	hesc(b, r->state_sha);
+	html_text(b, r->state_sha);
 	const json_value_t *ec = json_get_type(r->state, "event_count", JSON_INT);
 	const json_value_t *iv = json_get_type(r->state, "invalid_event_count", JSON_INT);
 	const json_value_t *eq = json_get_type(r->state, "equivocation_count", JSON_INT);
 	pith_buf_puts(b, "</code><br>events: ");
-	hesc(b, ec ? ec->u.str : "?");
+	html_text(b, ec ? ec->u.str : "?");
 	pith_buf_puts(b, ", invalid: ");
-	hesc(b, iv ? iv->u.str : "?");
+	html_text(b, iv ? iv->u.str : "?");
 	pith_buf_puts(b, ", equivocations: ");
-	hesc(b, eq ? eq->u.str : "?");
+	html_text(b, eq ? eq->u.str : "?");
 	pith_buf_puts(b, "</p>\n");
 	if (r->record) {
 		pith_buf_puts(b, "<h3>Verify this Pith Number yourself</h3>\n<pre>curl -sH "
 				 "'Accept: application/ld+json' ");
-		hesc(b, h->base_url);
+		html_text(b, h->base_url);
 		pith_buf_puts(b, "/pith/");
-		hesc(b, r->body);
+		html_text(b, r->body);
 		pith_buf_puts(b, " \\\n  | jq -c '.canonical_record' \\\n  | python3 -c \"import sys,json,"
 				 "hashlib; b=json.dumps(json.loads(sys.stdin.read()), sort_keys=True, "
 				 "separators=(',',':'), ensure_ascii=False).encode(); "
 				 "print(hashlib.sha256(b).hexdigest())\"\n# expect: ");
-		hesc(b, r->canon_hex);
+		html_text(b, r->canon_hex);
 		pith_buf_puts(b, "</pre>\n<h3>Canonical record JSON</h3>\n<pre>");
 		pith_buf_t *t = &h->tmp2;
 		pith_buf_reset(t);
@@ -446,7 +632,7 @@ static void page_html(http_ctx_t *c, const rec_t *r)
 		pith_buf_puts(b, "</pre>\n");
 	}
 	pith_buf_puts(b, "<p class=\"muted\">Served by the mirror ");
-	hesc(b, h->name);
+	html_text(b, h->name);
 	pith_buf_puts(b, " from its own store: the state above is its own deterministic merge of "
 			 "the signed events it holds.</p>\n</body></html>\n");
 	if (b->oom) {

@@ -23,11 +23,13 @@
 #include "log.h"
 #include "node_int.h"
 #include "prio.h"
+#include "search.h"
 
 #define TICK_MS 200
 #define STOP_LINGER_MS 500 /* time for BYEs to leave at shutdown */
 #define NODE_KEY_FILE "node.key"
 #define STORE_SUBDIR "store"
+#define SEARCH_FILE "search.sqlite"
 
 /* ---- the node key --------------------------------------------------------------------- */
 
@@ -291,6 +293,7 @@ static void on_ingest_done(void *arg, ingest_job_t *job)
 	follower_job_done(n->follower, job);
 	if (n->http)
 		http_job_done(n->http, job);
+	search_kick(n->search); /* something may have changed: index it now */
 	if (job->ctl && n->control)
 		control_job_done(n->control, job);
 	ingest_job_free(job);
@@ -425,6 +428,15 @@ int node_new(node_config_t *cfg, node_t **out, pith_err_t *err)
 		log_warn("cannot lower the priority of RocksDB's threads: %s", strerror(errno));
 	else if (!nrocks && cfg->worker_nice)
 		log_warn("found no RocksDB background threads by name: they keep the loop's priority");
+	/* the search index: derived, rebuildable, so a failure costs search
+	 * only (docs/pithd.md, "The search index") */
+	snprintf(path, sizeof(path), "%s/%s", cfg->data_dir, SEARCH_FILE);
+	pith_err_t serr = {0};
+	if (search_open(path, n->store, &n->search, &serr) ||
+	    search_start(n->search, 1000, (int)cfg->worker_nice, &serr)) {
+		log_warn("%s: search is off", serr.msg);
+		search_free(n->search);
+	}
 	n->base = event_base_new();
 	if (!n->base) {
 		rc = pith_err_set(err, PITH_ENOMEM, "out of memory");
@@ -528,6 +540,7 @@ void node_free_(node_t *n)
 		evconnlistener_free(n->listener);
 	/* validated events are written before the store closes */
 	ingest_free(n->ingest);
+	search_free(n->search); /* its thread reads the store */
 	follower_free(n->follower); /* after the pipeline handed its jobs back */
 	resolver_free(n->resolver); /* no lookup answers from here on */
 	if (n->net) {

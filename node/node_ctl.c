@@ -13,6 +13,8 @@
  *   connect, ban, unban        the address book's (addrbook_ctl.c)
  *   sync PEER                  reconciliation's (sync_ctl.c)
  *   follow ID                  the follower keeps a record current (follower.h)
+ *   search LIMIT OFFSET QUERY  the search index (search.h): {"results":[...],
+ *                              "more","indexed_through"}
  *
  * Every answer is one JSON object with "ok". Replies to `event` and
  * `bundle` come after validation and the synced write:
@@ -34,6 +36,7 @@
 #include "control.h"
 #include "log.h"
 #include "prio.h"
+#include "search.h"
 
 typedef struct ctlops {
 	node_t *node;
@@ -337,6 +340,50 @@ static int op_follow(void *arg, ctl_call_t *call)
 	return CTL_DONE;
 }
 
+/* search LIMIT OFFSET QUERY: the search index (search.h), on the loop
+ * like /api/search (a bounded query). pithctl search writes the line. */
+typedef struct ctl_hits {
+	pith_buf_t *b;
+	size_t n;
+} ctl_hits_t;
+
+static int ctl_hit(void *arg, const search_hit_t *hit)
+{
+	ctl_hits_t *h = arg;
+	pith_buf_puts(h->b, h->n++ ? "," : "");
+	search_hit_json(hit, h->b);
+	return 0;
+}
+
+static int op_search(void *arg, ctl_call_t *call)
+{
+	node_t *n = arg;
+	pith_buf_t *b = call->reply;
+	char *end;
+	const char *p = call->arg;
+	if (!n->search)
+		return ctl_fail(b, "this node keeps no search index (see its log)");
+	unsigned long limit = strtoul(p, &end, 10);
+	if (end == p || *end != ' ')
+		return ctl_fail(b, "usage: search LIMIT OFFSET QUERY");
+	p = end + 1;
+	unsigned long offset = strtoul(p, &end, 10);
+	if (end == p || *end != ' ')
+		return ctl_fail(b, "usage: search LIMIT OFFSET QUERY");
+	size_t at = b->len;
+	pith_buf_puts(b, "{\"ok\":true,\"results\":[");
+	ctl_hits_t h = {.b = b};
+	pith_err_t err = {0};
+	int more = 0;
+	if (search_query(n->search, end + 1, limit, offset, ctl_hit, &h, &more, &err)) {
+		b->len = at;
+		return ctl_fail(b, "%s", err.msg);
+	}
+	pith_buf_printf(b, "],\"more\":%s,\"indexed_through\":%llu}", more ? "true" : "false",
+			(unsigned long long)search_seq(n->search));
+	return CTL_DONE;
+}
+
 /* ---- the table ------------------------------------------------------------------------------ */
 
 control_t *node_control_new(node_t *n)
@@ -356,6 +403,7 @@ control_t *node_control_new(node_t *n)
 		{"backup", CTL_ARG_STRING, op_backup, n, "backup DIR"},
 		{"sync", CTL_ARG_BYTES, sync_ctl_sync, n->sync, "sync PEER"},
 		{"follow", CTL_ARG_STRING, op_follow, n, "follow ID"},
+		{"search", CTL_ARG_STRING, op_search, n, "search LIMIT OFFSET QUERY"},
 	};
 	return control_new(n->base, n->cfg->control, cmds, sizeof(cmds) / sizeof(cmds[0]));
 }

@@ -208,6 +208,7 @@ int node_http_start(node_t *n, pith_err_t *err)
 	o.readthrough_ms = n->follower ? (int)n->cfg->readthrough_ms : 0;
 	o.node_id = n->id_hex;
 	o.network_id = n->cfg->network_id;
+	o.search = n->search;
 	http_hooks_t hooks = {.submit = submit, .want = want, .about = about, .arg = n};
 	int rc = http_new(n->base, n->store, n->metrics, &o, &hooks, &n->http, err);
 	if (rc)

@@ -52,6 +52,7 @@ struct node {
 	control_t *control;
 	follower_t *follower;       /* --upstream: follower.c (NULL when none) */
 	struct http *http;          /* --http: node_http.c (NULL when off) */
+	struct search *search;      /* DATA/search.sqlite (search.h); NULL if it failed */
 	struct metrics *metrics;    /* what /metrics renders */
 	char http_url[WIRE_HTTP_URL_MAX + 1]; /* sent in HELLO: http_public_url when serving */
 	struct mirrors *mirrors;    /* peers' HTTP mirrors, for /pith-mirrors.json (node_http.c) */

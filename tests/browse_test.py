@@ -123,11 +123,12 @@ def main():
                    stdout=subprocess.DEVNULL)
     ctx = {"root": root, "store": store, "trust": trust, "P": P, "opkey": opkey,
            "data": args.data, "held": lines[60:]}
-    S = Server(args.serve, store, root, trust)
+    S = Server(args.serve, store, root, trust + ["--search", os.path.join(root, "search.sqlite")])
     ok_all = False
     try:
         run_cases(ctx)
         run_browse_cases(ctx)
+        run_search_cases(ctx)
         ok_all = T.failed == 0
     finally:
         if S.stop() != 0:
@@ -308,16 +309,205 @@ def run_browse_cases(ctx):
         h, b = get("/")
         page = b.decode()
         assert h["content-type"].startswith("text/html")
-        for want in ("records", "events", "Recently changed", 'name="id"', "All records",
+        for want in ("records", "events", "Recently changed", 'name="q"', "All records",
                      "/api/records", "/pith-signing-key.json"):
             assert want in page, want
         assert page.count("<tr><td>") == 20
         m = re.search(r'<form action="([^"]+)"', page)
-        st, hh, _ = req("GET", urllib.parse.urlparse(m.group(1)).path + "?id=" +
+        assert m.group(1).endswith("/search"), m.group(1)
+        st, hh, _ = req("GET", urllib.parse.urlparse(m.group(1)).path + "?q=" +
                         urllib.parse.quote("https://arxiv.org/abs/2401.14489v2", safe=""))
         assert st == 302 and hh["location"].endswith("/pith/" + AR7B_BODY), (st, hh)
         _, z = get("/", {"Accept-Encoding": "gzip"})
         assert gzip.decompress(z) == b
+
+
+def post_event(ctx, subject, etype, target, created_at, payload, supersedes=None):
+    """Signs with the operator key and POSTs; the event id."""
+    ev = {"event_type": etype, "subject_pith_number": subject, "target": target,
+          "created_at": created_at, "payload": payload}
+    if supersedes:
+        ev["supersedes"] = supersedes
+    signed = subprocess.run([ctx["P"], "sign", "--key", ctx["opkey"], "-"],
+                            input=json.dumps(ev).encode(), capture_output=True,
+                            check=True).stdout.strip()
+    st, _, b = req("POST", "/events", {}, signed)
+    assert st == 202 and json.loads(b)["stored"] == 1, b
+    return json.loads(signed)["event_id"]
+
+
+SNAPS = {}  # subject -> the operator's last graph snapshot (the next supersedes it)
+
+
+def post_paper(ctx, subject, title, authors, at="2031-03-01T00:00:00Z"):
+    prev = SNAPS.get(subject)
+    SNAPS[subject] = post_event(
+        ctx, subject, "graph_snapshot", "graph", at,
+        {"graph_snapshot": {"paper": {"title": title, "authors_text": authors,
+                                      "abstract_excerpt": "An abstract about " + title}}},
+        [prev] if prev else None)
+
+
+def search_json(q, extra="", status=200):
+    h, b = get("/api/search?q=" + urllib.parse.quote(q, safe="") + extra, status=status)
+    return json.loads(b)
+
+
+def wait_indexed(q, want, timeout=10):
+    """Polls /api/search until the results' numbers are want (a list)."""
+    deadline = time.time() + timeout
+    while True:
+        got = [r["pith_number"] for r in search_json(q)["results"]]
+        if got == want or time.time() > deadline:
+            return got
+        time.sleep(0.1)
+
+
+def run_search_cases(ctx):
+    recs = [r["pith_number"] for r in records_all(200) if r["pith_number"] != AR7B]
+    a, b, c, d = recs[:4]
+    ctx["search"] = (a, b, c, d)
+
+    @case("search: titles and authors indexed from new graph snapshots, title words first")
+    def _():
+        post_paper(ctx, a, "Quokka Habitats of Rottnest", "Ada Lovelace, Alan Turing")
+        post_paper(ctx, b, "Dense Retrieval for Libraries", "Grace Quokka Hopper")
+        post_paper(ctx, c, "Quokka Quokka Population Models", "Emmy Noether")
+        got = wait_indexed("quokka", [c, a, b])
+        assert got == [c, a, b], got
+        d_ = search_json("quokka")
+        assert set(d_) == {"query", "record", "results", "limit", "offset", "next_offset",
+                           "indexed_through"}, d_
+        r0 = d_["results"][0]
+        assert r0["title"] == "Quokka Quokka Population Models" and r0["authors"] == "Emmy Noether"
+        assert r0["url"].endswith("/pith/" + c[-26:]) and r0["short_pith_number"] == "pith:" + c[-26:][:8]
+        assert [x["score"] for x in d_["results"]] == sorted(x["score"] for x in d_["results"])
+        # every word must match; an author's name finds the paper
+        assert [x["pith_number"] for x in search_json("quokka hopper")["results"]] == [b]
+        assert [x["pith_number"] for x in search_json("author:turing")["results"]] == [a]
+        assert search_json("title:hopper")["results"] == []
+
+    @case("search: by category, with paging (limit, offset, next_offset)")
+    def _():
+        cat = search_json("cat:cs.DC", "&limit=5")
+        assert len(cat["results"]) == 5 and cat["next_offset"] == 5 and cat["limit"] == 5
+        assert all("cs.DC" in r["categories"] for r in cat["results"])
+        page2 = search_json("cat:cs.DC", "&limit=5&offset=5")
+        first = {r["pith_number"] for r in cat["results"]}
+        assert not first & {r["pith_number"] for r in page2["results"]}
+        one = search_json("quokka", "&limit=1")
+        assert one["next_offset"] == 1 and len(one["results"]) == 1
+        last = search_json("quokka", "&limit=1&offset=2")
+        assert last["next_offset"] is None and last["results"][0]["pith_number"] == b
+
+    @case("search: FTS5 syntax in a query is only words (no injection), bounds are 400")
+    def _():
+        for q in ['quokka OR dense', 'quokka NOT dense', '"quokka', 'quo*', 'NEAR(quokka dense)',
+                  'title:*', ')(', '^quokka', 'quokka AND', '{title}:quokka', "'; DROP TABLE rec;--",
+                  'a"b"c', '+ - * :']:
+            st, _, body = req("GET", "/api/search?q=" + urllib.parse.quote(q, safe=""))
+            assert st in (200, 400), (q, st, body)
+            if st == 200:
+                for r in json.loads(body)["results"]:
+                    assert r["pith_number"] in (a, b, c), (q, r)
+        assert search_json("quokka OR dense")["results"] == []  # "or" is a word here
+        assert search_json("quo*")["results"] == []  # no prefix operator
+        assert [r["pith_number"] for r in search_json("quokka")["results"]] == [c, a, b]
+        search_json("x" * 257, status=400)
+        search_json(" ".join(["w%d" % i for i in range(13)]), status=400)
+        search_json("+ - *", status=400)
+        assert search_json("quokka", "&limit=1000")["limit"] == 100
+        for extra in ("&limit=0", "&offset=2000", "&offset=950&limit=100", "&limit=x",
+                      "&offset=-1", "&q=again"):
+            search_json("quokka", extra, status=400)
+        get("/api/search", status=400)
+
+    @case("search: kept current as records change (a new title is found, the old one gone)")
+    def _():
+        post_paper(ctx, d, "Zyzzyva Beetles", "Carl Linnaeus", at="2031-03-02T00:00:00Z")
+        assert wait_indexed("zyzzyva", [d]) == [d]
+        post_paper(ctx, d, "Wombat Burrows", "Carl Linnaeus", at="2031-03-03T00:00:00Z")
+        assert wait_indexed("zyzzyva", []) == []
+        assert [r["pith_number"] for r in search_json("wombat")["results"]] == [d]
+
+    @case("/search: HTML hits escaped; an identifier goes to its record; empty q shows help")
+    def _():
+        post_paper(ctx, d, "Wombat <script>alert(1)</script> & Co", "Carl Linnaeus",
+                   at="2031-03-04T00:00:00Z")
+        wait_indexed("wombat alert", [d])
+        h, body = get("/search?q=wombat")
+        page = body.decode()
+        assert h["content-type"] == "text/html; charset=utf-8"
+        assert "Wombat &lt;script&gt;alert(1)&lt;/script&gt; &amp; Co" in page, page
+        assert "<script" not in page and 'name="q"' in page and 'value="wombat"' in page
+        page = get("/search?q=quokka&limit=1")[1].decode()
+        assert page.count("<li>") == 1 and 'rel="next"' in page and "offset=1" in page
+        assert "Quokka Quokka Population Models" in page
+        st, hh, _ = req("GET", "/search?q=" + urllib.parse.quote("arXiv:2401.14489", safe=""))
+        assert st == 302 and hh["location"].endswith("/pith/" + AR7B_BODY), (st, hh)
+        st, hh, _ = req("GET", "/search?q=" + c[-26:][:10])
+        assert st == 302 and hh["location"].endswith("/pith/" + c[-26:]), (st, hh)
+        assert search_json(AR7B_BODY)["record"].endswith("/pith/" + AR7B_BODY)
+        page = get("/search")[1].decode()
+        assert "cat:cs.LG" in page and "<ol" not in page
+        assert "No record on this mirror matches" in get("/search?q=nothingmatchesthis")[1].decode()
+        assert get("/search?q=" + "x" * 300, status=400)
+
+
+    @case("record page: status in words, links, LaTeX snippet, embed, completeness, abstract")
+    def _():
+        h, body = get("/pith/" + AR7B_BODY)
+        page = body.decode()
+        for want in ("content-addressed", "registry receipt (signed_v1)", "not attested",
+                     "not anchored", "not stored", "graph snapshot",
+                     'href="https://arxiv.org/abs/2401.14489v2"',
+                     'href="https://doi.org/10.48550/arxiv.2401.14489"',
+                     "/pith/%s/bundle.json" % AR7B_BODY, "/pith/%s/state.json" % AR7B_BODY,
+                     "/api/pith-number/%s/events.json" % AR7B_BODY,
+                     "/api/pith-number/%s/graph.json" % AR7B_BODY,
+                     "/api/pith-number/resolve?pith=%s&amp;json=true" % AR7B_BODY,
+                     "/pith-signing-key.json\">Signing key", "public key</a>",
+                     "\\usepackage{pith}\n\\pithnumber{%s}" % AR7B_BODY,
+                     "Embed a link", "&lt;a href=&quot;", "[pith:AR7B3DEV](",
+                     "Record completeness", "Bitcoin timestamp: open", "Internet Archive: open",
+                     "Author claim: open", "Citations: open", "Replications: open",
+                     "Portable graph bundle live (built 2026-08-04T06:52:48Z)",
+                     "Cited by", "Receipt and verification", "pith-number/v1.0",
+                     "Verify this Pith Number yourself", "Canonical record JSON",
+                     "Stella Biderman", 'name="viewport"', "@media"):
+            assert want in page, (want, page[:3000])
+        assert "<script" not in page
+        links = re.findall(r'href="([^"]+)"', page)
+        base = "http://127.0.0.1:%d" % S.port
+        for u in links:
+            if u.startswith(base):  # every link of the mirror's own answers
+                st, _, _ = req("GET", html.unescape(u[len(base):]))
+                assert st == 200, (u, st)
+
+    @case("record page: the abstract, and 'Cited by' kept current from citation events")
+    def _():
+        a, b, c, d = ctx["search"]
+        page = get("/pith/" + a[-26:])[1].decode()
+        assert "<h3>Abstract</h3>" in page and "An abstract about Quokka Habitats" in page
+        def cited_count(pg):
+            m = re.search(r"(\d+) papers? on this mirror", pg)
+            assert m or "No record on this mirror cites it yet" in pg, pg
+            return int(m.group(1)) if m else 0
+        before = cited_count(page)
+        post_event(ctx, b, "citation_signature", a, "2031-03-05T00:00:00Z",
+                   {"relationship": "cites", "context": "<b>see</b>"})
+        post_event(ctx, c, "citation_signature", "https://arxiv.org/abs/2401.14489v2",
+                   "2031-03-05T00:00:01Z", {"relationship": "cites"})
+        deadline = time.time() + 10
+        while "Dense Retrieval for Libraries" not in page and time.time() < deadline:
+            time.sleep(0.1)
+            page = get("/pith/" + a[-26:])[1].decode()
+        cited = page[page.index("<h3>Cited by</h3>"):]
+        assert "Dense Retrieval for Libraries" in cited and cited_count(cited) == before + 1, cited
+        assert "/pith/" + b[-26:] in cited
+        # a pasted-URL target resolves to the record it names
+        page = get("/pith/" + AR7B_BODY)[1].decode()
+        assert "Quokka Quokka Population Models" in page[page.index("<h3>Cited by</h3>"):]
 
 
 def records_all(limit, between=None):

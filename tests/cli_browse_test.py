@@ -19,6 +19,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from pithtest import Node, Tap  # noqa: E402
@@ -159,6 +160,35 @@ def run_cases(args, root, node, gen, key):
             assert len(lines) == 7 and all(l.startswith("pith:") for l in lines[1:]), lines
             js = ctl(*where, "--json", "records").stdout.splitlines()
             assert len(js) == 6 and all(json.loads(l)["pith_number"] for l in js)
+
+    @case("search: words of a title and an author, from the node and from the store")
+    def _():
+        for where in (["--node", node.sock], ["--store", store]):
+            deadline = time.time() + 10
+            while True:  # the node's index follows its store on a thread
+                r = ctl(*where, "search", "co-designing", "biderman")
+                if AR7B[-26:][:8] in r.stdout or time.time() > deadline:
+                    break
+                time.sleep(0.1)
+            assert r.returncode == 0, (where, r)
+            lines = r.stdout.splitlines()
+            title = "The Case for Co-Designing Model Architectures with Hardware"
+            assert lines[0] == "pith:%s  %s" % (AR7B[-26:][:8], title), (where, lines)
+            assert "Stella Biderman" in lines[1] and "cs.DC" in lines[1], lines
+            js = [json.loads(l) for l in ctl(*where, "--json", "search", "--limit", "1",
+                                             "co-designing").stdout.splitlines()]
+            assert len(js) == 1 and js[0]["pith_number"] == AR7B, js
+            assert set(js[0]) == {"pith_number", "short_pith_number", "title", "authors",
+                                  "primary_cat", "categories", "submitted_at", "score"}, js
+            r = ctl(*where, "search", "nothing-matches-this")
+            assert r.returncode == 0 and r.stdout == "", r
+            r = ctl(*where, "search", 'hardware" OR "x')
+            assert r.returncode == 0 and r.stdout == "", r
+            r = ctl(*where, "search", "x" * 300)
+            assert r.returncode == 1 and "longer than 256 bytes" in r.stderr, r
+            r = ctl(*where, "search")
+            assert r.returncode == 1 and "missing WORDS" in r.stderr, r
+        assert os.path.exists(os.path.join(data, "search.sqlite"))
 
     @case("an identical bundle re-submitted is 'same', not 'older'")
     def _():

@@ -7,7 +7,7 @@
  *                   [--max-post-events N] [--max-inflight N] [--timeout S]
  *                   [--request-timeout S] [--max-connections N]
  *                   [--cache-mb N] [--worker-nice N] [--port-file FILE]
- *                   [--no-submit]
+ *                   [--no-submit] [--search FILE]
  *
  * Opens (or creates) the store with the trusted keys as registry keys, as
  * pithd does; starts the validation pipeline of node/ingest.c (the one
@@ -15,6 +15,8 @@
  * POST /events; serves until SIGTERM or SIGINT. Prints "listening on
  * IP:PORT" on stdout once serving and, with --port-file, writes the port
  * there. --no-submit leaves POST /events without a pipeline (503).
+ * --search FILE keeps the search index (node/search.h) in FILE, fed by
+ * its thread as pithd's is (without it, /search answers 503).
  * --worker-nice N (default 0) runs the validators, the writer and
  * RocksDB's background threads N nice steps below the loop, as pithd's
  * worker_nice does. */
@@ -31,6 +33,7 @@
 #include "ingest.h"
 #include "log.h"
 #include "prio.h"
+#include "search.h"
 #include "store.h"
 #include "trust.h"
 
@@ -40,6 +43,7 @@ typedef struct serve {
 	struct event_base *base;
 	http_t *http;
 	ingest_t *ingest;
+	search_t *search;
 } serve_t;
 
 static void on_done(void *arg, ingest_job_t *job)
@@ -47,6 +51,7 @@ static void on_done(void *arg, ingest_job_t *job)
 	serve_t *s = arg;
 	if (s->http)
 		http_job_done(s->http, job);
+	search_kick(s->search);
 	ingest_job_free(job);
 }
 
@@ -69,7 +74,7 @@ static int usage(void)
 			"[--name NAME] [--trust-key FILE]... [--threads N] [--mirror NAME=URL]... "
 			"[--max-body N] [--max-header N] [--max-post-events N] [--max-inflight N] "
 			"[--timeout S] [--request-timeout S] [--max-connections N] [--cache-mb N] "
-			"[--worker-nice N] [--port-file FILE] [--no-submit]\n");
+			"[--worker-nice N] [--port-file FILE] [--no-submit] [--search FILE]\n");
 	return 2;
 }
 
@@ -94,6 +99,7 @@ static int add_key(pith_trust_t *t, const char *path)
 
 int main(int argc, char **argv)
 {
+	const char *search_path = NULL;
 	const char *store_dir = NULL, *port_file = NULL;
 	http_opts_t o;
 	http_opts_default(&o);
@@ -151,6 +157,8 @@ int main(int argc, char **argv)
 			cache_mb = strtoull(v, NULL, 10);
 		else if (OPT("--port-file"))
 			port_file = v;
+		else if (OPT("--search"))
+			search_path = v;
 		else if (!strcmp(a, "--no-submit"))
 			no_submit = 1;
 		else
@@ -177,6 +185,12 @@ int main(int argc, char **argv)
 	}
 	if (prio_lower_threads_named("rocksdb:", worker_nice) < 0)
 		fprintf(stderr, "http_serve: cannot lower the priority of RocksDB's threads\n");
+	if (search_path && (search_open(search_path, st, &s.search, &err) ||
+			    search_start(s.search, 1000, worker_nice, &err))) {
+		fprintf(stderr, "http_serve: %s\n", err.msg);
+		goto out;
+	}
+	o.search = s.search;
 	s.base = event_base_new();
 	if (!s.base)
 		goto out;
@@ -216,6 +230,7 @@ out:
 	 * (its jobs come back to on_done, no longer recognised) */
 	http_free(s.http);
 	ingest_free(s.ingest);
+	search_free(s.search);
 	if (sig_term)
 		event_free(sig_term);
 	if (sig_int)

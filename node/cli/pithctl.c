@@ -22,6 +22,7 @@ extern const cli_cmd_t cli_cmd_state;
 extern const cli_cmd_t cli_cmd_event;
 extern const cli_cmd_t cli_cmd_records;
 extern const cli_cmd_t cli_cmd_show;
+extern const cli_cmd_t cli_cmd_search;
 extern const cli_cmd_t cli_cmd_resolve;
 extern const cli_cmd_t cli_cmd_check;
 extern const cli_cmd_t cli_cmd_sync;
@@ -47,6 +48,7 @@ static const cli_cmd_t *const commands[] = {
 	&cli_cmd_event,
 	&cli_cmd_records,
 	&cli_cmd_show,
+	&cli_cmd_search,
 	&cli_cmd_resolve,
 	&cli_cmd_check,
 	&cli_cmd_sync,

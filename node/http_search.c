@@ -1,0 +1,246 @@
+/* /search?q= (HTML) and /api/search?q= (JSON): the search index
+ * (search.h) queried on the loop thread. A query is a few hundred bytes
+ * at most, its words quoted, its answer capped, and SQLite interrupts it
+ * past SEARCH_BUDGET_MS (docs/http.md, "Search": measured well under
+ * that). A q that is a stored record's identifier goes to the record. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "http_int.h"
+#include "log.h"
+#include "search.h"
+
+#define SEARCH_DEFAULT 20
+
+typedef struct sargs {
+	const char *q;
+	size_t limit, offset;
+	char pith[PITH_NUMBER_LEN + 1]; /* q names this stored record, or "" */
+} sargs_t;
+
+/* The parameters; -1 with the error reply set. */
+static int search_args(http_ctx_t *c, sargs_t *a)
+{
+	int count = 0;
+	memset(a, 0, sizeof(*a));
+	a->q = http_target_query(c->t, "q", &count);
+	if (count > 1) {
+		http_error(c, 400, "q: given more than once");
+		return -1;
+	}
+	if (a->q && strlen(a->q) > SEARCH_QUERY_MAX) {
+		http_error(c, 400, "q: longer than %d bytes", SEARCH_QUERY_MAX);
+		return -1;
+	}
+	if (http_arg_count(c, "limit", SEARCH_DEFAULT, 1, SEARCH_LIMIT_MAX, &a->limit) ||
+	    http_arg_count(c, "offset", 0, 0, SEARCH_OFFSET_MAX, &a->offset))
+		return -1;
+	if (a->offset + a->limit > SEARCH_OFFSET_MAX) {
+		http_error(c, 400, "offset + limit: at most %d (narrow the query instead)",
+			   SEARCH_OFFSET_MAX);
+		return -1;
+	}
+	/* an identifier of a stored record: that record (words that happen
+	 * to parse as one, like a prefix of a number, fall through to search) */
+	pith_id_t id;
+	if (a->q && !pith_id_parse(a->q, &id, NULL) &&
+	    store_resolve(c->h->store, a->q, a->pith, NULL))
+		a->pith[0] = 0;
+	return 0;
+}
+
+/* What a failed search_query means for the client. */
+static void search_failed(http_ctx_t *c, int rc, const pith_err_t *err)
+{
+	if (rc == PITH_EINVAL || rc == PITH_ETOOBIG)
+		http_error(c, 400, "q: %s", err->msg);
+	else if (strstr(err->msg, "took longer"))
+		http_error(c, 503, "%s", err->msg);
+	else {
+		log_warn("http: search: %s", err->msg);
+		http_error(c, 500, "the search index failed");
+	}
+}
+
+static int no_index(http_ctx_t *c)
+{
+	if (c->h->o.search)
+		return 0;
+	http_error(c, 503, "this mirror keeps no search index");
+	return 1;
+}
+
+/* ---- JSON ---------------------------------------------------------------------------- */
+
+typedef struct jhits {
+	jb_t *b;
+	http_t *h;
+	json_value_t *list;
+} jhits_t;
+
+static int jhit(void *arg, const search_hit_t *hit)
+{
+	jhits_t *j = arg;
+	jb_t *b = j->b;
+	json_value_t *e = jb_obj(b);
+	const char *body = hit->pith + PITH_NUMBER_LEN - PITH_BODY_LEN;
+	char short_num[14];
+	snprintf(short_num, sizeof(short_num), "pith:%.8s", body);
+	jb_set(b, e, "pith_number", jb_str(b, hit->pith));
+	jb_set(b, e, "short_pith_number", jb_str(b, short_num));
+	jb_set(b, e, "title", jb_str(b, hit->title));
+	jb_set(b, e, "authors", jb_str(b, hit->authors));
+	jb_set(b, e, "primary_cat", jb_str(b, hit->primary_cat));
+	jb_set(b, e, "categories", jb_str(b, hit->cats));
+	jb_set(b, e, "submitted_at", jb_str(b, hit->submitted_at));
+	/* bm25, lower is better; as an integer (millionths) so that the
+	 * canonical body has no float */
+	jb_set(b, e, "score", jb_int(b, (int64_t)(hit->score * 1e6)));
+	jb_set(b, e, "url", jb_url(b, j->h, "/pith/%s", body));
+	jb_push(b, j->list, e);
+	return 0;
+}
+
+void view_search_json(http_ctx_t *c)
+{
+	sargs_t a;
+	jb_t b;
+	if (no_index(c) || search_args(c, &a))
+		return;
+	if (!a.q) {
+		http_error(c, 400, "q: missing (words of a title or an author's name, cat:X)");
+		return;
+	}
+	if (jb_begin(c, &b))
+		return;
+	json_value_t *o = jb_obj(&b);
+	jhits_t j = {.b = &b, .h = c->h, .list = jb_arr(&b)};
+	pith_err_t err = {0};
+	int more = 0, rc = 0;
+	/* an identifier finds its record ("record"), not words */
+	if (!a.pith[0])
+		rc = search_query(c->h->o.search, a.q, a.limit, a.offset, jhit, &j, &more, &err);
+	if (rc) {
+		json_doc_free(b.d);
+		search_failed(c, rc, &err);
+		return;
+	}
+	jb_set(&b, o, "query", jb_str(&b, a.q));
+	jb_set(&b, o, "record", a.pith[0] ? jb_url(&b, c->h, "/pith/%s",
+						    a.pith + PITH_NUMBER_LEN - PITH_BODY_LEN) : NULL);
+	jb_set(&b, o, "results", j.list);
+	jb_set(&b, o, "limit", jb_int(&b, (int64_t)a.limit));
+	jb_set(&b, o, "offset", jb_int(&b, (int64_t)a.offset));
+	jb_set(&b, o, "next_offset", more ? jb_int(&b, (int64_t)(a.offset + a.limit)) : NULL);
+	jb_set(&b, o, "indexed_through", jb_int(&b, (int64_t)search_seq(c->h->o.search)));
+	jb_finish(c, &b, o, "application/json");
+}
+
+/* ---- HTML ---------------------------------------------------------------------------- */
+
+typedef struct hhits {
+	http_ctx_t *c;
+	size_t n;
+} hhits_t;
+
+static int hhit(void *arg, const search_hit_t *hit)
+{
+	hhits_t *hh = arg;
+	pith_buf_t *b = hh->c->body;
+	const char *body = hit->pith + PITH_NUMBER_LEN - PITH_BODY_LEN;
+	if (!hh->n++)
+		pith_buf_puts(b, "<ol class=\"hits\">\n");
+	pith_buf_puts(b, "<li><a href=\"");
+	html_text(b, hh->c->h->base_url);
+	pith_buf_printf(b, "/pith/%s\">", body);
+	if (hit->title && *hit->title)
+		html_text(b, hit->title);
+	else
+		pith_buf_printf(b, "pith:%.8s", body);
+	pith_buf_puts(b, "</a><br><span class=\"muted\">");
+	html_text(b, hit->authors);
+	pith_buf_printf(b, "</span><br><code>pith:%.8s</code>", body);
+	if (hit->cats && *hit->cats) {
+		pith_buf_puts(b, " &middot; ");
+		html_text(b, hit->cats);
+	}
+	if (hit->submitted_at && strlen(hit->submitted_at) >= 10) {
+		pith_buf_puts(b, " &middot; ");
+		html_escape(b, hit->submitted_at, 10);
+	}
+	pith_buf_puts(b, "</li>\n");
+	return 0;
+}
+
+void view_search_html(http_ctx_t *c)
+{
+	http_t *h = c->h;
+	sargs_t a;
+	if (no_index(c) || search_args(c, &a))
+		return;
+	if (a.pith[0]) {
+		snprintf(c->r.location, sizeof(c->r.location), "%s/pith/%s", h->base_url,
+			 a.pith + PITH_NUMBER_LEN - PITH_BODY_LEN);
+		c->r.status = 302;
+		pith_buf_reset(c->body);
+		return;
+	}
+	pith_buf_t *b = c->body;
+	pith_buf_reset(b);
+	html_head(b, h->base_url, a.q && *a.q ? a.q : "Search");
+	pith_buf_puts(b, "<h1>Search</h1>\n");
+	html_search_box(b, h->base_url, a.q);
+	if (!a.q || !*a.q) {
+		pith_buf_puts(b, "<p class=\"muted\">Words of a title or of an author's name (every "
+				 "word must match; title words count most), <code>cat:cs.LG</code> for a "
+				 "category, <code>author:NAME</code>, or any identifier: an arXiv id or "
+				 "URL, a DOI, a pith number.</p>\n");
+		html_done(c);
+		return;
+	}
+	hhits_t hh = {.c = c};
+	pith_err_t err = {0};
+	int more = 0;
+	int rc = search_query(h->o.search, a.q, a.limit, a.offset, hhit, &hh, &more, &err);
+	if (rc) {
+		search_failed(c, rc, &err);
+		return;
+	}
+	if (hh.n)
+		pith_buf_puts(b, "</ol>\n");
+	else if (!a.offset)
+		pith_buf_puts(b, "<p>No record on this mirror matches.</p>\n");
+	if (more || a.offset) {
+		pith_buf_puts(b, "<p>");
+		pith_buf_t *qe = &h->tmp;
+		pith_buf_reset(qe);
+		for (const char *p = a.q; *p; p++) {
+			unsigned char ch = (unsigned char)*p;
+			int safe = ((ch | 0x20) >= 'a' && (ch | 0x20) <= 'z') || (ch >= '0' && ch <= '9') ||
+				   strchr("-._~", ch);
+			if (safe)
+				pith_buf_putc(qe, ch);
+			else
+				pith_buf_printf(qe, "%%%02X", ch);
+		}
+		pith_buf_putc(qe, 0);
+		if (a.offset) {
+			pith_buf_puts(b, "<a rel=\"prev\" href=\"");
+			html_text(b, h->base_url);
+			pith_buf_printf(b, "/search?q=%s&amp;offset=%zu&amp;limit=%zu\">&larr; Better "
+					"matches</a> ", qe->oom ? "" : (const char *)qe->data,
+					a.offset > a.limit ? a.offset - a.limit : 0, a.limit);
+		}
+		if (more) {
+			pith_buf_puts(b, "<a rel=\"next\" href=\"");
+			html_text(b, h->base_url);
+			pith_buf_printf(b, "/search?q=%s&amp;offset=%zu&amp;limit=%zu\">More &rarr;</a>",
+					qe->oom ? "" : (const char *)qe->data, a.offset + a.limit, a.limit);
+		}
+		pith_buf_puts(b, "</p>\n");
+	}
+	pith_buf_puts(b, "<p class=\"muted\">The same as JSON: <code>/api/search?q=&hellip;</code>"
+			 "</p>\n");
+	html_done(c);
+}

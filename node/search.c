@@ -1,0 +1,687 @@
+/* The search index (search.h): SQLite FTS5 over each record's title,
+ * authors and categories, plus the citation edges, fed from the store's
+ * change log by search_refresh (on a thread of its own in pithd). */
+#define _GNU_SOURCE /* pthread_setname_np */
+#include "search.h"
+
+#include <pthread.h>
+#include <sqlite3.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "json.h"
+#include "log.h"
+#include "prio.h"
+
+#define SEARCH_SCHEMA 1      /* PRAGMA user_version; another: rebuilt */
+#define REFRESH_BATCH 256    /* records per transaction */
+#define TITLE_MAX 2000       /* bytes of a title indexed */
+#define AUTHORS_MAX 8000     /* and of the author list */
+#define CITES_MAX 256        /* citation edges kept per citing record */
+
+struct search {
+	sqlite3 *w, *r;      /* writer (refresh), reader (queries) */
+	store_t *st;
+	char path[4096];
+	_Atomic uint64_t seq;
+	/* writer statements */
+	sqlite3_stmt *get_id, *ins_rec, *del_fts, *ins_fts, *del_cite, *ins_cite, *set_seq;
+	/* the feeder thread */
+	pthread_t thread;
+	int started;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	int stop, kicked, poll_ms, nice;
+	atomic_int stopping;
+};
+
+static int64_t mono_us(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+static int db_fail(pith_err_t *err, sqlite3 *db, const char *what)
+{
+	return pith_err_set(err, PITH_EIO, "search index: %s: %s", what,
+			    db ? sqlite3_errmsg(db) : "cannot allocate");
+}
+
+static int exec(sqlite3 *db, const char *sql, pith_err_t *err)
+{
+	char *msg = NULL;
+	if (sqlite3_exec(db, sql, NULL, NULL, &msg) != SQLITE_OK) {
+		pith_err_set(err, PITH_EIO, "search index: %s", msg ? msg : sqlite3_errmsg(db));
+		sqlite3_free(msg);
+		return PITH_EIO;
+	}
+	return 0;
+}
+
+static int64_t pragma_int(sqlite3 *db, const char *sql)
+{
+	sqlite3_stmt *s = NULL;
+	int64_t v = -1;
+	if (sqlite3_prepare_v2(db, sql, -1, &s, NULL) == SQLITE_OK && sqlite3_step(s) == SQLITE_ROW)
+		v = sqlite3_column_int64(s, 0);
+	sqlite3_finalize(s);
+	return v;
+}
+
+static const char schema_sql[] =
+	"PRAGMA journal_mode=WAL;"
+	"PRAGMA synchronous=NORMAL;"
+	"CREATE TABLE IF NOT EXISTS meta(k TEXT PRIMARY KEY, v INTEGER NOT NULL) WITHOUT ROWID;"
+	"INSERT OR IGNORE INTO meta VALUES('seq', 0);"
+	"CREATE TABLE IF NOT EXISTS rec(id INTEGER PRIMARY KEY, pith TEXT NOT NULL UNIQUE);"
+	"CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(title, authors, cats, primary_cat UNINDEXED,"
+	" submitted_at UNINDEXED, tokenize='unicode61 remove_diacritics 2');"
+	/* title words weigh most, then authors', then categories */
+	"INSERT INTO fts(fts, rank) VALUES('rank', 'bm25(10.0, 4.0, 2.0, 0.0, 0.0)');"
+	"CREATE TABLE IF NOT EXISTS cite(cited TEXT NOT NULL, citing TEXT NOT NULL,"
+	" PRIMARY KEY(cited, citing)) WITHOUT ROWID;"
+	"CREATE INDEX IF NOT EXISTS cite_citing ON cite(citing);"
+	"PRAGMA user_version=1;";
+
+static void unlink_index(const char *path)
+{
+	char p[4200];
+	unlink(path);
+	snprintf(p, sizeof(p), "%s-wal", path);
+	unlink(p);
+	snprintf(p, sizeof(p), "%s-shm", path);
+	unlink(p);
+}
+
+static int open_db(const char *path, sqlite3 **db, pith_err_t *err)
+{
+	*db = NULL;
+	int rc = sqlite3_open_v2(path, db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL);
+	if (rc != SQLITE_OK) {
+		db_fail(err, *db, path);
+		sqlite3_close(*db);
+		*db = NULL;
+		return PITH_EIO;
+	}
+	sqlite3_busy_timeout(*db, 5000);
+	sqlite3_extended_result_codes(*db, 1);
+	return 0;
+}
+
+/* The writer connection with the schema in place; an unreadable index or
+ * one of another schema is deleted first. */
+static int open_writer(search_t *s, pith_err_t *err)
+{
+	for (int attempt = 0; attempt < 2; attempt++) {
+		if (open_db(s->path, &s->w, err))
+			return PITH_EIO;
+		int64_t v = pragma_int(s->w, "PRAGMA user_version");
+		if ((v == 0 || v == SEARCH_SCHEMA) && !exec(s->w, schema_sql, err))
+			return 0;
+		log_warn("search index %s: %s; rebuilding it", s->path,
+			 v < 0 || v == 0 ? (err && err->msg[0] ? err->msg : "unreadable")
+				       : "another schema version");
+		sqlite3_close(s->w);
+		s->w = NULL;
+		unlink_index(s->path);
+	}
+	return pith_err_set(err, PITH_EIO, "search index %s: cannot create it", s->path);
+}
+
+static int prepare(search_t *s, sqlite3_stmt **st, const char *sql, pith_err_t *err)
+{
+	if (sqlite3_prepare_v3(s->w, sql, -1, SQLITE_PREPARE_PERSISTENT, st, NULL) != SQLITE_OK)
+		return db_fail(err, s->w, "prepare");
+	return 0;
+}
+
+int search_open(const char *path, store_t *st, search_t **out, pith_err_t *err)
+{
+	*out = NULL;
+	if (strlen(path) >= sizeof(((search_t *)0)->path))
+		return pith_err_set(err, PITH_EINVAL, "search index: path too long");
+	search_t *s = calloc(1, sizeof(*s));
+	if (!s)
+		return pith_err_set(err, PITH_ENOMEM, "out of memory");
+	snprintf(s->path, sizeof(s->path), "%s", path);
+	s->st = st;
+	pthread_mutex_init(&s->mu, NULL);
+	pthread_cond_init(&s->cv, NULL);
+	int rc = open_writer(s, err);
+	if (!rc)
+		rc = prepare(s, &s->get_id, "SELECT id FROM rec WHERE pith=?1", err) ||
+		     prepare(s, &s->ins_rec, "INSERT INTO rec(pith) VALUES(?1)", err) ||
+		     prepare(s, &s->del_fts, "DELETE FROM fts WHERE rowid=?1", err) ||
+		     prepare(s, &s->ins_fts, "INSERT INTO fts(rowid, title, authors, cats, "
+				"primary_cat, submitted_at) VALUES(?1, ?2, ?3, ?4, ?5, ?6)", err) ||
+		     prepare(s, &s->del_cite, "DELETE FROM cite WHERE citing=?1", err) ||
+		     prepare(s, &s->ins_cite, "INSERT OR IGNORE INTO cite VALUES(?1, ?2)", err) ||
+		     prepare(s, &s->set_seq, "UPDATE meta SET v=?1 WHERE k='seq'", err) ? PITH_EIO : 0;
+	if (!rc) {
+		int64_t seq = pragma_int(s->w, "SELECT v FROM meta WHERE k='seq'");
+		uint64_t last = store_changes_last(st);
+		if (seq < 0 || (uint64_t)seq > last) {
+			/* ahead of this store's log: built from another store */
+			log_warn("search index %s: at change %lld, the store at %llu: rebuilding it",
+				 path, (long long)seq, (unsigned long long)last);
+			rc = exec(s->w, "BEGIN; DELETE FROM rec; DELETE FROM fts; DELETE FROM cite;"
+					"UPDATE meta SET v=0 WHERE k='seq'; COMMIT;", err);
+			seq = 0;
+		}
+		atomic_store(&s->seq, (uint64_t)seq);
+	}
+	if (!rc && open_db(path, &s->r, err))
+		rc = PITH_EIO;
+	if (rc) {
+		search_free(s);
+		return rc;
+	}
+	*out = s;
+	return 0;
+}
+
+void search_free_(search_t *s)
+{
+	if (!s)
+		return;
+	if (s->started) {
+		pthread_mutex_lock(&s->mu);
+		s->stop = 1;
+		atomic_store(&s->stopping, 1);
+		pthread_cond_signal(&s->cv);
+		pthread_mutex_unlock(&s->mu);
+		pthread_join(s->thread, NULL);
+	}
+	sqlite3_stmt *sts[] = {s->get_id, s->ins_rec, s->del_fts, s->ins_fts,
+			       s->del_cite, s->ins_cite, s->set_seq};
+	for (size_t i = 0; i < sizeof(sts) / sizeof(sts[0]); i++)
+		sqlite3_finalize(sts[i]);
+	sqlite3_close(s->r);
+	sqlite3_close(s->w);
+	pthread_mutex_destroy(&s->mu);
+	pthread_cond_destroy(&s->cv);
+	free(s);
+}
+
+uint64_t search_seq(search_t *s)
+{
+	return atomic_load(&s->seq);
+}
+
+/* ---- indexing one record ----------------------------------------------------------- */
+
+/* At most max bytes of t, cut at a character boundary. */
+static int text_len(const char *t, size_t max)
+{
+	size_t n = strlen(t);
+	if (n <= max)
+		return (int)n;
+	n = max;
+	while (n && ((unsigned char)t[n] & 0xc0) == 0x80)
+		n--;
+	return (int)n;
+}
+
+static void bind_text(sqlite3_stmt *st, int i, const char *t, size_t max)
+{
+	if (t)
+		sqlite3_bind_text(st, i, t, text_len(t, max), SQLITE_TRANSIENT);
+	else
+		sqlite3_bind_null(st, i);
+}
+
+static int step_done(search_t *s, sqlite3_stmt *st, pith_err_t *err)
+{
+	int rc = sqlite3_step(st);
+	sqlite3_reset(st);
+	sqlite3_clear_bindings(st);
+	return rc == SQLITE_DONE || rc == SQLITE_ROW ? 0 : db_fail(err, s->w, "write");
+}
+
+/* The full number a citation's target names, when it names a record:
+ * a full pith number as it is (the cited record may come later), other
+ * forms (body, arXiv id, DOI) when they resolve in the store now. */
+static int cited_of(search_t *s, const char *target, char out[static PITH_NUMBER_LEN + 1])
+{
+	pith_id_t id;
+	if (!target || pith_id_parse(target, &id, NULL))
+		return 0;
+	if (id.number[0]) {
+		memcpy(out, id.number, PITH_NUMBER_LEN + 1);
+		return 1;
+	}
+	return store_resolve(s->st, target, out, NULL) == 0;
+}
+
+/* (Re)indexes one record from its merged state. */
+static int index_record(search_t *s, const char *pith, pith_buf_t *raw, pith_err_t *err)
+{
+	json_doc_t *doc = NULL;
+	const json_value_t *cur = NULL, *paper = NULL, *md = NULL;
+	pith_buf_reset(raw);
+	pith_err_t e2 = {0};
+	if (store_state_get(s->st, pith, raw, &e2) || json_parse(&doc, raw->data, raw->len, NULL, &e2)) {
+		/* indexed without words: it is still a record */
+		log_warn("search index: %s: %s", pith, e2.msg);
+	} else {
+		cur = json_get_type(json_doc_root(doc), "current", JSON_OBJECT);
+		const json_value_t *snaps = json_get_type(cur, "graph_snapshots", JSON_ARRAY);
+		if (snaps && snaps->len) {
+			const json_value_t *p = json_get_type(snaps->u.items[snaps->len - 1], "payload",
+							      JSON_OBJECT);
+			paper = json_get_type(json_get_type(p, "graph_snapshot", JSON_OBJECT), "paper",
+					      JSON_OBJECT);
+		}
+		md = json_get_type(json_get_type(cur, "canonical_record", JSON_OBJECT), "metadata",
+				   JSON_OBJECT);
+	}
+	int rc = 0;
+	int64_t id = -1;
+	sqlite3_bind_text(s->get_id, 1, pith, -1, SQLITE_STATIC);
+	if (sqlite3_step(s->get_id) == SQLITE_ROW)
+		id = sqlite3_column_int64(s->get_id, 0);
+	sqlite3_reset(s->get_id);
+	sqlite3_clear_bindings(s->get_id);
+	if (id < 0) {
+		sqlite3_bind_text(s->ins_rec, 1, pith, -1, SQLITE_STATIC);
+		if ((rc = step_done(s, s->ins_rec, err)))
+			goto out;
+		id = sqlite3_last_insert_rowid(s->w);
+	} else {
+		sqlite3_bind_int64(s->del_fts, 1, id);
+		if ((rc = step_done(s, s->del_fts, err)))
+			goto out;
+	}
+	/* categories: the primary one, then the cross-lists */
+	pith_buf_t cats = PITH_BUF_INIT;
+	const char *primary = json_get_str(md, "primary_cat");
+	if (primary)
+		pith_buf_puts(&cats, primary);
+	const json_value_t *cc = json_get_type(md, "cross_cats_sorted", JSON_ARRAY);
+	for (size_t i = 0; cc && i < cc->len && i < 32; i++)
+		if (json_is(cc->u.items[i], JSON_STRING)) {
+			pith_buf_puts(&cats, cats.len ? " " : "");
+			pith_buf_puts(&cats, cc->u.items[i]->u.str);
+		}
+	pith_buf_putc(&cats, 0);
+	sqlite3_bind_int64(s->ins_fts, 1, id);
+	bind_text(s->ins_fts, 2, json_get_str(paper, "title"), TITLE_MAX);
+	bind_text(s->ins_fts, 3, json_get_str(paper, "authors_text"), AUTHORS_MAX);
+	bind_text(s->ins_fts, 4, cats.oom ? "" : (const char *)cats.data, 1000);
+	bind_text(s->ins_fts, 5, primary, 64);
+	bind_text(s->ins_fts, 6, json_get_str(md, "submitted_at"), 64);
+	rc = step_done(s, s->ins_fts, err);
+	pith_buf_release(&cats);
+	if (rc)
+		goto out;
+	/* what it cites: its applied citation_signature events' targets */
+	sqlite3_bind_text(s->del_cite, 1, pith, -1, SQLITE_STATIC);
+	if ((rc = step_done(s, s->del_cite, err)))
+		goto out;
+	const json_value_t *cites = json_get_type(cur, "citation_signatures", JSON_ARRAY);
+	for (size_t i = 0; cites && i < cites->len && i < CITES_MAX; i++) {
+		char cited[PITH_NUMBER_LEN + 1];
+		if (!cited_of(s, json_get_str(cites->u.items[i], "target"), cited) || !strcmp(cited, pith))
+			continue;
+		sqlite3_bind_text(s->ins_cite, 1, cited, -1, SQLITE_STATIC);
+		sqlite3_bind_text(s->ins_cite, 2, pith, -1, SQLITE_STATIC);
+		if ((rc = step_done(s, s->ins_cite, err)))
+			goto out;
+	}
+out:
+	json_doc_free(doc);
+	return rc;
+}
+
+/* ---- refresh: following the change log ------------------------------------------------ */
+
+typedef struct batch {
+	char pith[REFRESH_BATCH][PITH_NUMBER_LEN + 1];
+	size_t n;
+} batch_t;
+
+static int batch_add(void *arg, const store_change_t *ch)
+{
+	batch_t *b = arg;
+	memcpy(b->pith[b->n++], ch->pith_number, PITH_NUMBER_LEN + 1);
+	return 0;
+}
+
+static int refresh_run(search_t *s, uint64_t *indexed, pith_err_t *err)
+{
+	batch_t *b = malloc(sizeof(*b));
+	pith_buf_t raw = PITH_BUF_INIT;
+	int rc = 0;
+	uint64_t done = 0;
+	if (!b)
+		return pith_err_set(err, PITH_ENOMEM, "out of memory");
+	while (!atomic_load(&s->stopping)) {
+		/* under the write lock, from the sequence saved: another process
+		 * (pithctl search beside pithd) may have gone further */
+		if ((rc = exec(s->w, "BEGIN IMMEDIATE", err)))
+			break;
+		uint64_t seq = atomic_load(&s->seq), next;
+		int64_t saved = pragma_int(s->w, "SELECT v FROM meta WHERE k='seq'");
+		if (saved > 0 && (uint64_t)saved > seq)
+			seq = (uint64_t)saved;
+		next = seq;
+		b->n = 0;
+		rc = store_changes_each(s->st, seq, REFRESH_BATCH, batch_add, b, &next, err);
+		if (rc || !b->n) {
+			exec(s->w, "ROLLBACK", NULL);
+			atomic_store(&s->seq, seq);
+			break;
+		}
+		for (size_t i = 0; i < b->n && !rc; i++)
+			rc = index_record(s, b->pith[i], &raw, err);
+		if (!rc) {
+			sqlite3_bind_int64(s->set_seq, 1, (int64_t)next);
+			rc = step_done(s, s->set_seq, err);
+		}
+		if (!rc)
+			rc = exec(s->w, "COMMIT", err);
+		if (rc) {
+			exec(s->w, "ROLLBACK", NULL);
+			break;
+		}
+		atomic_store(&s->seq, next);
+		done += b->n;
+	}
+	free(b);
+	pith_buf_release(&raw);
+	if (indexed)
+		*indexed = done;
+	return rc;
+}
+
+int search_refresh(search_t *s, uint64_t *indexed, pith_err_t *err)
+{
+	return refresh_run(s, indexed, err);
+}
+
+static void *feeder(void *arg)
+{
+	search_t *s = arg;
+	pthread_setname_np(pthread_self(), "pith-search");
+	if (s->nice && prio_lower_thread(0, s->nice))
+		log_warn("search index: cannot lower its thread's priority");
+	int64_t failed_us = 0;
+	for (;;) {
+		pthread_mutex_lock(&s->mu);
+		if (!s->kicked && !s->stop) {
+			struct timespec ts;
+			clock_gettime(CLOCK_REALTIME, &ts);
+			int wait_ms = failed_us ? 5000 : s->poll_ms;
+			ts.tv_sec += wait_ms / 1000;
+			ts.tv_nsec += (long)(wait_ms % 1000) * 1000000L;
+			if (ts.tv_nsec >= 1000000000L) {
+				ts.tv_sec++;
+				ts.tv_nsec -= 1000000000L;
+			}
+			pthread_cond_timedwait(&s->cv, &s->mu, &ts);
+		}
+		int stop = s->stop;
+		s->kicked = 0;
+		pthread_mutex_unlock(&s->mu);
+		if (stop)
+			break;
+		if (store_changes_last(s->st) == atomic_load(&s->seq))
+			continue;
+		pith_err_t err = {0};
+		uint64_t n = 0;
+		int64_t t0 = mono_us();
+		if (refresh_run(s, &n, &err)) {
+			if (!failed_us)
+				log_warn("%s (retrying every 5 s)", err.msg);
+			failed_us = mono_us();
+		} else {
+			failed_us = 0;
+			if (n >= 1000)
+				log_info("search index: %llu records indexed in %.1f s",
+					 (unsigned long long)n, (double)(mono_us() - t0) / 1e6);
+		}
+	}
+	return NULL;
+}
+
+int search_start(search_t *s, int poll_ms, int nice, pith_err_t *err)
+{
+	s->poll_ms = poll_ms > 0 ? poll_ms : 1000;
+	s->nice = nice;
+	if (pthread_create(&s->thread, NULL, feeder, s))
+		return pith_err_set(err, PITH_EIO, "search index: cannot start its thread");
+	s->started = 1;
+	return 0;
+}
+
+void search_kick(search_t *s)
+{
+	if (!s || !s->started)
+		return;
+	pthread_mutex_lock(&s->mu);
+	s->kicked = 1;
+	pthread_cond_signal(&s->cv);
+	pthread_mutex_unlock(&s->mu);
+}
+
+/* ---- queries ------------------------------------------------------------------------ */
+
+/* Whether a word holds something to match: a letter or digit (any
+ * non-ASCII byte may be one). */
+static int has_token(const char *p, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		unsigned char ch = (unsigned char)p[i];
+		if (ch >= 0x80 || (ch >= '0' && ch <= '9') || ((ch | 0x20) >= 'a' && (ch | 0x20) <= 'z'))
+			return 1;
+	}
+	return 0;
+}
+
+/* The FTS5 expression of a query: every word a quoted string (a double
+ * quote inside doubled), so that nothing in q is FTS5 syntax; a cat: or
+ * author: word limited to its column; words joined by AND. */
+static int build_match(const char *q, pith_buf_t *out, pith_err_t *err)
+{
+	size_t qn = strlen(q);
+	if (qn > SEARCH_QUERY_MAX)
+		return pith_err_set(err, PITH_ETOOBIG, "the query is longer than %d bytes",
+				    SEARCH_QUERY_MAX);
+	size_t terms = 0;
+	const char *p = q, *end = q + qn;
+	while (p < end) {
+		while (p < end && (unsigned char)*p <= ' ')
+			p++;
+		const char *w = p;
+		while (p < end && (unsigned char)*p > ' ')
+			p++;
+		size_t n = (size_t)(p - w);
+		if (!n)
+			continue;
+		const char *col = NULL;
+		static const struct {
+			const char *prefix, *col;
+		} cols[] = {{"cat:", "cats"}, {"category:", "cats"}, {"author:", "authors"},
+			    {"title:", "title"}};
+		for (size_t i = 0; i < sizeof(cols) / sizeof(cols[0]); i++) {
+			size_t pl = strlen(cols[i].prefix);
+			if (n > pl && !strncasecmp(w, cols[i].prefix, pl)) {
+				col = cols[i].col;
+				w += pl;
+				n -= pl;
+				break;
+			}
+		}
+		if (!has_token(w, n))
+			continue;
+		if (++terms > SEARCH_TERMS_MAX)
+			return pith_err_set(err, PITH_ETOOBIG, "more than %d words in the query",
+					    SEARCH_TERMS_MAX);
+		if (out->len)
+			pith_buf_puts(out, " AND ");
+		if (col)
+			pith_buf_printf(out, "%s : ", col);
+		pith_buf_putc(out, '"');
+		for (size_t i = 0; i < n; i++) {
+			if (w[i] == '"')
+				pith_buf_putc(out, '"');
+			pith_buf_putc(out, (uint8_t)w[i]);
+		}
+		pith_buf_putc(out, '"');
+	}
+	if (!terms)
+		return pith_err_set(err, PITH_EINVAL, "no word to search for");
+	pith_buf_putc(out, 0);
+	return out->oom ? pith_err_set(err, PITH_ENOMEM, "out of memory") : 0;
+}
+
+static int past_deadline(void *arg)
+{
+	return mono_us() > *(const int64_t *)arg;
+}
+
+static void hit_of(sqlite3_stmt *st, search_hit_t *h)
+{
+	snprintf(h->pith, sizeof(h->pith), "%s", (const char *)sqlite3_column_text(st, 0));
+	h->title = (const char *)sqlite3_column_text(st, 1);
+	h->authors = (const char *)sqlite3_column_text(st, 2);
+	h->primary_cat = (const char *)sqlite3_column_text(st, 3);
+	h->cats = (const char *)sqlite3_column_text(st, 4);
+	h->submitted_at = (const char *)sqlite3_column_text(st, 5);
+}
+
+int search_query(search_t *s, const char *q, size_t limit, size_t offset, search_hit_fn fn,
+		 void *arg, int *more, pith_err_t *err)
+{
+	pith_buf_t m = PITH_BUF_INIT;
+	sqlite3_stmt *st = NULL;
+	int rc;
+	if (more)
+		*more = 0;
+	if (limit > SEARCH_LIMIT_MAX)
+		limit = SEARCH_LIMIT_MAX;
+	if (!limit)
+		limit = 1;
+	if (offset > SEARCH_OFFSET_MAX || offset + limit > SEARCH_OFFSET_MAX)
+		return pith_err_set(err, PITH_ETOOBIG, "offset + limit over %d: narrow the query",
+				    SEARCH_OFFSET_MAX);
+	if ((rc = build_match(q, &m, err)))
+		goto out;
+	/* ranked first; a word so common that ranking every match would run
+	 * past the ranked budget (a category over the whole store) is
+	 * answered unranked: the matches in index order, newest first, which
+	 * stop at the limit (score 0) */
+	int64_t start = mono_us();
+	for (int ranked = 1; ranked >= 0; ranked--) {
+		const char *sql = ranked
+			? "SELECT r.pith, f.title, f.authors, f.primary_cat, f.cats, f.submitted_at,"
+			  " f.rank FROM fts f JOIN rec r ON r.id = f.rowid WHERE fts MATCH ?1"
+			  " ORDER BY f.rank LIMIT ?2 OFFSET ?3"
+			: "SELECT r.pith, f.title, f.authors, f.primary_cat, f.cats, f.submitted_at,"
+			  " 0 FROM fts f JOIN rec r ON r.id = f.rowid WHERE fts MATCH ?1"
+			  " ORDER BY f.rowid DESC LIMIT ?2 OFFSET ?3";
+		sqlite3_finalize(st);
+		st = NULL;
+		if (sqlite3_prepare_v2(s->r, sql, -1, &st, NULL) != SQLITE_OK) {
+			rc = db_fail(err, s->r, "query");
+			goto out;
+		}
+		sqlite3_bind_text(st, 1, (const char *)m.data, -1, SQLITE_STATIC);
+		sqlite3_bind_int64(st, 2, (int64_t)limit + 1);
+		sqlite3_bind_int64(st, 3, (int64_t)offset);
+		int64_t deadline = start + (ranked ? SEARCH_RANKED_MS : SEARCH_BUDGET_MS) * 1000;
+		sqlite3_progress_handler(s->r, 1000, past_deadline, &deadline);
+		size_t n = 0;
+		int step;
+		/* rows are handed out only once the ranked query is done: an
+		 * interrupted one must not have called fn */
+		while ((step = sqlite3_step(st)) == SQLITE_ROW) {
+			if (n++ == limit) {
+				if (more)
+					*more = 1;
+				break;
+			}
+			search_hit_t h;
+			hit_of(st, &h);
+			h.score = sqlite3_column_double(st, 6);
+			if (fn(arg, &h))
+				break;
+		}
+		sqlite3_progress_handler(s->r, 0, NULL, NULL);
+		if (step == SQLITE_INTERRUPT && ranked && !n)
+			continue;
+		if (step == SQLITE_INTERRUPT)
+			rc = pith_err_set(err, PITH_EIO, "the query took longer than %d ms: add words "
+					  "to narrow it", SEARCH_BUDGET_MS);
+		else if (step != SQLITE_ROW && step != SQLITE_DONE)
+			rc = db_fail(err, s->r, "query");
+		break;
+	}
+out:
+	sqlite3_finalize(st);
+	pith_buf_release(&m);
+	return rc;
+}
+
+int search_cited_by(search_t *s, const char *pith, size_t limit, search_hit_fn fn, void *arg,
+		    size_t *total, pith_err_t *err)
+{
+	sqlite3_stmt *st = NULL;
+	int rc = 0, step;
+	if (total) {
+		*total = 0;
+		if (sqlite3_prepare_v2(s->r, "SELECT count(*) FROM cite WHERE cited=?1", -1, &st,
+				       NULL) != SQLITE_OK)
+			return db_fail(err, s->r, "query");
+		sqlite3_bind_text(st, 1, pith, -1, SQLITE_STATIC);
+		if (sqlite3_step(st) == SQLITE_ROW)
+			*total = (size_t)sqlite3_column_int64(st, 0);
+		sqlite3_finalize(st);
+		st = NULL;
+	}
+	if (sqlite3_prepare_v2(s->r,
+			       "SELECT c.citing, f.title, f.authors, f.primary_cat, f.cats, f.submitted_at"
+			       " FROM cite c LEFT JOIN rec r ON r.pith = c.citing"
+			       " LEFT JOIN fts f ON f.rowid = r.id WHERE c.cited=?1"
+			       " ORDER BY c.citing LIMIT ?2", -1, &st, NULL) != SQLITE_OK)
+		return db_fail(err, s->r, "query");
+	sqlite3_bind_text(st, 1, pith, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 2, (int64_t)limit);
+	while ((step = sqlite3_step(st)) == SQLITE_ROW) {
+		search_hit_t h;
+		hit_of(st, &h);
+		h.score = 0;
+		if (fn(arg, &h))
+			break;
+	}
+	if (step != SQLITE_ROW && step != SQLITE_DONE)
+		rc = db_fail(err, s->r, "query");
+	sqlite3_finalize(st);
+	return rc;
+}
+
+static void json_member(pith_buf_t *out, const char *key, const char *v)
+{
+	pith_buf_printf(out, ",\"%s\":", key);
+	if (v)
+		json_write_string(out, v, strlen(v));
+	else
+		pith_buf_puts(out, "null");
+}
+
+void search_hit_json(const search_hit_t *hit, pith_buf_t *out)
+{
+	pith_buf_printf(out, "{\"pith_number\":\"%s\",\"short_pith_number\":\"pith:%.8s\"",
+			hit->pith, hit->pith + PITH_NUMBER_LEN - PITH_BODY_LEN);
+	json_member(out, "title", hit->title);
+	json_member(out, "authors", hit->authors);
+	json_member(out, "primary_cat", hit->primary_cat);
+	json_member(out, "categories", hit->cats);
+	json_member(out, "submitted_at", hit->submitted_at);
+	pith_buf_printf(out, ",\"score\":%lld}", (long long)(hit->score * 1e6));
+}
