@@ -299,12 +299,12 @@ TEST(validate_budget, "a peer whose answers waiting for validation pass peer_val
 	setup(&n, small_validate_budget, ps, 2);
 	uint8_t ids[8][32];
 	for (int i = 0; i < 8; i++)
-		memcpy(ids[i], evs.id[10 + i], 32);
+		memcpy(ids[i], evs.id[8 + i], 32);
 	deliver_ids(ps[0], WIRE_ANNOUNCE, (const uint8_t(*)[32])ids, 8);
 	size_t sent = 0;
 	for (int i = 0; i < 8; i++) {
-		deliver_event(ps[0], ids[i], &evs.json[10 + i]);
-		sent += evs.json[10 + i].len;
+		deliver_event(ps[0], ids[i], &evs.json[8 + i]);
+		sent += evs.json[8 + i].len;
 		if (sent >= 4096)
 			break;
 	}
