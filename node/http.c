@@ -614,11 +614,6 @@ uint16_t http_port(const http_t *h)
 	return h->port;
 }
 
-const char *http_base_url(const http_t *h)
-{
-	return h->base_url;
-}
-
 metrics_t *http_metrics(http_t *h)
 {
 	return h->metrics;

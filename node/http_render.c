@@ -259,6 +259,11 @@ int http_render_new(store_t *store, const http_render_opts_t *o, http_t **out, p
 	return 0;
 }
 
+const char *http_base_url(const http_t *h)
+{
+	return h->base_url;
+}
+
 /* Also the end of http_free_: what both kinds of context hold. */
 void http_render_free_(http_t *h)
 {
