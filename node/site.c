@@ -246,9 +246,9 @@ static int claims_of(site_t *s, const char *body, const uint8_t *view, size_t n)
 		/* the map is case-sensitive and DOIs are kept in lower case:
 		 * arXiv's DOIs also as people write them */
 		if (!rc && !strncmp(v, "10.48550/arxiv.", 15)) {
-			char d[128];
-			snprintf(d, sizeof(d), "10.48550/arXiv.%s", v + 15);
-			rc = claim_add(s, body, d);
+			char doi[128];
+			snprintf(doi, sizeof(doi), "10.48550/arXiv.%s", v + 15);
+			rc = claim_add(s, body, doi);
 		}
 	}
 	json_doc_free(d);
