@@ -242,14 +242,7 @@ static int claims_of(site_t *s, const char *body, const uint8_t *view, size_t n)
 		if (!k || !v || (strcmp(k, "arxiv") && strcmp(k, "arxiv_version") && strcmp(k, "doi") &&
 				 strncmp(k, "pith_short_", 11)))
 			continue;
-		rc = claim_add(s, body, v);
-		/* the map is case-sensitive and DOIs are kept in lower case:
-		 * arXiv's DOIs also as people write them */
-		if (!rc && !strncmp(v, "10.48550/arxiv.", 15)) {
-			char doi[128];
-			snprintf(doi, sizeof(doi), "10.48550/arXiv.%s", v + 15);
-			rc = claim_add(s, body, doi);
-		}
+		rc = claim_add(s, body, v); /* nginx compares map keys without case */
 	}
 	json_doc_free(d);
 	return rc;
