@@ -26,22 +26,6 @@
 
 #define ACCEPT_PAUSE_MS 200 /* after accept() fails (out of descriptors) */
 
-void http_opts_default(http_opts_t *o)
-{
-	memset(o, 0, sizeof(*o));
-	o->name = "pith-mirror";
-	o->max_header_bytes = 8192;
-	o->max_body_bytes = 4u << 20;
-	o->max_post_events = 2000;
-	o->max_inflight = 8192;
-	o->max_buffered_bytes = 64u << 20;
-	o->timeout_s = 10;
-	o->request_timeout_s = 30;
-	o->max_connections = 4096;
-	o->events_page_max = 1000;
-	o->list_registry = 1;
-}
-
 int64_t http_now_us(void)
 {
 	struct timespec ts;
@@ -87,59 +71,7 @@ static const char *status_phrase(int s)
 	}
 }
 
-static const char *status_code_name(int s)
-{
-	switch (s) {
-	case 400: return "bad_request";
-	case 404: return "not_found";
-	case 405: return "method_not_allowed";
-	case 406: return "not_acceptable";
-	case 413: return "too_large";
-	case 414: return "uri_too_long";
-	case 431: return "headers_too_large";
-	case 500: return "internal";
-	case 503: return "unavailable";
-	default: return "error";
-	}
-}
-
 /* ---- replies ------------------------------------------------------------------ */
-
-void http_error(http_ctx_t *c, int status, const char *fmt, ...)
-{
-	char msg[400];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	/* messages may quote a client's identifier: keep the JSON valid UTF-8
-	 * (the target parser only lets ASCII through, but be sure) */
-	for (char *p = msg; *p; p++)
-		if ((unsigned char)*p < 0x20 || (unsigned char)*p >= 0x7f)
-			*p = '?';
-	pith_buf_reset(c->body);
-	pith_buf_printf(c->body, "{\"error\":\"%s\",\"message\":", status_code_name(status));
-	json_write_string(c->body, msg, strlen(msg));
-	pith_buf_puts(c->body, "}\n");
-	c->r.status = status;
-	c->r.ctype = "application/json";
-	c->r.etag[0] = 0;
-	c->r.no_store = 1;
-}
-
-void http_set_etag_hex(http_ctx_t *c, const char *hex64)
-{
-	snprintf(c->r.etag, sizeof(c->r.etag), "\"%.64s\"", hex64);
-}
-
-void http_set_etag_body(http_ctx_t *c)
-{
-	uint8_t d[32];
-	char hex[65];
-	pith_sha256(c->body->data ? c->body->data : (uint8_t *)"", c->body->len, d);
-	pith_hex_encode(d, 32, hex);
-	http_set_etag_hex(c, hex);
-}
 
 const char *http_header(http_ctx_t *c, const char *name)
 {
@@ -209,10 +141,6 @@ static void count_reply(http_t *h, http_route_t route, int status, int64_t t0_us
 
 /* ---- gzip ------------------------------------------------------------------------- */
 
-/* JSON and HTML bodies are compressed for clients that accept gzip;
- * bodies under HTTP_GZIP_MIN bytes are not worth the header. */
-#define HTTP_GZIP_MIN 256
-
 static int ctype_compressible(const char *ct)
 {
 	return ct && (!strncmp(ct, "application/json", 16) || !strncmp(ct, "application/ld+json", 19) ||
@@ -256,30 +184,6 @@ int http_accepts_gzip(const char *ae)
 			star = ok;
 	}
 	return gzip >= 0 ? gzip : star > 0;
-}
-
-/* Compresses in[0..n) as a gzip member into out. 0, or -1 (out of memory). */
-static int gzip_body(pith_buf_t *out, const uint8_t *in, size_t n)
-{
-	z_stream z;
-	memset(&z, 0, sizeof(z));
-	/* level 5: most of level 9's ratio on JSON at a third of its time */
-	if (deflateInit2(&z, 5, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK)
-		return -1;
-	size_t cap = deflateBound(&z, (uLong)n);
-	pith_buf_reset(out);
-	if (pith_buf_reserve(out, cap)) {
-		deflateEnd(&z);
-		return -1;
-	}
-	z.next_in = (Bytef *)in;
-	z.avail_in = (uInt)n;
-	z.next_out = out->data;
-	z.avail_out = (uInt)cap;
-	int rc = deflate(&z, Z_FINISH);
-	out->len = cap - z.avail_out;
-	deflateEnd(&z);
-	return rc == Z_STREAM_END ? 0 : -1;
 }
 
 void http_send(http_ctx_t *c)
@@ -335,7 +239,7 @@ void http_send(http_ctx_t *c)
 	size_t sent = 0;
 	pith_buf_t *body = c->body;
 	if (has_body && gz) {
-		if (!gzip_body(&h->gz, c->body->data, c->body->len)) {
+		if (!http_gzip(&h->gz, c->body->data, c->body->len)) {
 			body = &h->gz;
 			evhttp_add_header(oh, "Content-Encoding", "gzip");
 		} else if (r->etag[0]) {
@@ -376,124 +280,26 @@ static size_t header_bytes(struct evhttp_request *req, size_t uri_len)
 	return n;
 }
 
-static int ends_with(const char *s, const char *suffix, size_t *stem)
-{
-	size_t n = strlen(s), k = strlen(suffix);
-	if (n <= k || memcmp(s + n - k, suffix, k))
-		return 0;
-	*stem = n - k;
-	return 1;
-}
-
-/* Picks the route for the parsed target; *id gets the {ID} segment (or
- * NULL). Returns ROUTE_OTHER for a path no route serves. */
-static http_route_t route_match(const http_target_t *t, char *id, size_t idcap, int *id_seg)
-{
-	const char *const *s = t->seg;
-	size_t n = t->nseg, stem;
-	id[0] = 0;
-	*id_seg = -1;
-	if (n == 0)
-		return ROUTE_HOME;
-	if (n == 1 && t->trailing_slash && !strcmp(s[0], "pith"))
-		return ROUTE_LIST;
-	if (t->trailing_slash)
-		return ROUTE_OTHER;
-#define SET_ID(p, len) (*id_seg = (int)((p) == s[1] ? 1 : 2), \
-			snprintf(id, idcap, "%.*s", (int)(len), (p)))
-	if (n == 1) {
-		if (!strcmp(s[0], "pith-mirrors.json"))
-			return ROUTE_MIRRORS;
-		if (!strcmp(s[0], "pith-signing-key.json"))
-			return ROUTE_SIGNING_KEY;
-		if (!strcmp(s[0], "events"))
-			return ROUTE_POST_EVENTS;
-		if (!strcmp(s[0], "metrics"))
-			return ROUTE_METRICS;
-		if (!strcmp(s[0], "healthz"))
-			return ROUTE_HEALTHZ;
-		if (!strcmp(s[0], "search"))
-			return ROUTE_SEARCH;
-		return ROUTE_OTHER;
-	}
-	if (!strcmp(s[0], "pith")) {
-		if (n == 2) {
-			if (ends_with(s[1], ".json", &stem)) {
-				SET_ID(s[1], stem);
-				return ROUTE_RECORD;
-			}
-			SET_ID(s[1], strlen(s[1]));
-			return ROUTE_PAGE;
-		}
-		if (n == 3 && !strcmp(s[2], "bundle.json")) {
-			SET_ID(s[1], strlen(s[1]));
-			return ROUTE_BUNDLE;
-		}
-		if (n == 3 && !strcmp(s[2], "state.json")) {
-			SET_ID(s[1], strlen(s[1]));
-			return ROUTE_STATE;
-		}
-		return ROUTE_OTHER;
-	}
-	if (n == 4 && !strcmp(s[0], ".well-known") && !strcmp(s[1], "pith") &&
-	    !strcmp(s[3], "bundle.json")) {
-		SET_ID(s[2], strlen(s[2]));
-		return ROUTE_WELL_KNOWN;
-	}
-	if (n == 2 && !strcmp(s[0], "api") && !strcmp(s[1], "changes"))
-		return ROUTE_CHANGES;
-	if (n == 2 && !strcmp(s[0], "api") && !strcmp(s[1], "records"))
-		return ROUTE_RECORDS;
-	if (n == 2 && !strcmp(s[0], "api") && !strcmp(s[1], "search"))
-		return ROUTE_SEARCH_API;
-	if (!strcmp(s[0], "api") && !strcmp(s[1], "pith-number")) {
-		if (n == 3 && !strcmp(s[2], "resolve"))
-			return ROUTE_RESOLVE;
-		if (n == 4 && !strcmp(s[3], "events.json")) {
-			SET_ID(s[2], strlen(s[2]));
-			return ROUTE_EVENTS;
-		}
-		if (n == 4 && !strcmp(s[3], "graph.json")) {
-			SET_ID(s[2], strlen(s[2]));
-			return ROUTE_GRAPH;
-		}
-	}
-#undef SET_ID
-	return ROUTE_OTHER;
-}
-
-/* Runs the route's view; returns 1 if the reply is deferred. */
+/* Runs the route's view; returns 1 if the reply is deferred. The
+ * documents are rendered by the shared views (http_render.c), exactly as
+ * `pithctl export --site` renders them; what needs the server (resolve's
+ * read-through, POST, metrics, health) is handled here. */
 static int route_run(http_ctx_t *c, const char *id)
 {
 	char pith[PITH_NUMBER_LEN + 1];
 	switch (c->route) {
-	case ROUTE_MIRRORS: view_mirrors(c); return 0;
-	case ROUTE_SIGNING_KEY: view_signing_key(c); return 0;
-	case ROUTE_HOME: view_home(c); return 0;
-	case ROUTE_LIST: view_records_html(c); return 0;
-	case ROUTE_RECORDS: view_records_json(c); return 0;
-	case ROUTE_SEARCH: view_search_html(c); return 0;
-	case ROUTE_SEARCH_API: view_search_json(c); return 0;
 	case ROUTE_RESOLVE: return view_resolve(c);
 	case ROUTE_METRICS: view_metrics(c); return 0;
 	case ROUTE_HEALTHZ: view_healthz(c); return 0;
-	case ROUTE_CHANGES: view_changes(c); return 0;
 	case ROUTE_POST_EVENTS: post_events(c); return 1;
 	default: break;
 	}
+	if (http_view_run_global(c))
+		return 0;
 	int rc = http_resolve_id(c, id, pith);
 	if (rc)
 		return rc > 0;
-	switch (c->route) {
-	case ROUTE_PAGE: view_page(c, pith); break;
-	case ROUTE_RECORD: view_record(c, pith); break;
-	case ROUTE_BUNDLE:
-	case ROUTE_WELL_KNOWN: view_bundle(c, pith); break;
-	case ROUTE_STATE: view_state(c, pith); break;
-	case ROUTE_EVENTS: view_events(c, pith); break;
-	case ROUTE_GRAPH: view_graph(c, pith); break;
-	default: http_error(c, 404, "no such resource"); break;
-	}
+	http_view_run(c, pith);
 	return 0;
 }
 
@@ -509,6 +315,7 @@ void http_handle(http_t *h, struct evhttp_request *req, int64_t t0_us, http_want
 		conn_request_started(h, req);
 	enum evhttp_cmd_type cmd = evhttp_request_get_command(req);
 	c.head = cmd == EVHTTP_REQ_HEAD;
+	c.accept = http_header(&c, "Accept");
 	const char *uri = evhttp_request_get_uri(req);
 	size_t ulen = strlen(uri);
 	const char *why = "";
@@ -532,7 +339,7 @@ void http_handle(http_t *h, struct evhttp_request *req, int64_t t0_us, http_want
 		goto send;
 	}
 	int id_seg;
-	c.route = route_match(c.t, id, sizeof(id), &id_seg);
+	c.route = http_route_match(c.t, id, sizeof(id), &id_seg);
 	if (c.t->enc_slash & ~(id_seg >= 0 ? 1u << id_seg : 0u)) {
 		/* only an identifier may hold one (a pasted URL or DOI) */
 		http_error(&c, 400, "malformed request target: an encoded slash");
@@ -794,12 +601,7 @@ void http_free_(http_t *h)
 	idmap_free(h->bodies);
 	if (h->own_metrics)
 		metrics_free(h->metrics);
-	pith_buf_release(&h->body);
-	pith_buf_release(&h->tmp);
-	pith_buf_release(&h->tmp2);
-	pith_buf_release(&h->gz);
-	free(h->mirrors);
-	free(h);
+	http_render_free_(h); /* what a render-only context holds too */
 }
 
 const char *http_listen_str(const http_t *h)
@@ -810,11 +612,6 @@ const char *http_listen_str(const http_t *h)
 uint16_t http_port(const http_t *h)
 {
 	return h->port;
-}
-
-const char *http_base_url(const http_t *h)
-{
-	return h->base_url;
 }
 
 metrics_t *http_metrics(http_t *h)

@@ -4,7 +4,14 @@
  *             per-route metrics
  * http_uri.c  the strict request-target parser (no I/O; unit-tested and
  *             fuzzed on its own)
- * http_views.c the read views: bodies built from the store, the change feed
+ * http_render.c what the views share with render-only contexts (no
+ *             libevent): errors, ETags, gzip, routing, the documents'
+ *             dispatch, http_render() (http_render.h)
+ * http_views.c, http_page.c, http_browse.c, http_doc.c
+ *             the documents, built from the store: pithd serves them and
+ *             `pithctl export --site` writes them (the same bytes)
+ * http_resolve.c identifiers through the body cache and read-through,
+ *             resolve, /healthz, /metrics: the server's alone
  * http_post.c POST /events through the submit hook */
 #ifndef PITH_NODE_HTTP_INT_H
 #define PITH_NODE_HTTP_INT_H
@@ -14,6 +21,7 @@
 
 #include "buf.h"
 #include "http.h"
+#include "http_render.h"
 #include "idmap.h"
 #include "ids.h"
 #include "json.h"
@@ -103,7 +111,8 @@ typedef struct http_resp {
  * or in a post_t for POST /events). */
 typedef struct http_ctx {
 	http_t *h;
-	struct evhttp_request *req;
+	struct evhttp_request *req; /* NULL when rendering without a server */
+	const char *accept;    /* the request's Accept header, or NULL */
 	http_route_t route;
 	int64_t t0_us;
 	int head;              /* HEAD: headers only (evhttp drops the body) */
@@ -180,12 +189,22 @@ struct http {
 	metric_t *conns_total, *conns_cut, *conns_full, *body_waits;
 };
 
+/* ---- http_render.c: shared with render-only contexts -------------------------------- */
+/* Picks the route for the parsed target; id gets the {ID} segment ("" if
+ * none) and *id_seg its index (-1). ROUTE_OTHER for a path no route serves. */
+http_route_t http_route_match(const http_target_t *t, char *id, size_t idcap, int *id_seg);
+/* Runs the view of a route without an {ID} that renders a document (home,
+ * list, records, mirrors, signing key, changes): 1, else 0. */
+int http_view_run_global(http_ctx_t *c);
+/* Runs the view of a record route for the stored record pith. */
+void http_view_run(http_ctx_t *c, const char *pith);
+
 /* ---- http.c --------------------------------------------------------------------- */
 int64_t http_now_us(void);
 /* Serves req (rerun: the answer of a read-through it waited for, else 0). */
 void http_handle(http_t *h, struct evhttp_request *req, int64_t t0_us, http_want_answer_t rerun);
 const char *http_route_name(http_route_t r);
-/* Sets an error reply: JSON {"error": code_name, "message": msg}. */
+/* (http_render.c) Sets an error reply: JSON {"error": code_name, "message": msg}. */
 void http_error(http_ctx_t *c, int status, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 /* Sets r.etag to "\"" + hex + "\"". */
@@ -290,20 +309,23 @@ void html_escape(pith_buf_t *out, const char *s, size_t n);
 /* The same for a C string; NULL writes nothing. */
 void html_text(pith_buf_t *out, const char *s);
 
-/* ---- http_views.c ------------------------------------------------------------- */
+/* ---- http_resolve.c ------------------------------------------------------------ */
 /* Resolves an {ID} path segment or query value to a stored record's full
- * pith number. On failure sets the error reply (400 malformed or
- * ambiguous, 404 unknown) and returns negative. */
-/* The full number id names: 0; -1 with an error reply set; 1 when the
- * request waits for a read-through of it (http_want). */
+ * pith number: 0; -1 with the error reply set (400 malformed or
+ * ambiguous, 404 unknown); 1 when the request waits for a read-through of
+ * it (http_want). */
 int http_resolve_id(http_ctx_t *c, const char *id, char pith[static PITH_NUMBER_LEN + 1]);
+/* 1 when the reply waits for a read-through */
+int view_resolve(http_ctx_t *c);
+void view_healthz(http_ctx_t *c);
+void view_metrics(http_ctx_t *c);
+
+/* ---- http_views.c ------------------------------------------------------------- */
 void view_record(http_ctx_t *c, const char *pith);
 void view_bundle(http_ctx_t *c, const char *pith);
 void view_state(http_ctx_t *c, const char *pith);
 void view_events(http_ctx_t *c, const char *pith);
 void view_graph(http_ctx_t *c, const char *pith);
-/* 1 when the reply waits for a read-through */
-int view_resolve(http_ctx_t *c);
 void view_mirrors(http_ctx_t *c);
 /* /pith-signing-key.json: the registry key block the manifest carries. */
 void view_signing_key(http_ctx_t *c);
@@ -314,8 +336,6 @@ void view_signing_key(http_ctx_t *c);
 #define HTTP_CHANGES_MAX 10000
 #define HTTP_CHANGES_PATH "/api/changes"
 void view_changes(http_ctx_t *c);
-void view_healthz(http_ctx_t *c);
-void view_metrics(http_ctx_t *c);
 
 /* ---- http_browse.c: pages to browse ---------------------------------------------- */
 /* "/": what this mirror is, the records changed last, the search box. */

@@ -47,7 +47,7 @@ static double accept_q(const char *accept, const char *type)
  * to HTML; a browser's Accept asks for text/html first. */
 static int wants_ld(http_ctx_t *c)
 {
-	const char *a = http_header(c, "Accept");
+	const char *a = c->accept;
 	if (!a)
 		return 0;
 	double ld = accept_q(a, "application/ld+json");

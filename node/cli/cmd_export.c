@@ -1,5 +1,7 @@
-/* pithctl export: every stored event as JSON Lines. */
+/* pithctl export: every stored event as JSON Lines, the newest bundles
+ * as files, or (--site) the mirror as a static site (node/site.h). */
 #include "cli_store.h"
+#include "site.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -87,17 +89,49 @@ static int export_bundles(store_t *st, const char *dir, const char *subject)
 	return rc;
 }
 
+/* --site OUT: the tree, then one line of what was done. */
+static int export_site(store_t *st, const site_opts_t *o, int json)
+{
+	site_stats_t s;
+	pith_err_t err = {0};
+	if (site_export(st, o, &s, &err))
+		return cli_fail("export", "%s", err.msg);
+	printf(json ? "{\"aliases_changed\":%s,\"bytes\":%llu,\"deleted\":%llu,\"from\":%llu,"
+		      "\"pages\":%llu,\"records\":%llu,\"removed\":%llu,\"to\":%llu,"
+		      "\"unchanged\":%llu,\"written\":%llu}\n"
+		    : "aliases_changed %s bytes %llu deleted %llu from %llu pages %llu records %llu "
+		      "removed %llu to %llu unchanged %llu written %llu\n",
+	       s.aliases_changed ? "true" : "false", (unsigned long long)s.bytes,
+	       (unsigned long long)s.deleted, (unsigned long long)s.from, (unsigned long long)s.pages,
+	       (unsigned long long)s.records, (unsigned long long)s.removed, (unsigned long long)s.to,
+	       (unsigned long long)s.unchanged, (unsigned long long)s.written);
+	return 0;
+}
+
 static int run(cli_ctx_t *ctx, int argc, char **argv)
 {
 	const char *subject = NULL, *bundles = NULL;
+	site_opts_t so = {0};
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--subject") && i + 1 < argc)
 			subject = argv[++i];
 		else if (!strcmp(argv[i], "--bundles") && i + 1 < argc)
 			bundles = argv[++i];
+		else if (!strcmp(argv[i], "--site") && i + 1 < argc)
+			so.dir = argv[++i];
+		else if (!strcmp(argv[i], "--base-url") && i + 1 < argc)
+			so.base_url = argv[++i];
+		else if (!strcmp(argv[i], "--name") && i + 1 < argc)
+			so.name = argv[++i];
+		else if (!strcmp(argv[i], "--full"))
+			so.full = 1;
 		else
 			return cli_fail("export", "unknown argument %s", argv[i]);
 	}
+	if ((so.base_url || so.name || so.full) && !so.dir)
+		return cli_fail("export", "--base-url, --name and --full go with --site");
+	if (so.dir && (subject || bundles))
+		return cli_fail("export", "--site exports every record: no --subject or --bundles");
 	pith_trust_t *trust;
 	store_t *st;
 	pith_err_t err = {0};
@@ -105,7 +139,9 @@ static int run(cli_ctx_t *ctx, int argc, char **argv)
 	if (cli_store_open(ctx, "export", 0, &trust, &st))
 		return 1;
 	int rc = subject ? cli_store_resolve(st, "export", subject, pith) : 0;
-	if (!rc && bundles) {
+	if (so.dir) {
+		rc = export_site(st, &so, ctx->json);
+	} else if (!rc && bundles) {
 		rc = export_bundles(st, bundles, subject ? pith : NULL);
 	} else if (!rc) {
 		rc = store_events_each(st, subject ? pith : NULL, write_event, NULL, &err);
@@ -120,13 +156,22 @@ static int run(cli_ctx_t *ctx, int argc, char **argv)
 }
 
 const cli_cmd_t cli_cmd_export = {
-	"export", "write stored events as JSON Lines",
-	"usage: pithctl --store DIR export [--subject ID] [--bundles OUTDIR]\n\n"
+	"export", "write stored events as JSON Lines, bundles, or the mirror as a static site",
+	"usage: pithctl --store DIR export [--subject ID] [--bundles OUTDIR]\n"
+	"       pithctl --store DIR export --site OUT [--base-url URL] [--name NAME] [--full]\n\n"
 	"Writes every stored event (or those of one record) as canonical JSON,\n"
 	"one per line, grouped by record and in (created_at, event_id) order\n"
 	"within each: the order `pithctl import` ingests fastest.\n"
 	"With --bundles, writes instead one file per record, OUTDIR/BODY.json:\n"
 	"the newest verified registry bundle, byte for byte (records without one\n"
-	"are skipped; a mirror cannot sign a registry bundle).\n",
+	"are skipped; a mirror cannot sign a registry bundle).\n"
+	"With --site, writes every document the node's HTTP side serves for every\n"
+	"record (the same bytes), the browse pages, pith-mirrors.json and\n"
+	"pith-signing-key.json under OUT, each with a .gz beside it, and the alias\n"
+	"map OUT/.pith-site/aliases.map for deploy/nginx.conf (docs/site.md).\n"
+	"URL: where OUT is served (links, the manifest); kept for later runs.\n"
+	"A second run writes only what changed since the last (a cursor in\n"
+	"OUT/.pith-site), each file replaced by rename: safe while OUT is served.\n"
+	"--full renders every record again. Prints what it did (--json: as JSON).\n",
 	run,
 };

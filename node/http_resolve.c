@@ -1,0 +1,237 @@
+/* What the server answers beyond the shared documents: identifiers
+ * resolved with the body cache and the read-through (http_want.c),
+ * /api/pith-number/resolve, /healthz and /metrics. The documents
+ * themselves are rendered by http_views.c, http_page.c and
+ * http_browse.c, which `pithctl export --site` renders too. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "http_int.h"
+#include "json.h"
+#include "log.h"
+
+/* ---- identifiers -------------------------------------------------------------------- */
+
+/* Bodies resolved before: body -> year. The registry's URLs name records by
+ * their 26-character body, and finding the year is a prefix scan of the
+ * store (an iterator: a third of a state.json request's time). A stored
+ * record is never removed, so a cached answer stays right; the one thing a
+ * cached body can miss is a later, second subject with the same body and
+ * another year (necessarily bogus), which would make the body ambiguous:
+ * such a body keeps naming the record it named first until the cache is
+ * cleared (when full, or at restart). Only resolutions that succeeded are
+ * cached, so clients cannot fill it with made-up bodies. */
+#define BODY_CACHE_MAX 262144
+
+static void body_key(const char *body, uint8_t key[32])
+{
+	memset(key, 0, 32);
+	memcpy(key, body, PITH_BODY_LEN);
+}
+
+static int body_cache_get(http_t *h, const char *body, char pith[static PITH_NUMBER_LEN + 1])
+{
+	uint8_t key[32];
+	body_key(body, key);
+	uintptr_t v = (uintptr_t)idmap_get(h->bodies, key);
+	if (!v)
+		return 0;
+	char year[5];
+	uint32_t y = (uint32_t)v;
+	memcpy(year, &y, 4);
+	year[4] = 0;
+	snprintf(pith, PITH_NUMBER_LEN + 1, "pith:%s:%.26s", year, body);
+	return 1;
+}
+
+static void body_cache_put(http_t *h, const char *pith)
+{
+	uint8_t key[32];
+	uint32_t y;
+	if (idmap_count(h->bodies) >= BODY_CACHE_MAX) {
+		idmap_free(h->bodies);
+		h->bodies = idmap_new();
+		if (!h->bodies)
+			return;
+	}
+	body_key(pith + PITH_NUMBER_LEN - PITH_BODY_LEN, key);
+	memcpy(&y, pith + 5, 4); /* four digits: never zero */
+	idmap_put(h->bodies, key, (void *)(uintptr_t)y);
+}
+
+int http_resolve_id(http_ctx_t *c, const char *id, char pith[static PITH_NUMBER_LEN + 1])
+{
+	pith_id_t pid;
+	pith_err_t err = {0};
+	if (!id || !*id) {
+		http_error(c, 400, "no identifier");
+		return -1;
+	}
+	if (strlen(id) > 200 || pith_id_parse(id, &pid, &err)) {
+		/* pith_id_parse's message names the identifier itself */
+		http_error(c, 400, "%s", err.msg[0] ? err.msg : "identifier: longer than 200 bytes");
+		return -1;
+	}
+	/* a full number names its record exactly: the view's own read says
+	 * whether it is stored */
+	if (pid.number[0]) {
+		memcpy(pith, pid.number, PITH_NUMBER_LEN + 1);
+		store_record_info_t info;
+		if (c->h->hooks.want && !c->rerun &&
+		    store_record_get(c->h->store, pith, &info, &err) == PITH_ENOTFOUND) {
+			int w = http_want(c, id);
+			if (w)
+				return w;
+		}
+		return 0;
+	}
+	int is_body = pid.kind == PITH_ID_FULL && strlen(pid.value) == PITH_BODY_LEN;
+	if (is_body && c->h->bodies && body_cache_get(c->h, pid.value, pith))
+		return 0;
+	int rc = store_resolve(c->h->store, id, pith, &err);
+	if (rc == PITH_ENOTFOUND) {
+		int w = http_want(c, id);
+		if (w)
+			return w;
+		if (c->rerun == HTTP_WANT_NOT_FOUND)
+			http_error(c, 404, "no record for %s on this mirror nor its upstreams", id);
+		else if (c->rerun == HTTP_WANT_FAILED)
+			http_error(c, 502, "no record for %s on this mirror, and its upstreams failed: %s", id,
+				   c->rerun_msg ? c->rerun_msg : "see the node's status");
+		else
+			http_error(c, 404, "no record for %s on this mirror", id);
+		return -1;
+	}
+	if (rc == PITH_EINVAL) {
+		http_error(c, 400, "%s", err.msg);
+		return -1;
+	}
+	if (rc) {
+		log_warn("http: resolving %s: %s", id, err.msg);
+		http_error(c, 500, "store error");
+		return -1;
+	}
+	if (is_body && c->h->bodies)
+		body_cache_put(c->h, pith);
+	return 0;
+}
+
+/* ---- /api/pith-number/resolve -------------------------------------------------------- */
+
+int view_resolve(http_ctx_t *c)
+{
+	http_t *h = c->h;
+	static const char *const keys[] = {"arxiv", "doi", "pith", "id"};
+	const char *key = NULL, *val = NULL;
+	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+		int count;
+		const char *v = http_target_query(c->t, keys[i], &count);
+		if (!v)
+			continue;
+		if (key || count > 1) {
+			http_error(c, 400, "give exactly one of arxiv=, doi=, pith=, id=");
+			return 0;
+		}
+		key = keys[i];
+		val = v;
+	}
+	if (!key || !*val) {
+		http_error(c, 400, "give one of arxiv=, doi=, pith=, id=");
+		return 0;
+	}
+	const char *js = http_target_query(c->t, "json", NULL);
+	int want_json = js && (!strcmp(js, "true") || !strcmp(js, "1"));
+	char q[256];
+	if (!strcmp(key, "arxiv") && strncmp(val, "arxiv:", 6))
+		snprintf(q, sizeof(q), "arxiv:%s", val);
+	else if (!strcmp(key, "doi") && strncmp(val, "doi:", 4))
+		snprintf(q, sizeof(q), "doi:%s", val);
+	else
+		snprintf(q, sizeof(q), "%s", val);
+	char pith[PITH_NUMBER_LEN + 1];
+	int rc = http_resolve_id(c, q, pith);
+	if (rc)
+		return rc > 0;
+	const char *body = pith + PITH_NUMBER_LEN - PITH_BODY_LEN;
+	if (!want_json) {
+		c->r.status = 302;
+		snprintf(c->r.location, sizeof(c->r.location), "%s/pith/%s", h->base_url, body);
+		pith_buf_reset(c->body);
+		c->r.ctype = NULL;
+		return 0;
+	}
+	store_record_info_t info;
+	pith_err_t err = {0};
+	if (store_record_get(h->store, pith, &info, &err)) {
+		http_error(c, 500, "store error");
+		return 0;
+	}
+	char hex[65];
+	pith_hex_encode(info.state_hash, 32, hex);
+	pith_buf_t *b = c->body;
+	pith_buf_reset(b);
+	/* canonical key order again */
+	pith_buf_printf(b, "{\"bundle_url\":\"%s/pith/%s/bundle.json\",\"event_count\":%llu,"
+			   "\"events_url\":\"%s/api/pith-number/%s/events.json\",\"found\":true,"
+			   "\"graph_url\":\"%s/api/pith-number/%s/graph.json\",\"has_bundle\":%s,"
+			   "\"json_url\":\"%s/pith/%s.json\",\"pith_number\":\"%s\",\"query\":{",
+			h->base_url, body, (unsigned long long)info.event_count, h->base_url, body,
+			h->base_url, body, info.has_bundle ? "true" : "false", h->base_url, body, pith);
+	json_write_string(b, key, strlen(key));
+	pith_buf_puts(b, ":");
+	json_write_string(b, val, strlen(val));
+	pith_buf_printf(b, "},\"short_pith_number\":\"pith:%.8s\",\"state_sha256\":\"%s\","
+			   "\"state_url\":\"%s/pith/%s/state.json\",\"url\":\"%s/pith/%s\"}",
+			body, hex, h->base_url, body, h->base_url, body);
+	if (b->oom) {
+		http_error(c, 500, "out of memory");
+		return 0;
+	}
+	c->r.ctype = "application/json";
+	c->r.cors = 1;
+	http_set_etag_body(c);
+	return 0;
+}
+
+/* ---- /healthz and /metrics ---------------------------------------------------------- */
+
+void view_healthz(http_ctx_t *c)
+{
+	store_counts_t sc;
+	store_errors_t se;
+	char why[400];
+	store_counts_get(c->h->store, &sc);
+	store_errors_get(c->h->store, &se);
+	/* 503 while draining, while the store does not take writes, and for
+	 * a while after a read failed (docs/http.md) */
+	int store_ok = store_is_healthy(c->h->store, STORE_READ_ERROR_WINDOW_US, why, sizeof(why));
+	int ok = !c->h->draining && store_ok;
+	pith_buf_reset(c->body);
+	pith_buf_printf(c->body, "{\"ok\":%s,", ok ? "true" : "false");
+	if (!ok) {
+		const char *r = c->h->draining ? "shutting down" : why;
+		pith_buf_puts(c->body, "\"reason\":");
+		json_write_string(c->body, r, strlen(r));
+		pith_buf_puts(c->body, ",");
+	}
+	pith_buf_printf(c->body, "\"store\":{\"bundles\":%llu,\"events\":%llu,\"records\":%llu,"
+			"\"writable\":%s,\"read_errors\":%llu,\"write_errors\":%llu}}\n",
+			(unsigned long long)sc.bundles, (unsigned long long)sc.events,
+			(unsigned long long)sc.records, se.writable ? "true" : "false",
+			(unsigned long long)se.read_errors, (unsigned long long)se.write_errors);
+	c->r.status = ok ? 200 : 503;
+	c->r.ctype = "application/json";
+	c->r.no_store = 1;
+}
+
+void view_metrics(http_ctx_t *c)
+{
+	pith_buf_reset(c->body);
+	if (metrics_render(c->h->metrics, c->body)) {
+		http_error(c, 500, "out of memory");
+		return;
+	}
+	c->r.ctype = "text/plain; version=0.0.4; charset=utf-8";
+	c->r.no_store = 1;
+}

@@ -1,0 +1,581 @@
+/* A mirror as a static site (site.h): each changed record's documents,
+ * the browse pages, the manifest and the alias map, written under OUT.
+ *
+ * Layout (URL path -> file, docs/site.md):
+ *   /pith/{BODY}                  pith/BODY/index.html, pith/BODY/index.jsonld
+ *   /pith/{BODY}.json             pith/BODY.json
+ *   /pith/{BODY}/bundle.json      pith/BODY/bundle.json (and state.json)
+ *   /.well-known/pith/{BODY}/bundle.json
+ *   /api/pith-number/{BODY}/events.json, graph.json
+ *   /, /pith/, /api/records       index.html, pith/index.html, api/records/index.json
+ *   ...?after=N                   pith/after/N.html, api/records/after/N.json
+ *   /pith-mirrors.json, /pith-signing-key.json
+ * and FILE.gz beside every file of HTTP_GZIP_MIN bytes or more. */
+#include "site.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "http_render.h"
+#include "idmap.h"
+#include "json.h"
+#include "log.h"
+
+#define PAGE_LIMIT 50 /* the browse pages' default page (http_browse.c) */
+
+typedef struct claim {
+	char body[PITH_BODY_LEN + 1];
+	char key[120];
+} claim_t;
+
+typedef struct site {
+	store_t *st;
+	http_t *r;
+	char dir[3072];
+	site_stats_t s;
+	pith_buf_t gz, old;
+	pith_err_t *err;
+	claim_t *claims;
+	size_t nclaims, capclaims;
+	idmap_t *changed;   /* bodies rendered this run */
+} site_t;
+
+/* ---- files ----------------------------------------------------------------------------- */
+
+static int mkdirs(site_t *s, const char *path)
+{
+	char p[4096];
+	snprintf(p, sizeof(p), "%s", path);
+	for (char *q = p + strlen(s->dir) + 1; *q; q++) {
+		if (*q != '/')
+			continue;
+		*q = 0;
+		if (mkdir(p, 0755) && errno != EEXIST)
+			return pith_err_set(s->err, PITH_EIO, "site: cannot create %s: %s", p, strerror(errno));
+		*q = '/';
+	}
+	return 0;
+}
+
+/* Whether path holds exactly data[0..n). */
+static int same_bytes(site_t *s, const char *path, const uint8_t *data, size_t n)
+{
+	struct stat sb;
+	int fd = open(path, O_RDONLY);
+	if (fd < 0)
+		return 0;
+	int same = 0;
+	if (!fstat(fd, &sb) && (size_t)sb.st_size == n && !pith_buf_reserve(&s->old, n + 1)) {
+		size_t got = 0;
+		while (got < n) {
+			ssize_t k = read(fd, s->old.data + got, n - got);
+			if (k <= 0)
+				break;
+			got += (size_t)k;
+		}
+		same = got == n && !memcmp(s->old.data, data, n);
+	}
+	close(fd);
+	return same;
+}
+
+/* Writes path by a temporary file and a rename: a reader sees the old
+ * bytes or the new ones. */
+static int put_raw(site_t *s, const char *path, const uint8_t *data, size_t n)
+{
+	char tmp[4200];
+	snprintf(tmp, sizeof(tmp), "%s.tmp~", path);
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	if (fd < 0 && errno == ENOENT && !mkdirs(s, path))
+		fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	if (fd < 0)
+		return pith_err_set(s->err, PITH_EIO, "site: cannot write %s: %s", tmp, strerror(errno));
+	size_t done = 0;
+	while (done < n) {
+		ssize_t k = write(fd, data + done, n - done);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0)
+			break;
+		done += (size_t)k;
+	}
+	int bad = done != n;
+	if (close(fd))
+		bad = 1;
+	if (bad || rename(tmp, path)) {
+		int e = errno;
+		unlink(tmp);
+		return pith_err_set(s->err, PITH_EIO, "site: cannot write %s: %s", path, strerror(e));
+	}
+	s->s.written++;
+	s->s.bytes += n;
+	return 0;
+}
+
+static void drop(site_t *s, const char *path)
+{
+	if (!unlink(path))
+		s->s.deleted++;
+}
+
+/* OUT/rel gets data[0..n) if it differs, and OUT/rel.gz its gzip (or no
+ * .gz for a short body, as the server sends those plain). */
+static int put(site_t *s, const char *rel, const uint8_t *data, size_t n)
+{
+	char path[4096], gzp[4100];
+	snprintf(path, sizeof(path), "%s/%s", s->dir, rel);
+	snprintf(gzp, sizeof(gzp), "%s.gz", path);
+	if (same_bytes(s, path, data, n)) {
+		s->s.unchanged++;
+		return 0;
+	}
+	/* the .gz first: while the two differ, a client that takes gzip
+	 * already gets the new bytes. The tree's own notes are not served. */
+	int meta = !strncmp(rel, SITE_META_DIR "/", sizeof(SITE_META_DIR));
+	if (meta) {
+		/* nothing */
+	} else if (n >= HTTP_GZIP_MIN) {
+		if (http_gzip(&s->gz, data, n))
+			return pith_err_set(s->err, PITH_ENOMEM, "site: out of memory");
+		if (put_raw(s, gzp, s->gz.data, s->gz.len))
+			return -1;
+	} else {
+		drop(s, gzp);
+	}
+	return put_raw(s, path, data, n);
+}
+
+static void drop_rel(site_t *s, const char *rel)
+{
+	char path[4096], gzp[4100];
+	snprintf(path, sizeof(path), "%s/%s", s->dir, rel);
+	snprintf(gzp, sizeof(gzp), "%s.gz", path);
+	drop(s, gzp);
+	drop(s, path);
+}
+
+/* Reads OUT/rel into out (reset first). 0, or -1 if absent. */
+static int read_rel(site_t *s, const char *rel, pith_buf_t *out)
+{
+	char path[4096];
+	snprintf(path, sizeof(path), "%s/%s", s->dir, rel);
+	pith_buf_reset(out);
+	FILE *f = fopen(path, "rb");
+	if (!f)
+		return -1;
+	char buf[65536];
+	size_t k;
+	while ((k = fread(buf, 1, sizeof(buf), f)) > 0)
+		pith_buf_append(out, buf, k);
+	fclose(f);
+	return out->oom ? -1 : 0;
+}
+
+/* ---- rendering --------------------------------------------------------------------------- */
+
+/* Renders target into OUT/rel. 1 if the server answers 404 for it (the
+ * file is removed), 0 when written, -1 on error. */
+static int render_to(site_t *s, const char *target, const char *accept, const char *rel,
+		     http_doc_t *out)
+{
+	http_doc_t d;
+	if (http_render(s->r, target, accept, &d))
+		return pith_err_set(s->err, PITH_ENOMEM, "site: out of memory rendering %s", target);
+	if (d.status == 404) {
+		drop_rel(s, rel);
+		return 1;
+	}
+	if (d.status != 200)
+		return pith_err_set(s->err, PITH_EIO, "site: %s: status %d: %.*s", target, d.status,
+				    (int)(d.len < 300 ? d.len : 300), (const char *)d.body);
+	if (out)
+		*out = d; /* its body stays in the context until the next render */
+	return put(s, rel, d.body, d.len) ? -1 : 0;
+}
+
+static int claim_add(site_t *s, const char *body, const char *key)
+{
+	if (!key || !*key || strlen(key) >= sizeof(s->claims[0].key))
+		return 0;
+	/* nginx map keys are quoted: leave out what would need escaping */
+	for (const char *p = key; *p; p++)
+		if (*p <= ' ' || *p == '"' || *p == '\\' || *p == ';' || *p == '{' || *p == '}' ||
+		    *p == '$' || (unsigned char)*p >= 0x7f)
+			return 0;
+	if (s->nclaims == s->capclaims) {
+		size_t nc = s->capclaims ? 2 * s->capclaims : 1024;
+		claim_t *p = realloc(s->claims, nc * sizeof(*p));
+		if (!p)
+			return pith_err_set(s->err, PITH_ENOMEM, "site: out of memory");
+		s->claims = p;
+		s->capclaims = nc;
+	}
+	claim_t *c = &s->claims[s->nclaims++];
+	snprintf(c->body, sizeof(c->body), "%s", body);
+	snprintf(c->key, sizeof(c->key), "%s", key);
+	return 0;
+}
+
+/* The alias paths of a record, from its record view (the body just
+ * rendered): its short number and the arXiv ids and DOI it is known by. */
+static int claims_of(site_t *s, const char *body, const uint8_t *view, size_t n)
+{
+	json_doc_t *d = NULL;
+	pith_err_t e = {0};
+	json_limits_t lim = {64u << 20, JSON_MAX_DEPTH_DEFAULT, JSON_MAX_INT_DIGITS};
+	int rc = 0;
+	char short8[9]; /* the short number's 8 characters */
+	snprintf(short8, sizeof(short8), "%.8s", body);
+	rc = claim_add(s, body, short8); /* also listed as pith_short_8 when a bundle lists aliases */
+	if (rc || json_parse(&d, view, n, &lim, &e))
+		return rc;
+	const json_value_t *al = json_get_type(json_doc_root(d), "aliases", JSON_ARRAY);
+	for (size_t i = 0; !rc && al && i < al->len; i++) {
+		const char *k = json_get_str(al->u.items[i], "alias_kind");
+		const char *v = json_get_str(al->u.items[i], "alias_value");
+		if (!k || !v || (strcmp(k, "arxiv") && strcmp(k, "arxiv_version") && strcmp(k, "doi") &&
+				 strncmp(k, "pith_short_", 11)))
+			continue;
+		rc = claim_add(s, body, v); /* nginx compares map keys without case */
+	}
+	json_doc_free(d);
+	return rc;
+}
+
+static const struct {
+	const char *target, *accept, *rel;
+} record_docs[] = {
+	{"/pith/%s", "text/html", "pith/%s/index.html"},
+	{"/pith/%s", "application/ld+json", "pith/%s/index.jsonld"},
+	{"/pith/%s.json", NULL, "pith/%s.json"},
+	{"/pith/%s/bundle.json", NULL, "pith/%s/bundle.json"},
+	{"/.well-known/pith/%s/bundle.json", NULL, ".well-known/pith/%s/bundle.json"},
+	{"/pith/%s/state.json", NULL, "pith/%s/state.json"},
+	{"/api/pith-number/%s/events.json", NULL, "api/pith-number/%s/events.json"},
+	{"/api/pith-number/%s/graph.json", NULL, "api/pith-number/%s/graph.json"},
+};
+#define NRECORD_DOCS (sizeof(record_docs) / sizeof(record_docs[0]))
+
+/* Every document of one record; a record the store no longer has loses
+ * its files. */
+static int export_record(site_t *s, const char *pith)
+{
+	const char *body = pith + PITH_NUMBER_LEN - PITH_BODY_LEN;
+	char target[160], rel[160];
+	uint8_t key[32] = {0};
+	memcpy(key, body, PITH_BODY_LEN);
+	if (idmap_put(s->changed, key, (void *)1))
+		return pith_err_set(s->err, PITH_ENOMEM, "site: out of memory");
+	store_record_info_t info;
+	pith_err_t e = {0};
+	int gone = store_record_get(s->st, pith, &info, &e) == PITH_ENOTFOUND;
+	for (size_t i = 0; i < NRECORD_DOCS; i++) {
+		snprintf(rel, sizeof(rel), record_docs[i].rel, body);
+		if (gone) {
+			drop_rel(s, rel);
+			continue;
+		}
+		/* the full number: no prefix scan to find the year */
+		snprintf(target, sizeof(target), record_docs[i].target, pith);
+		http_doc_t d;
+		int rc = render_to(s, target, record_docs[i].accept, rel, &d);
+		if (rc < 0)
+			return rc;
+		/* the record view lists the aliases */
+		if (i == 2 && !rc && claims_of(s, body, d.body, d.len))
+			return -1;
+	}
+	if (gone) {
+		s->s.removed++;
+		char dir[3300];
+		snprintf(dir, sizeof(dir), "%s/pith/%s", s->dir, body);
+		rmdir(dir);
+	} else {
+		s->s.records++;
+	}
+	return 0;
+}
+
+/* ---- the change log ----------------------------------------------------------------------- */
+
+typedef struct pith_list {
+	char (*v)[PITH_NUMBER_LEN + 1];
+	size_t n, cap;
+} pith_list_t;
+
+static int note_change(void *arg, const store_change_t *ch)
+{
+	pith_list_t *l = arg;
+	if (l->n == l->cap) {
+		size_t nc = l->cap ? l->cap * 2 : 1024;
+		void *p = realloc(l->v, nc * sizeof(*l->v));
+		if (!p)
+			return -1;
+		l->v = p;
+		l->cap = nc;
+	}
+	memcpy(l->v[l->n++], ch->pith_number, PITH_NUMBER_LEN + 1);
+	return 0;
+}
+
+/* ---- the browse pages --------------------------------------------------------------------- */
+
+/* The "next" cursor of an /api/records page, or 0. */
+static uint64_t records_next(const uint8_t *p, size_t n)
+{
+	json_doc_t *d = NULL;
+	pith_err_t e = {0};
+	json_limits_t lim = {64u << 20, JSON_MAX_DEPTH_DEFAULT, JSON_MAX_INT_DIGITS};
+	uint64_t next = 0;
+	if (json_parse(&d, p, n, &lim, &e))
+		return 0;
+	const char *v = json_get_str(json_doc_root(d), "next");
+	if (v)
+		next = strtoull(v, NULL, 10);
+	json_doc_free(d);
+	return next;
+}
+
+/* Removes the files of dir (relative) that are not in keep (cursors). */
+static void prune_pages(site_t *s, const char *rel, const char *ext, idmap_t *keep)
+{
+	char path[4096];
+	snprintf(path, sizeof(path), "%s/%s", s->dir, rel);
+	DIR *d = opendir(path);
+	if (!d)
+		return;
+	struct dirent *de;
+	while ((de = readdir(d))) {
+		char *end;
+		uint64_t cur = strtoull(de->d_name, &end, 10);
+		if (de->d_name[0] < '0' || de->d_name[0] > '9' || strncmp(end, ext, strlen(ext)))
+			continue;
+		uint8_t key[32];
+		idmap_key_u64(cur, key);
+		if (idmap_get(keep, key))
+			continue;
+		char f[4400];
+		snprintf(f, sizeof(f), "%s/%s", path, de->d_name);
+		drop(s, f);
+	}
+	closedir(d);
+}
+
+/* "/", and the chain of record list pages (HTML and JSON) the "next"
+ * links of the first page lead to: one file per cursor. Pages of other
+ * cursors or limits are not static (docs/site.md). */
+static int export_pages(site_t *s)
+{
+	char target[128], rel[128];
+	http_doc_t d;
+	if (render_to(s, "/", NULL, "index.html", NULL) < 0 ||
+	    render_to(s, "/pith/", NULL, "pith/index.html", NULL) < 0 ||
+	    render_to(s, "/api/records", NULL, "api/records/index.json", &d) < 0)
+		return -1;
+	s->s.pages += 3;
+	uint64_t next = records_next(d.body, d.len);
+	idmap_t *keep = idmap_new();
+	if (!keep)
+		return pith_err_set(s->err, PITH_ENOMEM, "site: out of memory");
+	int rc = 0;
+	while (!rc && next) {
+		uint8_t key[32];
+		idmap_key_u64(next, key);
+		if (idmap_put(keep, key, (void *)1)) {
+			rc = pith_err_set(s->err, PITH_ENOMEM, "site: out of memory");
+			break;
+		}
+		snprintf(target, sizeof(target), "/pith/?after=%llu&limit=%d", (unsigned long long)next,
+			 PAGE_LIMIT);
+		snprintf(rel, sizeof(rel), "pith/after/%llu.html", (unsigned long long)next);
+		if (render_to(s, target, NULL, rel, NULL) < 0) {
+			rc = -1;
+			break;
+		}
+		snprintf(target, sizeof(target), "/api/records?after=%llu", (unsigned long long)next);
+		snprintf(rel, sizeof(rel), "api/records/after/%llu.json", (unsigned long long)next);
+		if (render_to(s, target, NULL, rel, &d) < 0) {
+			rc = -1;
+			break;
+		}
+		s->s.pages += 2;
+		next = records_next(d.body, d.len);
+	}
+	if (!rc) {
+		prune_pages(s, "pith/after", ".html", keep);
+		prune_pages(s, "api/records/after", ".json", keep);
+	}
+	idmap_free(keep);
+	return rc;
+}
+
+/* ---- the alias map ------------------------------------------------------------------------ */
+
+static int claim_cmp(const void *a, const void *b)
+{
+	const claim_t *x = a, *y = b;
+	int r = strcmp(x->key, y->key);
+	return r ? r : strcmp(x->body, y->body);
+}
+
+/* Keeps the claims of the records not rendered this run (from the last
+ * run's list), adds this run's, and writes the list and the nginx map:
+ * one line per key that names one record (a key two records claim is
+ * ambiguous, as the server's resolver says; it is left out). */
+static int export_aliases(site_t *s)
+{
+	pith_buf_t b = PITH_BUF_INIT, m = PITH_BUF_INIT;
+	int rc = 0;
+	if (!read_rel(s, SITE_META_DIR "/claims", &b)) {
+		pith_buf_cstr(&b);
+		char *save = NULL;
+		for (char *line = strtok_r((char *)b.data, "\n", &save); line && !rc;
+		     line = strtok_r(NULL, "\n", &save)) {
+			char *sp = strchr(line, ' ');
+			if (!sp || sp - line != PITH_BODY_LEN)
+				continue;
+			uint8_t key[32] = {0};
+			memcpy(key, line, PITH_BODY_LEN);
+			if (idmap_get(s->changed, key))
+				continue;
+			*sp = 0;
+			rc = claim_add(s, line, sp + 1);
+		}
+	}
+	if (rc)
+		goto out;
+	qsort(s->claims, s->nclaims, sizeof(*s->claims), claim_cmp);
+	pith_buf_reset(&b);
+	pith_buf_puts(&m, "# generated by pithctl export --site: alias -> record body\n");
+	for (size_t i = 0; i < s->nclaims; i++) {
+		const claim_t *c = &s->claims[i];
+		pith_buf_printf(&b, "%s %s\n", c->body, c->key);
+		if (i && !strcmp(s->claims[i - 1].key, c->key) && !strcmp(s->claims[i - 1].body, c->body))
+			continue;
+		int others = (i && !strcmp(s->claims[i - 1].key, c->key)) ||
+			     (i + 1 < s->nclaims && !strcmp(s->claims[i + 1].key, c->key) &&
+			      strcmp(s->claims[i + 1].body, c->body));
+		if (!others)
+			pith_buf_printf(&m, "\"%s\" %s;\n", c->key, c->body);
+	}
+	if (b.oom || m.oom) {
+		rc = pith_err_set(s->err, PITH_ENOMEM, "site: out of memory");
+		goto out;
+	}
+	if (put(s, SITE_META_DIR "/claims", b.data, b.len)) {
+		rc = -1;
+		goto out;
+	}
+	uint64_t w = s->s.written;
+	if (put(s, SITE_ALIAS_MAP, m.data, m.len))
+		rc = -1;
+	s->s.aliases_changed = s->s.written > w;
+out:
+	pith_buf_release(&b);
+	pith_buf_release(&m);
+	return rc;
+}
+
+/* ---- the run ------------------------------------------------------------------------------ */
+
+/* OUT/.pith-site/NAME as a string (trailing newline dropped), or "". */
+static void meta_get(site_t *s, const char *name, char *out, size_t cap)
+{
+	char rel[128];
+	pith_buf_t b = PITH_BUF_INIT;
+	snprintf(rel, sizeof(rel), SITE_META_DIR "/%s", name);
+	out[0] = 0;
+	if (!read_rel(s, rel, &b) && b.len < cap) {
+		memcpy(out, b.data, b.len);
+		out[b.len] = 0;
+		out[strcspn(out, "\n")] = 0;
+	}
+	pith_buf_release(&b);
+}
+
+static int meta_put(site_t *s, const char *name, const char *val)
+{
+	char rel[128], line[512];
+	snprintf(rel, sizeof(rel), SITE_META_DIR "/%s", name);
+	snprintf(line, sizeof(line), "%s\n", val);
+	return put(s, rel, (const uint8_t *)line, strlen(line));
+}
+
+int site_export(store_t *st, const site_opts_t *o, site_stats_t *stats, pith_err_t *err)
+{
+	site_t s = {.st = st, .err = err};
+	pith_list_t l = {0};
+	int rc = 0;
+	size_t dl = strlen(o->dir);
+	while (dl > 1 && o->dir[dl - 1] == '/')
+		dl--;
+	if (dl >= sizeof(s.dir) - 200)
+		return pith_err_set(err, PITH_EINVAL, "site: the directory name is too long");
+	memcpy(s.dir, o->dir, dl);
+	s.dir[dl] = 0;
+	if (mkdir(s.dir, 0755) && errno != EEXIST)
+		return pith_err_set(err, PITH_EIO, "site: cannot create %s: %s", s.dir, strerror(errno));
+	char was_url[512], cursor[32], mirrors_at[64];
+	meta_get(&s, "base_url", was_url, sizeof(was_url));
+	meta_get(&s, "cursor", cursor, sizeof(cursor));
+	meta_get(&s, "mirrors_at", mirrors_at, sizeof(mirrors_at));
+	/* generated_at of the manifest: when the tree was first exported (its
+	 * list, this site and the registry, does not change after) */
+	if (!mirrors_at[0])
+		pith_time_now(mirrors_at, 0);
+	if (!o->base_url && !was_url[0]) {
+		rc = pith_err_set(err, PITH_EINVAL, "site: give the URL the tree is served at (--base-url)");
+		goto out;
+	}
+	http_render_opts_t ro = {o->base_url ? o->base_url : was_url, o->name, mirrors_at, 1};
+	if ((rc = http_render_new(st, &ro, &s.r, err)))
+		goto out;
+	s.changed = idmap_new();
+	if (!s.changed) {
+		rc = pith_err_set(err, PITH_ENOMEM, "site: out of memory");
+		goto out;
+	}
+	/* another base URL changes every link: everything again */
+	int full = o->full || !cursor[0] || strcmp(was_url, http_base_url(s.r));
+	s.s.from = full ? 0 : strtoull(cursor, NULL, 10);
+	s.s.to = store_changes_last(st);
+	rc = store_changes_each(st, s.s.from, 0, note_change, &l, NULL, err);
+	if (rc) {
+		rc = rc < 0 ? rc : pith_err_set(err, PITH_ENOMEM, "site: out of memory");
+		goto out;
+	}
+	for (size_t i = 0; i < l.n && !rc; i++)
+		rc = export_record(&s, l.v[i]);
+	if (!rc && (l.n || full))
+		rc = export_pages(&s);
+	if (!rc && (l.n || full))
+		rc = export_aliases(&s);
+	if (!rc)
+		rc = render_to(&s, "/pith-mirrors.json", NULL, "pith-mirrors.json", NULL) < 0 ||
+		     render_to(&s, "/pith-signing-key.json", NULL, "pith-signing-key.json", NULL) < 0;
+	if (rc)
+		goto out;
+	/* the cursor last: a run that stopped is redone from the old one */
+	snprintf(cursor, sizeof(cursor), "%llu", (unsigned long long)s.s.to);
+	if (meta_put(&s, "base_url", http_base_url(s.r)) || meta_put(&s, "mirrors_at", mirrors_at) ||
+	    meta_put(&s, "cursor", cursor))
+		rc = -1;
+out:
+	if (rc > 0 || (rc && !err->code))
+		rc = err->code ? err->code : PITH_EIO;
+	if (stats)
+		*stats = s.s;
+	free(l.v);
+	free(s.claims);
+	idmap_free(s.changed);
+	pith_buf_release(&s.gz);
+	pith_buf_release(&s.old);
+	http_render_free(s.r);
+	return rc;
+}

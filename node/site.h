@@ -1,0 +1,49 @@
+/* A mirror as a static site: every document the HTTP views serve for a
+ * store, written under a directory in the registry's URL layout, so that
+ * any web server, CDN or object store can serve it (docs/site.md). The
+ * bytes are rendered by the views themselves (http_render.h): a file
+ * holds what pithd answers for its URL.
+ *
+ * Incremental: OUT/.pith-site/cursor keeps the change log sequence
+ * (store.h) the tree is current to; a run renders only the records
+ * changed after it, rewrites a file only when its bytes change, and
+ * replaces every file by rename, so that readers see the old file or the
+ * new one, never a part. The cursor moves last: a run that stops midway
+ * is redone by the next. */
+#ifndef PITH_NODE_SITE_H
+#define PITH_NODE_SITE_H
+
+#include <stdint.h>
+
+#include "err.h"
+#include "store.h"
+
+typedef struct site_opts {
+	const char *dir;       /* OUT: created if missing */
+	const char *base_url;  /* the URL the tree is served at (links, manifest);
+				* NULL: the last run's */
+	const char *name;      /* this mirror's name (NULL: "pith-mirror") */
+	int full;              /* ignore the cursor: render every record */
+} site_opts_t;
+
+typedef struct site_stats {
+	uint64_t from, to;           /* change log: (from, to] was exported */
+	uint64_t records;            /* records rendered */
+	uint64_t removed;            /* records whose files were removed */
+	uint64_t written, unchanged; /* files (each .gz counted too) */
+	uint64_t deleted;            /* files removed (stale pages, removed records) */
+	uint64_t bytes;              /* bytes written */
+	uint64_t pages;              /* browse pages rendered */
+	int aliases_changed;         /* the alias map was rewritten: reload the server */
+} site_stats_t;
+
+/* Exports the store's documents to o->dir (see above). stats may be NULL.
+ * 0, or a negative PITH_E* with err set. Not thread-safe for one dir. */
+int site_export(store_t *st, const site_opts_t *o, site_stats_t *stats, pith_err_t *err);
+
+/* Where the alias map is, relative to the tree (an nginx map body:
+ * `"KEY" BODY;` lines, see deploy/nginx.conf). */
+#define SITE_META_DIR ".pith-site"
+#define SITE_ALIAS_MAP SITE_META_DIR "/aliases.map"
+
+#endif

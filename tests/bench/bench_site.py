@@ -1,0 +1,120 @@
+#!/usr/bin/env python3
+"""Benchmark (issue 19): the mirror as a static site.
+
+usage: bench_site.py --build BUILD_DIR [--records N] [--changed K] [--duration S]
+                     [--connections C] [--keep]
+
+1. gen_events N records (3 events each) and gen_bundles' bundles, imported;
+2. full `pithctl export --site`: wall time, records/s, files/s, disk bytes;
+3. K of the records get a new signed event each (imported), then the
+   incremental export: wall time, files written;
+4. in one run, nginx (deploy/nginx.conf, 1 worker) and the node's HTTP
+   (tests/http_serve) over the same records, one after the other, each
+   with wrk (tests/bench/bench_http.lua, random state.json): req/s, p99.
+Prints one RESULT line per measure. Needs nginx and wrk. On demand only.
+"""
+import argparse
+import json
+import os
+import random
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, ".."))
+import site_test  # noqa: E402  (nginx set-up shared with the test)
+
+
+def timed(cmd, **kw):
+    t0 = time.time()
+    r = subprocess.run(cmd, check=True, capture_output=True, text=True, **kw)
+    return time.time() - t0, r.stdout
+
+
+def wrk(port, lst, duration, conns):
+    out = subprocess.run(["wrk", "-t", "2", "-c", str(conns), "-d", "%ds" % duration, "--latency",
+                          "-s", os.path.join(HERE, "bench_http.lua"), "http://127.0.0.1:%d" % port,
+                          "--", "state", lst], check=True, capture_output=True, text=True).stdout
+    return re.search(r"^RESULT .*$", out, re.M).group(0)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--build", required=True)
+    ap.add_argument("--records", type=int, default=100000)
+    ap.add_argument("--changed", type=int, default=1000)
+    ap.add_argument("--duration", type=int, default=10)
+    ap.add_argument("--connections", type=int, default=50)
+    ap.add_argument("--keep", action="store_true")
+    a = ap.parse_args()
+    B = os.path.abspath(a.build)
+    P = os.path.join(B, "node/cli/pithctl")
+    root = tempfile.mkdtemp(prefix="bench_site.")
+    store, site = os.path.join(root, "store"), os.path.join(root, "site")
+    ev, bu, key, op = (os.path.join(root, n) for n in ("ev.jsonl", "bu.jsonl", "k", "op.key"))
+    subprocess.run([B + "/tests/gen_events", "--records", str(a.records), "--per-record", "3",
+                    "--seed", "7", "--key-out", key, ev], check=True, stdout=subprocess.DEVNULL)
+    subprocess.run([B + "/tests/gen_bundles", "--seed", "7", ev, bu], check=True,
+                   capture_output=True)
+    subprocess.run([P, "keygen", "--key-id", "bench-op", op], check=True, stdout=subprocess.DEVNULL)
+    trust = ["--trust-key", key, "--trust-key", op]
+    t, _ = timed([P, "--store", store] + trust + ["import", ev, bu])
+    print("RESULT import records=%d s=%.1f" % (a.records, t), flush=True)
+    port, sport = site_test.free_port(), site_test.free_port()
+    base = "http://127.0.0.1:%d" % port
+    t, out = timed([P, "--store", store, "--json", "export", "--site", site, "--base-url", base])
+    s = json.loads(out)
+    du = int(subprocess.run(["du", "-sb", site], capture_output=True, text=True).stdout.split()[0])
+    print("RESULT full_export records=%d s=%.1f records_per_s=%.0f files=%d files_per_s=%.0f "
+          "bytes_written=%d disk_bytes=%d" % (s["records"], t, s["records"] / t, s["written"],
+                                             s["written"] / t, s["bytes"], du), flush=True)
+    recs = [r for r in subprocess.run([P, "--store", store, "records"], capture_output=True,
+            text=True, check=True).stdout.split() if r.startswith("pith:")]
+    evs = []
+    for i, r in enumerate(random.Random(3).sample(recs, a.changed)):
+        evs.append(json.dumps({"event_type": "graph_snapshot", "subject_pith_number": r,
+                               "target": "graph", "created_at": "2031-01-01T00:00:00Z",
+                               "payload": {"graph_snapshot": {"paper": {"title": "c%d" % i}}}}))
+    signed = os.path.join(root, "changed.jsonl")
+    with open(signed, "w") as f:
+        for e in evs:
+            f.write(subprocess.run([P, "sign", "--key", op, "-"], input=e, capture_output=True,
+                                   text=True, check=True).stdout.strip() + "\n")
+    subprocess.run([P, "--store", store] + trust + ["import", signed], check=True,
+                   capture_output=True)
+    t, out = timed([P, "--store", store, "--json", "export", "--site", site])
+    s = json.loads(out)
+    print("RESULT incremental_export changed=%d s=%.2f records=%d written=%d unchanged=%d "
+          "deleted=%d pages=%d bytes=%d" % (a.changed, t, s["records"], s["written"],
+                                            s["unchanged"], s["deleted"], s["pages"], s["bytes"]),
+          flush=True)
+    lst = os.path.join(root, "bodies.txt")
+    with open(lst, "w") as f:
+        f.write("\n".join(r[-26:] for r in recs) + "\n")
+    ngx = site_test.Nginx(shutil.which("nginx") or "/usr/sbin/nginx", root,
+                          site_test.nginx_conf(root, os.path.join(HERE, "../../deploy/nginx.conf"),
+                                               site, port))
+    srv = subprocess.Popen([B + "/tests/http_serve", "--store", store, "--listen",
+                            "127.0.0.1:%d" % sport, "--public-url", base, "--no-submit"] + trust,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        site_test.wait_port(port, ngx.proc)
+        site_test.wait_port(sport, srv)
+        print("RESULT nginx " + wrk(port, lst, a.duration, a.connections), flush=True)
+        print("RESULT pithd " + wrk(sport, lst, a.duration, a.connections), flush=True)
+    finally:
+        srv.terminate()
+        srv.wait(10)
+        ngx.stop()
+    if a.keep:
+        print("# kept", root)
+    else:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
