@@ -186,6 +186,68 @@ int http_accepts_gzip(const char *ae)
 	return gzip >= 0 ? gzip : star > 0;
 }
 
+/* Gzipped bodies by their tag: the documents with a tag are named by
+ * their bytes (a SHA-256 of the body, or the state hash), and a record's
+ * documents are read far more often than they change, so each is
+ * compressed once, not per request. A direct-mapped table: a collision
+ * replaces the slot; at most GZ_CACHE_MAX bytes held. */
+#define GZ_SLOTS 4096
+#define GZ_CACHE_MAX (32u << 20)
+#define GZ_ENTRY_MAX (1u << 20)
+
+typedef struct gz_slot {
+	char tag[72];
+	size_t in_len;
+	uint8_t *data;
+	size_t len;
+} gz_slot_t;
+
+static gz_slot_t *gz_slot_of(http_t *h, const char *tag)
+{
+	if (!h->gzc && !(h->gzc = calloc(GZ_SLOTS, sizeof(*h->gzc))))
+		return NULL;
+	uint64_t x = 1469598103934665603ull;
+	for (const char *p = tag; *p; p++)
+		x = (x ^ (uint8_t)*p) * 1099511628211ull;
+	return &h->gzc[x % GZ_SLOTS];
+}
+
+/* The gzipped bytes of body under tag: from the cache, or compressed now
+ * (and kept). 0 with *out set (valid until the next call), or -1. */
+static int gz_cached(http_t *h, const char *tag, const pith_buf_t *body, pith_buf_t *out)
+{
+	gz_slot_t *sl = tag[0] ? gz_slot_of(h, tag) : NULL;
+	if (sl && sl->data && sl->in_len == body->len && !strcmp(sl->tag, tag)) {
+		*out = (pith_buf_t){.data = sl->data, .len = sl->len, .cap = sl->len};
+		return 0;
+	}
+	if (http_gzip(&h->gz, body->data, body->len))
+		return -1;
+	*out = h->gz;
+	if (!sl || h->gz.len > GZ_ENTRY_MAX)
+		return 0;
+	h->gzc_bytes -= sl->data ? sl->len : 0;
+	free(sl->data);
+	sl->data = NULL;
+	if (h->gzc_bytes + h->gz.len > GZ_CACHE_MAX || !(sl->data = malloc(h->gz.len)))
+		return 0;
+	memcpy(sl->data, h->gz.data, h->gz.len);
+	sl->len = h->gz.len;
+	sl->in_len = body->len;
+	snprintf(sl->tag, sizeof(sl->tag), "%s", tag);
+	h->gzc_bytes += sl->len;
+	return 0;
+}
+
+static void gz_cache_free(http_t *h)
+{
+	for (size_t i = 0; h->gzc && i < GZ_SLOTS; i++)
+		free(h->gzc[i].data);
+	free(h->gzc);
+	h->gzc = NULL;
+	h->gzc_bytes = 0;
+}
+
 void http_send(http_ctx_t *c)
 {
 	http_t *h = c->h;
@@ -237,10 +299,10 @@ void http_send(http_ctx_t *c)
 	if (h->draining || r->close)
 		evhttp_add_header(oh, "Connection", "close");
 	size_t sent = 0;
-	pith_buf_t *body = c->body;
+	pith_buf_t *body = c->body, gzbody;
 	if (has_body && gz) {
-		if (!http_gzip(&h->gz, c->body->data, c->body->len)) {
-			body = &h->gz;
+		if (!gz_cached(h, r->etag, c->body, &gzbody)) {
+			body = &gzbody;
 			evhttp_add_header(oh, "Content-Encoding", "gzip");
 		} else if (r->etag[0]) {
 			/* out of memory: the identity bytes, under their own tag */
@@ -601,6 +663,7 @@ void http_free_(http_t *h)
 	idmap_free(h->bodies);
 	if (h->own_metrics)
 		metrics_free(h->metrics);
+	gz_cache_free(h);
 	http_render_free_(h); /* what a render-only context holds too */
 }
 

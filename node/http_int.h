@@ -178,6 +178,8 @@ struct http {
 	/* scratch, reused by every request on the loop thread */
 	pith_buf_t body, tmp, tmp2;
 	pith_buf_t gz;          /* the gzipped body being sent */
+	struct gz_slot *gzc;    /* gzipped bodies by their tag (http.c, gz_cached) */
+	size_t gzc_bytes;
 	http_target_t target;
 
 	/* metrics */
