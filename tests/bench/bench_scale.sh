@@ -24,6 +24,9 @@
 #      random records (tests/bench/bench_http.lua): requests/s and p99.
 #   6. `pithctl records` (streamed to wc) and `pithctl check`: wall time and
 #      peak RSS (/usr/bin/time).
+# BUILD_DIR's binaries are the ones measured (node/pithd, node/cli/pithctl,
+# tests/gen_events, tests/bench/bench_*): a copy of them elsewhere measures
+# an older build.
 # Prints one table. Every ratio is against the bare rate measured in the
 # same run (the machine is shared: absolute rates move, ratios less).
 set -euo pipefail
@@ -78,7 +81,8 @@ for N in $SIZES; do
 		ln -sf "$EV" "$I/events.jsonl"
 		ln -sf "$DATA/key.json" "$I/key.json"
 		say "import of $N events (load $(cut -d' ' -f1-3 /proc/loadavg))"
-		"$BI" --events "$N" --per-record 2 --dir "$I" --keep --no-compact >"$I/report.txt"
+		"$BI" --events "$N" --per-record 2 --dir "$I" --keep --no-compact --pithctl "$PITHCTL" \
+			--gen "$GEN" >"$I/report.txt"
 		cat "$I/report.txt" >&2
 		R=$I/report.txt
 		rate=$(sed -n 's/^pithctl import *\([0-9]*\) events.*/\1/p' "$R")
@@ -98,7 +102,8 @@ for N in $SIZES; do
 	if [ $SYNC = 1 ]; then
 		say "fresh-node sync of $N events (load $(cut -d' ' -f1-3 /proc/loadavg))"
 		R=$DATA/sync-$N.txt
-		"$BS" --events "$N" --per-record 2 --dir "$DATA" --keep --timeout 7200 >"$R"
+		"$BS" --events "$N" --per-record 2 --dir "$DATA" --keep --timeout 7200 \
+			--pithd "$PITHD" --pithctl "$PITHCTL" --gen "$GEN" >"$R"
 		cat "$R" >&2
 		rate=$(sed -n 's/^fresh node sync *\([0-9]*\) events.*/\1/p' "$R")
 		ratio=$(num "sync \/ bare verify" "$R")
