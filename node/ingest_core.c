@@ -340,6 +340,11 @@ static void *writer_main(void *arg)
 {
 	ingest_core_t *c = arg;
 	worker_start(c, "pith-writer");
+	/* the lanes take the writer's lowered priority: started from here */
+	pith_err_t err = {0};
+	int lanes = c->o.merge_lanes ? c->o.merge_lanes : c->o.nthreads;
+	if (store_batch_set_lanes(c->batch, lanes, &err))
+		log_warn("the writer merges alone: %s", err.msg);
 	pthread_mutex_lock(&c->mu);
 	for (;;) {
 		/* jobs in submission order: a node catching up is sent events

@@ -126,6 +126,9 @@ typedef struct ingest_opts {
 	const pith_trust_t *trust;  /* borrowed: must outlive the pipeline */
 	store_t *st;                /* borrowed, likewise */
 	int nthreads;               /* validator threads */
+	int merge_lanes;            /* threads computing a commit's states, the
+				     * writer included (store_batch_set_lanes);
+				     * 0: as many as validators */
 	int worker_nice;            /* nice steps below the creating thread
 				     * (prio_lower_thread; 0: the same) */
 	size_t max_bundle_bytes;    /* JSON limit of an INGEST_BUNDLE */

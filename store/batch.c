@@ -4,6 +4,7 @@
 #define _GNU_SOURCE /* qsort_r */
 #include "store_int.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,7 +46,32 @@ typedef struct group {
 	int stored_bundle;         /* ... and a bundle */
 	uint8_t *old_rec;          /* that summary (malloc'd), or NULL */
 	size_t old_rec_len;
+	/* what group_merge computed (a lane), for commit_group (the writer) */
+	int merged;                /* state and claims hold results */
+	int mrc;                   /* group_merge's code; merr says why */
+	pith_err_t merr;
+	pith_state_t state;
+	store_claims_t claims;
+	json_doc_t *bdoc;          /* the stored bundle, when it was loaded */
+	int has_bundle;
+	size_t nevents;            /* stored and new */
 } group_t;
+
+/* Helper threads that compute the states of a commit's records in
+ * parallel with the writer (store_batch_set_lanes): the records are split
+ * among them, one record wholly in one lane, and the writer then writes
+ * the results in the order it always did. */
+typedef struct lanes {
+	pthread_mutex_t mu;
+	pthread_cond_t go, idle;
+	pthread_t *th;
+	int n;                     /* helper threads running */
+	int stop;
+	uint64_t gen;              /* a new window to work on */
+	struct store_batch *b;
+	size_t next, end;          /* groups [next, end) not yet taken */
+	int busy;                  /* helpers still working on the window */
+} lanes_t;
 
 struct store_batch {
 	store_t *st;
@@ -57,6 +83,7 @@ struct store_batch {
 	hmap_t ids, subjects;
 	group_t *g;
 	size_t ng, capg;
+	lanes_t *lanes;            /* NULL: the writer merges alone */
 };
 
 store_batch_t *store_batch_new(store_t *st)
@@ -83,21 +110,33 @@ static void batch_drop_items(store_batch_t *b)
 	}
 }
 
+static void group_merge_release(group_t *g)
+{
+	pith_state_release(&g->state);
+	store_claims_release(&g->claims);
+	json_doc_free(g->bdoc);
+	g->merged = 0;
+}
+
 static void groups_reset(store_batch_t *b)
 {
 	for (size_t i = 0; i < b->ng; i++) {
 		free(b->g[i].news);
 		free(b->g[i].old_rec);
+		group_merge_release(&b->g[i]);
 	}
 	b->ng = 0;
 	hmap_clear(&b->ids);
 	hmap_clear(&b->subjects);
 }
 
+static void lanes_stop(store_batch_t *b);
+
 void store_batch_free_(store_batch_t *b)
 {
 	if (!b)
 		return;
+	lanes_stop(b);
 	batch_drop_items(b);
 	groups_reset(b);
 	free(b->e);
@@ -619,61 +658,94 @@ static int log_change(commit_t *c, const group_t *g, int has_bundle, const json_
 	return 0;
 }
 
-/* Step 3: per touched record, the state from all of its events. */
-static int commit_group(commit_t *c, group_t *g, pith_buf_t *sb)
+/* Step 3a: a touched record's state from all of its events (stored and
+ * new), and the aliases it claims, into g. Reads the store, writes
+ * nothing shared: lanes run it for different records at once. */
+static void group_merge(store_batch_t *b, group_t *g)
 {
-	store_batch_t *b = c->b;
+	store_t *st = b->st;
 	pith_event_t **stored = NULL, **all = NULL;
 	size_t nstored = 0;
-	json_doc_t *bdoc = NULL;
 	const json_value_t *aliases = NULL;
-	pith_state_t state = {0};
-	store_claims_t claims = {0};
+	pith_err_t *err = &g->merr;
 	int rc;
 
-	if (!g->nnew && !g->bundle_newer)
-		return 0; /* only an older bundle: nothing changes */
-	if (g->exists && (rc = store_subject_load(c->st, g->skey, &stored, &nstored, c->err)))
+	g->merged = 1;
+	if (g->exists && (rc = store_subject_load(st, g->skey, &stored, &nstored, err)))
 		goto done;
 	all = malloc((nstored + g->nnew + 1) * sizeof(*all));
 	if (!all) {
-		rc = pith_err_set(c->err, PITH_ENOMEM, "store: out of memory");
+		rc = pith_err_set(err, PITH_ENOMEM, "store: out of memory");
 		goto done;
 	}
 	if (nstored)
 		memcpy(all, stored, nstored * sizeof(*all));
 	for (size_t k = 0; k < g->nnew; k++)
 		all[nstored + k] = b->e[g->news[k]].ev;
+	g->nevents = nstored + g->nnew;
 
-	int has_bundle = g->bundle_newer;
+	g->has_bundle = g->bundle_newer;
 	int64_t built_us = 0;
 	if (g->bundle_newer) {
 		aliases = json_get_type(b->b[g->bundle].root, "source_aliases", JSON_ARRAY);
 		built_us = b->b[g->bundle].built_us;
 	} else if (g->stored_bundle) {
-		if ((rc = store_bundle_aliases_load(c->st, g->skey, &bdoc, &aliases, &built_us, c->err)))
+		if ((rc = store_bundle_aliases_load(st, g->skey, &g->bdoc, &aliases, &built_us, err)))
 			goto done;
-		has_bundle = bdoc != NULL;
+		g->has_bundle = g->bdoc != NULL;
 	}
-	if ((rc = pith_merge_ex(g->pith, all, nstored + g->nnew, aliases, c->st->registry, &state,
-				 c->err)))
+	if ((rc = pith_merge_ex(g->pith, all, g->nevents, aliases, st->registry, &g->state, err)))
 		goto done;
+	if (g->state.canon.oom) {
+		rc = pith_err_set(err, PITH_ENOMEM, "store: cannot write the state of %s", g->pith);
+		goto done;
+	}
+	const json_value_t *record = json_get(json_get(g->state.root, "current"), "canonical_record");
+	if ((rc = store_claims_make(&g->claims, aliases, built_us, record, g->pith)))
+		rc = pith_err_set(err, rc, "store: out of memory");
+done:
+	g->mrc = rc;
+	free(all);
+	store_events_free(stored, nstored);
+}
+
+/* Whether group_merge has work in g: not for a record that only got an
+ * older bundle (nothing changes). */
+static int group_needs_merge(const group_t *g)
+{
+	return g->nnew || g->bundle_newer;
+}
+
+/* Step 3b: the writer's part for a record group_merge did: its state,
+ * summary, aliases, change log entry and index entries into the batch. */
+static int commit_group(commit_t *c, group_t *g, pith_buf_t *sb)
+{
+	store_batch_t *b = c->b;
+	int rc;
+
+	if (!group_needs_merge(g))
+		return 0;
+	if (!g->merged)
+		group_merge(b, g);
+	if (g->mrc) {
+		*c->err = g->merr;
+		rc = g->mrc;
+		goto done;
+	}
 	/* the merge's own canonical bytes, kept until the commit ends (no
 	 * copies of a state that can be hundreds of kilobytes) */
-	if (state.canon.oom || (rc = keep_bytes(c, state.canon.data))) {
+	if ((rc = keep_bytes(c, g->state.canon.data))) {
 		rc = pith_err_set(c->err, PITH_ENOMEM, "store: cannot write the state of %s", g->pith);
 		goto done;
 	}
-	const pith_buf_t canon = state.canon;
-	state.canon = (pith_buf_t)PITH_BUF_INIT;
+	const pith_buf_t canon = g->state.canon;
+	g->state.canon = (pith_buf_t)PITH_BUF_INIT;
 	if ((rc = put_ex(c, STORE_CF_STATES, g->skey, STORE_SKEY_LEN, canon.data, canon.len, 1)))
 		goto done;
 
 	if (!g->exists)
 		c->counts.records++;
-	const json_value_t *record = json_get(json_get(state.root, "current"), "canonical_record");
-	if ((rc = store_claims_make(&claims, aliases, built_us, record, g->pith)) ||
-	    (rc = store_rec_encode(sb, nstored + g->nnew, state.state_hash, has_bundle, &claims))) {
+	if ((rc = store_rec_encode(sb, g->nevents, g->state.state_hash, g->has_bundle, &g->claims))) {
 		rc = pith_err_set(c->err, rc, "store: out of memory");
 		goto done;
 	}
@@ -682,12 +754,12 @@ static int commit_group(commit_t *c, group_t *g, pith_buf_t *sb)
 	if (g->old_rec) {
 		store_rec_t old;
 		store_rec_decode(g->old_rec, g->old_rec_len, &old); /* checked when read */
-		store_claims_write(c->wb, c->st, g->pith, &old, &claims, !g->bundle_newer);
+		store_claims_write(c->wb, c->st, g->pith, &old, &g->claims, !g->bundle_newer);
 	} else {
-		store_claims_write(c->wb, c->st, g->pith, NULL, &claims, 0);
+		store_claims_write(c->wb, c->st, g->pith, NULL, &g->claims, 0);
 	}
 
-	if ((rc = log_change(c, g, has_bundle, bdoc, state.state_hash)))
+	if ((rc = log_change(c, g, g->has_bundle, g->bdoc, g->state.state_hash)))
 		goto done;
 
 	for (size_t k = 0; k < g->nnew; k++) {
@@ -702,11 +774,132 @@ static int commit_group(commit_t *c, group_t *g, pith_buf_t *sb)
 	c->counts.events += g->nnew;
 	c->stats.records_touched++;
 done:
-	store_claims_release(&claims);
-	pith_state_release(&state);
-	json_doc_free(bdoc);
-	free(all);
-	store_events_free(stored, nstored);
+	/* its state may be large: held no longer than its turn */
+	group_merge_release(g);
+	return rc;
+}
+
+/* ---- lanes ---------------------------------------------------------------- */
+
+/* Groups a window's merges take at a time: bounds the states held at once
+ * (each up to hundreds of kilobytes for a record of many events). */
+#define LANES_WINDOW 256
+
+/* Takes the next group of the window that needs a merge, or -1. Lock held. */
+static long lanes_take(lanes_t *l)
+{
+	while (l->next < l->end) {
+		group_t *g = &l->b->g[l->next++];
+		if (group_needs_merge(g))
+			return (long)(g - l->b->g);
+	}
+	return -1;
+}
+
+static void *lane_main(void *arg)
+{
+	lanes_t *l = arg;
+	uint64_t seen = 0;
+	pthread_setname_np(pthread_self(), "pith-lane");
+	pthread_mutex_lock(&l->mu);
+	for (;;) {
+		while (!l->stop && l->gen == seen)
+			pthread_cond_wait(&l->go, &l->mu);
+		if (l->stop)
+			break;
+		seen = l->gen;
+		long gi;
+		while ((gi = lanes_take(l)) >= 0) {
+			pthread_mutex_unlock(&l->mu);
+			group_merge(l->b, &l->b->g[gi]);
+			pthread_mutex_lock(&l->mu);
+		}
+		if (--l->busy == 0)
+			pthread_cond_signal(&l->idle);
+	}
+	pthread_mutex_unlock(&l->mu);
+	return NULL;
+}
+
+/* Merges the groups [from, to) in the lanes and on the calling thread;
+ * returns once every one is done. */
+static void lanes_run(store_batch_t *b, size_t from, size_t to)
+{
+	lanes_t *l = b->lanes;
+	pthread_mutex_lock(&l->mu);
+	l->next = from;
+	l->end = to;
+	l->busy = l->n;
+	l->gen++;
+	pthread_cond_broadcast(&l->go);
+	long gi;
+	while ((gi = lanes_take(l)) >= 0) {
+		pthread_mutex_unlock(&l->mu);
+		group_merge(b, &b->g[gi]);
+		pthread_mutex_lock(&l->mu);
+	}
+	while (l->busy)
+		pthread_cond_wait(&l->idle, &l->mu);
+	pthread_mutex_unlock(&l->mu);
+}
+
+static void lanes_stop(store_batch_t *b)
+{
+	lanes_t *l = b->lanes;
+	if (!l)
+		return;
+	pthread_mutex_lock(&l->mu);
+	l->stop = 1;
+	pthread_cond_broadcast(&l->go);
+	pthread_mutex_unlock(&l->mu);
+	for (int i = 0; i < l->n; i++)
+		pthread_join(l->th[i], NULL);
+	pthread_mutex_destroy(&l->mu);
+	pthread_cond_destroy(&l->go);
+	pthread_cond_destroy(&l->idle);
+	free(l->th);
+	free(l);
+	b->lanes = NULL;
+}
+
+int store_batch_set_lanes(store_batch_t *b, int n, pith_err_t *err)
+{
+	lanes_stop(b);
+	if (n <= 1)
+		return 0;
+	lanes_t *l = calloc(1, sizeof(*l));
+	if (!l || !(l->th = calloc((size_t)n - 1, sizeof(*l->th)))) {
+		free(l);
+		return pith_err_set(err, PITH_ENOMEM, "store: out of memory");
+	}
+	pthread_mutex_init(&l->mu, NULL);
+	pthread_cond_init(&l->go, NULL);
+	pthread_cond_init(&l->idle, NULL);
+	l->b = b;
+	b->lanes = l;
+	for (; l->n < n - 1; l->n++)
+		if (pthread_create(&l->th[l->n], NULL, lane_main, l)) {
+			lanes_stop(b);
+			return pith_err_set(err, PITH_EIO, "store: cannot start a merge lane");
+		}
+	return 0;
+}
+
+/* Step 3 for every touched record: merged in windows (in the lanes, if
+ * any), each window then written in order by the writer. */
+static int commit_groups(commit_t *c)
+{
+	store_batch_t *b = c->b;
+	pith_buf_t sb = PITH_BUF_INIT;
+	int rc = 0;
+	for (size_t w = 0; w < b->ng && !rc; w += LANES_WINDOW) {
+		size_t end = w + LANES_WINDOW < b->ng ? w + LANES_WINDOW : b->ng;
+		if (b->lanes)
+			lanes_run(b, w, end);
+		for (size_t gi = w; gi < end && !rc; gi++)
+			rc = commit_group(c, &b->g[gi], &sb);
+	}
+	pith_buf_release(&sb);
 	return rc;
 }
 
@@ -738,11 +931,8 @@ int store_batch_commit(store_batch_t *b, store_commit_stats_t *stats, pith_err_t
 	c.seq = st->changes_seq;
 	c.wb = rocksdb_writebatch_create();
 	groups_reset(b);
-	pith_buf_t sb = PITH_BUF_INIT;
 	if (!(rc = commit_events(&c)) && !(rc = commit_bundles(&c)))
-		for (size_t gi = 0; gi < b->ng && !rc; gi++)
-			rc = commit_group(&c, &b->g[gi], &sb);
-	pith_buf_release(&sb);
+		rc = commit_groups(&c);
 	if (!rc && !(rc = put_count(&c, STORE_META_EVENTS, c.counts.events)) &&
 	    !(rc = put_count(&c, STORE_META_RECORDS, c.counts.records)) &&
 	    !(rc = put_count(&c, STORE_META_BUNDLES, c.counts.bundles))) {

@@ -187,8 +187,10 @@ static void cf_tune(store_t *st, int cf)
 	 * many events asks "do I have this id?" for each before it asks a
 	 * peer, nearly always for one it lacks, and a miss in a full skip
 	 * list costs several microseconds (docs/performance.md, issue 5);
-	 * 2% of the memtable makes it a filter probe. */
-	if (cf == STORE_CF_EVENTS) {
+	 * 2% of the memtable makes it a filter probe. Likewise for records:
+	 * every commit asks for the summary of each record it touches, and in
+	 * an import or a catch-up nearly every record is new. */
+	if (cf == STORE_CF_EVENTS || cf == STORE_CF_RECORDS) {
 		rocksdb_options_set_memtable_prefix_bloom_size_ratio(o, 0.02);
 		rocksdb_options_set_memtable_whole_key_filtering(o, 1);
 	}

@@ -114,6 +114,12 @@ store_batch_t *store_batch_new(store_t *st);
 void store_batch_free_(store_batch_t *b);
 #define store_batch_free(b) do { store_batch_free_(b); (b) = NULL; } while (0)
 
+/* Lets n threads (the committing one and n - 1 helpers, started here
+ * with the calling thread's priority, named pith-lane) compute the states of a commit's records in parallel; the writes stay
+ * in the order and bytes of a commit without them. n <= 1 stops the
+ * helpers. 0, or a negative code (then none run). */
+int store_batch_set_lanes(store_batch_t *b, int n, pith_err_t *err);
+
 /* Adds a verified event; the batch takes ownership of ev in every case.
  * canon, if non-NULL, holds the event's canonical bytes (pith_event_canon)
  * computed by the caller, e.g. on a worker thread; the batch takes its

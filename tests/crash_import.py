@@ -15,6 +15,15 @@ it:
 Finally the import runs to completion and everything is checked once more.
 
 usage: crash_import.py PITHCTL GEN_EVENTS [--events N] [--kills K] [--seed S]
+         [--per-record E] [--events-file FILE --key KEY] [--horizon SECONDS]
+
+At the registry's shape and scale (issue 17; on demand, minutes per kill):
+  crash_import.py PITHCTL GEN --events 1000000 --per-record 2 --kills 3 \
+      --events-file /work/scale-data/events-1000000-2.jsonl \
+      --key /work/scale-data/key.json --horizon 200
+(--events-file and --key reuse events generated before, e.g. by
+tests/bench/bench_scale.sh; --horizon is how late the kills fall before an
+uninterrupted import has shown how long one takes.)
 """
 import argparse
 import os
@@ -32,6 +41,10 @@ ap.add_argument("gen")
 ap.add_argument("--events", type=int, default=100000)
 ap.add_argument("--kills", type=int, default=6)
 ap.add_argument("--seed", type=int, default=int(time.time()))
+ap.add_argument("--per-record", type=int, default=10)
+ap.add_argument("--events-file")
+ap.add_argument("--key")
+ap.add_argument("--horizon", type=float, default=3.0)
 a = ap.parse_args()
 rng = random.Random(a.seed)
 n = 0
@@ -59,16 +72,17 @@ def first_id(line):
 
 
 with tempfile.TemporaryDirectory() as t:
-    events = os.path.join(t, "events.jsonl")
-    key = os.path.join(t, "key.json")
+    events = a.events_file or os.path.join(t, "events.jsonl")
+    key = a.key or os.path.join(t, "key.json")
     store = os.path.join(t, "store")
     progress = os.path.join(t, "progress")
-    per = 10
+    per = a.per_record
     t0 = time.time()
-    r = subprocess.run([a.gen, "--records", str((a.events + per - 1) // per), "--per-record",
-                        str(per), "--seed", str(a.seed % 1000 + 1), "--key-out", key, events])
-    if r.returncode:
-        fail("gen_events runs")
+    if not a.events_file:
+        r = subprocess.run([a.gen, "--records", str((a.events + per - 1) // per), "--per-record",
+                            str(per), "--seed", str(a.seed % 1000 + 1), "--key-out", key, events])
+        if r.returncode:
+            fail("gen_events runs")
     offsets = []       # byte offset of each line
     ids = []
     with open(events, "rb") as f:
@@ -79,7 +93,8 @@ with tempfile.TemporaryDirectory() as t:
             ids.append(first_id(l))
     if len(ids) < a.events or None in ids:
         fail("the generated file has an event id on every line")
-    ok(f"generated {len(ids)} events in {time.time() - t0:.1f} s (seed {a.seed})")
+    ok(f"{'read' if a.events_file else 'generated'} {len(ids)} events in {time.time() - t0:.1f} s "
+       f"(seed {a.seed})")
     base = [a.pithctl, "--store", store, "--trust-key", key]
 
     def stored_ids():
@@ -108,7 +123,7 @@ with tempfile.TemporaryDirectory() as t:
         src = open(events, "rb")
         src.seek(offsets[skip])
         # kill somewhere in the run: early, mid-batch, during the final flush
-        horizon = duration if duration else 3.0
+        horizon = duration if duration else a.horizon
         delay = rng.uniform(0.05, horizon * 1.05)
         started = time.time()
         p = subprocess.Popen(base + ["import", "--no-progress", "--progress-file", progress, "-"],

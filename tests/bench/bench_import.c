@@ -3,7 +3,7 @@
  * and the bytes the store takes on disk per event.
  *
  * usage: bench_import [--events N] [--per-record E] [--threads T] [--dir DIR]
- *                     [--pithctl PATH] [--gen PATH] [--keep]
+ *                     [--pithctl PATH] [--gen PATH] [--keep] [--no-compact]
  *
  * 1. gen_events writes N signed events (E per record, default 10) to DIR.
  * 2. The bare rate: T threads (default: all cores) run nothing but
@@ -13,7 +13,8 @@
  *    exit (opening, verifying, merging, writing, syncing, closing).
  * 4. Bytes on disk (allocated blocks of every file in the store directory)
  *    as the import left them, and after a full compaction; against the raw
- *    bytes of the events (the JSON Lines without newlines). */
+ *    bytes of the events (the JSON Lines without newlines); --no-compact
+ *    skips the compaction (minutes at 10 million events, bench_scale.sh). */
 #include <sodium.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,10 +36,13 @@ int main(int argc, char **argv)
 {
 	bench_opts_t o;
 	bench_opts_init(&o, 200000, BENCH_PITHCTL, BENCH_GEN);
+	int compact = 1;
 	for (int i = 1; i < argc; i++) {
-		if (!bench_opt_take(&o, argc, argv, &i)) {
+		if (!strcmp(argv[i], "--no-compact")) {
+			compact = 0;
+		} else if (!bench_opt_take(&o, argc, argv, &i)) {
 			fprintf(stderr, "usage: bench_import [--events N] [--per-record E] [--threads T] "
-					"[--dir DIR] [--pithctl PATH] [--gen PATH] [--keep]\n");
+					"[--dir DIR] [--pithctl PATH] [--gen PATH] [--keep] [--no-compact]\n");
 			return 2;
 		}
 	}
@@ -75,6 +79,7 @@ int main(int argc, char **argv)
 			 "--no-progress", events, NULL};
 	double secs = 0, import_cpu = 0;
 	int rc = bench_run(iargv, out, &secs, &import_cpu);
+	long import_rss_kb = bench_last_maxrss_kb;
 	double bare2 = bench_bare_rate(&sigs, threads, &cpu2);
 	double fcpu, fixed = bench_fixed_rate(&sigs, threads, &fcpu);
 	if (rc) {
@@ -89,7 +94,7 @@ int main(int argc, char **argv)
 	store_t *st = NULL;
 	pith_err_t err = {0};
 	double tc = bench_now();
-	if (store_open(store, NULL, &st, &err) || store_compact(st, &err)) {
+	if (store_open(store, NULL, &st, &err) || (compact && store_compact(st, &err))) {
 		fprintf(stderr, "bench_import: compacting: %s\n", err.msg);
 		return 1;
 	}
@@ -107,6 +112,7 @@ int main(int argc, char **argv)
 	       bare2);
 	printf("pithctl import              %.0f events/s (%.2f s)\n", rate, secs);
 	printf("import / bare verify        %.3f (target >= 0.8)\n", rate / bare);
+	printf("peak RSS of pithctl import  %.0f MiB\n", (double)import_rss_kb / 1024.0);
 	/* CPU time is what a busy machine does not distort much: the ratio
 	 * the import reaches when it alone saturates every core */
 	double vcpu = (cpu1 + cpu2) / 2, icpu = import_cpu / (double)n;
@@ -127,8 +133,11 @@ int main(int argc, char **argv)
 	printf("import / fixed-key verify   %.3f, CPU-bound %.3f\n", rate / fixed, fcpu / icpu);
 	printf("disk after import           %.0f bytes/event, %.3f x raw (apparent %.3f x)\n",
 	       (double)disk1 / (double)n, (double)disk1 / (double)raw, (double)app1 / (double)raw);
-	printf("disk after full compaction  %.0f bytes/event, %.3f x raw (apparent %.3f x; %.1f s)\n",
-	       (double)disk2 / (double)n, (double)disk2 / (double)raw, (double)app2 / (double)raw, tc);
+	if (compact)
+		printf("disk after full compaction  %.0f bytes/event, %.3f x raw (apparent %.3f x; %.1f "
+		       "s)\n",
+		       (double)disk2 / (double)n, (double)disk2 / (double)raw,
+		       (double)app2 / (double)raw, tc);
 	printf("(target <= 1.3 x raw)\n");
 	if (!keep) {
 		char *rargv[] = {"/bin/rm", "-rf", (char *)dir, NULL};

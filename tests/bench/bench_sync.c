@@ -363,6 +363,7 @@ int main(int argc, char **argv)
 	json_doc_t *fin = node_ask(bsock, "status");
 	pith_buf_t tt = PITH_BUF_INIT;
 	thread_times(pb, n, &tt);
+	long hwm_b = bench_child_hwm_kb(pb), hwm_a = bench_child_hwm_kb(pa);
 	int rca = stop_node(pa), rcb = stop_node(pb);
 	double bare2 = bench_bare_rate(&sigs, threads, &cpu2);
 	double fcpu, fixed = bench_fixed_rate(&sigs, threads, &fcpu);
@@ -383,6 +384,8 @@ int main(int argc, char **argv)
 	       "after %.2f s)\n",
 	       rate, n, t_end, t_first);
 	printf("sync / bare verify          %.3f (target >= 0.7)\n", rate / bare);
+	printf("peak RSS                    B (syncing) %.0f MiB, A (serving) %.0f MiB\n",
+	       (double)hwm_b / 1024.0, (double)hwm_a / 1024.0);
 	printf("CPU per event               B (syncing) %.1f us, A (serving) %.1f us; bare verify "
 	       "%.1f us per signature\n",
 	       cpu_b * 1e6, cpu_a * 1e6, vcpu * 1e6);

@@ -196,6 +196,8 @@ double bench_fixed_rate(const bench_sigs_t *s, int nt, double *cpu_per)
 	return r;
 }
 
+long bench_last_maxrss_kb;
+
 int bench_run(char *const argv[], const char *out_path, double *secs, double *cpu)
 {
 	double t0 = bench_now();
@@ -213,6 +215,7 @@ int bench_run(char *const argv[], const char *out_path, double *secs, double *cp
 	struct rusage ru;
 	if (wait4(pid, &status, 0, &ru) < 0)
 		return -1;
+	bench_last_maxrss_kb = ru.ru_maxrss;
 	if (cpu)
 		*cpu = (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec * 1e-6 +
 		       (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec * 1e-6;
@@ -252,6 +255,21 @@ double bench_child_cpu(pid_t pid)
 	if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut, &st) != 2)
 		return -1;
 	return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
+}
+
+long bench_child_hwm_kb(pid_t pid)
+{
+	char path[64], line[256];
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return -1;
+	long kb = -1;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "VmHWM: %ld kB", &kb) == 1)
+			break;
+	fclose(f);
+	return kb;
 }
 
 void bench_opts_init(bench_opts_t *o, unsigned long events, const char *pithctl,

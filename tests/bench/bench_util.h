@@ -64,6 +64,9 @@ double bench_fixed_rate(const bench_sigs_t *s, int nt, double *cpu_per);
  * gets the wall time, *cpu (may be NULL) its user+system seconds. */
 int bench_run(char *const argv[], const char *out_path, double *secs, double *cpu);
 
+/* The peak resident set (kB) of the child the last bench_run waited for. */
+extern long bench_last_maxrss_kb;
+
 /* Starts argv[0] with stdout and stderr appended to log_path; the pid, or
  * -1. */
 pid_t bench_spawn(char *const argv[], const char *log_path);
@@ -71,6 +74,8 @@ pid_t bench_spawn(char *const argv[], const char *log_path);
 /* User+system CPU seconds a running child has used so far (from /proc),
  * or -1. */
 double bench_child_cpu(pid_t pid);
+/* The peak resident set (kB, VmHWM) of a running child so far, or -1. */
+long bench_child_hwm_kb(pid_t pid);
 
 /* Bytes of the regular files directly in dir: allocated blocks returned,
  * apparent sizes in *apparent, and those of RocksDB's write-ahead logs
