@@ -19,14 +19,17 @@ static int run(cli_ctx_t *ctx, int argc, char **argv)
 		return 1;
 	store_counts_t n;
 	store_counts_get(st, &n);
+	double t0 = cli_now();
 	int rc = store_check(st, report, NULL, &problems, &err);
+	double secs = cli_now() - t0;
 	if (rc)
 		rc = cli_fail("check", "%s", err.msg);
 	else if (problems)
-		rc = cli_fail("check", "%zu problems in %s", problems, ctx->store_dir);
+		rc = cli_fail("check", "%zu problems in %s (%.1f s)", problems, ctx->store_dir, secs);
 	else
-		printf("ok: %llu events, %llu records, %llu bundles\n", (unsigned long long)n.events,
-		       (unsigned long long)n.records, (unsigned long long)n.bundles);
+		printf("ok: %llu events, %llu records, %llu bundles (%.1f s)\n",
+		       (unsigned long long)n.events, (unsigned long long)n.records,
+		       (unsigned long long)n.bundles, secs);
 	store_close(st);
 	pith_trust_free(trust);
 	return rc;
@@ -39,7 +42,8 @@ const cli_cmd_t cli_cmd_check = {
 	"has exactly its subject and time index entries and every entry its event,\n"
 	"that every cached state and record summary equals a fresh merge of the\n"
 	"stored events, that aliases name stored records and that the counters\n"
-	"are right. Prints each problem; exits 1 if there is any. Give the same\n"
+	"are right. Prints each problem, and how long the audit took; exits 1 if\n"
+	"there is any problem. Give the same\n"
 	"--trust-key files (registry keys) the store was filled with.\n",
 	run,
 };
