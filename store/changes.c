@@ -179,12 +179,34 @@ static int chg_entry(store_iter_t *it, store_change_t *ch, pith_err_t *err)
 	return 0;
 }
 
+/* Hands up to limit (0: all) entries from it's position to fn, walking
+ * backward or forward; *next gets the last one's number. Closes it. */
+static int changes_walk(store_iter_t *it, int backward, size_t limit, store_change_fn fn,
+			void *arg, uint64_t *next, pith_err_t *err)
+{
+	int rc = 0;
+	for (size_t n = 0; store_iter_valid(it) && (!limit || n < limit); n++) {
+		store_change_t ch;
+		if ((rc = chg_entry(it, &ch, err)) || (rc = fn(arg, &ch)))
+			break;
+		if (next)
+			*next = ch.seq;
+		if (backward)
+			store_iter_prev(it);
+		else
+			store_iter_next(it);
+	}
+	if (!rc)
+		rc = store_iter_status(it, err);
+	store_iter_close(it);
+	return rc;
+}
+
 int store_changes_each_before(store_t *st, uint64_t before, size_t limit, store_change_fn fn,
 			      void *arg, uint64_t *next, pith_err_t *err)
 {
 	uint8_t lo[STORE_CHG_SEQ_LEN], hi[STORE_CHG_SEQ_LEN], hi_end = STORE_CHG_SEQ + 1;
 	store_iter_t it;
-	size_t n = 0;
 	if (next)
 		*next = 0;
 	int rc = log_ready(st, err);
@@ -195,19 +217,8 @@ int store_changes_each_before(store_t *st, uint64_t before, size_t limit, store_
 	if ((rc = store_iter_open(st, STORE_CF_CHANGES, lo, sizeof(lo), before ? hi : &hi_end,
 				  before ? sizeof(hi) : 1, &it, err)))
 		return rc;
-	for (store_iter_last(&it); store_iter_valid(&it) && (!limit || n < limit);
-	     store_iter_prev(&it)) {
-		store_change_t ch;
-		if ((rc = chg_entry(&it, &ch, err)) || (rc = fn(arg, &ch)))
-			break;
-		if (next)
-			*next = ch.seq;
-		n++;
-	}
-	if (!rc)
-		rc = store_iter_status(&it, err);
-	store_iter_close(&it);
-	return rc;
+	store_iter_last(&it);
+	return changes_walk(&it, 1, limit, fn, arg, next, err);
 }
 
 int store_changes_each(store_t *st, uint64_t after, size_t limit, store_change_fn fn, void *arg,
@@ -215,7 +226,6 @@ int store_changes_each(store_t *st, uint64_t after, size_t limit, store_change_f
 {
 	uint8_t lo[STORE_CHG_SEQ_LEN], hi = STORE_CHG_SEQ + 1;
 	store_iter_t it;
-	size_t n = 0;
 	if (next)
 		*next = after;
 	int rc = log_ready(st, err);
@@ -224,18 +234,7 @@ int store_changes_each(store_t *st, uint64_t after, size_t limit, store_change_f
 	seq_key(after + 1, lo);
 	if ((rc = store_iter_open(st, STORE_CF_CHANGES, lo, sizeof(lo), &hi, 1, &it, err)))
 		return rc;
-	for (; store_iter_valid(&it) && (!limit || n < limit); store_iter_next(&it)) {
-		store_change_t ch;
-		if ((rc = chg_entry(&it, &ch, err)) || (rc = fn(arg, &ch)))
-			break;
-		if (next)
-			*next = ch.seq;
-		n++;
-	}
-	if (!rc)
-		rc = store_iter_status(&it, err);
-	store_iter_close(&it);
-	return rc;
+	return changes_walk(&it, 0, limit, fn, arg, next, err);
 }
 
 uint64_t store_changes_last(store_t *st)
