@@ -432,8 +432,11 @@ int node_new(node_config_t *cfg, node_t **out, pith_err_t *err)
 	 * only (docs/pithd.md, "The search index") */
 	snprintf(path, sizeof(path), "%s/%s", cfg->data_dir, SEARCH_FILE);
 	pith_err_t serr = {0};
+	/* at the lowest priority of all (when workers are lowered at all):
+	 * a catch-up's validators and writer come first, the index follows
+	 * when they leave it the CPU (docs/pithd.md, "The search index") */
 	if (search_open(path, n->store, &n->search, &serr) ||
-	    search_start(n->search, 1000, (int)cfg->worker_nice, &serr)) {
+	    search_start(n->search, 1000, cfg->worker_nice ? PRIO_NICE_MAX : 0, &serr)) {
 		log_warn("%s: search is off", serr.msg);
 		search_free(n->search);
 	}
