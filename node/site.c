@@ -530,7 +530,9 @@ int site_export(store_t *st, const site_opts_t *o, site_stats_t *stats, pith_err
 	if (!mirrors_at[0])
 		pith_time_now(mirrors_at, 0);
 	if (!o->base_url && !was_url[0]) {
-		rc = pith_err_set(err, PITH_EINVAL, "site: give the URL the tree is served at (--base-url)");
+		rc = pith_err_set(err, PITH_EINVAL,
+				  "site: %s: give the URL the tree is served at "
+				  "(pithctl --base-url, pithd site_base_url)", s.dir);
 		goto out;
 	}
 	http_render_opts_t ro = {o->base_url ? o->base_url : was_url, o->name, mirrors_at, 1};
@@ -550,8 +552,14 @@ int site_export(store_t *st, const site_opts_t *o, site_stats_t *stats, pith_err
 		rc = rc < 0 ? rc : pith_err_set(err, PITH_ENOMEM, "site: out of memory");
 		goto out;
 	}
-	for (size_t i = 0; i < l.n && !rc; i++)
+	for (size_t i = 0; i < l.n && !rc; i++) {
+		if (o->cancel && atomic_load(o->cancel)) {
+			rc = pith_err_set(err, PITH_EIO, "site: %s: cancelled after %zu of %zu records",
+					  s.dir, i, l.n);
+			break;
+		}
 		rc = export_record(&s, l.v[i]);
+	}
 	if (!rc && (l.n || full))
 		rc = export_pages(&s);
 	if (!rc && (l.n || full))
