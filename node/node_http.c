@@ -96,6 +96,9 @@ static void site_metrics(node_t *n, metrics_out_t *o)
 		 s.written_total},
 		{"pith_site_files_deleted_total", "Files the static site removed", s.deleted_total},
 		{"pith_site_written_bytes_total", "Bytes the static site wrote", s.bytes_total},
+		{"pith_site_alias_map_changes_total",
+		 "Static site runs that rewrote the alias map (nginx -s reload reads it)",
+		 s.aliases_total},
 	};
 	for (size_t i = 0; i < sizeof(totals) / sizeof(totals[0]); i++)
 		counter(o, totals[i].name, totals[i].help, totals[i].v);

@@ -62,6 +62,7 @@ static void run_once(site_feed_t *f)
 	s->written_total += st.written;
 	s->deleted_total += st.deleted;
 	s->bytes_total += st.bytes;
+	s->aliases_total += !rc && st.aliases_changed;
 	s->last_records = st.records + st.removed;
 	s->last_written = st.written;
 	s->last_unchanged = st.unchanged;

@@ -32,6 +32,7 @@ typedef struct site_feed_stats {
 	uint64_t runs, failures;          /* runs finished, and of those failed */
 	uint64_t records_total;           /* records rendered, all runs */
 	uint64_t written_total, deleted_total, bytes_total; /* files, all runs */
+	uint64_t aliases_total;           /* runs that rewrote the alias map */
 	uint64_t last_records, last_written, last_unchanged, last_deleted;
 	int64_t last_ms;                  /* the last finished run's duration */
 	int64_t last_end_us;              /* when it ended (node_now_us), 0: none yet */
