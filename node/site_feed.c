@@ -10,6 +10,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "http_render.h"
 #include "json.h"
 #include "log.h"
 #include "prio.h"
@@ -133,6 +134,7 @@ static void *feed_main(void *arg)
 		pthread_mutex_lock(&f->mu);
 	}
 	pthread_mutex_unlock(&f->mu);
+	http_gzip_thread_end(); /* the exporter's compressor lives as long as its thread */
 	return NULL;
 }
 
