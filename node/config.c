@@ -37,7 +37,7 @@ static const key_t_ keys[] = {
 	{"upstream_ca_file", K_STR, O(upstream_ca_file), 0, 0, "", "CA certificates (PEM) for the upstreams, instead of the system's"},
 	{"follow", K_STR, O(follow), 0, 0, "", "file of ids to keep current from the upstreams (one a line, '#' comments)"},
 	{"site_dir", K_STR, O(site_dir), 0, 0, "", "keep a static site of the store in this directory, rendered on a thread of its own after commits (docs/site.md); empty: off"},
-	{"site_base_url", K_STR, O(site_base_url), 0, 0, "", "URL the site is served at (its links, its pith-mirrors.json); default: the tree's last, else http_public_url"},
+	{"site_base_url", K_STR, O(site_base_url), 0, 0, "", "URL the site is served at (its links, its pith-mirrors.json); default: http_public_url if set, else the tree's last"},
 	{"site_interval_ms", K_INT, O(site_interval_ms), 100, 86400000, "1000", "at most one site run per this many ms (a run starts only when the store changed)"},
 	{"upstream_refresh", K_INT, O(upstream_refresh), 1, 31 * 86400, "3600", "check each followed record this often, seconds (spread over the interval)"},
 	{"upstream_inflight", K_INT, O(upstream_inflight), 1, 256, "16", "records fetched from upstreams at once"},
