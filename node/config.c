@@ -36,6 +36,9 @@ static const key_t_ keys[] = {
 	{"upstream", K_LIST, O(upstreams), 0, 0, "", "http(s):// base URL of the registry or a mirror to follow (repeatable; docs/upstream.md)"},
 	{"upstream_ca_file", K_STR, O(upstream_ca_file), 0, 0, "", "CA certificates (PEM) for the upstreams, instead of the system's"},
 	{"follow", K_STR, O(follow), 0, 0, "", "file of ids to keep current from the upstreams (one a line, '#' comments)"},
+	{"site_dir", K_STR, O(site_dir), 0, 0, "", "keep a static site of the store in this directory, rendered on a thread of its own after commits (docs/site.md); empty: off"},
+	{"site_base_url", K_STR, O(site_base_url), 0, 0, "", "URL the site is served at (its links, its pith-mirrors.json); default: http_public_url if set, else the tree's last"},
+	{"site_interval_ms", K_INT, O(site_interval_ms), 100, 86400000, "1000", "at most one site run per this many ms (a run starts only when the store changed)"},
 	{"upstream_refresh", K_INT, O(upstream_refresh), 1, 31 * 86400, "3600", "check each followed record this often, seconds (spread over the interval)"},
 	{"upstream_inflight", K_INT, O(upstream_inflight), 1, 256, "16", "records fetched from upstreams at once"},
 	{"readthrough_ms", K_INT, O(readthrough_ms), 0, 60000, "3000", "an HTTP read of a record the node lacks waits this long for the upstreams (0: no read-through)"},
@@ -320,6 +323,12 @@ int config_finish(node_config_t *c, pith_err_t *err)
 	}
 	if (c->reconnect_min_ms > c->reconnect_max_ms)
 		return pith_err_set(err, PITH_EINVAL, "reconnect_min_ms exceeds reconnect_max_ms");
+	if (c->site_dir[0] && !c->site_base_url[0] && c->http_public_url[0])
+		memcpy(c->site_base_url, c->http_public_url, sizeof(c->site_base_url));
+	if (c->site_base_url[0] && !upstream_url_ok(c->site_base_url))
+		return pith_err_set(err, PITH_EINVAL,
+				    "site_base_url: '%s' is not an http:// or https:// base URL",
+				    c->site_base_url);
 	if (c->peer_msg_burst < c->peer_msg_rate)
 		c->peer_msg_burst = c->peer_msg_rate;
 	return 0;

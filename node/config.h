@@ -35,6 +35,9 @@ typedef struct node_config {
 	config_list_t upstreams;      /* HTTP(S) base URLs followed (docs/upstream.md) */
 	char upstream_ca_file[CONFIG_STR_MAX]; /* CA file for them; "" = the system's */
 	char follow[CONFIG_STR_MAX];  /* file of ids to keep current; "" none */
+	char site_dir[CONFIG_STR_MAX]; /* a static site kept current (docs/site.md); "" off */
+	char site_base_url[CONFIG_STR_MAX]; /* the URL it is served at; "" = the tree's last */
+	int64_t site_interval_ms;     /* at most one site run per interval */
 	int64_t upstream_refresh;     /* seconds between checks of a followed record */
 	int64_t upstream_inflight;    /* records fetched from upstreams at once */
 	int64_t readthrough_ms;       /* an HTTP read of a missing record waits this long */

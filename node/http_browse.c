@@ -68,7 +68,7 @@ static int page_read(http_ctx_t *c, uint64_t before, size_t limit, line_page_t *
 
 /* The facts of a listed record from its state: what rec_load finds. */
 typedef struct rec_facts {
-	const char *title, *first_author, *primary_cat, *submitted_at, *created_at;
+	http_list_facts_t v;
 	char author[256];
 } rec_facts_t;
 
@@ -76,27 +76,39 @@ static void facts_of(const rec_t *r, rec_facts_t *f)
 {
 	memset(f, 0, sizeof(*f));
 	const json_value_t *md = json_get_type(r->record, "metadata", JSON_OBJECT);
-	f->title = rec_paper_str(r, "title");
+	f->v.title = rec_paper_str(r, "title");
 	const char *a = rec_paper_str(r, "authors_text");
 	if (a && *a) {
 		const char *e = strstr(a, ", ");
 		size_t n = e ? (size_t)(e - a) : strlen(a);
 		snprintf(f->author, sizeof(f->author), "%.*s", (int)(n < 255 ? n : 255), a);
-		f->first_author = f->author;
+		f->v.first_author = f->author;
 	}
-	f->primary_cat = json_get_str(md, "primary_cat");
-	f->submitted_at = json_get_str(md, "submitted_at");
-	f->created_at = json_get_str(r->rc, "created_at");
+	f->v.primary_cat = json_get_str(md, "primary_cat");
+	f->v.submitted_at = json_get_str(md, "submitted_at");
+	f->v.created_at = json_get_str(r->rc, "created_at");
 }
 
-/* Loads a listed record's state without touching the reply (a record
- * that cannot be read is listed by its number alone). */
-static int line_load(http_ctx_t *c, const char *pith, rec_t *r)
+/* A listed record's facts: from the context's list cache when it knows
+ * them (http_render.h), else from the record's state (told to the cache),
+ * which is loaded without touching the reply (a record that cannot be
+ * read is listed by its number alone). 1 when *r was loaded: release it
+ * once f is no longer read. */
+static int line_facts(http_ctx_t *c, const char *pith, rec_t *r, rec_facts_t *f)
 {
+	const http_list_cache_t *lc = &c->h->list_cache;
+	memset(f, 0, sizeof(*f));
+	if (lc->get && !lc->get(lc->arg, pith, &f->v))
+		return 0;
 	http_resp_t saved = c->r;
 	int rc = rec_load(c, pith, r);
 	c->r = saved;
-	return rc;
+	if (rc)
+		return 0;
+	facts_of(r, f);
+	if (lc->put)
+		lc->put(lc->arg, pith, &f->v);
+	return 1;
 }
 
 /* ---- cursors and limits ------------------------------------------------------------ */
@@ -178,10 +190,8 @@ void view_records_json(http_ctx_t *c)
 	for (size_t i = 0; i < p.n; i++) {
 		const rec_line_t *l = &p.v[i];
 		rec_t r;
-		rec_facts_t f = {0};
-		int loaded = !line_load(c, l->pith, &r);
-		if (loaded)
-			facts_of(&r, &f);
+		rec_facts_t f;
+		int loaded = line_facts(c, l->pith, &r, &f);
 		json_value_t *e = jb_obj(&b);
 		char cur[24];
 		snprintf(cur, sizeof(cur), "%llu", (unsigned long long)l->seq);
@@ -189,11 +199,11 @@ void view_records_json(http_ctx_t *c)
 		char short_num[14];
 		snprintf(short_num, sizeof(short_num), "pith:%.8s", l->pith + PITH_NUMBER_LEN - PITH_BODY_LEN);
 		jb_set(&b, e, "short_pith_number", jb_str(&b, short_num));
-		jb_set(&b, e, "title", jb_str(&b, f.title));
-		jb_set(&b, e, "first_author", jb_str(&b, f.first_author));
-		jb_set(&b, e, "primary_cat", jb_str(&b, f.primary_cat));
-		jb_set(&b, e, "submitted_at", jb_str(&b, f.submitted_at));
-		jb_set(&b, e, "created_at", jb_str(&b, f.created_at));
+		jb_set(&b, e, "title", jb_str(&b, f.v.title));
+		jb_set(&b, e, "first_author", jb_str(&b, f.v.first_author));
+		jb_set(&b, e, "primary_cat", jb_str(&b, f.v.primary_cat));
+		jb_set(&b, e, "submitted_at", jb_str(&b, f.v.submitted_at));
+		jb_set(&b, e, "created_at", jb_str(&b, f.v.created_at));
 		jb_set(&b, e, "built_at", jb_str(&b, l->has_bundle ? l->built_at : NULL));
 		jb_set(&b, e, "state_sha256", jb_str(&b, l->state_sha));
 		jb_set(&b, e, "cursor", jb_str(&b, cur));
@@ -260,24 +270,22 @@ static void html_table(http_ctx_t *c, const line_page_t *p)
 		const rec_line_t *l = &p->v[i];
 		const char *body = l->pith + PITH_NUMBER_LEN - PITH_BODY_LEN;
 		rec_t r;
-		rec_facts_t f = {0};
-		int loaded = !line_load(c, l->pith, &r);
-		if (loaded)
-			facts_of(&r, &f);
+		rec_facts_t f;
+		int loaded = line_facts(c, l->pith, &r, &f);
 		pith_buf_puts(b, "<tr><td><a href=\"");
 		html_text(b, c->h->base_url);
 		pith_buf_printf(b, "/pith/%s\"><code>pith:%.8s</code></a></td><td>", body, body);
-		if (f.title && *f.title)
-			html_text(b, f.title);
+		if (f.v.title && *f.v.title)
+			html_text(b, f.v.title);
 		else
 			pith_buf_puts(b, "<span class=\"muted\">(title not known here)</span>");
 		pith_buf_puts(b, "</td><td class=\"wide\">");
-		html_text(b, f.first_author);
+		html_text(b, f.v.first_author);
 		pith_buf_puts(b, "</td><td class=\"wide\">");
-		html_text(b, f.primary_cat);
+		html_text(b, f.v.primary_cat);
 		pith_buf_puts(b, "</td><td class=\"wide\">");
-		if (f.submitted_at && strlen(f.submitted_at) >= 10)
-			html_escape(b, f.submitted_at, 10);
+		if (f.v.submitted_at && strlen(f.v.submitted_at) >= 10)
+			html_escape(b, f.v.submitted_at, 10);
 		pith_buf_puts(b, "</td></tr>\n");
 		if (loaded)
 			rec_release(&r);

@@ -155,6 +155,7 @@ struct http {
 	char mirrors_at[32];    /* when the list last changed: generated_at */
 
 	idmap_t *bodies;        /* resolved bodies -> year (http_views.c) */
+	http_list_cache_t list_cache; /* render contexts only (http_render.h) */
 
 	/* connections (http_conn.c) */
 	idmap_t *conns;         /* bufferevent pointer -> hconn_t */

@@ -120,6 +120,13 @@ int http_gzip(pith_buf_t *out, const uint8_t *in, size_t n)
 	return rc == Z_STREAM_END ? 0 : -1;
 }
 
+void http_gzip_thread_end(void)
+{
+	if (gz_ready)
+		deflateEnd(&gz_z);
+	gz_ready = 0;
+}
+
 static int ends_with(const char *s, const char *suffix, size_t *stem)
 {
 	size_t n = strlen(s), k = strlen(suffix);
@@ -237,6 +244,14 @@ void http_view_run(http_ctx_t *c, const char *pith)
 }
 
 /* ---- render-only contexts ------------------------------------------------------------ */
+
+void http_render_set_list_cache(http_t *h, const http_list_cache_t *c)
+{
+	if (c)
+		h->list_cache = *c;
+	else
+		memset(&h->list_cache, 0, sizeof(h->list_cache));
+}
 
 int http_render_new(store_t *store, const http_render_opts_t *o, http_t **out, pith_err_t *err)
 {

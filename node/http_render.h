@@ -51,9 +51,35 @@ void http_render_free_(http_t *h);
  * may be an error status, as the server's), or PITH_ENOMEM. */
 int http_render(http_t *h, const char *target, const char *accept, http_doc_t *out);
 
+/* What the record lists (/, /pith/, /api/records) show of a listed
+ * record besides the change log's own fields: read from its merged
+ * state. NULL: the state has none. */
+typedef struct http_list_facts {
+	const char *title, *first_author, *primary_cat, *submitted_at, *created_at;
+} http_list_facts_t;
+
+/* A cache of those facts the lists read instead of each record's state
+ * (the static site keeps one between runs, site.c): get fills *f and
+ * returns 0 (strings valid until the next call), or nonzero when it does
+ * not know pith; put is told the facts the lists read from a state
+ * (strings valid during the call). The owner drops a record's entry when
+ * the record changes. */
+typedef struct http_list_cache {
+	int (*get)(void *arg, const char *pith, http_list_facts_t *f);
+	void (*put)(void *arg, const char *pith, const http_list_facts_t *f);
+	void *arg;
+} http_list_cache_t;
+
+/* Sets (or with NULL clears) the list cache of a render context. */
+void http_render_set_list_cache(http_t *h, const http_list_cache_t *c);
+
 /* Compresses in[0..n) as one gzip member (zlib level 5, as the server
  * compresses its answers) into out. 0, or -1 (out of memory). */
 int http_gzip(pith_buf_t *out, const uint8_t *in, size_t n);
+/* Frees the calling thread's deflate state (http_gzip keeps one per
+ * thread for the thread's life): a thread that compressed calls it
+ * before it ends. */
+void http_gzip_thread_end(void);
 /* Bodies shorter than this go out uncompressed. */
 #define HTTP_GZIP_MIN 256
 

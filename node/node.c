@@ -24,6 +24,7 @@
 #include "node_int.h"
 #include "prio.h"
 #include "search.h"
+#include "site_feed.h"
 
 #define TICK_MS 200
 #define STOP_LINGER_MS 500 /* time for BYEs to leave at shutdown */
@@ -294,12 +295,31 @@ static void on_ingest_done(void *arg, ingest_job_t *job)
 	if (n->http)
 		http_job_done(n->http, job);
 	search_kick(n->search); /* something may have changed: index it now */
+	site_feed_kick(n->site); /* and render it, once the interval allows */
 	if (job->ctl && n->control)
 		control_job_done(n->control, job);
 	ingest_job_free(job);
 }
 
 /* ---- setup ----------------------------------------------------------------------------------- */
+
+/* The static site's thread, when site_dir is set (site_feed.h): its
+ * first run starts now and renders what the tree's cursor lacks. */
+static int site_start(node_t *n, pith_err_t *err)
+{
+	const node_config_t *c = n->cfg;
+	if (!c->site_dir[0])
+		return 0;
+	char name[64];
+	snprintf(name, sizeof(name), "pithd %.16s", n->id_hex);
+	site_feed_opts_t o = {.dir = c->site_dir, .base_url = c->site_base_url, .name = name,
+			      .interval_ms = (int)c->site_interval_ms, .nice = (int)c->worker_nice};
+	int rc = site_feed_start(n->store, &o, &n->site, err);
+	if (!rc)
+		log_info("site: keeping %s current (at most every %lld ms)", c->site_dir,
+			 (long long)c->site_interval_ms);
+	return rc;
+}
 
 /* The follower, when the node has upstreams or a follow list. */
 static int follower_start(node_t *n, pith_err_t *err)
@@ -440,6 +460,8 @@ int node_new(node_config_t *cfg, node_t **out, pith_err_t *err)
 		log_warn("%s: search is off", serr.msg);
 		search_free(n->search);
 	}
+	if ((rc = site_start(n, err)))
+		goto fail;
 	n->base = event_base_new();
 	if (!n->base) {
 		rc = pith_err_set(err, PITH_ENOMEM, "out of memory");
@@ -544,6 +566,7 @@ void node_free_(node_t *n)
 	/* validated events are written before the store closes */
 	ingest_free(n->ingest);
 	search_free(n->search); /* its thread reads the store */
+	site_feed_free(n->site); /* so does this one: joined before the store closes */
 	follower_free(n->follower); /* after the pipeline handed its jobs back */
 	resolver_free(n->resolver); /* no lookup answers from here on */
 	if (n->net) {
@@ -705,6 +728,11 @@ int node_status_json(node_t *n, pith_buf_t *b)
 	if (n->follower) {
 		pith_buf_puts(b, ",\"follow\":{");
 		follower_status_json(n->follower, b);
+		pith_buf_puts(b, "}");
+	}
+	if (n->site) {
+		pith_buf_puts(b, ",\"site\":{");
+		site_feed_status_json(n->site, b);
 		pith_buf_puts(b, "}");
 	}
 	pith_buf_puts(b, ",\"peers\":[");

@@ -10,6 +10,7 @@
 #include "log.h"
 #include "metrics.h"
 #include "node_int.h"
+#include "site_feed.h"
 
 static void submit(void *arg, ingest_job_t *job)
 {
@@ -75,6 +76,40 @@ static void gauge(metrics_out_t *o, const char *name, const char *help, double v
 {
 	metrics_out_family(o, name, METRIC_GAUGE, help);
 	metrics_out_sample(o, name, NULL, v);
+}
+
+/* The static site's thread (site_feed.h), when site_dir is set. */
+static void site_metrics(node_t *n, metrics_out_t *o)
+{
+	site_feed_stats_t s;
+	site_feed_stats_get(n->site, &s);
+	metrics_out_family(o, "pith_site_runs_total", METRIC_COUNTER,
+			   "Static site runs finished, by outcome");
+	metrics_out_sample_u64(o, "pith_site_runs_total", "outcome=\"ok\"", s.runs - s.failures);
+	metrics_out_sample_u64(o, "pith_site_runs_total", "outcome=\"failed\"", s.failures);
+	const struct {
+		const char *name, *help;
+		uint64_t v;
+	} totals[] = {
+		{"pith_site_records_rendered_total", "Records the static site rendered", s.records_total},
+		{"pith_site_files_written_total", "Files the static site wrote (each .gz too)",
+		 s.written_total},
+		{"pith_site_files_deleted_total", "Files the static site removed", s.deleted_total},
+		{"pith_site_written_bytes_total", "Bytes the static site wrote", s.bytes_total},
+		{"pith_site_alias_map_changes_total",
+		 "Static site runs that rewrote the alias map (nginx -s reload reads it)",
+		 s.aliases_total},
+	};
+	for (size_t i = 0; i < sizeof(totals) / sizeof(totals[0]); i++)
+		counter(o, totals[i].name, totals[i].help, totals[i].v);
+	gauge(o, "pith_site_last_run_seconds", "How long the last static site run took",
+	      (double)s.last_ms / 1000.0);
+	gauge(o, "pith_site_cursor", "Change log sequence the static site is current to",
+	      (double)s.cursor);
+	uint64_t last = store_changes_last(n->store);
+	gauge(o, "pith_site_lag_changes",
+	      "Change log entries the store has that the static site does not have yet",
+	      (double)(last > s.cursor ? last - s.cursor : 0));
 }
 
 /* The node's own counters, read at scrape time (loop thread). */
@@ -186,6 +221,8 @@ static void collect(void *arg, metrics_out_t *o)
 		is.store_errors);
 	if (n->follower)
 		follower_metrics(n->follower, o);
+	if (n->site)
+		site_metrics(n, o);
 }
 
 static struct mirrors *mirrors_new(void);

@@ -53,6 +53,7 @@ struct node {
 	follower_t *follower;       /* --upstream: follower.c (NULL when none) */
 	struct http *http;          /* --http: node_http.c (NULL when off) */
 	struct search *search;      /* DATA/search.sqlite (search.h); NULL if it failed */
+	struct site_feed *site;     /* --site-dir: site_feed.h (NULL when off) */
 	struct metrics *metrics;    /* what /metrics renders */
 	char http_url[WIRE_HTTP_URL_MAX + 1]; /* sent in HELLO: http_public_url when serving */
 	struct mirrors *mirrors;    /* peers' HTTP mirrors, for /pith-mirrors.json (node_http.c) */

@@ -13,6 +13,7 @@
 #ifndef PITH_NODE_SITE_H
 #define PITH_NODE_SITE_H
 
+#include <stdatomic.h>
 #include <stdint.h>
 
 #include "err.h"
@@ -24,6 +25,9 @@ typedef struct site_opts {
 				* NULL: the last run's */
 	const char *name;      /* this mirror's name (NULL: "pith-mirror") */
 	int full;              /* ignore the cursor: render every record */
+	const atomic_int *cancel; /* NULL, or set by another thread to stop the run
+				   * after the record being rendered (PITH_EIO,
+				   * "cancelled"; the cursor stays where it was) */
 } site_opts_t;
 
 typedef struct site_stats {

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """/metrics names (issue 20): a live pithd's /metrics, with every family
-it has (HTTP server, node, follower) holding samples, must
+it has (HTTP server, node, follower, static site) holding samples, must
 
   1. have no two families that collide under OpenMetrics rules: a
      counter's family is its name less `_total`, a histogram's samples add
@@ -48,7 +48,9 @@ def live_metrics(pithd, root):
     log = open(os.path.join(root, "pithd.log"), "w")
     p = subprocess.Popen([pithd, "--data", os.path.join(root, "d"), "--listen", "127.0.0.1:0",
                           "--http", "127.0.0.1:%d" % port, "--network-id", "pith-test",
-                          "--upstream", "http://127.0.0.1:9"],
+                          "--upstream", "http://127.0.0.1:9",
+                          "--site-dir", os.path.join(root, "site"),
+                          "--site-base-url", "http://127.0.0.1:%d" % port],
                          stdout=log, stderr=subprocess.STDOUT)
     try:
         base = "http://127.0.0.1:%d" % port

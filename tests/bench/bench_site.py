@@ -2,7 +2,7 @@
 """Benchmark (issue 19): the mirror as a static site.
 
 usage: bench_site.py --build BUILD_DIR [--records N] [--changed K] [--duration S]
-                     [--connections C] [--keep]
+                     [--connections C] [--no-serve] [--keep]
 
 1. gen_events N records (3 events each) and gen_bundles' bundles, imported;
 2. full `pithctl export --site`: wall time, records/s, files/s, disk bytes;
@@ -11,6 +11,7 @@ usage: bench_site.py --build BUILD_DIR [--records N] [--changed K] [--duration S
 4. in one run, nginx (deploy/nginx.conf, 1 worker) and the node's HTTP
    (tests/http_serve) over the same records, one after the other, each
    with wrk (tests/bench/bench_http.lua, random state.json): req/s, p99.
+   (--no-serve: not this step, and then neither nginx nor wrk is needed).
 Prints one RESULT line per measure. Needs nginx and wrk. On demand only.
 """
 import argparse
@@ -49,6 +50,7 @@ def main():
     ap.add_argument("--changed", type=int, default=1000)
     ap.add_argument("--duration", type=int, default=10)
     ap.add_argument("--connections", type=int, default=50)
+    ap.add_argument("--no-serve", action="store_true", help="exports only: no nginx, no wrk")
     ap.add_argument("--keep", action="store_true")
     a = ap.parse_args()
     B = os.path.abspath(a.build)
@@ -92,6 +94,10 @@ def main():
           "deleted=%d pages=%d bytes=%d" % (a.changed, t, s["records"], s["written"],
                                             s["unchanged"], s["deleted"], s["pages"], s["bytes"]),
           flush=True)
+    if a.no_serve:
+        if not a.keep:
+            shutil.rmtree(root, ignore_errors=True)
+        return
     lst = os.path.join(root, "bodies.txt")
     with open(lst, "w") as f:
         f.write("\n".join(r[-26:] for r in recs) + "\n")
