@@ -630,6 +630,17 @@ static int subj_doc_get(store_t *st, const uint8_t k[STORE_SUBJ_KEY_LEN], pith_b
 	return pith_err_set(err, PITH_EIO, "store: subj entry for sha256:%s without its event", hex);
 }
 
+int store_subj_event_load(store_t *st, const uint8_t k[STORE_SUBJ_KEY_LEN], pith_buf_t *doc,
+			  pith_event_t **ev, pith_err_t *err)
+{
+	doc->len = 0;
+	int rc = subj_doc_get(st, k, doc, err);
+	if (rc)
+		return rc;
+	return pith_event_parse_own(doc->data, doc->len, k + STORE_SUBJ_KEY_LEN - STORE_ID_LEN, ev,
+				    err);
+}
+
 int store_subject_load(store_t *st, const uint8_t skey[STORE_SKEY_LEN], pith_event_t ***out,
 		       size_t *n, pith_err_t *err)
 {
@@ -647,9 +658,6 @@ int store_subject_load(store_t *st, const uint8_t skey[STORE_SKEY_LEN], pith_eve
 			rc = pith_err_set(err, PITH_EIO, "store: subj key of %zu bytes", kl);
 			break;
 		}
-		doc.len = 0;
-		if ((rc = subj_doc_get(st, k, &doc, err)))
-			break;
 		if (cnt == cap) {
 			size_t nc = cap ? cap * 2 : 16;
 			pith_event_t **p = realloc(evs, nc * sizeof(*p));
@@ -660,8 +668,7 @@ int store_subject_load(store_t *st, const uint8_t skey[STORE_SKEY_LEN], pith_eve
 			evs = p;
 			cap = nc;
 		}
-		rc = pith_event_parse_own(doc.data, doc.len, k + kl - STORE_ID_LEN, &evs[cnt], err);
-		if (rc)
+		if ((rc = store_subj_event_load(st, k, &doc, &evs[cnt], err)))
 			break;
 		cnt++;
 	}
@@ -758,8 +765,15 @@ int store_bundle_aliases_load(store_t *st, const uint8_t skey[STORE_SKEY_LEN],
 	int rc = store_get_raw(st, STORE_CF_BUNDLES, skey, STORE_SKEY_LEN, &val, &len, err);
 	if (rc || !val)
 		return rc;
-	rc = json_parse(doc, (const uint8_t *)val, len, NULL, err);
+	rc = store_bundle_aliases_parse((const uint8_t *)val, len, doc, aliases, built_us, err);
 	rocksdb_free(val);
+	return rc;
+}
+
+int store_bundle_aliases_parse(const uint8_t *val, size_t len, json_doc_t **doc,
+			       const json_value_t **aliases, int64_t *built_us, pith_err_t *err)
+{
+	int rc = json_parse(doc, val, len, NULL, err);
 	if (rc)
 		return rc;
 	*aliases = json_get_type(json_doc_root(*doc), "source_aliases", JSON_ARRAY);

@@ -109,12 +109,19 @@ int store_docs_upgrade(store_t *st, uint64_t *moved, pith_err_t *err);
 int store_subject_load(store_t *st, const uint8_t skey[STORE_SKEY_LEN], pith_event_t ***out,
 		       size_t *n, pith_err_t *err);
 void store_events_free(pith_event_t **evs, size_t n);
+/* The event a subj key k names, its document read into doc (reset
+ * first), parsed into a new *ev that owns its own copy. */
+int store_subj_event_load(store_t *st, const uint8_t k[STORE_SUBJ_KEY_LEN], pith_buf_t *doc,
+			  pith_event_t **ev, pith_err_t *err);
 
 /* The source_aliases and built_at of the stored bundle of skey, in a new
  * doc (*doc, may be NULL with *aliases NULL when there is no bundle). */
 int store_bundle_aliases_load(store_t *st, const uint8_t skey[STORE_SKEY_LEN],
 			      json_doc_t **doc, const json_value_t **aliases, int64_t *built_us,
 			      pith_err_t *err);
+/* The same from the bundle's stored bytes val (a bundles value). */
+int store_bundle_aliases_parse(const uint8_t *val, size_t len, json_doc_t **doc,
+			       const json_value_t **aliases, int64_t *built_us, pith_err_t *err);
 
 /* Alias key of (kind, value): kind '\0' value, DOIs in lower case.
  * Returns the key length, or 0 if it does not fit. */
