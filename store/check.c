@@ -25,6 +25,7 @@ typedef struct audit {
 	pith_err_t *err;
 	uint64_t claims; /* alias claims the record summaries list */
 	fp_t fp_events, fp_time, fp_subj; /* what the documents imply */
+	fp_t fp_aliases;                  /* the aliases entries the records claim */
 } audit_t;
 
 static uint64_t fp_mix(uint64_t x)
@@ -205,7 +206,7 @@ static int audit_docs(audit_t *a, uint64_t npointers)
 	uint64_t n = 0;
 	if (!a->st->cf[STORE_CF_DOCS])
 		return 0; /* an older store, opened read-only */
-	int rc = store_iter_open(a->st, STORE_CF_DOCS, NULL, 0, NULL, 0, &it, a->err);
+	int rc = store_iter_scan(a->st, STORE_CF_DOCS, &it, a->err);
 	if (rc)
 		return rc;
 	for (; store_iter_valid(&it); store_iter_next(&it)) {
@@ -286,7 +287,7 @@ typedef struct chunk {
 	int done, rc;
 	pith_err_t err;
 	uint64_t claims;
-	fp_t fp_events, fp_time, fp_subj;
+	fp_t fp_events, fp_time, fp_subj, fp_aliases;
 } chunk_t;
 
 typedef int (*item_fn)(audit_t *wa, const chunk_t *c, const item_t *it);
@@ -323,6 +324,7 @@ static void chunk_work(pool_t *p, chunk_t *c)
 	c->fp_events = wa.fp_events;
 	c->fp_time = wa.fp_time;
 	c->fp_subj = wa.fp_subj;
+	c->fp_aliases = wa.fp_aliases;
 }
 
 static void *pool_worker(void *arg)
@@ -365,6 +367,7 @@ static void pool_emit_oldest(pool_t *p)
 	fp_sum(&a->fp_events, &c->fp_events);
 	fp_sum(&a->fp_time, &c->fp_time);
 	fp_sum(&a->fp_subj, &c->fp_subj);
+	fp_sum(&a->fp_aliases, &c->fp_aliases);
 	if (c->rc && !p->rc) {
 		p->rc = c->rc;
 		if (a->err)
@@ -469,13 +472,13 @@ static int pool_finish(pool_t *p, int rc)
 /* ---- events, the fast way ------------------------------------------------ */
 
 /* Counts the keys of cf into *n and sums them (with their values, for
- * events) into *f; *bad set if one has another length than klen (or an
- * events value is not a time). */
+ * events) into *f; *bad set if one has another length than klen (0: any)
+ * or an events value is not a time. */
 static int cf_fingerprint(audit_t *a, int cf, size_t klen, uint64_t *n, fp_t *f, int *bad)
 {
 	store_iter_t it;
 	uint8_t buf[STORE_SUBJ_KEY_LEN + 8];
-	int rc = store_iter_open(a->st, cf, NULL, 0, NULL, 0, &it, a->err);
+	int rc = store_iter_scan(a->st, cf, &it, a->err);
 	if (rc)
 		return rc;
 	for (; store_iter_valid(&it); store_iter_next(&it)) {
@@ -484,14 +487,17 @@ static int cf_fingerprint(audit_t *a, int cf, size_t klen, uint64_t *n, fp_t *f,
 		(*n)++;
 		if (cf == STORE_CF_EVENTS)
 			v = store_iter_value(&it, &vl);
-		if (kl != klen || (v && vl != 8)) {
+		if ((klen && kl != klen) || (v && vl != 8)) {
 			*bad = 1;
 			continue;
 		}
-		memcpy(buf, k, kl);
-		if (v)
+		if (v) {
+			memcpy(buf, k, kl);
 			memcpy(buf + kl, v, vl);
-		fp_add(f, buf, kl + vl);
+			fp_add(f, buf, kl + vl);
+		} else {
+			fp_add(f, k, kl);
+		}
 	}
 	rc = store_iter_status(&it, a->err);
 	store_iter_close(&it);
@@ -540,7 +546,7 @@ static int events_fast(audit_t *a, int threads, uint64_t n[4], int *clean)
 		return rc;
 	if (bad || n[2] != n[0] || n[3] != n[0])
 		return 0;
-	if ((rc = store_iter_open(a->st, STORE_CF_DOCS, NULL, 0, NULL, 0, &it, a->err)))
+	if ((rc = store_iter_scan(a->st, STORE_CF_DOCS, &it, a->err)))
 		return rc;
 	if ((rc = pool_start(&p, &quiet, doc_work, threads))) {
 		store_iter_close(&it);
@@ -629,6 +635,7 @@ static int record_work(audit_t *a, const chunk_t *c, const item_t *it)
 	for (size_t i = 0; i < claims.n; i++) {
 		uint8_t ek[STORE_ALIAS_ENTRY_MAX];
 		size_t ekl = store_alias_entry_key(claims.c[i].key, claims.c[i].klen, pith, ek);
+		fp_add(&a->fp_aliases, ek, ekl);
 		char *av;
 		size_t avl;
 		if ((rc = store_get_raw(a->st, STORE_CF_ALIASES, ek, ekl, &av, &avl, a->err)))
@@ -780,7 +787,7 @@ static int audit_records(audit_t *a, int threads, uint64_t *nrec, uint64_t *nsta
 	pool_t p;
 	int rc = 0, n = 0;
 	for (; n < 4 && !rc; n += !rc)
-		rc = store_iter_open(a->st, cfs[n], NULL, 0, NULL, 0, &it[n], a->err);
+		rc = store_iter_scan(a->st, cfs[n], &it[n], a->err);
 	if (!rc && (rc = pool_start(&p, a, record_work, threads)))
 		goto done;
 	for (; !rc && store_iter_valid(&it[0]); store_iter_next(&it[0])) {
@@ -848,6 +855,21 @@ static int audit_keyed_by_record(audit_t *a, int cf, uint64_t *n)
 		rc = store_iter_status(&it, a->err);
 	store_iter_close(&it);
 	return rc;
+}
+
+/* Every aliases entry is a claim of a record with a summary: the entries
+ * read in key order and summed, equal to the sum of the claims the record
+ * audit found (each of which it looked up). When they differ, the exact
+ * audit (an entry at a time, its record looked up) says what is wrong. */
+static int audit_aliases(audit_t *a, uint64_t *n)
+{
+	fp_t f = {0, 0};
+	int bad = 0;
+	int rc = cf_fingerprint(a, STORE_CF_ALIASES, 0, n, &f, &bad);
+	if (rc || (!bad && *n == a->claims && fp_equal(&f, &a->fp_aliases)))
+		return rc;
+	*n = 0;
+	return audit_keyed_by_record(a, STORE_CF_ALIASES, n);
 }
 
 int store_audit_key_kinds(store_t *st, int cf, const store_key_kind_t kinds[2], uint64_t want,
@@ -931,7 +953,7 @@ int store_check_threads(store_t *st, int threads, store_report_fn report, void *
 		goto done;
 	}
 	if ((rc = audit_records(&a, threads, &nrec, &nstates, &nbundles)) ||
-	    (rc = audit_keyed_by_record(&a, STORE_CF_ALIASES, &naliases)) ||
+	    (rc = audit_aliases(&a, &naliases)) ||
 	    (rc = store_time_rule_audit_bundles(st, index_problem, &a, err)) ||
 	    (rc = store_bundle_index_audit(st, index_problem, &a, err)) ||
 	    (rc = store_changes_audit(st, index_problem, &a, err)))

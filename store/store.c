@@ -506,14 +506,19 @@ int store_get_raw(store_t *st, int cf, const uint8_t *key, size_t klen, char **v
 	return 0;
 }
 
-int store_iter_open(store_t *st, int cf, const uint8_t *lo, size_t lo_len,
-		    const uint8_t *hi, size_t hi_len, store_iter_t *out, pith_err_t *err)
+static int iter_open(store_t *st, int cf, const uint8_t *lo, size_t lo_len, const uint8_t *hi,
+		     size_t hi_len, int scan, store_iter_t *out, pith_err_t *err)
 {
 	memset(out, 0, sizeof(*out));
 	out->st = st;
 	if (lo_len > sizeof(out->lo) || hi_len > sizeof(out->hi))
 		return pith_err_set(err, PITH_EINVAL, "store: iterator bound too long");
 	out->ro = rocksdb_readoptions_create();
+	if (scan) {
+		/* one pass over all of it: keep the cache for the point reads */
+		rocksdb_readoptions_set_fill_cache(out->ro, 0);
+		rocksdb_readoptions_set_readahead_size(out->ro, 2u << 20);
+	}
 	if (lo_len) {
 		memcpy(out->lo, lo, lo_len);
 		out->lo_len = lo_len;
@@ -530,6 +535,17 @@ int store_iter_open(store_t *st, int cf, const uint8_t *lo, size_t lo_len,
 	else
 		rocksdb_iter_seek_to_first(out->it);
 	return 0;
+}
+
+int store_iter_open(store_t *st, int cf, const uint8_t *lo, size_t lo_len,
+		    const uint8_t *hi, size_t hi_len, store_iter_t *out, pith_err_t *err)
+{
+	return iter_open(st, cf, lo, lo_len, hi, hi_len, 0, out, err);
+}
+
+int store_iter_scan(store_t *st, int cf, store_iter_t *out, pith_err_t *err)
+{
+	return iter_open(st, cf, NULL, 0, NULL, 0, 1, out, err);
 }
 
 int store_iter_prefix(store_t *st, int cf, const uint8_t *prefix, size_t len,

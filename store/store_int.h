@@ -49,6 +49,9 @@ typedef struct store_iter {
 
 int store_iter_open(store_t *st, int cf, const uint8_t *lo, size_t lo_len,
 		    const uint8_t *hi, size_t hi_len, store_iter_t *out, pith_err_t *err);
+/* Over all of cf, for a single pass in key order (the audit's): its
+ * blocks are read ahead and not kept in the block cache. */
+int store_iter_scan(store_t *st, int cf, store_iter_t *out, pith_err_t *err);
 /* The same, over all keys starting with prefix. */
 int store_iter_prefix(store_t *st, int cf, const uint8_t *prefix, size_t len,
 		      store_iter_t *out, pith_err_t *err);
