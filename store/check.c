@@ -74,6 +74,11 @@ static void problem(audit_t *a, const char *fmt, ...)
 		a->report(a->arg, line);
 }
 
+static void index_problem(void *arg, const char *line)
+{
+	problem(arg, "%s", line);
+}
+
 static int key_exists(audit_t *a, int cf, const uint8_t *k, size_t kl, int *exists)
 {
 	char *val;
@@ -649,6 +654,9 @@ static int record_work(audit_t *a, const chunk_t *c, const item_t *it)
 	}
 	a->claims += claims.n;
 done:
+	/* its change log entries, whatever was found above */
+	if (!rc && a->st->cf[STORE_CF_CHANGES])
+		rc = store_changes_audit_record(a->st, k, v, vl, index_problem, a, a->err);
 	store_claims_release(&claims);
 	pith_buf_release(&want);
 	pith_buf_release(&doc);
@@ -906,11 +914,6 @@ int store_audit_key_kinds(store_t *st, int cf, const store_key_kind_t kinds[2], 
 	return rc;
 }
 
-static void index_problem(void *arg, const char *line)
-{
-	problem(arg, "%s", line);
-}
-
 static void count_problem(audit_t *a, const char *what, uint64_t meta, uint64_t real)
 {
 	if (meta != real)
@@ -956,7 +959,7 @@ int store_check_threads(store_t *st, int threads, store_report_fn report, void *
 	    (rc = audit_aliases(&a, &naliases)) ||
 	    (rc = store_time_rule_audit_bundles(st, index_problem, &a, err)) ||
 	    (rc = store_bundle_index_audit(st, index_problem, &a, err)) ||
-	    (rc = store_changes_audit(st, index_problem, &a, err)))
+	    (rc = store_changes_audit(st, nrec, index_problem, &a, err)))
 		goto done;
 	/* each event has its own entries (checked above); equal counts mean
 	 * there are no others */

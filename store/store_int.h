@@ -209,10 +209,15 @@ int store_changes_build(store_t *st, uint64_t *logged, pith_err_t *err);
 /* At open: the sequence number from the greatest 's' key. */
 int store_changes_recover(store_t *st, pith_err_t *err);
 
-/* store_check's part: every record has one entry, 's' and 'p' agree, the
- * entry's state hash and bundle are the record's. */
-int store_changes_audit(store_t *st, void (*problem)(void *arg, const char *line), void *arg,
-			pith_err_t *err);
+/* store_check's part, for one record (key k, summary v): it has its
+ * entry, 's' and 'p' agree, with the record's state hash and newest
+ * bundle. Nothing to do (0) when the store has no change log. */
+int store_changes_audit_record(store_t *st, const uint8_t *k, const uint8_t *v, size_t vl,
+			       void (*problem)(void *arg, const char *line), void *arg,
+			       pith_err_t *err);
+/* And for the whole log: no entries but those of the nrec records. */
+int store_changes_audit(store_t *st, uint64_t nrec,
+			void (*problem)(void *arg, const char *line), void *arg, pith_err_t *err);
 
 /* ---- the timestamp rule (time_rule.c) ---- */
 
