@@ -144,6 +144,26 @@ static int cf_index_in_reader(int cf)
 	return cf == STORE_CF_ALIASES || cf == STORE_CF_RECORDS || cf == STORE_CF_STATES;
 }
 
+/* The block cache, in shards of at least 8 MiB. RocksDB's default cuts
+ * 64 MiB into 64 shards of 1 MiB, and the full filter block of a large
+ * table file (about 1.25 bytes a key) is near that or over: it could not
+ * stay, and every point read of a family whose filters live in the cache
+ * (events, changes) read it from the file again and checksummed it, which
+ * was most of `pithctl check`'s time at 1M events (docs/performance.md,
+ * issue 17). */
+static rocksdb_cache_t *cache_new(size_t bytes)
+{
+	rocksdb_lru_cache_options_t *o = rocksdb_lru_cache_options_create();
+	int bits = 0;
+	while (bits < 6 && (bytes >> (bits + 1)) >= (8u << 20))
+		bits++;
+	rocksdb_lru_cache_options_set_capacity(o, bytes);
+	rocksdb_lru_cache_options_set_num_shard_bits(o, bits);
+	rocksdb_cache_t *c = rocksdb_cache_create_lru_opts(o);
+	rocksdb_lru_cache_options_destroy(o);
+	return c;
+}
+
 /* Column families holding JSON documents get larger blocks (better
  * compression); the point-looked-up ones get a whole-key bloom filter so
  * that the duplicate check of a new event rarely touches a data block. */
@@ -426,7 +446,7 @@ int store_open(const char *dir, const store_opts_t *opts, store_t **out, pith_er
 	 * RocksDB flushes the families that hold the oldest log
 	 * (docs/store.md, Durability). */
 	rocksdb_options_set_max_total_wal_size(st->opts, opts->wal_bytes ? opts->wal_bytes : STORE_MAX_WAL_BYTES);
-	st->cache = rocksdb_cache_create_lru(opts->cache_bytes ? opts->cache_bytes : 64u << 20);
+	st->cache = cache_new(opts->cache_bytes ? opts->cache_bytes : 64u << 20);
 	for (int cf = 0; cf < STORE_NCF; cf++)
 		cf_tune(st, cf);
 	st->wo = rocksdb_writeoptions_create();
