@@ -796,7 +796,7 @@ static int audit_records(audit_t *a, int threads, uint64_t *nrec, uint64_t *nsta
 	int rc = 0, n = 0;
 	for (; n < 4 && !rc; n += !rc)
 		rc = store_iter_scan(a->st, cfs[n], &it[n], a->err);
-	if (!rc && (rc = pool_start(&p, a, record_work, threads)))
+	if (rc || (rc = pool_start(&p, a, record_work, threads)))
 		goto done;
 	for (; !rc && store_iter_valid(&it[0]); store_iter_next(&it[0])) {
 		size_t kl;
