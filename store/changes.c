@@ -337,8 +337,9 @@ int store_changes_build(store_t *st, uint64_t *logged, pith_err_t *err)
 
 /* ---- the audit ------------------------------------------------------------ */
 
-static int audit_record(store_t *st, const uint8_t *k, const uint8_t *v, size_t vl,
-			void (*problem)(void *arg, const char *line), void *arg, pith_err_t *err)
+int store_changes_audit_record(store_t *st, const uint8_t *k, const uint8_t *v, size_t vl,
+			       void (*problem)(void *arg, const char *line), void *arg,
+			       pith_err_t *err)
 {
 	char line[200];
 	store_rec_t rec;
@@ -400,30 +401,13 @@ static int audit_record(store_t *st, const uint8_t *k, const uint8_t *v, size_t 
 	return 0;
 }
 
-int store_changes_audit(store_t *st, void (*problem)(void *arg, const char *line), void *arg,
-			pith_err_t *err)
+int store_changes_audit(store_t *st, uint64_t nrec,
+			void (*problem)(void *arg, const char *line), void *arg, pith_err_t *err)
 {
-	store_iter_t it;
-	uint64_t nrec = 0;
 	if (!st->cf[STORE_CF_CHANGES])
 		return 0; /* a schema-4 store opened read-only: built at its next read-write open */
-	int rc = store_iter_open(st, STORE_CF_RECORDS, NULL, 0, NULL, 0, &it, err);
-	if (rc)
-		return rc;
-	for (; store_iter_valid(&it) && !rc; store_iter_next(&it)) {
-		size_t kl, vl;
-		const uint8_t *k = store_iter_key(&it, &kl), *v = store_iter_value(&it, &vl);
-		nrec++;
-		if (kl == STORE_SKEY_LEN)
-			rc = audit_record(st, k, v, vl, problem, arg, err);
-	}
-	if (!rc)
-		rc = store_iter_status(&it, err);
-	store_iter_close(&it);
-	if (rc)
-		return rc;
-	/* every record has its entries (checked above): equal counts mean
-	 * none is left of an earlier change */
+	/* every record has its entries (store_changes_audit_record): equal
+	 * counts mean none is left of an earlier change */
 	const store_key_kind_t kinds[2] = {{STORE_CHG_SEQ, STORE_CHG_SEQ_LEN, "sequence"},
 					   {STORE_CHG_PITH, STORE_CHG_PITH_LEN, "record"}};
 	return store_audit_key_kinds(st, STORE_CF_CHANGES, kinds, nrec, "records", problem, arg, err);

@@ -144,6 +144,26 @@ static int cf_index_in_reader(int cf)
 	return cf == STORE_CF_ALIASES || cf == STORE_CF_RECORDS || cf == STORE_CF_STATES;
 }
 
+/* The block cache, in shards of at least 8 MiB. RocksDB's default cuts
+ * 64 MiB into 64 shards of 1 MiB, and the full filter block of a large
+ * table file (about 1.25 bytes a key) is near that or over: it could not
+ * stay, and every point read of a family whose filters live in the cache
+ * (events, changes) read it from the file again and checksummed it, which
+ * was most of `pithctl check`'s time at 1M events (docs/performance.md,
+ * issue 17). */
+static rocksdb_cache_t *cache_new(size_t bytes)
+{
+	rocksdb_lru_cache_options_t *o = rocksdb_lru_cache_options_create();
+	int bits = 0;
+	while (bits < 6 && (bytes >> (bits + 1)) >= (8u << 20))
+		bits++;
+	rocksdb_lru_cache_options_set_capacity(o, bytes);
+	rocksdb_lru_cache_options_set_num_shard_bits(o, bits);
+	rocksdb_cache_t *c = rocksdb_cache_create_lru_opts(o);
+	rocksdb_lru_cache_options_destroy(o);
+	return c;
+}
+
 /* Column families holding JSON documents get larger blocks (better
  * compression); the point-looked-up ones get a whole-key bloom filter so
  * that the duplicate check of a new event rarely touches a data block. */
@@ -426,7 +446,7 @@ int store_open(const char *dir, const store_opts_t *opts, store_t **out, pith_er
 	 * RocksDB flushes the families that hold the oldest log
 	 * (docs/store.md, Durability). */
 	rocksdb_options_set_max_total_wal_size(st->opts, opts->wal_bytes ? opts->wal_bytes : STORE_MAX_WAL_BYTES);
-	st->cache = rocksdb_cache_create_lru(opts->cache_bytes ? opts->cache_bytes : 64u << 20);
+	st->cache = cache_new(opts->cache_bytes ? opts->cache_bytes : 64u << 20);
 	for (int cf = 0; cf < STORE_NCF; cf++)
 		cf_tune(st, cf);
 	st->wo = rocksdb_writeoptions_create();
@@ -506,14 +526,19 @@ int store_get_raw(store_t *st, int cf, const uint8_t *key, size_t klen, char **v
 	return 0;
 }
 
-int store_iter_open(store_t *st, int cf, const uint8_t *lo, size_t lo_len,
-		    const uint8_t *hi, size_t hi_len, store_iter_t *out, pith_err_t *err)
+static int iter_open(store_t *st, int cf, const uint8_t *lo, size_t lo_len, const uint8_t *hi,
+		     size_t hi_len, int scan, store_iter_t *out, pith_err_t *err)
 {
 	memset(out, 0, sizeof(*out));
 	out->st = st;
 	if (lo_len > sizeof(out->lo) || hi_len > sizeof(out->hi))
 		return pith_err_set(err, PITH_EINVAL, "store: iterator bound too long");
 	out->ro = rocksdb_readoptions_create();
+	if (scan) {
+		/* one pass over all of it: keep the cache for the point reads */
+		rocksdb_readoptions_set_fill_cache(out->ro, 0);
+		rocksdb_readoptions_set_readahead_size(out->ro, 2u << 20);
+	}
 	if (lo_len) {
 		memcpy(out->lo, lo, lo_len);
 		out->lo_len = lo_len;
@@ -530,6 +555,17 @@ int store_iter_open(store_t *st, int cf, const uint8_t *lo, size_t lo_len,
 	else
 		rocksdb_iter_seek_to_first(out->it);
 	return 0;
+}
+
+int store_iter_open(store_t *st, int cf, const uint8_t *lo, size_t lo_len,
+		    const uint8_t *hi, size_t hi_len, store_iter_t *out, pith_err_t *err)
+{
+	return iter_open(st, cf, lo, lo_len, hi, hi_len, 0, out, err);
+}
+
+int store_iter_scan(store_t *st, int cf, store_iter_t *out, pith_err_t *err)
+{
+	return iter_open(st, cf, NULL, 0, NULL, 0, 1, out, err);
 }
 
 int store_iter_prefix(store_t *st, int cf, const uint8_t *prefix, size_t len,
@@ -630,6 +666,17 @@ static int subj_doc_get(store_t *st, const uint8_t k[STORE_SUBJ_KEY_LEN], pith_b
 	return pith_err_set(err, PITH_EIO, "store: subj entry for sha256:%s without its event", hex);
 }
 
+int store_subj_event_load(store_t *st, const uint8_t k[STORE_SUBJ_KEY_LEN], pith_buf_t *doc,
+			  pith_event_t **ev, pith_err_t *err)
+{
+	doc->len = 0;
+	int rc = subj_doc_get(st, k, doc, err);
+	if (rc)
+		return rc;
+	return pith_event_parse_own(doc->data, doc->len, k + STORE_SUBJ_KEY_LEN - STORE_ID_LEN, ev,
+				    err);
+}
+
 int store_subject_load(store_t *st, const uint8_t skey[STORE_SKEY_LEN], pith_event_t ***out,
 		       size_t *n, pith_err_t *err)
 {
@@ -647,9 +694,6 @@ int store_subject_load(store_t *st, const uint8_t skey[STORE_SKEY_LEN], pith_eve
 			rc = pith_err_set(err, PITH_EIO, "store: subj key of %zu bytes", kl);
 			break;
 		}
-		doc.len = 0;
-		if ((rc = subj_doc_get(st, k, &doc, err)))
-			break;
 		if (cnt == cap) {
 			size_t nc = cap ? cap * 2 : 16;
 			pith_event_t **p = realloc(evs, nc * sizeof(*p));
@@ -660,8 +704,7 @@ int store_subject_load(store_t *st, const uint8_t skey[STORE_SKEY_LEN], pith_eve
 			evs = p;
 			cap = nc;
 		}
-		rc = pith_event_parse_own(doc.data, doc.len, k + kl - STORE_ID_LEN, &evs[cnt], err);
-		if (rc)
+		if ((rc = store_subj_event_load(st, k, &doc, &evs[cnt], err)))
 			break;
 		cnt++;
 	}
@@ -758,8 +801,15 @@ int store_bundle_aliases_load(store_t *st, const uint8_t skey[STORE_SKEY_LEN],
 	int rc = store_get_raw(st, STORE_CF_BUNDLES, skey, STORE_SKEY_LEN, &val, &len, err);
 	if (rc || !val)
 		return rc;
-	rc = json_parse(doc, (const uint8_t *)val, len, NULL, err);
+	rc = store_bundle_aliases_parse((const uint8_t *)val, len, doc, aliases, built_us, err);
 	rocksdb_free(val);
+	return rc;
+}
+
+int store_bundle_aliases_parse(const uint8_t *val, size_t len, json_doc_t **doc,
+			       const json_value_t **aliases, int64_t *built_us, pith_err_t *err)
+{
+	int rc = json_parse(doc, val, len, NULL, err);
 	if (rc)
 		return rc;
 	*aliases = json_get_type(json_doc_root(*doc), "source_aliases", JSON_ARRAY);

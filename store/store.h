@@ -408,6 +408,10 @@ int store_write_probe(store_t *st, pith_err_t *err);
 typedef void (*store_report_fn)(void *arg, const char *line);
 int store_check(store_t *st, store_report_fn report, void *arg, size_t *problems,
 		pith_err_t *err);
+/* The same on threads worker threads (0: one per core). The report is
+ * the same whatever the number: problems come in key order. */
+int store_check_threads(store_t *st, int threads, store_report_fn report, void *arg,
+			size_t *problems, pith_err_t *err);
 
 /* Writes the memtables out as (compressed) table files and waits, so the
  * write-ahead log holding the same bytes uncompressed can be dropped; for

@@ -49,6 +49,9 @@ typedef struct store_iter {
 
 int store_iter_open(store_t *st, int cf, const uint8_t *lo, size_t lo_len,
 		    const uint8_t *hi, size_t hi_len, store_iter_t *out, pith_err_t *err);
+/* Over all of cf, for a single pass in key order (the audit's): its
+ * blocks are read ahead and not kept in the block cache. */
+int store_iter_scan(store_t *st, int cf, store_iter_t *out, pith_err_t *err);
 /* The same, over all keys starting with prefix. */
 int store_iter_prefix(store_t *st, int cf, const uint8_t *prefix, size_t len,
 		      store_iter_t *out, pith_err_t *err);
@@ -109,12 +112,19 @@ int store_docs_upgrade(store_t *st, uint64_t *moved, pith_err_t *err);
 int store_subject_load(store_t *st, const uint8_t skey[STORE_SKEY_LEN], pith_event_t ***out,
 		       size_t *n, pith_err_t *err);
 void store_events_free(pith_event_t **evs, size_t n);
+/* The event a subj key k names, its document read into doc (reset
+ * first), parsed into a new *ev that owns its own copy. */
+int store_subj_event_load(store_t *st, const uint8_t k[STORE_SUBJ_KEY_LEN], pith_buf_t *doc,
+			  pith_event_t **ev, pith_err_t *err);
 
 /* The source_aliases and built_at of the stored bundle of skey, in a new
  * doc (*doc, may be NULL with *aliases NULL when there is no bundle). */
 int store_bundle_aliases_load(store_t *st, const uint8_t skey[STORE_SKEY_LEN],
 			      json_doc_t **doc, const json_value_t **aliases, int64_t *built_us,
 			      pith_err_t *err);
+/* The same from the bundle's stored bytes val (a bundles value). */
+int store_bundle_aliases_parse(const uint8_t *val, size_t len, json_doc_t **doc,
+			       const json_value_t **aliases, int64_t *built_us, pith_err_t *err);
 
 /* Alias key of (kind, value): kind '\0' value, DOIs in lower case.
  * Returns the key length, or 0 if it does not fit. */
@@ -199,10 +209,15 @@ int store_changes_build(store_t *st, uint64_t *logged, pith_err_t *err);
 /* At open: the sequence number from the greatest 's' key. */
 int store_changes_recover(store_t *st, pith_err_t *err);
 
-/* store_check's part: every record has one entry, 's' and 'p' agree, the
- * entry's state hash and bundle are the record's. */
-int store_changes_audit(store_t *st, void (*problem)(void *arg, const char *line), void *arg,
-			pith_err_t *err);
+/* store_check's part, for one record (key k, summary v): it has its
+ * entry, 's' and 'p' agree, with the record's state hash and newest
+ * bundle. Nothing to do (0) when the store has no change log. */
+int store_changes_audit_record(store_t *st, const uint8_t *k, const uint8_t *v, size_t vl,
+			       void (*problem)(void *arg, const char *line), void *arg,
+			       pith_err_t *err);
+/* And for the whole log: no entries but those of the nrec records. */
+int store_changes_audit(store_t *st, uint64_t nrec,
+			void (*problem)(void *arg, const char *line), void *arg, pith_err_t *err);
 
 /* ---- the timestamp rule (time_rule.c) ---- */
 

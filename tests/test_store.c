@@ -947,6 +947,46 @@ TEST(check_finds_damage, "the audit reports an index entry without its event, an
 	rmdir_rf(dir);
 }
 
+static void keep_line(void *arg, const char *line)
+{
+	pith_buf_printf(arg, "%s\n", line);
+}
+
+TEST(check_threads_same_report, "the audit reports the same lines in the same order on one thread and on four")
+{
+	char *dir = tmpdir();
+	evset_t s;
+	gen_set(&s, 16);
+	store_t *st = filled_store(dir, &s);
+	CHECK_INT_EQ(check_problems(st), 0);
+	uint8_t skey[STORE_SKEY_LEN], id[32] = {7}, tk[STORE_TIME_KEY_LEN];
+	char *e = NULL;
+	/* stale states, a state without its record, a time entry without its event */
+	for (size_t r = 2; r < 16; r += 7) {
+		store_skey_make(s.pith[r], skey);
+		rocksdb_put_cf(st->db, st->wo, st->cf[STORE_CF_STATES], (char *)skey, sizeof(skey), "{}", 2, &e);
+	}
+	memset(skey, 'Z', sizeof(skey));
+	rocksdb_put_cf(st->db, st->wo, st->cf[STORE_CF_STATES], (char *)skey, sizeof(skey), "{}", 2, &e);
+	store_time_key_make(0, id, tk);
+	rocksdb_put_cf(st->db, st->wo, st->cf[STORE_CF_TIME], (char *)tk, sizeof(tk), "", 0, &e);
+	/* an aliases entry of no record, claimed by none */
+	rocksdb_put_cf(st->db, st->wo, st->cf[STORE_CF_ALIASES], "x", 1, "", 0, &e);
+	CHECK(e == NULL);
+	pith_buf_t one = PITH_BUF_INIT, four = PITH_BUF_INIT;
+	size_t n1 = 0, n4 = 0;
+	CHECK_INT_EQ(store_check_threads(st, 1, keep_line, &one, &n1, NULL), 0);
+	CHECK_INT_EQ(store_check_threads(st, 4, keep_line, &four, &n4, NULL), 0);
+	CHECK(n1 >= 8); /* 2 stale states, the stray state, the time entry, the alias, 3 counts */
+	CHECK_INT_EQ(n4, n1);
+	CHECK_MEM_EQ(four.data, four.len, one.data, one.len);
+	pith_buf_release(&one);
+	pith_buf_release(&four);
+	store_close(st);
+	set_free(&s);
+	rmdir_rf(dir);
+}
+
 TEST(own_bytes_checked, "an event read back for a merge must name the id it is stored under")
 {
 	char *dir = tmpdir();
@@ -2167,6 +2207,7 @@ int main(void)
 	RUN(checkpoint_while_open);
 	RUN(reopen_and_lock);
 	RUN(check_finds_damage);
+	RUN(check_threads_same_report);
 	RUN(own_bytes_checked);
 	RUN(nothing_on_failure);
 	RUN(bundle_index_put);
