@@ -1213,7 +1213,11 @@ int store_time_each_after(store_t *st, int64_t after_us, const uint8_t *after_id
 		lo_len = sizeof(lo);
 	}
 	store_time_put(hi, to_us);
-	int rc = store_iter_open(st, STORE_CF_TIME, lo, lo_len, hi, 8, &it, err);
+	/* the whole index (the reconciliation set's load at start, 10
+	 * million keys in a large store) is one pass: read ahead, and keep
+	 * the block cache for the point reads that serve */
+	int whole = after_us == INT64_MIN && !after_id && to_us == INT64_MAX;
+	int rc = iter_open(st, STORE_CF_TIME, lo, lo_len, hi, 8, whole, &it, err);
 	if (rc)
 		return rc;
 	for (; store_iter_valid(&it); store_iter_next(&it)) {
