@@ -274,8 +274,10 @@ def jobs(args, root, store, site, base, records):
     (d1, s1), (d3, s3) = trees
     diff = subprocess.run(["diff", "-r", d1, d3], capture_output=True, text=True)
     check(diff.returncode == 0 and s1 == s3,
-          "--jobs 1 and --jobs 3 write the same tree (diff -r) and count the same: %s %s %s"
-          % (diff.stdout[:300], s1, s3))
+          "--jobs 1 and --jobs 3 write the same tree (diff -r) and count the same "
+          "(%d records, %d files)%s" % (s3["records"], s3["written"],
+                                        "" if s1 == s3 else ": %s %s" % (s1, s3)) +
+          diff.stdout[:300])
     b = records[0][-26:]
     a = os.stat(os.path.join(d3, "pith", b, "bundle.json"))
     w = os.stat(os.path.join(d3, ".well-known", "pith", b, "bundle.json"))
