@@ -13,9 +13,11 @@
  * and FILE.gz beside every file of HTTP_GZIP_MIN bytes or more. */
 #include "site.h"
 
+#include <assert.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -150,6 +152,65 @@ static int put(site_t *s, const char *rel, const uint8_t *data, size_t n)
 		drop(s, gzp);
 	}
 	return put_raw(s, path, data, n);
+}
+
+/* path as a hard link to from (a link to a temporary name, then a
+ * rename). 1 if it already is one, 0 when linked, -1 with errno set. */
+static int link_one(site_t *s, const char *from, const char *path)
+{
+	struct stat a, b;
+	char tmp[4200];
+	if (stat(from, &a))
+		return -1;
+	/* rename() of two links to one file does nothing and leaves tmp */
+	if (!stat(path, &b) && a.st_ino == b.st_ino && a.st_dev == b.st_dev)
+		return 1;
+	snprintf(tmp, sizeof(tmp), "%s.tmp~", path);
+	unlink(tmp); /* left by a run that stopped */
+	int rc = link(from, tmp);
+	if (rc && errno == ENOENT && !mkdirs(s, path))
+		rc = link(from, tmp);
+	if (!rc && rename(tmp, path)) {
+		int e = errno;
+		unlink(tmp);
+		errno = e;
+		rc = -1;
+	}
+	if (rc)
+		return -1;
+	s->s.written++;
+	s->s.linked++;
+	return 0;
+}
+
+/* OUT/rel gets the bytes of OUT/src, just put with data[0..n), as a hard
+ * link to it, and OUT/rel.gz likewise (or no .gz when src has none): a
+ * document another URL serves byte for byte costs a directory entry,
+ * not a copy (docs/site.md). Where the file system has no hard links,
+ * a copy (put). */
+static int put_link(site_t *s, const char *src, const char *rel, const uint8_t *data, size_t n)
+{
+	char from[4096], path[4096], fromgz[4100], gzp[4100];
+	snprintf(from, sizeof(from), "%s/%s", s->dir, src);
+	snprintf(path, sizeof(path), "%s/%s", s->dir, rel);
+	snprintf(fromgz, sizeof(fromgz), "%s.gz", from);
+	snprintf(gzp, sizeof(gzp), "%s.gz", path);
+	struct stat a, b;
+	if (!stat(from, &a) && !stat(path, &b) && a.st_ino == b.st_ino && a.st_dev == b.st_dev) {
+		s->s.unchanged++;
+		return 0;
+	}
+	/* the .gz first, as put does */
+	int rc = n >= HTTP_GZIP_MIN ? link_one(s, fromgz, gzp) : (drop(s, gzp), 0);
+	if (rc >= 0)
+		rc = link_one(s, from, path);
+	if (rc >= 0)
+		return 0;
+	if (errno == EPERM || errno == EMLINK || errno == EXDEV || errno == ENOTSUP ||
+	    errno == ENOSYS)
+		return put(s, rel, data, n);
+	return pith_err_set(s->err, PITH_EIO, "site: cannot link %s to %s: %s", path, from,
+			    strerror(errno));
 }
 
 static void drop_rel(site_t *s, const char *rel)
@@ -447,48 +508,61 @@ static int claims_of(site_t *s, const char *body, const uint8_t *view, size_t n)
 	return rc;
 }
 
+/* same: the earlier document whose bytes this one has (the same view:
+ * http_view_run answers both bundle routes with view_bundle), written as
+ * a hard link to it; -1 for none. */
 static const struct {
 	const char *target, *accept, *rel;
+	int same;
 } record_docs[] = {
-	{"/pith/%s", "text/html", "pith/%s/index.html"},
-	{"/pith/%s", "application/ld+json", "pith/%s/index.jsonld"},
-	{"/pith/%s.json", NULL, "pith/%s.json"},
-	{"/pith/%s/bundle.json", NULL, "pith/%s/bundle.json"},
-	{"/.well-known/pith/%s/bundle.json", NULL, ".well-known/pith/%s/bundle.json"},
-	{"/pith/%s/state.json", NULL, "pith/%s/state.json"},
-	{"/api/pith-number/%s/events.json", NULL, "api/pith-number/%s/events.json"},
-	{"/api/pith-number/%s/graph.json", NULL, "api/pith-number/%s/graph.json"},
+	{"/pith/%s", "text/html", "pith/%s/index.html", -1},
+	{"/pith/%s", "application/ld+json", "pith/%s/index.jsonld", -1},
+	{"/pith/%s.json", NULL, "pith/%s.json", -1},
+	{"/pith/%s/bundle.json", NULL, "pith/%s/bundle.json", -1},
+	{"/.well-known/pith/%s/bundle.json", NULL, ".well-known/pith/%s/bundle.json", 3},
+	{"/pith/%s/state.json", NULL, "pith/%s/state.json", -1},
+	{"/api/pith-number/%s/events.json", NULL, "api/pith-number/%s/events.json", -1},
+	{"/api/pith-number/%s/graph.json", NULL, "api/pith-number/%s/graph.json", -1},
 };
 #define NRECORD_DOCS (sizeof(record_docs) / sizeof(record_docs[0]))
 
 /* Every document of one record; a record the store no longer has loses
- * its files. */
+ * its files. Touches only this record's files and s's own fields (the
+ * run marks the record changed: site_export), so that workers each
+ * with their own site_t render records side by side. */
 static int export_record(site_t *s, const char *pith)
 {
 	const char *body = pith + PITH_NUMBER_LEN - PITH_BODY_LEN;
-	char target[160], rel[160];
-	uint8_t key[32] = {0};
-	memcpy(key, body, PITH_BODY_LEN);
-	if (idmap_put(s->changed, key, (void *)1))
-		return pith_err_set(s->err, PITH_ENOMEM, "site: out of memory");
-	fact_drop(s, body); /* the lists read its new state */
+	char target[160], rel[NRECORD_DOCS][160];
+	http_doc_t d;
+	int got[NRECORD_DOCS]; /* render_to's answer per document */
 	store_record_info_t info;
 	pith_err_t e = {0};
 	int gone = store_record_get(s->st, pith, &info, &e) == PITH_ENOTFOUND;
 	for (size_t i = 0; i < NRECORD_DOCS; i++) {
-		snprintf(rel, sizeof(rel), record_docs[i].rel, body);
-		if (gone) {
-			drop_rel(s, rel);
+		snprintf(rel[i], sizeof(rel[i]), record_docs[i].rel, body);
+		int same = record_docs[i].same;
+		if (gone || (same >= 0 && got[same])) {
+			drop_rel(s, rel[i]);
+			got[i] = 1;
+			continue;
+		}
+		if (same >= 0) {
+			/* d is still the render of document same: it is the one
+			 * before */
+			assert((size_t)same + 1 == i);
+			if (put_link(s, rel[same], rel[i], d.body, d.len))
+				return -1;
+			got[i] = 0;
 			continue;
 		}
 		/* the full number: no prefix scan to find the year */
 		snprintf(target, sizeof(target), record_docs[i].target, pith);
-		http_doc_t d;
-		int rc = render_to(s, target, record_docs[i].accept, rel, &d);
-		if (rc < 0)
-			return rc;
+		got[i] = render_to(s, target, record_docs[i].accept, rel[i], &d);
+		if (got[i] < 0)
+			return got[i];
 		/* the record view lists the aliases */
-		if (i == 2 && !rc && claims_of(s, body, d.body, d.len))
+		if (i == 2 && !got[i] && claims_of(s, body, d.body, d.len))
 			return -1;
 	}
 	if (gone) {
@@ -683,6 +757,157 @@ out:
 	return rc;
 }
 
+/* ---- the records, side by side ------------------------------------------------------------ */
+
+/* Records are independent (each writes only its own files), so N workers
+ * take them from one list, each with its own render context, buffers,
+ * counters and claims, summed after; the pages, the aliases and the
+ * facts, which read every record, come after all of them, on the
+ * calling thread. The files do not depend on which worker wrote them. */
+typedef struct run {
+	const pith_list_t *l;
+	const atomic_int *cancel;
+	atomic_size_t next;     /* the next record to take */
+	atomic_int stop;        /* an error: take no more */
+	pthread_mutex_t mu;     /* guards failed and err */
+	int failed;
+	pith_err_t err;         /* the first error */
+} run_t;
+
+typedef struct worker {
+	site_t *s;
+	site_t own;             /* a thread's (s points here); worker 0 is the run's */
+	pith_err_t err;
+	run_t *run;
+	pthread_t thread;
+	int started;
+} worker_t;
+
+static void run_fail(run_t *r, const pith_err_t *e)
+{
+	pthread_mutex_lock(&r->mu);
+	if (!r->failed) {
+		r->failed = 1;
+		r->err = *e;
+	}
+	pthread_mutex_unlock(&r->mu);
+	atomic_store(&r->stop, 1);
+}
+
+/* Renders records until none is left or the run stops; a worker that
+ * fails finishes nothing more, the others their current record. */
+static void records_work(worker_t *w)
+{
+	run_t *r = w->run;
+	while (!atomic_load(&r->stop)) {
+		size_t i = atomic_fetch_add(&r->next, 1);
+		if (i >= r->l->n)
+			break;
+		if (r->cancel && atomic_load(r->cancel)) {
+			pith_err_set(w->s->err, PITH_EIO, "site: %s: cancelled after %zu of %zu records",
+				     w->s->dir, i, r->l->n);
+			run_fail(r, w->s->err);
+			break;
+		}
+		if (export_record(w->s, r->l->v[i])) {
+			run_fail(r, w->s->err);
+			break;
+		}
+	}
+}
+
+static void *records_thread(void *arg)
+{
+	records_work(arg);
+	http_gzip_thread_end(); /* the deflate state lives as long as the thread */
+	return NULL;
+}
+
+/* Adds what a worker did to the run's counters and claims. */
+static int worker_merge(site_t *to, const site_t *from)
+{
+	to->s.records += from->s.records;
+	to->s.removed += from->s.removed;
+	to->s.written += from->s.written;
+	to->s.unchanged += from->s.unchanged;
+	to->s.deleted += from->s.deleted;
+	to->s.bytes += from->s.bytes;
+	to->s.linked += from->s.linked;
+	if (!from->nclaims)
+		return 0;
+	if (to->nclaims + from->nclaims > to->capclaims) {
+		size_t nc = to->nclaims + from->nclaims;
+		claim_t *p = realloc(to->claims, nc * sizeof(*p));
+		if (!p)
+			return pith_err_set(to->err, PITH_ENOMEM, "site: out of memory");
+		to->claims = p;
+		to->capclaims = nc;
+	}
+	memcpy(to->claims + to->nclaims, from->claims, from->nclaims * sizeof(*from->claims));
+	to->nclaims += from->nclaims;
+	return 0;
+}
+
+static void worker_release(site_t *w)
+{
+	free(w->claims);
+	pith_buf_release(&w->gz);
+	pith_buf_release(&w->old);
+	http_render_free(w->r);
+}
+
+/* The records of l in jobs workers (the calling thread one of them; 1:
+ * it alone). 0, or the first error (in s->err). */
+static int export_records(site_t *s, const pith_list_t *l, const http_render_opts_t *ro,
+			  int jobs, const atomic_int *cancel)
+{
+	run_t r = {.l = l, .cancel = cancel};
+	atomic_init(&r.next, 0);
+	atomic_init(&r.stop, 0);
+	pthread_mutex_init(&r.mu, NULL);
+	if (jobs < 1)
+		jobs = 1;
+	if ((size_t)jobs > l->n)
+		jobs = l->n ? (int)l->n : 1;
+	worker_t *w = calloc((size_t)jobs, sizeof(*w));
+	if (!w) {
+		pthread_mutex_destroy(&r.mu);
+		return pith_err_set(s->err, PITH_ENOMEM, "site: out of memory");
+	}
+	int rc = 0;
+	for (int k = 0; k < jobs; k++) {
+		w[k].run = &r;
+		if (!k) {
+			w[k].s = s;
+			continue;
+		}
+		w[k].s = &w[k].own;
+		w[k].own = (site_t){.st = s->st, .err = &w[k].err};
+		memcpy(w[k].own.dir, s->dir, sizeof(s->dir));
+		/* a thread that cannot be had leaves its share to the others */
+		if (http_render_new(s->st, ro, &w[k].own.r, &w[k].err) ||
+		    pthread_create(&w[k].thread, NULL, records_thread, &w[k]))
+			continue;
+		w[k].started = 1;
+	}
+	records_work(&w[0]);
+	for (int k = 1; k < jobs; k++)
+		if (w[k].started)
+			pthread_join(w[k].thread, NULL);
+	for (int k = 1; k < jobs; k++) {
+		if (!rc && worker_merge(s, &w[k].own))
+			rc = -1;
+		worker_release(&w[k].own);
+	}
+	if (r.failed) {
+		*s->err = r.err;
+		rc = -1;
+	}
+	free(w);
+	pthread_mutex_destroy(&r.mu);
+	return rc;
+}
+
 /* ---- the run ------------------------------------------------------------------------------ */
 
 /* OUT/.pith-site/NAME as a string (trailing newline dropped), or "". */
@@ -758,14 +983,18 @@ int site_export(store_t *st, const site_opts_t *o, site_stats_t *stats, pith_err
 		rc = rc < 0 ? rc : pith_err_set(err, PITH_ENOMEM, "site: out of memory");
 		goto out;
 	}
+	/* the records to render are changed for the aliases, and the lists
+	 * read their new states */
 	for (size_t i = 0; i < l.n && !rc; i++) {
-		if (o->cancel && atomic_load(o->cancel)) {
-			rc = pith_err_set(err, PITH_EIO, "site: %s: cancelled after %zu of %zu records",
-					  s.dir, i, l.n);
-			break;
-		}
-		rc = export_record(&s, l.v[i]);
+		uint8_t key[32];
+		const char *body = l.v[i] + PITH_NUMBER_LEN - PITH_BODY_LEN;
+		body_key(body, key);
+		if (idmap_put(s.changed, key, (void *)1))
+			rc = pith_err_set(err, PITH_ENOMEM, "site: out of memory");
+		fact_drop(&s, body);
 	}
+	if (!rc)
+		rc = export_records(&s, &l, &ro, o->jobs, o->cancel);
 	if (!rc && (l.n || full))
 		rc = export_pages(&s);
 	if (!rc && (l.n || full))

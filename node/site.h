@@ -9,7 +9,10 @@
  * changed after it, rewrites a file only when its bytes change, and
  * replaces every file by rename, so that readers see the old file or the
  * new one, never a part. The cursor moves last: a run that stops midway
- * is redone by the next. */
+ * is redone by the next.
+ *
+ * A document another URL answers byte for byte (the bundle under
+ * /.well-known/) is a hard link to the first file, not a copy. */
 #ifndef PITH_NODE_SITE_H
 #define PITH_NODE_SITE_H
 
@@ -28,6 +31,9 @@ typedef struct site_opts {
 	const atomic_int *cancel; /* NULL, or set by another thread to stop the run
 				   * after the record being rendered (PITH_EIO,
 				   * "cancelled"; the cursor stays where it was) */
+	int jobs;              /* threads rendering the records (0 or 1: the
+				* calling thread alone); the files are the
+				* same bytes whatever the number */
 } site_opts_t;
 
 typedef struct site_stats {
@@ -37,6 +43,8 @@ typedef struct site_stats {
 	uint64_t written, unchanged; /* files (each .gz counted too) */
 	uint64_t deleted;            /* files removed (stale pages, removed records) */
 	uint64_t bytes;              /* bytes written */
+	uint64_t linked;             /* of written, files made as hard links to
+				      * another with the same bytes (no bytes) */
 	uint64_t pages;              /* browse pages rendered */
 	int aliases_changed;         /* the alias map was rewritten: reload the server */
 } site_stats_t;
@@ -44,6 +52,9 @@ typedef struct site_stats {
 /* Exports the store's documents to o->dir (see above). stats may be NULL.
  * 0, or a negative PITH_E* with err set. Not thread-safe for one dir. */
 int site_export(store_t *st, const site_opts_t *o, site_stats_t *stats, pith_err_t *err);
+
+/* The most site_opts_t.jobs that pithctl takes. */
+#define SITE_JOBS_MAX 256
 
 /* Where the alias map is, relative to the tree (an nginx map body:
  * `"KEY" BODY;` lines, see deploy/nginx.conf). */

@@ -177,8 +177,8 @@ def tree_state(root):
     return out
 
 
-def export(args, store, site, base=None):
-    cmd = [args.pithctl, "--store", store, "--json", "export", "--site", site]
+def export(args, store, site, base=None, extra=()):
+    cmd = [args.pithctl, "--store", store, "--json", "export", "--site", site] + list(extra)
     if base:
         cmd += ["--base-url", base]
     t0 = time.time()
@@ -238,6 +238,7 @@ def main():
     st1 = export(args, store, site, base)
     check(st1["records"] == len(records) and st1["from"] == 0,
           "a full export renders every record (%d)" % st1["records"])
+    jobs(args, root, store, site, base, records)
     ngx = Nginx(exe, root, nginx_conf(root, args.conf, site, nport))
     srv = subprocess.Popen([args.serve, "--store", store, "--listen", "127.0.0.1:%d" % sport,
                             "--public-url", base, "--threads", "1"] + trust,
@@ -257,6 +258,44 @@ def main():
     else:
         shutil.rmtree(root, ignore_errors=True)
     return 1 if failed else 0
+
+
+def jobs(args, root, store, site, base, records):
+    """--jobs: the same tree whatever the number of threads; the bundle's
+    second URL a hard link; the first error stops the run."""
+    trees = []
+    for n in (1, 3):
+        d = os.path.join(root, "site-j%d" % n)
+        # the manifest's generated_at is the tree's first export: the same
+        # one, so that the trees can be the same bytes
+        os.makedirs(os.path.join(d, ".pith-site"))
+        shutil.copy(os.path.join(site, ".pith-site", "mirrors_at"), os.path.join(d, ".pith-site"))
+        trees.append((d, export(args, store, d, base, ["--jobs", str(n)])))
+    (d1, s1), (d3, s3) = trees
+    diff = subprocess.run(["diff", "-r", d1, d3], capture_output=True, text=True)
+    check(diff.returncode == 0 and s1 == s3,
+          "--jobs 1 and --jobs 3 write the same tree (diff -r) and count the same "
+          "(%d records, %d files)%s" % (s3["records"], s3["written"],
+                                        "" if s1 == s3 else ": %s %s" % (s1, s3)) +
+          diff.stdout[:300])
+    b = records[0][-26:]
+    a = os.stat(os.path.join(d3, "pith", b, "bundle.json"))
+    w = os.stat(os.path.join(d3, ".well-known", "pith", b, "bundle.json"))
+    check(a.st_ino == w.st_ino and a.st_nlink == 2 and s3["linked"] > 0 and
+          s3["written"] > s3["linked"],
+          "/.well-known/pith/BODY/bundle.json is a hard link to pith/BODY/bundle.json "
+          "(%d files linked)" % s3["linked"])
+    # a file where a directory must be: every worker fails to write
+    bad = os.path.join(root, "site-bad")
+    os.makedirs(bad)
+    open(os.path.join(bad, "api"), "w").close()
+    r = subprocess.run([args.pithctl, "--store", store, "export", "--site", bad, "--jobs", "3",
+                        "--base-url", base], capture_output=True, text=True)
+    lines = r.stderr.strip().splitlines()
+    check(r.returncode != 0 and len(lines) == 1 and "Not a directory" in lines[0] and
+          not os.path.exists(os.path.join(bad, ".pith-site", "cursor")),
+          "with --jobs 3 a write error stops the run: exit %d, one line (%s), no cursor"
+          % (r.returncode, lines[:2]))
 
 
 def run(args, root, store, site, base, records, node, ngx, ngxproc, trust, opkey):

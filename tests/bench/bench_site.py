@@ -1,11 +1,14 @@
 #!/usr/bin/env python3
 """Benchmark (issue 19): the mirror as a static site.
 
-usage: bench_site.py --build BUILD_DIR [--records N] [--changed K] [--duration S]
-                     [--connections C] [--no-serve] [--keep]
+usage: bench_site.py --build BUILD_DIR [--records N] [--changed K] [--per-record E]
+                     [--jobs J] [--duration S] [--connections C] [--no-serve] [--keep]
 
-1. gen_events N records (3 events each) and gen_bundles' bundles, imported;
-2. full `pithctl export --site`: wall time, records/s, files/s, disk bytes;
+1. gen_events N records (E events each, default 2 as the registry's:
+   record_created and graph_snapshot) and gen_bundles' bundles, imported;
+2. full `pithctl export --site --jobs J` (default: pithctl's, the online
+   cores): wall time, records/s, files/s, bytes written and disk bytes,
+   and files and disk bytes per record;
 3. K of the records get a new signed event each (imported), then the
    incremental export: wall time, files written;
 4. in one run, nginx (deploy/nginx.conf, 1 worker) and the node's HTTP
@@ -43,11 +46,24 @@ def wrk(port, lst, duration, conns):
     return re.search(r"^RESULT .*$", out, re.M).group(0)
 
 
+def tree_size(d):
+    """Disk bytes (blocks allocated, du -sB1), apparent bytes (du -sb, the
+    directories too), files (names) and inodes; du counts a hard link once."""
+    du = int(subprocess.run(["du", "-sB1", d], capture_output=True, text=True).stdout.split()[0])
+    ap = int(subprocess.run(["du", "-sb", d], capture_output=True, text=True).stdout.split()[0])
+    ino = subprocess.run(["find", d, "-type", "f", "-printf", "%i\\n"], capture_output=True,
+                         text=True).stdout.split()
+    return du, ap, len(ino), len(set(ino))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--build", required=True)
     ap.add_argument("--records", type=int, default=100000)
     ap.add_argument("--changed", type=int, default=1000)
+    ap.add_argument("--per-record", type=int, default=2,
+                    help="events per record (2: record_created + graph_snapshot)")
+    ap.add_argument("--jobs", type=int, help="export --jobs (default: pithctl's)")
     ap.add_argument("--duration", type=int, default=10)
     ap.add_argument("--connections", type=int, default=50)
     ap.add_argument("--no-serve", action="store_true", help="exports only: no nginx, no wrk")
@@ -58,7 +74,7 @@ def main():
     root = tempfile.mkdtemp(prefix="bench_site.")
     store, site = os.path.join(root, "store"), os.path.join(root, "site")
     ev, bu, key, op = (os.path.join(root, n) for n in ("ev.jsonl", "bu.jsonl", "k", "op.key"))
-    subprocess.run([B + "/tests/gen_events", "--records", str(a.records), "--per-record", "3",
+    subprocess.run([B + "/tests/gen_events", "--records", str(a.records), "--per-record", str(a.per_record),
                     "--seed", "7", "--key-out", key, ev], check=True, stdout=subprocess.DEVNULL)
     subprocess.run([B + "/tests/gen_bundles", "--seed", "7", ev, bu], check=True,
                    capture_output=True)
@@ -68,12 +84,19 @@ def main():
     print("RESULT import records=%d s=%.1f" % (a.records, t), flush=True)
     port, sport = site_test.free_port(), site_test.free_port()
     base = "http://127.0.0.1:%d" % port
-    t, out = timed([P, "--store", store, "--json", "export", "--site", site, "--base-url", base])
+    jobs = ["--jobs", str(a.jobs)] if a.jobs else []
+    t, out = timed([P, "--store", store, "--json", "export", "--site", site, "--base-url", base]
+                   + jobs)
     s = json.loads(out)
-    du = int(subprocess.run(["du", "-sb", site], capture_output=True, text=True).stdout.split()[0])
-    print("RESULT full_export records=%d s=%.1f records_per_s=%.0f files=%d files_per_s=%.0f "
-          "bytes_written=%d disk_bytes=%d" % (s["records"], t, s["records"] / t, s["written"],
-                                             s["written"] / t, s["bytes"], du), flush=True)
+    du, apparent, files, inodes = tree_size(site)
+    n = max(s["records"], 1)
+    print("RESULT full_export records=%d per_record=%d jobs=%s s=%.1f records_per_s=%.0f "
+          "files=%d files_per_s=%.0f linked=%d bytes_written=%d disk_bytes=%d apparent_bytes=%d "
+          "files_per_record=%.2f inodes_per_record=%.2f bytes_written_per_record=%.0f "
+          "disk_bytes_per_record=%.0f apparent_bytes_per_record=%.0f"
+          % (s["records"], a.per_record, a.jobs or "default", t, s["records"] / t, s["written"],
+             s["written"] / t, s.get("linked", 0), s["bytes"], du, apparent, files / n,
+             inodes / n, s["bytes"] / n, du / n, apparent / n), flush=True)
     recs = [r for r in subprocess.run([P, "--store", store, "records"], capture_output=True,
             text=True, check=True).stdout.split() if r.startswith("pith:")]
     evs = []
@@ -88,14 +111,16 @@ def main():
                                    text=True, check=True).stdout.strip() + "\n")
     subprocess.run([P, "--store", store] + trust + ["import", signed], check=True,
                    capture_output=True)
-    t, out = timed([P, "--store", store, "--json", "export", "--site", site])
+    t, out = timed([P, "--store", store, "--json", "export", "--site", site] + jobs)
     s = json.loads(out)
     print("RESULT incremental_export changed=%d s=%.2f records=%d written=%d unchanged=%d "
           "deleted=%d pages=%d bytes=%d" % (a.changed, t, s["records"], s["written"],
                                             s["unchanged"], s["deleted"], s["pages"], s["bytes"]),
           flush=True)
     if a.no_serve:
-        if not a.keep:
+        if a.keep:
+            print("# kept", root)
+        else:
             shutil.rmtree(root, ignore_errors=True)
         return
     lst = os.path.join(root, "bodies.txt")
