@@ -132,6 +132,11 @@ static void *feed_main(void *arg)
 		last_start = node_now_us();
 		run_once(f);
 		pthread_mutex_lock(&f->mu);
+		/* the export reads the log again and may have gone past tried:
+		 * what a commit between the two added is already in the tree,
+		 * so it must not start another (empty) run */
+		if (!f->s.last_error[0] && f->s.cursor_known && f->s.cursor > tried)
+			tried = f->s.cursor;
 	}
 	pthread_mutex_unlock(&f->mu);
 	http_gzip_thread_end(); /* the exporter's compressor lives as long as its thread */
