@@ -498,7 +498,7 @@ int node_new(node_config_t *cfg, node_t **out, pith_err_t *err)
 		rc = pith_err_set(err, PITH_ENOMEM, "out of memory");
 		goto fail;
 	}
-	sync_deps_t sd = {.net = n->net, .relay = n->relay, .book = n->book,
+	sync_deps_t sd = {.base = n->base, .net = n->net, .relay = n->relay, .book = n->book,
 			  .resolver = n->resolver, .store = n->store,
 			  .ingest = n->ingest, .cfg = cfg, .stats = &n->stats,
 			  .reply = on_control_reply, .reply_arg = n};

@@ -11,12 +11,15 @@
  * is a protocol violation. Empty data ends a session (either side, any
  * time: a limit, a timeout, or "busy"). If both sides start a session at
  * once, the dialler's goes on and the acceptor's yields. */
+#define _GNU_SOURCE /* pthread_setname_np */
 #include "sync_int.h"
 
+#include <event2/event.h>
 #include <sodium.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "log.h"
 #include "recon_index.h"
@@ -512,7 +515,7 @@ void sync_session_start(peer_t *p, int kind)
 	sync_t *sy = p->sync->sy;
 	sync_peer_t *sp = p->sync;
 	pith_err_t err = {0};
-	if (sp->s || p->state != PEER_READY)
+	if (sp->s || p->state != PEER_READY || sy->set_state != SYNC_SET_READY)
 		return;
 	if (session_new(p, RECON_INITIATOR, sp->next_own, kind)) {
 		if (sp->ctl) {
@@ -545,6 +548,20 @@ void sync_on_recon(sync_t *sy, peer_t *p, const wire_msg_t *m)
 	uint64_t x = m->u.recon.session;
 	if (kind == SYNC_EVENTS)
 		sp->peer_items = m->u.recon.items;
+	if (sy->set_state != SYNC_SET_READY) {
+		/* the sets are loading (or failed to): no session runs yet, so
+		 * every message starts one of the peer's. Answer "busy" (an
+		 * empty RECON, which ends it without blame, docs/sync.md) and
+		 * start one ourselves once loaded. */
+		if (session_is_ours(p, x) || x <= sp->peer_last)
+			return;
+		sp->peer_last = x;
+		if (!m->u.recon.len)
+			return;
+		sp->turned_away = sy->set_state == SYNC_SET_LOADING;
+		send_recon(p, kind, x, NULL, 0);
+		return;
+	}
 	if (sp->s && x == sp->session) {
 		if (!m->u.recon.len) {
 			session_end(p, "the peer ended it", 0);
@@ -603,9 +620,10 @@ int sync_peer_ready(sync_t *sy, peer_t *p)
 	sp->next_own = p->outbound ? 1 : 2;
 	sp->bundle_us = node_now_us();
 	sp->next_round_us = INT64_MAX;
-	if (!sy->enabled || !(p->features & WIRE_FEAT_SYNC))
+	if (!sy->enabled || sy->set_state == SYNC_SET_FAILED || !(p->features & WIRE_FEAT_SYNC))
 		return 0;
-	/* the dialler starts, now; and again every interval */
+	/* the dialler starts, now (or once the sets are loaded: load_applied);
+	 * and again every interval */
 	if (p->outbound)
 		sp->next_round_us = node_now_us();
 	sync_pending_attach(p);
@@ -651,11 +669,24 @@ void sync_peer_free(sync_t *sy, peer_t *p)
 
 /* ---- the set -------------------------------------------------------------------------- */
 
+/* Queues an update of the sets that came while they were loading. */
+static int queue_update(sync_t *sy, int op, int64_t us, const uint8_t id[static 32])
+{
+	sync_queued_t q = {.op = op, .us = us};
+	memcpy(q.id, id, 32);
+	int rc = pith_buf_append(&sy->queue, &q, sizeof(q));
+	if (rc)
+		sy->queue_failed = 1;
+	return rc;
+}
+
 void sync_event_stored(sync_t *sy, int64_t created_us, const uint8_t id[static 32])
 {
 	if (!sy)
 		return;
-	int rc = store_recon_index_add_raw(sy->set, created_us, id);
+	int rc = sy->set_state == SYNC_SET_LOADING ? queue_update(sy, SYNC_Q_EVENT, created_us, id)
+		 : sy->set_state == SYNC_SET_READY ? store_recon_index_add_raw(sy->set, created_us, id)
+		 : 0;
 	if (rc && !sy->add_failed) {
 		sy->add_failed = 1;
 		log_error("sync: cannot add a stored event to the reconciliation set (%s); "
@@ -676,11 +707,20 @@ void sync_event_stored(sync_t *sy, int64_t created_us, const uint8_t id[static 3
 void sync_bundle_stored(sync_t *sy, int64_t built_us, const uint8_t sha[static 32], int replaced,
 			int64_t old_us, const uint8_t old_sha[static 32])
 {
-	if (!sy || !sy->bset)
+	if (!sy || !sy->bundles || sy->set_state == SYNC_SET_FAILED)
 		return;
-	int rc = replaced ? store_recon_index_remove_raw(sy->bset, old_us, old_sha) : 0;
-	if (!rc)
-		rc = store_recon_index_add_raw(sy->bset, built_us, sha);
+	int rc = 0;
+	if (sy->set_state == SYNC_SET_LOADING) {
+		/* in this order at the replay: the replaced one out, this one in */
+		if (replaced)
+			rc = queue_update(sy, SYNC_Q_BUNDLE_REMOVE, old_us, old_sha);
+		if (!rc)
+			rc = queue_update(sy, SYNC_Q_BUNDLE_ADD, built_us, sha);
+	} else {
+		rc = replaced ? store_recon_index_remove_raw(sy->bset, old_us, old_sha) : 0;
+		if (!rc)
+			rc = store_recon_index_add_raw(sy->bset, built_us, sha);
+	}
 	if (rc && !sy->badd_failed) {
 		sy->badd_failed = 1;
 		log_error("sync: cannot update the bundle reconciliation set (%s); sessions may "
@@ -814,15 +854,20 @@ void sync_status_json(sync_t *sy, pith_buf_t *b)
 	double elapsed = sy->syncing ? (double)(now - sy->sync_start_us) / 1e6 : 0;
 	double rate = sy->rate > 0 ? sy->rate : elapsed > 0 ? (double)stored / elapsed : 0;
 	pith_buf_printf(b,
-			"\"sync\":{\"enabled\":%s,\"state\":\"%s\",\"items\":%zu,\"skipped\":%zu,"
+			"\"sync\":{\"enabled\":%s,\"set\":\"%s\",\"set_load_ms\":%lld,"
+			"\"state\":\"%s\",\"items\":%zu,\"skipped\":%zu,"
 			"\"set_bytes\":%zu,\"events_stored\":%llu,\"elapsed_s\":%.1f,\"rate\":%.1f,"
 			"\"remaining\":%llu,\"eta_s\":%.0f,\"sessions_active\":%zu,"
 			"\"sessions_started\":%llu,\"sessions_done\":%llu,\"sessions_failed\":%llu,"
 			"\"ids_needed\":%llu,\"ids_offered\":%llu,\"bytes_sent\":%llu,"
 			"\"bytes_received\":%llu,\"holds\":%llu,\"credit_holds\":%llu,\"bundles\":%s,\"bundle_items\":%zu,"
-			"\"bundle_sessions\":%llu,\"bundles_offered\":%llu,\"bundle_offers_sent\":%llu,"
-			"\"peers\":[",
-			sy->enabled ? "true" : "false", sy->syncing ? "syncing" : "idle",
+			"\"bundle_sessions\":%llu,\"bundles_offered\":%llu,\"bundle_offers_sent\":%llu",
+			sy->enabled ? "true" : "false",
+			sy->set_state == SYNC_SET_READY ? "loaded"
+			: sy->set_state == SYNC_SET_LOADING ? "loading" : "failed",
+			(long long)(sy->set_state == SYNC_SET_LOADING
+				    ? (now - sy->load_start_us) / 1000 : sy->load_ms + sy->bload_ms),
+			sy->syncing ? "syncing" : "idle",
 			recon_set_count(sy->set), sy->skipped, recon_set_memory(sy->set),
 			(unsigned long long)stored, elapsed, rate,
 			(unsigned long long)(sy->syncing ? remaining : 0),
@@ -835,6 +880,11 @@ void sync_status_json(sync_t *sy, pith_buf_t *b)
 			sy->bundles ? "true" : "false", sy->bset ? recon_set_count(sy->bset) : 0,
 			(unsigned long long)sy->bundle_sessions, (unsigned long long)sy->bundles_offered,
 			(unsigned long long)sy->offers_sent);
+	if (sy->set_state == SYNC_SET_FAILED) {
+		pith_buf_puts(b, ",\"set_error\":");
+		json_write_string(b, sy->lerr.msg, strlen(sy->lerr.msg));
+	}
+	pith_buf_puts(b, ",\"peers\":[");
 	int first = 1;
 	for (peer_t *p = net_peers(sy->d.net); p; p = p->next) {
 		sync_peer_t *sp = p->sync;
@@ -884,6 +934,170 @@ uint64_t sync_features(const sync_t *sy)
 	       (sy->bundles ? WIRE_FEAT_BUNDLE_SYNC : 0);
 }
 
+/* ---- the load --------------------------------------------------------------------------
+ * The sets are loaded on a thread of their own, so that the node serves
+ * HTTP, the control socket and gossip at once (a 10M-event store takes
+ * seconds). The loader touches only its own fields (l*, load_ms) and the
+ * store, and activates loaded_ev when done; the loop thread joins it there
+ * before reading them, so nothing is shared while it runs.
+ *
+ * Nothing is missed: updates are queued from sync_new on (set_state is
+ * LOADING before the thread starts). A commit either precedes the load's
+ * iterator, and the walk sees it, or follows it, and then its report
+ * (sync_event_stored, sync_bundle_stored, on the loop thread after the
+ * commit) comes after sync_new: queued if the load has not been applied
+ * yet, applied to the loaded sets directly if it has. Both at once is
+ * harmless: adds of a present item and removes of an absent one are
+ * no-ops, and the queue replays in order, so a bundle's replacement
+ * (remove the old, add the new) ends as it would have. */
+
+static void load_applied(sync_t *sy);
+
+static void *loader_main(void *arg)
+{
+	sync_t *sy = arg;
+	pthread_setname_np(pthread_self(), "pith-reconload");
+	int64_t t0 = node_now_us();
+	sy->lrc = store_recon_index_load(sy->d.store, &sy->lset, &sy->lskipped, &sy->load_stop,
+					 &sy->lerr);
+	sy->load_ms = (node_now_us() - t0) / 1000;
+	if (!sy->lrc && sy->bundles) {
+		t0 = node_now_us();
+		sy->lrc = store_recon_bundles_load(sy->d.store, &sy->lbset, &sy->lbskipped,
+						   &sy->load_stop, &sy->lerr);
+		sy->bload_ms = (node_now_us() - t0) / 1000;
+	}
+	/* tests only: holds the finished load back, so that "not loaded yet"
+	 * is observable and what is stored meanwhile reaches the sets only
+	 * through the queue */
+	for (int64_t left = sy->load_delay_ms; left > 0 && !atomic_load(&sy->load_stop); left -= 10) {
+		struct timespec ts = {0, 10 * 1000 * 1000};
+		nanosleep(&ts, NULL);
+	}
+	event_active(sy->loaded_ev, EV_READ, 0);
+	return NULL;
+}
+
+/* Replays the updates queued while loading. */
+static void queue_replay(sync_t *sy)
+{
+	const sync_queued_t *q = (const sync_queued_t *)sy->queue.data;
+	size_t n = sy->queue.len / sizeof(*q);
+	for (size_t i = 0; i < n; i++) {
+		int rc;
+		if (q[i].op == SYNC_Q_EVENT)
+			rc = store_recon_index_add_raw(sy->set, q[i].us, q[i].id);
+		else if (q[i].op == SYNC_Q_BUNDLE_ADD)
+			rc = store_recon_index_add_raw(sy->bset, q[i].us, q[i].id);
+		else
+			rc = store_recon_index_remove_raw(sy->bset, q[i].us, q[i].id);
+		if (rc)
+			sy->queue_failed = 1;
+	}
+	if (sy->queue_failed)
+		log_error("sync: updates of the reconciliation sets made while loading were lost "
+			  "(out of memory); sessions may fetch or offer some items again until a "
+			  "restart");
+	pith_buf_release(&sy->queue);
+}
+
+/* The `sync` requests that came while loading: run or failed now. */
+static void deferred_run(sync_t *sy)
+{
+	for (size_t i = 0; i < SYNC_DEFERRED_MAX; i++) {
+		sync_deferred_t *dq = &sy->deferred[i];
+		uint64_t serial = dq->serial;
+		pith_err_t e = {0};
+		if (!serial)
+			continue;
+		dq->serial = 0;
+		if (sync_control_start(sy, dq->peer, serial, &e))
+			sync_answer_fail(sy, serial, e.msg);
+	}
+}
+
+/* On the loop thread, once the loader is done: the sets in, the queue
+ * replayed, the sessions that waited started. */
+static void load_apply(sync_t *sy)
+{
+	if (!sy->loader_running)
+		return; /* sync_load_wait applied it already */
+	pthread_join(sy->loader, NULL);
+	sy->loader_running = 0;
+	if (sy->lrc) {
+		sy->set_state = SYNC_SET_FAILED;
+		log_error("sync: cannot load the reconciliation set: %s; reconciliation stays off "
+			  "until a restart (serving and gossip go on; peers' sessions are answered "
+			  "busy)", sy->lerr.msg);
+		recon_set_free(sy->lset);
+		recon_set_free(sy->lbset);
+		pith_buf_release(&sy->queue);
+		deferred_run(sy);
+		return;
+	}
+	recon_set_free(sy->set);
+	sy->set = sy->lset;
+	sy->lset = NULL;
+	sy->skipped = sy->lskipped;
+	log_info("sync: reconciliation set of %zu events loaded in %lld ms (%zu KiB)%s",
+		 recon_set_count(sy->set), (long long)sy->load_ms, recon_set_memory(sy->set) >> 10,
+		 sy->skipped ? "; some events lie outside the reconciled time span" : "");
+	if (sy->bundles) {
+		recon_set_free(sy->bset);
+		sy->bset = sy->lbset;
+		sy->lbset = NULL;
+		sy->bskipped = sy->lbskipped;
+		log_info("sync: bundle reconciliation set of %zu bundles loaded in %lld ms (%zu KiB)",
+			 recon_set_count(sy->bset), (long long)sy->bload_ms,
+			 recon_set_memory(sy->bset) >> 10);
+	}
+	queue_replay(sy);
+	sy->set_state = SYNC_SET_READY;
+	load_applied(sy);
+}
+
+/* Starts what waited for the sets: the dialler's first session with each
+ * peer (as at connecting), one with each peer we turned away, the
+ * deferred `sync` requests. */
+static void load_applied(sync_t *sy)
+{
+	int64_t now = node_now_us();
+	if (!sy->enabled)
+		return;
+	for (peer_t *p = net_peers(sy->d.net); p; p = p->next) {
+		sync_peer_t *sp = p->sync;
+		if (!sp || p->state != PEER_READY || !(p->features & WIRE_FEAT_SYNC))
+			continue;
+		if (p->outbound || sp->turned_away) {
+			sp->turned_away = 0;
+			sp->next_round_us = now; /* the tick retries if a send is refused */
+			sync_session_start(p, SYNC_EVENTS);
+		}
+	}
+	deferred_run(sy);
+}
+
+static void loaded_cb(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	load_apply(arg);
+}
+
+void sync_load_wait(sync_t *sy)
+{
+	load_apply(sy); /* the join waits */
+}
+
+/* Test-only: PITH_TEST_RECON_LOAD_DELAY_MS holds the finished load back
+ * that long before handing it to the loop (read once, here). */
+static int64_t load_delay_ms(void)
+{
+	const char *v = getenv("PITH_TEST_RECON_LOAD_DELAY_MS");
+	long long ms = v ? atoll(v) : 0;
+	return ms > 0 && ms < 3600000 ? ms : 0;
+}
+
 int sync_new(const sync_deps_t *d, sync_t **out, pith_err_t *err)
 {
 	*out = NULL;
@@ -892,18 +1106,21 @@ int sync_new(const sync_deps_t *d, sync_t **out, pith_err_t *err)
 		return pith_err_set(err, PITH_ENOMEM, "out of memory");
 	sy->d = *d;
 	sy->wlim = *net_limits(d->net);
-	int64_t t0 = node_now_us();
-	int rc = store_recon_index_load(sy->d.store, &sy->set, &sy->skipped, err);
-	if (rc) {
-		free(sy);
-		return rc;
-	}
+	sy->set_state = SYNC_SET_LOADING;
+	atomic_init(&sy->load_stop, 0);
 	recon_config_default(&sy->rcfg);
 	/* a message and its RECON frame must fit the peer's frame limit,
 	 * which is at least ours in a mesh of equal settings */
 	size_t room = (size_t)sy->d.cfg->max_frame - 64;
 	if (room < sy->rcfg.max_msg_bytes)
 		sy->rcfg.max_msg_bytes = room;
+	/* until loaded, empty sets stand in (counts, status); the probe on
+	 * the empty one decides the HELLO's features, which must not change */
+	sy->set = recon_set_new();
+	if (!sy->set) {
+		free(sy);
+		return pith_err_set(err, PITH_ENOMEM, "out of memory");
+	}
 	pith_err_t e = {0};
 	recon_session_t *probe = recon_session_new(sy->set, RECON_RESPONDER, &sy->rcfg, NULL, &e);
 	sy->enabled = probe != NULL;
@@ -911,21 +1128,23 @@ int sync_new(const sync_deps_t *d, sync_t **out, pith_err_t *err)
 	if (!sy->enabled)
 		log_warn("sync: reconciliation off (%s); catch-up falls back to listing ids",
 			 e.msg[0] ? e.msg : "out of memory");
-	log_info("sync: reconciliation set of %zu events loaded in %lld ms (%zu KiB)%s",
-		 recon_set_count(sy->set), (long long)((node_now_us() - t0) / 1000),
-		 recon_set_memory(sy->set) >> 10,
-		 sy->skipped ? "; some events lie outside the reconciled time span" : "");
-	if (sy->enabled) {
-		t0 = node_now_us();
-		if ((rc = store_recon_bundles_load(sy->d.store, &sy->bset, &sy->bskipped, err))) {
-			sync_free(sy);
-			return rc;
-		}
-		sy->bundles = 1;
-		log_info("sync: bundle reconciliation set of %zu bundles loaded in %lld ms (%zu KiB)",
-			 recon_set_count(sy->bset), (long long)((node_now_us() - t0) / 1000),
-			 recon_set_memory(sy->bset) >> 10);
+	sy->bundles = sy->enabled;
+	if (sy->bundles && !(sy->bset = recon_set_new())) {
+		sync_free(sy);
+		return pith_err_set(err, PITH_ENOMEM, "out of memory");
 	}
+	sy->load_delay_ms = load_delay_ms();
+	sy->load_start_us = node_now_us();
+	sy->loaded_ev = event_new(sy->d.base, -1, 0, loaded_cb, sy);
+	if (!sy->loaded_ev) {
+		sync_free(sy);
+		return pith_err_set(err, PITH_ENOMEM, "out of memory");
+	}
+	if (pthread_create(&sy->loader, NULL, loader_main, sy)) {
+		sync_free(sy);
+		return pith_err_set(err, PITH_EIO, "cannot start the reconciliation set's loader");
+	}
+	sy->loader_running = 1;
 	*out = sy;
 	return 0;
 }
@@ -934,8 +1153,18 @@ void sync_free_(sync_t *sy)
 {
 	if (!sy)
 		return;
+	if (sy->loader_running) {
+		atomic_store(&sy->load_stop, 1); /* a 10M-event walk gives up at once */
+		pthread_join(sy->loader, NULL);
+		sy->loader_running = 0;
+	}
+	if (sy->loaded_ev)
+		event_free(sy->loaded_ev);
 	sync_lookups_cancel(sy);
+	recon_set_free(sy->lset);
+	recon_set_free(sy->lbset);
 	recon_set_free(sy->set);
 	recon_set_free(sy->bset);
+	pith_buf_release(&sy->queue);
 	free(sy);
 }

@@ -3,7 +3,8 @@
  * docs/sync.md ("Integration with the node") lays out.
  *
  * The node keeps one recon_set_t of its store's time index: loaded at
- * start (store_recon_index_load) and kept current for every event a
+ * start (store_recon_index_load, on a thread of its own so that the node
+ * serves at once; sessions wait for it) and kept current for every event a
  * commit stores. With each peer that speaks RECON (HELLO feature
  * WIRE_FEAT_SYNC), the node that dialled starts a session after the
  * handshake and again every sync_interval_ms; at most one session runs
@@ -23,7 +24,8 @@
  * announces (BUNDLE_ANNOUNCE, paced) the bundles the other lacks, and the
  * other fetches those newer than its own (docs/sync.md, "Bundles").
  *
- * Everything here runs on the loop thread. */
+ * Everything here runs on the loop thread, except the sets' load, which
+ * hands its result to the loop thread (an event) and touches nothing else. */
 #ifndef PITH_NODE_SYNC_H
 #define PITH_NODE_SYNC_H
 
@@ -42,6 +44,7 @@ typedef struct sync sync_t;
 /* Everything sync uses; borrowed, must outlive it. reply answers a
  * control request that waited for a session (`sync PEER`). */
 typedef struct sync_deps {
+	struct event_base *base; /* the loop the finished load is handed to */
 	net_t *net;
 	relay_t *relay;
 	addrbook_t *book;
@@ -54,11 +57,20 @@ typedef struct sync_deps {
 	void *reply_arg;
 } sync_deps_t;
 
-/* Loads the reconciliation sets from the store. 0, or a negative code
- * with err saying why (the node does not start). */
+/* Starts loading the reconciliation sets from the store on a thread of
+ * its own and returns at once; reconciliation begins on the loop thread
+ * once they are loaded (until then sessions are neither started nor
+ * accepted: a peer's is answered "busy"). A failed load is logged and
+ * leaves reconciliation off. 0, or a negative code with err saying why
+ * (out of memory, no thread: the node does not start). */
 int sync_new(const sync_deps_t *d, sync_t **out, pith_err_t *err);
 
-/* NULL-tolerant. Call after the peers are gone. */
+/* Blocks until the sets' load has finished and applies it (tests that
+ * want the sets in place before running the loop). Loop thread only. */
+void sync_load_wait(sync_t *sy);
+
+/* NULL-tolerant. Stops a load in progress (the walk gives up at its next
+ * item) and joins its thread. Call after the peers are gone. */
 void sync_free_(sync_t *sy);
 #define sync_free(x) do { sync_free_(x); (x) = NULL; } while (0)
 

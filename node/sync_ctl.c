@@ -127,6 +127,25 @@ int sync_control_start(sync_t *sy, const char *arg, uint64_t serial, pith_err_t 
 {
 	if (!sy->enabled)
 		return pith_err_set(err, PITH_EINVAL, "reconciliation is off (max_frame too small)");
+	if (sy->set_state == SYNC_SET_FAILED)
+		return pith_err_set(err, PITH_EIO, "reconciliation is off: the set did not load (%s)",
+				    sy->lerr.msg);
+	if (sy->set_state == SYNC_SET_LOADING) {
+		/* run once the sets are loaded (sync.c, load_applied) */
+		for (size_t i = 0; i < SYNC_DEFERRED_MAX; i++) {
+			sync_deferred_t *dq = &sy->deferred[i];
+			if (dq->serial)
+				continue;
+			if (strlen(arg) >= sizeof(dq->peer))
+				return pith_err_set(err, PITH_EINVAL, "peer name too long");
+			dq->serial = serial;
+			snprintf(dq->peer, sizeof(dq->peer), "%s", arg);
+			return 0;
+		}
+		return pith_err_set(err, PITH_ETOOBIG,
+				    "the reconciliation set is loading; too many `sync` requests "
+				    "waiting for it: try again shortly");
+	}
 	if (is_hex_prefix(arg)) {
 		peer_t *found = NULL;
 		size_t len = strlen(arg);

@@ -4,6 +4,9 @@
 #ifndef PITH_NODE_SYNC_INT_H
 #define PITH_NODE_SYNC_INT_H
 
+#include <pthread.h>
+#include <stdatomic.h>
+
 #include "recon.h"
 #include "resolve.h"
 #include "sync.h"
@@ -44,6 +47,25 @@ enum { SYNC_EVENTS = 0, SYNC_BUNDLES = 1 };
 				       about a second at the bulk pace) */
 #define SYNC_OFFER_LOOKUPS 1024     /* index lookups per offer pass (a tick) */
 #define PITH_LEN (PITH_NUMBER_LEN + 1)
+#define SYNC_DEFERRED_MAX 16        /* `sync` requests waiting for the set's load */
+
+/* The sets' load at start (a thread of its own, sync.c "the load"). */
+enum { SYNC_SET_LOADING = 0, SYNC_SET_READY = 1, SYNC_SET_FAILED = 2 };
+
+/* An update of the sets that came while they were loading, replayed in
+ * order once loaded. */
+enum { SYNC_Q_EVENT = 0, SYNC_Q_BUNDLE_ADD = 1, SYNC_Q_BUNDLE_REMOVE = 2 };
+typedef struct sync_queued {
+	int op;
+	int64_t us;
+	uint8_t id[32];
+} sync_queued_t;
+
+/* A `sync PEER` request that came while the sets were loading. */
+typedef struct sync_deferred {
+	uint64_t serial;         /* 0: a free slot */
+	char peer[96];
+} sync_deferred_t;
 
 /* One finished session, for status and the `sync` answer. */
 typedef struct sync_result {
@@ -82,6 +104,8 @@ struct sync_peer {
 	uint64_t ctl;            /* `sync` request answered when this session ends */
 	uint64_t ctl_next;       /* `sync` request for a session after this one */
 	uint64_t sessions, failures;
+	int turned_away;         /* we answered a session of the peer's "busy" while
+				    loading: we start one once loaded */
 	double credit;           /* bytes of answers it may still have (sync.c, "answer credit") */
 	int64_t credit_us;       /* when credit was last refilled */
 	int credit_held;         /* held: the answer is over the credit */
@@ -106,6 +130,21 @@ struct sync {
 	uint64_t bundle_sessions, bundles_offered, offers_sent;
 	recon_config_t rcfg;
 	int enabled;
+	/* the load (the loop thread reads l* only after joining the loader) */
+	int set_state;           /* SYNC_SET_* */
+	int loader_running;      /* loader started and not joined yet */
+	pthread_t loader;
+	atomic_int load_stop;    /* sync_free: give the load up */
+	struct event *loaded_ev; /* the loader activates it when done */
+	int64_t load_delay_ms;   /* PITH_TEST_RECON_LOAD_DELAY_MS (tests only) */
+	int64_t load_start_us, load_ms, bload_ms;
+	recon_set_t *lset, *lbset;
+	size_t lskipped, lbskipped;
+	int lrc;
+	pith_err_t lerr;         /* why the load failed */
+	pith_buf_t queue;        /* sync_queued_t: updates while loading */
+	int queue_failed;        /* an update was lost (out of memory, logged) */
+	sync_deferred_t deferred[SYNC_DEFERRED_MAX];
 	size_t skipped;          /* events outside the reconciled span at load */
 	int add_failed;          /* an add to the set failed (logged once) */
 	/* totals */

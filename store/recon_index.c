@@ -18,12 +18,18 @@ typedef struct collect {
 	size_t n, cap;
 	size_t skipped;
 	int oom;
+	const atomic_int *stop;  /* set from another thread: give up */
+	int stopped;
 } collect_t;
 
 static int collect_one(void *arg, int64_t created_us, const uint8_t id[32])
 {
 	collect_t *c = arg;
 	uint64_t ts;
+	if (c->stop && atomic_load_explicit(c->stop, memory_order_relaxed)) {
+		c->stopped = 1;
+		return 1;
+	}
 	if (store_recon_ts(created_us, &ts)) {
 		c->skipped++;
 		return 0;
@@ -54,7 +60,9 @@ static int collect_bundle(void *arg, int64_t built_us, const uint8_t sha[32], co
 static int load_finish(collect_t *c, int rc, const char *what, recon_set_t **out,
 		       size_t *skipped, pith_err_t *err)
 {
-	if (c->oom)
+	if (c->stopped)
+		rc = pith_err_set(err, PITH_ENOTSUP, "recon index: %s load abandoned", what);
+	else if (c->oom)
 		rc = pith_err_set(err, PITH_ENOMEM, "recon index: out of memory after %zu %s", c->n,
 				  what);
 	else if (rc > 0)
@@ -70,9 +78,9 @@ static int load_finish(collect_t *c, int rc, const char *what, recon_set_t **out
 }
 
 int store_recon_index_load(store_t *st, recon_set_t **out, size_t *skipped,
-			   pith_err_t *err)
+			   const atomic_int *stop, pith_err_t *err)
 {
-	collect_t c = {0};
+	collect_t c = {.stop = stop};
 	*out = NULL;
 	/* sized by the store's count up front: at 10 million events the
 	 * doublings would copy 0.8 GB and hold 1.2 GB at once */
@@ -86,9 +94,9 @@ int store_recon_index_load(store_t *st, recon_set_t **out, size_t *skipped,
 }
 
 int store_recon_bundles_load(store_t *st, recon_set_t **out, size_t *skipped,
-			     pith_err_t *err)
+			     const atomic_int *stop, pith_err_t *err)
 {
-	collect_t c = {0};
+	collect_t c = {.stop = stop};
 	*out = NULL;
 	int rc = store_bundle_refs_each(st, collect_bundle, &c, err);
 	return load_finish(&c, rc, "bundles", out, skipped, err);

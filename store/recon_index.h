@@ -11,6 +11,7 @@
 #ifndef PITH_STORE_RECON_INDEX_H
 #define PITH_STORE_RECON_INDEX_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -27,14 +28,17 @@ int store_recon_ts(int64_t created_us, uint64_t *ts);
 
 /* Builds a set of every event in st's time index, in one pass (O(n)).
  * *out is the caller's (recon_set_free). skipped (may be NULL) gets the
- * number of events outside the reconciled span. */
+ * number of events outside the reconciled span. stop (may be NULL): once
+ * another thread sets it, the walk gives up at the next item and the load
+ * returns PITH_ENOTSUP ("abandoned"), with nothing in *out. */
 int store_recon_index_load(store_t *st, recon_set_t **out, size_t *skipped,
-			   pith_err_t *err);
+			   const atomic_int *stop, pith_err_t *err);
 
 /* Builds a set of every record's newest bundle, as items (built_at + the
- * same offset, bundle_sha256), from the store's bundle index (O(n)). */
+ * same offset, bundle_sha256), from the store's bundle index (O(n)). stop
+ * as above. */
 int store_recon_bundles_load(store_t *st, recon_set_t **out, size_t *skipped,
-			     pith_err_t *err);
+			     const atomic_int *stop, pith_err_t *err);
 
 /* Removes one item (a replaced bundle). 0 also when it was not in the set
  * or lies outside the span; PITH_ENOMEM is not possible. */

@@ -193,9 +193,9 @@ static void scenario(const evs_t *e, unsigned sel_a, unsigned sel_b, size_t want
 	recon_set_t *sa = NULL, *sb = NULL;
 	pith_err_t err = {0};
 	size_t skipped = 1;
-	CHECK_INT_EQ(store_recon_index_load(a, &sa, &skipped, &err), 0);
+	CHECK_INT_EQ(store_recon_index_load(a, &sa, &skipped, NULL, &err), 0);
 	CHECK_INT_EQ(skipped, 0);
-	CHECK_INT_EQ(store_recon_index_load(b, &sb, NULL, &err), 0);
+	CHECK_INT_EQ(store_recon_index_load(b, &sb, NULL, NULL, &err), 0);
 	CHECK_INT_EQ(sync_stores(a, sa, b, sb), want_fetched);
 	CHECK(same_time_index(a, b));
 	store_counts_t ca, cb;
@@ -207,7 +207,7 @@ static void scenario(const evs_t *e, unsigned sel_a, unsigned sel_b, size_t want
 	/* the sets kept current on ingest equal freshly loaded ones: a second
 	 * session between the stores finds nothing */
 	recon_set_t *fa = NULL;
-	CHECK_INT_EQ(store_recon_index_load(a, &fa, NULL, &err), 0);
+	CHECK_INT_EQ(store_recon_index_load(a, &fa, NULL, NULL, &err), 0);
 	CHECK_INT_EQ(sync_stores(a, fa, b, sb), 0);
 	CHECK_INT_EQ(sync_stores(a, sa, b, sb), 0);
 	recon_set_free(fa);
@@ -322,8 +322,8 @@ TEST(bundle_sets, "bundle sets: the side with the older bundle is offered the ne
 	CHECK_INT_EQ(put_bundle(b, NULL, &x1), STORE_BUNDLE_NEWER);
 	recon_set_t *sa = NULL, *sb = NULL;
 	pith_err_t err = {0};
-	CHECK_INT_EQ(store_recon_bundles_load(a, &sa, NULL, &err), 0);
-	CHECK_INT_EQ(store_recon_bundles_load(b, &sb, NULL, &err), 0);
+	CHECK_INT_EQ(store_recon_bundles_load(a, &sa, NULL, NULL, &err), 0);
+	CHECK_INT_EQ(store_recon_bundles_load(b, &sb, NULL, NULL, &err), 0);
 	CHECK_INT_EQ(recon_set_count(sa), 1);
 	CHECK_INT_EQ(recon_set_count(sb), 1);
 
@@ -349,7 +349,7 @@ TEST(bundle_sets, "bundle sets: the side with the older bundle is offered the ne
 	CHECK_INT_EQ(have_a.n + have_b.n, 0);
 	/* and the set kept current equals a fresh load */
 	recon_set_t *fa = NULL;
-	CHECK_INT_EQ(store_recon_bundles_load(a, &fa, NULL, &err), 0);
+	CHECK_INT_EQ(store_recon_bundles_load(a, &fa, NULL, NULL, &err), 0);
 	session(fa, sa, &have_a, NULL, &have_b, NULL);
 	CHECK_INT_EQ(have_a.n + have_b.n, 0);
 	recon_ids_release(&have_a);

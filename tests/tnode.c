@@ -115,13 +115,14 @@ int tnode_start(tnode_t *n)
 	n->relay = n->mesh.relay = n->ingest ? relay_new(&rd) : NULL;
 	if (!n->relay)
 		return -1;
-	sync_deps_t sd = {.net = n->net, .relay = n->relay, .book = n->book, .store = n->store,
+	sync_deps_t sd = {.base = n->base, .net = n->net, .relay = n->relay, .book = n->book, .store = n->store,
 			  .ingest = n->ingest, .cfg = &n->cfg, .stats = &n->stats};
 	pith_err_t err = {0};
 	if (sync_new(&sd, &n->sync, &err)) {
 		fprintf(stderr, "sync_new: %s\n", err.msg);
 		return -1;
 	}
+	sync_load_wait(n->sync); /* the cases expect the sets in place */
 	n->mesh.sync = n->sync;
 	net_set_hello(n->net, 7411, sync_features(n->sync), NULL);
 	return 0;
