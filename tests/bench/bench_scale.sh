@@ -4,7 +4,7 @@
 # scale. On demand, not in the suite.
 #
 # usage: bench_scale.sh BUILD_DIR [--data DIR] [--sizes "N ..."] [--no-import]
-#          [--no-sync] [--no-serve] [--duration S] [--connections C]
+#          [--no-sync] [--no-serve] [--no-check] [--duration S] [--connections C]
 #
 # For each size N (events; default 1000000 4000000 10000000):
 #   1. gen_events writes N events, 2 per record, into DIR (default
@@ -34,7 +34,7 @@ BUILD=$(cd "$1" && pwd)
 shift
 HERE=$(cd "$(dirname "$0")" && pwd)
 DATA=/work/scale-data SIZES="1000000 4000000 10000000" DUR=10 CONN=32
-IMPORT=1 SYNC=1 SERVE=1
+IMPORT=1 SYNC=1 SERVE=1 CHECK=1
 while [ $# -gt 0 ]; do
 	case $1 in
 	--data) DATA=$2; shift 2 ;;
@@ -44,6 +44,7 @@ while [ $# -gt 0 ]; do
 	--no-import) IMPORT=0; shift ;;
 	--no-sync) SYNC=0; shift ;;
 	--no-serve) SERVE=0; shift ;;
+	--no-check) CHECK=0; shift ;;
 	*) echo "unknown option $1" >&2; exit 2 ;;
 	esac
 done
@@ -157,6 +158,13 @@ open(sys.argv[2], "w").write("\n".join(ax) + "\n")' "$A/ids.txt" "$A/arxiv.txt"
 	done
 	[ -n "$START" ] || { echo "pithd did not serve (see $A/serve.log)" >&2; exit 1; }
 	URL=http://127.0.0.1:$PORT
+	# the reconciliation set loads on a thread of its own after the start
+	# (docs/pithd.md): the throughput is measured once it is in, so that
+	# its 10-million-key walk does not share the 2 cores with wrk
+	for _ in $(seq 600); do
+		grep -q "reconciliation set of" "$A/serve.log" && break
+		sleep 0.1
+	done
 	wrk -t1 -c"$CONN" -d3s -s "$HERE/bench_http.lua" "$URL" -- state "$A/ids.txt" >/dev/null
 	ST=$(wrk -t1 -c"$CONN" -d"${DUR}s" --timeout 5s -s "$HERE/bench_http.lua" "$URL" -- state \
 		"$A/ids.txt" | grep '^RESULT')
@@ -172,9 +180,14 @@ open(sys.argv[2], "w").write("\n".join(ax) + "\n")' "$A/ids.txt" "$A/arxiv.txt"
 	say "pithctl records and check"
 	/usr/bin/time -f "%e %M" -o "$A/records.time" "$PITHCTL" --store "$A/store" records |
 		wc -l >"$A/records.count"
-	/usr/bin/time -f "%e %M" -o "$A/check.time" "$PITHCTL" --store "$A/store" \
-		--trust-key "$DATA/key.json" check \
-		>"$A/check.out" 2>&1 || true
+	if [ $CHECK = 1 ]; then
+		/usr/bin/time -f "%e %M" -o "$A/check.time" "$PITHCTL" --store "$A/store" \
+			--trust-key "$DATA/key.json" check \
+			>"$A/check.out" 2>&1 || true
+	else
+		echo "0 0" >"$A/check.time"
+		echo "not run (--no-check)" >"$A/check.out"
+	fi
 	# /usr/bin/time's last line ("Command exited with ..." may precede it)
 	tm() { tail -1 "$A/$2.time" | cut -d' ' -f"$1"; }
 	f() { sed -n "s/.* $1=\([0-9.]*\).*/\1/p" <<<"$2"; }
