@@ -37,6 +37,7 @@ struct search {
 	pthread_cond_t cv;
 	int stop, kicked, poll_ms, nice;
 	atomic_int stopping;
+	atomic_int kick_pending; /* a kick not yet taken: later ones need no lock */
 };
 
 static int64_t mono_us(void)
@@ -427,6 +428,9 @@ static void *feeder(void *arg)
 		}
 		int stop = s->stop;
 		s->kicked = 0;
+		/* cleared before the change log is read: a commit whose kick
+		 * finds it still set is read by the refresh below */
+		atomic_store(&s->kick_pending, 0);
 		pthread_mutex_unlock(&s->mu);
 		if (stop)
 			break;
@@ -462,6 +466,10 @@ int search_start(search_t *s, int poll_ms, int nice, pith_err_t *err)
 void search_kick(search_t *s)
 {
 	if (!s || !s->started)
+		return;
+	/* called on the loop for every ingest result: after the first kick
+	 * the feeder has not taken yet, the others cost one atomic */
+	if (atomic_exchange(&s->kick_pending, 1))
 		return;
 	pthread_mutex_lock(&s->mu);
 	s->kicked = 1;
