@@ -5,12 +5,15 @@
 #include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "bundle.h"
 #include "ids.h"
@@ -406,6 +409,124 @@ static int info_log_level(void)
 	return 4;
 }
 
+static int has_current(const char *dir)
+{
+	char p[4200];
+	struct stat sb;
+	snprintf(p, sizeof(p), "%s/CURRENT", dir);
+	return stat(p, &sb) == 0;
+}
+
+/* rm -r of a directory RocksDB made (files only, no subdirectories but
+ * an empty archive/ or the like, which rmdir takes). */
+static void remove_db_dir(const char *dir)
+{
+	DIR *d = opendir(dir);
+	if (!d)
+		return;
+	struct dirent *de;
+	char p[4400];
+	while ((de = readdir(d))) {
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		snprintf(p, sizeof(p), "%s/%s", dir, de->d_name);
+		if (unlink(p))
+			rmdir(p);
+	}
+	closedir(d);
+	rmdir(dir);
+}
+
+/* Stale DIR.creating-PID siblings, left by a creation that was killed
+ * (or by this process's pid in an earlier life): removed when their
+ * process is gone. */
+static void remove_stale_creations(const char *base)
+{
+	char parent[4096], prefix[4200];
+	const char *slash = strrchr(base, '/');
+	if (slash) {
+		snprintf(parent, sizeof(parent), "%.*s", slash == base ? 1 : (int)(slash - base), base);
+		snprintf(prefix, sizeof(prefix), "%s.creating-", slash + 1);
+	} else {
+		snprintf(parent, sizeof(parent), ".");
+		snprintf(prefix, sizeof(prefix), "%s.creating-", base);
+	}
+	DIR *d = opendir(parent);
+	if (!d)
+		return;
+	size_t pl = strlen(prefix);
+	struct dirent *de;
+	char p[8300];
+	while ((de = readdir(d))) {
+		if (strncmp(de->d_name, prefix, pl))
+			continue;
+		char *end;
+		long pid = strtol(de->d_name + pl, &end, 10);
+		if (*end || pid <= 0)
+			continue;
+		if (pid != (long)getpid() && !(kill((pid_t)pid, 0) && errno == ESRCH))
+			continue;
+		snprintf(p, sizeof(p), "%s/%s", parent, de->d_name);
+		remove_db_dir(p);
+	}
+	closedir(d);
+}
+
+static void fsync_parent(const char *base)
+{
+	char parent[4096];
+	const char *slash = strrchr(base, '/');
+	if (!slash)
+		snprintf(parent, sizeof(parent), ".");
+	else
+		snprintf(parent, sizeof(parent), "%.*s", slash == base ? 1 : (int)(slash - base), base);
+	int fd = open(parent, O_RDONLY | O_DIRECTORY);
+	if (fd >= 0) {
+		fsync(fd);
+		close(fd);
+	}
+}
+
+static int store_open_dir(const char *dir, const store_opts_t *opts, store_t **out,
+			  pith_err_t *err);
+
+/* A new store is made whole beside its place, DIR.creating-PID, and
+ * renamed into it (onto nothing, or onto an empty directory): RocksDB
+ * creates the column families one manifest write at a time, and a
+ * process killed between two of them left a database that a read-only
+ * open refused ("Column family not found"). So DIR holds either no store
+ * or a complete one. Where the rename cannot be done (DIR holds other
+ * files, is a mount point, or its parent is not writable) the store is
+ * created in place as before: a read-write open finishes an interrupted
+ * creation (docs/store.md, "Durability"). */
+static void store_create(const char *dir, const store_opts_t *opts)
+{
+	char base[4096], tmp[4200];
+	size_t n = strlen(dir);
+	while (n > 1 && dir[n - 1] == '/')
+		n--;
+	if (n >= sizeof(base))
+		return;
+	memcpy(base, dir, n);
+	base[n] = 0;
+	snprintf(tmp, sizeof(tmp), "%s.creating-%ld", base, (long)getpid());
+	remove_stale_creations(base);
+	store_t *st = NULL;
+	pith_err_t err = {0};
+	store_opts_t o = *opts;
+	o.on_error = NULL;
+	o.notice = NULL;
+	if (store_open_dir(tmp, &o, &st, &err)) {
+		remove_db_dir(tmp);
+		return;
+	}
+	store_close_(st);
+	if (rename(tmp, base))
+		remove_db_dir(tmp);
+	else
+		fsync_parent(base);
+}
+
 int store_open(const char *dir, const store_opts_t *opts, store_t **out, pith_err_t *err)
 {
 	static const store_opts_t defaults = {.create = 1};
@@ -414,6 +535,14 @@ int store_open(const char *dir, const store_opts_t *opts, store_t **out, pith_er
 	*out = NULL;
 	if (opts->create && !opts->read_only && make_parents(dir, err))
 		return PITH_EIO;
+	if (opts->create && !opts->read_only && !has_current(dir))
+		store_create(dir, opts);
+	return store_open_dir(dir, opts, out, err);
+}
+
+static int store_open_dir(const char *dir, const store_opts_t *opts, store_t **out,
+			  pith_err_t *err)
+{
 	store_t *st = calloc(1, sizeof(*st));
 	if (!st)
 		return pith_err_set(err, PITH_ENOMEM, "store: out of memory");
@@ -465,6 +594,21 @@ int store_open(const char *dir, const store_opts_t *opts, store_t **out, pith_er
 						      (const rocksdb_options_t *const *)st->cf_opts,
 						      st->cf, &e);
 	int rc;
+	if ((e || !st->db) && opts->read_only && !has_current(dir)) {
+		rc = pith_err_set(err, PITH_EIO, "store %s: no store here (no CURRENT file); "
+				  "import or pull with --store %s creates one", dir, dir);
+		rocksdb_free(e);
+		st->db = NULL;
+		goto fail;
+	}
+	if ((e || !st->db) && opts->read_only && strstr(e ? e : "", "Column family not found")) {
+		rc = pith_err_set(err, PITH_EIO, "store %s: its creation was interrupted (%s); a "
+				  "writing command (pithctl --store %s import /dev/null) finishes it",
+				  dir, e, dir);
+		rocksdb_free(e);
+		st->db = NULL;
+		goto fail;
+	}
 	if (e || !st->db) {
 		rc = pith_err_set(err, PITH_EIO, "store %s: cannot open: %s", dir,
 				  e ? e : "unknown error");

@@ -98,12 +98,18 @@ with tempfile.TemporaryDirectory() as t:
     base = [a.pithctl, "--store", store, "--trust-key", key]
 
     def stored_ids():
+        # a kill before the new store was renamed into place leaves no
+        # store at all (never a half-made one): nothing stored
+        if not os.path.exists(os.path.join(store, "CURRENT")):
+            return []
         r = subprocess.run(base + ["export"], capture_output=True)
         if r.returncode:
             fail("export after a crash: " + r.stderr.decode())
         return [first_id(l) for l in r.stdout.splitlines()]
 
     def audit(what):
+        if not os.path.exists(os.path.join(store, "CURRENT")):
+            return
         r = subprocess.run(base + ["check"], capture_output=True, text=True)
         if r.returncode:
             fail(f"check after {what}:\n{r.stdout[:3000]}{r.stderr}")
