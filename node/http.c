@@ -361,6 +361,8 @@ static int route_run(http_ctx_t *c, const char *id)
 	int rc = http_resolve_id(c, id, pith);
 	if (rc)
 		return rc > 0;
+	if (http_pool_is_route(c->route) && !http_pool_submit(c, pith))
+		return 1; /* rendered by the pool, sent from done_cb */
 	http_view_run(c, pith);
 	return 0;
 }
@@ -637,6 +639,9 @@ int http_new(struct event_base *base, store_t *store, metrics_t *metrics, const 
 		rc = pith_err_set(err, PITH_ENOMEM, "out of memory");
 		goto fail;
 	}
+	/* last: the render contexts copy the names and base URL set above */
+	if ((rc = http_pool_start(h, opts->render_threads, err)))
+		goto fail;
 	*out = h;
 	return 0;
 fail:
@@ -648,7 +653,9 @@ void http_free_(http_t *h)
 {
 	if (!h)
 		return;
-	/* before evhttp_free: it frees the requests our posts point to */
+	/* before evhttp_free: it frees the requests our posts and render
+	 * jobs point to */
+	http_pool_stop(h);
 	post_drop_all(h);
 	want_drop_all(h);
 	conn_stop_sweep(h);

@@ -54,6 +54,8 @@ typedef struct http_opts {
 	int list_registry;         /* list the registry itself in /pith-mirrors.json */
 	int readthrough_ms;        /* with a want hook: how long a read of a missing
 				    * record waits for it (0: the hook is not asked) */
+	int render_threads;        /* threads rendering the record documents off
+				    * the loop (http_pool.c); 0: the loop renders */
 	const char *node_id;       /* shown on "/" (copied; NULL: not shown) */
 	const char *network_id;    /* the same */
 	struct search *search;     /* the search index (search.h), borrowed: /search,

@@ -130,6 +130,7 @@ typedef struct http_mirror_entry {
 
 typedef struct post post_t;
 typedef struct hconn hconn_t;
+typedef struct http_pool http_pool_t;
 
 struct http {
 	struct event_base *base;
@@ -176,6 +177,8 @@ struct http {
 	size_t body_waiting;    /* connections waiting for a turn to send one */
 	post_t *posts;          /* requests waiting for their events */
 
+	http_pool_t *pool;      /* the render pool (http_pool.c), or NULL */
+
 	/* scratch, reused by every request on the loop thread */
 	pith_buf_t body, tmp, tmp2;
 	pith_buf_t gz;          /* the gzipped body being sent */
@@ -201,6 +204,11 @@ http_route_t http_route_match(const http_target_t *t, char *id, size_t idcap, in
 int http_view_run_global(http_ctx_t *c);
 /* Runs the view of a record route for the stored record pith. */
 void http_view_run(http_ctx_t *c, const char *pith);
+/* A render-only context for another thread that renders what srv's
+ * record routes render (the same store, search index, names and base
+ * URL; scratch buffers of its own), or NULL (out of memory). Free it with
+ * http_render_free. */
+http_t *http_render_ctx_of(const http_t *srv);
 
 /* ---- http.c --------------------------------------------------------------------- */
 int64_t http_now_us(void);
@@ -367,6 +375,23 @@ void view_search_json(http_ctx_t *c);
 void post_events(http_ctx_t *c);
 /* Drops every waiting request (server shutting down). */
 void post_drop_all(http_t *h);
+
+/* ---- http_pool.c: the render pool ------------------------------------------------------ */
+/* Starts nthreads render threads (0: none, the loop renders). 0, or an
+ * error (call http_pool_stop to undo what was started). */
+int http_pool_start(http_t *h, int nthreads, pith_err_t *err);
+/* Stops the threads (joining them) and drops the jobs not yet sent: their
+ * requests are freed here if their client left, else by evhttp_free with
+ * their connection. Call before evhttp_free. NULL-tolerant (no pool). */
+void http_pool_stop(http_t *h);
+/* Whether route r's document may be rendered by the pool (the record
+ * routes: their views read only the store, the search index and the
+ * context's own scratch). */
+int http_pool_is_route(http_route_t r);
+/* Hands the rendering of c's record view (pith resolved) to the pool: 0,
+ * and the reply is sent later from the loop; -1 (no pool, the pool is
+ * full, out of memory): the caller renders inline. */
+int http_pool_submit(http_ctx_t *c, const char *pith);
 
 /* ---- http_want.c: read-through ------------------------------------------------------ */
 /* A record view found nothing for id: 1 if the request now waits for the

@@ -288,6 +288,26 @@ int http_render_new(store_t *store, const http_render_opts_t *o, http_t **out, p
 	return 0;
 }
 
+http_t *http_render_ctx_of(const http_t *srv)
+{
+	http_t *h = calloc(1, sizeof(*h));
+	if (!h)
+		return NULL;
+	h->store = srv->store;
+	h->o = srv->o;
+	h->o.listen = NULL;
+	h->o.public_url = NULL;
+	memcpy(h->name, srv->name, sizeof(h->name));
+	memcpy(h->node_id, srv->node_id, sizeof(h->node_id));
+	memcpy(h->network_id, srv->network_id, sizeof(h->network_id));
+	memcpy(h->base_url, srv->base_url, sizeof(h->base_url));
+	memcpy(h->mirrors_at, srv->mirrors_at, sizeof(h->mirrors_at));
+	h->o.name = h->name;
+	h->o.node_id = h->node_id;
+	h->o.network_id = h->network_id;
+	return h;
+}
+
 const char *http_base_url(const http_t *h)
 {
 	return h->base_url;

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "http.h"
 #include "log.h"
@@ -246,6 +247,11 @@ int node_http_start(node_t *n, pith_err_t *err)
 	o.node_id = n->id_hex;
 	o.network_id = n->cfg->network_id;
 	o.search = n->search;
+	o.render_threads = (int)n->cfg->http_render_threads;
+	if (o.render_threads < 0) {
+		long nc = sysconf(_SC_NPROCESSORS_ONLN);
+		o.render_threads = nc > 0 ? (int)nc : 1;
+	}
 	http_hooks_t hooks = {.submit = submit, .want = want, .about = about, .arg = n};
 	int rc = http_new(n->base, n->store, n->metrics, &o, &hooks, &n->http, err);
 	if (rc)

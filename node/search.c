@@ -25,6 +25,8 @@
 
 struct search {
 	sqlite3 *w, *r;      /* writer (refresh), reader (queries) */
+	pthread_mutex_t rmu; /* the reader: one query at a time (the loop and
+			      * pithd's render threads share it) */
 	store_t *st;
 	char path[4096];
 	_Atomic uint64_t seq;
@@ -152,6 +154,7 @@ int search_open(const char *path, store_t *st, search_t **out, pith_err_t *err)
 	snprintf(s->path, sizeof(s->path), "%s", path);
 	s->st = st;
 	pthread_mutex_init(&s->mu, NULL);
+	pthread_mutex_init(&s->rmu, NULL);
 	pthread_cond_init(&s->cv, NULL);
 	int rc = open_writer(s, err);
 	if (!rc)
@@ -205,6 +208,7 @@ void search_free_(search_t *s)
 	sqlite3_close(s->r);
 	sqlite3_close(s->w);
 	pthread_mutex_destroy(&s->mu);
+	pthread_mutex_destroy(&s->rmu);
 	pthread_cond_destroy(&s->cv);
 	free(s);
 }
@@ -563,8 +567,8 @@ static void hit_of(sqlite3_stmt *st, search_hit_t *h)
 	h->submitted_at = (const char *)sqlite3_column_text(st, 5);
 }
 
-int search_query(search_t *s, const char *q, size_t limit, size_t offset, search_hit_fn fn,
-		 void *arg, int *more, pith_err_t *err)
+static int query_locked(search_t *s, const char *q, size_t limit, size_t offset,
+			search_hit_fn fn, void *arg, int *more, pith_err_t *err)
 {
 	pith_buf_t m = PITH_BUF_INIT;
 	sqlite3_stmt *st = NULL;
@@ -636,8 +640,17 @@ out:
 	return rc;
 }
 
-int search_cited_by(search_t *s, const char *pith, size_t limit, search_hit_fn fn, void *arg,
-		    size_t *total, pith_err_t *err)
+int search_query(search_t *s, const char *q, size_t limit, size_t offset, search_hit_fn fn,
+		 void *arg, int *more, pith_err_t *err)
+{
+	pthread_mutex_lock(&s->rmu);
+	int rc = query_locked(s, q, limit, offset, fn, arg, more, err);
+	pthread_mutex_unlock(&s->rmu);
+	return rc;
+}
+
+static int cited_by_locked(search_t *s, const char *pith, size_t limit, search_hit_fn fn,
+			   void *arg, size_t *total, pith_err_t *err)
 {
 	sqlite3_stmt *st = NULL;
 	int rc = 0, step;
@@ -670,6 +683,15 @@ int search_cited_by(search_t *s, const char *pith, size_t limit, search_hit_fn f
 	if (step != SQLITE_ROW && step != SQLITE_DONE)
 		rc = db_fail(err, s->r, "query");
 	sqlite3_finalize(st);
+	return rc;
+}
+
+int search_cited_by(search_t *s, const char *pith, size_t limit, search_hit_fn fn, void *arg,
+		    size_t *total, pith_err_t *err)
+{
+	pthread_mutex_lock(&s->rmu);
+	int rc = cited_by_locked(s, pith, limit, fn, arg, total, err);
+	pthread_mutex_unlock(&s->rmu);
 	return rc;
 }
 

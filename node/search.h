@@ -10,7 +10,7 @@
  * Two SQLite connections: one that writes (search_refresh, on the feeder
  * thread search_start runs, or on the caller's thread in pithctl), and one
  * that reads (search_query, search_cited_by, on the caller's thread: the
- * event loop in pithd). WAL mode lets the reader see every committed
+ * event loop and the render threads in pithd, one at a time). WAL mode lets the reader see every committed
  * refresh while the writer goes on. No libevent: pithctl links this too. */
 #ifndef PITH_NODE_SEARCH_H
 #define PITH_NODE_SEARCH_H

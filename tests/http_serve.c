@@ -7,7 +7,7 @@
  *                   [--max-post-events N] [--max-inflight N] [--timeout S]
  *                   [--request-timeout S] [--max-connections N]
  *                   [--cache-mb N] [--worker-nice N] [--port-file FILE]
- *                   [--no-submit] [--search FILE]
+ *                   [--no-submit] [--search FILE] [--render-threads N]
  *
  * Opens (or creates) the store with the trusted keys as registry keys, as
  * pithd does; starts the validation pipeline of node/ingest.c (the one
@@ -19,7 +19,9 @@
  * its thread as pithd's is (without it, /search answers 503).
  * --worker-nice N (default 0) runs the validators, the writer and
  * RocksDB's background threads N nice steps below the loop, as pithd's
- * worker_nice does. */
+ * worker_nice does. --render-threads N (default 2) renders the record
+ * documents on N threads off the loop, as pithd's http_render_threads (0:
+ * on the loop): the http tests run through the pool unless told. */
 #include <event2/event.h>
 #include <event2/thread.h>
 #include <signal.h>
@@ -74,7 +76,7 @@ static int usage(void)
 			"[--name NAME] [--trust-key FILE]... [--threads N] [--mirror NAME=URL]... "
 			"[--max-body N] [--max-header N] [--max-post-events N] [--max-inflight N] "
 			"[--timeout S] [--request-timeout S] [--max-connections N] [--cache-mb N] "
-			"[--worker-nice N] [--port-file FILE] [--no-submit] [--search FILE]\n");
+			"[--worker-nice N] [--port-file FILE] [--no-submit] [--search FILE] [--render-threads N]\n");
 	return 2;
 }
 
@@ -104,6 +106,7 @@ int main(int argc, char **argv)
 	http_opts_t o;
 	http_opts_default(&o);
 	o.listen = "127.0.0.1:0";
+	o.render_threads = 2;
 	int threads = 2, no_submit = 0, worker_nice = 0;
 	size_t cache_mb = 0;
 	http_mirror_t mirrors[MAX_MIRRORS];
@@ -159,6 +162,8 @@ int main(int argc, char **argv)
 			port_file = v;
 		else if (OPT("--search"))
 			search_path = v;
+		else if (OPT("--render-threads"))
+			o.render_threads = atoi(v);
 		else if (!strcmp(a, "--no-submit"))
 			no_submit = 1;
 		else

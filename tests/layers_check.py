@@ -41,7 +41,8 @@ MODULES = {
     "follower": ["follower.c", "follower_feed.c"],
     "node": ["node.c", "node_ctl.c", "node_http.c"],
     "ingest": ["ingest.c", "ingest_core.c", "ingest_validate.c"],
-    "http": ["http.c", "http_conn.c", "http_resolve.c", "http_post.c", "http_want.c"],
+    "http": ["http.c", "http_conn.c", "http_resolve.c", "http_post.c", "http_want.c",
+             "http_pool.c"],
     "render": ["http_render.c", "http_uri.c", "http_doc.c", "http_views.c", "http_page.c",
                "http_browse.c", "http_search.c"],
 }

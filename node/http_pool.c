@@ -1,0 +1,328 @@
+/* The render pool: the record documents rendered off the loop thread.
+ *
+ * The loop parses, routes and resolves a request as before, then hands
+ * the record's view (the store reads and the body building: the same code
+ * `pithctl export --site --jobs N` runs in several threads) to one of a
+ * fixed number of worker threads, each with its own render-only context
+ * (scratch buffers, parsed target). The worker renders into the job's own
+ * buffer and queues the job as done; an eventfd wakes the loop, which
+ * sends the reply exactly as an inline render would (http_send: 304,
+ * ETag, gzip and its cache, headers, metrics). Workers never touch an
+ * evhttp object, the body cache or the metrics: those stay on the loop.
+ *
+ * Bounded: at most HTTP_POOL_JOBS_PER_THREAD jobs per thread outstanding
+ * (queued, rendering or done and not yet sent); past that the loop
+ * renders inline, as with no pool, so a burst slows the loop down rather
+ * than growing a queue or refusing requests. */
+#define _GNU_SOURCE /* pthread_setname_np */
+#include <errno.h>
+#include <event2/event.h>
+#include <event2/http.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "http_int.h"
+#include "log.h"
+
+#define HTTP_POOL_JOBS_PER_THREAD 64
+#define HTTP_POOL_THREADS_MAX 64
+#define HTTP_POOL_KEEP_BUF (256u << 10) /* a recycled job keeps a body buffer this big */
+
+typedef struct render_job render_job_t;
+struct render_job {
+	render_job_t *next;
+	struct evhttp_request *req; /* the loop thread's only */
+	http_route_t route;
+	int head;
+	int64_t t0_us;
+	char pith[PITH_NUMBER_LEN + 1];
+	pith_buf_t in;              /* the request target, NUL, the Accept header, NUL */
+	size_t accept_off;          /* 0: no Accept header */
+	http_resp_t r;              /* what the view set */
+	pith_buf_t body;            /* what it rendered */
+};
+
+typedef struct pool_worker {
+	http_pool_t *pool;
+	http_t *ctx;                /* this thread's render context */
+	pthread_t thread;
+	int started;
+} pool_worker_t;
+
+struct http_pool {
+	http_t *h;
+	pool_worker_t *w;
+	size_t nw;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	render_job_t *head, *tail; /* waiting for a worker (under mu) */
+	render_job_t *done;         /* rendered, for the loop (under mu) */
+	int signalled;              /* the eventfd holds a wake-up not yet taken (under mu) */
+	int stop;                   /* under mu */
+	int efd;
+	struct event *done_ev;
+	/* the loop thread's */
+	size_t outstanding, max_outstanding;
+	render_job_t *spare;        /* recycled jobs */
+	size_t nspare;
+};
+
+static void job_free(render_job_t *j)
+{
+	if (!j)
+		return;
+	pith_buf_release(&j->in);
+	pith_buf_release(&j->body);
+	free(j);
+}
+
+/* ---- the workers ----------------------------------------------------------------- */
+
+/* What http_view_run renders for the job, into its buffer. The target was
+ * parsed on the loop already; parsing it again here gives this thread its
+ * own copy (the parsed form points into itself). */
+static void job_render(http_t *w, render_job_t *j)
+{
+	const char *uri = (const char *)j->in.data, *why = "";
+	http_ctx_t c = {.h = w, .route = j->route, .t0_us = j->t0_us, .head = j->head};
+	c.accept = j->accept_off ? uri + j->accept_off : NULL;
+	c.t = &w->target;
+	c.body = &j->body;
+	pith_buf_reset(c.body);
+	if (http_target_parse(uri, strlen(uri), c.t, &why)) {
+		http_error(&c, 500, "request target: %s", why); /* the loop parsed it: cannot happen */
+	} else {
+		c.r.status = 200;
+		http_view_run(&c, j->pith);
+	}
+	j->r = c.r;
+}
+
+static void *worker_main(void *arg)
+{
+	pool_worker_t *me = arg;
+	http_pool_t *p = me->pool;
+	pthread_mutex_lock(&p->mu);
+	for (;;) {
+		while (!p->stop && !p->head)
+			pthread_cond_wait(&p->cv, &p->mu);
+		if (p->stop)
+			break;
+		render_job_t *j = p->head;
+		p->head = j->next;
+		if (!p->head)
+			p->tail = NULL;
+		pthread_mutex_unlock(&p->mu);
+		job_render(me->ctx, j);
+		pthread_mutex_lock(&p->mu);
+		j->next = p->done;
+		p->done = j;
+		if (!p->signalled) {
+			p->signalled = 1;
+			uint64_t one = 1;
+			/* the counter cannot overflow: the loop reads it */
+			if (write(p->efd, &one, sizeof(one)) < 0 && errno != EAGAIN)
+				log_warn("http: render pool: waking the loop: %s", strerror(errno));
+		}
+	}
+	pthread_mutex_unlock(&p->mu);
+	http_gzip_thread_end();
+	return NULL;
+}
+
+/* ---- the loop's side ------------------------------------------------------------- */
+
+static void job_recycle(http_pool_t *p, render_job_t *j)
+{
+	if (p->nspare >= p->max_outstanding) {
+		job_free(j);
+		return;
+	}
+	if (j->body.cap > HTTP_POOL_KEEP_BUF)
+		pith_buf_release(&j->body);
+	pith_buf_reset(&j->body);
+	pith_buf_reset(&j->in);
+	j->req = NULL;
+	j->next = p->spare;
+	p->spare = j;
+	p->nspare++;
+}
+
+/* Sends a rendered job's reply, as http_handle sends an inline render's. A
+ * client that left meanwhile: evhttp_send_reply frees its request. */
+static void job_finish(http_pool_t *p, render_job_t *j)
+{
+	http_ctx_t c = {.h = p->h, .req = j->req, .route = j->route, .t0_us = j->t0_us,
+			.head = j->head, .r = j->r, .body = &j->body};
+	http_send(&c);
+	p->outstanding--;
+	job_recycle(p, j);
+}
+
+static void done_cb(evutil_socket_t fd, short what, void *arg)
+{
+	(void)what;
+	http_pool_t *p = arg;
+	uint64_t n;
+	/* read before taking the list: a job queued after the read either
+	 * finds signalled still set (and is in the list taken below) or wakes
+	 * us again */
+	if (read(fd, &n, sizeof(n)) < 0 && errno != EAGAIN)
+		log_warn("http: render pool: reading its eventfd: %s", strerror(errno));
+	pthread_mutex_lock(&p->mu);
+	render_job_t *j = p->done;
+	p->done = NULL;
+	p->signalled = 0;
+	pthread_mutex_unlock(&p->mu);
+	while (j) {
+		render_job_t *nx = j->next;
+		job_finish(p, j);
+		j = nx;
+	}
+}
+
+int http_pool_submit(http_ctx_t *c, const char *pith)
+{
+	http_t *h = c->h;
+	http_pool_t *p = h->pool;
+	if (!p || p->outstanding >= p->max_outstanding || !c->req)
+		return -1;
+	render_job_t *j = p->spare;
+	if (j) {
+		p->spare = j->next;
+		p->nspare--;
+	} else if (!(j = calloc(1, sizeof(*j)))) {
+		return -1;
+	}
+	const char *uri = evhttp_request_get_uri(c->req);
+	pith_buf_puts(&j->in, uri);
+	pith_buf_putc(&j->in, 0);
+	j->accept_off = 0;
+	if (c->accept) {
+		j->accept_off = j->in.len;
+		pith_buf_puts(&j->in, c->accept);
+		pith_buf_putc(&j->in, 0);
+	}
+	if (j->in.oom) {
+		job_free(j);
+		return -1;
+	}
+	j->req = c->req;
+	j->route = c->route;
+	j->head = c->head;
+	j->t0_us = c->t0_us;
+	memcpy(j->pith, pith, PITH_NUMBER_LEN + 1);
+	j->next = NULL;
+	p->outstanding++;
+	pthread_mutex_lock(&p->mu);
+	if (p->tail)
+		p->tail->next = j;
+	else
+		p->head = j;
+	p->tail = j;
+	pthread_cond_signal(&p->cv);
+	pthread_mutex_unlock(&p->mu);
+	return 0;
+}
+
+int http_pool_is_route(http_route_t r)
+{
+	switch (r) {
+	case ROUTE_PAGE: case ROUTE_RECORD: case ROUTE_BUNDLE: case ROUTE_WELL_KNOWN:
+	case ROUTE_STATE: case ROUTE_EVENTS: case ROUTE_GRAPH: return 1;
+	default: return 0;
+	}
+}
+
+/* ---- start and stop --------------------------------------------------------------- */
+
+int http_pool_start(http_t *h, int nthreads, pith_err_t *err)
+{
+	if (nthreads <= 0)
+		return 0;
+	if (nthreads > HTTP_POOL_THREADS_MAX)
+		nthreads = HTTP_POOL_THREADS_MAX;
+	http_pool_t *p = calloc(1, sizeof(*p));
+	if (!p)
+		return pith_err_set(err, PITH_ENOMEM, "out of memory");
+	p->h = h;
+	p->efd = -1;
+	pthread_mutex_init(&p->mu, NULL);
+	pthread_cond_init(&p->cv, NULL);
+	h->pool = p; /* from here on http_pool_stop undoes what was done */
+	p->max_outstanding = (size_t)nthreads * HTTP_POOL_JOBS_PER_THREAD;
+	p->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (p->efd < 0)
+		return pith_err_set(err, PITH_EIO, "http: render pool: eventfd: %s", strerror(errno));
+	p->done_ev = event_new(h->base, p->efd, EV_READ | EV_PERSIST, done_cb, p);
+	p->w = calloc((size_t)nthreads, sizeof(*p->w));
+	if (!p->done_ev || !p->w || event_add(p->done_ev, NULL))
+		return pith_err_set(err, PITH_ENOMEM, "out of memory");
+	p->nw = (size_t)nthreads;
+	for (size_t i = 0; i < p->nw; i++) {
+		pool_worker_t *w = &p->w[i];
+		w->pool = p;
+		if (!(w->ctx = http_render_ctx_of(h)))
+			return pith_err_set(err, PITH_ENOMEM, "out of memory");
+		int rc = pthread_create(&w->thread, NULL, worker_main, w);
+		if (rc)
+			return pith_err_set(err, PITH_EIO, "http: render pool: starting a thread: %s",
+					    strerror(rc));
+		w->started = 1;
+		char name[32]; /* i < HTTP_POOL_THREADS_MAX: at most 15 bytes */
+		snprintf(name, sizeof(name), "pith-render%zu", i);
+		pthread_setname_np(w->thread, name);
+	}
+	return 0;
+}
+
+/* A job never sent: its request is evhttp's to free with the connection,
+ * unless the client left (then it is ours, as in post_drop_all). */
+static void job_drop(render_job_t *j)
+{
+	if (j->req && !evhttp_request_get_connection(j->req))
+		evhttp_request_free(j->req);
+	job_free(j);
+}
+
+void http_pool_stop(http_t *h)
+{
+	http_pool_t *p = h->pool;
+	if (!p)
+		return;
+	pthread_mutex_lock(&p->mu);
+	p->stop = 1;
+	pthread_cond_broadcast(&p->cv);
+	pthread_mutex_unlock(&p->mu);
+	for (size_t i = 0; i < p->nw; i++) {
+		if (p->w[i].started)
+			pthread_join(p->w[i].thread, NULL);
+		http_render_free_(p->w[i].ctx);
+	}
+	/* every job is now waiting or done: neither will be sent */
+	for (render_job_t *j = p->head, *nx; j; j = nx) {
+		nx = j->next;
+		job_drop(j);
+	}
+	for (render_job_t *j = p->done, *nx; j; j = nx) {
+		nx = j->next;
+		job_drop(j);
+	}
+	for (render_job_t *j = p->spare, *nx; j; j = nx) {
+		nx = j->next;
+		job_free(j);
+	}
+	if (p->done_ev)
+		event_free(p->done_ev);
+	if (p->efd >= 0)
+		close(p->efd);
+	pthread_mutex_destroy(&p->mu);
+	pthread_cond_destroy(&p->cv);
+	free(p->w);
+	free(p);
+	h->pool = NULL;
+}
