@@ -1,0 +1,210 @@
+#!/usr/bin/env python3
+"""pithd's render pool (http_render_threads, docs/http.md "Threads"):
+
+- every answer of the record routes (page HTML and JSON-LD, record, state,
+  bundle, well-known bundle, events, graph; GET and HEAD, gzip or not,
+  conditional 304) with http_render_threads = 2, fetched by 16 threads at
+  once while other clients drop their connections before the answer, is
+  byte for byte (status, headers but Date, body) the answer with
+  http_render_threads = 0;
+- SIGTERM while requests are in flight stops the node cleanly (exit 0).
+
+usage: http_render_pool_test.py --pithd D --pithctl C --gen-events G [--keep]
+"""
+import http.client
+import os
+import random
+import socket
+import sys
+import threading
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from pithtest import Node, make_events, run_test, wait_for  # noqa: E402
+
+ROUTES = ["/pith/%s", "/pith/%s.json", "/pith/%s/state.json", "/pith/%s/bundle.json",
+          "/.well-known/pith/%s/bundle.json", "/api/pith-number/%s/events.json",
+          "/api/pith-number/%s/graph.json"]
+
+
+def requests_for(recs):
+    """(method, path, headers) for every record: each route, plain and
+    gzipped, the page in both forms, some HEADs."""
+    out = []
+    for i, full in enumerate(recs):
+        body = full[-26:]
+        ident = full if i % 3 == 0 else body
+        for r in ROUTES:
+            path = r % ident
+            out.append(("GET", path, {}))
+            out.append(("GET", path, {"Accept-Encoding": "gzip"}))
+            if r == "/pith/%s":
+                out.append(("GET", path, {"Accept": "application/ld+json"}))
+                out.append(("GET", path, {"Accept": "text/html", "Accept-Encoding": "gzip"}))
+            if i % 5 == 0:
+                out.append(("HEAD", path, {"Accept-Encoding": "gzip"}))
+    out.append(("GET", "/pith/AAAAAAAAAAAAAAAAAAAAAAAAAA/state.json", {}))
+    return out
+
+
+def fetch(conn, req):
+    method, path, headers = req
+    conn.request(method, path, headers=headers)
+    r = conn.getresponse()
+    body = r.read()
+    hs = tuple((k, v) for k, v in r.getheaders() if k.lower() != "date")
+    return (r.status, hs, body)
+
+
+def reference(port, reqs):
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    ref = {}
+    for q in reqs:
+        ref[key(q)] = fetch(conn, q)
+    conn.close()
+    return ref
+
+
+def key(q):
+    return (q[0], q[1], tuple(sorted(q[2].items())))
+
+
+def conditional(reqs, ref):
+    """The GETs again with If-None-Match: their ETag (a 304 expected)."""
+    out = []
+    for q in reqs:
+        st, hs, _ = ref[key(q)]
+        etag = dict(hs).get("ETag")
+        if q[0] == "GET" and st == 200 and etag:
+            h = dict(q[2])
+            h["If-None-Match"] = etag
+            out.append(("GET", q[1], h))
+    return out
+
+
+def dropper(port, reqs, stop, count):
+    """Sends a request and closes before reading the answer, again and again."""
+    rnd = random.Random(7)
+    while not stop.is_set():
+        method, path, headers = rnd.choice(reqs)
+        hdr = "".join("%s: %s\r\n" % kv for kv in headers.items())
+        try:
+            s = socket.create_connection(("127.0.0.1", port), timeout=5)
+            s.sendall(("%s %s HTTP/1.1\r\nHost: x\r\n%s\r\n" % (method, path, hdr)).encode())
+            if rnd.random() < 0.5:  # a reset rather than a FIN
+                s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\0\0\0\0\0\0\0")
+            s.close()
+            count[0] += 1
+        except OSError:  # the node is stopping (the last case)
+            time.sleep(0.01)
+
+
+def body(args, root, nodes):
+    key_file, lines = make_events(args.gen_events, root, 120, 2)
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    common = ["--trust-key", key_file, "--http", "127.0.0.1:%d" % port]
+
+    # the reference: rendered on the loop
+    n0 = Node(args.pithd, root, "n", extra=common + ["--http-render-threads", "0"]).start()
+    nodes.append(n0)
+    assert all(x.get("ok") for x in n0.submit(lines)), "events refused"
+    wait_for(lambda: n0.status()["store"]["records"] == 120, 20, what="the records")
+    recs = sorted(n0.records())
+    reqs = requests_for(recs)
+    ref = reference(port, reqs)
+    reqs += conditional(reqs, ref)
+    ref = reference(port, reqs)
+    assert sum(1 for v in ref.values() if v[0] == 304) > 100, "no conditional answers"
+    assert sum(1 for v in ref.values() if v[0] == 200) > 500, "too few documents"
+    rc = n0.stop()
+    assert rc == 0, "pithd (render threads 0) exited with %s" % rc
+    print("ok - %d reference answers with http_render_threads 0" % len(ref), flush=True)
+
+    # the same node, the pool rendering
+    n2 = Node(args.pithd, root, "n", extra=common + ["--http-render-threads", "2"])
+    nodes.append(n2)
+    n2.start()
+    wait_for(lambda: http_up(port), 10, what="the HTTP server")
+    bad, done, errors = [], [0], []
+    stop_drop = threading.Event()
+    dropped = [0]
+
+    def getter(seed):
+        rnd = random.Random(seed)
+        mine = reqs[:]
+        rnd.shuffle(mine)
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=20)
+        try:
+            for q in mine:
+                got = fetch(conn, q)
+                done[0] += 1
+                if got != ref[key(q)]:
+                    bad.append((q, got[0], ref[key(q)][0]))
+        except Exception as e:  # noqa: BLE001 (reported below)
+            errors.append(repr(e))
+        conn.close()
+
+    drops = [threading.Thread(target=dropper, args=(port, reqs, stop_drop, dropped))
+             for _ in range(3)]
+    for t in drops:
+        t.start()
+    gets = [threading.Thread(target=getter, args=(i,)) for i in range(16)]
+    for t in gets:
+        t.start()
+    for t in gets:
+        t.join()
+    stop_drop.set()
+    for t in drops:
+        t.join()
+    assert not errors, "client errors: %s" % errors[:3]
+    assert not bad, "%d answers differ, e.g. %s" % (len(bad), bad[:3])
+    assert done[0] == 16 * len(reqs)
+    print("ok - %d answers by 16 threads with http_render_threads 2 (and %d dropped "
+          "requests) are the reference's bytes" % (done[0], dropped[0]), flush=True)
+    assert n2.alive(), "pithd died"
+
+    # SIGTERM with requests in flight
+    stop_all = threading.Event()
+    dropped = [0]
+
+    def hammer(seed):
+        rnd = random.Random(seed)
+        while not stop_all.is_set():
+            try:
+                conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+                for _ in range(50):
+                    fetch(conn, rnd.choice(reqs))
+                conn.close()
+            except Exception:  # noqa: BLE001 (the node is going away)
+                time.sleep(0.01)
+
+    load = [threading.Thread(target=hammer, args=(i,)) for i in range(16)]
+    load += [threading.Thread(target=dropper, args=(port, reqs, stop_all, dropped))
+             for _ in range(2)]
+    for t in load:
+        t.start()
+    time.sleep(1.5)
+    rc = n2.stop(timeout=30)
+    stop_all.set()
+    for t in load:
+        t.join()
+    assert rc == 0, "pithd exited with %s on SIGTERM under load" % rc
+    print("ok - SIGTERM with requests in flight: exit 0", flush=True)
+
+
+def http_up(port):
+    try:
+        c = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
+        c.request("GET", "/healthz")
+        c.getresponse().read()
+        c.close()
+        return True
+    except OSError:
+        return False
+
+
+if __name__ == "__main__":
+    sys.exit(run_test("pith-renderpool-", body))
