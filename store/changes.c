@@ -214,10 +214,9 @@ int store_changes_each_before(store_t *st, uint64_t before, size_t limit, store_
 		return rc;
 	seq_key(1, lo);
 	seq_key(before, hi);
-	if ((rc = store_iter_open(st, STORE_CF_CHANGES, lo, sizeof(lo), before ? hi : &hi_end,
-				  before ? sizeof(hi) : 1, &it, err)))
+	if ((rc = store_iter_open_last(st, STORE_CF_CHANGES, lo, sizeof(lo), before ? hi : &hi_end,
+				       before ? sizeof(hi) : 1, &it, err)))
 		return rc;
-	store_iter_last(&it);
 	return changes_walk(&it, 1, limit, fn, arg, next, err);
 }
 

@@ -678,7 +678,7 @@ static int iter_open(store_t *st, int cf, const uint8_t *lo, size_t lo_len, cons
 	if (lo_len > sizeof(out->lo) || hi_len > sizeof(out->hi))
 		return pith_err_set(err, PITH_EINVAL, "store: iterator bound too long");
 	out->ro = rocksdb_readoptions_create();
-	if (scan) {
+	if (scan > 0) {
 		/* one pass over all of it: keep the cache for the point reads */
 		rocksdb_readoptions_set_fill_cache(out->ro, 0);
 		rocksdb_readoptions_set_readahead_size(out->ro, 2u << 20);
@@ -694,7 +694,9 @@ static int iter_open(store_t *st, int cf, const uint8_t *lo, size_t lo_len, cons
 		rocksdb_readoptions_set_iterate_upper_bound(out->ro, (const char *)out->hi, hi_len);
 	}
 	out->it = rocksdb_create_iterator_cf(st->db, out->ro, st->cf[cf]);
-	if (lo_len)
+	if (scan < 0)
+		rocksdb_iter_seek_to_last(out->it);
+	else if (lo_len)
 		rocksdb_iter_seek(out->it, (const char *)out->lo, lo_len);
 	else
 		rocksdb_iter_seek_to_first(out->it);
@@ -705,6 +707,16 @@ int store_iter_open(store_t *st, int cf, const uint8_t *lo, size_t lo_len,
 		    const uint8_t *hi, size_t hi_len, store_iter_t *out, pith_err_t *err)
 {
 	return iter_open(st, cf, lo, lo_len, hi, hi_len, 0, out, err);
+}
+
+/* Positioned at the last key below hi, without the forward seek to lo
+ * first: in the change log that seek stepped over every deleted entry
+ * from lo on (all the superseded changes of the first import) before the
+ * walk even began, on every page (docs/store.md, "The change log"). */
+int store_iter_open_last(store_t *st, int cf, const uint8_t *lo, size_t lo_len,
+			 const uint8_t *hi, size_t hi_len, store_iter_t *out, pith_err_t *err)
+{
+	return iter_open(st, cf, lo, lo_len, hi, hi_len, -1, out, err);
 }
 
 int store_iter_scan(store_t *st, int cf, store_iter_t *out, pith_err_t *err)

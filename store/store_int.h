@@ -49,6 +49,10 @@ typedef struct store_iter {
 
 int store_iter_open(store_t *st, int cf, const uint8_t *lo, size_t lo_len,
 		    const uint8_t *hi, size_t hi_len, store_iter_t *out, pith_err_t *err);
+/* The same, positioned at the last key below hi (for a walk backwards),
+ * without first seeking forward to lo. */
+int store_iter_open_last(store_t *st, int cf, const uint8_t *lo, size_t lo_len,
+			 const uint8_t *hi, size_t hi_len, store_iter_t *out, pith_err_t *err);
 /* Over all of cf, for a single pass in key order (the audit's): its
  * blocks are read ahead and not kept in the block cache. */
 int store_iter_scan(store_t *st, int cf, store_iter_t *out, pith_err_t *err);
