@@ -345,8 +345,10 @@ static size_t header_bytes(struct evhttp_request *req, size_t uri_len)
 /* Runs the route's view; returns 1 if the reply is deferred. The
  * documents are rendered by the shared views (http_render.c), exactly as
  * `pithctl export --site` renders them; what needs the server (resolve's
- * read-through, POST, metrics, health) is handled here. */
-static int route_run(http_ctx_t *c, const char *id)
+ * read-through, POST, metrics, health) is handled here. A record route's
+ * identifier is resolved by the pool's worker with its rendering, unless
+ * use_pool is 0 (a request the pool handed back) or the pool is full. */
+static int route_run(http_ctx_t *c, const char *id, int use_pool)
 {
 	char pith[PITH_NUMBER_LEN + 1];
 	switch (c->route) {
@@ -358,16 +360,24 @@ static int route_run(http_ctx_t *c, const char *id)
 	}
 	if (http_view_run_global(c))
 		return 0;
+	if (use_pool && http_pool_is_route(c->route) && http_pool_has_room(c->h)) {
+		http_id_plan_t plan;
+		if (http_resolve_plan(c, id, &plan))
+			return 0; /* a 400, as http_resolve_id's */
+		if (!http_pool_submit(c, &plan))
+			return 1; /* resolved and rendered by the pool, sent from done_cb */
+	}
 	int rc = http_resolve_id(c, id, pith);
 	if (rc)
 		return rc > 0;
-	if (http_pool_is_route(c->route) && !http_pool_submit(c, pith))
-		return 1; /* rendered by the pool, sent from done_cb */
 	http_view_run(c, pith);
 	return 0;
 }
 
-void http_handle(http_t *h, struct evhttp_request *req, int64_t t0_us, http_want_answer_t rerun)
+/* http_handle's body; again: a request handed back by the pool (already
+ * counted as started, not for the pool again). */
+static void handle(http_t *h, struct evhttp_request *req, int64_t t0_us, http_want_answer_t rerun,
+		   int again)
 {
 	http_ctx_t c = {.h = h, .req = req, .route = ROUTE_OTHER, .t0_us = t0_us, .rerun = rerun};
 	c.t = &h->target;
@@ -375,7 +385,7 @@ void http_handle(http_t *h, struct evhttp_request *req, int64_t t0_us, http_want
 	pith_buf_reset(c.body);
 	if (c.body->cap > (8u << 20))
 		pith_buf_release(c.body); /* one huge events.json must not pin its buffer */
-	if (!rerun)
+	if (!rerun && !again)
 		conn_request_started(h, req);
 	enum evhttp_cmd_type cmd = evhttp_request_get_command(req);
 	c.head = cmd == EVHTTP_REQ_HEAD;
@@ -434,10 +444,21 @@ void http_handle(http_t *h, struct evhttp_request *req, int64_t t0_us, http_want
 		goto send;
 	}
 	c.r.status = 200;
-	if (route_run(&c, id))
-		return; /* POST /events, read-through: answered later */
+	if (route_run(&c, id, !again))
+		return; /* POST /events, read-through, the render pool: answered later */
 send:
 	http_send(&c);
+}
+
+void http_handle(http_t *h, struct evhttp_request *req, int64_t t0_us, http_want_answer_t rerun)
+{
+	handle(h, req, t0_us, rerun, 0);
+}
+
+void http_handle_again(http_t *h, struct evhttp_request *req, int64_t t0_us,
+		       http_want_answer_t rerun)
+{
+	handle(h, req, t0_us, rerun, 1);
 }
 
 static void request_cb(struct evhttp_request *req, void *arg)

@@ -214,6 +214,11 @@ http_t *http_render_ctx_of(const http_t *srv);
 int64_t http_now_us(void);
 /* Serves req (rerun: the answer of a read-through it waited for, else 0). */
 void http_handle(http_t *h, struct evhttp_request *req, int64_t t0_us, http_want_answer_t rerun);
+/* Answers a request the pool handed back (its identifier needs the loop:
+ * a record not found, maybe to ask the upstreams): as http_handle, but the
+ * request is not counted as started again and is not given to the pool. */
+void http_handle_again(http_t *h, struct evhttp_request *req, int64_t t0_us,
+		       http_want_answer_t rerun);
 const char *http_route_name(http_route_t r);
 /* (http_render.c) Sets an error reply: JSON {"error": code_name, "message": msg}. */
 void http_error(http_ctx_t *c, int status, const char *fmt, ...)
@@ -326,6 +331,27 @@ void html_text(pith_buf_t *out, const char *s);
  * ambiguous, 404 unknown); 1 when the request waits for a read-through of
  * it (http_want). */
 int http_resolve_id(http_ctx_t *c, const char *id, char pith[static PITH_NUMBER_LEN + 1]);
+
+/* An identifier as the loop hands it to a render worker: either resolved
+ * already (pith set) or to be resolved by the worker from the store. */
+typedef struct http_id_plan {
+	char pith[PITH_NUMBER_LEN + 1]; /* the full number, or "" (resolve id) */
+	char id[201];                   /* the identifier as given (<= 200 bytes) */
+	int check;                      /* a full number, a want hook: check it is stored */
+	int cache;                      /* a bare body: the loop caches its number */
+} http_id_plan_t;
+/* The loop's share of resolving id for a worker: the syntax checks
+ * (their 400s are the ones http_resolve_id gives) and the body cache.
+ * 0 with *plan set, or -1 with the error reply set. */
+int http_resolve_plan(http_ctx_t *c, const char *id, http_id_plan_t *plan);
+/* The worker's share, any thread: the store reads of http_resolve_id when
+ * they find the record. 0 with pith set; -1 if the answer is anything
+ * else (not stored, ambiguous, a store error): the loop must then answer
+ * with http_resolve_id, which may ask the upstreams. */
+int http_resolve_plan_run(store_t *st, const http_id_plan_t *plan,
+			  char pith[static PITH_NUMBER_LEN + 1]);
+/* Adds a resolved body's number to the body cache (the loop's only). */
+void http_body_cache_add(http_t *h, const char *pith);
 /* 1 when the reply waits for a read-through */
 int view_resolve(http_ctx_t *c);
 void view_healthz(http_ctx_t *c);
@@ -388,10 +414,14 @@ void http_pool_stop(http_t *h);
  * routes: their views read only the store, the search index and the
  * context's own scratch). */
 int http_pool_is_route(http_route_t r);
-/* Hands the rendering of c's record view (pith resolved) to the pool: 0,
- * and the reply is sent later from the loop; -1 (no pool, the pool is
- * full, out of memory): the caller renders inline. */
-int http_pool_submit(http_ctx_t *c, const char *pith);
+/* Whether the pool would take a job now (there is one, not full). */
+int http_pool_has_room(const http_t *h);
+/* Hands the resolution (if the plan leaves one) and the rendering of c's
+ * record view to the pool: 0, and the reply is sent later from the loop
+ * (if the worker's resolution does not find the record, the loop answers
+ * the request anew with http_handle_again); -1 (no pool, the pool is
+ * full, out of memory): the caller resolves and renders inline. */
+int http_pool_submit(http_ctx_t *c, const http_id_plan_t *plan);
 
 /* ---- http_want.c: read-through ------------------------------------------------------ */
 /* A record view found nothing for id: 1 if the request now waits for the

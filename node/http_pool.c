@@ -1,14 +1,24 @@
-/* The render pool: the record documents rendered off the loop thread.
+/* The render pool: the record documents resolved and rendered off the
+ * loop thread.
  *
- * The loop parses, routes and resolves a request as before, then hands
- * the record's view (the store reads and the body building: the same code
- * `pithctl export --site --jobs N` runs in several threads) to one of a
- * fixed number of worker threads, each with its own render-only context
- * (scratch buffers, parsed target). The worker renders into the job's own
- * buffer and queues the job as done; an eventfd wakes the loop, which
- * sends the reply exactly as an inline render would (http_send: 304,
- * ETag, gzip and its cache, headers, metrics). Workers never touch an
- * evhttp object, the body cache or the metrics: those stay on the loop.
+ * The loop parses and routes a request as before and checks its
+ * identifier's syntax (http_resolve_plan: the 400s, and a bare body found
+ * in the body cache), then hands the rest to one of a fixed number of
+ * worker threads, each with its own render-only context (scratch buffers,
+ * parsed target): the identifier's resolution in the store (a prefix
+ * scan, most of a state.json request's time when the cache misses) and
+ * the record's view (the store reads and the body building: the same
+ * code `pithctl export --site --jobs N` runs in several threads). The
+ * worker renders into the job's own buffer and queues the job as done; an
+ * eventfd wakes the loop, which sends the reply exactly as an inline
+ * render would (http_send: 304, ETag, gzip and its cache, headers,
+ * metrics). Workers never touch an evhttp object, the body cache, the
+ * read-through or the metrics: those stay on the loop. So a job whose
+ * identifier the worker does not find (unknown, ambiguous, a store
+ * error, or a full number not stored while upstreams could be asked)
+ * comes back unrendered, and the loop answers it anew as it would with
+ * no pool (http_handle_again); a body the worker found is added to the
+ * body cache when the loop sends the reply.
  *
  * Bounded: at most HTTP_POOL_JOBS_PER_THREAD jobs per thread outstanding
  * (queued, rendering or done and not yet sent); past that the loop
@@ -39,7 +49,10 @@ struct render_job {
 	http_route_t route;
 	int head;
 	int64_t t0_us;
-	char pith[PITH_NUMBER_LEN + 1];
+	http_want_answer_t rerun;   /* as the request's http_ctx_t */
+	http_id_plan_t plan;        /* what the worker resolves */
+	char pith[PITH_NUMBER_LEN + 1]; /* what it resolved to */
+	int back;                   /* not resolved: the loop answers it anew */
 	pith_buf_t in;              /* the request target, NUL, the Accept header, NUL */
 	size_t accept_off;          /* 0: no Accept header */
 	http_resp_t r;              /* what the view set */
@@ -82,11 +95,15 @@ static void job_free(render_job_t *j)
 
 /* ---- the workers ----------------------------------------------------------------- */
 
-/* What http_view_run renders for the job, into its buffer. The target was
+/* Resolves the job's identifier and renders what http_view_run renders
+ * for it, into its buffer; or marks it back for the loop. The target was
  * parsed on the loop already; parsing it again here gives this thread its
  * own copy (the parsed form points into itself). */
 static void job_render(http_t *w, render_job_t *j)
 {
+	j->back = http_resolve_plan_run(w->store, &j->plan, j->pith) != 0;
+	if (j->back)
+		return;
 	const char *uri = (const char *)j->in.data, *why = "";
 	http_ctx_t c = {.h = w, .route = j->route, .t0_us = j->t0_us, .head = j->head};
 	c.accept = j->accept_off ? uri + j->accept_off : NULL;
@@ -153,13 +170,24 @@ static void job_recycle(http_pool_t *p, render_job_t *j)
 }
 
 /* Sends a rendered job's reply, as http_handle sends an inline render's. A
- * client that left meanwhile: evhttp_send_reply frees its request. */
+ * client that left meanwhile: evhttp_send_reply frees its request (and so
+ * does the inline answer of a job handed back, once it is sent). */
 static void job_finish(http_pool_t *p, render_job_t *j)
 {
+	p->outstanding--;
+	if (j->back) {
+		struct evhttp_request *req = j->req;
+		int64_t t0 = j->t0_us;
+		http_want_answer_t rerun = j->rerun;
+		job_recycle(p, j);
+		http_handle_again(p->h, req, t0, rerun);
+		return;
+	}
+	if (j->plan.cache)
+		http_body_cache_add(p->h, j->pith);
 	http_ctx_t c = {.h = p->h, .req = j->req, .route = j->route, .t0_us = j->t0_us,
 			.head = j->head, .r = j->r, .body = &j->body};
 	http_send(&c);
-	p->outstanding--;
 	job_recycle(p, j);
 }
 
@@ -185,11 +213,17 @@ static void done_cb(evutil_socket_t fd, short what, void *arg)
 	}
 }
 
-int http_pool_submit(http_ctx_t *c, const char *pith)
+int http_pool_has_room(const http_t *h)
+{
+	const http_pool_t *p = h->pool;
+	return p && p->outstanding < p->max_outstanding;
+}
+
+int http_pool_submit(http_ctx_t *c, const http_id_plan_t *plan)
 {
 	http_t *h = c->h;
 	http_pool_t *p = h->pool;
-	if (!p || p->outstanding >= p->max_outstanding || !c->req)
+	if (!http_pool_has_room(h) || !c->req)
 		return -1;
 	render_job_t *j = p->spare;
 	if (j) {
@@ -215,7 +249,10 @@ int http_pool_submit(http_ctx_t *c, const char *pith)
 	j->route = c->route;
 	j->head = c->head;
 	j->t0_us = c->t0_us;
-	memcpy(j->pith, pith, PITH_NUMBER_LEN + 1);
+	j->rerun = c->rerun;
+	j->plan = *plan;
+	j->pith[0] = 0;
+	j->back = 0;
 	j->next = NULL;
 	p->outstanding++;
 	pthread_mutex_lock(&p->mu);

@@ -60,19 +60,75 @@ static void body_cache_put(http_t *h, const char *pith)
 	idmap_put(h->bodies, key, (void *)(uintptr_t)y);
 }
 
-int http_resolve_id(http_ctx_t *c, const char *id, char pith[static PITH_NUMBER_LEN + 1])
+void http_body_cache_add(http_t *h, const char *pith)
 {
-	pith_id_t pid;
+	if (h->bodies)
+		body_cache_put(h, pith);
+}
+
+/* The syntax checks every route's identifier goes through: 0 with *pid
+ * set, or -1 with the 400 reply set. */
+static int id_parse(http_ctx_t *c, const char *id, pith_id_t *pid)
+{
 	pith_err_t err = {0};
 	if (!id || !*id) {
 		http_error(c, 400, "no identifier");
 		return -1;
 	}
-	if (strlen(id) > 200 || pith_id_parse(id, &pid, &err)) {
+	if (strlen(id) > 200 || pith_id_parse(id, pid, &err)) {
 		/* pith_id_parse's message names the identifier itself */
 		http_error(c, 400, "%s", err.msg[0] ? err.msg : "identifier: longer than 200 bytes");
 		return -1;
 	}
+	return 0;
+}
+
+static int id_is_body(const pith_id_t *pid)
+{
+	return pid->kind == PITH_ID_FULL && strlen(pid->value) == PITH_BODY_LEN;
+}
+
+int http_resolve_plan(http_ctx_t *c, const char *id, http_id_plan_t *plan)
+{
+	pith_id_t pid;
+	memset(plan, 0, sizeof(*plan));
+	if (id_parse(c, id, &pid))
+		return -1;
+	snprintf(plan->id, sizeof(plan->id), "%s", id); /* id_parse: at most 200 bytes */
+	if (pid.number[0]) {
+		memcpy(plan->pith, pid.number, PITH_NUMBER_LEN + 1);
+		/* only a record not stored needs the loop (the read-through) */
+		plan->check = c->h->hooks.want && !c->rerun;
+		return 0;
+	}
+	if (!id_is_body(&pid) || !c->h->bodies)
+		return 0;
+	if (!body_cache_get(c->h, pid.value, plan->pith))
+		plan->cache = 1;
+	return 0;
+}
+
+int http_resolve_plan_run(store_t *st, const http_id_plan_t *plan,
+			  char pith[static PITH_NUMBER_LEN + 1])
+{
+	pith_err_t err = {0};
+	if (plan->pith[0]) {
+		memcpy(pith, plan->pith, PITH_NUMBER_LEN + 1);
+		store_record_info_t info;
+		/* as http_resolve_id: any other failure is the view's to report */
+		if (plan->check && store_record_get(st, pith, &info, &err) == PITH_ENOTFOUND)
+			return -1;
+		return 0;
+	}
+	return store_resolve(st, plan->id, pith, &err) ? -1 : 0;
+}
+
+int http_resolve_id(http_ctx_t *c, const char *id, char pith[static PITH_NUMBER_LEN + 1])
+{
+	pith_id_t pid;
+	pith_err_t err = {0};
+	if (id_parse(c, id, &pid))
+		return -1;
 	/* a full number names its record exactly: the view's own read says
 	 * whether it is stored */
 	if (pid.number[0]) {
@@ -86,7 +142,7 @@ int http_resolve_id(http_ctx_t *c, const char *id, char pith[static PITH_NUMBER_
 		}
 		return 0;
 	}
-	int is_body = pid.kind == PITH_ID_FULL && strlen(pid.value) == PITH_BODY_LEN;
+	int is_body = id_is_body(&pid);
 	if (is_body && c->h->bodies && body_cache_get(c->h, pid.value, pith))
 		return 0;
 	int rc = store_resolve(c->h->store, id, pith, &err);

@@ -6,12 +6,16 @@
   conditional 304) with http_render_threads = 2, fetched by 16 threads at
   once while other clients drop their connections before the answer, is
   byte for byte (status, headers but Date, body) the answer with
-  http_render_threads = 0;
+  http_render_threads = 0; so are the answers for every form of
+  identifier the workers resolve (bare bodies, short numbers of 8, 12 and
+  16 characters, arXiv ids and DOIs) and the ones they hand back to the
+  loop or never get (unknown records: 404; malformed ids: 400);
 - SIGTERM while requests are in flight stops the node cleanly (exit 0).
 
 usage: http_render_pool_test.py --pithd D --pithctl C --gen-events G [--keep]
 """
 import http.client
+import json
 import os
 import random
 import socket
@@ -44,6 +48,46 @@ def requests_for(recs):
             if i % 5 == 0:
                 out.append(("HEAD", path, {"Accept-Encoding": "gzip"}))
     out.append(("GET", "/pith/AAAAAAAAAAAAAAAAAAAAAAAAAA/state.json", {}))
+    return out
+
+
+def arxiv_ids(lines):
+    """The arXiv ids of the generated records (their record_created events)."""
+    out = []
+    for line in lines:
+        ev = json.loads(line)
+        if ev.get("event_type") != "record_created":
+            continue
+        src = ev["payload"]["canonical_record"]["source"]
+        if src.get("kind") == "arxiv":
+            out.append(src["id"])
+    return sorted(set(out))
+
+
+UNKNOWN = ["ZZZZZZZZZZZZZZZZZZZZZZZZZZ", "pith:2026:ZZZZZZZZZZZZZZZZZZZZZZZZZZ", "ZZZZZZZZ",
+           "pith:ZZZZZZZZZZZZ", "arxiv:9999.99999", "doi:10.48550%2Farxiv.9999.99999"]
+MALFORMED = ["not-an-id", "AR7B", "AR7B3DEVMOTSBRCCVXUCLYSRRE1", "pith:2024:AR7B",
+             "pith:abcd:AR7B3DEVMOTSBRCCVXUCLYSRRE", "%20", "AR7B3DEV_", "x" * 201]
+
+
+def id_requests(recs, arxiv):
+    """Every route with the identifier forms a worker resolves (short
+    numbers, bare bodies, arXiv ids, DOIs), unknown ones and malformed ones:
+    (request, the status expected, or the request for the same record by
+    its full number, whose status it must have)."""
+    ids = []
+    for full in recs[:12]:
+        body = full[-26:]
+        ids += [(x, full) for x in (body, "pith:" + body[:8], body[:12], "pith:" + body[:16])]
+    for a in arxiv[:8]:
+        ids += [(x, None) for x in ("arxiv:" + a, a, "doi:10.48550%2Farxiv." + a)]
+    ids += [(x, 404) for x in UNKNOWN] + [(x, 400) for x in MALFORMED]
+    out = []
+    for j, (ident, want) in enumerate(ids):
+        hs = {"Accept-Encoding": "gzip"} if j % 2 else {}
+        for r in ROUTES:
+            same = ("GET", r % want, hs) if isinstance(want, str) else want
+            out.append((("GET", r % ident, hs), same))
     return out
 
 
@@ -114,11 +158,22 @@ def body(args, root, nodes):
     wait_for(lambda: n0.status()["store"]["records"] == 120, 20, what="the records")
     recs = sorted(n0.records())
     reqs = requests_for(recs)
+    arxiv = arxiv_ids(lines)
+    assert len(arxiv) >= 8, "too few arXiv ids: %d" % len(arxiv)
+    idreqs = id_requests(recs, arxiv)
+    reqs += [q for q, _ in idreqs] + [w for _, w in idreqs if isinstance(w, tuple)]
     ref = reference(port, reqs)
     reqs += conditional(reqs, ref)
     ref = reference(port, reqs)
     assert sum(1 for v in ref.values() if v[0] == 304) > 100, "no conditional answers"
     assert sum(1 for v in ref.values() if v[0] == 200) > 500, "too few documents"
+    for q, want in idreqs:
+        st = ref[key(q)][0]
+        if isinstance(want, tuple):
+            want = ref[key(want)][0]
+        elif want is None:  # an alias: a record's
+            want = 404 if "bundle" in q[1] and st == 404 else 200
+        assert st == want, "%s %s: %d, not %d" % (q[0], q[1], st, want)
     rc = n0.stop()
     assert rc == 0, "pithd (render threads 0) exited with %s" % rc
     print("ok - %d reference answers with http_render_threads 0" % len(ref), flush=True)
