@@ -360,6 +360,8 @@ static int route_run(http_ctx_t *c, const char *id, int use_pool)
 	}
 	if (http_view_run_global(c))
 		return 0;
+	if (use_pool && http_pool_is_route(c->route) && c->h->pool && !http_pool_has_room(c->h))
+		http_pool_note_full(c->h);
 	if (use_pool && http_pool_is_route(c->route) && http_pool_has_room(c->h)) {
 		http_id_plan_t plan;
 		if (http_resolve_plan(c, id, &plan))
@@ -544,6 +546,23 @@ static void collect(void *arg, metrics_out_t *o)
 	metrics_out_family(o, "pith_http_mirrors_listed", METRIC_GAUGE,
 			   "Peer HTTP mirrors listed in /pith-mirrors.json");
 	metrics_out_sample_u64(o, "pith_http_mirrors_listed", NULL, h->nmirrors);
+	http_pool_stats_t ps;
+	http_pool_stats(h, &ps);
+	metrics_out_family(o, "pith_http_render_threads", METRIC_GAUGE,
+			   "Threads rendering record documents off the loop (http_render_threads)");
+	metrics_out_sample_u64(o, "pith_http_render_threads", NULL, ps.threads);
+	metrics_out_family(o, "pith_http_render_outstanding", METRIC_GAUGE,
+			   "Record documents handed to the render threads and not yet sent");
+	metrics_out_sample_u64(o, "pith_http_render_outstanding", NULL, ps.outstanding);
+	metrics_out_family(o, "pith_http_render_jobs_total", METRIC_COUNTER,
+			   "Record documents handed to the render threads");
+	metrics_out_sample_u64(o, "pith_http_render_jobs_total", NULL, ps.jobs);
+	metrics_out_family(o, "pith_http_render_full_total", METRIC_COUNTER,
+			   "Record documents the loop rendered itself because the render threads were full");
+	metrics_out_sample_u64(o, "pith_http_render_full_total", NULL, ps.full);
+	metrics_out_family(o, "pith_http_render_back_total", METRIC_COUNTER,
+			   "Record requests the render threads handed back to the loop unresolved");
+	metrics_out_sample_u64(o, "pith_http_render_back_total", NULL, ps.back);
 }
 
 /* A base URL as this server prints it: u without trailing slashes into

@@ -416,6 +416,14 @@ void http_pool_stop(http_t *h);
 int http_pool_is_route(http_route_t r);
 /* Whether the pool would take a job now (there is one, not full). */
 int http_pool_has_room(const http_t *h);
+/* A pool route rendered inline because the pool was full (counted). */
+void http_pool_note_full(http_t *h);
+typedef struct http_pool_stats {
+	size_t threads, outstanding;
+	uint64_t jobs, full, back;
+} http_pool_stats_t;
+/* The pool's counts, for /metrics (loop thread); zeros without a pool. */
+void http_pool_stats(const http_t *h, http_pool_stats_t *out);
 /* Hands the resolution (if the plan leaves one) and the rendering of c's
  * record view to the pool: 0, and the reply is sent later from the loop
  * (if the worker's resolution does not find the record, the loop answers

@@ -80,6 +80,7 @@ struct http_pool {
 	struct event *done_ev;
 	/* the loop thread's */
 	size_t outstanding, max_outstanding;
+	uint64_t jobs, full, back; /* handed to the pool; turned away full; sent back */
 	render_job_t *spare;        /* recycled jobs */
 	size_t nspare;
 };
@@ -176,6 +177,7 @@ static void job_finish(http_pool_t *p, render_job_t *j)
 {
 	p->outstanding--;
 	if (j->back) {
+		p->back++;
 		struct evhttp_request *req = j->req;
 		int64_t t0 = j->t0_us;
 		http_want_answer_t rerun = j->rerun;
@@ -219,6 +221,25 @@ int http_pool_has_room(const http_t *h)
 	return p && p->outstanding < p->max_outstanding;
 }
 
+void http_pool_note_full(http_t *h)
+{
+	if (h->pool)
+		h->pool->full++;
+}
+
+void http_pool_stats(const http_t *h, http_pool_stats_t *out)
+{
+	const http_pool_t *p = h->pool;
+	memset(out, 0, sizeof(*out));
+	if (!p)
+		return;
+	out->threads = p->nw;
+	out->outstanding = p->outstanding;
+	out->jobs = p->jobs;
+	out->full = p->full;
+	out->back = p->back;
+}
+
 int http_pool_submit(http_ctx_t *c, const http_id_plan_t *plan)
 {
 	http_t *h = c->h;
@@ -255,6 +276,7 @@ int http_pool_submit(http_ctx_t *c, const http_id_plan_t *plan)
 	j->back = 0;
 	j->next = NULL;
 	p->outstanding++;
+	p->jobs++;
 	pthread_mutex_lock(&p->mu);
 	if (p->tail)
 		p->tail->next = j;

@@ -220,6 +220,21 @@ def body(args, root, nodes):
     print("ok - %d answers by 16 threads with http_render_threads 2 (and %d dropped "
           "requests) are the reference's bytes" % (done[0], dropped[0]), flush=True)
     assert n2.alive(), "pithd died"
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=20)
+    conn.request("GET", "/metrics")
+    m = {}
+    for line in conn.getresponse().read().decode().splitlines():
+        if line.startswith("pith_http_render_"):
+            name, val = line.rsplit(" ", 1)
+            m[name] = float(val)
+    conn.close()
+    assert m.get("pith_http_render_threads") == 2, m
+    assert m.get("pith_http_render_jobs_total", 0) >= done[0] / 2, m
+    assert m.get("pith_http_render_back_total", 0) > 0, m  # the 404s went back to the loop
+    assert "pith_http_render_full_total" in m and "pith_http_render_outstanding" in m, m
+    print("ok - /metrics counts the pool's jobs (%d), the loop's fallbacks when it was full "
+          "(%d) and the requests handed back (%d)" % (m["pith_http_render_jobs_total"],
+          m["pith_http_render_full_total"], m["pith_http_render_back_total"]), flush=True)
 
     # SIGTERM with requests in flight
     stop_all = threading.Event()
