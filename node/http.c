@@ -548,21 +548,30 @@ static void collect(void *arg, metrics_out_t *o)
 	metrics_out_sample_u64(o, "pith_http_mirrors_listed", NULL, h->nmirrors);
 	http_pool_stats_t ps;
 	http_pool_stats(h, &ps);
-	metrics_out_family(o, "pith_http_render_threads", METRIC_GAUGE,
-			   "Threads rendering record documents off the loop (http_render_threads)");
-	metrics_out_sample_u64(o, "pith_http_render_threads", NULL, ps.threads);
-	metrics_out_family(o, "pith_http_render_outstanding", METRIC_GAUGE,
-			   "Record documents handed to the render threads and not yet sent");
-	metrics_out_sample_u64(o, "pith_http_render_outstanding", NULL, ps.outstanding);
-	metrics_out_family(o, "pith_http_render_jobs_total", METRIC_COUNTER,
-			   "Record documents handed to the render threads");
-	metrics_out_sample_u64(o, "pith_http_render_jobs_total", NULL, ps.jobs);
-	metrics_out_family(o, "pith_http_render_full_total", METRIC_COUNTER,
-			   "Record documents the loop rendered itself because the render threads were full");
-	metrics_out_sample_u64(o, "pith_http_render_full_total", NULL, ps.full);
-	metrics_out_family(o, "pith_http_render_back_total", METRIC_COUNTER,
-			   "Record requests the render threads handed back to the loop unresolved");
-	metrics_out_sample_u64(o, "pith_http_render_back_total", NULL, ps.back);
+	const struct {
+		const char *name, *help;
+		int type;
+		uint64_t v;
+	} pool[] = {
+		{"pith_http_render_threads",
+		 "Threads rendering record documents off the loop (http_render_threads)", METRIC_GAUGE,
+		 ps.threads},
+		{"pith_http_render_outstanding",
+		 "Record documents handed to the render threads and not yet sent", METRIC_GAUGE,
+		 ps.outstanding},
+		{"pith_http_render_jobs_total", "Record documents handed to the render threads",
+		 METRIC_COUNTER, ps.jobs},
+		{"pith_http_render_full_total",
+		 "Record documents the loop rendered itself because the render threads were full",
+		 METRIC_COUNTER, ps.full},
+		{"pith_http_render_back_total",
+		 "Record requests the render threads handed back to the loop unresolved",
+		 METRIC_COUNTER, ps.back},
+	};
+	for (size_t i = 0; i < sizeof(pool) / sizeof(pool[0]); i++) {
+		metrics_out_family(o, pool[i].name, pool[i].type, pool[i].help);
+		metrics_out_sample_u64(o, pool[i].name, NULL, pool[i].v);
+	}
 }
 
 /* A base URL as this server prints it: u without trailing slashes into
