@@ -360,8 +360,6 @@ static int route_run(http_ctx_t *c, const char *id, int use_pool)
 	}
 	if (http_view_run_global(c))
 		return 0;
-	if (use_pool && http_pool_is_route(c->route) && c->h->pool && !http_pool_has_room(c->h))
-		http_pool_note_full(c->h);
 	if (use_pool && http_pool_is_route(c->route) && http_pool_has_room(c->h)) {
 		http_id_plan_t plan;
 		if (http_resolve_plan(c, id, &plan))

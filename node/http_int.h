@@ -414,10 +414,9 @@ void http_pool_stop(http_t *h);
  * routes: their views read only the store, the search index and the
  * context's own scratch). */
 int http_pool_is_route(http_route_t r);
-/* Whether the pool would take a job now (there is one, not full). */
-int http_pool_has_room(const http_t *h);
-/* A pool route rendered inline because the pool was full (counted). */
-void http_pool_note_full(http_t *h);
+/* Whether the pool would take a job now (there is one, not full); a
+ * pool that is full counts it (the loop then renders inline). */
+int http_pool_has_room(http_t *h);
 typedef struct http_pool_stats {
 	size_t threads, outstanding;
 	uint64_t jobs, full, back;

@@ -215,16 +215,16 @@ static void done_cb(evutil_socket_t fd, short what, void *arg)
 	}
 }
 
-int http_pool_has_room(const http_t *h)
+static int has_room(const http_pool_t *p)
 {
-	const http_pool_t *p = h->pool;
 	return p && p->outstanding < p->max_outstanding;
 }
 
-void http_pool_note_full(http_t *h)
+int http_pool_has_room(http_t *h)
 {
-	if (h->pool)
+	if (h->pool && !has_room(h->pool))
 		h->pool->full++;
+	return has_room(h->pool);
 }
 
 void http_pool_stats(const http_t *h, http_pool_stats_t *out)
@@ -244,7 +244,7 @@ int http_pool_submit(http_ctx_t *c, const http_id_plan_t *plan)
 {
 	http_t *h = c->h;
 	http_pool_t *p = h->pool;
-	if (!http_pool_has_room(h) || !c->req)
+	if (!has_room(p) || !c->req)
 		return -1;
 	render_job_t *j = p->spare;
 	if (j) {

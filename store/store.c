@@ -437,20 +437,26 @@ static void remove_db_dir(const char *dir)
 	rmdir(dir);
 }
 
+/* The directory holding path (no trailing slash) into parent; returns
+ * path's last component. */
+static const char *parent_of(const char *path, char *parent, size_t cap)
+{
+	const char *slash = strrchr(path, '/');
+	if (!slash) {
+		snprintf(parent, cap, ".");
+		return path;
+	}
+	snprintf(parent, cap, "%.*s", slash == path ? 1 : (int)(slash - path), path);
+	return slash + 1;
+}
+
 /* Stale DIR.creating-PID siblings, left by a creation that was killed
  * (or by this process's pid in an earlier life): removed when their
  * process is gone. */
 static void remove_stale_creations(const char *base)
 {
 	char parent[4096], prefix[4200];
-	const char *slash = strrchr(base, '/');
-	if (slash) {
-		snprintf(parent, sizeof(parent), "%.*s", slash == base ? 1 : (int)(slash - base), base);
-		snprintf(prefix, sizeof(prefix), "%s.creating-", slash + 1);
-	} else {
-		snprintf(parent, sizeof(parent), ".");
-		snprintf(prefix, sizeof(prefix), "%s.creating-", base);
-	}
+	snprintf(prefix, sizeof(prefix), "%s.creating-", parent_of(base, parent, sizeof(parent)));
 	DIR *d = opendir(parent);
 	if (!d)
 		return;
@@ -475,11 +481,7 @@ static void remove_stale_creations(const char *base)
 static void fsync_parent(const char *base)
 {
 	char parent[4096];
-	const char *slash = strrchr(base, '/');
-	if (!slash)
-		snprintf(parent, sizeof(parent), ".");
-	else
-		snprintf(parent, sizeof(parent), "%.*s", slash == base ? 1 : (int)(slash - base), base);
+	parent_of(base, parent, sizeof(parent));
 	int fd = open(parent, O_RDONLY | O_DIRECTORY);
 	if (fd >= 0) {
 		fsync(fd);
