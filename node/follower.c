@@ -292,10 +292,7 @@ void follower_src_backoff(src_t *s, int64_t retry_after_s)
 		us = (retry_after_s > RETRY_AFTER_MAX_S ? RETRY_AFTER_MAX_S : retry_after_s) *
 		     INT64_C(1000000);
 	} else {
-		int64_t base = INT64_C(1000000) << (s->fails > 9 ? 8 : s->fails - 1);
-		if (base > BACKOFF_MAX_S * INT64_C(1000000))
-			base = BACKOFF_MAX_S * INT64_C(1000000);
-		us = base / 2 + (int64_t)randombytes_uniform((uint32_t)(base / 2000)) * 1000;
+		us = hc_backoff_us(INT64_C(1000000), s->fails, BACKOFF_MAX_S * INT64_C(1000000));
 	}
 	if (now + us > s->blocked_until_us)
 		s->blocked_until_us = now + us;
@@ -346,7 +343,7 @@ static void rec_request_failed(follower_t *f, rec_t *r, const hc_result_t *res)
 	else
 		follower_src_error(f, s, cause, res->url, "%s answered HTTP %ld", res->url, res->status);
 	if (follower_cause_backs_off(cause))
-		follower_src_backoff(s, res->status == 429 || res->status == 503 ? res->retry_after_s : -1);
+		follower_src_backoff(s, hc_result_retry_after_s(res));
 	r->found_any = 1;
 	r->src++;
 	rec_next_src(f, r);

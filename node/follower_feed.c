@@ -223,7 +223,7 @@ static void item_failed(fitem_t *it, const hc_result_t *res)
 		follower_src_error(fd->f, fd->s, cause, res->url, "%s answered HTTP %ld", res->url,
 				   res->status);
 	if (follower_cause_backs_off(cause))
-		follower_src_backoff(fd->s, res->retry_after_s);
+		follower_src_backoff(fd->s, hc_result_retry_after_s(res));
 	fd->page_failed = 1;
 	it->failed = 1;
 }
@@ -379,7 +379,7 @@ static void on_page(void *arg, const hc_result_t *res)
 		follower_src_error(f, fd->s, cause, res->url, "%s: %s", res->url,
 				   res->curl_code ? res->error : "not 200");
 		if (follower_cause_backs_off(cause))
-			follower_src_backoff(fd->s, res->retry_after_s);
+			follower_src_backoff(fd->s, hc_result_retry_after_s(res));
 		fd->next_poll_us = fd->s->blocked_until_us > now ? fd->s->blocked_until_us
 								 : now + FEED_RETRY_US;
 		return;

@@ -21,6 +21,7 @@
 
 #include <curl/curl.h>
 #include <event2/event.h>
+#include <sodium.h>
 
 #include "buf.h"
 
@@ -622,4 +623,51 @@ size_t hc_inflight(const hc_t *c)
 size_t hc_queued(const hc_t *c)
 {
 	return c->queue.n;
+}
+
+/* ---- retrying -------------------------------------------------------------- */
+
+int hc_result_is_transient(const hc_result_t *r)
+{
+	if (r->over_cap)
+		return 0;
+	switch (r->curl_code) {
+	case CURLE_OK:
+		return r->status == 408 || r->status == 429 ||
+		       (r->status >= 500 && r->status <= 599 && r->status != 501 && r->status != 505);
+	case CURLE_COULDNT_RESOLVE_HOST:
+	case CURLE_COULDNT_RESOLVE_PROXY:
+	case CURLE_COULDNT_CONNECT:
+	case CURLE_OPERATION_TIMEDOUT:
+	case CURLE_SEND_ERROR:
+	case CURLE_RECV_ERROR:
+	case CURLE_GOT_NOTHING:
+	case CURLE_PARTIAL_FILE:
+	case CURLE_SSL_CONNECT_ERROR:
+	case CURLE_HTTP2:
+	case CURLE_HTTP2_STREAM:
+		return 1;
+	default:
+		return 0;
+	}
+}
+
+int64_t hc_result_retry_after_s(const hc_result_t *r)
+{
+	return r->curl_code == CURLE_OK && (r->status == 429 || r->status == 503) ?
+		r->retry_after_s : -1;
+}
+
+int64_t hc_backoff_us(int64_t first_us, unsigned n, int64_t max_us)
+{
+	int64_t step = first_us > 0 ? first_us : 1;
+	for (unsigned i = 1; i < n && step < max_us; i++)
+		step *= 2;
+	if (step > max_us)
+		step = max_us;
+	/* to the millisecond: randombytes_uniform takes 32 bits */
+	int64_t half = step / 2, half_ms = half / 1000;
+	if (half_ms > UINT32_MAX)
+		half_ms = UINT32_MAX;
+	return half + (half_ms ? (int64_t)randombytes_uniform((uint32_t)half_ms) * 1000 : 0);
 }

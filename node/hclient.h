@@ -125,6 +125,28 @@ size_t hc_queued(const hc_t *c);
  * (no blanks), 1 to HC_ETAG_MAX bytes ("W/..." is not strong). */
 int hc_etag_is_ok(const char *s, size_t n);
 
+/* Retrying: what callers that ask again share (pull's retries, the
+ * follower's upstream backoff). */
+
+/* Whether r is a failure that asking again later may mend: a 408, 429 or
+ * 5xx other than 501 and 505 (not implemented, version not supported);
+ * or a transfer that broke at the network level (DNS, connect, a
+ * timeout or stall, a send or receive error, a connection closed or a
+ * body cut short, a TLS handshake that did not complete). Not a
+ * certificate that does not verify, a body over the cap, too many
+ * redirects, a refused URL or protocol, nor any other 4xx. */
+int hc_result_is_transient(const hc_result_t *r);
+
+/* r's Retry-After in seconds when r is a 429 or 503 that has one (the two
+ * answers whose Retry-After says when to come back), else -1. */
+int64_t hc_result_retry_after_s(const hc_result_t *r);
+
+/* The wait before the n-th retry (n >= 1), in microseconds: a random time
+ * between half and all of first_us * 2^(n-1), that step being at most
+ * max_us. The jitter keeps clients that failed together from coming back
+ * together. */
+int64_t hc_backoff_us(int64_t first_us, unsigned n, int64_t max_us);
+
 /* curl_global_init / curl_global_cleanup (see the top of this file). */
 int hc_global_init(pith_err_t *err);
 void hc_global_cleanup(void);

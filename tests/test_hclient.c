@@ -518,6 +518,65 @@ TEST(https, "HTTPS: the test CA verifies the stand-in; another CA set (the syste
 	hc_free(bad);
 }
 
+TEST(transient, "5xx but 501/505, 408, 429 and network-level failures are worth asking again; other 4xx, TLS verification, caps and redirects are not")
+{
+	hc_result_t r = {.retry_after_s = -1};
+	static const long again[] = {408, 429, 500, 502, 503, 504, 520};
+	static const long never[] = {200, 304, 400, 401, 403, 404, 410, 501, 505};
+	for (size_t i = 0; i < sizeof(again) / sizeof(again[0]); i++) {
+		r.status = again[i];
+		CHECK_INT_EQ(hc_result_is_transient(&r), 1);
+	}
+	for (size_t i = 0; i < sizeof(never) / sizeof(never[0]); i++) {
+		r.status = never[i];
+		CHECK_INT_EQ(hc_result_is_transient(&r), 0);
+	}
+	r.status = 0;
+	static const int net[] = {6 /* resolve */, 7 /* connect */, 28 /* timeout */, 35 /* TLS handshake */,
+				  52 /* nothing */, 55 /* send */, 56 /* recv */, 18 /* partial */};
+	for (size_t i = 0; i < sizeof(net) / sizeof(net[0]); i++) {
+		r.curl_code = net[i];
+		CHECK_INT_EQ(hc_result_is_transient(&r), 1);
+	}
+	static const int fatal[] = {1 /* protocol */, 3 /* URL */, 47 /* redirects */,
+				    60 /* peer verification */, 63 /* file size */, -1};
+	for (size_t i = 0; i < sizeof(fatal) / sizeof(fatal[0]); i++) {
+		r.curl_code = fatal[i];
+		CHECK_INT_EQ(hc_result_is_transient(&r), 0);
+	}
+	r.curl_code = 23; /* a write error: the body over the cap */
+	r.over_cap = 1;
+	CHECK_INT_EQ(hc_result_is_transient(&r), 0);
+}
+
+TEST(retry_after_rule, "Retry-After counts only on a 429 or a 503")
+{
+	hc_result_t r = {.status = 503, .retry_after_s = 7};
+	CHECK_INT_EQ(hc_result_retry_after_s(&r), 7);
+	r.status = 429;
+	CHECK_INT_EQ(hc_result_retry_after_s(&r), 7);
+	r.status = 500;
+	CHECK_INT_EQ(hc_result_retry_after_s(&r), -1);
+	r.status = 429;
+	r.retry_after_s = -1;
+	CHECK_INT_EQ(hc_result_retry_after_s(&r), -1);
+}
+
+TEST(backoff, "the n-th wait is between half and all of first * 2^(n-1), capped at max")
+{
+	for (int k = 0; k < 200; k++) {
+		for (unsigned n = 1; n <= 12; n++) {
+			int64_t step = INT64_C(500000) << (n - 1);
+			if (step > INT64_C(30000000))
+				step = INT64_C(30000000);
+			int64_t us = hc_backoff_us(500000, n, 30000000);
+			CHECK(us >= step / 2 && us <= step);
+		}
+		int64_t us = hc_backoff_us(1000000, 40, INT64_C(300000000)); /* no overflow */
+		CHECK(us >= INT64_C(150000000) && us <= INT64_C(300000000));
+	}
+}
+
 int main(int argc, char **argv)
 {
 	for (int i = 1; i + 1 < argc; i += 2) {
@@ -550,6 +609,9 @@ int main(int argc, char **argv)
 	RUN(cancel);
 	RUN(free_running);
 	RUN(free_in_callback);
+	RUN(transient);
+	RUN(retry_after_rule);
+	RUN(backoff);
 	if (standin && python && !standin_start())
 		RUN(https);
 	else
