@@ -31,6 +31,12 @@ int cli_read_file(const char *path, size_t max, pith_buf_t *out);
 int cli_fail(const char *cmd, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
+/* An option's whole-number value: text, a decimal from lo to hi, into
+ * *out; else prints "pithctl CMD: OPT TEXT: not a number of WHAT from LO
+ * to HI" and returns 1 (the exit status). */
+int cli_opt_long(const char *cmd, const char *opt, const char *text, long lo, long hi,
+		 const char *what, long *out);
+
 /* True when argv holds -h or --help. */
 int cli_wants_help(int argc, char **argv);
 

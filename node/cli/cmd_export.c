@@ -131,11 +131,10 @@ static int run(cli_ctx_t *ctx, int argc, char **argv)
 		else if (!strcmp(argv[i], "--full"))
 			so.full = 1;
 		else if (!strcmp(argv[i], "--jobs") && i + 1 < argc) {
-			char *end;
-			long j = strtol(argv[++i], &end, 10);
-			if (*end || end == argv[i] || j < 1 || j > SITE_JOBS_MAX)
-				return cli_fail("export", "--jobs '%s': a number of threads from 1 to %d",
-						argv[i], SITE_JOBS_MAX);
+			long j;
+			if (cli_opt_long("export", argv[i], argv[i + 1], 1, SITE_JOBS_MAX, "threads", &j))
+				return 1;
+			i++;
 			so.jobs = (int)j;
 			jobs_set = 1;
 		}

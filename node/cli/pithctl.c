@@ -74,6 +74,19 @@ int cli_fail(const char *cmd, const char *fmt, ...)
 	return 1;
 }
 
+int cli_opt_long(const char *cmd, const char *opt, const char *text, long lo, long hi,
+		 const char *what, long *out)
+{
+	char *end;
+	errno = 0;
+	long v = strtol(text, &end, 10);
+	if (*end || end == text || errno || v < lo || v > hi)
+		return cli_fail(cmd, "%s %s: not a number of %s from %ld to %ld", opt, text, what, lo,
+				hi);
+	*out = v;
+	return 0;
+}
+
 double cli_now(void)
 {
 	struct timespec ts;
