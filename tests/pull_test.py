@@ -217,7 +217,9 @@ def check_knobs(up, numbers, pull_one):
     try:
         if up.get(path) != (200, None) or up.get("/pith/%s/bundle.json" % numbers[6][10:]) != (503, "2"):
             fail("per-path 503")
-        s, err, recs = pull_one("pathfault", up.origin, up.ca, [numbers[6], numbers[7]])
+        # retries are pull_retry_test.py's: here the failure as it ends
+        s, err, recs = pull_one("pathfault", up.origin, up.ca, [numbers[6], numbers[7]],
+                                extra=["--retries", "0"])
     finally:
         up.control(path_faults={}, retry_after=None)
     if (s["failed"] != 1 or s["stored"] != 1 or recs.split()[:1] != [numbers[7]]
@@ -376,7 +378,8 @@ def main():
         if s["rejected"] != 2 or recs.strip() or "id_mismatch" not in err:
             fail("swapped: %s %s %r" % (s, err, recs))
         print("another record's bundle at the URL (by number and by bare body): rejected")
-        s, err, recs = pull_one("500", faults["500"].origin, faults["500"].ca, [numbers[1]])
+        s, err, recs = pull_one("500", faults["500"].origin, faults["500"].ca, [numbers[1]],
+                                extra=["--retries", "0"])
         if s["failed"] != 1 or recs.strip() or "HTTP 500 from https://" not in err:
             fail("500: %s %s" % (s, err))
         print("500: failed with its status")
@@ -391,7 +394,7 @@ def main():
         # headers, then nothing: dropped after --stall-timeout (under 1 KiB/s)
         t1 = time.time()
         s, err, recs = pull_one("stall", faults["stall"].origin, faults["stall"].ca, [numbers[1]],
-                                extra=["--stall-timeout", "2"])
+                                extra=["--stall-timeout", "2", "--retries", "0"])
         took = time.time() - t1
         if s["failed"] != 1 or recs.strip() or "Timeout" not in err or took > 30:
             fail("stall: %s %s (%.1f s)" % (s, err, took))

@@ -13,7 +13,13 @@
  *
  * Each bundle's ETag is kept in DIR/pull-etags (docs/upstream.md says why
  * there): the next run sends If-None-Match, and a 304 costs neither a
- * download nor a verification. */
+ * download nor a verification.
+ *
+ * Every request (manifest, resolve, bundle) is asked again, up to
+ * --retries times, when its failure may mend (hc_result_is_transient: 5xx
+ * but 501/505, 408, 429, network-level failures): after the upstream's
+ * Retry-After on a 429 or 503 (over PULL_RETRY_AFTER_MAX_S: not retried),
+ * else after hc_backoff_us from PULL_RETRY_FIRST_US, one stderr line each. */
 #include "cli_store.h"
 
 #include <ctype.h>
@@ -38,6 +44,11 @@
 #define PULL_IDS_MAX 1000000       /* IDs per run */
 #define PULL_ETAG_FILE "pull-etags"
 #define PULL_URL_CAP (PITH_URL_MAX + 256)
+#define PULL_RETRIES 4                          /* default --retries */
+#define PULL_RETRIES_MAX 10
+#define PULL_RETRY_FIRST_US INT64_C(500000)     /* 0.5 s, 1 s, 2 s, 4 s, ... */
+#define PULL_RETRY_STEP_MAX_US INT64_C(30000000) /*   jittered, at most 30 s */
+#define PULL_RETRY_AFTER_MAX_S 60               /* a longer Retry-After: not retried */
 #ifndef PULL_GROUP_MAX
 #define PULL_GROUP_MAX 256          /* bundles handed to the pipeline at once, */
 #endif
@@ -71,6 +82,19 @@ typedef struct etag_entry {
 
 typedef struct pull pull_t;
 
+/* One GET with its retries. done sees only the final answer: a success,
+ * one not worth asking again, or the last attempt's; note then says why
+ * the asking stopped ("" when the first answer was final). */
+typedef struct pull_get {
+	pull_t *p;
+	hc_req_t req;          /* req.done and req.arg are the retrier's */
+	hc_done_fn done;
+	void *arg;
+	unsigned attempt;      /* of the transfer running or waited for, from 1 */
+	struct event *wait;    /* the retry timer, made when first needed */
+	char note[128];
+} pull_get_t;
+
 /* Downloaded bundles gathered for the pipeline: handed over as one group,
  * so that the validators verify full batches of signatures and the writer
  * commits them at once, as `import` hands over its chunks. Freed when its
@@ -89,6 +113,7 @@ typedef struct pull_item {
 	char body[PITH_BODY_LEN + 1];   /* once known */
 	char pith[PITH_NUMBER_LEN + 1]; /* the full number, once known */
 	pull_step_t step;
+	pull_get_t get;                 /* its request of the moment */
 	pull_result_t result;
 	const char *reason;             /* rejected: the pipeline's name */
 	char msg[2048];
@@ -109,6 +134,7 @@ struct pull {
 	pull_group_t *gather;    /* bundles not yet handed to the pipeline */
 	struct event *gather_ev; /* hands them over PULL_GROUP_WAIT_MS after the first */
 	long stall_s; /* --stall-timeout */
+	unsigned retries; /* --retries */
 	const char *base; /* without a trailing '/' */
 	char base_buf[PITH_URL_MAX];
 	const char *ca_file;
@@ -122,7 +148,7 @@ struct pull {
 	int tty;
 	double t0, last_draw;
 	uint64_t stored, unchanged, not_found, rejected, failed;
-	uint64_t requests, not_modified, full_bundles, bytes;
+	uint64_t requests, retried, not_modified, full_bundles, bytes;
 	cli_reasons_t reasons;
 };
 
@@ -278,6 +304,88 @@ static void item_finish(pull_t *p, pull_item_t *it, pull_result_t res)
 
 /* ---- HTTP -------------------------------------------------------------------- */
 
+static void get_answer(void *arg, const hc_result_t *r);
+
+/* Starts g's current attempt. A transfer that cannot start ends with a
+ * result like any other, at once. */
+static void get_send(pull_get_t *g)
+{
+	g->req.done = get_answer;
+	g->req.arg = g;
+	if (hc_get(g->p->hc, &g->req)) {
+		g->p->requests++;
+		return;
+	}
+	hc_result_t r = {.url = g->req.url, .curl_code = -1, .etag = "",
+			 .location = "", .retry_after_s = -1,
+			 .error = "cannot start a request (out of memory)"};
+	g->done(g->arg, &r);
+}
+
+static void on_retry_timer(evutil_socket_t fd, short what, void *arg)
+{
+	get_send(arg);
+}
+
+/* GETs req (its url and if_none_match must outlive the answer), done(arg,
+ * result) with the final answer. */
+static void pull_get(pull_t *p, pull_get_t *g, const hc_req_t *req, hc_done_fn done, void *arg)
+{
+	g->p = p;
+	g->req = *req;
+	g->done = done;
+	g->arg = arg;
+	g->attempt = 1;
+	g->note[0] = 0;
+	get_send(g);
+}
+
+/* An attempt's answer: passed on when final, else one stderr line and the
+ * next attempt after Retry-After or the backoff. */
+static void get_answer(void *arg, const hc_result_t *r)
+{
+	pull_get_t *g = arg;
+	pull_t *p = g->p;
+	p->bytes += r->bytes;
+	if (!hc_result_is_transient(r) || !p->retries)
+		goto final;
+	int64_t ra = hc_result_retry_after_s(r);
+	if (ra > PULL_RETRY_AFTER_MAX_S) {
+		snprintf(g->note, sizeof(g->note), " (Retry-After %lld s is over the %d s pull "
+			 "waits: not retried)", (long long)ra, PULL_RETRY_AFTER_MAX_S);
+		goto final;
+	}
+	if (g->attempt > p->retries) {
+		snprintf(g->note, sizeof(g->note), " (after %u attempts)", g->attempt);
+		goto final;
+	}
+	if (!g->wait && !(g->wait = evtimer_new(p->loop, on_retry_timer, g))) {
+		snprintf(g->note, sizeof(g->note), " (out of memory: not retried)");
+		goto final;
+	}
+	int64_t us = ra >= 0 ? ra * INT64_C(1000000) :
+		hc_backoff_us(PULL_RETRY_FIRST_US, g->attempt, PULL_RETRY_STEP_MAX_US);
+	g->attempt++;
+	p->retried++;
+	char what[2200], ras[48] = "";
+	if (r->curl_code) {
+		snprintf(what, sizeof(what), "%s: %s", r->url, r->error);
+	} else {
+		if (ra >= 0)
+			snprintf(ras, sizeof(ras), " with Retry-After: %lld", (long long)ra);
+		snprintf(what, sizeof(what), "%s answered %ld%s", r->url, r->status, ras);
+	}
+	if (p->tty)
+		fputs("\r\033[K", stderr);
+	fprintf(stderr, "pithctl pull: %s; retrying in %.1f s (attempt %u of %u)\n", what,
+		(double)us / 1e6, g->attempt, p->retries + 1);
+	struct timeval tv = {(time_t)(us / 1000000), (suseconds_t)(us % 1000000)};
+	evtimer_add(g->wait, &tv);
+	return;
+final:
+	g->done(g->arg, r);
+}
+
 /* The URL of candidate it->candidate: the manifest's pattern, else the
  * registry's /pith/{suffix}/bundle.json, then its .well-known form. 0, or
  * 1 when there is no further candidate. */
@@ -314,7 +422,7 @@ static const char *item_if_none_match(pull_t *p, pull_item_t *it)
 /* Asks for it's next answer: a resolve or its bundle. */
 static void item_next(pull_t *p, pull_item_t *it)
 {
-	hc_req_t req = {.url = it->url, .body_cap = PULL_SMALL_MAX, .done = on_answer, .arg = it};
+	hc_req_t req = {.url = it->url, .body_cap = PULL_SMALL_MAX};
 	if (it->step == STEP_RESOLVE) {
 		const char *key = it->id.kind == PITH_ID_ARXIV ? "arxiv" :
 				  it->id.kind == PITH_ID_DOI ? "doi" : "pith";
@@ -338,12 +446,7 @@ static void item_next(pull_t *p, pull_item_t *it)
 		req.max_redirects = HC_BUNDLE_REDIRECTS; /* a mirror behind a CDN may move them */
 		req.if_none_match = item_if_none_match(p, it);
 	}
-	if (!hc_get(p->hc, &req)) {
-		snprintf(it->msg, sizeof(it->msg), "cannot start a request (out of memory)");
-		item_finish(p, it, RES_FAILED);
-		return;
-	}
-	p->requests++;
+	pull_get(p, &it->get, &req, on_answer, it);
 }
 
 static void set_pith(pull_item_t *it, const pith_id_t *id)
@@ -389,7 +492,7 @@ static void resolve_done(pull_t *p, pull_item_t *it, const hc_result_t *r)
 		}
 		set_pith(it, &id);
 	} else {
-		snprintf(it->msg, sizeof(it->msg), "HTTP %ld from %s", status, it->url);
+		snprintf(it->msg, sizeof(it->msg), "HTTP %ld from %s%s", status, it->url, it->get.note);
 		item_finish(p, it, RES_FAILED);
 		return;
 	}
@@ -455,7 +558,7 @@ static void bundle_done(pull_t *p, pull_item_t *it, const hc_result_t *r)
 		return;
 	}
 	if (status != 200) {
-		snprintf(it->msg, sizeof(it->msg), "HTTP %ld from %s", status, it->url);
+		snprintf(it->msg, sizeof(it->msg), "HTTP %ld from %s%s", status, it->url, it->get.note);
 		item_finish(p, it, RES_FAILED);
 		return;
 	}
@@ -485,9 +588,8 @@ static void on_answer(void *arg, const hc_result_t *r)
 {
 	pull_item_t *it = arg;
 	pull_t *p = it->p;
-	p->bytes += r->bytes;
 	if (r->curl_code) {
-		snprintf(it->msg, sizeof(it->msg), "%s: %s", it->url, r->error);
+		snprintf(it->msg, sizeof(it->msg), "%s: %s%s", it->url, r->error, it->get.note);
 		item_finish(p, it, RES_FAILED);
 	} else if (it->step == STEP_RESOLVE) {
 		resolve_done(p, it, r);
@@ -550,6 +652,7 @@ static int url_same(const char *a, const char *b)
 
 typedef struct manifest_get {
 	pull_t *p;
+	pull_get_t get;
 	int done;
 } manifest_get_t;
 
@@ -560,16 +663,15 @@ static void on_manifest(void *arg, const hc_result_t *r)
 	manifest_get_t *g = arg;
 	pull_t *p = g->p;
 	g->done = 1;
-	p->bytes += r->bytes;
 	pith_manifest_t *man = NULL;
 	pith_err_t err = {0};
 	if (r->curl_code) {
-		fprintf(stderr, "pithctl pull: %s: %s (trying the registry's layout)\n", r->url,
-			r->error);
+		fprintf(stderr, "pithctl pull: %s: %s%s (trying the registry's layout)\n", r->url,
+			r->error, g->get.note);
 	} else if (r->status != 200) {
 		if (r->status != 404)
-			fprintf(stderr, "pithctl pull: %s: HTTP %ld (trying the registry's layout)\n",
-				r->url, r->status);
+			fprintf(stderr, "pithctl pull: %s: HTTP %ld%s (trying the registry's layout)\n",
+				r->url, r->status, g->get.note);
 	} else if (!(man = malloc(sizeof(*man)))) {
 		/* the fixed layouts then */
 	} else if (pith_manifest_parse(r->body, r->body_len, NULL, man, &err)) {
@@ -593,11 +695,11 @@ static void manifest_read(pull_t *p)
 	char url[PULL_URL_CAP];
 	snprintf(url, sizeof(url), "%s/pith-mirrors.json", p->base);
 	manifest_get_t g = {.p = p};
-	hc_req_t req = {.url = url, .body_cap = PULL_SMALL_MAX, .done = on_manifest, .arg = &g};
-	if (!hc_get(p->hc, &req))
-		return;
-	p->requests++;
+	hc_req_t req = {.url = url, .body_cap = PULL_SMALL_MAX};
+	pull_get(p, &g.get, &req, on_manifest, &g);
 	pull_run(p, &g.done);
+	if (g.get.wait)
+		event_free(g.get.wait);
 }
 
 /* ---- IDs ----------------------------------------------------------------------- */
@@ -668,8 +770,9 @@ static void print_summary(pull_t *p, double secs)
 		       (unsigned long long)p->unchanged, (unsigned long long)p->not_found,
 		       (unsigned long long)p->rejected, (unsigned long long)p->failed);
 		cli_reasons_print(&p->reasons, 1);
-		printf("},\"requests\":%llu,\"not_modified\":%llu,\"bundles_downloaded\":%llu,"
-		       "\"bytes\":%llu,\"seconds\":%.3f}\n", (unsigned long long)p->requests,
+		printf("},\"requests\":%llu,\"retries\":%llu,\"not_modified\":%llu,"
+		       "\"bundles_downloaded\":%llu,\"bytes\":%llu,\"seconds\":%.3f}\n",
+		       (unsigned long long)p->requests, (unsigned long long)p->retried,
 		       (unsigned long long)p->not_modified, (unsigned long long)p->full_bundles,
 		       (unsigned long long)p->bytes, secs);
 		return;
@@ -681,8 +784,9 @@ static void print_summary(pull_t *p, double secs)
 	printf("rejected   %llu\n", (unsigned long long)p->rejected);
 	cli_reasons_print(&p->reasons, 0);
 	printf("failed     %llu\n", (unsigned long long)p->failed);
-	printf("requests   %llu, %llu bundles downloaded, %llu bytes, %.2f s\n",
-	       (unsigned long long)p->requests, (unsigned long long)p->full_bundles,
+	printf("requests   %llu (%llu retries), %llu bundles downloaded, %llu bytes, %.2f s\n",
+	       (unsigned long long)p->requests, (unsigned long long)p->retried,
+	       (unsigned long long)p->full_bundles,
 	       (unsigned long long)p->bytes, secs);
 }
 
@@ -696,6 +800,7 @@ static int run(cli_ctx_t *ctx, int argc, char **argv)
 	pith_trust_t *trust = NULL;
 	struct event *tick = NULL;
 	p.stall_s = 15;
+	p.retries = PULL_RETRIES;
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--from") && i + 1 < argc)
 			from = argv[++i];
@@ -704,12 +809,15 @@ static int run(cli_ctx_t *ctx, int argc, char **argv)
 		else if (!strcmp(argv[i], "--ids") && i + 1 < argc)
 			ids_file = argv[++i];
 		else if (!strcmp(argv[i], "--stall-timeout") && i + 1 < argc) {
-			char *end;
-			long v = strtol(argv[++i], &end, 10);
-			if (*end || end == argv[i] || v < 1 || v > 3600)
-				return cli_fail("pull", "--stall-timeout %s: not a number of seconds "
-						"from 1 to 3600", argv[i]);
-			p.stall_s = v;
+			if (cli_opt_long("pull", argv[i], argv[i + 1], 1, 3600, "seconds", &p.stall_s))
+				return 1;
+			i++;
+		} else if (!strcmp(argv[i], "--retries") && i + 1 < argc) {
+			long v;
+			if (cli_opt_long("pull", argv[i], argv[i + 1], 0, PULL_RETRIES_MAX, "retries", &v))
+				return 1;
+			p.retries = (unsigned)v;
+			i++;
 		} else if (!strcmp(argv[i], "--no-progress"))
 			no_bar = 1;
 		else if (!strcmp(argv[i], "--json"))
@@ -813,8 +921,11 @@ out:
 		event_base_free(p.loop);
 	if (curl_up)
 		hc_global_cleanup();
-	for (size_t i = 0; i < p.nitems; i++)
+	for (size_t i = 0; i < p.nitems; i++) {
 		pith_buf_release(&p.items[i].resp);
+		if (p.items[i].get.wait)
+			event_free(p.items[i].get.wait);
+	}
 	free(p.items);
 	free(p.etags);
 	pith_buf_release(&ids_text);
@@ -827,7 +938,7 @@ const cli_cmd_t cli_cmd_pull = {
 	"pull", "fetch, verify and store records from an HTTP(S) upstream",
 	"usage: pithctl --store DIR [--trust-key FILE]... pull --from BASE_URL\n"
 	"                [--ca-file FILE] [--ids FILE] [--stall-timeout SECONDS]\n"
-	"                [--json] [--no-progress] [ID...]\n\n"
+	"                [--retries N] [--json] [--no-progress] [ID...]\n\n"
 	"Each ID (arXiv id or URL, DOI or doi.org URL, short or full pith number,\n"
 	"registry URL; --ids FILE: one a line, '#' comments) is resolved at the\n"
 	"upstream when it is not a full pith number (BASE_URL/api/pith-number/resolve),\n"
@@ -837,11 +948,18 @@ const cli_cmd_t cli_cmd_pull = {
 	"stored. 16 requests at most in flight over reused connections; TLS is\n"
 	"verified (--ca-file: the CA certificates to trust instead of the system's).\n"
 	"A transfer under 1 KiB/s for --stall-timeout seconds (default 15) fails.\n"
+	"A request answered 5xx (but 501, 505), 408 or 429, or that failed at the\n"
+	"network level (DNS, connect, timeout, reset), is asked again up to\n"
+	"--retries times (default 4, 0 to 10): after the upstream's Retry-After on\n"
+	"a 429 or 503 (one over 60 s is not waited out: the request fails), else\n"
+	"after 0.5 s, 1 s, 2 s, 4 s, ... (at most 30 s), each a random time between\n"
+	"half and all of that; one stderr line per retry. Other 4xx are not retried.\n"
 	"Each bundle's ETag is kept in DIR/pull-etags: the next pull asks with\n"
 	"If-None-Match, and a 304 is 'unchanged' without download or verification.\n"
 	"Summary: stored, unchanged, not found, rejected (with the reason), failed\n"
-	"(HTTP status or network error, with the URL); one stderr line per ID that\n"
-	"was not stored or unchanged. A progress line on stderr when a terminal.\n\n"
+	"(HTTP status or network error, with the URL and the attempts made); one\n"
+	"stderr line per ID that was not stored or unchanged. A progress line on\n"
+	"stderr when a terminal.\n\n"
 	"Exit status: 0 if every ID ended stored or unchanged, else 1.\n",
 	run,
 };
