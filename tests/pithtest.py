@@ -514,6 +514,45 @@ def run_test(prefix, body, tools=("pithd", "pithctl", "gen-events"), add_args=No
     return 0 if ok else 1
 
 
+def table_file(store, cf):
+    """(path, size) of the largest table file of column family cf in a
+    store (its name is in the file's properties block: key
+    "rocksdb.column.family.name", stored as "name" after the shared prefix
+    of the key before it), or None."""
+    best = None
+    for f in os.listdir(store):
+        if not f.endswith(".sst"):
+            continue
+        p = os.path.join(store, f)
+        with open(p, "rb") as fh:
+            d = fh.read()
+        if b"column.family.id" in d and b"name" + cf.encode() in d and \
+                (not best or len(d) > best[1]):
+            best = (p, len(d))
+    return best
+
+
+def import_damaged(pithctl, node, key, events, cf, at):
+    """Imports the events file into node's store (node not started), then
+    flips one byte of cf's largest table file, at fraction at of it.
+    Returns (path, size, offset) of the flipped byte."""
+    store = os.path.join(node.dir, "store")
+    os.makedirs(node.dir)
+    r = subprocess.run([pithctl, "--store", store, "--trust-key", key, "import",
+                        "--no-progress", events], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    best = table_file(store, cf)
+    assert best, "no table file of %s in %s" % (cf, store)
+    path, size = best
+    off = int(size * at)
+    with open(path, "r+b") as f:
+        f.seek(off)
+        b = f.read(1)
+        f.seek(off)
+        f.write(bytes([b[0] ^ 0x40]))
+    return path, size, off
+
+
 def make_events(gen_events, root, records, per_record):
     """Signed test events from tests/gen_events: (trusted key file, lines).
     Every node of a test must be given the key file with --trust-key."""

@@ -28,7 +28,7 @@ import urllib.error
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from pithtest import Node, make_events, run_test, wait_for  # noqa: E402
+from pithtest import Node, import_damaged, make_events, run_test, wait_for  # noqa: E402
 
 SKIP = 77
 SKIPPED = []  # the case could not run here (exit SKIP, for ctest)
@@ -67,40 +67,14 @@ def node_args(key):
             "--sync-interval-ms", "0"]
 
 
-def docs_table(store):
-    """The largest table file of the docs column family (its name is in
-    the file's properties block: key "rocksdb.column.family.name", stored
-    as "name" after the shared prefix of the key before it)."""
-    best = None
-    for f in os.listdir(store):
-        if not f.endswith(".sst"):
-            continue
-        p = os.path.join(store, f)
-        with open(p, "rb") as fh:
-            d = fh.read()
-        if b"column.family.id" in d and b"namedocs" in d and (not best or len(d) > best[1]):
-            best = (p, len(d))
-    assert best, "no table file of docs in " + store
-    return best
-
-
 def case_corrupt(args, root, nodes):
     key, lines = make_events(args.gen_events, root, 300, 10)
     a = Node(args.pithd, root, "a", extra=node_args(key))
     store = os.path.join(a.dir, "store")
-    os.makedirs(a.dir)
-    r = subprocess.run([args.pithctl, "--store", store, "--trust-key", key, "import",
-                        "--no-progress", os.path.join(root, "events.jsonl")],
-                       capture_output=True, text=True)
-    assert r.returncode == 0, r.stderr
-    path, size = docs_table(store)
-    with open(path, "r+b") as f:
-        f.seek(size // 2)
-        b = f.read(1)
-        f.seek(size // 2)
-        f.write(bytes([b[0] ^ 0x40]))
+    path, size, off = import_damaged(args.pithctl, a, key, os.path.join(root, "events.jsonl"),
+                                     "docs", 0.5)
     log("imported %d events; flipped the byte at %d of %s (%d bytes)" % (
-        len(lines), size // 2, os.path.basename(path), size))
+        len(lines), off, os.path.basename(path), size))
     r = subprocess.run([args.pithctl, "--store", store, "--trust-key", key, "check"],
                        capture_output=True, text=True)
     assert r.returncode != 0 and "orrupt" in (r.stdout + r.stderr), (r.returncode, r.stdout[-2000:],
