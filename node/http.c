@@ -741,6 +741,26 @@ void http_set_draining(http_t *h, int draining)
 	h->draining = draining;
 }
 
+int http_stop_wait(http_t *h)
+{
+	int64_t now = http_now_us();
+	if (!h->stopping) {
+		h->stopping = 1;
+		h->stop_until_us = now + HTTP_STOP_WAIT_MS * INT64_C(1000);
+		conn_listener_update(h);
+	}
+	if (!conn_owed(h) && !http_pool_owed(h))
+		return 0;
+	if (now < h->stop_until_us)
+		return 1;
+	if (h->stop_refused)
+		return 0;
+	h->stop_refused = 1;
+	http_pool_refuse(h);
+	h->stop_until_us = now + HTTP_STOP_FLUSH_MS * INT64_C(1000);
+	return 1;
+}
+
 int http_mirrors_set(http_t *h, const http_mirror_t *m, size_t n)
 {
 	http_mirror_entry_t *v = calloc(n ? n : 1, sizeof(*v));

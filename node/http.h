@@ -147,4 +147,17 @@ int http_mirrors_set(http_t *h, const http_mirror_t *mirrors, size_t n);
  * carries Connection: close. For a node shutting down. */
 void http_set_draining(http_t *h, int draining);
 
+/* Shutdown, once draining has run a while: call until it returns 0, then
+ * leave the loop. The first call stops accepting connections; it returns
+ * 1 while requests already read are being answered (the render pool's,
+ * POSTs, read-throughs) or replies are not yet written, for at most
+ * HTTP_STOP_WAIT_MS; then the render pool's requests still pending are
+ * answered 503 (Connection: close) and their replies get at most
+ * HTTP_STOP_FLUSH_MS more to be written. What is still owed after that
+ * (a POST's events, a read-through) is dropped with its connection by
+ * http_free. */
+#define HTTP_STOP_WAIT_MS 5000
+#define HTTP_STOP_FLUSH_MS 500
+int http_stop_wait(http_t *h);
+
 #endif

@@ -57,7 +57,7 @@ void conn_listener_update(http_t *h)
 	if (!h->bound)
 		return;
 	struct evconnlistener *l = evhttp_bound_socket_get_listener(h->bound);
-	int want = !h->accept_error_pause && h->nconns < h->o.max_connections;
+	int want = !h->accept_error_pause && !h->stopping && h->nconns < h->o.max_connections;
 	if (want && !h->accepting) {
 		evconnlistener_enable(l);
 		h->accepting = 1;
@@ -253,6 +253,14 @@ int conn_init(http_t *h)
 	h->accepting = 1;
 	evhttp_set_bevcb(h->evh, conn_bev_cb, h);
 	return 0;
+}
+
+size_t conn_owed(const http_t *h)
+{
+	size_t n = 0;
+	for (const hconn_t *c = h->conn_list; c; c = c->next)
+		n += c->busy && !c->cut;
+	return n;
 }
 
 void conn_stop_sweep(http_t *h)

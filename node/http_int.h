@@ -150,6 +150,9 @@ struct http {
 	char listen_str[80];
 	uint16_t port;
 	int draining;
+	int stopping;           /* shutdown: accepts no more connections (http_stop_wait) */
+	int stop_refused;       /* and the pool's pending requests were answered 503 */
+	int64_t stop_until_us;  /* how long http_stop_wait waits still */
 
 	http_mirror_entry_t *mirrors;
 	size_t nmirrors;
@@ -246,6 +249,8 @@ void conn_budget(http_t *h);
 /* Enables or disables the listener for the cap and accept errors. */
 void conn_listener_update(http_t *h);
 void conn_stop_sweep(http_t *h);
+/* Connections with a request being handled or a reply not yet written. */
+size_t conn_owed(const http_t *h);
 /* After evhttp_free: drops the last references. */
 void conn_free_all(http_t *h);
 
@@ -344,12 +349,18 @@ typedef struct http_id_plan {
  * (their 400s are the ones http_resolve_id gives) and the body cache.
  * 0 with *plan set, or -1 with the error reply set. */
 int http_resolve_plan(http_ctx_t *c, const char *id, http_id_plan_t *plan);
-/* The worker's share, any thread: the store reads of http_resolve_id when
- * they find the record. 0 with pith set; -1 if the answer is anything
- * else (not stored, ambiguous, a store error): the loop must then answer
- * with http_resolve_id, which may ask the upstreams. */
+/* The worker's share, any thread: the store reads of http_resolve_id. 0
+ * with pith set; PITH_ENOTFOUND if the record is not stored (the loop
+ * must then answer with http_resolve_id, which may ask the upstreams);
+ * another error (ambiguous, a store error) with err set, for
+ * http_resolve_fail: answered where it was found, so that a failed store
+ * read is not read (and counted) again on the loop. */
 int http_resolve_plan_run(store_t *st, const http_id_plan_t *plan,
-			  char pith[static PITH_NUMBER_LEN + 1]);
+			  char pith[static PITH_NUMBER_LEN + 1], pith_err_t *err);
+/* Sets the reply for id's resolution failing with rc, other than
+ * PITH_ENOTFOUND: 400 with err's message (ambiguous), else 500 (logged).
+ * Any thread. */
+void http_resolve_fail(http_ctx_t *c, const char *id, int rc, const pith_err_t *err);
 /* Adds a resolved body's number to the body cache (the loop's only). */
 void http_body_cache_add(http_t *h, const char *pith);
 /* 1 when the reply waits for a read-through */
@@ -408,8 +419,16 @@ void post_drop_all(http_t *h);
 int http_pool_start(http_t *h, int nthreads, pith_err_t *err);
 /* Stops the threads (joining them) and drops the jobs not yet sent: their
  * requests are freed here if their client left, else by evhttp_free with
- * their connection. Call before evhttp_free. NULL-tolerant (no pool). */
+ * their connection (none is left after http_pool_refuse, unless the loop
+ * was left before). Call before evhttp_free. NULL-tolerant (no pool). */
 void http_pool_stop(http_t *h);
+/* Shutdown, when waiting is over: sends what is rendered, answers every
+ * other request the pool holds 503 with Connection: close (a worker's
+ * render of it is thrown away when it is back), and takes no more jobs
+ * (the loop renders what comes after). NULL-tolerant. */
+void http_pool_refuse(http_t *h);
+/* How many of the pool's requests are not yet answered (loop thread). */
+size_t http_pool_owed(const http_t *h);
 /* Whether route r's document may be rendered by the pool (the record
  * routes: their views read only the store, the search index and the
  * context's own scratch). */

@@ -14,16 +14,25 @@
  * render would (http_send: 304, ETag, gzip and its cache, headers,
  * metrics). Workers never touch an evhttp object, the body cache, the
  * read-through or the metrics: those stay on the loop. So a job whose
- * identifier the worker does not find (unknown, ambiguous, a store
- * error, or a full number not stored while upstreams could be asked)
- * comes back unrendered, and the loop answers it anew as it would with
- * no pool (http_handle_again); a body the worker found is added to the
- * body cache when the loop sends the reply.
+ * record is not stored (an unknown identifier, or a full number not
+ * stored while upstreams could be asked) comes back unrendered, and the
+ * loop answers it anew as it would with no pool (http_handle_again); an
+ * ambiguous identifier or a store error is answered by the worker (400,
+ * 500: http_resolve_fail, as the loop would), not resolved again on the
+ * loop, so a failed store read is made and counted once. A body the
+ * worker found is added to the body cache when the loop sends the
+ * reply.
  *
  * Bounded: at most HTTP_POOL_JOBS_PER_THREAD jobs per thread outstanding
  * (queued, rendering or done and not yet sent); past that the loop
  * renders inline, as with no pool, so a burst slows the loop down rather
- * than growing a queue or refusing requests. */
+ * than growing a queue or refusing requests.
+ *
+ * At shutdown the node keeps its loop running until the requests it
+ * accepted are answered (http_stop_wait): a job's reply is sent as
+ * rendered; past the wait's bound, the jobs still waiting or rendering
+ * are answered 503 at once (http_pool_refuse) and the workers' renders
+ * of them are thrown away. */
 #define _GNU_SOURCE /* pthread_setname_np */
 #include <errno.h>
 #include <event2/event.h>
@@ -33,6 +42,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "http_int.h"
@@ -45,7 +55,8 @@
 typedef struct render_job render_job_t;
 struct render_job {
 	render_job_t *next;
-	struct evhttp_request *req; /* the loop thread's only */
+	render_job_t *oprev, *onext; /* outstanding jobs (the loop's list) */
+	struct evhttp_request *req; /* the loop thread's only; NULL once refused */
 	http_route_t route;
 	int head;
 	int64_t t0_us;
@@ -76,10 +87,13 @@ struct http_pool {
 	render_job_t *done;         /* rendered, for the loop (under mu) */
 	int signalled;              /* the eventfd holds a wake-up not yet taken (under mu) */
 	int stop;                   /* under mu */
+	int64_t delay_us;           /* test only: PITH_TEST_RENDER_DELAY_MS before each job */
 	int efd;
 	struct event *done_ev;
 	/* the loop thread's */
 	size_t outstanding, max_outstanding;
+	render_job_t *out;          /* the outstanding jobs */
+	int refused;                /* shutting down: takes no more jobs (http_pool_refuse) */
 	uint64_t jobs, full, back; /* handed to the pool; turned away full; sent back */
 	render_job_t *spare;        /* recycled jobs */
 	size_t nspare;
@@ -102,9 +116,13 @@ static void job_free(render_job_t *j)
  * own copy (the parsed form points into itself). */
 static void job_render(http_t *w, render_job_t *j)
 {
-	j->back = http_resolve_plan_run(w->store, &j->plan, j->pith) != 0;
+	pith_err_t err = {0};
+	int rc = http_resolve_plan_run(w->store, &j->plan, j->pith, &err);
+	j->back = rc == PITH_ENOTFOUND;
 	if (j->back)
 		return;
+	if (rc)
+		j->pith[0] = 0; /* nothing for the body cache */
 	const char *uri = (const char *)j->in.data, *why = "";
 	http_ctx_t c = {.h = w, .route = j->route, .t0_us = j->t0_us, .head = j->head};
 	c.accept = j->accept_off ? uri + j->accept_off : NULL;
@@ -113,6 +131,8 @@ static void job_render(http_t *w, render_job_t *j)
 	pith_buf_reset(c.body);
 	if (http_target_parse(uri, strlen(uri), c.t, &why)) {
 		http_error(&c, 500, "request target: %s", why); /* the loop parsed it: cannot happen */
+	} else if (rc) {
+		http_resolve_fail(&c, j->plan.id, rc, &err);
 	} else {
 		c.r.status = 200;
 		http_view_run(&c, j->pith);
@@ -135,6 +155,10 @@ static void *worker_main(void *arg)
 		if (!p->head)
 			p->tail = NULL;
 		pthread_mutex_unlock(&p->mu);
+		if (p->delay_us) {
+			struct timespec ts = {p->delay_us / 1000000, p->delay_us % 1000000 * 1000};
+			nanosleep(&ts, NULL);
+		}
 		job_render(me->ctx, j);
 		pthread_mutex_lock(&p->mu);
 		j->next = p->done;
@@ -176,6 +200,16 @@ static void job_recycle(http_pool_t *p, render_job_t *j)
 static void job_finish(http_pool_t *p, render_job_t *j)
 {
 	p->outstanding--;
+	if (j->oprev)
+		j->oprev->onext = j->onext;
+	else
+		p->out = j->onext;
+	if (j->onext)
+		j->onext->oprev = j->oprev;
+	if (!j->req) {
+		job_recycle(p, j); /* refused: answered already */
+		return;
+	}
 	if (j->back) {
 		p->back++;
 		struct evhttp_request *req = j->req;
@@ -185,7 +219,7 @@ static void job_finish(http_pool_t *p, render_job_t *j)
 		http_handle_again(p->h, req, t0, rerun);
 		return;
 	}
-	if (j->plan.cache)
+	if (j->plan.cache && j->pith[0])
 		http_body_cache_add(p->h, j->pith);
 	http_ctx_t c = {.h = p->h, .req = j->req, .route = j->route, .t0_us = j->t0_us,
 			.head = j->head, .r = j->r, .body = &j->body};
@@ -193,15 +227,14 @@ static void job_finish(http_pool_t *p, render_job_t *j)
 	job_recycle(p, j);
 }
 
-static void done_cb(evutil_socket_t fd, short what, void *arg)
+/* Sends the replies of the jobs rendered so far. */
+static void done_take(http_pool_t *p)
 {
-	(void)what;
-	http_pool_t *p = arg;
 	uint64_t n;
 	/* read before taking the list: a job queued after the read either
 	 * finds signalled still set (and is in the list taken below) or wakes
 	 * us again */
-	if (read(fd, &n, sizeof(n)) < 0 && errno != EAGAIN)
+	if (read(p->efd, &n, sizeof(n)) < 0 && errno != EAGAIN)
 		log_warn("http: render pool: reading its eventfd: %s", strerror(errno));
 	pthread_mutex_lock(&p->mu);
 	render_job_t *j = p->done;
@@ -215,9 +248,16 @@ static void done_cb(evutil_socket_t fd, short what, void *arg)
 	}
 }
 
+static void done_cb(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	done_take(arg);
+}
+
 static int has_room(const http_pool_t *p)
 {
-	return p && p->outstanding < p->max_outstanding;
+	return p && !p->refused && p->outstanding < p->max_outstanding;
 }
 
 int http_pool_has_room(http_t *h)
@@ -275,6 +315,11 @@ int http_pool_submit(http_ctx_t *c, const http_id_plan_t *plan)
 	j->pith[0] = 0;
 	j->back = 0;
 	j->next = NULL;
+	j->oprev = NULL;
+	j->onext = p->out;
+	if (p->out)
+		p->out->oprev = j;
+	p->out = j;
 	p->outstanding++;
 	p->jobs++;
 	pthread_mutex_lock(&p->mu);
@@ -286,6 +331,54 @@ int http_pool_submit(http_ctx_t *c, const http_id_plan_t *plan)
 	pthread_cond_signal(&p->cv);
 	pthread_mutex_unlock(&p->mu);
 	return 0;
+}
+
+/* Answers a job's request 503 now, whatever its worker does with it. */
+static void job_refuse(http_pool_t *p, render_job_t *j)
+{
+	http_ctx_t c = {.h = p->h, .req = j->req, .route = j->route, .t0_us = j->t0_us,
+			.head = j->head, .body = &p->h->body};
+	http_error(&c, 503, "shutting down");
+	c.r.close = 1;
+	http_send(&c);
+	j->req = NULL;
+}
+
+void http_pool_refuse(http_t *h)
+{
+	http_pool_t *p = h->pool;
+	if (!p || p->refused)
+		return;
+	p->refused = 1;
+	done_take(p); /* what is rendered goes out as rendered */
+	pthread_mutex_lock(&p->mu);
+	render_job_t *q = p->head;
+	p->head = p->tail = NULL;
+	pthread_mutex_unlock(&p->mu);
+	size_t n = 0;
+	for (render_job_t *j = q, *nx; j; j = nx) {
+		nx = j->next;
+		job_refuse(p, j);
+		job_finish(p, j); /* no worker has it */
+		n++;
+	}
+	for (render_job_t *j = p->out; j; j = j->onext) {
+		if (j->req) {
+			job_refuse(p, j); /* being rendered: recycled when it is back */
+			n++;
+		}
+	}
+	if (n)
+		log_warn("http: shutting down: %zu record documents not rendered in time, answered 503",
+			 n);
+}
+
+size_t http_pool_owed(const http_t *h)
+{
+	size_t n = 0;
+	for (const render_job_t *j = h->pool ? h->pool->out : NULL; j; j = j->onext)
+		n += j->req != NULL;
+	return n;
 }
 
 int http_pool_is_route(http_route_t r)
@@ -312,6 +405,9 @@ int http_pool_start(http_t *h, int nthreads, pith_err_t *err)
 	p->efd = -1;
 	pthread_mutex_init(&p->mu, NULL);
 	pthread_cond_init(&p->cv, NULL);
+	const char *d = getenv("PITH_TEST_RENDER_DELAY_MS"); /* read once, here */
+	long long ms = d ? atoll(d) : 0;
+	p->delay_us = ms > 0 && ms < 60000 ? ms * 1000 : 0;
 	h->pool = p; /* from here on http_pool_stop undoes what was done */
 	p->max_outstanding = (size_t)nthreads * HTTP_POOL_JOBS_PER_THREAD;
 	p->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
@@ -362,7 +458,8 @@ void http_pool_stop(http_t *h)
 			pthread_join(p->w[i].thread, NULL);
 		http_render_free_(p->w[i].ctx);
 	}
-	/* every job is now waiting or done: neither will be sent */
+	/* every job is now waiting or done: neither will be sent (after
+	 * http_pool_refuse none has a request: all were answered) */
 	for (render_job_t *j = p->head, *nx; j; j = nx) {
 		nx = j->next;
 		job_drop(j);

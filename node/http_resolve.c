@@ -109,18 +109,27 @@ int http_resolve_plan(http_ctx_t *c, const char *id, http_id_plan_t *plan)
 }
 
 int http_resolve_plan_run(store_t *st, const http_id_plan_t *plan,
-			  char pith[static PITH_NUMBER_LEN + 1])
+			  char pith[static PITH_NUMBER_LEN + 1], pith_err_t *err)
 {
-	pith_err_t err = {0};
 	if (plan->pith[0]) {
 		memcpy(pith, plan->pith, PITH_NUMBER_LEN + 1);
 		store_record_info_t info;
 		/* as http_resolve_id: any other failure is the view's to report */
-		if (plan->check && store_record_get(st, pith, &info, &err) == PITH_ENOTFOUND)
-			return -1;
+		if (plan->check && store_record_get(st, pith, &info, err) == PITH_ENOTFOUND)
+			return PITH_ENOTFOUND;
 		return 0;
 	}
-	return store_resolve(st, plan->id, pith, &err) ? -1 : 0;
+	return store_resolve(st, plan->id, pith, err);
+}
+
+void http_resolve_fail(http_ctx_t *c, const char *id, int rc, const pith_err_t *err)
+{
+	if (rc == PITH_EINVAL) {
+		http_error(c, 400, "%s", err->msg);
+		return;
+	}
+	log_warn("http: resolving %s: %s", id, err->msg);
+	http_error(c, 500, "store error");
 }
 
 int http_resolve_id(http_ctx_t *c, const char *id, char pith[static PITH_NUMBER_LEN + 1])
@@ -159,13 +168,8 @@ int http_resolve_id(http_ctx_t *c, const char *id, char pith[static PITH_NUMBER_
 			http_error(c, 404, "no record for %s on this mirror", id);
 		return -1;
 	}
-	if (rc == PITH_EINVAL) {
-		http_error(c, 400, "%s", err.msg);
-		return -1;
-	}
 	if (rc) {
-		log_warn("http: resolving %s: %s", id, err.msg);
-		http_error(c, 500, "store error");
+		http_resolve_fail(c, id, rc, &err);
 		return -1;
 	}
 	if (is_body && c->h->bodies)

@@ -28,6 +28,7 @@
 
 #define TICK_MS 200
 #define STOP_LINGER_MS 500 /* time for BYEs to leave at shutdown */
+#define STOP_POLL_MS 20    /* then, how often to look whether HTTP owes replies */
 #define NODE_KEY_FILE "node.key"
 #define STORE_SUBDIR "store"
 #define SEARCH_FILE "search.sqlite"
@@ -235,11 +236,18 @@ static void stop_cb(evutil_socket_t fd, short what, void *arg)
 	(void)fd;
 	(void)what;
 	node_t *n = arg;
+	/* the HTTP side answers the requests it read first (bounded:
+	 * http_stop_wait) */
+	if (node_http_stop_wait(n)) {
+		struct timeval tv = {0, STOP_POLL_MS * 1000};
+		evtimer_add(n->stop_ev, &tv);
+		return;
+	}
 	event_base_loopexit(n->base, NULL);
 }
 
-/* First signal: stop accepting, say goodbye, leave the loop shortly.
- * A second one leaves at once. */
+/* First signal: stop accepting, say goodbye, leave the loop shortly,
+ * once HTTP answered what it accepted. A second one leaves at once. */
 static void node_stop(node_t *n, int sig)
 {
 	if (n->shutting_down) {

@@ -270,6 +270,11 @@ void node_http_draining(node_t *n)
 		http_set_draining(n->http, 1);
 }
 
+int node_http_stop_wait(node_t *n)
+{
+	return n->http && http_stop_wait(n->http);
+}
+
 void node_http_stop(node_t *n)
 {
 	http_free(n->http);

@@ -90,6 +90,9 @@ void node_http_tick(node_t *n, int64_t now);
 int node_http_start(node_t *n, pith_err_t *err);
 /* Shutting down: /healthz answers 503, connections close after replies. */
 void node_http_draining(node_t *n);
+/* Shutdown: 1 while HTTP still answers requests it accepted (ask again
+ * shortly), 0 when the loop may be left (http_stop_wait). */
+int node_http_stop_wait(node_t *n);
 /* Stops serving; NULL-tolerant parts. */
 void node_http_stop(node_t *n);
 /* The follower's read-through answers, to the HTTP views. */

@@ -10,7 +10,16 @@
   identifier the workers resolve (bare bodies, short numbers of 8, 12 and
   16 characters, arXiv ids and DOIs) and the ones they hand back to the
   loop or never get (unknown records: 404; malformed ids: 400);
-- SIGTERM while requests are in flight stops the node cleanly (exit 0).
+- SIGTERM while requests are in flight stops the node cleanly (exit 0);
+- SIGTERM while the pool holds requests (each render held back by
+  PITH_TEST_RENDER_DELAY_MS): every request read before the signal gets a
+  whole answer, none a bare close: the document, as with no pool, while
+  the stop waits for the renders (docs/http.md "Threads"), and past that
+  wait's bound a 503 with Connection: close; pithd exits 0;
+- a store read error while a worker resolves an identifier (a flipped
+  byte in the records' table file) is answered 500 and counted once in
+  the store's read errors, as with no pool (it used to be read again, and
+  counted again, on the loop).
 
 usage: http_render_pool_test.py --pithd D --pithctl C --gen-events G [--keep]
 """
@@ -18,13 +27,14 @@ import http.client
 import json
 import os
 import random
+import re
 import socket
 import sys
 import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from pithtest import Node, make_events, run_test, wait_for  # noqa: E402
+from pithtest import Node, import_damaged, make_events, run_test, wait_for  # noqa: E402
 
 ROUTES = ["/pith/%s", "/pith/%s.json", "/pith/%s/state.json", "/pith/%s/bundle.json",
           "/.well-known/pith/%s/bundle.json", "/api/pith-number/%s/events.json",
@@ -263,6 +273,123 @@ def body(args, root, nodes):
         t.join()
     assert rc == 0, "pithd exited with %s on SIGTERM under load" % rc
     print("ok - SIGTERM with requests in flight: exit 0", flush=True)
+
+    # SIGTERM while the pool holds requests: 2 threads, each render held
+    # back; 24 x 0.2 s ends within the stop's wait (5 s after the 0.5 s
+    # linger), 48 x 0.3 s does not
+    docs = [q for q in reqs if q[0] == "GET" and not q[2] and ref[key(q)][0] == 200
+            and "/state.json" in q[1]]
+    stop_with_pending(args, root, nodes, common, port, ref, docs, 24, 200, want_503=False)
+    stop_with_pending(args, root, nodes, common, port, ref, docs, 48, 300, want_503=True)
+    read_error_counted_once(args, root, nodes)
+
+
+def read_error_counted_once(args, root, nodes):
+    sub = os.path.join(root, "damaged")
+    os.makedirs(sub)
+    key_file, lines = make_events(args.gen_events, sub, 1000, 1)
+    node = Node(args.pithd, sub, "d", extra=["--trust-key", key_file, "--http", "127.0.0.1:0",
+                                             "--http-render-threads", "2"])
+    import_damaged(args.pithctl, node, key_file, os.path.join(sub, "events.jsonl"), "records",
+                   1 / 3)
+    nodes.append(node)
+    node.start()
+    port = int(node.status()["http"].rsplit(":", 1)[1])
+
+    def read_errors():
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+        conn.request("GET", "/healthz")
+        v = json.loads(conn.getresponse().read())["store"]["read_errors"]
+        conn.close()
+        return v
+
+    bodies = sorted({m for ln in lines for m in re.findall(rb"pith:\d{4}:([A-Z2-7]{26})", ln)})
+    counted = []
+    for b in bodies:
+        before = read_errors()
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+        conn.request("GET", "/pith/%s/state.json" % b.decode())
+        resp = conn.getresponse()
+        resp.read()
+        conn.close()
+        if resp.status == 500:
+            counted.append(read_errors() - before)
+            if len(counted) == 5:
+                break
+    assert counted, "no identifier's resolution read the damaged block"
+    assert counted == [1] * len(counted), "read errors counted per request: %s" % counted
+    rc = node.stop()
+    assert rc == 0, rc
+    print("ok - a store read error while a worker resolves an identifier: 500, counted once "
+          "(%d requests)" % len(counted), flush=True)
+
+
+def metric_value(port, name):
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    conn.request("GET", "/metrics")
+    text = conn.getresponse().read().decode()
+    conn.close()
+    for line in text.splitlines():
+        if line.startswith(name + " "):
+            return float(line.split()[1])
+    return None
+
+
+def stop_with_pending(args, root, nodes, common, port, ref, docs, n, delay_ms, want_503):
+    """Starts the node with renders delayed by delay_ms, sends n requests
+    for documents (one connection each), sends SIGTERM once the pool holds
+    them all, and checks every answer."""
+    os.environ["PITH_TEST_RENDER_DELAY_MS"] = str(delay_ms)
+    try:
+        node = Node(args.pithd, root, "n", extra=common + ["--http-render-threads", "2"])
+        nodes.append(node)
+        node.start()
+    finally:
+        del os.environ["PITH_TEST_RENDER_DELAY_MS"]
+    wait_for(lambda: http_up(port), 10, what="the HTTP server")
+    got = [None] * n
+
+    def one(i):
+        q = docs[i % len(docs)]
+        try:
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+            conn.request(q[0], q[1], headers=q[2])
+            r = conn.getresponse()
+            got[i] = (q, r.status, r.getheader("Connection"), r.read())
+            conn.close()
+        except Exception as e:  # noqa: BLE001 (reported below)
+            got[i] = (q, None, None, repr(e))
+
+    clients = [threading.Thread(target=one, args=(i,)) for i in range(n)]
+    for t in clients:
+        t.start()
+    wait_for(lambda: metric_value(port, "pith_http_render_outstanding") == n, 10,
+             what="%d requests in the pool" % n)
+    t0 = time.time()
+    rc = node.stop(timeout=60)
+    took = time.time() - t0
+    for t in clients:
+        t.join()
+    assert rc == 0, "pithd exited with %s on SIGTERM with requests in the pool" % rc
+    cut = [g for g in got if g[1] is None]
+    assert not cut, "%d of %d requests got no answer, e.g. %s" % (len(cut), n, cut[:2])
+    ok = [g for g in got if g[1] == 200]
+    refused = [g for g in got if g[1] == 503]
+    assert len(ok) + len(refused) == n, [g[1] for g in got]
+    for q, _, conn_hdr, body in ok:
+        assert body == ref[key(q)][2], "%s: not the reference's body" % q[1]
+        assert conn_hdr == "close", "%s: 200 without Connection: close" % q[1]
+    for q, _, conn_hdr, body in refused:
+        assert conn_hdr == "close", "%s: 503 without Connection: close" % q[1]
+        assert json.loads(body)["message"] == "shutting down", body
+    if want_503:
+        assert ok and refused, "want 200s and 503s: %d, %d" % (len(ok), len(refused))
+        assert took < 0.5 + 5 + 0.5 + 5, "the stop took %.1f s" % took
+    else:
+        assert not refused, "%d answered 503 within the wait" % len(refused)
+    print("ok - SIGTERM with %d requests in the pool (renders %d ms): %d answered with "
+          "their document, %d answered 503, none cut; exit 0 after %.1f s"
+          % (n, delay_ms, len(ok), len(refused), took), flush=True)
 
 
 def http_up(port):
