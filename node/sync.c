@@ -243,6 +243,28 @@ static void progress_begin(sync_t *sy, const peer_t *p, size_t need)
 		 "this node %zu",
 		 p->addr, p->id_short, need, (unsigned long long)p->sync->peer_items,
 		 recon_set_count(sy->set));
+	/* a large catch-up is a bulk load: fewer rewrites by compaction, at
+	 * the price of slower reads until it ends (docs/store.md) */
+	uint64_t ours = recon_set_count(sy->set), theirs = p->sync->peer_items;
+	if (theirs > ours && theirs - ours >= SYNC_BULK_MIN) {
+		pith_err_t err = {0};
+		if (store_bulk_begin(sy->d.store, &err))
+			log_warn("sync: %s (catching up with the usual compactions)", err.msg);
+		else
+			sy->bulk = 1;
+	}
+}
+
+/* Puts the store's usual compaction back, which RocksDB then catches up
+ * with on its own threads. */
+static void bulk_end(sync_t *sy)
+{
+	if (!sy->bulk)
+		return;
+	sy->bulk = 0;
+	pith_err_t err = {0};
+	if (store_bulk_end(sy->d.store, 0, &err))
+		log_warn("sync: %s", err.msg);
 }
 
 /* What is left to fetch, as well as this node can tell: the ids sessions
@@ -286,6 +308,7 @@ static void progress_tick(sync_t *sy, int64_t now)
 			 recon_set_count(sy->set));
 		sy->syncing = 0;
 		sy->rate = 0;
+		bulk_end(sy);
 		return;
 	}
 	if (now - sy->last_log_us < SYNC_PROGRESS_US)
@@ -1153,6 +1176,7 @@ void sync_free_(sync_t *sy)
 {
 	if (!sy)
 		return;
+	bulk_end(sy); /* the store outlives us (node_free) */
 	if (sy->loader_running) {
 		atomic_store(&sy->load_stop, 1); /* a 10M-event walk gives up at once */
 		pthread_join(sy->loader, NULL);

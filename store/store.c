@@ -170,6 +170,19 @@ static rocksdb_cache_t *cache_new(size_t bytes)
 /* Column families holding JSON documents get larger blocks (better
  * compression); the point-looked-up ones get a whole-key bloom filter so
  * that the duplicate check of a new event rarely touches a data block. */
+#define L0_TRIGGER 4
+#define L0_SLOWDOWN 20
+#define L0_STOP 36
+
+/* The families keyed by something random (ids, pith numbers, aliases)
+ * and small entries, which RocksDB's leveled compaction rewrites most
+ * often per byte: every L0 compaction of a family still smaller than a
+ * level's base goes straight into its last level and rewrites all of it. */
+static int cf_is_index(int cf)
+{
+	return cf != STORE_CF_DOCS && cf != STORE_CF_STATES && cf != STORE_CF_BUNDLES;
+}
+
 static void cf_tune(store_t *st, int cf)
 {
 	rocksdb_options_t *o = rocksdb_options_create_copy(st->opts);
@@ -202,6 +215,11 @@ static void cf_tune(store_t *st, int cf)
 	rocksdb_options_set_compression_per_level(o, levels, 7);
 	rocksdb_options_set_bottommost_compression(o, bottom);
 	rocksdb_options_set_level_compaction_dynamic_level_bytes(o, 1);
+	/* L0 triggers: RocksDB's defaults, set here so that store_bulk_end
+	 * puts back exactly these (docs/store.md, "Bulk loading") */
+	rocksdb_options_set_level0_file_num_compaction_trigger(o, L0_TRIGGER);
+	rocksdb_options_set_level0_slowdown_writes_trigger(o, L0_SLOWDOWN);
+	rocksdb_options_set_level0_stop_writes_trigger(o, L0_STOP);
 	if (docs)
 		rocksdb_options_set_write_buffer_size(o, 64u << 20);
 	else
@@ -1443,6 +1461,84 @@ int store_flush(store_t *st, pith_err_t *err)
 		rocksdb_flush_cf(st->db, fo, st->cf[cf], &e);
 	rocksdb_flushoptions_destroy(fo);
 	return e ? store_op_error(st, STORE_OP_WRITE, err, e, "flushing") : 0;
+}
+
+/* Sets the L0 triggers of every family: index families (cf_is_index)
+ * to idx, the document families to docs (each: compaction, slowdown,
+ * stop). */
+static int l0_set(store_t *st, const int idx[3], const int docs[3], pith_err_t *err)
+{
+	static const char *keys[3] = {"level0_file_num_compaction_trigger",
+				      "level0_slowdown_writes_trigger", "level0_stop_writes_trigger"};
+	for (int cf = 0; cf < STORE_NCF; cf++) {
+		const int *v = cf_is_index(cf) ? idx : docs;
+		char vals[3][16];
+		const char *vp[3];
+		for (int i = 0; i < 3; i++) {
+			snprintf(vals[i], sizeof(vals[i]), "%d", v[i]);
+			vp[i] = vals[i];
+		}
+		char *e = NULL;
+		rocksdb_set_options_cf(st->db, st->cf[cf], 3, keys, vp, &e);
+		if (e)
+			return store_db_error(err, e, "setting the level-0 triggers");
+	}
+	return 0;
+}
+
+int store_bulk_begin(store_t *st, pith_err_t *err)
+{
+	if (st->read_only)
+		return pith_err_set(err, PITH_EINVAL, "store: opened read-only");
+	static const int idx[3] = {STORE_BULK_L0_INDEX, STORE_BULK_L0_INDEX + 24,
+				   STORE_BULK_L0_INDEX + 48};
+	static const int docs[3] = {STORE_BULK_L0_DOCS, L0_SLOWDOWN, L0_STOP};
+	return l0_set(st, idx, docs, err);
+}
+
+int store_cf_property(store_t *st, int cf, const char *name, uint64_t *v)
+{
+	if (!rocksdb_property_int_cf(st->db, st->cf[cf], name, v))
+		return 0;
+	/* some (num-files-at-levelN) are only given as text */
+	char *t = rocksdb_property_value_cf(st->db, st->cf[cf], name), *end = NULL;
+	int rc = -1;
+	if (t) {
+		unsigned long long n = strtoull(t, &end, 10);
+		if (end != t && !*end) {
+			*v = n;
+			rc = 0;
+		}
+		rocksdb_free(t);
+	}
+	return rc;
+}
+
+/* Is RocksDB flushing or compacting, or does a family want a compaction? */
+static int compaction_busy(store_t *st)
+{
+	uint64_t v = 0;
+	if (!rocksdb_property_int(st->db, "rocksdb.num-running-compactions", &v) && v)
+		return 1;
+	if (!rocksdb_property_int(st->db, "rocksdb.num-running-flushes", &v) && v)
+		return 1;
+	for (int cf = 0; cf < STORE_NCF; cf++)
+		if (!rocksdb_property_int_cf(st->db, st->cf[cf], "rocksdb.compaction-pending", &v) && v)
+			return 1;
+	return 0;
+}
+
+int store_bulk_end(store_t *st, int settle, pith_err_t *err)
+{
+	static const int dflt[3] = {L0_TRIGGER, L0_SLOWDOWN, L0_STOP};
+	int rc = l0_set(st, dflt, dflt, err);
+	/* setting the options scheduled the compactions they now call for;
+	 * they run on RocksDB's threads: poll until none is left */
+	while (!rc && settle && compaction_busy(st)) {
+		struct timespec ts = {0, 100 * 1000 * 1000};
+		nanosleep(&ts, NULL);
+	}
+	return rc;
 }
 
 int store_checkpoint(store_t *st, const char *dir, pith_err_t *err)
