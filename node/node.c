@@ -726,11 +726,11 @@ int node_status_json(node_t *n, pith_buf_t *b)
 	store_usage_get(n->store, &u);
 	pith_buf_printf(b, ",\"store\":{\"events\":%llu,\"records\":%llu,\"bundles\":%llu,"
 			"\"sst_bytes\":%llu,\"wal_bytes\":%llu,\"memtable_bytes\":%llu,"
-			"\"pending_compaction_bytes\":%llu,",
+			"\"pending_compaction_bytes\":%llu,\"compacting\":%s,",
 			(unsigned long long)c.events, (unsigned long long)c.records,
 			(unsigned long long)c.bundles, (unsigned long long)u.sst_bytes,
 			(unsigned long long)u.wal_bytes, (unsigned long long)u.memtable_bytes,
-			(unsigned long long)u.pending_compaction_bytes);
+			(unsigned long long)u.pending_compaction_bytes, u.compacting ? "true" : "false");
 	node_store_errors_json(n->store, now, b);
 	pith_buf_puts(b, "}");
 	if (n->follower) {

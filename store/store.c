@@ -1419,9 +1419,12 @@ void store_counts_get(store_t *st, store_counts_t *out)
 	pthread_mutex_unlock(&st->wmu);
 }
 
+static int compaction_busy(store_t *st);
+
 void store_usage_get(store_t *st, store_usage_t *out)
 {
 	memset(out, 0, sizeof(*out));
+	out->compacting = compaction_busy(st);
 	for (int cf = 0; cf < STORE_NCF; cf++) {
 		uint64_t v;
 		if (!st->cf[cf])
@@ -1523,7 +1526,8 @@ static int compaction_busy(store_t *st)
 	if (!rocksdb_property_int(st->db, "rocksdb.num-running-flushes", &v) && v)
 		return 1;
 	for (int cf = 0; cf < STORE_NCF; cf++)
-		if (!rocksdb_property_int_cf(st->db, st->cf[cf], "rocksdb.compaction-pending", &v) && v)
+		if (st->cf[cf] &&
+		    !rocksdb_property_int_cf(st->db, st->cf[cf], "rocksdb.compaction-pending", &v) && v)
 			return 1;
 	return 0;
 }

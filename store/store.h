@@ -346,6 +346,7 @@ void store_counts_get(store_t *st, store_counts_t *out);
  * has to rewrite. Reads RocksDB properties and lists the directory. */
 typedef struct store_usage {
 	uint64_t sst_bytes, wal_bytes, memtable_bytes, pending_compaction_bytes;
+	int compacting; /* RocksDB is flushing or compacting, or wants to */
 } store_usage_t;
 
 void store_usage_get(store_t *st, store_usage_t *out);

@@ -724,6 +724,8 @@ static int run(cli_ctx_t *ctx, int argc, char **argv)
 	/* the compactions the bulk load put off, before the summary's time:
 	 * the store is left as an import without it would leave it (done on
 	 * an error too, but not waited for) */
+	if (im.tty && !rc && !im.failed)
+		fputs("\r\033[Kpithctl import: compacting what the import put off...", stderr);
 	if (store_bulk_end(im.st, !rc && !im.failed, &berr))
 		fprintf(stderr, "pithctl import: %s\n", berr.msg);
 	while (im.spare) {
@@ -754,7 +756,10 @@ const cli_cmd_t cli_cmd_import = {
 	"bundle check) on N worker threads (default: one per core); verified items\n"
 	"are committed in input order in atomic, synced batches. A rejected line is\n"
 	"reported as FILE:LINE with its reason and the rest of the file is still\n"
-	"imported. At the end a summary: stored, duplicate, rejected per reason.\n"
+	"imported. The store is in bulk mode meanwhile (fewer, larger compactions;\n"
+	"docs/store.md, \"Bulk loading\"), and the import waits for the compactions\n"
+	"it put off before it ends. At the end a summary: stored, duplicate,\n"
+	"rejected per reason.\n"
 	"A progress bar is drawn on stderr when it is a terminal.\n\n"
 	"--progress-file FILE  after each commit, append 'stored N through FILE:LINE':\n"
 	"                      every line up to there is stored, duplicate or rejected.\n\n"
