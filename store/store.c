@@ -167,9 +167,6 @@ static rocksdb_cache_t *cache_new(size_t bytes)
 	return c;
 }
 
-/* Column families holding JSON documents get larger blocks (better
- * compression); the point-looked-up ones get a whole-key bloom filter so
- * that the duplicate check of a new event rarely touches a data block. */
 #define L0_TRIGGER 4
 #define L0_SLOWDOWN 20
 #define L0_STOP 36
@@ -183,11 +180,14 @@ static int cf_is_index(int cf)
 	return cf != STORE_CF_DOCS && cf != STORE_CF_STATES && cf != STORE_CF_BUNDLES;
 }
 
+/* Column families holding JSON documents get larger blocks (better
+ * compression); the point-looked-up ones get a whole-key bloom filter so
+ * that the duplicate check of a new event rarely touches a data block. */
 static void cf_tune(store_t *st, int cf)
 {
 	rocksdb_options_t *o = rocksdb_options_create_copy(st->opts);
 	rocksdb_block_based_table_options_t *t = rocksdb_block_based_options_create();
-	int docs = cf == STORE_CF_DOCS || cf == STORE_CF_STATES || cf == STORE_CF_BUNDLES;
+	int docs = !cf_is_index(cf);
 	rocksdb_block_based_options_set_block_cache(t, st->cache);
 	/* event documents 8 KiB: read one by one by id over HTTP, each read
 	 * a cache miss that loads a whole block; states and bundles 32 KiB
