@@ -46,7 +46,9 @@ def body(args, root, nodes):
     assert r.returncode == 0, r.stdout + r.stderr
     a.start()
     nodes.append(a)
-    assert a.status()["sync"]["bundle_items"] == args.records
+    # the reconciliation sets load in the background after start; wait for them
+    wait_for(lambda: a.status()["sync"]["bundle_items"] == args.records, 30,
+             what="A's bundle reconciliation set to load")
 
     # 1. a fresh node, at the bulk pace
     b = Node(args.pithd, root, "b", extra=extra)
