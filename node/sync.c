@@ -243,15 +243,21 @@ static void progress_begin(sync_t *sy, const peer_t *p, size_t need)
 		 "this node %zu",
 		 p->addr, p->id_short, need, (unsigned long long)p->sync->peer_items,
 		 recon_set_count(sy->set));
-	/* a large catch-up is a bulk load: fewer rewrites by compaction, at
-	 * the price of slower reads until it ends (docs/store.md) */
+	/* a large catch-up (the peer's count over ours at least sync_bulk_min;
+	 * 0: never) is a bulk load: fewer rewrites by compaction, at the price
+	 * of slower reads until it ends (docs/store.md) */
 	uint64_t ours = recon_set_count(sy->set), theirs = p->sync->peer_items;
-	if (theirs > ours && theirs - ours >= SYNC_BULK_MIN) {
+	uint64_t min = (uint64_t)sy->d.cfg->sync_bulk_min;
+	if (min && theirs > ours && theirs - ours >= min) {
 		pith_err_t err = {0};
-		if (store_bulk_begin(sy->d.store, &err))
+		if (store_bulk_begin(sy->d.store, &err)) {
 			log_warn("sync: %s (catching up with the usual compactions)", err.msg);
-		else
+		} else {
 			sy->bulk = 1;
+			log_info("sync: store in bulk mode until caught up (%llu events behind, "
+				 "sync_bulk_min %llu)",
+				 (unsigned long long)(theirs - ours), (unsigned long long)min);
+		}
 	}
 }
 
@@ -265,6 +271,8 @@ static void bulk_end(sync_t *sy)
 	pith_err_t err = {0};
 	if (store_bulk_end(sy->d.store, 0, &err))
 		log_warn("sync: %s", err.msg);
+	else
+		log_info("sync: store out of bulk mode (the compactions it put off follow)");
 }
 
 /* What is left to fetch, as well as this node can tell: the ids sessions

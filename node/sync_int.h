@@ -36,10 +36,6 @@ enum { SYNC_EVENTS = 0, SYNC_BUNDLES = 1 };
 #define SYNC_BUNDLE_Q_MAX 65536     /* bundle requests queued per peer */
 #define SYNC_BUNDLE_REF_COST 17.0   /* a BUNDLE_GET ref in the peer's budget (peer.c) */
 #define SYNC_PROGRESS_US 5000000    /* a progress line this often while syncing */
-#define SYNC_BULK_MIN 100000        /* a catch-up of at least this many events (the
-				       peer's count over ours) puts the store in
-				       bulk mode until it ends (docs/store.md,
-				       "Bulk loading") */
 #define SYNC_QUIET_US 10000000      /* syncing ends after this long with nothing
 				       stored, even with fetches still pending */
 #define SYNC_CONNECT_US 30000000    /* `sync HOST:PORT`: the connection must be
