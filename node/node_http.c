@@ -188,6 +188,9 @@ static void collect(void *arg, metrics_out_t *o)
 		s->events_unreadable);
 	gauge(o, "pith_sync_pending_fetches", "Event and bundle ids being fetched from peers",
 	      (double)relay_pending_fetches(n->relay));
+	gauge(o, "pith_sync_bulk",
+	      "1 while a catch-up holds the store in bulk mode (sync_bulk_min), else 0",
+	      sync_is_bulk(n->sync) ? 1 : 0);
 	size_t active = 0;
 	for (size_t i = 0; i < ban_count(n->book); i++)
 		active += ban_at(n->book, i)->until_us > now;

@@ -876,6 +876,11 @@ void sync_tick(sync_t *sy, int64_t now)
 
 /* ---- status ---------------------------------------------------------------------------- */
 
+int sync_is_bulk(const sync_t *sy)
+{
+	return sy->bulk;
+}
+
 void sync_status_json(sync_t *sy, pith_buf_t *b)
 {
 	size_t active = 0;
@@ -886,7 +891,7 @@ void sync_status_json(sync_t *sy, pith_buf_t *b)
 	double rate = sy->rate > 0 ? sy->rate : elapsed > 0 ? (double)stored / elapsed : 0;
 	pith_buf_printf(b,
 			"\"sync\":{\"enabled\":%s,\"set\":\"%s\",\"set_load_ms\":%lld,"
-			"\"state\":\"%s\",\"items\":%zu,\"skipped\":%zu,"
+			"\"state\":\"%s\",\"bulk\":%s,\"items\":%zu,\"skipped\":%zu,"
 			"\"set_bytes\":%zu,\"events_stored\":%llu,\"elapsed_s\":%.1f,\"rate\":%.1f,"
 			"\"remaining\":%llu,\"eta_s\":%.0f,\"sessions_active\":%zu,"
 			"\"sessions_started\":%llu,\"sessions_done\":%llu,\"sessions_failed\":%llu,"
@@ -898,7 +903,7 @@ void sync_status_json(sync_t *sy, pith_buf_t *b)
 			: sy->set_state == SYNC_SET_LOADING ? "loading" : "failed",
 			(long long)(sy->set_state == SYNC_SET_LOADING
 				    ? (now - sy->load_start_us) / 1000 : sy->load_ms + sy->bload_ms),
-			sy->syncing ? "syncing" : "idle",
+			sy->syncing ? "syncing" : "idle", sy->bulk ? "true" : "false",
 			recon_set_count(sy->set), sy->skipped, recon_set_memory(sy->set),
 			(unsigned long long)stored, elapsed, rate,
 			(unsigned long long)(sy->syncing ? remaining : 0),

@@ -117,6 +117,9 @@ void sync_tick(sync_t *sy, int64_t now);
 /* Appends `"sync":{...}` (progress, totals, sessions per peer) to b. */
 void sync_status_json(sync_t *sy, pith_buf_t *b);
 
+/* 1 while the store is in bulk mode for a catch-up (sync_bulk_min), else 0. */
+int sync_is_bulk(const sync_t *sy);
+
 /* The control socket's `sync PEER`: runs one session with PEER (a node id
  * or a prefix of at least 8 hex digits, or HOST:PORT, dialled first if no
  * connected peer has that address) and answers control request
