@@ -1,0 +1,138 @@
+#!/usr/bin/env python3
+"""Bulk mode during a catch-up (docs/store.md "Bulk loading", docs/pithd.md
+`sync_bulk_min`).
+
+Node A holds E events (gen_events, imported with `pithctl import`).
+
+1. A fresh node B with sync_bulk_min 500 dials A: its status shows
+   `sync.bulk` true while it catches up, its log says the store went into
+   bulk mode and out of it, and after "caught up" `sync.bulk` is false and
+   `pith_sync_bulk` 0 in /metrics; B ends with every event.
+2. A fresh node C with the default sync_bulk_min (100,000, above E) dials
+   A: its status never shows `sync.bulk` true, its log has no bulk line,
+   and it ends with every event.
+
+No timing is asserted: B's status is polled as fast as the control socket
+answers, and E is large enough that a catch-up outlasts many polls.
+
+usage: sync_bulk_test.py --pithd P --pithctl C --gen-events G [--events E] [--keep]
+"""
+
+import os
+import subprocess
+import sys
+import time
+import urllib.request
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from pithtest import run_test, Node, wait_for  # noqa: E402
+
+BULK_ON = "sync: store in bulk mode until caught up"
+BULK_OFF = "sync: store out of bulk mode"
+
+
+def log(*a):
+    print("#", *a, flush=True)
+
+
+def catch_up(node, events, timeout):
+    """Polls node's status until it holds every event and is idle; returns
+    the `sync.bulk` values seen, in order, each with the number of polls
+    that saw it: [[False, 2], [True, 40], [False, 1]]."""
+    seen = []
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        s = node.status()
+        bulk = s["sync"]["bulk"]
+        if seen and seen[-1][0] == bulk:
+            seen[-1][1] += 1
+        else:
+            seen.append([bulk, 1])
+        if s["store"]["events"] == events and s["sync"]["state"] == "idle":
+            return seen
+        time.sleep(0.01)
+    raise AssertionError("timed out after %.0f s waiting for %s to catch up (%d of %d events)"
+                         % (timeout, node.name, node.status()["store"]["events"], events))
+
+
+def log_lines(node, prefix):
+    with open(node.log_path, errors="replace") as f:
+        return [l for l in f.read().splitlines() if prefix in l]
+
+
+def metric(node, name):
+    url = "http://%s/metrics" % node.status()["http"]
+    with urllib.request.urlopen(url, timeout=10) as r:
+        for line in r.read().decode().splitlines():
+            if line.startswith(name + " "):
+                return float(line.split()[1])
+    raise AssertionError("%s not in %s" % (name, url))
+
+
+def body(args, root, nodes):
+    t0 = time.time()
+    key = os.path.join(root, "key.json")
+    ev = os.path.join(root, "events.jsonl")
+    subprocess.run([args.gen_events, "--records", str(args.events // 2), "--per-record", "2",
+                    "--key-out", key, ev], check=True, stdout=subprocess.DEVNULL)
+    events = args.events // 2 * 2
+    extra = ["--trust-key", key, "--log-level", "info", "--sync-interval-ms", "0"]
+    a = Node(args.pithd, root, "a", extra=extra)
+    os.makedirs(a.dir)
+    r = subprocess.run([args.pithctl, "--store", os.path.join(a.dir, "store"), "--trust-key",
+                        key, "import", ev], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    a.start()
+    nodes.append(a)
+    # the reconciliation set loads in the background after start
+    wait_for(lambda: a.status()["sync"]["items"] == events, 60,
+             what="A's reconciliation set to load")
+    assert not a.status()["sync"]["bulk"]
+
+    # 1. below the threshold: bulk mode while catching up, then not
+    b = Node(args.pithd, root, "b",
+             extra=extra + ["--sync-bulk-min", "500", "--http", "127.0.0.1:0"])
+    b.start(peers=[a.addr])
+    nodes.append(b)
+    t1 = time.time()
+    seen = catch_up(b, events, 120)
+    took = time.time() - t1
+    s = b.status()
+    assert True in [v for v, _ in seen], "B's status never showed sync.bulk true: %s" % seen
+    assert s["sync"]["bulk"] is False, s["sync"]
+    assert s["stats"]["events_invalid"] == 0, s["stats"]
+    on, off = log_lines(b, BULK_ON), log_lines(b, BULK_OFF)
+    assert len(on) == 1 and len(off) == 1, (on, off)
+    assert "sync_bulk_min 500" in on[0], on[0]
+    assert metric(b, "pith_sync_bulk") == 0
+    log("1. B (sync_bulk_min 500) caught up with %d events in %.1f s; sync.bulk went %s "
+        "(polls); log: %r" % (events, took,
+                              " -> ".join("%s (%d)" % (str(v).lower(), k) for v, k in seen),
+                              on[0].split("sync: ", 1)[1]))
+
+    # 2. the default threshold, above E: never bulk mode
+    c = Node(args.pithd, root, "c", extra=extra)
+    c.start(peers=[a.addr])
+    nodes.append(c)
+    t1 = time.time()
+    seen = catch_up(c, events, 120)
+    assert [v for v, _ in seen] == [False], "C's status showed sync.bulk: %s" % seen
+    assert not log_lines(c, BULK_ON) and not log_lines(c, BULK_OFF)
+    assert c.status()["stats"]["events_invalid"] == 0
+    log("2. C (default sync_bulk_min) caught up with %d events in %.1f s, never in bulk mode"
+        % (events, time.time() - t1))
+    for n in (a, b, c):
+        assert n.stop() == 0
+    log("sync bulk test passed in %.1f s" % (time.time() - t0))
+
+
+def add_args(ap):
+    ap.add_argument("--events", type=int, default=6000)
+
+
+def main():
+    return run_test("psbulk-", body, add_args=add_args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
