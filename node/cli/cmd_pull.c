@@ -355,6 +355,8 @@ static void get_start(pull_get_t *g)
 	g->req.arg = g;
 	if (hc_get(g->p->hc, &g->req)) {
 		g->p->requests++;
+		if (g->attempt > 1)
+			g->p->retried++; /* counted when made: one abandoned is not */
 		return;
 	}
 	get_fail(g, "cannot start a request (out of memory)");
@@ -505,7 +507,6 @@ static int get_retry(pull_get_t *g, const hc_result_t *r, int64_t ra)
 	int64_t us = ra >= 0 ? ra * INT64_C(1000000) :
 		hc_backoff_us(PULL_RETRY_FIRST_US, g->attempt, PULL_RETRY_STEP_MAX_US);
 	g->attempt++;
-	p->retried++;
 	char what[2200], ras[48] = "";
 	if (r->curl_code) {
 		snprintf(what, sizeof(what), "%s: %s", r->url, r->error);
