@@ -23,6 +23,13 @@ store:
 7. A refused connection with --retries 1: retried once (network-level),
    then failed with curl's message.
 8. --retries 0: a 503 fails at once.
+9. An upstream that answers 503 to everything, 200 IDs, --retries 1: the
+   breaker stops the run after 8 requests in a row failed after their
+   retry; far fewer requests than 200 x 2, exit 1, one "appears down"
+   line, and the IDs never asked counted as not attempted.
+10. A 429 with Retry-After: 1 on one bundle while 40 resolves wait their
+   turn (each answered 0.5 s late): no request reaches the upstream for
+   that second, then the run goes on.
 """
 import argparse
 import http.server
@@ -55,11 +62,15 @@ class Server(http.server.ThreadingHTTPServer):
         self.lock = threading.Lock()
         self.script = {}  # path -> [(status, {header: value}), ...] answered first
         self.log = []     # (path, time) of each request
+        self.always = None  # (status, headers) answered to every request, if set
+        self.slow = {}      # path prefix -> seconds an answer waits
 
-    def reset(self, script):
+    def reset(self, script, always=None, slow=None):
         with self.lock:
             self.script = {k: list(v) for k, v in script.items()}
             self.log = []
+            self.always = always
+            self.slow = dict(slow or {})
 
     def times(self, path):
         with self.lock:
@@ -75,7 +86,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
         with srv.lock:
             srv.log.append((self.path, time.monotonic()))
             queue = srv.script.get(self.path)
-            answer = queue.pop(0) if queue else None
+            answer = queue.pop(0) if queue else srv.always
+            delay = max([d for p, d in srv.slow.items() if self.path.startswith(p)] or [0])
+        if delay:
+            time.sleep(delay)
         if answer:
             status, headers = answer
             body = b'{"error":"scripted"}'
@@ -104,11 +118,12 @@ def main():
     tmp = tempfile.mkdtemp(prefix="pith-pull-retry-")
     t_all = time.time()
 
-    def pull(name, script, extra=(), origin=origin, expect_rc=0, max_s=8.0):
-        srv.reset(script)
+    def pull(name, script, extra=(), origin=origin, expect_rc=0, max_s=8.0, ids=(NUMBER,),
+             always=None, slow=None):
+        srv.reset(script, always, slow)
         t0 = time.monotonic()
         r = subprocess.run([args.pithctl, "--store", os.path.join(tmp, name), "pull", "--from",
-                            origin, "--json", "--no-progress"] + list(extra) + [NUMBER],
+                            origin, "--json", "--no-progress"] + list(extra) + list(ids),
                            capture_output=True, text=True, timeout=60)
         took = time.monotonic() - t0
         if "Sanitizer" in r.stderr or "runtime error:" in r.stderr:
@@ -209,6 +224,48 @@ def main():
         if s["failed"] != 1 or s["retries"] or len(srv.times(BUNDLE_PATH)) != 1 or len(err) != 1:
             fail("--retries 0: %s %s" % (s, err))
         print("--retries 0: a 503 fails at once")
+
+        # 9. a 503 to everything, 200 IDs: the breaker stops the run early
+        ids_file = os.path.join(tmp, "ids-200")
+        with open(ids_file, "w") as f:
+            f.write("".join("2401.%05d\n" % i for i in range(200)))
+        s, err, took = pull("down", {}, extra=["--retries", "1", "--ids", ids_file], ids=(),
+                            always=(503, {}), expect_rc=1, max_s=20)
+        asked = len(srv.log)
+        down = [l for l in err if l.startswith("pithctl pull: %s appears down" % origin)]
+        counted = sum(s.get(k, 0) for k in ("stored", "unchanged", "not_found", "rejected",
+                                            "failed", "not_attempted"))
+        if asked > 80:
+            fail("503 to everything: %d requests for 200 IDs (no breaker?)" % asked)
+        m = re.match(r"^pithctl pull: %s appears down \(8 requests in a row failed after "
+                     r"their retries\): stopped after (\d+) of 200 IDs, (\d+) not attempted; "
+                     r"what was stored is kept\. Run the same command again later"
+                     % re.escape(origin), down[0]) if len(down) == 1 else None
+        if (not m or counted != 200 or s.get("not_attempted", 0) < 150
+                or int(m.group(2)) != s["not_attempted"]
+                or int(m.group(1)) + int(m.group(2)) != 200):
+            fail("503 to everything: %s %s" % (s, down or err[-5:]))
+        print("503 to everything, 200 IDs, --retries 1: stopped after %d requests in %.1f s, "
+              "%d not attempted" % (asked, took, s["not_attempted"]))
+
+        # 10. a Retry-After holds back the whole run, not only its request
+        arxiv = ["2402.%05d" % i for i in range(40)]
+        s, err, took = pull("pause", {BUNDLE_PATH: [(429, {"Retry-After": "1"})]},
+                            ids=[NUMBER] + arxiv, slow={"/api/": 0.5}, expect_rc=1, max_s=20)
+        t = srv.times(BUNDLE_PATH)
+        with srv.lock:
+            others = sorted(tm for p, tm in srv.log if p.startswith("/api/"))
+        if s["stored"] != 1 or s["not_found"] != 40 or len(t) != 2 or len(others) != 40:
+            fail("429 with Retry-After: 1 among 40: %s %s %s" % (s, t, len(others)))
+        # the first 15 resolves went out with the bundle, before its 429 was read; then
+        # none until the second is over
+        held = [round(x - t[0], 3) for x in others if t[0] + 0.3 < x < t[0] + 0.95]
+        if held or t[1] - t[0] < 0.95:
+            fail("429 with Retry-After: 1 among 40: requests %s s after the 429, its retry "
+                 "%.2f s after" % (held, t[1] - t[0]))
+        print("429 with Retry-After: 1 among 40 IDs: no request for %.2f s, then the rest "
+              "(%.1f s in all)" % (min(x for x in others + t[1:] if x > t[0] + 0.3) - t[0],
+                                   took))
         print("pull retry test: OK in %.1f s" % (time.time() - t_all))
         return 0
     finally:

@@ -19,7 +19,14 @@
  * --retries times, when its failure may mend (hc_result_is_transient: 5xx
  * but 501/505, 408, 429, network-level failures): after the upstream's
  * Retry-After on a 429 or 503 (over PULL_RETRY_AFTER_MAX_S: not retried),
- * else after hc_backoff_us from PULL_RETRY_FIRST_US, one stderr line each. */
+ * else after hc_backoff_us from PULL_RETRY_FIRST_US, one stderr line each.
+ * At most PULL_INFLIGHT requests are busy at once, running or waiting for
+ * their retry; IDs start as places free. A Retry-After holds back every
+ * request of the run, not only its own: none starts (new IDs, retries,
+ * follow-ups) until it is over.
+ * When PULL_DOWN_AFTER requests in a row fail after their retries, the
+ * upstream is taken for down: nothing more is asked, the IDs not started
+ * are counted as not attempted, and one stderr line says so. */
 #include "cli_store.h"
 
 #include <ctype.h>
@@ -49,6 +56,7 @@
 #define PULL_RETRY_FIRST_US INT64_C(500000)     /* 0.5 s, 1 s, 2 s, 4 s, ... */
 #define PULL_RETRY_STEP_MAX_US INT64_C(30000000) /*   jittered, at most 30 s */
 #define PULL_RETRY_AFTER_MAX_S 60               /* a longer Retry-After: not retried */
+#define PULL_DOWN_AFTER 8 /* requests in a row failed after their retries: upstream down */
 #ifndef PULL_GROUP_MAX
 #define PULL_GROUP_MAX 256          /* bundles handed to the pipeline at once, */
 #endif
@@ -92,6 +100,7 @@ typedef struct pull_get {
 	void *arg;
 	unsigned attempt;      /* of the transfer running or waited for, from 1 */
 	struct event *wait;    /* the retry timer, made when first needed */
+	struct pull_get *next; /* in the run's queue of attempts held by a pause */
 	char note[128];
 } pull_get_t;
 
@@ -142,7 +151,15 @@ struct pull {
 	pull_item_t *items;
 	size_t nitems;
 	size_t done;
-	int finished; /* every item is done */
+	size_t next;  /* items[next..] are not started */
+	int items_go; /* the manifest is read: items may start */
+	int finished; /* every started item is done, and none is left to start */
+	size_t busy; /* requests between their start and their final answer */
+	pull_get_t *queue, *queue_end; /* attempts waiting for the pause to end */
+	double pause_until;            /* cli_now() before which none starts */
+	struct event *pause_ev;        /* starts them when the pause is over */
+	unsigned down_streak; /* requests in a row failed after their retries */
+	int down;             /* it reached PULL_DOWN_AFTER: nothing more is asked */
 	etag_entry_t *etags;
 	size_t netags;
 	int tty;
@@ -268,12 +285,20 @@ static void draw_progress(pull_t *p, int final)
 		fputc('\n', stderr);
 }
 
+/* Whether the run is over: every item started is done, and no other will
+ * start (all started, or the upstream is down). */
+static void pull_check_finished(pull_t *p)
+{
+	p->finished = p->done == (p->down ? p->next : p->nitems);
+}
+
 /* Ends it with res; a line on stderr for anything but stored/unchanged. */
 static void item_finish(pull_t *p, pull_item_t *it, pull_result_t res)
 {
 	it->step = STEP_DONE;
 	it->result = res;
-	p->finished = ++p->done == p->nitems;
+	p->done++;
+	pull_check_finished(p);
 	pith_buf_release(&it->resp); /* a failed item may hold up to a body's cap */
 	const char *what = NULL;
 	switch (res) {
@@ -306,20 +331,86 @@ static void item_finish(pull_t *p, pull_item_t *it, pull_result_t res)
 
 static void get_answer(void *arg, const hc_result_t *r);
 
-/* Starts g's current attempt. A transfer that cannot start ends with a
- * result like any other, at once. */
-static void get_send(pull_get_t *g)
+/* Passes g's final answer on; its place is free then. */
+static void get_end(pull_get_t *g, const hc_result_t *r)
+{
+	g->p->busy--;
+	g->done(g->arg, r);
+}
+
+/* Ends g at once with a network-level failure that is not one of the
+ * upstream's: error and note say why. */
+static void get_fail(pull_get_t *g, const char *error)
+{
+	hc_result_t r = {.url = g->req.url, .curl_code = -1, .etag = "",
+			 .location = "", .retry_after_s = -1, .error = error};
+	get_end(g, &r);
+}
+
+/* Hands g's current attempt to the client. A transfer that cannot start
+ * ends with a result like any other, at once. */
+static void get_start(pull_get_t *g)
 {
 	g->req.done = get_answer;
 	g->req.arg = g;
 	if (hc_get(g->p->hc, &g->req)) {
 		g->p->requests++;
+		if (g->attempt > 1)
+			g->p->retried++; /* counted when made: one abandoned is not */
 		return;
 	}
-	hc_result_t r = {.url = g->req.url, .curl_code = -1, .etag = "",
-			 .location = "", .retry_after_s = -1,
-			 .error = "cannot start a request (out of memory)"};
-	g->done(g->arg, &r);
+	get_fail(g, "cannot start a request (out of memory)");
+}
+
+/* Ends g unasked: the upstream appears down. */
+static void get_abandon(pull_get_t *g)
+{
+	unsigned made = g->attempt - 1; /* the retry waited for is not made */
+	if (made)
+		snprintf(g->note, sizeof(g->note), " (after %u attempt%s)", made, made == 1 ? "" : "s");
+	get_fail(g, made ? "not asked again: the upstream appears down" :
+		 "not asked: the upstream appears down");
+}
+
+static void pull_pump(pull_t *p);
+
+static void on_pause_timer(evutil_socket_t fd, short what, void *arg)
+{
+	pull_pump(arg);
+}
+
+/* Whether a Retry-After holds the run back; if so, the pause timer is set
+ * to its end. */
+static int pull_is_paused(pull_t *p)
+{
+	double left = p->pause_until - cli_now();
+	if (left <= 0)
+		return 0;
+	int64_t us = (int64_t)(left * 1e6) + 1;
+	struct timeval tv = {(time_t)(us / 1000000), (suseconds_t)(us % 1000000)};
+	evtimer_add(p->pause_ev, &tv);
+	return 1;
+}
+
+/* Starts g's current attempt unless a Retry-After holds the run back;
+ * then queues it (pull_pump starts it at the pause's end). */
+static void get_send(pull_get_t *g)
+{
+	pull_t *p = g->p;
+	if (p->down) {
+		get_abandon(g);
+		return;
+	}
+	if (!p->queue && !pull_is_paused(p)) {
+		get_start(g);
+		return;
+	}
+	g->next = NULL;
+	if (p->queue_end)
+		p->queue_end->next = g;
+	else
+		p->queue = g;
+	p->queue_end = g;
 }
 
 static void on_retry_timer(evutil_socket_t fd, short what, void *arg)
@@ -337,36 +428,85 @@ static void pull_get(pull_t *p, pull_get_t *g, const hc_req_t *req, hc_done_fn d
 	g->arg = arg;
 	g->attempt = 1;
 	g->note[0] = 0;
+	p->busy++;
 	get_send(g);
 }
 
-/* An attempt's answer: passed on when final, else one stderr line and the
- * next attempt after Retry-After or the backoff. */
-static void get_answer(void *arg, const hc_result_t *r)
+static void item_start(pull_t *p, pull_item_t *it);
+
+/* Unless a Retry-After holds the run back: starts what waits for the pause,
+ * oldest first, then new items while fewer than PULL_INFLIGHT requests
+ * are busy. A request waiting for its retry keeps its place, so that a
+ * failing upstream is not sent every ID in the meantime. Once the upstream
+ * is down, ends what waits unasked and starts nothing. */
+static void pull_pump(pull_t *p)
 {
-	pull_get_t *g = arg;
+	while (p->queue && (p->down || !pull_is_paused(p))) {
+		pull_get_t *g = p->queue;
+		if (!(p->queue = g->next))
+			p->queue_end = NULL;
+		if (p->down)
+			get_abandon(g);
+		else
+			get_start(g);
+	}
+	while (p->items_go && !p->down && !p->queue && p->next < p->nitems &&
+	       p->busy < PULL_INFLIGHT && !pull_is_paused(p))
+		item_start(p, &p->items[p->next++]);
+}
+
+/* The upstream is taken for down: the retries waiting on their timers end
+ * now, unasked (on the next loop turn), and pull_pump starts nothing. */
+static void pull_trip(pull_t *p)
+{
+	p->down = 1;
+	for (size_t i = 0; i < p->next; i++) {
+		struct event *w = p->items[i].get.wait;
+		if (w && evtimer_pending(w, NULL)) {
+			evtimer_del(w);
+			event_active(w, EV_TIMEOUT, 1);
+		}
+	}
+	pull_check_finished(p);
+}
+
+/* The breaker sees each request's final answer: a failure that may mend,
+ * after every retry it was allowed (or not retried: a Retry-After over
+ * PULL_RETRY_AFTER_MAX_S), counts; any other answer, even a 404, shows
+ * the upstream up and starts the count again. */
+static void pull_breaker(pull_t *p, const hc_result_t *r)
+{
+	if (!hc_result_is_transient(r))
+		p->down_streak = 0;
+	else if (++p->down_streak == PULL_DOWN_AFTER && !p->down)
+		pull_trip(p);
+}
+
+/* Whether g is asked again after r (its timer set, one stderr line); if
+ * not, g->note says why when that is not plain. */
+static int get_retry(pull_get_t *g, const hc_result_t *r, int64_t ra)
+{
 	pull_t *p = g->p;
-	p->bytes += r->bytes;
 	if (!hc_result_is_transient(r) || !p->retries)
-		goto final;
-	int64_t ra = hc_result_retry_after_s(r);
+		return 0;
 	if (ra > PULL_RETRY_AFTER_MAX_S) {
 		snprintf(g->note, sizeof(g->note), " (Retry-After %lld s is over the %d s pull "
 			 "waits: not retried)", (long long)ra, PULL_RETRY_AFTER_MAX_S);
-		goto final;
+		return 0;
 	}
-	if (g->attempt > p->retries) {
-		snprintf(g->note, sizeof(g->note), " (after %u attempts)", g->attempt);
-		goto final;
+	if (g->attempt > p->retries || p->down) {
+		snprintf(g->note, sizeof(g->note), " (after %u attempt%s%s)", g->attempt,
+			 g->attempt == 1 ? "" : "s",
+			 p->down ? "; not asked again: the upstream appears down" : "");
+		return 0;
 	}
 	if (!g->wait && !(g->wait = evtimer_new(p->loop, on_retry_timer, g))) {
 		snprintf(g->note, sizeof(g->note), " (out of memory: not retried)");
-		goto final;
+		return 0;
 	}
 	int64_t us = ra >= 0 ? ra * INT64_C(1000000) :
 		hc_backoff_us(PULL_RETRY_FIRST_US, g->attempt, PULL_RETRY_STEP_MAX_US);
 	g->attempt++;
-	p->retried++;
 	char what[2200], ras[48] = "";
 	if (r->curl_code) {
 		snprintf(what, sizeof(what), "%s: %s", r->url, r->error);
@@ -381,9 +521,25 @@ static void get_answer(void *arg, const hc_result_t *r)
 		(double)us / 1e6, g->attempt, p->retries + 1);
 	struct timeval tv = {(time_t)(us / 1000000), (suseconds_t)(us % 1000000)};
 	evtimer_add(g->wait, &tv);
-	return;
-final:
-	g->done(g->arg, r);
+	return 1;
+}
+
+/* An attempt's answer: a Retry-After in it holds back the whole run; then
+ * the next attempt, or the final answer passed on (the breaker sees it),
+ * and what waits is started in the slot freed. */
+static void get_answer(void *arg, const hc_result_t *r)
+{
+	pull_get_t *g = arg;
+	pull_t *p = g->p;
+	p->bytes += r->bytes;
+	int64_t ra = hc_result_retry_after_s(r);
+	if (ra > 0 && ra <= PULL_RETRY_AFTER_MAX_S && cli_now() + (double)ra > p->pause_until)
+		p->pause_until = cli_now() + (double)ra;
+	if (!get_retry(g, r, ra)) {
+		pull_breaker(p, r);
+		get_end(g, r);
+	}
+	pull_pump(p);
 }
 
 /* The URL of candidate it->candidate: the manifest's pattern, else the
@@ -455,6 +611,20 @@ static void set_pith(pull_item_t *it, const pith_id_t *id)
 	snprintf(it->pith, sizeof(it->pith), "%s", id->number);
 }
 
+/* Starts it: a full pith number at its bundle, anything else at the
+ * resolve. */
+static void item_start(pull_t *p, pull_item_t *it)
+{
+	it->p = p;
+	if (it->id.kind == PITH_ID_FULL) {
+		set_pith(it, &it->id);
+		it->step = STEP_BUNDLE;
+	} else {
+		it->step = STEP_RESOLVE;
+	}
+	item_next(p, it);
+}
+
 static void resolve_done(pull_t *p, pull_item_t *it, const hc_result_t *r)
 {
 	long status = r->status;
@@ -519,8 +689,8 @@ static void on_gather_timer(evutil_socket_t fd, short what, void *arg)
 
 /* Adds it's job to the bundles gathered for the pipeline; hands them over
  * when the group is full, or when no transfer is left that could add to
- * it (the client runs and queues nothing: in a done callback, the transfer
- * that just finished no longer counts). */
+ * it (none runs or waits and no item is left to start: in a done callback,
+ * the transfer that just finished no longer counts). */
 static void gather_add(pull_t *p, pull_item_t *it)
 {
 	if (!p->gather) {
@@ -536,7 +706,7 @@ static void gather_add(pull_t *p, pull_item_t *it)
 	gr->jobs[gr->n++] = &it->job;
 	gr->bytes += it->job.len;
 	if (gr->n == PULL_GROUP_MAX || gr->bytes >= PULL_GROUP_BYTES ||
-	    (!hc_inflight(p->hc) && !hc_queued(p->hc)))
+	    (!p->busy && (p->down || p->next == p->nitems)))
 		gather_flush(p);
 }
 
@@ -766,9 +936,10 @@ static void print_summary(pull_t *p, double secs)
 {
 	if (p->ctx->json) {
 		printf("{\"stored\":%llu,\"unchanged\":%llu,\"not_found\":%llu,\"rejected\":%llu,"
-		       "\"failed\":%llu,\"reasons\":{", (unsigned long long)p->stored,
-		       (unsigned long long)p->unchanged, (unsigned long long)p->not_found,
-		       (unsigned long long)p->rejected, (unsigned long long)p->failed);
+		       "\"failed\":%llu,\"not_attempted\":%zu,\"reasons\":{",
+		       (unsigned long long)p->stored, (unsigned long long)p->unchanged,
+		       (unsigned long long)p->not_found, (unsigned long long)p->rejected,
+		       (unsigned long long)p->failed, p->nitems - p->next);
 		cli_reasons_print(&p->reasons, 1);
 		printf("},\"requests\":%llu,\"retries\":%llu,\"not_modified\":%llu,"
 		       "\"bundles_downloaded\":%llu,\"bytes\":%llu,\"seconds\":%.3f}\n",
@@ -784,6 +955,8 @@ static void print_summary(pull_t *p, double secs)
 	printf("rejected   %llu\n", (unsigned long long)p->rejected);
 	cli_reasons_print(&p->reasons, 0);
 	printf("failed     %llu\n", (unsigned long long)p->failed);
+	if (p->next < p->nitems)
+		printf("not tried  %zu (the upstream appeared down)\n", p->nitems - p->next);
 	printf("requests   %llu (%llu retries), %llu bundles downloaded, %llu bytes, %.2f s\n",
 	       (unsigned long long)p->requests, (unsigned long long)p->retried,
 	       (unsigned long long)p->full_bundles,
@@ -868,7 +1041,8 @@ static int run(cli_ctx_t *ctx, int argc, char **argv)
 	if (evthread_use_pthreads() || !(p.loop = event_base_new()) ||
 	    !(tick = event_new(p.loop, -1, EV_PERSIST, on_tick, &p)) ||
 	    event_add(tick, &(struct timeval){0, 250000}) ||
-	    !(p.gather_ev = evtimer_new(p.loop, on_gather_timer, &p))) {
+	    !(p.gather_ev = evtimer_new(p.loop, on_gather_timer, &p)) ||
+	    !(p.pause_ev = evtimer_new(p.loop, on_pause_timer, &p))) {
 		cli_fail("pull", "cannot set up an event loop");
 		goto out;
 	}
@@ -891,21 +1065,20 @@ static int run(cli_ctx_t *ctx, int argc, char **argv)
 	p.tty = !no_bar && isatty(2);
 	p.t0 = cli_now();
 	manifest_read(&p);
-	for (size_t i = 0; i < p.nitems; i++) {
-		pull_item_t *it = &p.items[i];
-		it->p = &p;
-		if (it->id.kind == PITH_ID_FULL) {
-			set_pith(it, &it->id);
-			it->step = STEP_BUNDLE;
-		} else {
-			it->step = STEP_RESOLVE;
-		}
-		item_next(&p, it);
-	}
+	/* the items start as slots free (pull_pump) */
+	p.items_go = 1;
+	pull_pump(&p);
+	pull_check_finished(&p);
 	pull_run(&p, &p.finished);
 	ingest_free(p.pipe);
 	rc = etags_save(&p);
 	draw_progress(&p, 1);
+	if (p.down)
+		fprintf(stderr, "pithctl pull: %s appears down (%d requests in a row failed after "
+			"their retries): stopped after %zu of %zu IDs, %zu not attempted; what was "
+			"stored is kept. Run the same command again later (what is already stored "
+			"comes back unchanged, by a 304 where the upstream sends ETags).\n", p.base,
+			PULL_DOWN_AFTER, p.next, p.nitems, p.nitems - p.next);
 	print_summary(&p, cli_now() - p.t0);
 	if (!rc && p.stored + p.unchanged != p.nitems)
 		rc = 1;
@@ -917,6 +1090,8 @@ out:
 		event_free(tick);
 	if (p.gather_ev)
 		event_free(p.gather_ev);
+	if (p.pause_ev)
+		event_free(p.pause_ev);
 	if (p.loop)
 		event_base_free(p.loop);
 	if (curl_up)
@@ -954,10 +1129,17 @@ const cli_cmd_t cli_cmd_pull = {
 	"a 429 or 503 (one over 60 s is not waited out: the request fails), else\n"
 	"after 0.5 s, 1 s, 2 s, 4 s, ... (at most 30 s), each a random time between\n"
 	"half and all of that; one stderr line per retry. Other 4xx are not retried.\n"
+	"A Retry-After holds back every request of the run until then, not only\n"
+	"its own. A request waiting for its retry keeps its place among the 16.\n"
+	"When 8 requests in a row still fail after their retries, the upstream is\n"
+	"taken for down: nothing more is asked, the IDs not started are counted as\n"
+	"not attempted, and one stderr line says so; run the same command later\n"
+	"(what is stored is kept, and comes back unchanged).\n"
 	"Each bundle's ETag is kept in DIR/pull-etags: the next pull asks with\n"
 	"If-None-Match, and a 304 is 'unchanged' without download or verification.\n"
 	"Summary: stored, unchanged, not found, rejected (with the reason), failed\n"
-	"(HTTP status or network error, with the URL and the attempts made); one\n"
+	"(HTTP status or network error, with the URL and the attempts made), not\n"
+	"attempted (--json: not_attempted; the upstream was down); one\n"
 	"stderr line per ID that was not stored or unchanged. A progress line on\n"
 	"stderr when a terminal.\n\n"
 	"Exit status: 0 if every ID ended stored or unchanged, else 1.\n",
