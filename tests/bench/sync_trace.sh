@@ -1,0 +1,83 @@
+#!/bin/bash
+# Where a fresh node's catch-up spends its CPU, as the store grows (on
+# demand, not in the suite; docs/performance.md, issue 17, "Session 11").
+#
+#   tests/bench/sync_trace.sh BUILD N [--data DIR] [--step EVENTS]
+#
+# Runs a pithd A on DIR/a-N-2 (the store bench_scale.sh leaves: an import
+# of DIR/events-N-2.jsonl signed by DIR/key.json) and a fresh pithd B
+# dialling it, samples each of B's threads' CPU time (/proc) and B's
+# event count every 10 s until B is caught up and done compacting, and
+# prints per STEP events (default 1,000,000) the rate and each thread
+# group's CPU per event: the validators, the writer, the merge lanes,
+# RocksDB's flushes (rocksdb:high) and compactions (rocksdb:low), the
+# search index and the event loop (pithd). B's store is made under DIR and
+# removed at the end; the raw samples are kept in DIR/sync-trace-N.txt.
+set -eu
+[ $# -ge 2 ] || { sed -n '2,16p' "$0" >&2; exit 2; }
+BUILD=$1 N=$2
+shift 2
+DATA=/work/scale-data STEP=1000000
+while [ $# -gt 0 ]; do
+	case $1 in
+	--data) DATA=$2; shift 2 ;;
+	--step) STEP=$2; shift 2 ;;
+	*) echo "sync_trace.sh: unknown option $1" >&2; exit 2 ;;
+	esac
+done
+PITHD=$BUILD/node/pithd PITHCTL=$BUILD/node/cli/pithctl
+A=$DATA/a-$N-2 B=$DATA/trace-b KEY=$DATA/key.json OUT=$DATA/sync-trace-$N.txt
+[ -d "$A/store" ] || { echo "sync_trace.sh: no store $A/store (run bench_scale.sh for $N first)" >&2; exit 2; }
+pgrep -f "pithd --data $A" >/dev/null && { echo "sync_trace.sh: a pithd already runs on $A" >&2; exit 2; }
+rm -rf "$B"
+mkdir -p "$B"
+port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+PA=$(port) PB=$(port)
+APID="" BPID=""
+cleanup() { kill $BPID $APID 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$B"; }
+trap cleanup EXIT
+"$PITHD" --data "$A" --listen 127.0.0.1:$PA --network-id bench-sync --trust-key "$KEY" \
+	--control "$A/trace.sock" >"$DATA/trace-a.log" 2>&1 &
+APID=$!
+status() { "$PITHCTL" --json --node "$1" status 2>/dev/null; }
+until status "$A/trace.sock" | grep -q '"set":"loaded"'; do sleep 1; done
+"$PITHD" --data "$B" --listen 127.0.0.1:$PB --network-id bench-sync --trust-key "$KEY" \
+	--peer 127.0.0.1:$PA --control "$B/trace.sock" >"$DATA/trace-b.log" 2>&1 &
+BPID=$!
+t0=$(date +%s)
+: >"$OUT"
+while sleep 10; do
+	kill -0 "$BPID" 2>/dev/null || { echo "sync_trace.sh: B exited (see $DATA/trace-b.log)" >&2; exit 1; }
+	st=$(status "$B/trace.sock" | python3 -c 'import json, sys
+d = json.load(sys.stdin)
+print(d["store"]["events"], d["sync"]["state"], int(d["store"]["compacting"]))') || continue
+	thr=$(for t in /proc/$BPID/task/*; do
+		echo "$(cat "$t/comm") $(awk '{print $14 + $15}' "$t/stat")"
+	done 2>/dev/null | awk '{a[$1] += $2} END {for (k in a) printf "%s=%d ", k, a[k]}')
+	echo "$(($(date +%s) - t0)) $st $thr" >>"$OUT"
+	set -- $st
+	[ "$1" = "$N" ] && [ "$2" = idle ] && [ "$3" = 0 ] && break
+done
+python3 - "$OUT" "$STEP" "$(getconf CLK_TCK)" <<'EOF'
+import sys
+rows = []
+for line in open(sys.argv[1]):
+    p = line.split()
+    rows.append((int(p[0]), int(p[1]), {k: int(v) for k, v in (x.split("=") for x in p[4:])}))
+step, hz = int(sys.argv[2]), int(sys.argv[3])
+names = sorted(rows[-1][2])
+print("%-11s %5s %7s " % ("events", "s", "ev/s") + " ".join("%13s" % n for n in names) + "  total (us of CPU per event)")
+prev, nxt = (0, 0, {}), step
+for r in rows:
+    if r[1] >= nxt or r is rows[-1]:
+        dev, dt = r[1] - prev[1], r[0] - prev[0]
+        if dev <= 0:  # caught up, compacting: seconds of CPU, not per event
+            s = [(r[2].get(n, 0) - prev[2].get(n, 0)) / hz for n in names]
+            print("%-11s %5d %7s " % ("after (s)", dt, "-") + " ".join("%13.1f" % x for x in s)
+                  + "  %6.1f" % sum(s))
+        else:
+            us = [(r[2].get(n, 0) - prev[2].get(n, 0)) * 1e6 / hz / dev for n in names]
+            print("%-11s %5d %7.0f " % ("%.1f-%.1fM" % (prev[1] / 1e6, r[1] / 1e6), dt, dev / max(dt, 1))
+                  + " ".join("%13.1f" % u for u in us) + "  %6.1f" % sum(us))
+        prev, nxt = r, (r[1] // step + 1) * step
+EOF
