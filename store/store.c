@@ -1495,8 +1495,7 @@ int store_bulk_begin(store_t *st, pith_err_t *err)
 		return pith_err_set(err, PITH_EINVAL, "store: opened read-only");
 	static const int idx[3] = {STORE_BULK_L0_INDEX, STORE_BULK_L0_INDEX + 24,
 				   STORE_BULK_L0_INDEX + 48};
-	static const int docs[3] = {STORE_BULK_L0_DOCS, STORE_BULK_L0_DOCS + 24,
-				    STORE_BULK_L0_DOCS + 48};
+	static const int docs[3] = {STORE_BULK_L0_DOCS, L0_SLOWDOWN, L0_STOP};
 	return l0_set(st, idx, docs, err);
 }
 

@@ -423,10 +423,9 @@ int store_flush(store_t *st, pith_err_t *err);
  * level 0 of the index families (ids, pith numbers, aliases: small
  * entries at random keys) may hold up to STORE_BULK_L0_INDEX table files
  * before RocksDB compacts them, the document families
- * STORE_BULK_L0_DOCS, so each compaction takes in 8 and 4 times as much
+ * STORE_BULK_L0_DOCS, so each compaction takes in 4 and 2 times as much
  * as it otherwise would: fewer rewrites of the last level, the cost
- * that grew with the store's size. Writes slow down 24 files past the
- * trigger and stop 48 past it. Reads meanwhile look at more files.
+ * that grew with the store's size. Reads meanwhile look at more files.
  * end puts back the usual triggers, which schedules the compactions they
  * call for; settle: waits until RocksDB has none left to do, so the
  * store is left as it would have been without. Nothing about durability
@@ -435,8 +434,8 @@ int store_flush(store_t *st, pith_err_t *err);
 /* A RocksDB integer property of column family cf ("rocksdb.num-files-at-
  * level0", ...): 0, or -1 when RocksDB has no such property. */
 int store_cf_property(store_t *st, int cf, const char *name, uint64_t *v);
-#define STORE_BULK_L0_INDEX 32
-#define STORE_BULK_L0_DOCS 16
+#define STORE_BULK_L0_INDEX 16
+#define STORE_BULK_L0_DOCS 8
 int store_bulk_begin(store_t *st, pith_err_t *err);
 int store_bulk_end(store_t *st, int settle, pith_err_t *err);
 

@@ -2344,11 +2344,9 @@ TEST(bulk_load, "in bulk mode level 0 holds more files; its end compacts them an
 	}
 	CHECK_INT_EQ(l0_files(st, STORE_CF_EVENTS), 10);
 	CHECK_INT_EQ(l0_files(st, STORE_CF_ALIASES), 10);
-	CHECK_INT_EQ(l0_files(st, STORE_CF_STATES), 10); /* a document family */
 	CHECK_INT_EQ(store_bulk_end(st, 1, &err), 0);
 	CHECK(l0_files(st, STORE_CF_EVENTS) < 4);
 	CHECK(l0_files(st, STORE_CF_ALIASES) < 4);
-	CHECK(l0_files(st, STORE_CF_STATES) < 4);
 	store_counts_t c;
 	store_counts_get(st, &c);
 	CHECK_INT_EQ(c.events, s.n);
