@@ -250,7 +250,7 @@ static void progress_begin(sync_t *sy, const peer_t *p, size_t need)
 	uint64_t min = (uint64_t)sy->d.cfg->sync_bulk_min;
 	if (min && theirs > ours && theirs - ours >= min) {
 		pith_err_t err = {0};
-		if (store_bulk_begin(sy->d.store, &err)) {
+		if (store_bulk_begin(sy->d.store, STORE_BULK_SYNC, &err)) {
 			log_warn("sync: %s (catching up with the usual compactions)", err.msg);
 		} else {
 			sy->bulk = 1;

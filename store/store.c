@@ -1489,13 +1489,19 @@ static int l0_set(store_t *st, const int idx[3], const int docs[3], pith_err_t *
 	return 0;
 }
 
-int store_bulk_begin(store_t *st, pith_err_t *err)
+int store_bulk_begin(store_t *st, enum store_bulk_mode mode, pith_err_t *err)
 {
 	if (st->read_only)
 		return pith_err_set(err, PITH_EINVAL, "store: opened read-only");
 	static const int idx[3] = {STORE_BULK_L0_INDEX, STORE_BULK_L0_INDEX + 24,
 				   STORE_BULK_L0_INDEX + 48};
 	static const int docs[3] = {STORE_BULK_L0_DOCS, L0_SLOWDOWN, L0_STOP};
+	static const int idx_import[3] = {2 * STORE_BULK_L0_INDEX, 2 * STORE_BULK_L0_INDEX + 24,
+					  2 * STORE_BULK_L0_INDEX + 48};
+	static const int docs_import[3] = {2 * STORE_BULK_L0_DOCS, 2 * STORE_BULK_L0_DOCS + 24,
+					   2 * STORE_BULK_L0_DOCS + 48};
+	if (mode == STORE_BULK_IMPORT)
+		return l0_set(st, idx_import, docs_import, err);
 	return l0_set(st, idx, docs, err);
 }
 

@@ -419,24 +419,30 @@ int store_check_threads(store_t *st, int threads, store_report_fn report, void *
  * the end of a bulk import. Durability does not depend on it. */
 int store_flush(store_t *st, pith_err_t *err);
 
+/* A RocksDB integer property of column family cf ("rocksdb.num-files-at-
+ * level0", ...): 0, or -1 when RocksDB has no such property. */
+int store_cf_property(store_t *st, int cf, const char *name, uint64_t *v);
+
 /* Bulk loading (docs/store.md, "Bulk loading"): between begin and end,
  * level 0 of the index families (ids, pith numbers, aliases: small
  * entries at random keys) may hold up to STORE_BULK_L0_INDEX table files
  * before RocksDB compacts them, the document families
  * STORE_BULK_L0_DOCS, so each compaction takes in 4 and 2 times as much
  * as it otherwise would: fewer rewrites of the last level, the cost
- * that grew with the store's size. Reads meanwhile look at more files.
- * end puts back the usual triggers, which schedules the compactions they
- * call for; settle: waits until RocksDB has none left to do, so the
- * store is left as it would have been without. Nothing about durability
- * changes. A process killed in between leaves the extra files to the
- * next open's compactions. */
-/* A RocksDB integer property of column family cf ("rocksdb.num-files-at-
- * level0", ...): 0, or -1 when RocksDB has no such property. */
-int store_cf_property(store_t *st, int cf, const char *name, uint64_t *v);
+ * that grew with the store's size. STORE_BULK_IMPORT doubles both and
+ * slows writes 24 files past the trigger, stopping them 48 past it: for a
+ * caller that settles at its end anyway (pithctl import), it saves more
+ * compaction in all; a node catching up, which serves on while the put-off
+ * compactions run, uses STORE_BULK_SYNC. Reads meanwhile look at more
+ * files. end puts back the usual triggers, which schedules the
+ * compactions they call for; settle: waits until RocksDB has none left to
+ * do, so the store is left as it would have been without. Nothing about
+ * durability changes. A process killed in between leaves the extra files
+ * to the next open's compactions. */
 #define STORE_BULK_L0_INDEX 16
 #define STORE_BULK_L0_DOCS 8
-int store_bulk_begin(store_t *st, pith_err_t *err);
+enum store_bulk_mode { STORE_BULK_SYNC, STORE_BULK_IMPORT };
+int store_bulk_begin(store_t *st, enum store_bulk_mode mode, pith_err_t *err);
 int store_bulk_end(store_t *st, int settle, pith_err_t *err);
 
 /* Flushes, then compacts every column family into its last level. */

@@ -694,7 +694,7 @@ static int run(cli_ctx_t *ctx, int argc, char **argv)
 		goto done;
 	}
 	pith_err_t berr = {0};
-	if (store_bulk_begin(im.st, &berr))
+	if (store_bulk_begin(im.st, STORE_BULK_IMPORT, &berr))
 		fprintf(stderr, "pithctl import: %s (importing with the usual compactions)\n", berr.msg);
 	ingest_opts_t o = {.trust = trust, .st = im.st, .nthreads = threads, .on_done = item_done};
 	if (!(im.pipe = ingest_core_new(&o))) {
