@@ -733,6 +733,14 @@ int node_status_json(node_t *n, pith_buf_t *b)
 			(unsigned long long)u.pending_compaction_bytes, u.compacting ? "true" : "false");
 	node_store_errors_json(n->store, now, b);
 	pith_buf_puts(b, "}");
+	/* how far the search index is behind the change log (null: no index) */
+	if (n->search) {
+		uint64_t last = store_changes_last(n->store), at = search_seq(n->search);
+		pith_buf_printf(b, ",\"search\":{\"indexed_through\":%llu,\"behind\":%llu}",
+				(unsigned long long)at, (unsigned long long)(last > at ? last - at : 0));
+	} else {
+		pith_buf_puts(b, ",\"search\":null");
+	}
 	if (n->follower) {
 		pith_buf_puts(b, ",\"follow\":{");
 		follower_status_json(n->follower, b);

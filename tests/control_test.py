@@ -140,9 +140,15 @@ def body(args, root, nodes):
     # what the store takes: 100 events, not flushed yet, are in the log
     assert st["store"]["wal_bytes"] > 100 * 1000 and st["store"]["memtable_bytes"] > 0, st["store"]
     assert "sst_bytes" in st["store"] and "pending_compaction_bytes" in st["store"]
+    # the search index follows the change log: 20 records, all indexed soon
+    deadline = time.time() + 10
+    while st["search"]["behind"] and time.time() < deadline:
+        time.sleep(0.1)
+        st = ctl.json("status", node=a)
+    assert st["search"]["behind"] == 0 and st["search"]["indexed_through"] >= 20, st["search"]
     human = ctl.run("status", node=a).stdout.decode()
     assert a.node_id in human and "100 events" in human, human
-    assert "MB of write-ahead log" in human, human
+    assert "MB of write-ahead log" in human and "0 behind" in human, human
     recs_human = ctl.run("records", node=a).stdout
     recs_json = [json.loads(l) for l in ctl.run("records", "--json", node=a).stdout.splitlines()]
     assert len(recs_json) == 20 and len(recs_human.splitlines()) == 21, len(recs_json)  # + header

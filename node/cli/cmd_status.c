@@ -55,6 +55,10 @@ static void print_status(const json_value_t *s)
 	       (double)cli_json_int(store, "wal_bytes") / 1e6,
 	       (double)cli_json_int(store, "memtable_bytes") / 1e6,
 	       (double)cli_json_int(store, "pending_compaction_bytes") / 1e6);
+	const json_value_t *se = json_get(s, "search");
+	if (json_is(se, JSON_OBJECT))
+		printf("search     indexed through change %lld, %lld behind\n",
+		       cli_json_int(se, "indexed_through"), cli_json_int(se, "behind"));
 	printf("peers      %zu ready (%zu out, %zu in), %zu connecting or closing; %lld addresses known\n",
 	       ready, out, in, other, cli_json_int(s, "addresses"));
 	print_bans(json_get(s, "bans"));
