@@ -926,6 +926,7 @@ int store_batch_commit(store_batch_t *b, store_commit_stats_t *stats, pith_err_t
 		rc = pith_err_set(err, PITH_EINVAL, "store: opened read-only");
 		goto out;
 	}
+	store_perf_off();
 	pthread_mutex_lock(&st->wmu);
 	c.counts = st->counts;
 	c.seq = st->changes_seq;

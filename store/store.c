@@ -102,6 +102,7 @@ int store_write_probe(store_t *st, pith_err_t *err)
 		return pith_err_set(err, PITH_EIO, "store: write probe: a commit is under way");
 	rocksdb_writebatch_t *wb = rocksdb_writebatch_create();
 	char *e = NULL;
+	store_perf_off();
 	rocksdb_write(st->db, st->wo, wb, &e);
 	pthread_mutex_unlock(&st->wmu);
 	rocksdb_writebatch_destroy(wb);
@@ -682,6 +683,7 @@ int store_get_raw(store_t *st, int cf, const uint8_t *key, size_t klen, char **v
 {
 	char *e = NULL;
 	*vlen = 0;
+	store_perf_off();
 	*val = rocksdb_get_cf(st->db, st->ro, st->cf[cf], (const char *)key, klen, vlen, &e);
 	if (e) {
 		*val = NULL;
@@ -713,6 +715,7 @@ static int iter_open(store_t *st, int cf, const uint8_t *lo, size_t lo_len, cons
 		out->hi_len = hi_len;
 		rocksdb_readoptions_set_iterate_upper_bound(out->ro, (const char *)out->hi, hi_len);
 	}
+	store_perf_off();
 	out->it = rocksdb_create_iterator_cf(st->db, out->ro, st->cf[cf]);
 	if (scan < 0)
 		rocksdb_iter_seek_to_last(out->it);
@@ -1032,6 +1035,7 @@ int store_get_into(store_t *st, int cf, const uint8_t *key, size_t klen, pith_bu
 		   pith_err_t *err)
 {
 	char *e = NULL;
+	store_perf_off();
 	rocksdb_pinnableslice_t *v =
 		rocksdb_get_pinned_cf(st->db, st->ro, st->cf[cf], (const char *)key, klen, &e);
 	if (e) {
@@ -1097,6 +1101,7 @@ static size_t get_many_chunk(store_t *st, const uint8_t (*ids)[32], size_t k, st
 		vals[i] = NULL;
 		errs[i] = NULL;
 	}
+	store_perf_off();
 	rocksdb_batched_multi_get_cf(st->db, st->ro, st->cf[STORE_CF_EVENTS], k, keys, sizes, vals,
 				     errs, 0);
 	for (size_t i = 0; i < k; i++) {

@@ -37,6 +37,23 @@ struct store {
 	store_errors_t errors;
 };
 
+/* RocksDB counts every key comparison, read and write in a thread-local
+ * perf context unless the calling thread's perf level says not to (its
+ * default counts). Nothing here reads those counts, and keeping them was
+ * a tenth of the writer's CPU in an import (the memtable's comparisons
+ * each reached the thread-local block twice; docs/performance.md, issue
+ * 17, session 12). Called at the store's read and write entry points: the
+ * first call on a thread turns the counting off for that thread. RocksDB's
+ * own flush and compaction threads keep its default. */
+static inline void store_perf_off(void)
+{
+	static __thread int off;
+	if (!off) {
+		rocksdb_set_perf_level(rocksdb_disable);
+		off = 1;
+	}
+}
+
 /* A bounded iterator over [lo, hi) of one column family (hi_len 0: to the
  * end). The bounds are copied into the iterator. */
 typedef struct store_iter {
