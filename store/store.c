@@ -141,11 +141,19 @@ const char *store_outcome_name(store_outcome_t o)
  * 1 MiB of index and 2.4 MiB of filter for 330,000 records' aliases),
  * larger than one 1 MiB shard of the default 64 MiB cache, so random reads
  * evicted them and every request read and decompressed them again
- * (docs/performance.md, issue 6). Held in the readers they cost memory
- * outside store_cache_mb: about 5 MiB for 330,000 records (2 bytes per alias). */
+ * (docs/performance.md, issue 6). The same for events and changes, whose
+ * filters every "do I have this id?" and every commit probe: even in 8 MiB
+ * shards (cache_new) the filter of a large events file (3 MiB for 2.5
+ * million ids) was evicted by the blocks the writer reads, and a 10M-event
+ * catch-up's loop read it from the file again for each probe, 95 us per
+ * event instead of 13 (docs/performance.md, issue 17, session 12). Held in
+ * the readers they cost memory outside store_cache_mb: about 5 MiB for
+ * 330,000 records (2 bytes per alias), and 2-3 bytes per event for the
+ * events and changes families (about 25 MiB at 10 million events). */
 static int cf_index_in_reader(int cf)
 {
-	return cf == STORE_CF_ALIASES || cf == STORE_CF_RECORDS || cf == STORE_CF_STATES;
+	return cf == STORE_CF_ALIASES || cf == STORE_CF_RECORDS || cf == STORE_CF_STATES ||
+	       cf == STORE_CF_EVENTS || cf == STORE_CF_CHANGES;
 }
 
 /* The block cache, in shards of at least 8 MiB. RocksDB's default cuts

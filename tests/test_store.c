@@ -1442,18 +1442,18 @@ static void table_option(const char *dir, const char *cf, const char *key, char 
 		fclose(f);
 }
 
-TEST(index_in_reader, "keeps the index and filter blocks of aliases, records and states out of the block cache")
+TEST(index_in_reader, "keeps the index and filter blocks of aliases, records, states, events and changes out of the block cache")
 {
 	char *dir = tmpdir();
 	store_t *st = open_store(dir);
 	store_close(st);
 	char v[64];
-	static const char *const held[] = {"aliases", "records", "states"};
-	for (size_t i = 0; i < 3; i++) {
+	static const char *const held[] = {"aliases", "records", "states", "events", "changes"};
+	for (size_t i = 0; i < 5; i++) {
 		table_option(dir, held[i], "cache_index_and_filter_blocks", v);
 		CHECK_STR_EQ(v, "false");
 	}
-	table_option(dir, "events", "cache_index_and_filter_blocks", v);
+	table_option(dir, "subj", "cache_index_and_filter_blocks", v);
 	CHECK_STR_EQ(v, "true");
 	rmdir_rf(dir);
 }

@@ -207,7 +207,8 @@ while IFS='|' read -r what n rate cpu ratio fixed rss disk; do
 done <"$ROWS"
 # the flat curve: the rate at the largest size over the rate at the smallest
 for what in import sync; do
-	awk -F'|' -v w=$what '$1 == w { if (!first) first = $3; last = $3 }
-		END { if (first && last != first) printf "%s: rate at the largest size / at the smallest %.3f (target >= 0.85)\n", w, last / first }' "$ROWS"
+	awk -F'|' -v w=$what '$1 == w { if (!lo || $2 < lo) { lo = $2; small = $3 }
+				      if ($2 > hi) { hi = $2; large = $3 } }
+		END { if (lo && hi != lo) printf "%s: rate at the largest size / at the smallest %.3f (target >= 0.85)\n", w, large / small }' "$ROWS"
 done
 [ -z "$SERVE_LINE" ] || echo "$SERVE_LINE"

@@ -376,7 +376,13 @@ int main(int argc, char **argv)
 			const json_value_t *root = s ? json_doc_root(s) : NULL;
 			const json_value_t *c = json_get(json_get(root, "store"), "compacting");
 			const json_value_t *se = json_get(root, "search");
-			if (compacting && !(c && c->type == JSON_TRUE)) {
+			/* the node leaves bulk mode just after its last commit
+			 * (the sync sees it is caught up): until then RocksDB has
+			 * not been told of the compactions it put off, and a status
+			 * taken in between said "not compacting" */
+			const json_value_t *bulk = json_get(json_get(root, "sync"), "bulk");
+			int in_bulk = bulk && bulk->type == JSON_TRUE;
+			if (compacting && s && !in_bulk && !(c && c->type == JSON_TRUE)) {
 				compacting = 0;
 				t_compacted = bench_now() - t0;
 			}
