@@ -281,7 +281,10 @@ static void hello_of(const remote_t *rm, const char *network_id, wire_msg_t *m)
 	memset(m, 0, sizeof(*m));
 	m->type = WIRE_HELLO;
 	m->u.hello.version = WIRE_VERSION;
-	snprintf(m->u.hello.network_id, sizeof(m->u.hello.network_id), "%s", network_id);
+	/* copied by length: an snprintf here trips -Wformat-truncation at -O3 */
+	size_t n = strnlen(network_id, sizeof(m->u.hello.network_id) - 1);
+	memcpy(m->u.hello.network_id, network_id, n);
+	m->u.hello.network_id[n] = 0;
 	memcpy(m->u.hello.node_pk, rm->pk, 32);
 	memcpy(m->u.hello.nonce, rm->nonce, 32);
 	snprintf(m->u.hello.agent, sizeof(m->u.hello.agent), "test_peer");

@@ -640,7 +640,7 @@ TEST(inv_served, "an INV_REQ is answered with a page of the time index in time o
 	}
 	CHECK_INT_EQ(got, 12);
 	/* asked past the end: an empty page, done */
-	wire_msg_t m;
+	wire_msg_t m = {0};
 	fake_sent_clear(p);
 	deliver_inv_req(p, after_us, after_id, 5);
 	CHECK(last_sent(p, WIRE_INV, &m));
