@@ -217,6 +217,8 @@ static void node_tick(node_t *n)
 		return;
 	relay_tick(n->relay, now);
 	sync_tick(n->sync, now);
+	/* the index sits out a bulk catch-up, then takes it in one pass */
+	search_hold(n->search, sync_is_bulk(n->sync));
 	ban_prune(n->book, now);
 	addrbook_save_tick(n->book, now);
 	addrbook_maintain(n->book, now);
@@ -736,8 +738,11 @@ int node_status_json(node_t *n, pith_buf_t *b)
 	/* how far the search index is behind the change log (null: no index) */
 	if (n->search) {
 		uint64_t last = store_changes_last(n->store), at = search_seq(n->search);
-		pith_buf_printf(b, ",\"search\":{\"indexed_through\":%llu,\"behind\":%llu}",
-				(unsigned long long)at, (unsigned long long)(last > at ? last - at : 0));
+		pith_buf_printf(b, ",\"search\":{\"indexed_through\":%llu,\"behind\":%llu,"
+				"\"held\":%s,\"pass_records\":%llu}",
+				(unsigned long long)at, (unsigned long long)(last > at ? last - at : 0),
+				search_held(n->search) ? "true" : "false",
+				(unsigned long long)search_pass_done(n->search));
 	} else {
 		pith_buf_puts(b, ",\"search\":null");
 	}

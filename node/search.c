@@ -26,6 +26,8 @@
 #define TITLE_MAX 2000       /* bytes of a title indexed */
 #define AUTHORS_MAX 8000     /* and of the author list */
 #define CITES_MAX 256        /* citation edges kept per citing record */
+#define SCAN_MIN 20000       /* records missing from the index before the first pass
+			      * (scan_wanted) pays off */
 
 struct search {
 	sqlite3 *w, *r;      /* writer (refresh), reader (queries) */
@@ -34,8 +36,12 @@ struct search {
 	store_t *st;
 	char path[4096];
 	_Atomic uint64_t seq;
+	uint64_t scan_min;          /* SCAN_MIN; search_set_scan_min (tests) */
+	_Atomic uint64_t pass_done; /* records indexed by the pass running, 0: none */
+	atomic_int held;            /* search_hold: no refresh while set */
 	/* writer statements */
-	sqlite3_stmt *get_id, *ins_rec, *del_fts, *ins_fts, *del_cite, *ins_cite, *set_seq;
+	sqlite3_stmt *get_id, *ins_rec, *del_fts, *ins_fts, *del_cite, *ins_cite, *set_seq,
+		*get_pass, *set_pass, *del_pass, *max_id;
 	/* the feeder thread */
 	pthread_t thread;
 	int started;
@@ -94,6 +100,10 @@ static const char schema_sql[] =
 	"CREATE TABLE IF NOT EXISTS cite(cited TEXT NOT NULL, citing TEXT NOT NULL,"
 	" PRIMARY KEY(cited, citing)) WITHOUT ROWID;"
 	"CREATE INDEX IF NOT EXISTS cite_citing ON cite(citing);"
+	/* the first pass over the states, while it runs (pass_run): the
+	 * change it indexes up to and the last record it indexed */
+	"CREATE TABLE IF NOT EXISTS pass(k INTEGER PRIMARY KEY CHECK(k = 0),"
+	" to_seq INTEGER NOT NULL, after TEXT NOT NULL);"
 	"PRAGMA user_version=1;";
 
 static void unlink_index(const char *path)
@@ -158,6 +168,7 @@ int search_open(const char *path, store_t *st, search_t **out, pith_err_t *err)
 		return pith_err_set(err, PITH_ENOMEM, "out of memory");
 	snprintf(s->path, sizeof(s->path), "%s", path);
 	s->st = st;
+	s->scan_min = SCAN_MIN;
 	pthread_mutex_init(&s->mu, NULL);
 	pthread_mutex_init(&s->rmu, NULL);
 	pthread_cond_init(&s->cv, NULL);
@@ -170,7 +181,11 @@ int search_open(const char *path, store_t *st, search_t **out, pith_err_t *err)
 				"primary_cat, submitted_at) VALUES(?1, ?2, ?3, ?4, ?5, ?6)", err) ||
 		     prepare(s, &s->del_cite, "DELETE FROM cite WHERE citing=?1", err) ||
 		     prepare(s, &s->ins_cite, "INSERT OR IGNORE INTO cite VALUES(?1, ?2)", err) ||
-		     prepare(s, &s->set_seq, "UPDATE meta SET v=?1 WHERE k='seq'", err) ? PITH_EIO : 0;
+		     prepare(s, &s->set_seq, "UPDATE meta SET v=?1 WHERE k='seq'", err) ||
+		     prepare(s, &s->get_pass, "SELECT to_seq, after FROM pass WHERE k=0", err) ||
+		     prepare(s, &s->set_pass, "INSERT OR REPLACE INTO pass VALUES(0, ?1, ?2)", err) ||
+		     prepare(s, &s->del_pass, "DELETE FROM pass", err) ||
+		     prepare(s, &s->max_id, "SELECT coalesce(max(id), 0) FROM rec", err) ? PITH_EIO : 0;
 	if (!rc) {
 		int64_t seq = pragma_int(s->w, "SELECT v FROM meta WHERE k='seq'");
 		uint64_t last = store_changes_last(st);
@@ -179,7 +194,7 @@ int search_open(const char *path, store_t *st, search_t **out, pith_err_t *err)
 			log_warn("search index %s: at change %lld, the store at %llu: rebuilding it",
 				 path, (long long)seq, (unsigned long long)last);
 			rc = exec(s->w, "BEGIN; DELETE FROM rec; DELETE FROM fts; DELETE FROM cite;"
-					"UPDATE meta SET v=0 WHERE k='seq'; COMMIT;", err);
+					"DELETE FROM pass; UPDATE meta SET v=0 WHERE k='seq'; COMMIT;", err);
 			seq = 0;
 		}
 		atomic_store(&s->seq, (uint64_t)seq);
@@ -206,8 +221,9 @@ void search_free_(search_t *s)
 		pthread_mutex_unlock(&s->mu);
 		pthread_join(s->thread, NULL);
 	}
-	sqlite3_stmt *sts[] = {s->get_id, s->ins_rec, s->del_fts, s->ins_fts,
-			       s->del_cite, s->ins_cite, s->set_seq};
+	sqlite3_stmt *sts[] = {s->get_id, s->ins_rec, s->del_fts, s->ins_fts, s->del_cite,
+			       s->ins_cite, s->set_seq, s->get_pass, s->set_pass, s->del_pass,
+			       s->max_id};
 	for (size_t i = 0; i < sizeof(sts) / sizeof(sts[0]); i++)
 		sqlite3_finalize(sts[i]);
 	sqlite3_close(s->r);
@@ -268,16 +284,16 @@ static int cited_of(search_t *s, const char *target, char out[static PITH_NUMBER
 	return store_resolve(s->st, target, out, NULL) == 0;
 }
 
-/* (Re)indexes one record from its merged state. */
-static int index_record(search_t *s, const char *pith, pith_buf_t *raw, pith_err_t *err)
+/* (Re)indexes one record from its merged state's bytes (NULL: it could
+ * not be read, e2 says why). */
+static int index_state(search_t *s, const char *pith, const uint8_t *bytes, size_t len,
+		       pith_err_t *e2, pith_err_t *err)
 {
 	json_doc_t *doc = NULL;
 	const json_value_t *cur = NULL, *paper = NULL, *md = NULL;
-	pith_buf_reset(raw);
-	pith_err_t e2 = {0};
-	if (store_state_get(s->st, pith, raw, &e2) || json_parse(&doc, raw->data, raw->len, NULL, &e2)) {
+	if (!bytes || json_parse(&doc, bytes, len, NULL, e2)) {
 		/* indexed without words: it is still a record */
-		log_warn("search index: %s: %s", pith, e2.msg);
+		log_warn("search index: %s: %s", pith, e2->msg);
 	} else {
 		cur = json_get_type(json_doc_root(doc), "current", JSON_OBJECT);
 		const json_value_t *snaps = json_get_type(cur, "graph_snapshots", JSON_ARRAY);
@@ -348,6 +364,15 @@ out:
 	return rc;
 }
 
+/* (Re)indexes one record from its merged state, read from the store. */
+static int index_record(search_t *s, const char *pith, pith_buf_t *raw, pith_err_t *err)
+{
+	pith_err_t e2 = {0};
+	pith_buf_reset(raw);
+	int ok = !store_state_get(s->st, pith, raw, &e2);
+	return index_state(s, pith, ok ? raw->data : NULL, raw->len, &e2, err);
+}
+
 /* ---- refresh: following the change log ------------------------------------------------ */
 
 typedef struct batch {
@@ -362,7 +387,12 @@ static int batch_add(void *arg, const store_change_t *ch)
 	return 0;
 }
 
-static int refresh_run(search_t *s, uint64_t *indexed, pith_err_t *err)
+static int paused(search_t *s)
+{
+	return atomic_load(&s->stopping) || atomic_load(&s->held);
+}
+
+static int log_run(search_t *s, uint64_t *indexed, pith_err_t *err)
 {
 	batch_t *b = malloc(sizeof(*b));
 	pith_buf_t raw = PITH_BUF_INIT;
@@ -370,7 +400,7 @@ static int refresh_run(search_t *s, uint64_t *indexed, pith_err_t *err)
 	uint64_t done = 0;
 	if (!b)
 		return pith_err_set(err, PITH_ENOMEM, "out of memory");
-	while (!atomic_load(&s->stopping)) {
+	while (!paused(s)) {
 		/* under the write lock, from the sequence saved: another process
 		 * (pithctl search beside pithd) may have gone further */
 		if ((rc = exec(s->w, "BEGIN IMMEDIATE", err)))
@@ -404,6 +434,118 @@ static int refresh_run(search_t *s, uint64_t *indexed, pith_err_t *err)
 	}
 	free(b);
 	pith_buf_release(&raw);
+	*indexed += done;
+	return rc;
+}
+
+/* ---- the first pass: every state, in key order ---------------------------------------- */
+
+/* Whether to index by one pass over all the states rather than from the
+ * change log: when at least half of the store's records, and scan_min of
+ * them, are not in the index at all (a new index beside a filled store;
+ * a fresh node's catch-up, which the index sits out: search_hold). Each
+ * of those must be read anyway; in the log's order every read loads and
+ * decompresses a table block of its own, in key order each block is read
+ * once (docs/performance.md, issue 17, session 13). The pass indexes at
+ * most twice the records that needed it. rec's largest id stands for the
+ * records indexed: ids are given in order and rows never deleted. */
+static int scan_wanted(search_t *s)
+{
+	store_counts_t c;
+	store_counts_get(s->st, &c);
+	int64_t have = 0;
+	if (sqlite3_step(s->max_id) == SQLITE_ROW)
+		have = sqlite3_column_int64(s->max_id, 0);
+	sqlite3_reset(s->max_id);
+	uint64_t missing = c.records > (uint64_t)have ? c.records - (uint64_t)have : 0;
+	return missing && missing >= s->scan_min && missing * 2 >= c.records;
+}
+
+typedef struct pass {
+	search_t *s;
+	pith_err_t *err;
+	uint64_t n;
+} pass_t;
+
+static int pass_one(void *arg, const char *pith, const uint8_t *bytes, size_t len)
+{
+	pass_t *p = arg;
+	pith_err_t e2 = {0};
+	int rc = index_state(p->s, pith, bytes, len, &e2, p->err);
+	p->n += !rc;
+	return rc;
+}
+
+/* The pass, saved in table pass as it goes (a restart resumes it): each
+ * transaction indexes the next REFRESH_BATCH states; the last one moves
+ * the index's sequence number to the change the pass started at. Every
+ * change up to that one is in the states the pass reads (the store's
+ * counter moves after its write); the later ones are indexed from the log
+ * after it, as usual (some twice: harmless). Nothing to do when no pass
+ * is saved or wanted. */
+static int pass_run(search_t *s, uint64_t *indexed, pith_err_t *err)
+{
+	int rc = 0;
+	while (!paused(s)) {
+		if ((rc = exec(s->w, "BEGIN IMMEDIATE", err)))
+			return rc;
+		int64_t to = -1;
+		char after[PITH_NUMBER_LEN + 1] = "", last[PITH_NUMBER_LEN + 1];
+		if (sqlite3_step(s->get_pass) == SQLITE_ROW) {
+			to = sqlite3_column_int64(s->get_pass, 0);
+			const char *a = (const char *)sqlite3_column_text(s->get_pass, 1);
+			snprintf(after, sizeof(after), "%s", a ? a : "");
+		}
+		sqlite3_reset(s->get_pass);
+		if (to < 0) {
+			if (!scan_wanted(s)) {
+				exec(s->w, "ROLLBACK", NULL);
+				return 0;
+			}
+			to = (int64_t)store_changes_last(s->st);
+			log_info("search index: most records are not indexed: one pass over the "
+				 "states in key order, up to change %lld",
+				 (long long)to);
+		}
+		pass_t p = {s, err, 0};
+		uint64_t seq = atomic_load(&s->seq);
+		rc = store_states_each(s->st, after, REFRESH_BATCH, pass_one, &p, last, err);
+		if (!rc && p.n) {
+			sqlite3_bind_int64(s->set_pass, 1, to);
+			sqlite3_bind_text(s->set_pass, 2, last, -1, SQLITE_STATIC);
+			rc = step_done(s, s->set_pass, err);
+		} else if (!rc) {
+			int64_t saved = pragma_int(s->w, "SELECT v FROM meta WHERE k='seq'");
+			if (saved > 0 && (uint64_t)saved > seq)
+				seq = (uint64_t)saved;
+			if ((uint64_t)to > seq)
+				seq = (uint64_t)to;
+			sqlite3_bind_int64(s->set_seq, 1, (int64_t)seq);
+			rc = step_done(s, s->del_pass, err) || step_done(s, s->set_seq, err);
+		}
+		if (!rc)
+			rc = exec(s->w, "COMMIT", err);
+		if (rc) {
+			exec(s->w, "ROLLBACK", NULL);
+			return rc;
+		}
+		*indexed += p.n;
+		if (!p.n) {
+			atomic_store(&s->seq, seq);
+			atomic_store(&s->pass_done, 0);
+			return 0;
+		}
+		atomic_fetch_add(&s->pass_done, p.n);
+	}
+	return 0;
+}
+
+static int refresh_run(search_t *s, uint64_t *indexed, pith_err_t *err)
+{
+	uint64_t done = 0;
+	int rc = pass_run(s, &done, err);
+	if (!rc)
+		rc = log_run(s, &done, err);
 	if (indexed)
 		*indexed = done;
 	return rc;
@@ -443,7 +585,7 @@ static void *feeder(void *arg)
 		pthread_mutex_unlock(&s->mu);
 		if (stop)
 			break;
-		if (store_changes_last(s->st) == atomic_load(&s->seq))
+		if (atomic_load(&s->held) || store_changes_last(s->st) == atomic_load(&s->seq))
 			continue;
 		pith_err_t err = {0};
 		uint64_t n = 0;
@@ -470,6 +612,27 @@ int search_start(search_t *s, int poll_ms, int nice, pith_err_t *err)
 		return pith_err_set(err, PITH_EIO, "search index: cannot start its thread");
 	s->started = 1;
 	return 0;
+}
+
+void search_hold(search_t *s, int hold)
+{
+	if (s && atomic_exchange(&s->held, hold ? 1 : 0) && !hold)
+		search_kick(s); /* what waited: now */
+}
+
+int search_held(search_t *s)
+{
+	return atomic_load(&s->held);
+}
+
+uint64_t search_pass_done(search_t *s)
+{
+	return atomic_load(&s->pass_done);
+}
+
+void search_set_scan_min(search_t *s, uint64_t n)
+{
+	s->scan_min = n;
 }
 
 void search_kick(search_t *s)

@@ -44,7 +44,11 @@ void search_free_(search_t *s);
 #define search_free(x) do { search_free_(x); (x) = NULL; } while (0)
 
 /* Indexes what changed in the store since the index's sequence number, in
- * transactions of a few hundred records, each saving the sequence reached.
+ * transactions of a few thousand records, each saving the sequence reached.
+ * When at least half of the store's records (and 20000) are not in the
+ * index at all, it first takes every record in one pass over the states in
+ * key order (each table block read once, where the change log's order
+ * reads one per record), saving its progress in each transaction too.
  * *indexed (may be NULL) gets how many records were (re)indexed. Call it
  * on one thread at a time, and not while the feeder thread runs. */
 int search_refresh(search_t *s, uint64_t *indexed, pith_err_t *err);
@@ -59,6 +63,20 @@ void search_kick(search_t *s);
 
 /* The sequence number indexed up to (what a reader can see). */
 uint64_t search_seq(search_t *s);
+
+/* hold 1: the feeder indexes nothing more (a refresh running stops after
+ * its transaction) until search_hold(s, 0). pithd holds the index while
+ * the store is in bulk mode for a catch-up: the catch-up gets the CPU,
+ * and the index then takes the backlog in one pass over the states (see
+ * search_refresh). Any thread. */
+void search_hold(search_t *s, int hold);
+int search_held(search_t *s);
+/* Records the pass over all the states has indexed so far in this
+ * process, 0 when none is running. */
+uint64_t search_pass_done(search_t *s);
+/* The records missing from the index before a refresh takes them in one
+ * pass (default 20000; tests set 1 to force it, UINT64_MAX to never). */
+void search_set_scan_min(search_t *s, uint64_t n);
 
 typedef struct search_hit {
 	char pith[PITH_NUMBER_LEN + 1];

@@ -1345,6 +1345,45 @@ int store_records_each(store_t *st, store_record_fn fn, void *arg, pith_err_t *e
 	return rc;
 }
 
+int store_states_each(store_t *st, const char *after, size_t limit, store_state_fn fn, void *arg,
+		      char *last, pith_err_t *err)
+{
+	uint8_t lo[STORE_SKEY_LEN];
+	size_t lo_len = 0, n = 0;
+	store_iter_t it;
+	int rc;
+	if (last)
+		last[0] = 0;
+	if (after && after[0]) {
+		if ((rc = skey_of(after, lo, err)))
+			return rc;
+		lo_len = sizeof(lo);
+	}
+	if ((rc = iter_open(st, STORE_CF_STATES, lo, lo_len, NULL, 0, 1, &it, err)))
+		return rc;
+	for (; store_iter_valid(&it) && (!limit || n < limit); store_iter_next(&it)) {
+		size_t kl, vl;
+		const uint8_t *k = store_iter_key(&it, &kl), *v = store_iter_value(&it, &vl);
+		if (kl != STORE_SKEY_LEN) {
+			rc = pith_err_set(err, PITH_EIO, "store: state key of %zu bytes", kl);
+			break;
+		}
+		if (lo_len && !memcmp(k, lo, sizeof(lo)))
+			continue; /* after itself */
+		char pith[PITH_NUMBER_LEN + 1];
+		store_skey_pith(k, pith);
+		if ((rc = fn(arg, pith, v, vl)))
+			break;
+		if (last)
+			memcpy(last, pith, sizeof(pith));
+		n++;
+	}
+	if (!rc)
+		rc = store_iter_status(&it, err);
+	store_iter_close(&it);
+	return rc;
+}
+
 int store_events_each(store_t *st, const char *pith_number, store_event_fn fn, void *arg,
 		      pith_err_t *err)
 {

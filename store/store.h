@@ -224,6 +224,18 @@ size_t store_events_get_many(store_t *st, const uint8_t (*ids)[32], size_t n,
 
 /* Every record, in subject-key order (body, then year). */
 int store_records_each(store_t *st, store_record_fn fn, void *arg, pith_err_t *err);
+/* Merged states (state.json's bytes) in subject-key order, of the records
+ * after the one named by after (NULL or "": from the first), at most
+ * limit of them (0: no limit), in one forward pass that reads each table
+ * block once and leaves the block cache to the point reads: for building
+ * something from every state (the search index's first pass), where a
+ * read per record at random would load a whole block each time. last
+ * (may be NULL) gets the last record listed, "" when none was. The
+ * callback's pointers are valid during the call. */
+typedef int (*store_state_fn)(void *arg, const char *pith_number, const uint8_t *bytes,
+			      size_t len);
+int store_states_each(store_t *st, const char *after, size_t limit, store_state_fn fn, void *arg,
+		      char *last, pith_err_t *err);
 /* Every event of one record (pith_number non-NULL) or of all records,
  * grouped by record and in (created_at, event id) order within each. */
 int store_events_each(store_t *st, const char *pith_number, store_event_fn fn, void *arg,

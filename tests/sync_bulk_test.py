@@ -7,7 +7,9 @@ Node A holds E events (gen_events, imported with `pithctl import`).
 1. A fresh node B with sync_bulk_min 500 dials A: its status shows
    `sync.bulk` true while it catches up, its log says the store went into
    bulk mode and out of it, and after "caught up" `sync.bulk` is false and
-   `pith_sync_bulk` 0 in /metrics; B ends with every event.
+   `pith_sync_bulk` 0 in /metrics; B ends with every event. Its search
+   index waits while the store is in bulk mode (`search.held` true at some
+   poll, never before bulk mode began), then indexes everything.
 2. A fresh node C with the default sync_bulk_min (100,000, above E) dials
    A: its status never shows `sync.bulk` true, its log has no bulk line,
    and it ends with every event.
@@ -41,9 +43,13 @@ def catch_up(node, events, timeout):
     that saw it: [[False, 2], [True, 40], [False, 1]]."""
     seen = []
     deadline = time.time() + timeout
+    node.held_seen = set()
     while time.time() < deadline:
         s = node.status()
         bulk = s["sync"]["bulk"]
+        if s["search"] and s["search"]["held"]:
+            # True: bulk mode was on at this poll or an earlier one
+            node.held_seen.add(bulk or any(v for v, _ in seen))
         if seen and seen[-1][0] == bulk:
             seen[-1][1] += 1
         else:
@@ -105,6 +111,14 @@ def body(args, root, nodes):
     assert len(on) == 1 and len(off) == 1, (on, off)
     assert "sync_bulk_min 500" in on[0], on[0]
     assert metric(b, "pith_sync_bulk") == 0
+    # the index sat the bulk catch-up out (held only once bulk mode had
+    # begun: a tick after it), then took everything
+    assert b.held_seen == {True}, b.held_seen
+    wait_for(lambda: not b.status()["search"]["held"]
+             and b.status()["search"]["behind"] == 0, 60, what="B's search index")
+    r = subprocess.run([args.pithctl, "--node", b.sock, "status"], capture_output=True,
+                       text=True, timeout=30)
+    assert r.returncode == 0 and "search     indexed through change" in r.stdout, r
     log("1. B (sync_bulk_min 500) caught up with %d events in %.1f s; sync.bulk went %s "
         "(polls); log: %r" % (events, took,
                               " -> ".join("%s (%d)" % (str(v).lower(), k) for v, k in seen),

@@ -56,9 +56,15 @@ static void print_status(const json_value_t *s)
 	       (double)cli_json_int(store, "memtable_bytes") / 1e6,
 	       (double)cli_json_int(store, "pending_compaction_bytes") / 1e6);
 	const json_value_t *se = json_get(s, "search");
-	if (json_is(se, JSON_OBJECT))
-		printf("search     indexed through change %lld, %lld behind\n",
+	if (json_is(se, JSON_OBJECT)) {
+		printf("search     indexed through change %lld, %lld behind",
 		       cli_json_int(se, "indexed_through"), cli_json_int(se, "behind"));
+		if (json_is(json_get(se, "held"), JSON_TRUE))
+			printf(" (waiting for the catch-up to end)");
+		if (cli_json_int(se, "pass_records"))
+			printf(" (first pass: %lld records indexed)", cli_json_int(se, "pass_records"));
+		printf("\n");
+	}
 	printf("peers      %zu ready (%zu out, %zu in), %zu connecting or closing; %lld addresses known\n",
 	       ready, out, in, other, cli_json_int(s, "addresses"));
 	print_bans(json_get(s, "bans"));
