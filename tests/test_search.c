@@ -127,8 +127,10 @@ static int ids_in_key_order(const char *path)
 		ordered = -1;
 	while (ordered >= 0 && sqlite3_step(s) == SQLITE_ROW) {
 		const char *p = (const char *)sqlite3_column_text(s, 0);
-		if (!p || strlen(p) != PITH_NUMBER_LEN)
-			return -1;
+		if (!p || strlen(p) != PITH_NUMBER_LEN) {
+			ordered = -1;
+			break;
+		}
 		if (n++ && strcmp(prev + 10, p + 10) >= 0)
 			ordered = 0;
 		memcpy(prev, p, sizeof(prev));
