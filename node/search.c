@@ -392,6 +392,15 @@ static int paused(search_t *s)
 	return atomic_load(&s->stopping) || atomic_load(&s->held);
 }
 
+/* The sequence indexed up to, read under the write lock: the one saved,
+ * when another process (pithctl search beside pithd) went further. */
+static uint64_t seq_locked(search_t *s)
+{
+	uint64_t seq = atomic_load(&s->seq);
+	int64_t saved = pragma_int(s->w, "SELECT v FROM meta WHERE k='seq'");
+	return saved > 0 && (uint64_t)saved > seq ? (uint64_t)saved : seq;
+}
+
 static int log_run(search_t *s, uint64_t *indexed, pith_err_t *err)
 {
 	batch_t *b = malloc(sizeof(*b));
@@ -401,15 +410,9 @@ static int log_run(search_t *s, uint64_t *indexed, pith_err_t *err)
 	if (!b)
 		return pith_err_set(err, PITH_ENOMEM, "out of memory");
 	while (!paused(s)) {
-		/* under the write lock, from the sequence saved: another process
-		 * (pithctl search beside pithd) may have gone further */
 		if ((rc = exec(s->w, "BEGIN IMMEDIATE", err)))
 			break;
-		uint64_t seq = atomic_load(&s->seq), next;
-		int64_t saved = pragma_int(s->w, "SELECT v FROM meta WHERE k='seq'");
-		if (saved > 0 && (uint64_t)saved > seq)
-			seq = (uint64_t)saved;
-		next = seq;
+		uint64_t seq = seq_locked(s), next = seq;
 		b->n = 0;
 		rc = store_changes_each(s->st, seq, REFRESH_BATCH, batch_add, b, &next, err);
 		if (rc || !b->n) {
@@ -508,16 +511,14 @@ static int pass_run(search_t *s, uint64_t *indexed, pith_err_t *err)
 				 (long long)to);
 		}
 		pass_t p = {s, err, 0};
-		uint64_t seq = atomic_load(&s->seq);
+		uint64_t seq = 0;
 		rc = store_states_each(s->st, after, REFRESH_BATCH, pass_one, &p, last, err);
 		if (!rc && p.n) {
 			sqlite3_bind_int64(s->set_pass, 1, to);
 			sqlite3_bind_text(s->set_pass, 2, last, -1, SQLITE_STATIC);
 			rc = step_done(s, s->set_pass, err);
 		} else if (!rc) {
-			int64_t saved = pragma_int(s->w, "SELECT v FROM meta WHERE k='seq'");
-			if (saved > 0 && (uint64_t)saved > seq)
-				seq = (uint64_t)saved;
+			seq = seq_locked(s);
 			if ((uint64_t)to > seq)
 				seq = (uint64_t)to;
 			sqlite3_bind_int64(s->set_seq, 1, (int64_t)seq);
