@@ -13,6 +13,9 @@
 # RocksDB's flushes (rocksdb:high) and compactions (rocksdb:low), the
 # search index and the event loop (pithd). B's store is made under DIR and
 # removed at the end; the raw samples are kept in DIR/sync-trace-N.txt.
+# With PITH_ROCKSDB_LOG=info in the environment, B's RocksDB LOG is kept
+# as DIR/sync-trace-N.LOG* and its compactions are summed per column
+# family (rocksdb_log_cf.py).
 set -eu
 [ $# -ge 2 ] || { sed -n '2,16p' "$0" >&2; exit 2; }
 BUILD=$1 N=$2
@@ -34,9 +37,18 @@ mkdir -p "$B"
 port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 PA=$(port) PB=$(port)
 APID="" BPID=""
-cleanup() { kill $BPID $APID 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$B"; }
+cleanup() {
+	kill $BPID $APID 2>/dev/null || true
+	wait 2>/dev/null || true
+	if [ -n "${PITH_ROCKSDB_LOG:-}" ] && [ -f "$B/store/LOG" ]; then
+		rm -f "$DATA/sync-trace-$N.LOG"*
+		for f in "$B"/store/LOG*; do cp "$f" "$DATA/sync-trace-$N.${f##*/}"; done
+		python3 "$(dirname "$0")/rocksdb_log_cf.py" "$DATA/sync-trace-$N.LOG"*
+	fi
+	rm -rf "$B"
+}
 trap cleanup EXIT
-"$PITHD" --data "$A" --listen 127.0.0.1:$PA --network-id bench-sync --trust-key "$KEY" \
+PITH_ROCKSDB_LOG= "$PITHD" --data "$A" --listen 127.0.0.1:$PA --network-id bench-sync --trust-key "$KEY" \
 	--control "$A/trace.sock" >"$DATA/trace-a.log" 2>&1 &
 APID=$!
 status() { "$PITHCTL" --json --node "$1" status 2>/dev/null; }
