@@ -179,6 +179,12 @@ static rocksdb_cache_t *cache_new(size_t bytes)
 #define L0_TRIGGER 4
 #define L0_SLOWDOWN 20
 #define L0_STOP 36
+/* RocksDB's default, set so that store_bulk_end puts back exactly it */
+#define LEVEL_BASE_BYTES (256ull << 20)
+/* The states family's level base in bulk mode: RocksDB also compacts
+ * level 0 once its bytes reach the level base (whatever the file count),
+ * so deferring the family's compactions takes both */
+#define LEVEL_BASE_BYTES_BULK_STATES (64ull << 30)
 
 /* The families keyed by something random (ids, pith numbers, aliases)
  * and small entries, which RocksDB's leveled compaction rewrites most
@@ -224,6 +230,7 @@ static void cf_tune(store_t *st, int cf)
 	rocksdb_options_set_compression_per_level(o, levels, 7);
 	rocksdb_options_set_bottommost_compression(o, bottom);
 	rocksdb_options_set_level_compaction_dynamic_level_bytes(o, 1);
+	rocksdb_options_set_max_bytes_for_level_base(o, LEVEL_BASE_BYTES);
 	/* L0 triggers: RocksDB's defaults, set here so that store_bulk_end
 	 * puts back exactly these (docs/store.md, "Bulk loading") */
 	rocksdb_options_set_level0_file_num_compaction_trigger(o, L0_TRIGGER);
@@ -1518,15 +1525,37 @@ int store_flush(store_t *st, pith_err_t *err)
 	return e ? store_op_error(st, STORE_OP_WRITE, err, e, "flushing") : 0;
 }
 
-/* Sets the L0 triggers of every family: index families (cf_is_index)
- * to idx, the document families to docs (each: compaction, slowdown,
- * stop). */
-static int l0_set(store_t *st, const int idx[3], const int docs[3], pith_err_t *err)
+/* Level 0's triggers of family cf (compaction, slowdown, stop) for a
+ * bulk mode, or the usual ones when !bulk. */
+static void l0_triggers(int cf, int bulk, enum store_bulk_mode mode, int v[3])
+{
+	if (!bulk) {
+		v[0] = L0_TRIGGER, v[1] = L0_SLOWDOWN, v[2] = L0_STOP;
+		return;
+	}
+	int wide = mode == STORE_BULK_IMPORT ? 2 : 1;
+	if (cf == STORE_CF_STATES)
+		v[0] = STORE_BULK_L0_STATES;
+	else
+		v[0] = wide * (cf_is_index(cf) ? STORE_BULK_L0_INDEX : STORE_BULK_L0_DOCS);
+	/* slowing and stopping writes: 24 and 48 files past the trigger,
+	 * except for the document families in a node's catch-up, which keep
+	 * the usual ones (RocksDB raises any below the trigger to it) */
+	int usual = mode == STORE_BULK_SYNC && !cf_is_index(cf) && cf != STORE_CF_STATES;
+	v[1] = usual ? L0_SLOWDOWN : v[0] + 24;
+	v[2] = usual ? L0_STOP : v[0] + 48;
+}
+
+/* Sets the L0 triggers of every family (l0_triggers). */
+static int l0_set(store_t *st, int bulk, enum store_bulk_mode mode, pith_err_t *err)
 {
 	static const char *keys[3] = {"level0_file_num_compaction_trigger",
 				      "level0_slowdown_writes_trigger", "level0_stop_writes_trigger"};
 	for (int cf = 0; cf < STORE_NCF; cf++) {
-		const int *v = cf_is_index(cf) ? idx : docs;
+		if (!st->cf[cf])
+			continue;
+		int v[3];
+		l0_triggers(cf, bulk, mode, v);
 		char vals[3][16];
 		const char *vp[3];
 		for (int i = 0; i < 3; i++) {
@@ -1535,6 +1564,13 @@ static int l0_set(store_t *st, const int idx[3], const int docs[3], pith_err_t *
 		}
 		char *e = NULL;
 		rocksdb_set_options_cf(st->db, st->cf[cf], 3, keys, vp, &e);
+		if (!e && cf == STORE_CF_STATES) {
+			const char *k = "max_bytes_for_level_base";
+			char b[24];
+			snprintf(b, sizeof(b), "%llu", bulk ? LEVEL_BASE_BYTES_BULK_STATES : LEVEL_BASE_BYTES);
+			const char *bp = b;
+			rocksdb_set_options_cf(st->db, st->cf[cf], 1, &k, &bp, &e);
+		}
 		if (e)
 			return store_db_error(err, e, "setting the level-0 triggers");
 	}
@@ -1545,16 +1581,7 @@ int store_bulk_begin(store_t *st, enum store_bulk_mode mode, pith_err_t *err)
 {
 	if (st->read_only)
 		return pith_err_set(err, PITH_EINVAL, "store: opened read-only");
-	static const int idx[3] = {STORE_BULK_L0_INDEX, STORE_BULK_L0_INDEX + 24,
-				   STORE_BULK_L0_INDEX + 48};
-	static const int docs[3] = {STORE_BULK_L0_DOCS, L0_SLOWDOWN, L0_STOP};
-	static const int idx_import[3] = {2 * STORE_BULK_L0_INDEX, 2 * STORE_BULK_L0_INDEX + 24,
-					  2 * STORE_BULK_L0_INDEX + 48};
-	static const int docs_import[3] = {2 * STORE_BULK_L0_DOCS, 2 * STORE_BULK_L0_DOCS + 24,
-					   2 * STORE_BULK_L0_DOCS + 48};
-	if (mode == STORE_BULK_IMPORT)
-		return l0_set(st, idx_import, docs_import, err);
-	return l0_set(st, idx, docs, err);
+	return l0_set(st, 1, mode, err);
 }
 
 int store_cf_property(store_t *st, int cf, const char *name, uint64_t *v)
@@ -1592,8 +1619,7 @@ static int compaction_busy(store_t *st)
 
 int store_bulk_end(store_t *st, int settle, pith_err_t *err)
 {
-	static const int dflt[3] = {L0_TRIGGER, L0_SLOWDOWN, L0_STOP};
-	int rc = l0_set(st, dflt, dflt, err);
+	int rc = l0_set(st, 0, STORE_BULK_SYNC, err);
 	/* setting the options scheduled the compactions they now call for;
 	 * they run on RocksDB's threads: poll until none is left */
 	while (!rc && settle && compaction_busy(st)) {

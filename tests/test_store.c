@@ -2334,9 +2334,8 @@ static uint64_t l0_files(store_t *st, int cf)
 }
 
 /* One bulk load in mode: level 0 holds 10 files of the index families (in
- * both modes under the trigger) and, with STORE_BULK_IMPORT, of the
- * document families too (8 is the trigger of STORE_BULK_SYNC, 16 of the
- * import's). */
+ * both modes under the trigger) and 40 of states (past every other bulk
+ * trigger: STORE_BULK_L0_STATES). */
 static void bulk_load_in(enum store_bulk_mode mode)
 {
 	evset_t s;
@@ -2346,7 +2345,7 @@ static void bulk_load_in(enum store_bulk_mode mode)
 	pith_err_t err = {0};
 	CHECK_INT_EQ(store_bulk_begin(st, mode, &err), 0);
 	/* one table file per family and flush: 10 is past the usual trigger (4)
-	 * and under the bulk one */
+	 * and under the bulk ones */
 	size_t per = s.n / 10;
 	for (size_t i = 0; i < s.n; i++) {
 		put_bytes(st, &s.b[i], NULL);
@@ -2355,16 +2354,29 @@ static void bulk_load_in(enum store_bulk_mode mode)
 	}
 	CHECK_INT_EQ(l0_files(st, STORE_CF_EVENTS), 10);
 	CHECK_INT_EQ(l0_files(st, STORE_CF_ALIASES), 10);
-	if (mode == STORE_BULK_IMPORT)
-		CHECK_INT_EQ(l0_files(st, STORE_CF_STATES), 10); /* a document family */
+	CHECK_INT_EQ(l0_files(st, STORE_CF_STATES), 10);
+	/* 30 more flushes: 40 is past every bulk trigger but that of states,
+	 * which commits only write (STORE_BULK_L0_STATES) */
+	evset_t s2;
+	gen_set_from(&s2, 16, 1000);
+	size_t flushes = 0;
+	for (size_t i = 0; i < s2.n; i++) {
+		put_bytes(st, &s2.b[i], NULL);
+		if ((i + 1) % (s2.n / 30) == 0 && flushes < 30) {
+			CHECK_INT_EQ(store_flush(st, &err), 0);
+			flushes++;
+		}
+	}
+	CHECK_INT_EQ(l0_files(st, STORE_CF_STATES), 40);
 	CHECK_INT_EQ(store_bulk_end(st, 1, &err), 0);
 	CHECK(l0_files(st, STORE_CF_EVENTS) < 4);
 	CHECK(l0_files(st, STORE_CF_ALIASES) < 4);
 	CHECK(l0_files(st, STORE_CF_STATES) < 4);
 	store_counts_t c;
 	store_counts_get(st, &c);
-	CHECK_INT_EQ(c.events, s.n);
+	CHECK_INT_EQ(c.events, s.n + s2.n);
 	CHECK_INT_EQ(check_problems(st), 0);
+	set_free(&s2);
 	/* byte-identical states to a store filled without it */
 	char *dir2 = tmpdir();
 	store_t *plain = filled_store(dir2, &s);
