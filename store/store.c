@@ -181,7 +181,7 @@ static rocksdb_cache_t *cache_new(size_t bytes)
 #define L0_STOP 36
 /* RocksDB's default, set so that store_bulk_end puts back exactly it */
 #define LEVEL_BASE_BYTES (256ull << 20)
-/* The states family's level base in bulk mode: RocksDB also compacts
+/* The write-only families' level base in bulk mode: RocksDB also compacts
  * level 0 once its bytes reach the level base (whatever the file count),
  * so deferring the family's compactions takes both */
 #define LEVEL_BASE_BYTES_BULK_STATES (64ull << 30)
@@ -1525,6 +1525,13 @@ int store_flush(store_t *st, pith_err_t *err)
 	return e ? store_op_error(st, STORE_OP_WRITE, err, e, "flushing") : 0;
 }
 
+/* The families a commit writes and never reads (it reads summaries,
+ * stored events and change log entries): states and alias claims. */
+static int cf_write_only(int cf)
+{
+	return cf == STORE_CF_STATES || cf == STORE_CF_ALIASES;
+}
+
 /* Level 0's triggers of family cf (compaction, slowdown, stop) for a
  * bulk mode, or the usual ones when !bulk. */
 static void l0_triggers(int cf, int bulk, enum store_bulk_mode mode, int v[3])
@@ -1534,14 +1541,14 @@ static void l0_triggers(int cf, int bulk, enum store_bulk_mode mode, int v[3])
 		return;
 	}
 	int wide = mode == STORE_BULK_IMPORT ? 2 : 1;
-	if (cf == STORE_CF_STATES)
-		v[0] = STORE_BULK_L0_STATES;
+	if (cf_write_only(cf))
+		v[0] = STORE_BULK_L0_WRITTEN;
 	else
 		v[0] = wide * (cf_is_index(cf) ? STORE_BULK_L0_INDEX : STORE_BULK_L0_DOCS);
 	/* slowing and stopping writes: 24 and 48 files past the trigger,
 	 * except for the document families in a node's catch-up, which keep
 	 * the usual ones (RocksDB raises any below the trigger to it) */
-	int usual = mode == STORE_BULK_SYNC && !cf_is_index(cf) && cf != STORE_CF_STATES;
+	int usual = mode == STORE_BULK_SYNC && !cf_is_index(cf) && !cf_write_only(cf);
 	v[1] = usual ? L0_SLOWDOWN : v[0] + 24;
 	v[2] = usual ? L0_STOP : v[0] + 48;
 }
@@ -1564,7 +1571,7 @@ static int l0_set(store_t *st, int bulk, enum store_bulk_mode mode, pith_err_t *
 		}
 		char *e = NULL;
 		rocksdb_set_options_cf(st->db, st->cf[cf], 3, keys, vp, &e);
-		if (!e && cf == STORE_CF_STATES) {
+		if (!e && cf_write_only(cf)) {
 			const char *k = "max_bytes_for_level_base";
 			char b[24];
 			snprintf(b, sizeof(b), "%llu", bulk ? LEVEL_BASE_BYTES_BULK_STATES : LEVEL_BASE_BYTES);

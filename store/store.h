@@ -453,15 +453,16 @@ int store_cf_property(store_t *st, int cf, const char *name, uint64_t *v);
  * to the next open's compactions. */
 #define STORE_BULK_L0_INDEX 16
 #define STORE_BULK_L0_DOCS 8
-/* The states family is never read by a commit (it reads summaries and
- * events, and writes states), so in both modes its level 0 is left to
- * grow to this many files (a catch-up's states arrive at random keys:
- * every compaction rewrote all that was below) and compacted once, or a
- * few times in a catch-up of more than some 10 million events; only
- * HTTP's state reads and the search index look at the files meanwhile
- * (docs/store.md, "Bulk loading"). Bounded so that the table files held
- * open stay well under a 1,024-descriptor limit. */
-#define STORE_BULK_L0_STATES 128
+/* The states and aliases families are never read by a commit (it reads
+ * summaries, stored events and change log entries, and writes states and
+ * alias claims), so in both modes their level 0 is left to grow to this
+ * many files (a catch-up writes both at random keys: every compaction
+ * rewrote all that was below) and compacted once, or a few times in a
+ * catch-up of more than some 10 million events; only HTTP's state reads
+ * and resolves (and the search index, held for a catch-up) look at the
+ * files meanwhile (docs/store.md, "Bulk loading"). Bounded so that the
+ * table files held open stay well under a 1,024-descriptor limit. */
+#define STORE_BULK_L0_WRITTEN 128
 enum store_bulk_mode { STORE_BULK_SYNC, STORE_BULK_IMPORT };
 int store_bulk_begin(store_t *st, enum store_bulk_mode mode, pith_err_t *err);
 int store_bulk_end(store_t *st, int settle, pith_err_t *err);

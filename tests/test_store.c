@@ -2335,7 +2335,8 @@ static uint64_t l0_files(store_t *st, int cf)
 
 /* One bulk load in mode: level 0 holds 10 files of the index families (in
  * both modes under the trigger) and 40 of states (past every other bulk
- * trigger: STORE_BULK_L0_STATES). */
+ * trigger: STORE_BULK_L0_WRITTEN), and of aliases more than the index
+ * families' trigger. */
 static void bulk_load_in(enum store_bulk_mode mode)
 {
 	evset_t s;
@@ -2355,8 +2356,8 @@ static void bulk_load_in(enum store_bulk_mode mode)
 	CHECK_INT_EQ(l0_files(st, STORE_CF_EVENTS), 10);
 	CHECK_INT_EQ(l0_files(st, STORE_CF_ALIASES), 10);
 	CHECK_INT_EQ(l0_files(st, STORE_CF_STATES), 10);
-	/* 30 more flushes: 40 is past every bulk trigger but that of states,
-	 * which commits only write (STORE_BULK_L0_STATES) */
+	/* 30 more flushes: 40 is past every bulk trigger but that of states
+	 * and aliases, which commits only write (STORE_BULK_L0_WRITTEN) */
 	evset_t s2;
 	gen_set_from(&s2, 16, 1000);
 	size_t flushes = 0;
@@ -2368,6 +2369,7 @@ static void bulk_load_in(enum store_bulk_mode mode)
 		}
 	}
 	CHECK_INT_EQ(l0_files(st, STORE_CF_STATES), 40);
+	CHECK(l0_files(st, STORE_CF_ALIASES) > 16); /* one per record (16 of them), and 10 before */
 	CHECK_INT_EQ(store_bulk_end(st, 1, &err), 0);
 	CHECK(l0_files(st, STORE_CF_EVENTS) < 4);
 	CHECK(l0_files(st, STORE_CF_ALIASES) < 4);
