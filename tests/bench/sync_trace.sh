@@ -2,7 +2,7 @@
 # Where a fresh node's catch-up spends its CPU, as the store grows (on
 # demand, not in the suite; docs/performance.md, issue 17, "Session 11").
 #
-#   tests/bench/sync_trace.sh BUILD N [--data DIR] [--step EVENTS]
+#   tests/bench/sync_trace.sh BUILD N [--data DIR] [--step EVENTS] [--config FILE]
 #
 # Runs a pithd A on DIR/a-N-2 (the store bench_scale.sh leaves: an import
 # of DIR/events-N-2.jsonl signed by DIR/key.json) and a fresh pithd B
@@ -11,7 +11,9 @@
 # prints per STEP events (default 1,000,000) the rate and each thread
 # group's CPU per event: the validators, the writer, the merge lanes,
 # RocksDB's flushes (rocksdb:high) and compactions (rocksdb:low), the
-# search index and the event loop (pithd). B's store is made under DIR and
+# search index and the event loop (pithd). --config gives B a pithd.conf
+# (pithd.conf(5)) to try a setting. B's resident memory is sampled too:
+# the peak, and when it was, are printed last. B's store is made under DIR and
 # removed at the end; the raw samples are kept in DIR/sync-trace-N.txt.
 # With PITH_ROCKSDB_LOG=info in the environment, B's RocksDB LOG is kept
 # as DIR/sync-trace-N.LOG* and its compactions are summed per column
@@ -20,11 +22,12 @@ set -eu
 [ $# -ge 2 ] || { sed -n '2,16p' "$0" >&2; exit 2; }
 BUILD=$1 N=$2
 shift 2
-DATA=/work/scale-data STEP=1000000
+DATA=/work/scale-data STEP=1000000 BCONF=()
 while [ $# -gt 0 ]; do
 	case $1 in
 	--data) DATA=$2; shift 2 ;;
 	--step) STEP=$2; shift 2 ;;
+	--config) BCONF=(--config "$(realpath "$2")"); shift 2 ;;
 	*) echo "sync_trace.sh: unknown option $1" >&2; exit 2 ;;
 	esac
 done
@@ -53,7 +56,7 @@ PITH_ROCKSDB_LOG= "$PITHD" --data "$A" --listen 127.0.0.1:$PA --network-id bench
 APID=$!
 status() { "$PITHCTL" --json --node "$1" status 2>/dev/null; }
 until status "$A/trace.sock" | grep -q '"set":"loaded"'; do sleep 1; done
-"$PITHD" --data "$B" --listen 127.0.0.1:$PB --network-id bench-sync --trust-key "$KEY" \
+"$PITHD" "${BCONF[@]}" --data "$B" --listen 127.0.0.1:$PB --network-id bench-sync --trust-key "$KEY" \
 	--peer 127.0.0.1:$PA --control "$B/trace.sock" >"$DATA/trace-b.log" 2>&1 &
 BPID=$!
 t0=$(date +%s)
@@ -66,7 +69,8 @@ print(d["store"]["events"], d["sync"]["state"], int(d["store"]["compacting"]))')
 	thr=$(for t in /proc/$BPID/task/*; do
 		echo "$(cat "$t/comm") $(awk '{print $14 + $15}' "$t/stat")"
 	done 2>/dev/null | awk '{a[$1] += $2} END {for (k in a) printf "%s=%d ", k, a[k]}')
-	echo "$(($(date +%s) - t0)) $st $thr" >>"$OUT"
+	rss=$(awk '/^VmRSS/ {print $2}' /proc/$BPID/status 2>/dev/null || echo 0)
+	echo "$(($(date +%s) - t0)) $st $thr rss_kb=$rss" >>"$OUT"
 	set -- $st
 	[ "$1" = "$N" ] && [ "$2" = idle ] && [ "$3" = 0 ] && break
 done
@@ -75,7 +79,8 @@ import sys
 rows = []
 for line in open(sys.argv[1]):
     p = line.split()
-    rows.append((int(p[0]), int(p[1]), {k: int(v) for k, v in (x.split("=") for x in p[4:])}))
+    d = {k: int(v) for k, v in (x.split("=") for x in p[4:])}
+    rows.append((int(p[0]), int(p[1]), d, d.pop("rss_kb", 0)))
 step, hz = int(sys.argv[2]), int(sys.argv[3])
 names = sorted(rows[-1][2])
 print("%-11s %5s %7s " % ("events", "s", "ev/s") + " ".join("%13s" % n for n in names) + "  total (us of CPU per event)")
@@ -92,4 +97,6 @@ for r in rows:
             print("%-11s %5d %7.0f " % ("%.1f-%.1fM" % (prev[1] / 1e6, r[1] / 1e6), dt, dev / max(dt, 1))
                   + " ".join("%13.1f" % u for u in us) + "  %6.1f" % sum(us))
         prev, nxt = r, (r[1] // step + 1) * step
+peak = max(rows, key=lambda r: r[3])
+print("peak RSS of B (sampled) %d MiB, at %d s, %d events stored" % (peak[3] // 1024, peak[0], peak[1]))
 EOF
