@@ -46,7 +46,7 @@ typedef struct store_opts {
 	 * catch-up reads documents in time order (docs/store.md). */
 	size_t cache_bytes;
 	/* Bytes of write-ahead log kept at most before RocksDB flushes the
-	 * column families holding the oldest log; 0 for 256 MiB (docs/store.md,
+	 * column families holding the oldest log; 0 for 1 GiB (docs/store.md,
 	 * Durability). */
 	size_t wal_bytes;
 	/* Told (if not NULL) before and after a read-write open upgrades an

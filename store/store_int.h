@@ -9,9 +9,12 @@
 #include "store.h"
 
 /* Write-ahead logs kept at most (RocksDB's max_total_wal_size): bounds the
- * disk they take and the replay at the next open. Four of the 64 MiB
- * memtables of the document column families. */
-#define STORE_MAX_WAL_BYTES (256u << 20)
+ * disk they take and the replay at the next open (4 s for 0.9 GB after a
+ * kill -9, docs/store.md). Past it RocksDB flushes every family with data
+ * in the oldest log, however little: at 256 MiB the small families were
+ * flushed as 5 MB files in a catch-up, and compacted four times as often
+ * as their 16 MiB memtables call for (docs/performance.md, issue 17). */
+#define STORE_MAX_WAL_BYTES (1u << 30)
 
 struct store {
 	rocksdb_t *db;
