@@ -181,10 +181,11 @@ static rocksdb_cache_t *cache_new(size_t bytes)
 #define L0_STOP 36
 /* RocksDB's default, set so that store_bulk_end puts back exactly it */
 #define LEVEL_BASE_BYTES (256ull << 20)
-/* The write-only families' level base in bulk mode: RocksDB also compacts
- * level 0 once its bytes reach the level base (whatever the file count),
- * so deferring the family's compactions takes both */
-#define LEVEL_BASE_BYTES_BULK_STATES (64ull << 30)
+/* The level base of the families commits only write (cf_write_only) in
+ * bulk mode: RocksDB also compacts level 0 once its bytes reach the level
+ * base (whatever the file count), so deferring their compactions takes
+ * both */
+#define LEVEL_BASE_BYTES_BULK_WRITTEN (64ull << 30)
 
 /* The families keyed by something random (ids, pith numbers, aliases)
  * and small entries, which RocksDB's leveled compaction rewrites most
@@ -1574,7 +1575,7 @@ static int l0_set(store_t *st, int bulk, enum store_bulk_mode mode, pith_err_t *
 		if (!e && cf_write_only(cf)) {
 			const char *k = "max_bytes_for_level_base";
 			char b[24];
-			snprintf(b, sizeof(b), "%llu", bulk ? LEVEL_BASE_BYTES_BULK_STATES : LEVEL_BASE_BYTES);
+			snprintf(b, sizeof(b), "%llu", bulk ? LEVEL_BASE_BYTES_BULK_WRITTEN : LEVEL_BASE_BYTES);
 			const char *bp = b;
 			rocksdb_set_options_cf(st->db, st->cf[cf], 1, &k, &bp, &e);
 		}

@@ -457,8 +457,9 @@ int store_cf_property(store_t *st, int cf, const char *name, uint64_t *v);
  * summaries, stored events and change log entries, and writes states and
  * alias claims), so in both modes their level 0 is left to grow to this
  * many files (a catch-up writes both at random keys: every compaction
- * rewrote all that was below) and compacted once, or a few times in a
- * catch-up of more than some 10 million events; only HTTP's state reads
+ * rewrote all that was below) and compacted once, or once per 128
+ * flushes in a larger catch-up (states flush 23 times per million events
+ * at the registry's shape: some 5.5 million events); only HTTP's state reads
  * and resolves (and the search index, held for a catch-up) look at the
  * files meanwhile (docs/store.md, "Bulk loading"). Bounded so that the
  * table files held open stay well under a 1,024-descriptor limit. */
