@@ -1557,28 +1557,26 @@ static void l0_triggers(int cf, int bulk, enum store_bulk_mode mode, int v[3])
 /* Sets the L0 triggers of every family (l0_triggers). */
 static int l0_set(store_t *st, int bulk, enum store_bulk_mode mode, pith_err_t *err)
 {
-	static const char *keys[3] = {"level0_file_num_compaction_trigger",
-				      "level0_slowdown_writes_trigger", "level0_stop_writes_trigger"};
+	static const char *keys[4] = {"level0_file_num_compaction_trigger",
+				      "level0_slowdown_writes_trigger", "level0_stop_writes_trigger",
+				      "max_bytes_for_level_base"};
 	for (int cf = 0; cf < STORE_NCF; cf++) {
 		if (!st->cf[cf])
 			continue;
 		int v[3];
 		l0_triggers(cf, bulk, mode, v);
-		char vals[3][16];
-		const char *vp[3];
-		for (int i = 0; i < 3; i++) {
+		char vals[4][24];
+		const char *vp[4];
+		for (int i = 0; i < 3; i++)
 			snprintf(vals[i], sizeof(vals[i]), "%d", v[i]);
+		snprintf(vals[3], sizeof(vals[3]), "%llu",
+			 bulk ? LEVEL_BASE_BYTES_BULK_WRITTEN : LEVEL_BASE_BYTES);
+		for (int i = 0; i < 4; i++)
 			vp[i] = vals[i];
-		}
+		/* one SetOptions per family (each rewrites the OPTIONS file); the
+		 * level base only for the families whose compaction waits */
 		char *e = NULL;
-		rocksdb_set_options_cf(st->db, st->cf[cf], 3, keys, vp, &e);
-		if (!e && cf_write_only(cf)) {
-			const char *k = "max_bytes_for_level_base";
-			char b[24];
-			snprintf(b, sizeof(b), "%llu", bulk ? LEVEL_BASE_BYTES_BULK_WRITTEN : LEVEL_BASE_BYTES);
-			const char *bp = b;
-			rocksdb_set_options_cf(st->db, st->cf[cf], 1, &k, &bp, &e);
-		}
+		rocksdb_set_options_cf(st->db, st->cf[cf], cf_write_only(cf) ? 4 : 3, keys, vp, &e);
 		if (e)
 			return store_db_error(err, e, "setting the level-0 triggers");
 	}

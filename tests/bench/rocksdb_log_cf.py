@@ -6,7 +6,8 @@ the suite; docs/performance.md, issue 17).
 
 The store must have run with PITH_ROCKSDB_LOG=info, which makes RocksDB
 log each job: "[family] [JOB n] Compacting ..." names the family and
-"compaction_finished" (EVENT_LOG_v1) gives its CPU, bytes read and written.
+"compaction_finished" (EVENT_LOG_v1) gives its CPU and bytes written, and
+"table_file_creation" of a flush job the bytes flushed.
 Prints, per family: compaction jobs, their CPU seconds, the MB its flushes
 wrote, the MB its compactions wrote, and their ratio (the compactions'
 write amplification).
