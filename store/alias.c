@@ -142,12 +142,11 @@ int store_rec_claim_next(const uint8_t **p, const uint8_t *end, const uint8_t **
 	return 1;
 }
 
-void store_claims_write(rocksdb_writebatch_t *wb, store_t *st, const char *pith,
-			const store_rec_t *old, const store_claims_t *now, int same_ranks)
+void store_claims_write(store_wsink_t *ws, const char *pith, const store_rec_t *old,
+			const store_claims_t *now, int same_ranks)
 {
 	uint8_t ek[STORE_ALIAS_ENTRY_MAX];
 	uint8_t had[STORE_MAX_CLAIMS] = {0}; /* now->c[i] is in old */
-	rocksdb_column_family_handle_t *cf = st->cf[STORE_CF_ALIASES];
 	if (old) {
 		const uint8_t *p = old->claims, *k;
 		size_t kl;
@@ -158,7 +157,7 @@ void store_claims_write(rocksdb_writebatch_t *wb, store_t *st, const char *pith,
 					kept = had[i] = 1;
 			if (!kept) {
 				size_t n = store_alias_entry_key(k, kl, pith, ek);
-				rocksdb_writebatch_delete_cf(wb, cf, (const char *)ek, n);
+				ws->del(ws, STORE_CF_ALIASES, ek, n);
 			}
 		}
 	}
@@ -166,7 +165,6 @@ void store_claims_write(rocksdb_writebatch_t *wb, store_t *st, const char *pith,
 		if (same_ranks && had[i])
 			continue;
 		size_t n = store_alias_entry_key(now->c[i].key, now->c[i].klen, pith, ek);
-		rocksdb_writebatch_put_cf(wb, cf, (const char *)ek, n, (const char *)now->c[i].rank,
-					  STORE_ALIAS_RANK_LEN);
+		ws->put(ws, STORE_CF_ALIASES, ek, n, now->c[i].rank, STORE_ALIAS_RANK_LEN);
 	}
 }

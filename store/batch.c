@@ -278,19 +278,21 @@ int store_batch_add_bundle(store_batch_t *b, json_doc_t *doc, pith_err_t *err)
 
 /* ---- commit --------------------------------------------------------------- */
 
-/* A put held back until the commit writes its batch. Puts go into the
- * WriteBatch sorted by column family and key: RocksDB inserts a batch into
- * each memtable's skip list in order and starts every insert from where the
- * previous one ended, so ascending keys cost a short walk instead of a
- * descent from the top through cold memory (the event ids are random). */
+/* A put or delete held back until the commit writes its batch. They go
+ * into the WriteBatch sorted by column family and key: RocksDB inserts a
+ * batch into each memtable's skip list in order and starts every insert
+ * from where the previous one ended, so ascending keys cost a short walk
+ * instead of a descent from the top through cold memory (the event ids,
+ * pith numbers and alias claims are random). */
 typedef struct pput {
 	const void *vref;          /* the value, if it outlives the commit */
 	size_t koff, voff, vlen;   /* key, and value unless vref, in the arena */
 	uint32_t seq;              /* order of the put: the later one wins */
-	uint8_t cf, klen;
+	uint8_t cf, klen, del;
 } pput_t;
 
 typedef struct commit {
+	store_wsink_t sink;        /* the write helpers' way into puts (first member) */
 	store_batch_t *b;
 	store_t *st;
 	rocksdb_writebatch_t *wb;
@@ -323,8 +325,8 @@ static int keep_bytes(commit_t *c, void *p)
 
 /* Queues a put; vref says the value stays valid until the commit ends
  * (otherwise it is copied). Keys are at most 255 bytes (store/keys.h). */
-static int put_ex(commit_t *c, int cf, const void *k, size_t kl, const void *v, size_t vl,
-		  int vref)
+static int queue_op(commit_t *c, int cf, const void *k, size_t kl, const void *v, size_t vl,
+		    int vref, int del)
 {
 	if (kl > UINT8_MAX)
 		return pith_err_set(c->err, PITH_EINVAL, "store: a %zu-byte key (255 at most)", kl);
@@ -342,6 +344,7 @@ static int put_ex(commit_t *c, int cf, const void *k, size_t kl, const void *v, 
 	p->koff = c->arena.len;
 	p->vlen = vl;
 	p->vref = vref ? v : NULL;
+	p->del = (uint8_t)del;
 	p->seq = (uint32_t)c->nputs;
 	if (pith_buf_append(&c->arena, k, kl))
 		return pith_err_set(c->err, PITH_ENOMEM, "store: out of memory");
@@ -352,9 +355,47 @@ static int put_ex(commit_t *c, int cf, const void *k, size_t kl, const void *v, 
 	return 0;
 }
 
+static int put_ex(commit_t *c, int cf, const void *k, size_t kl, const void *v, size_t vl,
+		  int vref)
+{
+	return queue_op(c, cf, k, kl, v, vl, vref, 0);
+}
+
 static int put(commit_t *c, int cf, const void *k, size_t kl, const void *v, size_t vl)
 {
-	return put_ex(c, cf, k, kl, v, vl, 0);
+	return queue_op(c, cf, k, kl, v, vl, 0, 0);
+}
+
+/* The commit's sink (store_wsink_t): the helpers' puts and deletes join
+ * the queue; the first failure stays in rc. */
+static void sink_put(store_wsink_t *s, int cf, const void *k, size_t kl, const void *v, size_t vl)
+{
+	int rc = queue_op((commit_t *)s, cf, k, kl, v, vl, 0, 0);
+	if (rc && !s->rc)
+		s->rc = rc;
+}
+
+static void sink_del(store_wsink_t *s, int cf, const void *k, size_t kl)
+{
+	int rc = queue_op((commit_t *)s, cf, k, kl, "", 0, 0, 1);
+	if (rc && !s->rc)
+		s->rc = rc;
+}
+
+/* store_wsink_wb's: straight into the WriteBatch. */
+static void wb_put(store_wsink_t *s, int cf, const void *k, size_t kl, const void *v, size_t vl)
+{
+	rocksdb_writebatch_put_cf(s->wb, s->st->cf[cf], k, kl, v, vl);
+}
+
+static void wb_del(store_wsink_t *s, int cf, const void *k, size_t kl)
+{
+	rocksdb_writebatch_delete_cf(s->wb, s->st->cf[cf], k, kl);
+}
+
+void store_wsink_wb(store_wsink_t *s, rocksdb_writebatch_t *wb, store_t *st)
+{
+	*s = (store_wsink_t){.put = wb_put, .del = wb_del, .wb = wb, .st = st};
 }
 
 static int pput_cmp(const void *a, const void *b, void *arena)
@@ -372,15 +413,19 @@ static int pput_cmp(const void *a, const void *b, void *arena)
 	return x->seq < y->seq ? -1 : x->seq > y->seq;
 }
 
-/* Moves the queued puts into the WriteBatch, sorted. */
+/* Moves the queued puts and deletes into the WriteBatch, sorted. */
 static void puts_flush(commit_t *c)
 {
 	qsort_r(c->puts, c->nputs, sizeof(*c->puts), pput_cmp, c->arena.data);
 	for (size_t i = 0; i < c->nputs; i++) {
 		const pput_t *p = &c->puts[i];
+		const char *k = (const char *)c->arena.data + p->koff;
+		if (p->del) {
+			rocksdb_writebatch_delete_cf(c->wb, c->st->cf[p->cf], k, p->klen);
+			continue;
+		}
 		const char *v = p->vref ? p->vref : (const char *)c->arena.data + p->voff;
-		rocksdb_writebatch_put_cf(c->wb, c->st->cf[p->cf], (const char *)c->arena.data + p->koff,
-					  p->klen, v, p->vlen);
+		rocksdb_writebatch_put_cf(c->wb, c->st->cf[p->cf], k, p->klen, v, p->vlen);
 	}
 }
 
@@ -608,7 +653,7 @@ static int commit_bundles(commit_t *c)
 		pith_buf_release(&cb);
 		if (rc)
 			return rc;
-		store_bundle_index_write(c->wb, c->st, g->skey, be->built_us, be->sha, be->old_us,
+		store_bundle_index_write(&c->sink, g->skey, be->built_us, be->sha, be->old_us,
 					 be->replaced ? be->old_sha : NULL);
 		g->bundle_newer = 1;
 		be->outcome = STORE_BUNDLE_NEWER;
@@ -654,8 +699,8 @@ static int log_change(commit_t *c, const group_t *g, int has_bundle, const json_
 	} else if (!cb.has && (!bdoc || (rc = store_chg_bundle_of(json_doc_root(bdoc), &cb, c->err)))) {
 		return rc ? rc : pith_err_set(c->err, PITH_EIO, "store: %s: no bundle to log", g->pith);
 	}
-	store_change_write(c->wb, c->st, g->skey, ++c->seq, old_seq, state_hash, &cb);
-	return 0;
+	store_change_write(&c->sink, g->skey, ++c->seq, old_seq, state_hash, &cb);
+	return c->sink.rc ? pith_err_set(c->err, c->sink.rc, "store: out of memory") : 0;
 }
 
 /* Step 3a: a touched record's state from all of its events (stored and
@@ -754,9 +799,9 @@ static int commit_group(commit_t *c, group_t *g, pith_buf_t *sb)
 	if (g->old_rec) {
 		store_rec_t old;
 		store_rec_decode(g->old_rec, g->old_rec_len, &old); /* checked when read */
-		store_claims_write(c->wb, c->st, g->pith, &old, &g->claims, !g->bundle_newer);
+		store_claims_write(&c->sink, g->pith, &old, &g->claims, !g->bundle_newer);
 	} else {
-		store_claims_write(c->wb, c->st, g->pith, NULL, &g->claims, 0);
+		store_claims_write(&c->sink, g->pith, NULL, &g->claims, 0);
 	}
 
 	if ((rc = log_change(c, g, g->has_bundle, g->bdoc, g->state.state_hash)))
@@ -913,7 +958,7 @@ static int put_count(commit_t *c, const char *key, uint64_t v)
 int store_batch_commit(store_batch_t *b, store_commit_stats_t *stats, pith_err_t *err)
 {
 	store_t *st = b->st;
-	commit_t c = {.b = b, .st = st, .err = err};
+	commit_t c = {.sink = {.put = sink_put, .del = sink_del, .st = st}, .b = b, .st = st, .err = err};
 	int rc = 0;
 	if (stats)
 		memset(stats, 0, sizeof(*stats));
@@ -934,6 +979,8 @@ int store_batch_commit(store_batch_t *b, store_commit_stats_t *stats, pith_err_t
 	groups_reset(b);
 	if (!(rc = commit_events(&c)) && !(rc = commit_bundles(&c)))
 		rc = commit_groups(&c);
+	if (!rc && c.sink.rc)
+		rc = pith_err_set(err, c.sink.rc, "store: out of memory");
 	if (!rc && !(rc = put_count(&c, STORE_META_EVENTS, c.counts.events)) &&
 	    !(rc = put_count(&c, STORE_META_RECORDS, c.counts.records)) &&
 	    !(rc = put_count(&c, STORE_META_BUNDLES, c.counts.bundles))) {

@@ -29,35 +29,31 @@ static int index_ready(store_t *st, pith_err_t *err)
 	return 0;
 }
 
-static void index_put(rocksdb_writebatch_t *wb, store_t *st, const uint8_t skey[STORE_SKEY_LEN],
-		      int64_t us, const uint8_t sha[32])
+static void index_put(store_wsink_t *ws, const uint8_t skey[STORE_SKEY_LEN], int64_t us,
+		      const uint8_t sha[32])
 {
 	uint8_t tk[STORE_BIDX_TIME_LEN], hk[STORE_BIDX_HASH_LEN], hv[STORE_BIDX_HASH_VAL_LEN];
-	rocksdb_column_family_handle_t *cf = st->cf[STORE_CF_BUNDLE_INDEX];
 	time_key(us, sha, tk);
 	hash_key(sha, hk);
 	store_time_put(hv, us);
 	memcpy(hv + 8, skey, STORE_SKEY_LEN);
-	rocksdb_writebatch_put_cf(wb, cf, (const char *)tk, sizeof(tk), (const char *)skey,
-				  STORE_SKEY_LEN);
-	rocksdb_writebatch_put_cf(wb, cf, (const char *)hk, sizeof(hk), (const char *)hv, sizeof(hv));
+	ws->put(ws, STORE_CF_BUNDLE_INDEX, tk, sizeof(tk), skey, STORE_SKEY_LEN);
+	ws->put(ws, STORE_CF_BUNDLE_INDEX, hk, sizeof(hk), hv, sizeof(hv));
 }
 
-void store_bundle_index_write(rocksdb_writebatch_t *wb, store_t *st,
-			      const uint8_t skey[STORE_SKEY_LEN], int64_t new_us, const char *new_sha,
-			      int64_t old_us, const char *old_sha)
+void store_bundle_index_write(store_wsink_t *ws, const uint8_t skey[STORE_SKEY_LEN], int64_t new_us,
+			      const char *new_sha, int64_t old_us, const char *old_sha)
 {
 	uint8_t sha[32];
-	rocksdb_column_family_handle_t *cf = st->cf[STORE_CF_BUNDLE_INDEX];
 	if (old_sha && !pith_hex_decode(old_sha, 64, sha, 32)) {
 		uint8_t tk[STORE_BIDX_TIME_LEN], hk[STORE_BIDX_HASH_LEN];
 		time_key(old_us, sha, tk);
 		hash_key(sha, hk);
-		rocksdb_writebatch_delete_cf(wb, cf, (const char *)tk, sizeof(tk));
-		rocksdb_writebatch_delete_cf(wb, cf, (const char *)hk, sizeof(hk));
+		ws->del(ws, STORE_CF_BUNDLE_INDEX, tk, sizeof(tk));
+		ws->del(ws, STORE_CF_BUNDLE_INDEX, hk, sizeof(hk));
 	}
 	if (new_sha && !pith_hex_decode(new_sha, 64, sha, 32))
-		index_put(wb, st, skey, new_us, sha);
+		index_put(ws, skey, new_us, sha);
 }
 
 /* Reads (built_us, sha) of a stored bundle's JSON. */
@@ -89,7 +85,9 @@ static int index_one(void *arg, rocksdb_writebatch_t *wb, const uint8_t *k, size
 	if (bundle_value_ident(v, vl, &us, sha, &e))
 		return pith_err_set(err, PITH_EIO, "store: stored bundle of %.26s: %s", (const char *)k,
 				    e.msg);
-	index_put(wb, arg, k, us, sha);
+	store_wsink_t ws;
+	store_wsink_wb(&ws, wb, arg);
+	index_put(&ws, k, us, sha);
 	return 1;
 }
 

@@ -103,16 +103,15 @@ int store_change_get(store_t *st, const uint8_t skey[STORE_SKEY_LEN], uint64_t *
 	return 1;
 }
 
-void store_change_write(rocksdb_writebatch_t *wb, store_t *st, const uint8_t skey[STORE_SKEY_LEN],
-			uint64_t seq, uint64_t old_seq, const uint8_t state_hash[32],
+void store_change_write(store_wsink_t *ws, const uint8_t skey[STORE_SKEY_LEN], uint64_t seq,
+			uint64_t old_seq, const uint8_t state_hash[32],
 			const store_chg_bundle_t *bundle)
 {
-	rocksdb_column_family_handle_t *cf = st->cf[STORE_CF_CHANGES];
 	uint8_t sk[STORE_CHG_SEQ_LEN], pk[STORE_CHG_PITH_LEN];
 	uint8_t sv[STORE_SKEY_LEN + STORE_CHG_MAX], pv[8 + STORE_CHG_MAX];
 	if (old_seq) {
 		seq_key(old_seq, sk);
-		rocksdb_writebatch_delete_cf(wb, cf, (const char *)sk, sizeof(sk));
+		ws->del(ws, STORE_CF_CHANGES, sk, sizeof(sk));
 	}
 	size_t n = chg_encode(sv + STORE_SKEY_LEN, state_hash, bundle);
 	memcpy(sv, skey, STORE_SKEY_LEN);
@@ -120,21 +119,18 @@ void store_change_write(rocksdb_writebatch_t *wb, store_t *st, const uint8_t ske
 	memcpy(pv + 8, sv + STORE_SKEY_LEN, n);
 	seq_key(seq, sk);
 	pith_key(skey, pk);
-	rocksdb_writebatch_put_cf(wb, cf, (const char *)sk, sizeof(sk), (const char *)sv,
-				  STORE_SKEY_LEN + n);
-	rocksdb_writebatch_put_cf(wb, cf, (const char *)pk, sizeof(pk), (const char *)pv, 8 + n);
+	ws->put(ws, STORE_CF_CHANGES, sk, sizeof(sk), sv, STORE_SKEY_LEN + n);
+	ws->put(ws, STORE_CF_CHANGES, pk, sizeof(pk), pv, 8 + n);
 }
 
-void store_change_delete(rocksdb_writebatch_t *wb, store_t *st, const uint8_t skey[STORE_SKEY_LEN],
-			 uint64_t seq)
+void store_change_delete(store_wsink_t *ws, const uint8_t skey[STORE_SKEY_LEN], uint64_t seq)
 {
-	rocksdb_column_family_handle_t *cf = st->cf[STORE_CF_CHANGES];
 	uint8_t sk[STORE_CHG_SEQ_LEN], pk[STORE_CHG_PITH_LEN];
 	pith_key(skey, pk);
-	rocksdb_writebatch_delete_cf(wb, cf, (const char *)pk, sizeof(pk));
+	ws->del(ws, STORE_CF_CHANGES, pk, sizeof(pk));
 	if (seq) {
 		seq_key(seq, sk);
-		rocksdb_writebatch_delete_cf(wb, cf, (const char *)sk, sizeof(sk));
+		ws->del(ws, STORE_CF_CHANGES, sk, sizeof(sk));
 	}
 }
 
@@ -312,7 +308,9 @@ static int log_record(void *arg, rocksdb_writebatch_t *wb, const uint8_t *k, siz
 	int rc = rec.has_bundle ? stored_bundle_part(b->st, k, &bp, err) : 0;
 	if (rc)
 		return rc;
-	store_change_write(wb, b->st, k, ++b->seq, 0, rec.hash, &bp);
+	store_wsink_t ws;
+	store_wsink_wb(&ws, wb, b->st);
+	store_change_write(&ws, k, ++b->seq, 0, rec.hash, &bp);
 	return 2;
 }
 

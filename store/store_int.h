@@ -179,14 +179,35 @@ int store_audit_key_kinds(store_t *st, int cf, const store_key_kind_t kinds[2], 
 			  const char *items, void (*problem)(void *arg, const char *line), void *arg,
 			  pith_err_t *err);
 
+/* ---- where a record's entries go (batch.c) ---- */
+
+/* The helpers below that add a record's entries to a write (its alias
+ * claims, its change log entries, its bundle index entries) write through
+ * a sink: a WriteBatch, in the order they come (store_wsink_wb), or a
+ * commit's queue, which sorts every put and delete by family and key
+ * before they reach its batch (batch.c: RocksDB then inserts each
+ * memtable's share in ascending order, each insert a short walk from the
+ * previous one instead of a descent from the top of the skip list). A
+ * queue's failure (out of memory) is kept in rc, the first one. */
+typedef struct store_wsink store_wsink_t;
+struct store_wsink {
+	void (*put)(store_wsink_t *s, int cf, const void *k, size_t kl, const void *v, size_t vl);
+	void (*del)(store_wsink_t *s, int cf, const void *k, size_t kl);
+	rocksdb_writebatch_t *wb; /* store_wsink_wb's */
+	store_t *st;
+	int rc;
+};
+
+/* s, writing straight into wb. */
+void store_wsink_wb(store_wsink_t *s, rocksdb_writebatch_t *wb, store_t *st);
+
 /* ---- the bundle index (bundle_index.c) ---- */
 
-/* Adds to wb the entries of skey's new newest bundle (new_us, new_sha hex;
+/* Adds to ws the entries of skey's new newest bundle (new_us, new_sha hex;
  * NULL: none, the record loses its bundle) and the deletes of the old
  * one's (old_sha NULL: there was none). */
-void store_bundle_index_write(rocksdb_writebatch_t *wb, store_t *st,
-			      const uint8_t skey[STORE_SKEY_LEN], int64_t new_us, const char *new_sha,
-			      int64_t old_us, const char *old_sha);
+void store_bundle_index_write(store_wsink_t *ws, const uint8_t skey[STORE_SKEY_LEN], int64_t new_us,
+			      const char *new_sha, int64_t old_us, const char *old_sha);
 
 /* Builds the index from the bundles (a schema-2 store) and writes schema
  * version 3 with its last chunk. *built (may be NULL) gets the count. */
@@ -210,16 +231,15 @@ typedef struct store_chg_bundle {
 int store_change_get(store_t *st, const uint8_t skey[STORE_SKEY_LEN], uint64_t *seq,
 		     store_chg_bundle_t *bundle, pith_err_t *err);
 
-/* Adds to wb the entries of skey's change number seq (state hash, bundle)
+/* Adds to ws the entries of skey's change number seq (state hash, bundle)
  * and the delete of its previous entry old_seq (0: none). */
-void store_change_write(rocksdb_writebatch_t *wb, store_t *st, const uint8_t skey[STORE_SKEY_LEN],
-			uint64_t seq, uint64_t old_seq, const uint8_t state_hash[32],
+void store_change_write(store_wsink_t *ws, const uint8_t skey[STORE_SKEY_LEN], uint64_t seq,
+			uint64_t old_seq, const uint8_t state_hash[32],
 			const store_chg_bundle_t *bundle);
 
-/* Adds to wb the deletes of skey's entries, its change number seq: the
+/* Adds to ws the deletes of skey's entries, its change number seq: the
  * record is gone (a schema-6 upgrade removed all it had). */
-void store_change_delete(rocksdb_writebatch_t *wb, store_t *st, const uint8_t skey[STORE_SKEY_LEN],
-			 uint64_t seq);
+void store_change_delete(store_wsink_t *ws, const uint8_t skey[STORE_SKEY_LEN], uint64_t seq);
 
 /* A bundle's part of a change entry: its hash and built_at text. */
 int store_chg_bundle_of(const json_value_t *bundle, store_chg_bundle_t *out, pith_err_t *err);
@@ -319,11 +339,11 @@ int store_rec_decode(const uint8_t *v, size_t vl, store_rec_t *out);
 /* Walks the claimed aliases of a summary: 1 with the next, 0 at the end. */
 int store_rec_claim_next(const uint8_t **p, const uint8_t *end, const uint8_t **key, size_t *klen);
 
-/* Adds to wb the puts of now's claims for pith and the deletes of the
+/* Adds to ws the puts of now's claims for pith and the deletes of the
  * claims in old (the previous summary, or NULL) that now lacks. With
  * same_ranks (the record's bundle did not change, so a claim it had keeps
  * its rank) the claims old already has are not written again. */
-void store_claims_write(rocksdb_writebatch_t *wb, store_t *st, const char *pith,
-			const store_rec_t *old, const store_claims_t *now, int same_ranks);
+void store_claims_write(store_wsink_t *ws, const char *pith, const store_rec_t *old,
+			const store_claims_t *now, int same_ranks);
 
 #endif

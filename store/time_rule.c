@@ -271,6 +271,8 @@ static int fix_record(purge_t *p, rocksdb_writebatch_t *wb, const bad_record_t *
 	store_rec_t old;
 	store_chg_bundle_t cb = {0};
 	uint64_t old_seq = 0, removed = 0;
+	store_wsink_t ws;
+	store_wsink_wb(&ws, wb, st);
 	store_skey_pith(r->skey, pith);
 	int rc = store_get_raw(st, STORE_CF_RECORDS, r->skey, STORE_SKEY_LEN, &rv, &rvl, p->err);
 	if (rc)
@@ -293,7 +295,7 @@ static int fix_record(purge_t *p, rocksdb_writebatch_t *wb, const bad_record_t *
 	if (r->bundle_bad) {
 		rocksdb_writebatch_delete_cf(wb, st->cf[STORE_CF_BUNDLES], (const char *)r->skey,
 					     STORE_SKEY_LEN);
-		store_bundle_index_write(wb, st, r->skey, 0, NULL, r->bundle_us, r->bundle_sha);
+		store_bundle_index_write(&ws, r->skey, 0, NULL, r->bundle_us, r->bundle_sha);
 		counts->bundles--;
 		p->stats.bundles++;
 	} else if (has_bundle) {
@@ -316,8 +318,8 @@ static int fix_record(purge_t *p, rocksdb_writebatch_t *wb, const bad_record_t *
 		rocksdb_writebatch_delete_cf(wb, st->cf[STORE_CF_RECORDS], (const char *)r->skey,
 					     STORE_SKEY_LEN);
 		if (rv)
-			store_claims_write(wb, st, pith, &old, &claims, 0);
-		store_change_delete(wb, st, r->skey, old_seq);
+			store_claims_write(&ws, pith, &old, &claims, 0);
+		store_change_delete(&ws, r->skey, old_seq);
 		counts->records -= rv != NULL;
 		p->stats.records_gone++;
 		goto done;
@@ -334,8 +336,8 @@ static int fix_record(purge_t *p, rocksdb_writebatch_t *wb, const bad_record_t *
 				  (const char *)state.canon.data, state.canon.len);
 	rocksdb_writebatch_put_cf(wb, st->cf[STORE_CF_RECORDS], (const char *)r->skey, STORE_SKEY_LEN,
 				  (const char *)sb.data, sb.len);
-	store_claims_write(wb, st, pith, rv ? &old : NULL, &claims, !r->bundle_bad);
-	store_change_write(wb, st, r->skey, ++*seq, old_seq, state.state_hash, &cb);
+	store_claims_write(&ws, pith, rv ? &old : NULL, &claims, !r->bundle_bad);
+	store_change_write(&ws, r->skey, ++*seq, old_seq, state.state_hash, &cb);
 	counts->records += rv == NULL;
 done:
 	pith_buf_release(&sb);
