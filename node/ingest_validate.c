@@ -191,8 +191,6 @@ static void event_end(ingest_job_t *j, const pith_trust_t *trust, const pith_sig
 	snprintf(j->subject, sizeof(j->subject), "%s", j->ev->subject);
 	j->created_us = j->ev->created_us;
 	j->is_record_created = !strcmp(j->ev->event_type, "record_created");
-	if (j->is_record_created)
-		pith_receipt_precheck(j->ev, trust);
 	if (pith_event_canon(j->ev, &j->canon)) {
 		ingest_job_reject(j, INGEST_FAIL_OOM, PITH_ENOMEM,
 				  "cannot write the canonical form (out of memory)");
@@ -327,9 +325,11 @@ static int looks_like_bundle(const ingest_job_t *j)
 void ingest_validate(const pith_trust_t *trust, size_t max_bundle_bytes, ingest_job_t **js,
 		     size_t n)
 {
-	pith_sig_check_t sc[INGEST_VALIDATE_BATCH];
+	/* the events' signatures, then their receipts' (record_created) */
+	pith_sig_check_t sc[2 * INGEST_VALIDATE_BATCH];
+	pith_receipt_pre_t pre[INGEST_VALIDATE_BATCH];
 	ingest_job_t *pending[INGEST_VALIDATE_BATCH];
-	size_t m = 0;
+	size_t m = 0, r = 0;
 	for (size_t i = 0; i < n; i++) {
 		ingest_job_t *j = js[i];
 		if (j->rc)
@@ -340,7 +340,18 @@ void ingest_validate(const pith_trust_t *trust, size_t max_bundle_bytes, ingest_
 		if (event_begin(j, trust, &sc[m]))
 			pending[m++] = j;
 	}
-	pith_sig_check_many(sc, m);
+	for (size_t i = 0; i < m; i++) {
+		pith_receipt_precheck_prepare(pending[i]->ev, trust, &pre[r]);
+		if (pre[r].sc.key) {
+			sc[m + r] = pre[r].sc;
+			r++;
+		}
+	}
+	pith_sig_check_many(sc, m + r);
+	for (size_t i = 0; i < r; i++) {
+		pre[i].sc.ok = sc[m + i].ok;
+		pith_receipt_precheck_finish(&pre[i]);
+	}
 	for (size_t i = 0; i < m; i++)
 		event_end(pending[i], trust, &sc[i]);
 }

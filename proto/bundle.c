@@ -73,7 +73,7 @@ pith_doc_kind_t pith_doc_kind(const json_value_t *root)
  * of a record's state re-checks its record_created receipt. Positive
  * results are memoised, once for the process: the validating threads of
  * an import or a node check each receipt as soon as its event parses
- * (pith_receipt_precheck), so that the one thread that merges and commits
+ * (pith_receipt_precheck_prepare), so that the one thread that merges and commits
  * finds it done. A catching-up node meets a record's events among
  * thousands of other records', and up to 16,384 events wait between the
  * validators and the writer: with 65,536 slots a fifth of the merges of
@@ -119,17 +119,23 @@ static void memo_put(unsigned slot, const uint8_t mk[32])
 	pthread_mutex_unlock(&memo_mu[slot % RECEIPT_STRIPES]);
 }
 
-int pith_receipt_verify(const json_value_t *receipt, const char *canonical_hex,
-			const pith_trust_t *trust, pith_err_t *err)
+/* What pith_receipt_verify checks before the signature: the receipt's
+ * fields, its hash against canonical_hex, its key (*k; reg holds the
+ * built-in registry key when trust is NULL). 0 with *k, digest, *sig and
+ * the memo's key mk and slot set. */
+static int receipt_ready(const json_value_t *receipt, const char *canonical_hex,
+			 const pith_trust_t *trust, pith_key_t *reg, const pith_key_t **k,
+			 uint8_t digest[32], const char **sig, uint8_t mk[32], unsigned *slot,
+			 pith_err_t *err)
 {
 	if (!json_is(receipt, JSON_OBJECT))
 		return pith_err_set(err, PITH_EINVAL, "receipt: missing or not an object");
 	const char *claimed = json_get_str(receipt, "canonical_sha256");
 	const char *fp = json_get_str(receipt, "public_key_fingerprint");
 	const char *kid = json_get_str(receipt, "key_id");
-	const char *sig = json_get_str(receipt, "signature_b64");
 	const char *msg = json_get_str(receipt, "signed_message");
-	if (!claimed || !fp || !kid || !sig)
+	*sig = json_get_str(receipt, "signature_b64");
+	if (!claimed || !fp || !kid || !*sig)
 		return pith_err_set(err, PITH_EINVAL,
 				    "receipt: canonical_sha256, public_key_fingerprint, key_id or signature_b64 missing");
 	if (msg && strcmp(msg, "canonical_sha256_bytes"))
@@ -137,40 +143,48 @@ int pith_receipt_verify(const json_value_t *receipt, const char *canonical_hex,
 	if (strcmp(claimed, canonical_hex))
 		return pith_err_set(err, PITH_EMISMATCH, "receipt.canonical_sha256: %.64s is not the record's %s",
 				    claimed, canonical_hex);
-	uint8_t digest[32];
 	if (pith_hex_decode(canonical_hex, strlen(canonical_hex), digest, 32))
 		return pith_err_set(err, PITH_EINVAL, "receipt: canonical hash is not hex");
 	/* Receipts are the registry's: only a registry key may sign them. With
 	 * no trust store given, the built-in registry key is the one. */
-	pith_key_t reg = {0};
-	const pith_key_t *k = NULL;
 	if (trust) {
-		int rc = pith_trust_check(trust, fp, kid, 0, &k, err);
+		int rc = pith_trust_check(trust, fp, kid, 0, k, err);
 		if (rc)
 			return rc;
-		if (!k->is_registry)
+		if (!(*k)->is_registry)
 			return pith_err_set(err, PITH_EUNTRUSTED, "receipt: key %s is not a registry key", fp);
 	} else {
-		pith_hex_decode(PITH_REGISTRY_KEY_HEX, 64, reg.pk, 32);
-		pith_key_fingerprint(reg.pk, reg.fp);
-		if (strcmp(fp, reg.fp) || strcmp(kid, PITH_REGISTRY_KEY_ID))
+		memset(reg, 0, sizeof(*reg));
+		pith_hex_decode(PITH_REGISTRY_KEY_HEX, 64, reg->pk, 32);
+		pith_key_fingerprint(reg->pk, reg->fp);
+		if (strcmp(fp, reg->fp) || strcmp(kid, PITH_REGISTRY_KEY_ID))
 			return pith_err_set(err, PITH_EUNTRUSTED, "receipt: key %.40s is not the registry key", fp);
-		k = &reg;
+		*k = reg;
 	}
-	uint8_t mk[32];
-	{
-		pith_buf_t b = PITH_BUF_INIT;
-		pith_buf_append(&b, k->pk, 32);
-		pith_buf_append(&b, digest, 32);
-		pith_buf_puts(&b, sig);
-		pith_sha256(b.data, b.len, mk);
-		pith_buf_release(&b);
-	}
-	unsigned slot = (unsigned)(mk[0] | mk[1] << 8 | mk[2] << 16) % RECEIPT_MEMO;
+	pith_buf_t b = PITH_BUF_INIT;
+	pith_buf_append(&b, (*k)->pk, 32);
+	pith_buf_append(&b, digest, 32);
+	pith_buf_puts(&b, *sig);
+	pith_sha256(b.data, b.len, mk);
+	pith_buf_release(&b);
+	*slot = (unsigned)(mk[0] | mk[1] << 8 | mk[2] << 16) % RECEIPT_MEMO;
+	return 0;
+}
+
+int pith_receipt_verify(const json_value_t *receipt, const char *canonical_hex,
+			const pith_trust_t *trust, pith_err_t *err)
+{
+	pith_key_t reg;
+	const pith_key_t *k = NULL;
+	uint8_t digest[32], mk[32];
+	const char *sig;
+	unsigned slot;
+	int rc = receipt_ready(receipt, canonical_hex, trust, &reg, &k, digest, &sig, mk, &slot, err);
+	if (rc)
+		return rc;
 	if (memo_has(slot, mk))
 		return 0;
-	int rc = pith_sig_verify_b64(k, digest, sig);
-	if (rc)
+	if (pith_sig_verify_b64(k, digest, sig))
 		return pith_err_set(err, PITH_EBADSIG, "receipt: signature does not verify");
 	memo_put(slot, mk);
 	return 0;
@@ -309,9 +323,31 @@ static int receipt_is_untrusted(const pith_event_t *ev, const pith_trust_t *trus
 	return rc == PITH_EUNTRUSTED || rc == PITH_EROTATED;
 }
 
-void pith_receipt_precheck(const pith_event_t *ev, const pith_trust_t *trust)
+void pith_receipt_precheck_prepare(const pith_event_t *ev, const pith_trust_t *trust,
+				   pith_receipt_pre_t *pre)
 {
-	(void)receipt_is_untrusted(ev, trust);
+	memset(pre, 0, sizeof(*pre));
+	if (!trust || strcmp(ev->event_type, "record_created"))
+		return;
+	const json_value_t *p = json_get(ev->root, "payload");
+	const json_value_t *rec = json_get_type(p, "canonical_record", JSON_OBJECT);
+	char hex[65], pith[PITH_NUMBER_LEN + 1];
+	uint8_t d[32], digest[32];
+	pith_err_t err = {0};
+	pith_key_t reg;
+	const pith_key_t *k = NULL;
+	const char *sig;
+	if (!rec || pith_record_identify(rec, d, hex, pith, &err) ||
+	    receipt_ready(json_get(p, "receipt"), hex, trust, &reg, &k, digest, &sig, pre->mk,
+			  &pre->slot, &err) ||
+	    memo_has(pre->slot, pre->mk) || pith_sig_check_prepare(&pre->sc, k, digest, sig))
+		pre->sc.key = NULL; /* nothing to verify ahead: the merge's check decides */
+}
+
+void pith_receipt_precheck_finish(const pith_receipt_pre_t *pre)
+{
+	if (pre->sc.key && pre->sc.ok)
+		memo_put(pre->slot, pre->mk);
 }
 
 int pith_bundle_verify(const json_value_t *b, const pith_trust_t *trust,

@@ -56,11 +56,22 @@ int pith_event_verify_report(const json_value_t *event, const pith_trust_t *trus
 int pith_record_verify(const json_value_t *record, const pith_trust_t *trust,
 		       pith_report_t *rep);
 
-/* Checks the receipt of a record_created event (nothing for other events)
- * so that the merge, which re-checks it, finds the answer memoised: for
- * the validating threads, to keep the signature off the one thread that
- * merges. The merge's own check decides; this returns nothing. */
-void pith_receipt_precheck(const pith_event_t *ev, const pith_trust_t *trust);
+/* The receipt of a record_created event checked ahead, so that the merge,
+ * which re-checks it, finds the answer memoised: for the validating
+ * threads, to keep the signature off the one thread that merges, and to
+ * verify it in the batch they verify the events' signatures in
+ * (pith_sig_check_many). prepare fills pre; pre->sc.key NULL when there is
+ * nothing to verify (another event type, a receipt the merge will refuse
+ * anyway, one already memoised, or no trust store). Once pre->sc has run,
+ * finish memoises a receipt that verified. The merge's own check decides. */
+typedef struct pith_receipt_pre {
+	pith_sig_check_t sc;
+	uint8_t mk[32];
+	unsigned slot;
+} pith_receipt_pre_t;
+void pith_receipt_precheck_prepare(const pith_event_t *ev, const pith_trust_t *trust,
+				   pith_receipt_pre_t *pre);
+void pith_receipt_precheck_finish(const pith_receipt_pre_t *pre);
 
 /* Verifies a receipt over canonical_hex against a registry key. */
 int pith_receipt_verify(const json_value_t *receipt, const char *canonical_hex,

@@ -323,6 +323,49 @@ TEST(m2_record_checks, "M2: a record_created with a wrong pith number or an oper
 	free(s);
 }
 
+TEST(receipt_precheck_batched, "a receipt checked ahead in a validator's batch is memoised only when it verifies")
+{
+	evset_t *s = calloc(1, sizeof(*s));
+	pith_event_t *ev[3] = {0};
+	pith_err_t err = {0};
+	pith_event_check_t failed;
+	record_subject(41);
+	add(s, &reg, "record_created", subj, "record", "2026-01-01T00:00:00Z", NULL, NULL, NULL, 41, NULL);
+	add(s, &op1, "record_created", subj, "record", "2026-01-02T00:00:00Z", NULL, NULL, NULL, 41, NULL);
+	add(s, &reg, "graph_snapshot", subj, "record", "2026-01-03T00:00:00Z", "{\"graph_snapshot\":{}}",
+	    NULL, NULL, -1, NULL);
+	for (size_t i = 0; i < 3; i++)
+		CHECK(pith_event_parse(s->bytes[i].data, s->bytes[i].len, trust, &ev[i], &failed, &err) == 0);
+	pith_receipt_pre_t good, bad, other;
+	/* nothing to verify ahead: an operator's receipt, another event type,
+	 * or no trust store */
+	pith_receipt_precheck_prepare(ev[1], trust, &other);
+	CHECK(other.sc.key == NULL);
+	pith_receipt_precheck_prepare(ev[2], trust, &other);
+	CHECK(other.sc.key == NULL);
+	pith_receipt_precheck_prepare(ev[0], NULL, &other);
+	CHECK(other.sc.key == NULL);
+	/* a signature that fails is not memoised: the next check verifies again */
+	pith_receipt_precheck_prepare(ev[0], trust, &bad);
+	CHECK(bad.sc.key != NULL);
+	bad.sc.sig[7] ^= 1;
+	pith_sig_check_many(&bad.sc, 1);
+	CHECK(!bad.sc.ok);
+	pith_receipt_precheck_finish(&bad);
+	pith_receipt_precheck_prepare(ev[0], trust, &good);
+	CHECK(good.sc.key != NULL);
+	/* one that verifies is: the merge's own check then finds it */
+	pith_sig_check_many(&good.sc, 1);
+	CHECK(good.sc.ok);
+	pith_receipt_precheck_finish(&good);
+	pith_receipt_precheck_prepare(ev[0], trust, &other);
+	CHECK(other.sc.key == NULL);
+	for (size_t i = 0; i < 3; i++)
+		pith_event_free(ev[i]);
+	set_clear(s);
+	free(s);
+}
+
 TEST(m3_supersedes, "M3: a later event supersedes its signer's earlier one, not another signer's")
 {
 	evset_t *s = calloc(1, sizeof(*s));
@@ -640,6 +683,7 @@ int main(void)
 	RUN(reproduces_registry_state);
 	RUN(m2_invalid_reasons);
 	RUN(m2_record_checks);
+	RUN(receipt_precheck_batched);
 	RUN(m3_supersedes);
 	RUN(m3_many_supersedes);
 	RUN(m4_equivocation);
