@@ -325,8 +325,7 @@ static int looks_like_bundle(const ingest_job_t *j)
 void ingest_validate(const pith_trust_t *trust, size_t max_bundle_bytes, ingest_job_t **js,
 		     size_t n)
 {
-	/* the events' signatures, then their receipts' (record_created) */
-	pith_sig_check_t sc[2 * INGEST_VALIDATE_BATCH];
+	pith_sig_check_t sc[INGEST_VALIDATE_BATCH], rsc[INGEST_VALIDATE_BATCH];
 	pith_receipt_pre_t pre[INGEST_VALIDATE_BATCH];
 	ingest_job_t *pending[INGEST_VALIDATE_BATCH];
 	size_t m = 0, r = 0;
@@ -340,16 +339,22 @@ void ingest_validate(const pith_trust_t *trust, size_t max_bundle_bytes, ingest_
 		if (event_begin(j, trust, &sc[m]))
 			pending[m++] = j;
 	}
+	pith_sig_check_many(sc, m);
+	/* then the receipts of the record_created events whose own signature
+	 * verified, in one batch too (an event that fails costs one
+	 * verification, not two) */
 	for (size_t i = 0; i < m; i++) {
+		if (!sc[i].ok)
+			continue;
 		pith_receipt_precheck_prepare(pending[i]->ev, trust, &pre[r]);
 		if (pre[r].sc.key) {
-			sc[m + r] = pre[r].sc;
+			rsc[r] = pre[r].sc;
 			r++;
 		}
 	}
-	pith_sig_check_many(sc, m + r);
+	pith_sig_check_many(rsc, r);
 	for (size_t i = 0; i < r; i++) {
-		pre[i].sc.ok = sc[m + i].ok;
+		pre[i].sc.ok = rsc[i].ok;
 		pith_receipt_precheck_finish(&pre[i]);
 	}
 	for (size_t i = 0; i < m; i++)

@@ -59,8 +59,8 @@ int pith_record_verify(const json_value_t *record, const pith_trust_t *trust,
 /* The receipt of a record_created event checked ahead, so that the merge,
  * which re-checks it, finds the answer memoised: for the validating
  * threads, to keep the signature off the one thread that merges, and to
- * verify it in the batch they verify the events' signatures in
- * (pith_sig_check_many). prepare fills pre; pre->sc.key NULL when there is
+ * verify receipts in batches (pith_sig_check_many) as they verify the
+ * events' signatures. prepare fills pre; pre->sc.key NULL when there is
  * nothing to verify (another event type, a receipt the merge will refuse
  * anyway, one already memoised, or no trust store). Once pre->sc has run,
  * finish memoises a receipt that verified. The merge's own check decides. */
