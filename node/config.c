@@ -81,6 +81,7 @@ static const key_t_ keys[] = {
 	{"sync_bulk_min", K_INT, O(sync_bulk_min), 0, INT64_C(1) << 40, "100000", "a catch-up from a peer holding at least this many events more than the node puts the store in bulk mode until caught up, and the search index waits for it to end (0: never)"},
 	{"store_cache_mb", K_INT, O(store_cache_mb), 8, 1048576, "64", "the store's block cache, MiB (more: cheaper random reads)"},
 	{"store_wal_mb", K_INT, O(store_wal_mb), 1, 65536, "1024", "write-ahead log kept at most before the oldest is flushed away, MiB"},
+	{"store_warm_mb", K_INT, O(store_warm_mb), -1, 16777216, "-1", "table files of the read side read into the page cache at start, MiB at most (-1: half the machine's memory; 0: none)"},
 	{"worker_nice", K_INT, O(worker_nice), 0, 19, "10", "nice steps below the event loop for the validators, the writer and RocksDB's threads (0: none)"},
 };
 #define NKEYS (sizeof(keys) / sizeof(keys[0]))

@@ -81,6 +81,7 @@ typedef struct node_config {
 	int64_t sync_bulk_min;        /* a catch-up this many events behind: bulk mode (0: never) */
 	int64_t store_cache_mb;       /* the store's block cache */
 	int64_t store_wal_mb;         /* the store's write-ahead log bound */
+	int64_t store_warm_mb;        /* read into the page cache at start; -1: half the memory */
 	int64_t worker_nice;          /* validators, writer, RocksDB: this much nicer than the loop */
 } node_config_t;
 

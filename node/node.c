@@ -1,4 +1,5 @@
 /* Building, running and stopping the node; the tick; the status report. */
+#define _GNU_SOURCE /* pthread_setname_np */
 #include "node.h"
 
 #include <errno.h>
@@ -258,6 +259,7 @@ static void node_stop(node_t *n, int sig)
 		return;
 	}
 	n->shutting_down = n->mesh.stopping = 1;
+	atomic_store(&n->warm_stop, 1);
 	net_set_shutting_down(n->net);
 	log_info("signal %d: shutting down", sig);
 	if (n->listener) {
@@ -412,6 +414,46 @@ static void store_error(void *arg, int what, const char *line)
 	pthread_mutex_unlock(&mu);
 }
 
+/* ---- the page cache at start (store_warm; docs/pithd.md, store_warm_mb) --------------------------- */
+
+static void *warm_main(void *arg)
+{
+	node_t *n = arg;
+	pthread_setname_np(pthread_self(), "pith-warm");
+	if (n->cfg->worker_nice)
+		prio_lower_thread(0, PRIO_NICE_MAX); /* the disk's time, not the CPU's, is what it takes */
+	uint64_t budget = (uint64_t)n->cfg->store_warm_mb << 20;
+	if (n->cfg->store_warm_mb < 0)
+		budget = (uint64_t)sysconf(_SC_PHYS_PAGES) * (uint64_t)sysconf(_SC_PAGESIZE) / 2;
+	int64_t t0 = node_now_us();
+	store_warm_t w;
+	pith_err_t e = {0};
+	if (store_warm(n->store, budget, &n->warm_stop, &w, &e)) {
+		log_warn("page cache: %s; the store is read from the disk as asked", e.msg);
+		return NULL;
+	}
+	if (atomic_load(&n->warm_stop))
+		return NULL;
+	log_info("page cache: read %u table files of the records, aliases and states (%llu MiB) in %lld ms; "
+		 "%u left out over store_warm_mb (%llu MiB of %llu), %u gone meanwhile",
+		 w.files, (unsigned long long)(w.bytes >> 20),
+		 (long long)((node_now_us() - t0) / 1000), w.skipped,
+		 (unsigned long long)((w.total - w.planned) >> 20),
+		 (unsigned long long)(w.total >> 20), w.missing);
+	return NULL;
+}
+
+static void warm_start(node_t *n)
+{
+	atomic_init(&n->warm_stop, 0);
+	if (!n->cfg->store_warm_mb)
+		return;
+	if (pthread_create(&n->warm_th, NULL, warm_main, n))
+		log_warn("cannot start the page cache's warm-up thread: the store is read from the disk as asked");
+	else
+		n->warm_running = 1;
+}
+
 int node_new(node_config_t *cfg, node_t **out, pith_err_t *err)
 {
 	*out = NULL;
@@ -458,6 +500,7 @@ int node_new(node_config_t *cfg, node_t **out, pith_err_t *err)
 		log_warn("cannot lower the priority of RocksDB's threads: %s", strerror(errno));
 	else if (!nrocks && cfg->worker_nice)
 		log_warn("found no RocksDB background threads by name: they keep the loop's priority");
+	warm_start(n);
 	/* the search index: derived, rebuildable, so a failure costs search
 	 * only (docs/pithd.md, "The search index") */
 	snprintf(path, sizeof(path), "%s/%s", cfg->data_dir, SEARCH_FILE);
@@ -601,6 +644,8 @@ void node_free_(node_t *n)
 	net_free(n->net);
 	if (n->base)
 		event_base_free(n->base);
+	if (n->warm_running)
+		pthread_join(n->warm_th, NULL); /* it reads the store's files */
 	pith_err_t e = {0};
 	if (n->store) {
 		/* a clean stop leaves no log to replay at the next start */

@@ -10,6 +10,8 @@
 #ifndef PITH_NODE_INT_H
 #define PITH_NODE_INT_H
 
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 
 #include "addrbook.h"
@@ -68,6 +70,9 @@ struct node {
 	int64_t store_down_us;      /* since when the store has refused writes (0: it takes them) */
 	int64_t store_probe_us;     /* the last write probe (node.c, store_probe_tick) */
 	struct ctlops *ctlops;      /* a backup in progress (node_ctl.c) */
+	pthread_t warm_th;          /* store_warm at start (node.c, warm_start) */
+	int warm_running;
+	atomic_int warm_stop;
 
 	node_stats_t stats;
 };

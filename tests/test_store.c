@@ -859,6 +859,42 @@ TEST(checkpoint_while_open, "writes a checkpoint of an open store that opens on 
 	set_free(&s);
 }
 
+TEST(warm_page_cache, "reads the records', aliases' and states' table files whole, within the budget, and stops when told")
+{
+	evset_t s;
+	gen_set(&s, 3);
+	char *sdir = tmpdir();
+	store_t *st = open_store(sdir);
+	CHECK_INT_EQ(put_bundle(st, &bundle_bytes, NULL, NULL), 0);
+	for (size_t i = 0; i < s.n; i++)
+		put_bytes(st, &s.b[i], NULL);
+	pith_err_t err = {0};
+	CHECK_INT_EQ(store_flush(st, &err), 0);
+	store_warm_t w, none;
+	CHECK_INT_EQ(store_warm(st, UINT64_MAX, NULL, &w, &err), 0);
+	CHECK(w.files >= 3); /* one table file of each family at least */
+	CHECK_INT_EQ(w.missing, 0);
+	CHECK_INT_EQ(w.skipped, 0);
+	CHECK(w.total > 0);
+	CHECK_INT_EQ(w.bytes, w.total);
+	CHECK_INT_EQ(w.planned, w.total);
+	/* a budget under every file: nothing read, all of them left out */
+	CHECK_INT_EQ(store_warm(st, 0, NULL, &none, &err), 0);
+	CHECK_INT_EQ(none.files, 0);
+	CHECK_INT_EQ(none.bytes, 0);
+	CHECK_INT_EQ(none.skipped, w.files);
+	CHECK_INT_EQ(none.total, w.total);
+	/* told to stop: nothing read */
+	atomic_int stop;
+	atomic_init(&stop, 1);
+	CHECK_INT_EQ(store_warm(st, UINT64_MAX, &stop, &none, &err), 0);
+	CHECK_INT_EQ(none.bytes, 0);
+	CHECK_INT_EQ(none.files, 0);
+	store_close(st);
+	rmdir_rf(sdir);
+	set_free(&s);
+}
+
 TEST(reopen_and_lock, "reopens with its counters and refuses a second writer")
 {
 	char *dir = tmpdir();
@@ -2421,6 +2457,7 @@ int main(void)
 	RUN(bundle_tie);
 	RUN(bundle_order_public);
 	RUN(checkpoint_while_open);
+	RUN(warm_page_cache);
 	RUN(reopen_and_lock);
 	RUN(creation_atomic);
 	RUN(bulk_load);

@@ -5,6 +5,7 @@
 #
 # usage: bench_scale.sh BUILD_DIR [--data DIR] [--sizes "N ..."] [--no-import]
 #          [--no-sync] [--no-serve] [--no-check] [--duration S] [--connections C]
+#          [--cold] [--no-warm]
 #
 # For each size N (events; default 1000000 4000000 10000000):
 #   1. gen_events writes N events, 2 per record, into DIR (default
@@ -19,7 +20,10 @@
 #      both bare rates of the same run; the syncing node's peak RSS and disk.
 # Then on the largest size's store (the peer's):
 #   4. pithd's start: from exec until its HTTP listener answers /healthz,
-#      and the reconciliation set's load time from its log.
+#      and the reconciliation set's and the page cache's load times from
+#      its log (--cold: the kernel's page cache is dropped first, as after
+#      a reboot, which needs root; --no-warm: pithd with store_warm_mb = 0,
+#      reading the store from the disk as requests come).
 #   5. wrk (-t1 -cC -dS, after a 3 s warm-up) on state.json and on resolve of
 #      random records (tests/bench/bench_http.lua): requests/s and p99.
 #   6. `pithctl records` (streamed to wc) and `pithctl check`: wall time and
@@ -34,7 +38,7 @@ BUILD=$(cd "$1" && pwd)
 shift
 HERE=$(cd "$(dirname "$0")" && pwd)
 DATA=/work/scale-data SIZES="1000000 4000000 10000000" DUR=10 CONN=32
-IMPORT=1 SYNC=1 SERVE=1 CHECK=1
+IMPORT=1 SYNC=1 SERVE=1 CHECK=1 COLD=0 WARM_MB=-1
 while [ $# -gt 0 ]; do
 	case $1 in
 	--data) DATA=$2; shift 2 ;;
@@ -45,6 +49,8 @@ while [ $# -gt 0 ]; do
 	--no-sync) SYNC=0; shift ;;
 	--no-serve) SERVE=0; shift ;;
 	--no-check) CHECK=0; shift ;;
+	--cold) COLD=1; shift ;;
+	--no-warm) WARM_MB=0; shift ;;
 	*) echo "unknown option $1" >&2; exit 2 ;;
 	esac
 done
@@ -73,7 +79,10 @@ for N in $SIZES; do
 			--key-out "$DATA/key.json" "$EV.tmp" >/dev/null
 		mv "$EV.tmp" "$EV"
 	fi
-	RAW=$(($(stat -c %s "$EV") - $(wc -l <"$EV")))
+	# its line count once (reading 15 GB again at each run would fill the
+	# page cache the serving measurement starts from)
+	[ -s "$EV.lines" ] && [ "$EV.lines" -nt "$EV" ] || wc -l <"$EV" >"$EV.lines"
+	RAW=$(($(stat -c %s "$EV") - $(cat "$EV.lines")))
 	LARGEST=$N
 	A=$DATA/a-$N-2
 	if [ $IMPORT = 1 ]; then
@@ -142,9 +151,14 @@ open(sys.argv[2], "w").write("\n".join(ax) + "\n")' "$A/ids.txt" "$A/arxiv.txt"
 	chmod 700 "$A"
 	PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 	rm -f "$A/serve.log"
+	echo "store_warm_mb = $WARM_MB" >"$A/bench.conf"
+	if [ $COLD = 1 ]; then
+		sync
+		echo 3 >/proc/sys/vm/drop_caches || { echo "--cold: cannot drop the page cache (root only)" >&2; exit 2; }
+	fi
 	say "pithd on the $LARGEST-event store"
 	T0=$(date +%s.%N)
-	"$PITHD" --data "$A" --listen 127.0.0.1:0 --http 127.0.0.1:$PORT --trust-key "$DATA/key.json" \
+	"$PITHD" --config "$A/bench.conf" --data "$A" --listen 127.0.0.1:0 --http 127.0.0.1:$PORT --trust-key "$DATA/key.json" \
 		--log-level info >"$A/serve.log" 2>&1 &
 	SERVER=$!
 	START=""
@@ -161,8 +175,12 @@ open(sys.argv[2], "w").write("\n".join(ax) + "\n")' "$A/ids.txt" "$A/arxiv.txt"
 	# the reconciliation set loads on a thread of its own after the start
 	# (docs/pithd.md): the throughput is measured once it is in, so that
 	# its 10-million-key walk does not share the 2 cores with wrk
-	for _ in $(seq 600); do
-		grep -q "reconciliation set of" "$A/serve.log" && break
+	# and so is the page cache's warm-up (store_warm_mb, docs/pithd.md):
+	# a node reads its records, aliases and states once at start; the
+	# requests are measured after it, as a node serving for a while is
+	for _ in $(seq 6000); do
+		grep -q "reconciliation set of" "$A/serve.log" &&
+			{ [ "$WARM_MB" = 0 ] || grep -q "page cache:" "$A/serve.log"; } && break
 		sleep 0.1
 	done
 	wrk -t1 -c"$CONN" -d3s -s "$HERE/bench_http.lua" "$URL" -- state "$A/ids.txt" >/dev/null
@@ -175,6 +193,8 @@ open(sys.argv[2], "w").write("\n".join(ax) + "\n")' "$A/ids.txt" "$A/arxiv.txt"
 	kill $SERVER
 	wait $SERVER || true
 	SERVER=""
+	WARM=$(sed -n 's/.*page cache: read \([0-9]* table files\).*(\([0-9]* MiB\)) in \([0-9]*\) ms.*/\1, \2, in \3 ms/p' \
+		"$A/serve.log" | head -1)
 	RECON=$(sed -n 's/.*reconciliation set of \([0-9]*\) events loaded in \([0-9]*\) ms.*/\1 events in \2 ms/p' \
 		"$A/serve.log" | head -1)
 	say "pithctl records and check"
@@ -191,7 +211,7 @@ open(sys.argv[2], "w").write("\n".join(ax) + "\n")' "$A/ids.txt" "$A/arxiv.txt"
 	# /usr/bin/time's last line ("Command exited with ..." may precede it)
 	tm() { tail -1 "$A/$2.time" | cut -d' ' -f"$1"; }
 	f() { sed -n "s/.* $1=\([0-9.]*\).*/\1/p" <<<"$2"; }
-	SERVE_LINE="store of $LARGEST events: pithd serving after $(printf %.2f "$START") s (peak RSS ${PRSS} MiB after the wrk runs); reconciliation set ${RECON:-?}
+	SERVE_LINE="store of $LARGEST events: pithd serving after $(printf %.2f "$START") s (peak RSS ${PRSS} MiB after the wrk runs); reconciliation set ${RECON:-?}; page cache warmed: ${WARM:-?}
 state.json: $(f rps "$ST") req/s, p99 $(f p99_ms "$ST") ms ($(f errors "$ST") errors, $(f non2xx "$ST") non-2xx)
 resolve:    $(f rps "$RS") req/s, p99 $(f p99_ms "$RS") ms ($(f errors "$RS") errors, $(f non2xx "$RS") non-2xx)
 pithctl records: $(cat "$A/records.count") lines in $(tm 1 records) s, peak RSS $(($(tm 2 records) / 1024)) MiB
