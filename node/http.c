@@ -352,7 +352,15 @@ static int route_run(http_ctx_t *c, const char *id, int use_pool)
 {
 	char pith[PITH_NUMBER_LEN + 1];
 	switch (c->route) {
-	case ROUTE_RESOLVE: return view_resolve(c);
+	case ROUTE_RESOLVE:
+		if (use_pool && http_pool_has_room(c->h)) {
+			http_id_plan_t plan;
+			if (view_resolve_plan(c, &plan))
+				return 0; /* a 400 */
+			if (!http_pool_submit(c, &plan))
+				return 1; /* answered by the pool, sent from done_cb */
+		}
+		return view_resolve(c);
 	case ROUTE_METRICS: view_metrics(c); return 0;
 	case ROUTE_HEALTHZ: view_healthz(c); return 0;
 	case ROUTE_POST_EVENTS: post_events(c); return 1;

@@ -365,6 +365,12 @@ void http_resolve_fail(http_ctx_t *c, const char *id, int rc, const pith_err_t *
 void http_body_cache_add(http_t *h, const char *pith);
 /* 1 when the reply waits for a read-through */
 int view_resolve(http_ctx_t *c);
+/* /api/pith-number/resolve in the render pool: the loop checks the query
+ * and plans its identifier (-1: a 400 is set), the worker answers for the
+ * number the plan resolved to (any thread); a record not stored goes back
+ * to the loop's view_resolve, which has the read-through. */
+int view_resolve_plan(http_ctx_t *c, http_id_plan_t *plan);
+void view_resolve_answer(http_ctx_t *c, const char *pith);
 void view_healthz(http_ctx_t *c);
 void view_metrics(http_ctx_t *c);
 

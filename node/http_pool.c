@@ -135,7 +135,10 @@ static void job_render(http_t *w, render_job_t *j)
 		http_resolve_fail(&c, j->plan.id, rc, &err);
 	} else {
 		c.r.status = 200;
-		http_view_run(&c, j->pith);
+		if (j->route == ROUTE_RESOLVE)
+			view_resolve_answer(&c, j->pith);
+		else
+			http_view_run(&c, j->pith);
 	}
 	j->r = c.r;
 }

@@ -179,53 +179,89 @@ int http_resolve_id(http_ctx_t *c, const char *id, char pith[static PITH_NUMBER_
 
 /* ---- /api/pith-number/resolve -------------------------------------------------------- */
 
-int view_resolve(http_ctx_t *c)
+/* The query's one identifier: its key and value in the target, and the
+ * identifier to resolve (arxiv= and doi= values with their prefix). -1
+ * with a 400 set when there is not exactly one. */
+static int resolve_query(http_ctx_t *c, const char **key, const char **val, char q[static 256])
 {
-	http_t *h = c->h;
 	static const char *const keys[] = {"arxiv", "doi", "pith", "id"};
-	const char *key = NULL, *val = NULL;
+	*key = *val = NULL;
 	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
 		int count;
 		const char *v = http_target_query(c->t, keys[i], &count);
 		if (!v)
 			continue;
-		if (key || count > 1) {
+		if (*key || count > 1) {
 			http_error(c, 400, "give exactly one of arxiv=, doi=, pith=, id=");
-			return 0;
+			return -1;
 		}
-		key = keys[i];
-		val = v;
+		*key = keys[i];
+		*val = v;
 	}
-	if (!key || !*val) {
+	if (!*key || !**val) {
 		http_error(c, 400, "give one of arxiv=, doi=, pith=, id=");
-		return 0;
+		return -1;
 	}
-	const char *js = http_target_query(c->t, "json", NULL);
-	int want_json = js && (!strcmp(js, "true") || !strcmp(js, "1"));
-	char q[256];
-	if (!strcmp(key, "arxiv") && strncmp(val, "arxiv:", 6))
-		snprintf(q, sizeof(q), "arxiv:%s", val);
-	else if (!strcmp(key, "doi") && strncmp(val, "doi:", 4))
-		snprintf(q, sizeof(q), "doi:%s", val);
+	if (!strcmp(*key, "arxiv") && strncmp(*val, "arxiv:", 6))
+		snprintf(q, 256, "arxiv:%s", *val);
+	else if (!strcmp(*key, "doi") && strncmp(*val, "doi:", 4))
+		snprintf(q, 256, "doi:%s", *val);
 	else
-		snprintf(q, sizeof(q), "%s", val);
-	char pith[PITH_NUMBER_LEN + 1];
+		snprintf(q, 256, "%s", *val);
+	return 0;
+}
+
+int view_resolve_plan(http_ctx_t *c, http_id_plan_t *plan)
+{
+	const char *key, *val;
+	char q[256];
+	if (resolve_query(c, &key, &val, q) || http_resolve_plan(c, q, plan))
+		return -1;
+	return 0;
+}
+
+int view_resolve(http_ctx_t *c)
+{
+	const char *key, *val;
+	char q[256], pith[PITH_NUMBER_LEN + 1];
+	if (resolve_query(c, &key, &val, q))
+		return 0;
 	int rc = http_resolve_id(c, q, pith);
 	if (rc)
 		return rc > 0;
+	view_resolve_answer(c, pith);
+	return 0;
+}
+
+void view_resolve_answer(http_ctx_t *c, const char *pith)
+{
+	http_t *h = c->h;
+	const char *key, *val;
+	char q[256];
+	if (resolve_query(c, &key, &val, q))
+		return; /* the loop checked it: cannot happen */
+	const char *js = http_target_query(c->t, "json", NULL);
+	int want_json = js && (!strcmp(js, "true") || !strcmp(js, "1"));
 	const char *body = pith + PITH_NUMBER_LEN - PITH_BODY_LEN;
+	store_record_info_t info;
+	pith_err_t err = {0};
+	int rc = store_record_get(h->store, pith, &info, &err);
+	if (rc == PITH_ENOTFOUND) {
+		/* a full number not stored, on a mirror with no upstream: not
+		 * found, as any other identifier (not a redirect to a 404) */
+		http_error(c, 404, "no record for %s on this mirror", q);
+		return;
+	}
+	if (rc) {
+		http_resolve_fail(c, q, rc, &err);
+		return;
+	}
 	if (!want_json) {
 		c->r.status = 302;
 		snprintf(c->r.location, sizeof(c->r.location), "%s/pith/%s", h->base_url, body);
 		pith_buf_reset(c->body);
 		c->r.ctype = NULL;
-		return 0;
-	}
-	store_record_info_t info;
-	pith_err_t err = {0};
-	if (store_record_get(h->store, pith, &info, &err)) {
-		http_error(c, 500, "store error");
-		return 0;
+		return;
 	}
 	char hex[65];
 	pith_hex_encode(info.state_hash, 32, hex);
@@ -246,12 +282,11 @@ int view_resolve(http_ctx_t *c)
 			body, hex, h->base_url, body, h->base_url, body);
 	if (b->oom) {
 		http_error(c, 500, "out of memory");
-		return 0;
+		return;
 	}
 	c->r.ctype = "application/json";
 	c->r.cors = 1;
 	http_set_etag_body(c);
-	return 0;
 }
 
 /* ---- /healthz and /metrics ---------------------------------------------------------- */

@@ -8,8 +8,10 @@
   byte for byte (status, headers but Date, body) the answer with
   http_render_threads = 0; so are the answers for every form of
   identifier the workers resolve (bare bodies, short numbers of 8, 12 and
-  16 characters, arXiv ids and DOIs) and the ones they hand back to the
-  loop or never get (unknown records: 404; malformed ids: 400);
+  16 characters, arXiv ids and DOIs), by the record routes and by
+  /api/pith-number/resolve (JSON and redirect), and the ones they hand
+  back to the loop or never get (unknown records: 404; malformed ids and
+  queries: 400);
 - SIGTERM while requests are in flight stops the node cleanly (exit 0);
 - SIGTERM while the pool holds requests (each render held back by
   PITH_TEST_RENDER_DELAY_MS): every request read before the signal gets a
@@ -80,6 +82,10 @@ MALFORMED = ["not-an-id", "AR7B", "AR7B3DEVMOTSBRCCVXUCLYSRRE1", "pith:2024:AR7B
              "pith:abcd:AR7B3DEVMOTSBRCCVXUCLYSRRE", "%20", "AR7B3DEV_", "x" * 201]
 
 
+# resolve by every identifier form, as JSON and as the redirect
+RESOLVE = ["/api/pith-number/resolve?id=%s&json=true", "/api/pith-number/resolve?id=%s"]
+
+
 def id_requests(recs, arxiv):
     """Every route with the identifier forms a worker resolves (short
     numbers, bare bodies, arXiv ids, DOIs), unknown ones and malformed ones:
@@ -95,9 +101,12 @@ def id_requests(recs, arxiv):
     out = []
     for j, (ident, want) in enumerate(ids):
         hs = {"Accept-Encoding": "gzip"} if j % 2 else {}
-        for r in ROUTES:
+        for r in ROUTES + RESOLVE:
             same = ("GET", r % want, hs) if isinstance(want, str) else want
             out.append((("GET", r % ident, hs), same))
+    # queries the loop refuses before any worker sees them
+    for q in ("", "?json=true", "?id=&json=true", "?arxiv=1&doi=2", "?id=a&id=b"):
+        out.append((("GET", "/api/pith-number/resolve" + q, {}), 400))
     return out
 
 
@@ -183,6 +192,8 @@ def body(args, root, nodes):
             want = ref[key(want)][0]
         elif want is None:  # an alias: a record's
             want = 404 if "bundle" in q[1] and st == 404 else 200
+            if "resolve" in q[1] and "json" not in q[1]:
+                want = 302
         assert st == want, "%s %s: %d, not %d" % (q[0], q[1], st, want)
     rc = n0.stop()
     assert rc == 0, "pithd (render threads 0) exited with %s" % rc
