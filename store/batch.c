@@ -700,7 +700,7 @@ static int log_change(commit_t *c, const group_t *g, int has_bundle, const json_
 		return rc ? rc : pith_err_set(c->err, PITH_EIO, "store: %s: no bundle to log", g->pith);
 	}
 	store_change_write(&c->sink, g->skey, ++c->seq, old_seq, state_hash, &cb);
-	return c->sink.rc ? pith_err_set(c->err, c->sink.rc, "store: out of memory") : 0;
+	return c->sink.rc; /* its message set by queue_op (a key too long, out of memory) */
 }
 
 /* Step 3a: a touched record's state from all of its events (stored and
@@ -979,8 +979,8 @@ int store_batch_commit(store_batch_t *b, store_commit_stats_t *stats, pith_err_t
 	groups_reset(b);
 	if (!(rc = commit_events(&c)) && !(rc = commit_bundles(&c)))
 		rc = commit_groups(&c);
-	if (!rc && c.sink.rc)
-		rc = pith_err_set(err, c.sink.rc, "store: out of memory");
+	if (!rc)
+		rc = c.sink.rc; /* err says why (queue_op) */
 	if (!rc && !(rc = put_count(&c, STORE_META_EVENTS, c.counts.events)) &&
 	    !(rc = put_count(&c, STORE_META_RECORDS, c.counts.records)) &&
 	    !(rc = put_count(&c, STORE_META_BUNDLES, c.counts.bundles))) {
