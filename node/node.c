@@ -461,6 +461,11 @@ int node_new(node_config_t *cfg, node_t **out, pith_err_t *err)
 	if (sodium_init() < 0)
 		return pith_err_set(err, PITH_EIO, "cannot initialise libsodium");
 	idmap_init();
+	uint64_t fds = prio_raise_fd_limit(PRIO_FD_WANT);
+	if (fds && fds < 4096)
+		log_warn("open descriptors limited to %llu (the hard limit): a large store keeps a file "
+			 "open per table file, and the store gets a quarter of them (raise the hard limit: "
+			 "LimitNOFILE= in pithd.service, or ulimit -Hn)", (unsigned long long)fds);
 	if (evthread_use_pthreads())
 		return pith_err_set(err, PITH_EIO, "libevent has no pthreads support");
 	signal(SIGPIPE, SIG_IGN);

@@ -1,4 +1,4 @@
-/* Worker thread priorities: setpriority on thread ids. */
+/* Worker thread priorities (setpriority on thread ids) and the descriptor limit. */
 #include "prio.h"
 
 #include <dirent.h>
@@ -77,4 +77,18 @@ int prio_lower_threads_named(const char *prefix, int n)
 	}
 	closedir(d);
 	return rc ? rc : count;
+}
+
+uint64_t prio_raise_fd_limit(uint64_t want)
+{
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_NOFILE, &rl))
+		return 0;
+	if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < want) {
+		rlim_t to = rl.rlim_max != RLIM_INFINITY && rl.rlim_max < want ? rl.rlim_max : want;
+		struct rlimit up = {to, rl.rlim_max};
+		if (to > rl.rlim_cur && !setrlimit(RLIMIT_NOFILE, &up))
+			rl.rlim_cur = to;
+	}
+	return rl.rlim_cur == RLIM_INFINITY ? UINT64_MAX : (uint64_t)rl.rlim_cur;
 }

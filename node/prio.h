@@ -8,6 +8,7 @@
 #ifndef PITH_NODE_PRIO_H
 #define PITH_NODE_PRIO_H
 
+#include <stdint.h>
 #include <sys/types.h>
 
 /* Highest (nicest) value a thread can be given. */
@@ -27,5 +28,14 @@ int prio_lower_thread(pid_t tid, int n);
  * threads matched (whether or not they needed changing), or PITH_EIO if
  * the thread list cannot be read or a thread refused. */
 int prio_lower_threads_named(const char *prefix, int n);
+
+/* Open descriptors. A store keeps its table files open (a 10M-event store
+ * some 770 of them, more as it grows), beside the peers' and the HTTP
+ * clients' sockets, and many systems start a process at a soft limit of
+ * 1024 (a hard one far above). Raises this process's soft RLIMIT_NOFILE
+ * to want, or to the hard limit when that is lower; never lowers it.
+ * Returns the soft limit now (UINT64_MAX: unlimited; 0: unknown). */
+#define PRIO_FD_WANT 65536
+uint64_t prio_raise_fd_limit(uint64_t want);
 
 #endif

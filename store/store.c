@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -564,6 +565,20 @@ static void store_create(const char *dir, const store_opts_t *opts)
 		fsync_parent(base);
 }
 
+/* Table files RocksDB keeps open: all of them (-1) unless the process has
+ * a descriptor limit, then a quarter of it, so that a store larger than
+ * the limit allows closes and reopens its least used files instead of
+ * failing reads and writes with "Too many open files"; the rest is the
+ * sockets' (pithd raises its soft limit to 65536 first: node/prio.h). */
+static int max_open_files(void)
+{
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_NOFILE, &rl) || rl.rlim_cur == RLIM_INFINITY ||
+	    rl.rlim_cur / 4 > INT32_MAX)
+		return -1;
+	return rl.rlim_cur / 4 < 64 ? 64 : (int)(rl.rlim_cur / 4);
+}
+
 int store_open(const char *dir, const store_opts_t *opts, store_t **out, pith_err_t *err)
 {
 	static const store_opts_t defaults = {.create = 1};
@@ -601,6 +616,7 @@ static int store_open_dir(const char *dir, const store_opts_t *opts, store_t **o
 	rocksdb_options_set_create_missing_column_families(st->opts, !opts->read_only);
 	rocksdb_options_increase_parallelism(st->opts, 2);
 	rocksdb_options_set_max_background_jobs(st->opts, 2);
+	rocksdb_options_set_max_open_files(st->opts, max_open_files());
 	rocksdb_options_set_info_log_level(st->opts, info_log_level());
 	rocksdb_options_set_keep_log_file_num(st->opts, 4);
 	rocksdb_options_set_max_log_file_size(st->opts, 8u << 20);

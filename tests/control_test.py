@@ -22,12 +22,17 @@ Three pithd on loopback: A (the one operated), B and C (its peers).
    that dropped to another uid cannot connect (the mode), and when the
    socket's mode is loosened by hand the node still refuses it (it checks
    the client's uid, SO_PEERCRED).
+7. Descriptors: a node started at a soft limit of 256 raises it to 65536
+   (or the hard limit), and RocksDB keeps a quarter of that open.
 
 usage: control_test.py --pithd P --pithctl C --gen-events G [--keep]
 """
 
+import glob
 import json
 import os
+import re
+import resource
 import socket
 import stat
 import subprocess
@@ -287,6 +292,26 @@ def body(args, root, nodes):
     assert ctl.run("state", pith, store=store).stdout == state_node
     assert ctl.run("event", ids[0], store=store).stdout == event_node
     log("state and event through the socket are byte-identical to --store")
+
+    # 7. a node started at a soft descriptor limit of 256 raises it to
+    # 65536 (or the hard limit), and its store keeps a quarter of that open
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (256, hard))
+    try:
+        f = Node(args.pithd, root, "fds").start()
+    finally:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+    nodes.append(f)
+    want = 65536 if hard == resource.RLIM_INFINITY else min(hard, 65536)
+    with open("/proc/%d/limits" % f.proc.pid) as fh:
+        got = int(re.search(r"Max open files\s+(\d+)", fh.read()).group(1))
+    assert got == want, "soft descriptor limit %d, not %d" % (got, want)
+    opts = max(glob.glob(os.path.join(f.dir, "store", "OPTIONS-*")))
+    with open(opts) as fh:
+        mof = int(re.search(r"max_open_files=(-?\d+)", fh.read()).group(1))
+    assert mof == max(64, want // 4), "the store keeps %d files open" % mof
+    log("a node started at 256 descriptors raised them to %d; its store keeps %d files open"
+        % (got, mof))
 
 
 def main():

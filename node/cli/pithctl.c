@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "err.h"
+#include "prio.h"
 #include "version.h"
 
 extern const cli_cmd_t cli_cmd_canon;
@@ -178,6 +179,7 @@ int main(int argc, char **argv)
 	cli_ctx_t ctx = {0};
 	const char *trust[64];
 	int i = 1;
+	prio_raise_fd_limit(PRIO_FD_WANT); /* the store's table files (prio.h) */
 	for (; i < argc && argv[i][0] == '-'; i++) {
 		const char *a = argv[i];
 		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {

@@ -3,8 +3,14 @@
 --   wrk ... -s bench_http.lua URL -- resolve FILE   GET /api/pith-number/resolve?arxiv=ID&json=true
 -- FILE holds one record body (state) or arXiv id (resolve) per line. Every
 -- wrk thread loads the list and draws from it with its own seed.
-local ids, mode = {}, "state"
+local ids = {}
 local counter = 0
+mode = "state" -- a global: done() reads it from a thread (thread:get)
+local threads = {}
+
+function setup(thread)
+	threads[#threads + 1] = thread
+end
 
 function init(args)
 	mode = args[1] or "state"
@@ -24,6 +30,8 @@ function request()
 end
 
 function done(summary, latency, requests)
+	-- done() runs in the main script, where init() never ran
+	local mode = threads[1] and threads[1]:get("mode") or mode
 	io.write(string.format("RESULT mode=%s requests=%d duration_s=%.2f rps=%.0f " ..
 		"p50_ms=%.3f p90_ms=%.3f p99_ms=%.3f max_ms=%.3f errors=%d non2xx=%d\n",
 		mode, summary.requests, summary.duration / 1e6,
