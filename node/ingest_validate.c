@@ -346,17 +346,11 @@ void ingest_validate(const pith_trust_t *trust, size_t max_bundle_bytes, ingest_
 	for (size_t i = 0; i < m; i++) {
 		if (!sc[i].ok)
 			continue;
-		pith_receipt_precheck_prepare(pending[i]->ev, trust, &pre[r]);
-		if (pre[r].sc.key) {
-			rsc[r] = pre[r].sc;
-			r++;
-		}
+		r += pith_receipt_precheck_prepare(pending[i]->ev, trust, &rsc[r], &pre[r]);
 	}
 	pith_sig_check_many(rsc, r);
-	for (size_t i = 0; i < r; i++) {
-		pre[i].sc.ok = rsc[i].ok;
-		pith_receipt_precheck_finish(&pre[i]);
-	}
+	for (size_t i = 0; i < r; i++)
+		pith_receipt_precheck_finish(&pre[i], &rsc[i]);
 	for (size_t i = 0; i < m; i++)
 		event_end(pending[i], trust, &sc[i]);
 }

@@ -323,12 +323,11 @@ static int receipt_is_untrusted(const pith_event_t *ev, const pith_trust_t *trus
 	return rc == PITH_EUNTRUSTED || rc == PITH_EROTATED;
 }
 
-void pith_receipt_precheck_prepare(const pith_event_t *ev, const pith_trust_t *trust,
-				   pith_receipt_pre_t *pre)
+int pith_receipt_precheck_prepare(const pith_event_t *ev, const pith_trust_t *trust,
+				  pith_sig_check_t *sc, pith_receipt_pre_t *pre)
 {
-	memset(pre, 0, sizeof(*pre));
 	if (!trust || strcmp(ev->event_type, "record_created"))
-		return;
+		return 0;
 	const json_value_t *p = json_get(ev->root, "payload");
 	const json_value_t *rec = json_get_type(p, "canonical_record", JSON_OBJECT);
 	char hex[65], pith[PITH_NUMBER_LEN + 1];
@@ -337,16 +336,16 @@ void pith_receipt_precheck_prepare(const pith_event_t *ev, const pith_trust_t *t
 	pith_key_t reg;
 	const pith_key_t *k = NULL;
 	const char *sig;
-	if (!rec || pith_record_identify(rec, d, hex, pith, &err) ||
-	    receipt_ready(json_get(p, "receipt"), hex, trust, &reg, &k, digest, &sig, pre->mk,
-			  &pre->slot, &err) ||
-	    memo_has(pre->slot, pre->mk) || pith_sig_check_prepare(&pre->sc, k, digest, sig))
-		pre->sc.key = NULL; /* nothing to verify ahead: the merge's check decides */
+	/* nothing to verify ahead otherwise: the merge's check decides */
+	return rec && !pith_record_identify(rec, d, hex, pith, &err) &&
+	       !receipt_ready(json_get(p, "receipt"), hex, trust, &reg, &k, digest, &sig, pre->mk,
+			      &pre->slot, &err) &&
+	       !memo_has(pre->slot, pre->mk) && !pith_sig_check_prepare(sc, k, digest, sig);
 }
 
-void pith_receipt_precheck_finish(const pith_receipt_pre_t *pre)
+void pith_receipt_precheck_finish(const pith_receipt_pre_t *pre, const pith_sig_check_t *sc)
 {
-	if (pre->sc.key && pre->sc.ok)
+	if (sc->ok)
 		memo_put(pre->slot, pre->mk);
 }
 

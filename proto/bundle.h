@@ -60,18 +60,18 @@ int pith_record_verify(const json_value_t *record, const pith_trust_t *trust,
  * which re-checks it, finds the answer memoised: for the validating
  * threads, to keep the signature off the one thread that merges, and to
  * verify receipts in batches (pith_sig_check_many) as they verify the
- * events' signatures. prepare fills pre; pre->sc.key NULL when there is
- * nothing to verify (another event type, a receipt the merge will refuse
- * anyway, one already memoised, or no trust store). Once pre->sc has run,
- * finish memoises a receipt that verified. The merge's own check decides. */
+ * events' signatures. prepare returns 1 and fills *sc (the caller's, to
+ * batch) and *pre when there is a receipt to verify; 0 when there is
+ * nothing (another event type, a receipt the merge will refuse anyway,
+ * one already memoised, or no trust store). Once *sc has run, finish
+ * memoises a receipt that verified. The merge's own check decides. */
 typedef struct pith_receipt_pre {
-	pith_sig_check_t sc;
 	uint8_t mk[32];
 	unsigned slot;
 } pith_receipt_pre_t;
-void pith_receipt_precheck_prepare(const pith_event_t *ev, const pith_trust_t *trust,
-				   pith_receipt_pre_t *pre);
-void pith_receipt_precheck_finish(const pith_receipt_pre_t *pre);
+int pith_receipt_precheck_prepare(const pith_event_t *ev, const pith_trust_t *trust,
+				  pith_sig_check_t *sc, pith_receipt_pre_t *pre);
+void pith_receipt_precheck_finish(const pith_receipt_pre_t *pre, const pith_sig_check_t *sc);
 
 /* Verifies a receipt over canonical_hex against a registry key. */
 int pith_receipt_verify(const json_value_t *receipt, const char *canonical_hex,

@@ -336,30 +336,25 @@ TEST(receipt_precheck_batched, "a receipt checked ahead in a validator's batch i
 	    NULL, NULL, -1, NULL);
 	for (size_t i = 0; i < 3; i++)
 		CHECK(pith_event_parse(s->bytes[i].data, s->bytes[i].len, trust, &ev[i], &failed, &err) == 0);
-	pith_receipt_pre_t good, bad, other;
+	pith_receipt_pre_t pre;
+	pith_sig_check_t good, bad, other;
 	/* nothing to verify ahead: an operator's receipt, another event type,
 	 * or no trust store */
-	pith_receipt_precheck_prepare(ev[1], trust, &other);
-	CHECK(other.sc.key == NULL);
-	pith_receipt_precheck_prepare(ev[2], trust, &other);
-	CHECK(other.sc.key == NULL);
-	pith_receipt_precheck_prepare(ev[0], NULL, &other);
-	CHECK(other.sc.key == NULL);
+	CHECK(!pith_receipt_precheck_prepare(ev[1], trust, &other, &pre));
+	CHECK(!pith_receipt_precheck_prepare(ev[2], trust, &other, &pre));
+	CHECK(!pith_receipt_precheck_prepare(ev[0], NULL, &other, &pre));
 	/* a signature that fails is not memoised: the next check verifies again */
-	pith_receipt_precheck_prepare(ev[0], trust, &bad);
-	CHECK(bad.sc.key != NULL);
-	bad.sc.sig[7] ^= 1;
-	pith_sig_check_many(&bad.sc, 1);
-	CHECK(!bad.sc.ok);
-	pith_receipt_precheck_finish(&bad);
-	pith_receipt_precheck_prepare(ev[0], trust, &good);
-	CHECK(good.sc.key != NULL);
+	CHECK(pith_receipt_precheck_prepare(ev[0], trust, &bad, &pre));
+	bad.sig[7] ^= 1;
+	pith_sig_check_many(&bad, 1);
+	CHECK(!bad.ok);
+	pith_receipt_precheck_finish(&pre, &bad);
+	CHECK(pith_receipt_precheck_prepare(ev[0], trust, &good, &pre));
 	/* one that verifies is: the merge's own check then finds it */
-	pith_sig_check_many(&good.sc, 1);
-	CHECK(good.sc.ok);
-	pith_receipt_precheck_finish(&good);
-	pith_receipt_precheck_prepare(ev[0], trust, &other);
-	CHECK(other.sc.key == NULL);
+	pith_sig_check_many(&good, 1);
+	CHECK(good.ok);
+	pith_receipt_precheck_finish(&pre, &good);
+	CHECK(!pith_receipt_precheck_prepare(ev[0], trust, &other, &pre));
 	for (size_t i = 0; i < 3; i++)
 		pith_event_free(ev[i]);
 	set_clear(s);
