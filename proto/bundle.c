@@ -323,7 +323,7 @@ static int receipt_is_untrusted(const pith_event_t *ev, const pith_trust_t *trus
 	return rc == PITH_EUNTRUSTED || rc == PITH_EROTATED;
 }
 
-int pith_receipt_precheck_prepare(const pith_event_t *ev, const pith_trust_t *trust,
+int pith_receipt_precheck_prepare(pith_event_t *ev, const pith_trust_t *trust,
 				  pith_sig_check_t *sc, pith_receipt_pre_t *pre)
 {
 	if (!trust || strcmp(ev->event_type, "record_created"))
@@ -336,9 +336,12 @@ int pith_receipt_precheck_prepare(const pith_event_t *ev, const pith_trust_t *tr
 	pith_key_t reg;
 	const pith_key_t *k = NULL;
 	const char *sig;
-	/* nothing to verify ahead otherwise: the merge's check decides */
-	return rec && !pith_record_identify(rec, d, hex, pith, &err) &&
-	       !receipt_ready(json_get(p, "receipt"), hex, trust, &reg, &k, digest, &sig, pre->mk,
+	if (!rec || pith_record_identify(rec, d, hex, pith, &err))
+		return 0; /* the merge's check decides */
+	memcpy(ev->rec_hex, hex, sizeof(hex));
+	memcpy(ev->rec_pith, pith, sizeof(pith));
+	/* nothing to verify ahead otherwise */
+	return !receipt_ready(json_get(p, "receipt"), hex, trust, &reg, &k, digest, &sig, pre->mk,
 			      &pre->slot, &err) &&
 	       !memo_has(pre->slot, pre->mk) && !pith_sig_check_prepare(sc, k, digest, sig);
 }

@@ -64,12 +64,14 @@ int pith_record_verify(const json_value_t *record, const pith_trust_t *trust,
  * batch) and *pre when there is a receipt to verify; 0 when there is
  * nothing (another event type, a receipt the merge will refuse anyway,
  * one already memoised, or no trust store). Once *sc has run, finish
- * memoises a receipt that verified. The merge's own check decides. */
+ * memoises a receipt that verified. The merge's own check decides.
+ * prepare also keeps the record's hash and pith number on ev (rec_hex,
+ * rec_pith) when it computed them. */
 typedef struct pith_receipt_pre {
 	uint8_t mk[32];
 	unsigned slot;
 } pith_receipt_pre_t;
-int pith_receipt_precheck_prepare(const pith_event_t *ev, const pith_trust_t *trust,
+int pith_receipt_precheck_prepare(pith_event_t *ev, const pith_trust_t *trust,
 				  pith_sig_check_t *sc, pith_receipt_pre_t *pre);
 void pith_receipt_precheck_finish(const pith_receipt_pre_t *pre, const pith_sig_check_t *sc);
 

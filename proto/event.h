@@ -30,6 +30,12 @@ typedef struct pith_event {
 	const char *signer_key_id;
 	const json_value_t *signature; /* the signature block */
 	int borrowed;              /* doc belongs to someone else */
+	/* record_created: its canonical_record's SHA-256 (hex) and pith
+	 * number once computed from root (pith_receipt_precheck_prepare, on a
+	 * validating thread), so that the merge does not canonicalise and hash
+	 * the record again; empty until then (the merge computes them) */
+	char rec_hex[65];
+	char rec_pith[PITH_NUMBER_LEN + 1];
 } pith_event_t;
 
 /* Which check failed, for messages and per-reason counters. */

@@ -118,11 +118,16 @@ static const char *semantic_check(const item_t *it, const char *subject,
 		const json_value_t *rec = json_get_type(payload, "canonical_record", JSON_OBJECT);
 		const char *claimed = json_get_str(payload, "canonical_sha256");
 		uint8_t d[32];
-		char hex[65], pith[PITH_NUMBER_LEN + 1];
+		char hb[65], pb[PITH_NUMBER_LEN + 1];
+		const char *hex = ev->rec_hex, *pith = ev->rec_pith;
 		if (!rec || !claimed)
 			return "bad_payload";
-		if (pith_record_identify(rec, d, hex, pith, NULL))
-			return "bad_record";
+		if (!hex[0]) { /* not computed ahead (pith_event_t) */
+			if (pith_record_identify(rec, d, hb, pb, NULL))
+				return "bad_record";
+			hex = hb;
+			pith = pb;
+		}
 		if (strcmp(hex, claimed))
 			return "record_hash_mismatch";
 		if (strcmp(pith, subject))

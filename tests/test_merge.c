@@ -350,6 +350,9 @@ TEST(receipt_precheck_batched, "a receipt checked ahead in a validator's batch i
 	CHECK(!bad.ok);
 	pith_receipt_precheck_finish(&pre, &bad);
 	CHECK(pith_receipt_precheck_prepare(ev[0], trust, &good, &pre));
+	/* and it kept the record's hash and number for the merge */
+	CHECK_STR_EQ(ev[0]->rec_hex, json_get_str(json_get(ev[0]->root, "payload"), "canonical_sha256"));
+	CHECK_STR_EQ(ev[0]->rec_pith, ev[0]->subject);
 	/* one that verifies is: the merge's own check then finds it */
 	pith_sig_check_many(&good, 1);
 	CHECK(good.ok);
