@@ -220,6 +220,9 @@ int view_resolve_plan(http_ctx_t *c, http_id_plan_t *plan)
 	return 0;
 }
 
+static void resolve_answer(http_ctx_t *c, const char *pith, const char *key, const char *val,
+			   const char *q);
+
 int view_resolve(http_ctx_t *c)
 {
 	const char *key, *val;
@@ -229,17 +232,25 @@ int view_resolve(http_ctx_t *c)
 	int rc = http_resolve_id(c, q, pith);
 	if (rc)
 		return rc > 0;
-	view_resolve_answer(c, pith);
+	resolve_answer(c, pith, key, val, q);
 	return 0;
 }
 
 void view_resolve_answer(http_ctx_t *c, const char *pith)
 {
-	http_t *h = c->h;
 	const char *key, *val;
 	char q[256];
-	if (resolve_query(c, &key, &val, q))
-		return; /* the loop checked it: cannot happen */
+	/* the worker's own parse of the target (the loop checked it) */
+	if (!resolve_query(c, &key, &val, q))
+		resolve_answer(c, pith, key, val, q);
+}
+
+/* The answer for the record pith that the query's identifier q (key=val
+ * in the target) resolved to. */
+static void resolve_answer(http_ctx_t *c, const char *pith, const char *key, const char *val,
+			   const char *q)
+{
+	http_t *h = c->h;
 	const char *js = http_target_query(c->t, "json", NULL);
 	int want_json = js && (!strcmp(js, "true") || !strcmp(js, "1"));
 	const char *body = pith + PITH_NUMBER_LEN - PITH_BODY_LEN;

@@ -614,6 +614,7 @@ void node_free_(node_t *n)
 	if (!n)
 		return;
 	n->shutting_down = n->mesh.stopping = 1;
+	atomic_store(&n->warm_stop, 1); /* a failed start too: node_stop never ran */
 	if (n->net)
 		net_set_shutting_down(n->net);
 	control_free(n->control);
