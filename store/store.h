@@ -50,6 +50,16 @@ typedef struct store_opts {
 	 * column families holding the oldest log; 0 for 1 GiB (docs/store.md,
 	 * Durability). */
 	size_t wal_bytes;
+	/* Commits without the write-ahead log (a bulk import, docs/store.md
+	 * "Durability"): a commit is then durable only once RocksDB has
+	 * flushed it, which it does for every column family at once
+	 * (atomic_flush) whenever a memtable fills, and when the store is
+	 * closed. store_counts_durable says how far that is. Every point of
+	 * the store stays consistent after a crash (each flush is one atomic
+	 * group of all families); what was committed after the last flush is
+	 * lost. store_flush refuses such a store: close it instead. Ignored
+	 * with read_only. */
+	int unlogged;
 	/* Told (if not NULL) before and after a read-write open upgrades an
 	 * older store, which can take minutes for millions of events: one
 	 * line each, for the log or stderr; and, upgrading a schema-5 store,
@@ -352,6 +362,10 @@ typedef struct store_counts {
 
 /* The meta counters, as of the last commit. */
 void store_counts_get(store_t *st, store_counts_t *out);
+/* The meta counters as they are on disk: for a store opened with
+ * unlogged, as of the last flush (the commits after it would be lost by
+ * a crash); otherwise as of the last commit (every commit is synced). */
+int store_counts_durable(store_t *st, store_counts_t *out, pith_err_t *err);
 
 /* What the store takes, for status and metrics: table files (all column
  * families), write-ahead logs (bounded by store_opts_t.wal_bytes), the

@@ -28,6 +28,7 @@ struct store {
 	pthread_mutex_t wmu;        /* serialises writers (batch commits) */
 	store_counts_t counts;      /* as written by the last commit */
 	int read_only;
+	int unlogged;               /* store_opts_t's: commits skip the WAL */
 	int schema;                 /* as found: older ones are read as they are (read-only) */
 	void (*notice)(void *arg, const char *line); /* store_opts_t's */
 	void *notice_arg;

@@ -6,6 +6,10 @@
 #include "store.h"
 #include "trust.h"
 
+/* writable for an import that commits without the store's log
+ * (store_opts_t.unlogged) */
+#define CLI_STORE_UNLOGGED 2
+
 /* Loads the trust store (registry key plus --trust-key files) into *trust
  * and opens --store DIR into *st (read-only unless writable). Prints one
  * line saying why and returns 1 on failure, with nothing left open. */
