@@ -1,6 +1,6 @@
 /* Ingest: batches of verified events and bundles, each committed as one
- * atomic, synced RocksDB WriteBatch together with the recomputed state of
- * every record it touches. */
+ * atomic RocksDB WriteBatch (synced, unless the store is unlogged)
+ * together with the recomputed state of every record it touches. */
 #define _GNU_SOURCE /* qsort_r */
 #include "store_int.h"
 

@@ -5,8 +5,9 @@
  * ingest pipeline (node/ingest_core.h, the one pithd runs) as one group:
  * its validators (one per core) parse and verify every item (JSON, hashes,
  * trust, Ed25519) and compute its canonical bytes, and its writer commits
- * each chunk in input order as one store batch (one atomic, synced
- * WriteBatch) while the next chunks are read and verified. The main thread
+ * each chunk in input order as one store batch (one atomic WriteBatch,
+ * synced, or for large files without the log: docs/store.md,
+ * "Durability") while the next chunks are read and verified. The main thread
  * helps verify when it would otherwise wait (but not while the writer
  * commits), then reports each committed chunk in input order. Nothing is
  * handed to the store before it verified, and a bad line never stops the
@@ -880,7 +881,7 @@ const cli_cmd_t cli_cmd_import = {
 	"one (pretty-printed) bundle or event. Every item is verified first (JSON,\n"
 	"content hash, event id, trusted unrotated key, Ed25519; bundles with every\n"
 	"bundle check) on N worker threads (default: one per core); verified items\n"
-	"are committed in input order in atomic, synced batches. A rejected line is\n"
+	"are committed in input order in atomic batches. A rejected line is\n"
 	"reported as FILE:LINE with its reason and the rest of the file is still\n"
 	"imported. The store is in bulk mode meanwhile (fewer, larger compactions;\n"
 	"docs/store.md, \"Bulk loading\"), and the import waits for the compactions\n"
