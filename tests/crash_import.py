@@ -16,7 +16,7 @@ Finally the import runs to completion and everything is checked once more.
 
 usage: crash_import.py PITHCTL GEN_EVENTS [--events N] [--kills K] [--seed S]
          [--per-record E] [--events-file FILE --key KEY] [--horizon SECONDS]
-         [--no-wal]
+         [--no-wal [--write-buffer-mb MB]]
 
 Without --no-wal every import runs with --wal (each commit synced to the
 log); with it, without the log, as a large import of files does by default.
@@ -24,7 +24,7 @@ log); with it, without the log, as a large import of files does by default.
 At the registry's shape and scale (issue 17; on demand, minutes per kill):
   crash_import.py PITHCTL GEN --events 1000000 --per-record 2 --kills 3 \
       --events-file /work/scale-data/events-1000000-2.jsonl \
-      --key /work/scale-data/key.json --horizon 200
+      --key /work/scale-data/key.json --horizon 200 [--no-wal --write-buffer-mb 0]
 (--events-file and --key reuse events generated before, e.g. by
 tests/bench/bench_scale.sh; --horizon is how late the kills fall before an
 uninterrupted import has shown how long one takes.)
@@ -53,6 +53,9 @@ ap.add_argument("--horizon", type=float, default=3.0)
 ap.add_argument("--no-wal", action="store_true",
                 help="import without the write-ahead log (pithctl import --no-wal: durable "
                      "at RocksDB's atomic flushes; the default for large files)")
+ap.add_argument("--write-buffer-mb", type=int, default=4,
+                help="with --no-wal: the document families' memtables in MiB (the rest a "
+                     "quarter), so that flushes fall among the kills; 0 for the store's own")
 a = ap.parse_args()
 rng = random.Random(a.seed)
 n = 0
@@ -108,7 +111,9 @@ with tempfile.TemporaryDirectory() as t:
     # without the log, a commit is durable at the next flush: small memtables
     # (4 MiB for documents, 1 for the rest) make flushes every few thousand
     # events, so that kills fall between them
-    env = dict(os.environ, PITH_STORE_WRITE_BUFFER_MB="4") if a.no_wal else None
+    env = None
+    if a.no_wal and a.write_buffer_mb > 0:
+        env = dict(os.environ, PITH_STORE_WRITE_BUFFER_MB=str(a.write_buffer_mb))
 
     def stored_ids():
         # a kill before the new store was renamed into place leaves no

@@ -1538,6 +1538,7 @@ TEST(unlogged, "commits without the log: nothing in it, counted durable only onc
 	CHECK_INT_EQ(disk.events, s.n);
 	store_close(st);
 	rmdir_rf(dir);
+	set_free(&s);
 }
 
 TEST(wal_bounded, "keeps its write-ahead logs near the bound, flushing the column families that hold the oldest")
