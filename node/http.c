@@ -560,15 +560,19 @@ static void collect(void *arg, metrics_out_t *o)
 		uint64_t v;
 	} pool[] = {
 		{"pith_http_render_threads",
-		 "Threads rendering record documents off the loop (http_render_threads)", METRIC_GAUGE,
+		 "Threads rendering record documents and resolves off the loop (http_render_threads)",
+		 METRIC_GAUGE,
 		 ps.threads},
 		{"pith_http_render_outstanding",
-		 "Record documents handed to the render threads and not yet sent", METRIC_GAUGE,
+		 "Record documents and resolves handed to the render threads and not yet sent",
+		 METRIC_GAUGE,
 		 ps.outstanding},
-		{"pith_http_render_jobs_total", "Record documents handed to the render threads",
+		{"pith_http_render_jobs_total",
+		 "Record documents and resolves handed to the render threads",
 		 METRIC_COUNTER, ps.jobs},
 		{"pith_http_render_full_total",
-		 "Record documents the loop rendered itself because the render threads were full",
+		 "Record documents and resolves the loop answered itself because the render threads "
+		 "were full",
 		 METRIC_COUNTER, ps.full},
 		{"pith_http_render_back_total",
 		 "Record requests the render threads handed back to the loop unresolved",
