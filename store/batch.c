@@ -991,6 +991,7 @@ int store_batch_commit(store_batch_t *b, store_commit_stats_t *stats, pith_err_t
 			rc = store_op_error(st, STORE_OP_WRITE, err, e, "write");
 		} else {
 			st->counts = c.counts;
+			c.stats.counts = c.counts;
 			st->changes_seq = c.seq;
 			store_write_ok(st);
 		}

@@ -264,11 +264,17 @@ static void cf_tune(store_t *st, int cf)
 	st->table[cf] = t;
 }
 
-static int meta_get_u64(store_t *st, const char *key, uint64_t *v, pith_err_t *err)
+static int get_raw_ro(store_t *st, const rocksdb_readoptions_t *ro, int cf, const uint8_t *key,
+		      size_t klen, char **val, size_t *vlen, pith_err_t *err);
+
+/* A counter of meta, read with ro (the store's, or one that reads only
+ * the table files: store_counts_durable) */
+static int meta_get_u64(store_t *st, const rocksdb_readoptions_t *ro, const char *key, uint64_t *v,
+			pith_err_t *err)
 {
 	char *val;
 	size_t len;
-	int rc = store_get_raw(st, STORE_CF_META, (const uint8_t *)key, strlen(key), &val, &len, err);
+	int rc = get_raw_ro(st, ro, STORE_CF_META, (const uint8_t *)key, strlen(key), &val, &len, err);
 	if (rc)
 		return rc;
 	*v = 0;
@@ -277,6 +283,16 @@ static int meta_get_u64(store_t *st, const char *key, uint64_t *v, pith_err_t *e
 	else if (val)
 		rc = pith_err_set(err, PITH_EIO, "store: meta %s: %zu bytes, expected 8", key, len);
 	rocksdb_free(val);
+	return rc;
+}
+
+static int meta_counts_get(store_t *st, const rocksdb_readoptions_t *ro, store_counts_t *out,
+			   pith_err_t *err)
+{
+	int rc;
+	(void)((rc = meta_get_u64(st, ro, STORE_META_EVENTS, &out->events, err)) ||
+	       (rc = meta_get_u64(st, ro, STORE_META_RECORDS, &out->records, err)) ||
+	       (rc = meta_get_u64(st, ro, STORE_META_BUNDLES, &out->bundles, err)));
 	return rc;
 }
 
@@ -304,9 +320,7 @@ static int64_t store_now_us(void)
 static int counters_load(store_t *st, pith_err_t *err)
 {
 	int rc;
-	if ((rc = meta_get_u64(st, STORE_META_EVENTS, &st->counts.events, err)) ||
-	    (rc = meta_get_u64(st, STORE_META_RECORDS, &st->counts.records, err)) ||
-	    (rc = meta_get_u64(st, STORE_META_BUNDLES, &st->counts.bundles, err)))
+	if ((rc = meta_counts_get(st, st->ro, &st->counts, err)))
 		return rc;
 	return store_changes_recover(st, err);
 }
@@ -731,10 +745,16 @@ void store_close_(store_t *st)
 int store_get_raw(store_t *st, int cf, const uint8_t *key, size_t klen, char **val,
 		  size_t *vlen, pith_err_t *err)
 {
+	return get_raw_ro(st, st->ro, cf, key, klen, val, vlen, err);
+}
+
+static int get_raw_ro(store_t *st, const rocksdb_readoptions_t *ro, int cf, const uint8_t *key,
+		      size_t klen, char **val, size_t *vlen, pith_err_t *err)
+{
 	char *e = NULL;
 	*vlen = 0;
 	store_perf_off();
-	*val = rocksdb_get_cf(st->db, st->ro, st->cf[cf], (const char *)key, klen, vlen, &e);
+	*val = rocksdb_get_cf(st->db, ro, st->cf[cf], (const char *)key, klen, vlen, &e);
 	if (e) {
 		*val = NULL;
 		return store_op_error(st, STORE_OP_READ, err, e, store_cf_names[cf]);
@@ -1523,20 +1543,7 @@ int store_counts_durable(store_t *st, store_counts_t *out, pith_err_t *err)
 	 * skips them for a Get while writes without the log are unflushed) */
 	rocksdb_readoptions_t *ro = rocksdb_readoptions_create();
 	rocksdb_readoptions_set_read_tier(ro, 2); /* kPersistedTier */
-	static const char *const keys[3] = {STORE_META_EVENTS, STORE_META_RECORDS,
-					    STORE_META_BUNDLES};
-	uint64_t *v[3] = {&out->events, &out->records, &out->bundles};
-	int rc = 0;
-	for (int i = 0; i < 3 && !rc; i++) {
-		char *e = NULL, *val;
-		size_t len = 0;
-		val = rocksdb_get_cf(st->db, ro, st->cf[STORE_CF_META], keys[i], strlen(keys[i]),
-				     &len, &e);
-		*v[i] = val && len == 8 ? store_be64_get((const uint8_t *)val) : 0;
-		rocksdb_free(val);
-		if (e)
-			rc = store_op_error(st, STORE_OP_READ, err, e, "reading the flushed counters");
-	}
+	int rc = meta_counts_get(st, ro, out, err);
 	rocksdb_readoptions_destroy(ro);
 	return rc;
 }

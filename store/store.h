@@ -148,10 +148,15 @@ int store_batch_add_bundle(store_batch_t *b, json_doc_t *doc, pith_err_t *err);
 /* Number of events (bundle events included) added since the last commit. */
 size_t store_batch_count(const store_batch_t *b);
 
+typedef struct store_counts {
+	uint64_t events, records, bundles;
+} store_counts_t;
+
 typedef struct store_commit_stats {
 	size_t stored, duplicate, resigned;   /* events */
 	size_t bundles_newer, bundles_older;  /* bundles */
 	size_t records_touched;               /* states recomputed */
+	store_counts_t counts;                /* the store's counters as the commit left them */
 } store_commit_stats_t;
 
 /* Writes the batch atomically and durably (synced WAL). On success the
@@ -355,10 +360,6 @@ int store_built_at_get(store_t *st, const char *pith_number, char out[static STO
 /* The greatest sequence number given so far (0: none), as of the last
  * commit. */
 uint64_t store_changes_last(store_t *st);
-
-typedef struct store_counts {
-	uint64_t events, records, bundles;
-} store_counts_t;
 
 /* The meta counters, as of the last commit. */
 void store_counts_get(store_t *st, store_counts_t *out);

@@ -215,7 +215,7 @@ static int is_blank(const uint8_t *p, size_t n)
 /* A progress line of an unlogged import, held until the store has
  * flushed what it reports */
 typedef struct pending {
-	uint64_t events; /* the store's event count when the chunk was reported */
+	uint64_t events; /* the store's event count as the chunk's commit left it */
 	uint64_t stored;
 	const char *file;
 	size_t line;
@@ -382,9 +382,10 @@ static void progress_durable(import_t *im, int force)
 	im->npend -= k;
 }
 
-/* The progress line for everything up to file:line, once it is durable:
- * at once with the log (the commit was synced), else when flushed. */
-static void progress_note(import_t *im, const char *file, size_t line)
+/* The progress line for everything up to file:line, whose commit left the
+ * store with events events, once it is durable: at once with the log (the
+ * commit was synced), else when flushed. */
+static void progress_note(import_t *im, uint64_t events, const char *file, size_t line)
 {
 	if (!im->unlogged) {
 		progress_write(im, im->stored, file, line);
@@ -398,11 +399,7 @@ static void progress_note(import_t *im, const char *file, size_t line)
 		im->pend = p;
 		im->cappend = cap;
 	}
-	/* the count now is at least the count after this chunk's commit (later
-	 * chunks may have committed since): waiting for it is safe */
-	store_counts_t c;
-	store_counts_get(im->st, &c);
-	im->pend[im->npend++] = (pending_t){c.events, im->stored, file, line};
+	im->pend[im->npend++] = (pending_t){events, im->stored, file, line};
 	progress_durable(im, 0);
 }
 
@@ -447,7 +444,7 @@ static int chunk_report(import_t *im, chunk_t *c)
 	if (im->progress_file && last_file)
 		/* written only once the commit is durable: every line up to here
 		 * is stored, a duplicate, or rejected */
-		progress_note(im, last_file, last_line);
+		progress_note(im, s->counts.events, last_file, last_line);
 	draw_progress(im, 0);
 	return 0;
 }
