@@ -80,6 +80,7 @@ struct store_batch {
 	bentry_t *b;
 	size_t nb, capb;
 	int committed;             /* outcomes readable; the next add starts afresh */
+	int need_durable;          /* store_batch_need_durable, for the next commit */
 	hmap_t ids, subjects;
 	group_t *g;
 	size_t ng, capg;
@@ -154,6 +155,11 @@ static void batch_restart_if_committed(store_batch_t *b)
 		b->nb = 0;
 		b->committed = 0;
 	}
+}
+
+void store_batch_need_durable(store_batch_t *b)
+{
+	b->need_durable = 1;
 }
 
 size_t store_batch_count(const store_batch_t *b)
@@ -959,7 +965,8 @@ int store_batch_commit(store_batch_t *b, store_commit_stats_t *stats, pith_err_t
 {
 	store_t *st = b->st;
 	commit_t c = {.sink = {.put = sink_put, .del = sink_del, .st = st}, .b = b, .st = st, .err = err};
-	int rc = 0;
+	int rc = 0, durable = b->need_durable;
+	b->need_durable = 0;
 	if (stats)
 		memset(stats, 0, sizeof(*stats));
 	if (b->committed || (b->n == 0 && b->nb == 0)) {
@@ -985,14 +992,26 @@ int store_batch_commit(store_batch_t *b, store_commit_stats_t *stats, pith_err_t
 	    !(rc = put_count(&c, STORE_META_RECORDS, c.counts.records)) &&
 	    !(rc = put_count(&c, STORE_META_BUNDLES, c.counts.bundles))) {
 		puts_flush(&c);
+		/* while the store is unlogged, a commit someone is told about
+		 * goes through the log, after a flush of the commits before it:
+		 * replayed alone after a crash, it would stand on records whose
+		 * earlier events were lost */
+		durable = durable && st->unlogged;
+		if (durable && st->nolog_dirty)
+			rc = store_flush_locked(st, err);
 		char *e = NULL;
-		rocksdb_write(st->db, st->wo, c.wb, &e);
+		if (!rc)
+			rocksdb_write(st->db, durable ? st->wo_log : st->wo, c.wb, &e);
 		if (e) {
 			rc = store_op_error(st, STORE_OP_WRITE, err, e, "write");
-		} else {
+		} else if (!rc) {
 			st->counts = c.counts;
 			c.stats.counts = c.counts;
-			st->changes_seq = c.seq;
+			__atomic_store_n(&st->changes_seq, c.seq, __ATOMIC_RELEASE);
+			if (durable)
+				__atomic_store_n(&st->changes_durable, c.seq, __ATOMIC_RELEASE);
+			else if (st->unlogged)
+				st->nolog_dirty = 1;
 			store_write_ok(st);
 		}
 	}

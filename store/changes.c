@@ -175,15 +175,29 @@ static int chg_entry(store_iter_t *it, store_change_t *ch, pith_err_t *err)
 	return 0;
 }
 
-/* Hands up to limit (0: all) entries from it's position to fn, walking
- * backward or forward; *next gets the last one's number. Closes it. */
-static int changes_walk(store_iter_t *it, int backward, size_t limit, store_change_fn fn,
-			void *arg, uint64_t *next, pith_err_t *err)
+/* The last change a reader may see: all of them, but while the store
+ * commits without the log only those known flushed, so that no follower
+ * holds a number a crash could give to another change
+ * (store_unlogged_begin). */
+static uint64_t changes_cap(store_t *st)
+{
+	return __atomic_load_n(&st->changes_durable, __ATOMIC_ACQUIRE);
+}
+
+/* Hands up to limit (0: all) entries up to cap from it's position to fn,
+ * walking backward or forward; *next gets the last one's number. Closes
+ * it. */
+static int changes_walk(store_iter_t *it, int backward, size_t limit, uint64_t cap,
+			store_change_fn fn, void *arg, uint64_t *next, pith_err_t *err)
 {
 	int rc = 0;
 	for (size_t n = 0; store_iter_valid(it) && (!limit || n < limit); n++) {
 		store_change_t ch;
-		if ((rc = chg_entry(it, &ch, err)) || (rc = fn(arg, &ch)))
+		if ((rc = chg_entry(it, &ch, err)))
+			break;
+		if (!backward && ch.seq > cap)
+			break;
+		if ((rc = fn(arg, &ch)))
 			break;
 		if (next)
 			*next = ch.seq;
@@ -206,6 +220,9 @@ int store_changes_each_before(store_t *st, uint64_t before, size_t limit, store_
 	if (next)
 		*next = 0;
 	int rc = log_ready(st, err);
+	uint64_t cap = changes_cap(st);
+	if (cap != UINT64_MAX && (!before || before > cap + 1))
+		before = cap + 1;
 	if (rc || before == 1)
 		return rc;
 	seq_key(1, lo);
@@ -213,7 +230,7 @@ int store_changes_each_before(store_t *st, uint64_t before, size_t limit, store_
 	if ((rc = store_iter_open_last(st, STORE_CF_CHANGES, lo, sizeof(lo), before ? hi : &hi_end,
 				       before ? sizeof(hi) : 1, &it, err)))
 		return rc;
-	return changes_walk(&it, 1, limit, fn, arg, next, err);
+	return changes_walk(&it, 1, limit, UINT64_MAX, fn, arg, next, err);
 }
 
 int store_changes_each(store_t *st, uint64_t after, size_t limit, store_change_fn fn, void *arg,
@@ -229,15 +246,15 @@ int store_changes_each(store_t *st, uint64_t after, size_t limit, store_change_f
 	seq_key(after + 1, lo);
 	if ((rc = store_iter_open(st, STORE_CF_CHANGES, lo, sizeof(lo), &hi, 1, &it, err)))
 		return rc;
-	return changes_walk(&it, 0, limit, fn, arg, next, err);
+	return changes_walk(&it, 0, limit, changes_cap(st), fn, arg, next, err);
 }
 
 uint64_t store_changes_last(store_t *st)
 {
-	pthread_mutex_lock(&st->wmu);
-	uint64_t v = st->changes_seq;
-	pthread_mutex_unlock(&st->wmu);
-	return v;
+	/* without wmu: a commit, or a flush, can hold it for seconds */
+	uint64_t v = __atomic_load_n(&st->changes_seq, __ATOMIC_ACQUIRE);
+	uint64_t cap = changes_cap(st);
+	return v < cap ? v : cap;
 }
 
 int store_changes_recover(store_t *st, pith_err_t *err)

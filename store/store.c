@@ -239,7 +239,7 @@ static void cf_tune(store_t *st, int cf)
 	rocksdb_options_set_level0_slowdown_writes_trigger(o, L0_SLOWDOWN);
 	rocksdb_options_set_level0_stop_writes_trigger(o, L0_STOP);
 	size_t mb = docs ? 64 : 16;
-	if (docs && st->unlogged)
+	if (docs && st->atomic_flush)
 		/* every family flushes when one memtable fills, so the document
 		 * families, which fill first, get twice the room and the small
 		 * families' flushes stay few (docs/store.md, Durability) */
@@ -614,6 +614,8 @@ int store_open(const char *dir, const store_opts_t *opts, store_t **out, pith_er
 	return store_open_dir(dir, opts, out, err);
 }
 
+static void remove_flush_dir(store_t *st);
+
 static int store_open_dir(const char *dir, const store_opts_t *opts, store_t **out,
 			  pith_err_t *err)
 {
@@ -651,15 +653,24 @@ static int store_open_dir(const char *dir, const store_opts_t *opts, store_t **o
 	 * RocksDB flushes the families that hold the oldest log
 	 * (docs/store.md, Durability). */
 	rocksdb_options_set_max_total_wal_size(st->opts, opts->wal_bytes ? opts->wal_bytes : STORE_MAX_WAL_BYTES);
+	/* the manifest grows by an edit per flush and compaction until the
+	 * next open (RocksDB's default bound is 1 GiB); store_flush_locked's
+	 * checkpoint copies it whole, under the write lock */
+	rocksdb_options_set_max_manifest_file_size(st->opts, 64u << 20);
 	/* without a log, only flushes that take every family at once leave a
 	 * consistent store after a crash */
-	if (st->unlogged)
+	st->atomic_flush = st->unlogged || (opts->atomic_flush && !opts->read_only);
+	if (st->atomic_flush)
 		rocksdb_options_set_atomic_flush(st->opts, 1);
 	st->cache = cache_new(opts->cache_bytes ? opts->cache_bytes : 64u << 20);
 	for (int cf = 0; cf < STORE_NCF; cf++)
 		cf_tune(st, cf);
-	st->wo = rocksdb_writeoptions_create();
-	rocksdb_writeoptions_set_sync(st->wo, 1);
+	st->wo = st->wo_log = rocksdb_writeoptions_create();
+	rocksdb_writeoptions_set_sync(st->wo_log, 1);
+	st->wo_nolog = rocksdb_writeoptions_create();
+	rocksdb_writeoptions_set_sync(st->wo_nolog, 0);
+	rocksdb_writeoptions_disable_WAL(st->wo_nolog, 1);
+	st->changes_durable = UINT64_MAX;
 	st->ro = rocksdb_readoptions_create();
 
 	char *e = NULL;
@@ -698,10 +709,12 @@ static int store_open_dir(const char *dir, const store_opts_t *opts, store_t **o
 	}
 	if ((rc = meta_init(st, err)))
 		goto fail;
+	if (!st->read_only)
+		remove_flush_dir(st); /* store_flush_locked's, left by a crash */
 	if (st->unlogged) {
 		/* after meta_init: an upgrade at open is written as usual */
-		rocksdb_writeoptions_set_sync(st->wo, 0);
-		rocksdb_writeoptions_disable_WAL(st->wo, 1);
+		st->wo = st->wo_nolog;
+		st->changes_durable = st->changes_seq;
 	}
 	*out = st;
 	return 0;
@@ -726,8 +739,10 @@ void store_close_(store_t *st)
 		if (st->table[cf])
 			rocksdb_block_based_options_destroy(st->table[cf]);
 	}
-	if (st->wo)
-		rocksdb_writeoptions_destroy(st->wo);
+	if (st->wo_log)
+		rocksdb_writeoptions_destroy(st->wo_log);
+	if (st->wo_nolog)
+		rocksdb_writeoptions_destroy(st->wo_nolog);
 	if (st->ro)
 		rocksdb_readoptions_destroy(st->ro);
 	if (st->opts)
@@ -1535,7 +1550,7 @@ void store_counts_get(store_t *st, store_counts_t *out)
 
 int store_counts_durable(store_t *st, store_counts_t *out, pith_err_t *err)
 {
-	if (!st->unlogged) {
+	if (!store_is_unlogged(st)) {
 		store_counts_get(st, out);
 		return 0;
 	}
@@ -1582,15 +1597,71 @@ void store_usage_get(store_t *st, store_usage_t *out)
 		closedir(d);
 }
 
+#define FLUSH_DIR "flush-checkpoint" /* store_flush_locked's, in the store's directory */
+
+/* Removes a directory of files (hard links to table files and copies). */
+static void remove_files_dir(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	while (d && (e = readdir(d))) {
+		char p[4096 + 256];
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+			continue;
+		snprintf(p, sizeof(p), "%s/%s", dir, e->d_name);
+		unlink(p);
+	}
+	if (d)
+		closedir(d);
+	rmdir(dir);
+}
+
+/* Removes the checkpoint store_flush_locked made, and the directory
+ * RocksDB builds it in (DIR.tmp, renamed at its end), either of which a
+ * crash may leave: their hard links would keep table files on disk. */
+static void remove_flush_dir(store_t *st)
+{
+	char dir[4096];
+	snprintf(dir, sizeof(dir), "%s/" FLUSH_DIR, st->dir);
+	remove_files_dir(dir);
+	snprintf(dir, sizeof(dir), "%s/" FLUSH_DIR ".tmp", st->dir);
+	remove_files_dir(dir);
+}
+
+/* RocksDB 7.8's C API flushes one family per call (rocksdb_flush_cfs came
+ * with 8.x); a checkpoint with log_size_for_flush 0 is documented to
+ * flush all of them first, which with atomic_flush is one atomic group.
+ * The checkpoint itself (hard links, a copy of the manifest) goes at once. */
+int store_flush_locked(store_t *st, pith_err_t *err)
+{
+	char dir[4096];
+	snprintf(dir, sizeof(dir), "%s/" FLUSH_DIR, st->dir);
+	remove_flush_dir(st); /* a crash's leftover */
+	char *e = NULL;
+	rocksdb_checkpoint_t *cp = rocksdb_checkpoint_object_create(st->db, &e);
+	if (!e && cp)
+		rocksdb_checkpoint_create(cp, dir, 0, &e);
+	if (cp)
+		rocksdb_checkpoint_object_destroy(cp);
+	remove_flush_dir(st);
+	if (e || !cp)
+		return store_op_error(st, STORE_OP_WRITE, err, e, "flushing");
+	st->nolog_dirty = 0;
+	if (st->unlogged)
+		__atomic_store_n(&st->changes_durable, st->changes_seq, __ATOMIC_RELEASE);
+	return 0;
+}
+
 int store_flush(store_t *st, pith_err_t *err)
 {
 	if (st->read_only)
 		return pith_err_set(err, PITH_EINVAL, "store: opened read-only");
-	/* RocksDB 7.8's C API flushes one family at a time, which without a
-	 * log could leave families at different points after a crash; its
-	 * close flushes them all in one atomic group */
-	if (st->unlogged)
-		return pith_err_set(err, PITH_EINVAL, "store: opened unlogged; close it to flush");
+	if (st->atomic_flush) {
+		pthread_mutex_lock(&st->wmu);
+		int rc = store_flush_locked(st, err);
+		pthread_mutex_unlock(&st->wmu);
+		return rc;
+	}
 	rocksdb_flushoptions_t *fo = rocksdb_flushoptions_create();
 	rocksdb_flushoptions_set_wait(fo, 1);
 	char *e = NULL;
@@ -1598,6 +1669,42 @@ int store_flush(store_t *st, pith_err_t *err)
 		rocksdb_flush_cf(st->db, fo, st->cf[cf], &e);
 	rocksdb_flushoptions_destroy(fo);
 	return e ? store_op_error(st, STORE_OP_WRITE, err, e, "flushing") : 0;
+}
+
+int store_unlogged_begin(store_t *st, pith_err_t *err)
+{
+	if (st->read_only)
+		return pith_err_set(err, PITH_EINVAL, "store: opened read-only");
+	if (!st->atomic_flush)
+		return pith_err_set(err, PITH_EINVAL, "store %s: commits without the log need a store "
+				    "opened with atomic_flush", st->dir);
+	pthread_mutex_lock(&st->wmu);
+	if (!st->unlogged) {
+		__atomic_store_n(&st->changes_durable, st->changes_seq, __ATOMIC_RELEASE);
+		__atomic_store_n(&st->unlogged, 1, __ATOMIC_RELEASE);
+		st->wo = st->wo_nolog;
+	}
+	pthread_mutex_unlock(&st->wmu);
+	return 0;
+}
+
+int store_unlogged_end(store_t *st, pith_err_t *err)
+{
+	int rc = 0;
+	pthread_mutex_lock(&st->wmu);
+	if (st->unlogged && !(rc = store_flush_locked(st, err))) {
+		__atomic_store_n(&st->unlogged, 0, __ATOMIC_RELEASE);
+		st->wo = st->wo_log;
+		__atomic_store_n(&st->changes_durable, UINT64_MAX, __ATOMIC_RELEASE);
+	}
+	pthread_mutex_unlock(&st->wmu);
+	return rc;
+}
+
+int store_is_unlogged(store_t *st)
+{
+	/* written under wmu, read without it: a commit can hold wmu long */
+	return __atomic_load_n(&st->unlogged, __ATOMIC_ACQUIRE);
 }
 
 /* The families a commit writes and never reads (it reads summaries,

@@ -47,19 +47,24 @@ typedef struct store_opts {
 	 * catch-up reads documents in time order (docs/store.md). */
 	size_t cache_bytes;
 	/* Bytes of write-ahead log kept at most before RocksDB flushes the
-	 * column families holding the oldest log; 0 for 1 GiB (docs/store.md,
+	 * column families holding the oldest log (all of them with
+	 * atomic_flush); 0 for 1 GiB (docs/store.md,
 	 * Durability). */
 	size_t wal_bytes;
 	/* Commits without the write-ahead log (a bulk import, docs/store.md
 	 * "Durability"): a commit is then durable only once RocksDB has
 	 * flushed it, which it does for every column family at once
-	 * (atomic_flush) whenever a memtable fills, and when the store is
-	 * closed. store_counts_durable says how far that is. Every point of
+	 * (atomic_flush) whenever a memtable fills, at store_flush and
+	 * store_unlogged_end, and when the store is closed. store_counts_durable says how far that is. Every point of
 	 * the store stays consistent after a crash (each flush is one atomic
 	 * group of all families); what was committed after the last flush is
-	 * lost. store_flush refuses such a store: close it instead. Ignored
-	 * with read_only. */
+	 * lost. Ignored with read_only. */
 	int unlogged;
+	/* Opens with RocksDB's atomic_flush (implied by unlogged): every
+	 * flush, RocksDB's own or store_flush's, writes the memtables of all
+	 * column families as one group. Needed by store_unlogged_begin, which
+	 * a node uses for a catch-up. */
+	int atomic_flush;
 	/* Told (if not NULL) before and after a read-write open upgrades an
 	 * older store, which can take minutes for millions of events: one
 	 * line each, for the log or stderr; and, upgrading a schema-5 store,
@@ -164,6 +169,11 @@ typedef struct store_commit_stats {
  * otherwise empty again. On failure nothing was written and the batch is
  * empty. stats may be NULL. */
 int store_batch_commit(store_batch_t *b, store_commit_stats_t *stats, pith_err_t *err);
+/* The next commit of b must outlive a crash although the store commits
+ * without the log (store_unlogged_begin): someone is told it is stored.
+ * That commit first flushes what earlier commits left in the memtables,
+ * then goes through the log. No effect on a logged store. */
+void store_batch_need_durable(store_batch_t *b);
 
 /* Outcome of the entry with this index after the last commit. */
 store_outcome_t store_batch_outcome(const store_batch_t *b, int index);
@@ -358,13 +368,13 @@ int store_built_at_get(store_t *st, const char *pith_number, char out[static STO
 		       pith_err_t *err);
 
 /* The greatest sequence number given so far (0: none), as of the last
- * commit. */
+ * commit; while the store is unlogged, as of the last flush. */
 uint64_t store_changes_last(store_t *st);
 
 /* The meta counters, as of the last commit. */
 void store_counts_get(store_t *st, store_counts_t *out);
-/* The meta counters as they are on disk: for a store opened with
- * unlogged, as of the last flush (the commits after it would be lost by
+/* The meta counters as they are on disk: for a store committing without
+ * the log, as of the last flush (the commits after it would be lost by
  * a crash); otherwise as of the last commit (every commit is synced). */
 int store_counts_durable(store_t *st, store_counts_t *out, pith_err_t *err);
 
@@ -465,8 +475,29 @@ int store_check_threads(store_t *st, int threads, store_report_fn report, void *
 
 /* Writes the memtables out as (compressed) table files and waits, so the
  * write-ahead log holding the same bytes uncompressed can be dropped; for
- * the end of a bulk import. Durability does not depend on it. */
+ * the end of a bulk import. A logged store's durability does not depend on
+ * it; an unlogged one's commits are durable once it returns. With
+ * atomic_flush the families are written as one group (a checkpoint's
+ * flush, the one call of RocksDB 7.8's C API that flushes every family
+ * together; the checkpoint is removed at once), otherwise one by one. */
 int store_flush(store_t *st, pith_err_t *err);
+
+/* Commits without the write-ahead log from now on, for a catch-up whose
+ * events can be fetched again (docs/store.md "Durability"): a crash keeps
+ * every commit up to the last flush, RocksDB's own (a memtable filled:
+ * every family at once) or store_flush's, and loses the rest, leaving a
+ * consistent store. While unlogged, the change log is read only up to
+ * the last change known flushed (store_changes_each and _last), so that
+ * a follower never holds a sequence number a crash could give to
+ * another change; and a commit that must outlive a crash
+ * (store_batch_need_durable) flushes the store first, then goes through
+ * the log. Needs atomic_flush; PITH_EINVAL otherwise. */
+int store_unlogged_begin(store_t *st, pith_err_t *err);
+/* Flushes (store_flush), then commits through the log again. A no-op on a
+ * logged store. */
+int store_unlogged_end(store_t *st, pith_err_t *err);
+/* 1 while commits skip the log. */
+int store_is_unlogged(store_t *st);
 
 /* A RocksDB integer property of column family cf ("rocksdb.num-files-at-
  * level0", ...): 0, or -1 when RocksDB has no such property. */

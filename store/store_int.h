@@ -23,18 +23,29 @@ struct store {
 	rocksdb_block_based_table_options_t *table[STORE_NCF];
 	rocksdb_cache_t *cache;
 	rocksdb_column_family_handle_t *cf[STORE_NCF];
-	rocksdb_writeoptions_t *wo; /* sync = 1: the WAL is fsynced per commit */
+	rocksdb_writeoptions_t *wo; /* the commits': wo_log, or wo_nolog while unlogged */
+	rocksdb_writeoptions_t *wo_log;   /* sync = 1: the WAL is fsynced per commit */
+	rocksdb_writeoptions_t *wo_nolog; /* no WAL (store_unlogged_begin) */
 	rocksdb_readoptions_t *ro;
 	pthread_mutex_t wmu;        /* serialises writers (batch commits) */
 	store_counts_t counts;      /* as written by the last commit */
 	int read_only;
-	int unlogged;               /* store_opts_t's: commits skip the WAL */
+	int unlogged;               /* commits skip the WAL (store_opts_t's, or
+				     * store_unlogged_begin; written under wmu,
+				     * read atomically) */
+	int atomic_flush;           /* opened with RocksDB's atomic_flush */
+	int nolog_dirty;            /* commits without the WAL since the last
+				     * flush (under wmu) */
+	uint64_t changes_durable;   /* UINT64_MAX, or while unlogged the change
+				     * log's last number known flushed
+				     * (written under wmu, read atomically) */
 	int schema;                 /* as found: older ones are read as they are (read-only) */
 	void (*notice)(void *arg, const char *line); /* store_opts_t's */
 	void *notice_arg;
 	const pith_trust_t *registry; /* for pith_merge_ex */
 	char *dir;                  /* where the database is (store_usage_get) */
-	uint64_t changes_seq;       /* the change log's last sequence number (under wmu) */
+	uint64_t changes_seq;       /* the change log's last sequence number (written
+				     * under wmu, read atomically) */
 	void (*on_error)(void *arg, int what, const char *line); /* store_opts_t's */
 	void *on_error_arg;
 	pthread_mutex_t emu;        /* guards errors */
@@ -97,6 +108,9 @@ int store_db_error(pith_err_t *err, char *msg, const char *what);
  * STORE_OP_READ) or writing (STORE_OP_WRITE): also counted in st->errors
  * and told to the on_error hook; a write error marks st not writable. */
 int store_op_error(store_t *st, int op, pith_err_t *err, char *msg, const char *what);
+/* Flushes every family as one group (st->atomic_flush), with wmu held:
+ * the commits so far, with the log or without, are in table files. */
+int store_flush_locked(store_t *st, pith_err_t *err);
 /* A write succeeded: st is writable again. */
 void store_write_ok(store_t *st);
 

@@ -1521,8 +1521,12 @@ TEST(unlogged, "commits without the log: nothing in it, counted durable only onc
 	CHECK_INT_EQ(disk.events, 0);
 	CHECK_INT_EQ(disk.records, 0);
 	CHECK_INT_EQ(wal_bytes(st), 0);
-	/* a flush one family at a time could leave them apart after a crash */
-	CHECK_INT_EQ(store_flush(st, &err), PITH_EINVAL);
+	/* a flush takes every family at once (atomic_flush): then durable */
+	CHECK_INT_EQ(store_flush(st, &err), 0);
+	CHECK_INT_EQ(store_counts_durable(st, &disk, &err), 0);
+	CHECK_INT_EQ(disk.events, s.n);
+	CHECK_INT_EQ(disk.records, now.records);
+	CHECK_INT_EQ(wal_bytes(st), 0);
 	store_close(st);
 	/* the close flushed every family: all there, the audit clean */
 	st = open_store(dir);
@@ -1536,6 +1540,125 @@ TEST(unlogged, "commits without the log: nothing in it, counted durable only onc
 	CHECK_INT_EQ(store_open(dir, &o, &st, &err), 0);
 	CHECK_INT_EQ(store_counts_durable(st, &disk, &err), 0);
 	CHECK_INT_EQ(disk.events, s.n);
+	store_close(st);
+	rmdir_rf(dir);
+	set_free(&s);
+}
+
+/* Commits events [from, to) of s as one batch; durable: through the log
+ * although the store is unlogged (store_batch_need_durable). */
+static int commit_range(store_t *st, const evset_t *s, size_t from, size_t to, int durable)
+{
+	pith_err_t err = {0};
+	store_batch_t *b = store_batch_new(st);
+	int rc = b ? 0 : -1;
+	for (size_t i = from; i < to && !rc; i++) {
+		pith_event_t *ev = NULL;
+		if ((rc = pith_event_parse(s->b[i].data, s->b[i].len, trust, &ev, NULL, &err)))
+			break;
+		if (store_batch_add_event(b, ev, NULL, &err) < 0)
+			rc = -1;
+	}
+	if (durable)
+		store_batch_need_durable(b);
+	if (!rc)
+		rc = store_batch_commit(b, NULL, &err);
+	if (rc)
+		fprintf(stderr, "commit_range: %s\n", err.msg);
+	store_batch_free(b);
+	return rc;
+}
+
+#define CRASH_SET_BASE 700
+
+/* A node's catch-up without the log, killed: commits the quarters of s
+ * (q = 4 * s->n / 4 ... ) as steps says, then _exits without closing, as
+ * a kill -9 would (the memtables vanish, the log and table files stay).
+ * Steps: 'L' a quarter with the log, 'U' store_unlogged_begin, 'u' a
+ * quarter without, 'D' a quarter asked durable, 'E' store_unlogged_end.
+ * Runs in a process of its own (test_store --crash-child DIR STEPS). Exit status: 0, or the step that went wrong (the change log's cap
+ * included: while unlogged it stays at the last change known flushed). */
+static int crash_child(const char *dir, const evset_t *s, const char *steps)
+{
+	store_t *st = NULL;
+	pith_err_t err = {0};
+	store_opts_t o = {.create = 1, .registry = trust, .atomic_flush = 1};
+	if (store_open(dir, &o, &st, &err))
+		return 100;
+	size_t q = s->n / 4, at = 0;
+	uint64_t flushed = 0;
+	for (int i = 0; steps[i]; i++) {
+		int rc = 0;
+		switch (steps[i]) {
+		case 'L': case 'u': case 'D':
+			rc = commit_range(st, s, at, at + q, steps[i] == 'D');
+			at += q;
+			if (steps[i] != 'u')
+				flushed = store_changes_last(st);
+			break;
+		case 'U': rc = store_unlogged_begin(st, &err); break;
+		case 'E': rc = store_unlogged_end(st, &err); flushed = store_changes_last(st); break;
+		}
+		if (rc)
+			return 1 + i;
+		if (store_changes_last(st) != flushed || (steps[i] == 'u' && !store_is_unlogged(st)))
+			return 50 + i;
+	}
+	_exit(0);
+}
+
+/* What a store that took the given quarters of s, and nothing else, holds. */
+static void quarters_counts(const evset_t *s, int quarters, store_counts_t *out)
+{
+	char *dir = tmpdir();
+	store_t *st = open_store(dir);
+	for (int k = 0; k < quarters; k++)
+		CHECK_INT_EQ(commit_range(st, s, k * (s->n / 4), (k + 1) * (s->n / 4), 0), 0);
+	store_counts_get(st, out);
+	store_close(st);
+	rmdir_rf(dir);
+}
+
+TEST(unlogged_catchup, "a store switched to commits without the log and killed keeps its flushes and its durable commits, and is consistent")
+{
+	static const struct {
+		const char *steps;
+		int kept; /* quarters found after the kill */
+	} cases[] = {
+		{"LUu", 1},   /* the unlogged commit is lost, the logged one before it kept */
+		{"LUuD", 3},  /* a durable commit flushes the one before it first */
+		{"LUuDu", 3}, /* and what follows it unlogged is lost again */
+		{"LUuEL", 3}, /* the end flushes, then the log is back */
+	};
+	evset_t s;
+	gen_set_from(&s, 16, CRASH_SET_BASE); /* the quarters share records: states depend on earlier ones */
+	for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+		char *dir = tmpdir();
+		pid_t pid = fork();
+		if (!pid) {
+			execl("/proc/self/exe", "test_store", "--crash-child", dir, cases[c].steps,
+			      (char *)NULL);
+			_exit(127);
+		}
+		int status = 0;
+		waitpid(pid, &status, 0);
+		CHECK(WIFEXITED(status));
+		CHECK_INT_EQ(WEXITSTATUS(status), 0);
+		store_t *st = open_store(dir);
+		store_counts_t got, want;
+		store_counts_get(st, &got);
+		quarters_counts(&s, cases[c].kept, &want);
+		CHECK_INT_EQ(got.events, want.events);
+		CHECK_INT_EQ(got.records, want.records);
+		CHECK_INT_EQ(check_problems(st), 0);
+		store_close(st);
+		rmdir_rf(dir);
+	}
+	/* a store opened without atomic_flush cannot skip its log */
+	char *dir = tmpdir();
+	store_t *st = open_store(dir);
+	pith_err_t err = {0};
+	CHECK_INT_EQ(store_unlogged_begin(st, &err), PITH_EINVAL);
 	store_close(st);
 	rmdir_rf(dir);
 	set_free(&s);
@@ -2479,9 +2602,16 @@ TEST(bulk_load, "in bulk mode level 0 holds more files; its end compacts them an
 	bulk_load_in(STORE_BULK_IMPORT);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
 	setup();
+	if (argc == 4 && !strcmp(argv[1], "--crash-child")) {
+		/* a fresh process (unlogged_catchup): RocksDB's threads do not
+		 * survive a fork */
+		evset_t s;
+		gen_set_from(&s, 16, CRASH_SET_BASE);
+		return crash_child(argv[2], &s, argv[3]);
+	}
 	RUN(registry_bundle_state);
 	RUN(resolve_forms);
 	RUN(bundle_twice);
@@ -2509,6 +2639,7 @@ int main(void)
 	RUN(docs_upgrade);
 	RUN(index_in_reader);
 	RUN(unlogged);
+	RUN(unlogged_catchup);
 	RUN(wal_bounded);
 	RUN(usage);
 	RUN(changes_order);
