@@ -739,31 +739,21 @@ static int unlogged_by_size(const char *const *files, size_t nfiles)
 	return total >= UNLOGGED_MIN_BYTES;
 }
 
-/* Unlogged, at the end: closing the store flushes every family in one
- * atomic group (RocksDB's close); it is opened again with its log for the
- * compactions the import put off, and its counters, now all on disk, say
- * whether the flush kept everything committed. */
-static int reopen_logged(import_t *im, pith_trust_t **trust)
+/* Unlogged, at the end (on an error too): every family flushed in one
+ * atomic group (store_unlogged_end), then the store takes its log again
+ * for the compactions the import put off; the held progress lines are
+ * all durable then. */
+static int relog(import_t *im)
 {
-	store_counts_t want, got;
-	store_counts_get(im->st, &want);
-	store_close(im->st);
-	pith_trust_free(*trust);
-	*trust = NULL;
+	pith_err_t err = {0};
+	if (store_unlogged_end(im->st, &err)) {
+		im->failed = 1;
+		return cli_fail("import", "%s (what the store's earlier flushes hold is kept, and "
+				"the progress file says how far that is; run the same import again "
+				"to store the rest)", err.msg);
+	}
 	im->unlogged = 0;
-	if (cli_store_open(im->ctx, "import", 1, trust, &im->st)) {
-		im->failed = 1;
-		return 1;
-	}
-	store_counts_get(im->st, &got);
 	progress_durable(im, 1);
-	if (got.events < want.events) {
-		im->failed = 1;
-		return cli_fail("import", "%s: the last flush kept %llu of %llu events (its LOG file says "
-				"why); run the same import again to store the rest",
-				im->ctx->store_dir, (unsigned long long)got.events,
-				(unsigned long long)want.events);
-	}
 	return 0;
 }
 
@@ -803,6 +793,10 @@ static int run(cli_ctx_t *ctx, int argc, char **argv)
 	import_t im = {.ctx = ctx};
 	pith_trust_t *trust = NULL;
 	int rc = 1;
+	if (ctx->node_sock && wal >= 0)
+		return cli_fail("import", "%s: a node commits its own way (its catch-ups without the "
+				"log: sync_bulk_unlogged, docs/pithd.md); drop it with --node",
+				wal ? "--wal" : "--no-wal");
 	if (ctx->node_sock)
 		return run_node(&im, files, nfiles, no_bar);
 	im.unlogged = wal == 0 || (wal < 0 && unlogged_by_size(files, nfiles));
@@ -836,7 +830,7 @@ static int run(cli_ctx_t *ctx, int argc, char **argv)
 	chunk_free(im.cur);
 	if (im.unlogged) {
 		/* on an error too: what was committed is kept and reported */
-		if (reopen_logged(&im, &trust))
+		if (relog(&im))
 			rc = 1;
 	} else if (!rc && !im.failed) {
 		/* leave compressed table files rather than a log of raw bytes */
