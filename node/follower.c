@@ -649,6 +649,7 @@ static void on_bundle(void *arg, const hc_result_t *res)
 	job->has_claim = 1;
 	snprintf(job->claimed_pith, sizeof(job->claimed_pith), "%s", r->pith[0] ? r->pith : r->body);
 	job->follow = r->serial;
+	job->durable = 1; /* its ETag is saved once it is stored */
 	free(r->new_etag);
 	r->new_etag = res->etag && *res->etag ? strdup(res->etag) : NULL;
 	r->step = ST_INGEST;

@@ -129,7 +129,12 @@ static void page_finish(feed_t *fd)
 	int64_t now = node_now_us();
 	if (!fd->page_failed) {
 		memcpy(fd->cursor, fd->page_next, sizeof(fd->cursor));
-		cursors_save(f);
+		/* while a catch-up commits without the log, a record of the page
+		 * may have been found done against a state a crash would lose:
+		 * the file keeps the older cursor (the next page saves them all),
+		 * and after a crash the page is read again */
+		if (!store_is_unlogged(f->d.store))
+			cursors_save(f);
 		page_release(fd);
 		poll_page(fd); /* the next page at once, until one comes back empty */
 		return;
@@ -285,6 +290,7 @@ static void submit(fitem_t *it, ingest_kind_t kind, const uint8_t *bytes, size_t
 			 fd->page[it->idx].pith_number);
 	}
 	job->follow = it->serial;
+	job->durable = 1; /* the page's cursor is saved once it is stored */
 	it->jobs++;
 	ingest_submit(fd->f->d.ingest, job);
 }

@@ -221,6 +221,8 @@ static void write_batch(ingest_core_t *c, ingest_job_t *jobs, ingest_group_t *g)
 	for (ingest_job_t *j = jobs; j && !rc; j = j->next) {
 		if (j->rc)
 			continue;
+		if (j->durable)
+			store_batch_need_durable(c->batch);
 		int idx;
 		if (j->ev) {
 			idx = store_batch_add_event(c->batch, j->ev, &j->canon, &err);

@@ -66,6 +66,10 @@ typedef struct ingest_job {
 	uint64_t peer;           /* serial of the peer that sent it, 0 if none */
 	uint64_t ctl;            /* serial of the control request, 0 if none */
 	uint64_t follow;         /* serial of the follower's fetch (follower.c), 0 if none */
+	int durable;             /* someone will be told it is stored (a client's
+				  * write, a follower's saved cursor): its commit
+				  * must outlive a crash even while the store
+				  * skips the log (store_batch_need_durable) */
 	/* ---- results ---- */
 	int rc;                  /* 0 valid and written; else negative */
 	ingest_fail_t fail;      /* why not */

@@ -493,6 +493,7 @@ int node_new(node_config_t *cfg, node_t **out, pith_err_t *err)
 	so.registry = n->trust;
 	so.cache_bytes = (size_t)cfg->store_cache_mb << 20;
 	so.wal_bytes = (size_t)cfg->store_wal_mb << 20;
+	so.atomic_flush = 1; /* a catch-up may commit without the log (sync_bulk_unlogged) */
 	so.notice = store_notice;
 	so.on_error = store_error;
 	if ((rc = store_open(path, &so, &n->store, err)))

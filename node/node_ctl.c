@@ -134,6 +134,7 @@ static int submit(node_t *n, ctl_call_t *call, ingest_kind_t kind)
 	if (!job)
 		return ctl_fail(call->reply, "out of memory");
 	job->ctl = call->serial;
+	job->durable = 1;
 	ingest_submit(n->ingest, job);
 	return CTL_LATER;
 }

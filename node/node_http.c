@@ -16,6 +16,7 @@
 static void submit(void *arg, ingest_job_t *job)
 {
 	node_t *n = arg;
+	job->durable = 1; /* a POST: the client is told it is stored */
 	ingest_submit(n->ingest, job);
 }
 
@@ -191,6 +192,9 @@ static void collect(void *arg, metrics_out_t *o)
 	gauge(o, "pith_sync_bulk",
 	      "1 while a catch-up holds the store in bulk mode (sync_bulk_min), else 0",
 	      sync_is_bulk(n->sync) ? 1 : 0);
+	gauge(o, "pith_store_unlogged",
+	      "1 while the store commits without its write-ahead log (a catch-up in bulk mode, "
+	      "sync_bulk_unlogged), else 0", store_is_unlogged(n->store) ? 1 : 0);
 	size_t active = 0;
 	for (size_t i = 0; i < ban_count(n->book); i++)
 		active += ban_at(n->book, i)->until_us > now;

@@ -230,6 +230,8 @@ static void session_end(peer_t *p, const char *error, int tell)
 
 /* ---- progress ----------------------------------------------------------------------- */
 
+static void relog_join(sync_t *sy);
+
 static void progress_begin(sync_t *sy, const peer_t *p, size_t need)
 {
 	if (sy->syncing)
@@ -250,29 +252,101 @@ static void progress_begin(sync_t *sy, const peer_t *p, size_t need)
 	uint64_t min = (uint64_t)sy->d.cfg->sync_bulk_min;
 	if (min && theirs > ours && theirs - ours >= min) {
 		pith_err_t err = {0};
+		relog_join(sy); /* the last catch-up's end is over */
 		if (store_bulk_begin(sy->d.store, STORE_BULK_SYNC, &err)) {
 			log_warn("sync: %s (catching up with the usual compactions)", err.msg);
 		} else {
 			sy->bulk = 1;
+			if (sy->d.cfg->sync_bulk_unlogged && store_unlogged_begin(sy->d.store, &err))
+				log_warn("sync: %s (catching up through the log)", err.msg);
+			else
+				sy->unlogged = sy->d.cfg->sync_bulk_unlogged != 0;
 			log_info("sync: store in bulk mode until caught up (%llu events behind, "
-				 "sync_bulk_min %llu)",
-				 (unsigned long long)(theirs - ours), (unsigned long long)min);
+				 "sync_bulk_min %llu%s)",
+				 (unsigned long long)(theirs - ours), (unsigned long long)min,
+				 sy->unlogged ? "; without the log until then" : "");
 		}
 	}
 }
 
 /* Puts the store's usual compaction back, which RocksDB then catches up
  * with on its own threads. */
-static void bulk_end(sync_t *sy)
+static void bulk_options_end(sync_t *sy)
 {
-	if (!sy->bulk)
-		return;
-	sy->bulk = 0;
 	pith_err_t err = {0};
 	if (store_bulk_end(sy->d.store, 0, &err))
 		log_warn("sync: %s", err.msg);
 	else
 		log_info("sync: store out of bulk mode (the compactions it put off follow)");
+}
+
+/* The end of an unlogged catch-up, off the loop: flushes the store and
+ * puts its log back, then its usual compaction. In this order: once the
+ * level-0 triggers are back, RocksDB holds a flush until the compactions
+ * they call for have made room (7.8 s after a 1M catch-up), and the
+ * writer waits for the flush. */
+static void *relog_main(void *arg)
+{
+	sync_t *sy = arg;
+	pith_err_t err = {0};
+	int64_t t0 = node_now_us();
+	if (store_unlogged_end(sy->d.store, &err))
+		log_error("sync: %s (the store commits without its log until this succeeds: "
+			  "tried again in %d s)", err.msg, SYNC_RELOG_RETRY_S);
+	else
+		log_info("sync: store flushed and back on its log in %lld ms",
+			 (long long)((node_now_us() - t0) / 1000));
+	if (sy->relog_bulk)
+		bulk_options_end(sy);
+	atomic_store(&sy->relog_done, 1);
+	return NULL;
+}
+
+static void relog_start(sync_t *sy, int bulk)
+{
+	sy->relog_bulk = bulk;
+	atomic_store(&sy->relog_done, 0);
+	if (!pthread_create(&sy->relog, NULL, relog_main, sy))
+		sy->relog_running = 1;
+	else
+		relog_main(sy);
+}
+
+/* On the tick: joins the relog thread once it is done, and starts it again
+ * if it failed to put the log back (a full disk, say) and no catch-up has
+ * taken the store since. */
+static void relog_poll(sync_t *sy, int64_t now)
+{
+	if (sy->relog_running && atomic_load(&sy->relog_done)) {
+		pthread_join(sy->relog, NULL);
+		sy->relog_running = 0;
+		sy->relog_retry_us = now + (int64_t)SYNC_RELOG_RETRY_S * 1000000;
+	}
+	if (!sy->relog_running && !sy->unlogged && now >= sy->relog_retry_us &&
+	    store_is_unlogged(sy->d.store))
+		relog_start(sy, 0);
+}
+
+static void relog_join(sync_t *sy)
+{
+	if (sy->relog_running) {
+		pthread_join(sy->relog, NULL);
+		sy->relog_running = 0;
+	}
+}
+
+/* The end of bulk mode: of the log's absence too, if so (relog_main). */
+static void bulk_end(sync_t *sy)
+{
+	if (!sy->bulk)
+		return;
+	sy->bulk = 0;
+	if (!sy->unlogged) {
+		bulk_options_end(sy);
+		return;
+	}
+	sy->unlogged = 0;
+	relog_start(sy, 1);
 }
 
 /* What is left to fetch, as well as this node can tell: the ids sessions
@@ -297,6 +371,7 @@ static uint64_t progress_remaining(sync_t *sy, size_t *sessions)
 
 static void progress_tick(sync_t *sy, int64_t now)
 {
+	relog_poll(sy, now);
 	if (!sy->syncing)
 		return;
 	uint64_t stored = sy->d.stats->events_stored;
@@ -1190,6 +1265,7 @@ void sync_free_(sync_t *sy)
 	if (!sy)
 		return;
 	bulk_end(sy); /* the store outlives us (node_free) */
+	relog_join(sy);
 	if (sy->loader_running) {
 		atomic_store(&sy->load_stop, 1); /* a 10M-event walk gives up at once */
 		pthread_join(sy->loader, NULL);

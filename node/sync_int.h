@@ -36,6 +36,7 @@ enum { SYNC_EVENTS = 0, SYNC_BUNDLES = 1 };
 #define SYNC_BUNDLE_Q_MAX 65536     /* bundle requests queued per peer */
 #define SYNC_BUNDLE_REF_COST 17.0   /* a BUNDLE_GET ref in the peer's budget (peer.c) */
 #define SYNC_PROGRESS_US 5000000    /* a progress line this often while syncing */
+#define SYNC_RELOG_RETRY_S 10        /* a store that failed to take its log back tries again */
 #define SYNC_QUIET_US 10000000      /* syncing ends after this long with nothing
 				       stored, even with fetches still pending */
 #define SYNC_CONNECT_US 30000000    /* `sync HOST:PORT`: the connection must be
@@ -156,6 +157,12 @@ struct sync {
 	/* progress of a catch-up */
 	int syncing;
 	int bulk;                /* the store is in bulk mode for this catch-up */
+	int unlogged;            /*   and commits without the log (sync_bulk_unlogged) */
+	int relog_running;       /* relog (the flush back to the log) not joined yet */
+	int relog_bulk;          /*   it also ends bulk mode's options */
+	atomic_int relog_done;   /*   it has returned */
+	int64_t relog_retry_us;  /* a failed relog is tried again then */
+	pthread_t relog;
 	int64_t sync_start_us, last_log_us, last_store_us;
 	uint64_t stored_at_start, stored_at_log;
 	double rate;             /* events stored per second, last window */
