@@ -493,7 +493,10 @@ int node_new(node_config_t *cfg, node_t **out, pith_err_t *err)
 	so.registry = n->trust;
 	so.cache_bytes = (size_t)cfg->store_cache_mb << 20;
 	so.wal_bytes = (size_t)cfg->store_wal_mb << 20;
-	so.atomic_flush = 1; /* a catch-up may commit without the log (sync_bulk_unlogged) */
+	/* a catch-up may commit without the log (sync_bulk_unlogged); only
+	 * then, since atomic flushes cost a logged catch-up more compactions
+	 * (docs/performance.md, issue 17, session 18) */
+	so.atomic_flush = cfg->sync_bulk_unlogged != 0;
 	so.notice = store_notice;
 	so.on_error = store_error;
 	if ((rc = store_open(path, &so, &n->store, err)))

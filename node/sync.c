@@ -953,7 +953,9 @@ void sync_tick(sync_t *sy, int64_t now)
 
 int sync_is_bulk(const sync_t *sy)
 {
-	return sy->bulk;
+	/* until its end has run: the flush back to the log, then the options
+	 * (the search index waits for both, and status says bulk until then) */
+	return sy->bulk || sy->relog_running;
 }
 
 void sync_status_json(sync_t *sy, pith_buf_t *b)
@@ -978,7 +980,7 @@ void sync_status_json(sync_t *sy, pith_buf_t *b)
 			: sy->set_state == SYNC_SET_LOADING ? "loading" : "failed",
 			(long long)(sy->set_state == SYNC_SET_LOADING
 				    ? (now - sy->load_start_us) / 1000 : sy->load_ms + sy->bload_ms),
-			sy->syncing ? "syncing" : "idle", sy->bulk ? "true" : "false",
+			sy->syncing ? "syncing" : "idle", sync_is_bulk(sy) ? "true" : "false",
 			recon_set_count(sy->set), sy->skipped, recon_set_memory(sy->set),
 			(unsigned long long)stored, elapsed, rate,
 			(unsigned long long)(sy->syncing ? remaining : 0),

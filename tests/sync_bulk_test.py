@@ -117,6 +117,9 @@ def body(args, root, nodes):
     t1 = time.time()
     seen = catch_up(b, events, 120)
     took = time.time() - t1
+    # bulk mode ends with its end's thread (the flush back to the log, the
+    # compaction triggers): a tick after "caught up"
+    wait_for(lambda: not b.status()["sync"]["bulk"], 30, what="B out of bulk mode")
     s = b.status()
     assert True in [v for v, _ in seen], "B's status never showed sync.bulk true: %s" % seen
     assert s["sync"]["bulk"] is False, s["sync"]

@@ -386,8 +386,12 @@ int main(int argc, char **argv)
 				compacting = 0;
 				t_compacted = bench_now() - t0;
 			}
-			/* no index (null) or none behind */
-			if (indexing && s && (!json_is(se, JSON_OBJECT) || !jint(root, "search.behind"))) {
+			/* no index (null) or none behind, once out of bulk mode
+			 * (the index sits it out; while a catch-up commits without
+			 * the log, what it is behind is read only up to the last
+			 * flush) */
+			if (indexing && s && !in_bulk &&
+			    (!json_is(se, JSON_OBJECT) || !jint(root, "search.behind"))) {
 				indexing = 0;
 				t_indexed = bench_now() - t0;
 			}
