@@ -318,8 +318,7 @@ static void relog_start(sync_t *sy, int bulk)
 static void relog_poll(sync_t *sy, int64_t now)
 {
 	if (sy->relog_running && atomic_load(&sy->relog_done)) {
-		pthread_join(sy->relog, NULL);
-		sy->relog_running = 0;
+		relog_join(sy);
 		sy->relog_retry_us = now + (int64_t)SYNC_RELOG_RETRY_S * 1000000;
 	}
 	if (!sy->relog_running && !sy->unlogged && now >= sy->relog_retry_us &&

@@ -1637,15 +1637,10 @@ int store_flush_locked(store_t *st, pith_err_t *err)
 	char dir[4096];
 	snprintf(dir, sizeof(dir), "%s/" FLUSH_DIR, st->dir);
 	remove_flush_dir(st); /* a crash's leftover */
-	char *e = NULL;
-	rocksdb_checkpoint_t *cp = rocksdb_checkpoint_object_create(st->db, &e);
-	if (!e && cp)
-		rocksdb_checkpoint_create(cp, dir, 0, &e);
-	if (cp)
-		rocksdb_checkpoint_object_destroy(cp);
+	int rc = store_checkpoint(st, dir, err);
 	remove_flush_dir(st);
-	if (e || !cp)
-		return store_op_error(st, STORE_OP_WRITE, err, e, "flushing");
+	if (rc)
+		return rc;
 	st->nolog_dirty = 0;
 	if (st->unlogged)
 		__atomic_store_n(&st->changes_durable, st->changes_seq, __ATOMIC_RELEASE);
