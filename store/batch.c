@@ -1005,7 +1005,7 @@ int store_batch_commit(store_batch_t *b, store_commit_stats_t *stats, pith_err_t
 		if (e) {
 			rc = store_op_error(st, STORE_OP_WRITE, err, e, "write");
 		} else if (!rc) {
-			st->counts = c.counts;
+			store_counts_set(st, &c.counts);
 			c.stats.counts = c.counts;
 			__atomic_store_n(&st->changes_seq, c.seq, __ATOMIC_RELEASE);
 			if (durable)

@@ -6,6 +6,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -1541,11 +1542,36 @@ int store_time_each_after(store_t *st, int64_t after_us, const uint8_t *after_id
 	return rc;
 }
 
+/* A seqlock: the writer makes counts_seq odd, writes, makes it even
+ * again; a reader retries while it is odd or changed under it. status
+ * and metrics read the counters on the event loop, and wmu may be held
+ * by a commit or by a flush for most of a second. */
+void store_counts_set(store_t *st, const store_counts_t *c)
+{
+	uint64_t s = st->counts_seq;
+	__atomic_store_n(&st->counts_seq, s + 1, __ATOMIC_RELAXED);
+	__atomic_thread_fence(__ATOMIC_RELEASE);
+	__atomic_store_n(&st->counts.events, c->events, __ATOMIC_RELAXED);
+	__atomic_store_n(&st->counts.records, c->records, __ATOMIC_RELAXED);
+	__atomic_store_n(&st->counts.bundles, c->bundles, __ATOMIC_RELAXED);
+	__atomic_store_n(&st->counts_seq, s + 2, __ATOMIC_RELEASE);
+}
+
 void store_counts_get(store_t *st, store_counts_t *out)
 {
-	pthread_mutex_lock(&st->wmu);
-	*out = st->counts;
-	pthread_mutex_unlock(&st->wmu);
+	for (;;) {
+		uint64_t s = __atomic_load_n(&st->counts_seq, __ATOMIC_ACQUIRE);
+		if (s & 1) {
+			sched_yield();
+			continue;
+		}
+		out->events = __atomic_load_n(&st->counts.events, __ATOMIC_RELAXED);
+		out->records = __atomic_load_n(&st->counts.records, __ATOMIC_RELAXED);
+		out->bundles = __atomic_load_n(&st->counts.bundles, __ATOMIC_RELAXED);
+		__atomic_thread_fence(__ATOMIC_ACQUIRE);
+		if (__atomic_load_n(&st->counts_seq, __ATOMIC_RELAXED) == s)
+			return;
+	}
 }
 
 int store_counts_durable(store_t *st, store_counts_t *out, pith_err_t *err)

@@ -28,7 +28,10 @@ struct store {
 	rocksdb_writeoptions_t *wo_nolog; /* no WAL (store_unlogged_begin) */
 	rocksdb_readoptions_t *ro;
 	pthread_mutex_t wmu;        /* serialises writers (batch commits) */
-	store_counts_t counts;      /* as written by the last commit */
+	store_counts_t counts;      /* as written by the last commit (written
+				     * under wmu by store_counts_set, read by
+				     * store_counts_get without it) */
+	uint64_t counts_seq;        /* counts' seqlock: odd while being written */
 	int read_only;
 	int unlogged;               /* commits skip the WAL (store_opts_t's, or
 				     * store_unlogged_begin; written under wmu,
@@ -113,6 +116,9 @@ int store_op_error(store_t *st, int op, pith_err_t *err, char *msg, const char *
 int store_flush_locked(store_t *st, pith_err_t *err);
 /* A write succeeded: st is writable again. */
 void store_write_ok(store_t *st);
+/* Publishes the meta counters a commit wrote (wmu held): readers
+ * (store_counts_get) never wait for a commit or a flush holding wmu. */
+void store_counts_set(store_t *st, const store_counts_t *c);
 
 /* Appends the value under key to out (a pinned read, no copy of its own).
  * PITH_ENOTFOUND without touching err when there is none. */

@@ -409,13 +409,13 @@ int store_time_rule_upgrade(store_t *st, store_time_rule_stats_t *out, pith_err_
 		if ((rc = fix_record(&p, wb, &p.rec[i], &c, &seq)))
 			break;
 		if ((i + 1) % RECORDS_PER_CHUNK == 0 && !(rc = write_chunk(&p, wb, &c, 0))) {
-			st->counts = c;
-			st->changes_seq = seq;
+			store_counts_set(st, &c);
+			__atomic_store_n(&st->changes_seq, seq, __ATOMIC_RELEASE);
 		}
 	}
 	if (!rc && !(rc = write_chunk(&p, wb, &c, 1))) {
-		st->counts = c;
-		st->changes_seq = seq;
+		store_counts_set(st, &c);
+		__atomic_store_n(&st->changes_seq, seq, __ATOMIC_RELEASE);
 		if (out)
 			*out = p.stats;
 	}

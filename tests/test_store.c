@@ -2,6 +2,7 @@
  * events, resolution, duplicates and re-signed copies, order independence
  * across stores, the indexes, reopening, and the consistency audit. */
 #include <dirent.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -1736,6 +1737,58 @@ TEST(usage, "reports its table files, logs and memtables, before and after a flu
 	rmdir_rf(dir);
 }
 
+typedef struct counts_reader {
+	store_t *st;
+	int stop, bad;
+	unsigned long reads;
+} counts_reader_t;
+
+static void *counts_read_loop(void *arg)
+{
+	counts_reader_t *r = arg;
+	store_counts_t last = {0};
+	while (!__atomic_load_n(&r->stop, __ATOMIC_ACQUIRE)) {
+		store_counts_t c;
+		store_counts_get(r->st, &c);
+		/* one commit's counters, never a mix: both only grow, and every
+		 * record has at least one event */
+		if (c.events < last.events || c.records < last.records || c.records > c.events)
+			r->bad = 1;
+		last = c;
+		r->reads++;
+	}
+	return NULL;
+}
+
+TEST(counts_lock_free, "reads the counters without the write mutex, one commit's whole, while commits run")
+{
+	evset_t s;
+	gen_set(&s, 12);
+	char *dir = tmpdir();
+	store_t *st = open_store(dir);
+	CHECK(st != NULL);
+	/* a commit or a flush holds wmu for long: status and metrics on the
+	 * event loop must not wait for it (this would deadlock if they did) */
+	pthread_mutex_lock(&st->wmu);
+	store_counts_t c;
+	store_counts_get(st, &c);
+	pthread_mutex_unlock(&st->wmu);
+	CHECK(c.events == 0 && c.records == 0);
+	counts_reader_t r = {.st = st};
+	pthread_t t;
+	CHECK_INT_EQ(pthread_create(&t, NULL, counts_read_loop, &r), 0);
+	for (size_t i = 0; i < s.n; i++)
+		CHECK_INT_EQ(commit_range(st, &s, i, i + 1, 0), 0);
+	__atomic_store_n(&r.stop, 1, __ATOMIC_RELEASE);
+	pthread_join(t, NULL);
+	CHECK(!r.bad && r.reads > 0);
+	store_counts_get(st, &c);
+	CHECK_INT_EQ((int)c.events, (int)s.n);
+	store_close(st);
+	set_free(&s);
+	rmdir_rf(dir);
+}
+
 /* ---- the change log -------------------------------------------------------- */
 
 typedef struct chg_list {
@@ -2642,6 +2695,7 @@ int main(int argc, char **argv)
 	RUN(unlogged_catchup);
 	RUN(wal_bounded);
 	RUN(usage);
+	RUN(counts_lock_free);
 	RUN(changes_order);
 	RUN(changes_newest_first_skips_no_history);
 	RUN(changes_bundle);
