@@ -85,6 +85,13 @@ struct store_batch {
 	group_t *g;
 	size_t ng, capg;
 	lanes_t *lanes;            /* NULL: the writer merges alone */
+	/* a commit's WriteBatch, puts and arena, kept for the next one: a
+	 * writer's steady commits reuse their memory instead of growing it
+	 * afresh each time (up to BATCH_KEEP_BYTES) */
+	rocksdb_writebatch_t *wb;
+	struct pput *puts;
+	size_t capputs;
+	pith_buf_t arena;
 };
 
 store_batch_t *store_batch_new(store_t *st)
@@ -145,6 +152,10 @@ void store_batch_free_(store_batch_t *b)
 	free(b->g);
 	hmap_release(&b->ids);
 	hmap_release(&b->subjects);
+	if (b->wb)
+		rocksdb_writebatch_destroy(b->wb);
+	free(b->puts);
+	pith_buf_release(&b->arena);
 	free(b);
 }
 
@@ -954,6 +965,34 @@ static int commit_groups(commit_t *c)
 	return rc;
 }
 
+/* A commit's buffers bigger than this are freed, not kept for the next */
+#define BATCH_KEEP_BYTES (64u << 20)
+
+/* Gives the commit's WriteBatch, puts and arena back to b, emptied. */
+static void commit_keep(store_batch_t *b, commit_t *c)
+{
+	size_t wbytes = 0;
+	rocksdb_writebatch_data(c->wb, &wbytes);
+	if (wbytes > BATCH_KEEP_BYTES) {
+		rocksdb_writebatch_destroy(c->wb);
+	} else {
+		rocksdb_writebatch_clear(c->wb);
+		b->wb = c->wb;
+	}
+	if (c->capputs * sizeof(*c->puts) > BATCH_KEEP_BYTES) {
+		free(c->puts);
+	} else {
+		b->puts = c->puts;
+		b->capputs = c->capputs;
+	}
+	if (c->arena.cap > BATCH_KEEP_BYTES || c->arena.oom) {
+		pith_buf_release(&c->arena);
+	} else {
+		b->arena = c->arena;
+		b->arena.len = 0;
+	}
+}
+
 static int put_count(commit_t *c, const char *key, uint64_t v)
 {
 	uint8_t be[8];
@@ -982,7 +1021,9 @@ int store_batch_commit(store_batch_t *b, store_commit_stats_t *stats, pith_err_t
 	pthread_mutex_lock(&st->wmu);
 	c.counts = st->counts;
 	c.seq = st->changes_seq;
-	c.wb = rocksdb_writebatch_create();
+	c.wb = b->wb ? b->wb : rocksdb_writebatch_create();
+	c.puts = b->puts, c.capputs = b->capputs, c.arena = b->arena;
+	b->wb = NULL, b->puts = NULL, b->capputs = 0, b->arena = (pith_buf_t)PITH_BUF_INIT;
 	groups_reset(b);
 	if (!(rc = commit_events(&c)) && !(rc = commit_bundles(&c)))
 		rc = commit_groups(&c);
@@ -1015,10 +1056,8 @@ int store_batch_commit(store_batch_t *b, store_commit_stats_t *stats, pith_err_t
 			store_write_ok(st);
 		}
 	}
-	rocksdb_writebatch_destroy(c.wb);
 	pthread_mutex_unlock(&st->wmu);
-	free(c.puts);
-	pith_buf_release(&c.arena);
+	commit_keep(b, &c);
 	pith_buf_release(&c.doc);
 	for (size_t i = 0; i < c.nkept; i++)
 		free(c.kept[i]);

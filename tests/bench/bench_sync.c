@@ -462,6 +462,21 @@ int main(int argc, char **argv)
 	printf("B's store after it stopped  %.0f bytes/event, %.3f x the events' JSON (write-ahead "
 	       "logs %.1f MB)\n",
 	       (double)bdisk / (double)n, (double)bdisk / (double)sigs.raw, (double)blogs / 1e6);
+	/* the guarantee every change to the ingest keeps: B's states are
+	 * byte for byte those of A's store, which pithctl import built */
+	uint8_t da[32], db[32];
+	int states_differ = 0;
+	uint64_t sa = 0, sb = 0;
+	if (!bench_states_digest(astore, da, &sa) && !bench_states_digest(bstore, db, &sb)) {
+		char hex[65];
+		for (int i = 0; i < 32; i++)
+			snprintf(hex + 2 * i, 3, "%02x", db[i]);
+		int same = sa == sb && !memcmp(da, db, 32);
+		printf("B's states                  %llu, sha256 %.16s..., %s A's (%llu)\n",
+		       (unsigned long long)sb, hex, same ? "byte-identical to" : "DIFFERENT from",
+		       (unsigned long long)sa);
+		states_differ = !same;
+	}
 	printf("exit status                 A %d, B %d\n", rca, rcb);
 	printf("B's threads (the loop, the validators, the writer, RocksDB's):\n%.*s",
 	       (int)tt.len, tt.data ? (const char *)tt.data : "");
@@ -474,5 +489,5 @@ int main(int argc, char **argv)
 		bench_run(rargv, NULL, NULL, NULL);
 	}
 	bench_sigs_release(&sigs);
-	return 0;
+	return states_differ;
 }

@@ -17,6 +17,7 @@
 
 #include "ids.h"
 #include "json.h"
+#include "store.h"
 
 double bench_now(void)
 {
@@ -345,4 +346,43 @@ uint64_t bench_dir_bytes(const char *dir, uint64_t *apparent, uint64_t *logs)
 	}
 	closedir(d);
 	return total;
+}
+
+typedef struct digest_walk {
+	crypto_hash_sha256_state h;
+	uint64_t n;
+} digest_walk_t;
+
+static int digest_one(void *arg, const char *pith, const uint8_t *bytes, size_t len)
+{
+	digest_walk_t *w = arg;
+	uint8_t be[8];
+	for (int i = 0; i < 8; i++)
+		be[i] = (uint8_t)((uint64_t)len >> (56 - 8 * i));
+	crypto_hash_sha256_update(&w->h, (const uint8_t *)pith, strlen(pith) + 1);
+	crypto_hash_sha256_update(&w->h, be, sizeof(be));
+	crypto_hash_sha256_update(&w->h, bytes, len);
+	w->n++;
+	return 0;
+}
+
+int bench_states_digest(const char *dir, uint8_t out[32], uint64_t *n)
+{
+	store_opts_t so = {.read_only = 1};
+	store_t *st = NULL;
+	pith_err_t err = {0};
+	digest_walk_t w = {.n = 0};
+	crypto_hash_sha256_init(&w.h);
+	int rc = store_open(dir, &so, &st, &err);
+	if (!rc)
+		rc = store_states_each(st, NULL, 0, digest_one, &w, NULL, &err);
+	if (st)
+		store_close(st);
+	if (rc) {
+		fprintf(stderr, "bench: states of %s: %s\n", dir, err.msg);
+		return -1;
+	}
+	crypto_hash_sha256_final(&w.h, out);
+	*n = w.n;
+	return 0;
 }

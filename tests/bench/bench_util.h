@@ -83,4 +83,10 @@ long bench_child_hwm_kb(pid_t pid);
  * (*.log) in *logs (may be NULL). */
 uint64_t bench_dir_bytes(const char *dir, uint64_t *apparent, uint64_t *logs);
 
+/* A SHA-256 of every state of the store in dir (opened read-only), in
+ * key order: each pith number, a NUL, the state's length (8 bytes, big
+ * endian) and its canonical bytes. Two stores with equal digests hold
+ * byte-identical states. *n: how many. 0, or -1 with a line on stderr. */
+int bench_states_digest(const char *dir, uint8_t out[32], uint64_t *n);
+
 #endif
