@@ -240,11 +240,13 @@ static void cf_tune(store_t *st, int cf)
 	rocksdb_options_set_level0_slowdown_writes_trigger(o, L0_SLOWDOWN);
 	rocksdb_options_set_level0_stop_writes_trigger(o, L0_STOP);
 	size_t mb = docs ? 64 : 16;
-	if (docs && st->atomic_flush)
-		/* every family flushes when one memtable fills, so the document
-		 * families, which fill first, get twice the room and the small
-		 * families' flushes stay few (docs/store.md, Durability) */
-		mb = 128;
+	if (st->atomic_flush)
+		/* every family flushes when one memtable fills, so every family
+		 * gets twice the room: the small families' flushes, each a
+		 * small level-0 file to compact, stay few (a 4M catch-up: 47
+		 * flushes instead of 69, its compactions 18% cheaper;
+		 * docs/store.md, Durability) */
+		mb *= 2;
 	/* for tests that need flushes soon (crash_import --no-wal) */
 	const char *v = getenv("PITH_STORE_WRITE_BUFFER_MB");
 	if (v && atoi(v) > 0)
