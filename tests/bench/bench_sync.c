@@ -23,9 +23,14 @@
  *    "Bulk loading"). --arg passes a flag to both nodes (e.g. --arg
  *    --validate-threads --arg 3).
  *
+ * 5. After both have stopped, a SHA-256 of every state of B's store and
+ *    of A's, in key order (bench_states_digest): B's states must be byte
+ *    for byte those the import computed; exit status 1 if not.
+ *
  * Prints the rate, the ratio to the bare rate (target >= 0.7), CPU per
  * event of each node against the bare CPU per signature, the
- * reconciliation traffic, and B's progress log lines. */
+ * reconciliation traffic, the states' comparison, and B's progress log
+ * lines. */
 #include <arpa/inet.h>
 #include <dirent.h>
 #include <errno.h>
