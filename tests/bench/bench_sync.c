@@ -25,7 +25,8 @@
  *
  * 5. After both have stopped, a SHA-256 of every state of B's store and
  *    of A's, in key order (bench_states_digest): B's states must be byte
- *    for byte those the import computed; exit status 1 if not.
+ *    for byte those the import computed; exit status 1 if not, or if either
+ *    store could not be read.
  *
  * Prints the rate, the ratio to the bare rate (target >= 0.7), CPU per
  * event of each node against the bare CPU per signature, the
@@ -46,6 +47,7 @@
 #include <unistd.h>
 
 #include "bench_util.h"
+#include "ids.h"
 #include "json.h"
 #include "store.h"
 
@@ -470,12 +472,11 @@ int main(int argc, char **argv)
 	/* the guarantee every change to the ingest keeps: B's states are
 	 * byte for byte those of A's store, which pithctl import built */
 	uint8_t da[32], db[32];
-	int states_differ = 0;
+	int states_differ = 1; /* also when either could not be read */
 	uint64_t sa = 0, sb = 0;
 	if (!bench_states_digest(astore, da, &sa) && !bench_states_digest(bstore, db, &sb)) {
 		char hex[65];
-		for (int i = 0; i < 32; i++)
-			snprintf(hex + 2 * i, 3, "%02x", db[i]);
+		pith_hex_encode(db, 32, hex);
 		int same = sa == sb && !memcmp(da, db, 32);
 		printf("B's states                  %llu, sha256 %.16s..., %s A's (%llu)\n",
 		       (unsigned long long)sb, hex, same ? "byte-identical to" : "DIFFERENT from",
