@@ -327,7 +327,8 @@ static int get_text(dctx_t *c, const msgpack_object *o, const char *field, size_
 		if ((uint8_t)s[i] < 0x20 || (uint8_t)s[i] > 0x7e)
 			return bad(c, PITH_EINVAL, field, "has a byte that is not printable ASCII",
 				   s + i);
-	memcpy(out, s, n);
+	if (n) /* msgpack gives an empty str a NULL pointer */
+		memcpy(out, s, n);
 	out[n] = 0;
 	return 0;
 }
