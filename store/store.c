@@ -643,7 +643,13 @@ static int store_open_dir(const char *dir, const store_opts_t *opts, store_t **o
 	rocksdb_options_set_create_if_missing(st->opts, opts->create && !opts->read_only);
 	rocksdb_options_set_create_missing_column_families(st->opts, !opts->read_only);
 	rocksdb_options_increase_parallelism(st->opts, 2);
-	rocksdb_options_set_max_background_jobs(st->opts, 2);
+	/* 3 jobs: one flush and up to two compactions. RocksDB runs the second
+	 * compaction only when it judges them behind (level 0 well past its
+	 * trigger, writes slowed); with 2 jobs it never could, and the
+	 * compactions an import's bulk load put off ran one at a time at its
+	 * end, one core idle for a fifth of the import (docs/store.md, Bulk
+	 * loading) */
+	rocksdb_options_set_max_background_jobs(st->opts, 3);
 	rocksdb_options_set_max_open_files(st->opts, max_open_files());
 	rocksdb_options_set_info_log_level(st->opts, info_log_level());
 	rocksdb_options_set_keep_log_file_num(st->opts, 4);
