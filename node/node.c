@@ -841,6 +841,7 @@ int node_status_json(node_t *n, pith_buf_t *b)
 			"\"bundles_older\":%llu,\"bundles_invalid\":%llu,\"unrequested\":%llu,"
 			"\"fetch_timeouts\":%llu,\"pending_dropped\":%llu,\"notfound_in\":%llu,"
 			"\"ids_announced\":%llu,\"ids_requested\":%llu,\"events_served\":%llu,"
+			"\"served_by_time\":%llu,"
 			"\"events_unreadable\":%llu,"
 			"\"bytes_sent\":%llu,\"bytes_recv\":%llu,\"bans\":%llu,\"malformed\":%llu,"
 			"\"connections_in\":%llu,\"connections_out\":%llu,\"refused_banned\":%llu,"
@@ -856,6 +857,7 @@ int node_status_json(node_t *n, pith_buf_t *b)
 			(unsigned long long)s->fetch_timeouts, (unsigned long long)s->pending_dropped,
 			(unsigned long long)s->notfound_in, (unsigned long long)s->ids_announced,
 			(unsigned long long)s->ids_requested, (unsigned long long)s->events_served,
+			(unsigned long long)s->served_by_time,
 			(unsigned long long)s->events_unreadable,
 			(unsigned long long)s->bytes_sent, (unsigned long long)s->bytes_recv,
 			(unsigned long long)s->bans, (unsigned long long)s->malformed,

@@ -340,25 +340,74 @@ static int serve_one(void *arg, const uint8_t id[32], const uint8_t *bytes, size
 	return 0;
 }
 
+struct relay_hint {
+	uint8_t id[32];
+	int64_t us;
+};
+
+void relay_hint_offered(peer_t *p, const uint8_t id[32], int64_t created_us)
+{
+	relay_peer_t *rp = p->relay;
+	if (!rp || (!rp->hint_map && !(rp->hint_map = idmap_new())))
+		return;
+	void *had = idmap_get(rp->hint_map, id);
+	if (had) { /* offered again: the newer time (the same one) */
+		rp->hint_ring[(uintptr_t)had - 1].us = created_us;
+		return;
+	}
+	size_t slot;
+	if (rp->hint_n < rp->hint_cap) {
+		slot = (rp->hint_head + rp->hint_n++) % rp->hint_cap;
+	} else if (rp->hint_cap < RELAY_HINTS_MAX) {
+		/* grows only until first full, so nothing has wrapped yet */
+		size_t cap = rp->hint_cap ? rp->hint_cap * 2 : 1024;
+		struct relay_hint *ring = realloc(rp->hint_ring, cap * sizeof(*ring));
+		if (!ring)
+			return;
+		rp->hint_ring = ring;
+		rp->hint_cap = cap;
+		slot = rp->hint_n++;
+	} else { /* the oldest goes */
+		slot = rp->hint_head;
+		idmap_del(rp->hint_map, rp->hint_ring[slot].id);
+		rp->hint_head = (rp->hint_head + 1) % rp->hint_cap;
+	}
+	memcpy(rp->hint_ring[slot].id, id, 32);
+	rp->hint_ring[slot].us = created_us;
+	if (idmap_put(rp->hint_map, id, (void *)(uintptr_t)(slot + 1)))
+		rp->hint_ring[slot].us = STORE_TIME_NONE; /* out of memory: no hint */
+}
+
+static int64_t hint_time(const relay_peer_t *rp, const uint8_t id[32])
+{
+	void *v = rp->hint_map ? idmap_get(rp->hint_map, id) : NULL;
+	return v ? rp->hint_ring[(uintptr_t)v - 1].us : STORE_TIME_NONE;
+}
+
 /* Sends what p asked for while its output queue is short, reading the
- * events STORE_GET_MANY at a time (store_events_get_many); the queue may
- * pass SERVE_HIGH by one such batch. */
+ * events STORE_GET_MANY at a time (store_events_get_many_at, with the
+ * times reconciliation offered them at); the queue may pass SERVE_HIGH by
+ * one such batch. */
 void relay_serve(peer_t *p)
 {
 	static uint8_t nf[WIRE_IDS_MAX * 32];
 	static uint8_t ids[STORE_GET_MANY][32];
+	static int64_t times[STORE_GET_MANY];
 	relay_peer_t *rp = p->relay;
 	relay_t *r = rp->r;
 	serve_ctx_t c = {p, nf, 0};
 	while (p->state == PEER_READY && peer_out_len(p) < SERVE_HIGH) {
 		size_t k = 0;
-		while (k < STORE_GET_MANY && idq_pop(&rp->serve, ids[k]))
+		while (k < STORE_GET_MANY && idq_pop(&rp->serve, ids[k])) {
+			times[k] = hint_time(rp, ids[k]);
+			r->d.stats->served_by_time += times[k] != STORE_TIME_NONE;
 			k++;
+		}
 		if (!k)
 			break;
 		pith_err_t err = {0};
-		size_t bad = store_events_get_many(r->d.store, (const uint8_t(*)[32])ids, k,
-						   serve_one, &c, &err);
+		size_t bad = store_events_get_many_at(r->d.store, (const uint8_t(*)[32])ids, times, k,
+						      serve_one, &c, &err);
 		/* the peer is told NOTFOUND and asks another; the store has
 		 * counted and logged the error (node.c, store_error) */
 		r->d.stats->events_unreadable += bad;
@@ -918,6 +967,8 @@ void relay_peer_detach(relay_t *r, peer_t *p)
 	idq_release(&rp->serve);
 	idq_release(&rp->bwanted);
 	pith_buf_release(&rp->bserve);
+	idmap_free(rp->hint_map);
+	free(rp->hint_ring);
 	free(rp);
 	p->relay = NULL;
 }

@@ -48,6 +48,12 @@ typedef struct relay_peer {
 	inv_state_t inv;
 	int64_t inv_next_us;
 	uint8_t inv_next_id[32];
+	/* created_at of the ids reconciliation told it it lacks, the last
+	 * RELAY_HINTS_MAX of them (relay_hint_offered): when it GETs them
+	 * their documents are read without the lookup by id */
+	idmap_t *hint_map;       /* id -> slot + 1 in hint_ring */
+	struct relay_hint *hint_ring;
+	size_t hint_head, hint_n, hint_cap;
 } relay_peer_t;
 
 /* What the relay tells the layer above. May be NULL. */
@@ -107,6 +113,13 @@ void relay_want_catchup(peer_t *p, const uint8_t id[32]);
 void relay_pump(peer_t *p);
 /* p knows id (it was offered or told): not announced to it. */
 void relay_mark_known(peer_t *p, const uint8_t id[32]);
+/* Reconciliation told p it lacks id, an event created at created_us: p
+ * will likely GET it soon, and relay_serve then reads its document
+ * straight from its time (store_events_get_many_at) instead of looking
+ * the id up first. Kept for the last RELAY_HINTS_MAX such ids per peer;
+ * a hint never decides what is served, only how it is read. */
+#define RELAY_HINTS_MAX 65536
+void relay_hint_offered(peer_t *p, const uint8_t id[32], int64_t created_us);
 
 /* Bundle fetches queued per peer; above RELAY_BUNDLE_HOLD of them a
  * bundle session holds its next message (sync.c). */

@@ -39,6 +39,7 @@ typedef struct node_stats {
 	uint64_t validate_holds;  /* peers held: their answers over the validation budget */
 	uint64_t fetch_expired;   /* ids queued for a peer too long, dropped */
 	uint64_t ids_announced, ids_requested, events_served;
+	uint64_t served_by_time;  /* GETs read by the time reconciliation offered them at */
 	uint64_t events_unreadable; /* asked for by peers, stored, but unreadable (store errors) */
 	uint64_t lazy_deferred, lazy_sent; /* own ids: peers deferred; of those, told at the lazy time */
 	uint64_t bytes_sent, bytes_recv;

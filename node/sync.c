@@ -553,6 +553,11 @@ static void session_step(peer_t *p, const uint8_t *data, size_t len)
 	}
 	sy->ids_needed += need.n;
 	sy->ids_offered += have.n;
+	/* the peer will GET them: their documents are then read by time */
+	for (size_t i = 0; i < have.n; i++)
+		if (have.ts[i] != RECON_TS_NONE)
+			relay_hint_offered(p, have.ids[i],
+					   (int64_t)(have.ts[i] - (uint64_t)STORE_RECON_TS_OFFSET));
 	if (need.n) {
 		progress_begin(sy, p, need.n);
 		if (pith_buf_append(&sp->backlog, need.ids, need.n * 32))

@@ -75,11 +75,13 @@ void recon_ids_release(recon_ids_t *ids)
 	if (!ids)
 		return;
 	free(ids->ids);
+	free(ids->ts);
 	ids->ids = NULL;
+	ids->ts = NULL;
 	ids->n = ids->cap = 0;
 }
 
-static int ids_push(recon_ids_t *ids, const uint8_t *id)
+static int ids_push(recon_ids_t *ids, const uint8_t *id, uint64_t ts)
 {
 	if (!ids)
 		return 0;
@@ -89,8 +91,12 @@ static int ids_push(recon_ids_t *ids, const uint8_t *id)
 		if (!p)
 			return PITH_ENOMEM;
 		ids->ids = p;
+		if (!(p = realloc(ids->ts, cap * sizeof(*ids->ts))))
+			return PITH_ENOMEM;
+		ids->ts = p;
 		ids->cap = cap;
 	}
+	ids->ts[ids->n] = ts;
 	memcpy(ids->ids[ids->n++], id, RECON_ID_LEN);
 	return 0;
 }
@@ -642,10 +648,10 @@ static size_t max_sz(size_t a, size_t b)
 	return a > b ? a : b;
 }
 
-static int push_have(step_t *t, const uint8_t *id)
+static int push_have(step_t *t, const recon_item_t *it)
 {
 	t->s->st.have++;
-	return ids_push(t->have, id);
+	return ids_push(t->have, it->id, it->ts);
 }
 
 /* Answers a LIST of m short ids (sorted into s->sids2) for [lo, hi). */
@@ -688,7 +694,7 @@ static int answer_list(step_t *t, const pos_t *lo, const pos_t *hi, const uint8_
 			put_varint(t->w.out, c);
 			for (size_t k = 0; k < c; k++) {
 				pith_buf_append(t->w.out, s->items[k].id, RECON_ID_LEN);
-				if ((rc = push_have(t, s->items[k].id)))
+				if ((rc = push_have(t, &s->items[k])))
 					return rc;
 			}
 			put_varint(t->w.out, 0);
@@ -730,7 +736,7 @@ static int answer_list(step_t *t, const pos_t *lo, const pos_t *hi, const uint8_
 		if (u64_in(s->sids2, m, s->sids[k]))
 			continue;
 		pith_buf_append(t->w.out, s->items[k].id, RECON_ID_LEN);
-		if ((rc = push_have(t, s->items[k].id))) {
+		if ((rc = push_have(t, &s->items[k]))) {
 			free(own);
 			return rc;
 		}
@@ -782,7 +788,7 @@ static int answer_lacks(step_t *t, const pos_t *lo, const pos_t *hi, size_t m)
 		if (s->sids[k] == UINT64_MAX)
 			continue;
 		pith_buf_append(t->w.out, s->items[k].id, RECON_ID_LEN);
-		if ((rc = push_have(t, s->items[k].id)))
+		if ((rc = push_have(t, &s->items[k])))
 			return rc;
 	}
 	return t->w.out->oom ? PITH_ENOMEM : 0;
@@ -799,7 +805,7 @@ static int read_need(step_t *t, rd_t *r, size_t n, const char *what, pith_err_t 
 		return rc;
 	for (size_t k = 0; k < n; k++) {
 		t->s->st.need++;
-		if (ids_push(t->need, p + k * RECON_ID_LEN))
+		if (ids_push(t->need, p + k * RECON_ID_LEN, RECON_TS_NONE))
 			return pith_err_set(err, PITH_ENOMEM, "recon: out of memory");
 	}
 	return 0;

@@ -108,12 +108,17 @@ typedef enum recon_role {
 typedef struct recon_session recon_session_t;
 
 /* Ids learnt in one step; a growable array of 32-byte ids the caller owns.
- * Zero-initialise (RECON_IDS_INIT); recon_ids_release frees it. */
+ * Zero-initialise (RECON_IDS_INIT); recon_ids_release frees it. ts[i] is
+ * ids[i]'s item timestamp where the session knows it (the have list: our
+ * own items), RECON_TS_NONE where it does not (the need list: a REPLY
+ * carries ids only). */
 typedef struct recon_ids {
 	uint8_t (*ids)[RECON_ID_LEN];
+	uint64_t *ts;
 	size_t n, cap;
 } recon_ids_t;
-#define RECON_IDS_INIT {NULL, 0, 0}
+#define RECON_IDS_INIT {NULL, NULL, 0, 0}
+#define RECON_TS_NONE UINT64_MAX
 void recon_ids_release(recon_ids_t *ids);
 
 /* Per-session counters, for logs, status and benchmarks. */

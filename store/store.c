@@ -1174,40 +1174,66 @@ static void get_many_failed(store_t *st, const uint8_t id[32], char *e, const ch
 	(*bad)++;
 }
 
-/* Up to STORE_GET_MANY ids: their events values in one batched MultiGet,
- * then the documents the 8-byte ones point to in a second (in time order,
- * so a peer asking for events in the order it learnt them reads each
- * block of docs once); longer values are documents (schemas 2 and 3).
- * Returns how many could not be read. */
-static size_t get_many_chunk(store_t *st, const uint8_t (*ids)[32], size_t k, store_event_fn fn,
-			     void *arg, size_t bad, pith_err_t *err)
+/* Up to STORE_GET_MANY ids. Those with a time (times[i] != STORE_TIME_NONE):
+ * their documents in one batched MultiGet of docs. The others, and those
+ * not found where their time said: their events values in one batched
+ * MultiGet, then the documents the 8-byte ones point to in a second (in
+ * time order, so a peer asking for events in the order it learnt them
+ * reads each block of docs once); longer values are documents (schemas 2
+ * and 3). Returns how many could not be read. */
+static size_t get_many_chunk(store_t *st, const uint8_t (*ids)[32], const int64_t *times,
+			     size_t k, store_event_fn fn, void *arg, size_t bad, pith_err_t *err)
 {
-	const char *keys[STORE_GET_MANY], *dkeys[STORE_GET_MANY];
-	size_t sizes[STORE_GET_MANY], dsizes[STORE_GET_MANY];
-	rocksdb_pinnableslice_t *vals[STORE_GET_MANY], *docs[STORE_GET_MANY];
-	char *errs[STORE_GET_MANY], *derrs[STORE_GET_MANY];
-	uint8_t tks[STORE_GET_MANY][STORE_TIME_KEY_LEN];
-	int at[STORE_GET_MANY]; /* index into docs, or -1 */
-	size_t nd = 0;
-	for (size_t i = 0; i < k; i++) {
-		keys[i] = (const char *)ids[i];
-		sizes[i] = 32;
-		vals[i] = NULL;
-		errs[i] = NULL;
-	}
+	enum { G = STORE_GET_MANY };
+	const char *keys[G], *dkeys[G], *hkeys[G];
+	size_t sizes[G], dsizes[G], hsizes[G];
+	rocksdb_pinnableslice_t *vals[G], *docs[G], *hdocs[G];
+	char *errs[G], *derrs[G], *herrs[G];
+	uint8_t tks[G][STORE_TIME_KEY_LEN], hks[G][STORE_TIME_KEY_LEN];
+	int hat[G];   /* index into hdocs (read by time), or -1 */
+	int lat[G];   /* index into vals (looked up by id), or -1 */
+	int at[G];    /* for each lookup by id: index into docs, or -1 */
+	size_t look[G];
+	size_t nh = 0, nl = 0, nd = 0;
 	store_perf_off();
-	rocksdb_batched_multi_get_cf(st->db, st->ro, st->cf[STORE_CF_EVENTS], k, keys, sizes, vals,
-				     errs, 0);
 	for (size_t i = 0; i < k; i++) {
+		hat[i] = lat[i] = -1;
+		if (!times || times[i] == STORE_TIME_NONE || !st->cf[STORE_CF_DOCS])
+			continue;
+		store_time_key_make(times[i], ids[i], hks[nh]);
+		hkeys[nh] = (const char *)hks[nh];
+		hsizes[nh] = STORE_TIME_KEY_LEN;
+		hdocs[nh] = NULL;
+		herrs[nh] = NULL;
+		hat[i] = (int)nh++;
+	}
+	if (nh)
+		rocksdb_batched_multi_get_cf(st->db, st->ro, st->cf[STORE_CF_DOCS], nh, hkeys,
+					     hsizes, hdocs, herrs, 0);
+	for (size_t i = 0; i < k; i++) {
+		int h = hat[i];
+		if (h >= 0 && (hdocs[h] || herrs[h]))
+			continue;
+		keys[nl] = (const char *)ids[i];
+		sizes[nl] = 32;
+		vals[nl] = NULL;
+		errs[nl] = NULL;
+		look[nl] = i;
+		lat[i] = (int)nl++;
+	}
+	if (nl)
+		rocksdb_batched_multi_get_cf(st->db, st->ro, st->cf[STORE_CF_EVENTS], nl, keys, sizes,
+					     vals, errs, 0);
+	for (size_t j = 0; j < nl; j++) {
 		size_t len = 0;
-		const char *v = vals[i] && !errs[i] ? rocksdb_pinnableslice_value(vals[i], &len) : NULL;
-		at[i] = -1;
-		if (v && st->cf[STORE_CF_DOCS] && store_doc_key(v, len, ids[i], tks[nd])) {
+		const char *v = vals[j] && !errs[j] ? rocksdb_pinnableslice_value(vals[j], &len) : NULL;
+		at[j] = -1;
+		if (v && st->cf[STORE_CF_DOCS] && store_doc_key(v, len, ids[look[j]], tks[nd])) {
 			dkeys[nd] = (const char *)tks[nd];
 			dsizes[nd] = STORE_TIME_KEY_LEN;
 			docs[nd] = NULL;
 			derrs[nd] = NULL;
-			at[i] = (int)nd++;
+			at[j] = (int)nd++;
 		}
 	}
 	if (nd)
@@ -1216,38 +1242,57 @@ static size_t get_many_chunk(store_t *st, const uint8_t (*ids)[32], size_t k, st
 	for (size_t i = 0; i < k; i++) {
 		size_t len = 0;
 		const char *v = NULL;
-		if (errs[i]) {
-			get_many_failed(st, ids[i], errs[i], "events", &bad, err);
-			errs[i] = NULL;
-		} else if (at[i] >= 0) {
-			int d = at[i];
+		int h = hat[i], j = lat[i];
+		if (j < 0) {
+			if (hdocs[h])
+				v = rocksdb_pinnableslice_value(hdocs[h], &len);
+			else
+				get_many_failed(st, ids[i], herrs[h], "docs", &bad, err);
+			herrs[h] = NULL;
+		} else if (errs[j]) {
+			get_many_failed(st, ids[i], errs[j], "events", &bad, err);
+			errs[j] = NULL;
+		} else if (at[j] >= 0) {
+			int d = at[j];
 			if (docs[d] && !derrs[d])
 				v = rocksdb_pinnableslice_value(docs[d], &len);
 			else
 				get_many_failed(st, ids[i], derrs[d], "docs", &bad, err);
 			derrs[d] = NULL;
-		} else if (vals[i]) {
-			v = rocksdb_pinnableslice_value(vals[i], &len);
+		} else if (vals[j]) {
+			v = rocksdb_pinnableslice_value(vals[j], &len);
 		}
 		fn(arg, ids[i], (const uint8_t *)v, len);
-		rocksdb_pinnableslice_destroy(vals[i]);
 	}
+	for (size_t h = 0; h < nh; h++)
+		rocksdb_pinnableslice_destroy(hdocs[h]);
+	for (size_t j = 0; j < nl; j++)
+		rocksdb_pinnableslice_destroy(vals[j]);
 	for (size_t d = 0; d < nd; d++)
 		rocksdb_pinnableslice_destroy(docs[d]);
+	return bad;
+}
+
+size_t store_events_get_many_at(store_t *st, const uint8_t (*ids)[32],
+				const int64_t *created_us, size_t n, store_event_fn fn,
+				void *arg, pith_err_t *err)
+{
+	size_t bad = 0;
+	while (n) {
+		size_t k = n < STORE_GET_MANY ? n : STORE_GET_MANY;
+		bad = get_many_chunk(st, ids, created_us, k, fn, arg, bad, err);
+		ids += k;
+		if (created_us)
+			created_us += k;
+		n -= k;
+	}
 	return bad;
 }
 
 size_t store_events_get_many(store_t *st, const uint8_t (*ids)[32], size_t n,
 			     store_event_fn fn, void *arg, pith_err_t *err)
 {
-	size_t bad = 0;
-	while (n) {
-		size_t k = n < STORE_GET_MANY ? n : STORE_GET_MANY;
-		bad = get_many_chunk(st, ids, k, fn, arg, bad, err);
-		ids += k;
-		n -= k;
-	}
-	return bad;
+	return store_events_get_many_at(st, ids, NULL, n, fn, arg, err);
 }
 
 int store_event_has(store_t *st, const uint8_t id[static 32], pith_err_t *err)

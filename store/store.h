@@ -247,6 +247,19 @@ typedef int (*store_time_fn)(void *arg, int64_t created_us, const uint8_t id[32]
 #define STORE_GET_MANY 64
 size_t store_events_get_many(store_t *st, const uint8_t (*ids)[32], size_t n,
 			     store_event_fn fn, void *arg, pith_err_t *err);
+/* The same, where the caller may know when each event was created
+ * (created_us[i], microseconds as the time index has them, or
+ * STORE_TIME_NONE): a known one's document is read straight from docs by
+ * its time and id, without the lookup of the id in events (one random
+ * block of a large family per event, which a peer serving a catch-up of
+ * millions of events read from the page cache and decompressed for each;
+ * docs/store.md). A time that finds nothing is only a wrong guess: that
+ * id is then looked up by id as without it. Same answers as
+ * store_events_get_many, whatever the times say. */
+#define STORE_TIME_NONE INT64_MIN
+size_t store_events_get_many_at(store_t *st, const uint8_t (*ids)[32],
+				const int64_t *created_us, size_t n, store_event_fn fn,
+				void *arg, pith_err_t *err);
 
 /* Every record, in subject-key order (body, then year). */
 int store_records_each(store_t *st, store_record_fn fn, void *arg, pith_err_t *err);

@@ -189,6 +189,14 @@ def scenario(env, name, events, in_a, in_b, dial="cli", extra=()):
         assert a.ctl("connect " + b.addr).get("ok")
     wait_identical(a, b, len(union))
     no_inv(a, b)
+    # every event served was offered by reconciliation first, so each was
+    # read by its time (relay_hint_offered), none looked up by id
+    served = 0
+    for n in (a, b):
+        st = n.status()["stats"]
+        assert st["served_by_time"] == st["events_served"], (n.name, st)
+        served += st["served_by_time"]
+    log("%s: %d events served, each read by its time" % (name, served))
     first_b = b.status()["sync"]["peers"][0]["last"]  # B's side of the first session
     # in step now: a second session finds nothing, named by node id
     again = env.pithctl_sync(a, b.node_id[:16])

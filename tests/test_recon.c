@@ -158,6 +158,29 @@ static int ids_equal(const recon_ids_t *got, const recon_item_t *u, const uint8_
 	return ok;
 }
 
+static int item_id_cmp(const void *a, const void *b)
+{
+	return memcmp(((const recon_item_t *)a)->id, ((const recon_item_t *)b)->id, 32);
+}
+
+/* A have list carries each id's item timestamp (the caller reads the
+ * event by it), a need list none. */
+static int ts_right(const recon_ids_t *got, const recon_item_t *u, size_t n, int have)
+{
+	recon_item_t *byid = malloc((n ? n : 1) * sizeof(*byid));
+	memcpy(byid, u, n * sizeof(*byid));
+	qsort(byid, n, sizeof(*byid), item_id_cmp);
+	int ok = 1;
+	for (size_t i = 0; i < got->n && ok; i++) {
+		recon_item_t key;
+		memcpy(key.id, got->ids[i], 32);
+		const recon_item_t *it = bsearch(&key, byid, n, sizeof(*byid), item_id_cmp);
+		ok = have ? it && got->ts[i] == it->ts : got->ts[i] == RECON_TS_NONE;
+	}
+	free(byid);
+	return ok;
+}
+
 /* Full check: both sides learn exactly their differences; after fetching
  * (adding the needed items from the other side) the sets are identical. */
 static void check_sync(const recon_item_t *u, uint8_t *mask, size_t n,
@@ -173,6 +196,8 @@ static void check_sync(const recon_item_t *u, uint8_t *mask, size_t n,
 	CHECK(ids_equal(&o->have_a, u, mask, n, 1));
 	CHECK(ids_equal(&o->need_b, u, mask, n, 1));
 	CHECK(ids_equal(&o->have_b, u, mask, n, 2));
+	CHECK(ts_right(&o->have_a, u, n, 1) && ts_right(&o->have_b, u, n, 1));
+	CHECK(ts_right(&o->need_a, u, n, 0) && ts_right(&o->need_b, u, n, 0));
 	/* apply: every needed id is fetched from the other side */
 	uint8_t(*na)[32], (*nb)[32];
 	size_t cna = ids_sorted(&o->need_a, &na), cnb = ids_sorted(&o->need_b, &nb);

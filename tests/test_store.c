@@ -1381,6 +1381,54 @@ static void note_line(void *arg, const char *line)
 	pith_buf_puts(arg, "\n");
 }
 
+TEST(get_many_at, "reads events by their times with the same answers as by id, whatever the times say")
+{
+	evset_t s;
+	gen_set(&s, 2);
+	char *dir = tmpdir();
+	store_t *st = filled_store(dir, &s);
+	timeids_t all = {0};
+	CHECK_INT_EQ(store_time_each(st, INT64_MIN, INT64_MAX, collect_time_id, &all, NULL), 0);
+	CHECK(all.n > 4);
+	/* every event four times over (more than one chunk of STORE_GET_MANY),
+	 * then one that is not stored */
+	size_t n = 4 * all.n + 1;
+	uint8_t(*ids)[32] = calloc(n, 32);
+	int64_t *good = calloc(n, sizeof(*good)), *mixed = calloc(n, sizeof(*mixed));
+	for (size_t i = 0; i + 1 < n; i++) {
+		size_t e = i % all.n;
+		memcpy(ids[i], all.id[e], 32);
+		good[i] = all.us[e];
+		/* right, unknown, a microsecond late, or another event's */
+		mixed[i] = i % 4 == 0 ? all.us[e]
+			 : i % 4 == 1 ? STORE_TIME_NONE
+			 : i % 4 == 2 ? all.us[e] + 1
+				      : all.us[(e + 1) % all.n];
+	}
+	memset(ids[n - 1], 0xee, 32);
+	good[n - 1] = all.us[0];
+	mixed[n - 1] = STORE_TIME_NONE;
+	seen_t byid = {PITH_BUF_INIT, 0}, bytime = {PITH_BUF_INIT, 0}, bymixed = {PITH_BUF_INIT, 0};
+	CHECK_INT_EQ((int)store_events_get_many(st, (const uint8_t(*)[32])ids, n, seen_one, &byid,
+						NULL), 0);
+	CHECK_INT_EQ((int)store_events_get_many_at(st, (const uint8_t(*)[32])ids, good, n, seen_one,
+						   &bytime, NULL), 0);
+	CHECK_INT_EQ((int)store_events_get_many_at(st, (const uint8_t(*)[32])ids, mixed, n,
+						   seen_one, &bymixed, NULL), 0);
+	CHECK_INT_EQ(byid.n, n);
+	CHECK_MEM_EQ(bytime.all.data, bytime.all.len, byid.all.data, byid.all.len);
+	CHECK_MEM_EQ(bymixed.all.data, bymixed.all.len, byid.all.data, byid.all.len);
+	pith_buf_release(&byid.all);
+	pith_buf_release(&bytime.all);
+	pith_buf_release(&bymixed.all);
+	free(ids);
+	free(good);
+	free(mixed);
+	store_close(st);
+	rmdir_rf(dir);
+	set_free(&s);
+}
+
 TEST(docs_upgrade, "reads a schema-3 store read-only as it is, and moves its documents to time order read-write, also after a move cut short")
 {
 	for (size_t keep = 0; keep < 3; keep += 2) {
@@ -2689,6 +2737,7 @@ int main(int argc, char **argv)
 	RUN(nothing_on_failure);
 	RUN(bundle_index_put);
 	RUN(bundle_index_upgrade);
+	RUN(get_many_at);
 	RUN(docs_upgrade);
 	RUN(index_in_reader);
 	RUN(unlogged);
