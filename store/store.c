@@ -1174,6 +1174,17 @@ static void get_many_failed(store_t *st, const uint8_t id[32], char *e, const ch
 	(*bad)++;
 }
 
+/* One key of docs for a batched MultiGet: the document of id created at
+ * the time in tk (filled by the caller), read into slot n. */
+static void docs_slot(const uint8_t *tk, size_t n, const char **keys, size_t *sizes,
+		      rocksdb_pinnableslice_t **vals, char **errs)
+{
+	keys[n] = (const char *)tk;
+	sizes[n] = STORE_TIME_KEY_LEN;
+	vals[n] = NULL;
+	errs[n] = NULL;
+}
+
 /* Up to STORE_GET_MANY ids. Those with a time (times[i] != STORE_TIME_NONE):
  * their documents in one batched MultiGet of docs. The others, and those
  * not found where their time said: their events values in one batched
@@ -1201,10 +1212,7 @@ static size_t get_many_chunk(store_t *st, const uint8_t (*ids)[32], const int64_
 		if (!times || times[i] == STORE_TIME_NONE || !st->cf[STORE_CF_DOCS])
 			continue;
 		store_time_key_make(times[i], ids[i], hks[nh]);
-		hkeys[nh] = (const char *)hks[nh];
-		hsizes[nh] = STORE_TIME_KEY_LEN;
-		hdocs[nh] = NULL;
-		herrs[nh] = NULL;
+		docs_slot(hks[nh], nh, hkeys, hsizes, hdocs, herrs);
 		hat[i] = (int)nh++;
 	}
 	if (nh)
@@ -1229,10 +1237,7 @@ static size_t get_many_chunk(store_t *st, const uint8_t (*ids)[32], const int64_
 		const char *v = vals[j] && !errs[j] ? rocksdb_pinnableslice_value(vals[j], &len) : NULL;
 		at[j] = -1;
 		if (v && st->cf[STORE_CF_DOCS] && store_doc_key(v, len, ids[look[j]], tks[nd])) {
-			dkeys[nd] = (const char *)tks[nd];
-			dsizes[nd] = STORE_TIME_KEY_LEN;
-			docs[nd] = NULL;
-			derrs[nd] = NULL;
+			docs_slot(tks[nd], nd, dkeys, dsizes, docs, derrs);
 			at[j] = (int)nd++;
 		}
 	}
