@@ -161,7 +161,9 @@ static int event_begin(ingest_job_t *j, const pith_trust_t *trust, pith_sig_chec
 		reject_other_doc(j);
 		return 0;
 	}
-	int rc = pith_event_parse_deferred(j->bytes, j->len, trust, &j->ev, &failed, &err, sc);
+	/* the canonical bytes the store keeps, written with the hashed ones */
+	int rc = pith_event_parse_deferred(j->bytes, j->len, trust, &j->ev, &failed, &err, sc,
+					   &j->canon);
 	if (rc) {
 		reject_check(j, failed, rc, err.msg);
 		if (failed == PITH_CHECK_SHAPE)
@@ -191,13 +193,14 @@ static void event_end(ingest_job_t *j, const pith_trust_t *trust, const pith_sig
 	snprintf(j->subject, sizeof(j->subject), "%s", j->ev->subject);
 	j->created_us = j->ev->created_us;
 	j->is_record_created = !strcmp(j->ev->event_type, "record_created");
-	if (pith_event_canon(j->ev, &j->canon)) {
+	if (!j->canon.len && pith_event_canon(j->ev, &j->canon)) {
 		ingest_job_reject(j, INGEST_FAIL_OOM, PITH_ENOMEM,
 				  "cannot write the canonical form (out of memory)");
 		goto drop;
 	}
 	return;
 drop:
+	pith_buf_release(&j->canon);
 	pith_event_free(j->ev);
 }
 

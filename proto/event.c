@@ -153,7 +153,8 @@ static int sig_failed(const pith_event_t *ev, int rc, pith_event_check_t *failed
 /* Every check; the Ed25519 one is prepared in *defer instead of run when
  * defer is non-NULL. */
 static int verify(const json_value_t *r, const pith_trust_t *trust, pith_event_t *ev,
-		  pith_event_check_t *failed, pith_err_t *err, pith_sig_check_t *defer)
+		  pith_event_check_t *failed, pith_err_t *err, pith_sig_check_t *defer,
+		  pith_buf_t *canon)
 {
 	/* trust == NULL: the store re-reading its own verified bytes */
 	int rc = check_shape(r, ev, trust != NULL, err);
@@ -165,8 +166,10 @@ static int verify(const json_value_t *r, const pith_trust_t *trust, pith_event_t
 	pith_buf_t b = PITH_BUF_INIT;
 	/* one allocation: the hashed part is about the size of the event */
 	rc = pith_buf_reserve(&b, 4096);
+	/* with canon, the whole canonical form too, each value written once */
 	if (!rc)
-		rc = pith_event_content_bytes(r, &b);
+		rc = canon ? json_canon_write_both(r, unhashed, 3, canon, &b)
+			   : pith_event_content_bytes(r, &b);
 	if (rc) {
 		pith_buf_release(&b);
 		*failed = PITH_CHECK_JSON;
@@ -237,7 +240,7 @@ int pith_event_verify_value(const json_value_t *root, const pith_trust_t *trust,
 	if (!ev)
 		return pith_err_set(err, PITH_ENOMEM, "event: out of memory");
 	ev->borrowed = 1;
-	int rc = verify(root, trust, ev, failed, err, NULL);
+	int rc = verify(root, trust, ev, failed, err, NULL, NULL);
 	if (rc) {
 		free(ev);
 		return rc;
@@ -267,7 +270,7 @@ static int parse_doc(const uint8_t *buf, size_t len, pith_event_t **out, pith_er
 int pith_event_parse(const uint8_t *buf, size_t len, const pith_trust_t *trust,
 		     pith_event_t **out, pith_event_check_t *failed, pith_err_t *err)
 {
-	return pith_event_parse_deferred(buf, len, trust, out, failed, err, NULL);
+	return pith_event_parse_deferred(buf, len, trust, out, failed, err, NULL, NULL);
 }
 
 int pith_event_sig_result(const pith_event_t *ev, const pith_sig_check_t *sc,
@@ -281,7 +284,7 @@ int pith_event_sig_result(const pith_event_t *ev, const pith_sig_check_t *sc,
 
 int pith_event_parse_deferred(const uint8_t *buf, size_t len, const pith_trust_t *trust,
 			      pith_event_t **out, pith_event_check_t *failed, pith_err_t *err,
-			      pith_sig_check_t *defer)
+			      pith_sig_check_t *defer, pith_buf_t *canon)
 {
 	pith_event_check_t dummy;
 	if (!failed)
@@ -293,8 +296,10 @@ int pith_event_parse_deferred(const uint8_t *buf, size_t len, const pith_trust_t
 		*failed = PITH_CHECK_JSON;
 		return rc;
 	}
-	rc = verify(json_doc_root(ev->doc), trust, ev, failed, err, defer);
+	rc = verify(json_doc_root(ev->doc), trust, ev, failed, err, defer, canon);
 	if (rc) {
+		if (canon)
+			pith_buf_reset(canon);
 		pith_event_free(ev);
 		return rc;
 	}

@@ -65,10 +65,12 @@ int pith_event_parse(const uint8_t *buf, size_t len, const pith_trust_t *trust,
  * many events together to share work). The event is valid only once
  * pith_event_sig_result says 0; its failure is pith_event_parse's, check
  * and message alike. With trust NULL nothing is checked and *defer says
- * so (key NULL, ok 1). */
+ * so (key NULL, ok 1). With canon non-NULL, the event's canonical bytes
+ * (pith_event_canon's) are appended to it on success, written in the same
+ * pass as the hashed ones; on failure it is left empty. */
 int pith_event_parse_deferred(const uint8_t *buf, size_t len, const pith_trust_t *trust,
 			      pith_event_t **out, pith_event_check_t *failed, pith_err_t *err,
-			      pith_sig_check_t *defer);
+			      pith_sig_check_t *defer, pith_buf_t *canon);
 int pith_event_sig_result(const pith_event_t *ev, const pith_sig_check_t *sc,
 			  pith_event_check_t *failed, pith_err_t *err);
 

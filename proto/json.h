@@ -128,6 +128,12 @@ int json_equal(const json_value_t *a, const json_value_t *b);
 int json_canon_write(const json_value_t *v, pith_buf_t *out);
 int json_canon_write_skip(const json_value_t *v, const char *const *skip,
 			  size_t nskip, pith_buf_t *out);
+/* Both at once, for an object v: its canonical bytes appended to out, and
+ * to part those of json_canon_write_skip(v, skip, nskip), assembled from
+ * the first (every value is written once). PITH_EINVAL if v is not an
+ * object. */
+int json_canon_write_both(const json_value_t *v, const char *const *skip, size_t nskip,
+			  pith_buf_t *out, pith_buf_t *part);
 /* The canonical bytes of object v, and in *at the offset in out where a
  * member named key (not among v's) would start: the opening quote of the
  * first member sorting after it, or the closing brace if none does. */

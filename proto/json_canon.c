@@ -91,11 +91,18 @@ static void order_members(const json_member_t **order, size_t n)
 	}
 }
 
-/* where: if not NULL, *at is set to where a member named where->key would
- * start (see json_canon_write_at) */
+/* What a write of an object reports (NULL: nothing): where a member
+ * named key would start (json_canon_write_at), when key.key is set; each
+ * member's bytes (json_canon_write_both), when spans is set. */
+typedef struct {
+	const json_member_t *m;
+	size_t start, end;
+} member_span_t;
+
 typedef struct {
 	json_member_t key;
 	size_t at;
+	member_span_t *spans; /* one per member, in the order written */
 } insert_point_t;
 
 static int write_value_at(const json_value_t *v, pith_buf_t *out, const char *const *skip,
@@ -159,14 +166,17 @@ static int write_value_at(const json_value_t *v, pith_buf_t *out, const char *co
 			if (!first)
 				rc = pith_buf_putc_fast(out, ',');
 			first = 0;
-			if (where && !where->at && member_cmp(m, &where->key) > 0)
+			if (where && where->key.key && !where->at && member_cmp(m, &where->key) > 0)
 				where->at = out->len;
+			size_t start = out->len;
 			if (!rc)
 				rc = json_write_string(out, m->key, m->key_len);
 			if (!rc)
 				rc = pith_buf_putc_fast(out, ':');
 			if (!rc)
 				rc = write_value(m->value, out, NULL, 0);
+			if (where && where->spans)
+				where->spans[i] = (member_span_t){m, start, out->len};
 		}
 		if (order && order != stackv)
 			free(order);
@@ -189,9 +199,45 @@ int json_canon_write_skip(const json_value_t *v, const char *const *skip,
 	return write_value(v, out, skip, nskip);
 }
 
+int json_canon_write_both(const json_value_t *v, const char *const *skip, size_t nskip,
+			  pith_buf_t *out, pith_buf_t *part)
+{
+	if (v->type != JSON_OBJECT)
+		return PITH_EINVAL;
+	member_span_t stackv[32];
+	member_span_t *sp = v->len <= 32 ? stackv : malloc(v->len * sizeof(*sp));
+	if (!sp)
+		return PITH_ENOMEM;
+	insert_point_t where = {.spans = sp};
+	size_t base = out->len;
+	/* the part is the whole less some members: never longer */
+	int rc = write_value_at(v, out, NULL, 0, &where);
+	if (!rc)
+		rc = pith_buf_reserve(part, out->len - base);
+	if (!rc) {
+		uint8_t *w = part->data + part->len;
+		*w++ = '{';
+		int first = 1;
+		for (size_t i = 0; i < v->len; i++) {
+			if (nskip && is_skipped(sp[i].m, skip, nskip))
+				continue;
+			if (!first)
+				*w++ = ',';
+			first = 0;
+			memcpy(w, out->data + sp[i].start, sp[i].end - sp[i].start);
+			w += sp[i].end - sp[i].start;
+		}
+		*w++ = '}';
+		part->len = (size_t)(w - part->data);
+	}
+	if (sp != stackv)
+		free(sp);
+	return rc;
+}
+
 int json_canon_write_at(const json_value_t *v, const char *key, pith_buf_t *out, size_t *at)
 {
-	insert_point_t where = {{.key = key, .key_len = strlen(key)}, 0};
+	insert_point_t where = {{.key = key, .key_len = strlen(key)}, 0, NULL};
 	if (v->type != JSON_OBJECT)
 		return PITH_EINVAL;
 	int rc = write_value_at(v, out, NULL, 0, &where);

@@ -546,6 +546,57 @@ TEST(canon_write_at_finds_the_place_of_a_key, "json_canon_write_at says where a 
 	}
 }
 
+TEST(canon_write_both_is_the_two_writes, "json_canon_write_both gives json_canon_write's and json_canon_write_skip's bytes")
+{
+	static const char *const skip[] = {"signature", "content_sha256", "event_id"};
+	static const char *const docs[] = {
+		"{}",
+		"{\"signature\":1}",
+		"{\"content_sha256\":\"x\",\"event_id\":2,\"signature\":{\"a\":[1,2]}}",
+		"{\"z\":1,\"signature\":{\"k\":\"v\"},\"a\":\"\\u00e9\\n\",\"event_id\":null}",
+		"{\"content_sha256\":1,\"b\":2}",
+		"{\"b\":[{\"signature\":1}],\"event_id\":3,\"c\":1.5e-7}",
+		"{\"a\":{\"event_id\":1},\"b\":2}",
+	};
+	for (size_t i = 0; i < sizeof(docs) / sizeof(docs[0]) + 1; i++) {
+		json_doc_t *d = NULL;
+		json_value_t *o;
+		if (i < sizeof(docs) / sizeof(docs[0])) {
+			CHECK_INT_EQ(json_parse(&d, (const uint8_t *)docs[i], strlen(docs[i]), NULL, NULL), 0);
+			o = (json_value_t *)json_doc_root(d);
+		} else {
+			/* built in code (unsorted) and wider than the writer's stack */
+			d = json_doc_new();
+			o = json_new_object(d);
+			for (int k = 40; k >= 0; k--) {
+				char key[16];
+				snprintf(key, sizeof(key), "k%02d", k);
+				CHECK_INT_EQ(json_object_set(d, o, k == 7 ? "signature" : key, json_new_int(d, k)), 0);
+			}
+		}
+		pith_buf_t whole = PITH_BUF_INIT, part = PITH_BUF_INIT, both = PITH_BUF_INIT,
+			   bpart = PITH_BUF_INIT;
+		CHECK_INT_EQ(json_canon_write(o, &whole), 0);
+		CHECK_INT_EQ(json_canon_write_skip(o, skip, 3, &part), 0);
+		pith_buf_append(&both, "xy", 2); /* both append */
+		pith_buf_append(&bpart, "z", 1);
+		CHECK_INT_EQ(json_canon_write_both(o, skip, 3, &both, &bpart), 0);
+		CHECK_MEM_EQ(both.data + 2, both.len - 2, whole.data, whole.len);
+		CHECK_MEM_EQ(bpart.data + 1, bpart.len - 1, part.data, part.len);
+		pith_buf_release(&whole);
+		pith_buf_release(&part);
+		pith_buf_release(&both);
+		pith_buf_release(&bpart);
+		json_doc_free(d);
+	}
+	json_doc_t *d = json_doc_new();
+	pith_buf_t a = PITH_BUF_INIT, b = PITH_BUF_INIT;
+	CHECK_INT_EQ(json_canon_write_both(json_new_int(d, 1), skip, 3, &a, &b), PITH_EINVAL);
+	pith_buf_release(&a);
+	pith_buf_release(&b);
+	json_doc_free(d);
+}
+
 /* The escape of byte c as json_write_string must write it, byte by byte. */
 static void ref_escape(pith_buf_t *b, uint8_t c)
 {
@@ -638,6 +689,7 @@ int main(void)
 	RUN(json_clone_copies_deeply);
 	RUN(write_string_escapes_canonically);
 	RUN(canon_write_at_finds_the_place_of_a_key);
+	RUN(canon_write_both_is_the_two_writes);
 	RUN(special_bytes_at_every_offset);
 	return test_done();
 }
