@@ -198,6 +198,13 @@ static int cf_is_index(int cf)
 	return cf != STORE_CF_DOCS && cf != STORE_CF_STATES && cf != STORE_CF_BUNDLES;
 }
 
+/* The families a commit writes and never reads (it reads summaries,
+ * stored events and change log entries): states and alias claims. */
+static int cf_write_only(int cf)
+{
+	return cf == STORE_CF_STATES || cf == STORE_CF_ALIASES;
+}
+
 /* Column families holding JSON documents get larger blocks (better
  * compression); the point-looked-up ones get a whole-key bloom filter so
  * that the duplicate check of a new event rarely touches a data block. */
@@ -259,6 +266,11 @@ static void cf_tune(store_t *st, int cf)
 	 * 2% of the memtable makes it a filter probe. Likewise for records:
 	 * every commit asks for the summary of each record it touches, and in
 	 * an import or a catch-up nearly every record is new. */
+	/* an import's states and alias claims: appended to a vector, sorted
+	 * once at the flush, instead of a skip-list descent through cold
+	 * memory per insert (store_opts_t.unsorted_write_only) */
+	if (st->unsorted_write_only && cf_write_only(cf))
+		rocksdb_options_set_memtable_vector_rep(o);
 	if (cf == STORE_CF_EVENTS || cf == STORE_CF_RECORDS) {
 		rocksdb_options_set_memtable_prefix_bloom_size_ratio(o, 0.02);
 		rocksdb_options_set_memtable_whole_key_filtering(o, 1);
@@ -672,6 +684,11 @@ static int store_open_dir(const char *dir, const store_opts_t *opts, store_t **o
 	if (st->atomic_flush)
 		rocksdb_options_set_atomic_flush(st->opts, 1);
 	st->cache = cache_new(opts->cache_bytes ? opts->cache_bytes : 64u << 20);
+	/* RocksDB's vector memtables take one writer at a time (the store
+	 * has one) */
+	st->unsorted_write_only = opts->unsorted_write_only && !opts->read_only;
+	if (st->unsorted_write_only)
+		rocksdb_options_set_allow_concurrent_memtable_write(st->opts, 0);
 	for (int cf = 0; cf < STORE_NCF; cf++)
 		cf_tune(st, cf);
 	st->wo = st->wo_log = rocksdb_writeoptions_create();
@@ -1784,13 +1801,6 @@ int store_is_unlogged(store_t *st)
 {
 	/* written under wmu, read without it: a commit can hold wmu long */
 	return __atomic_load_n(&st->unlogged, __ATOMIC_ACQUIRE);
-}
-
-/* The families a commit writes and never reads (it reads summaries,
- * stored events and change log entries): states and alias claims. */
-static int cf_write_only(int cf)
-{
-	return cf == STORE_CF_STATES || cf == STORE_CF_ALIASES;
 }
 
 /* Level 0's triggers of family cf (compaction, slowdown, stop) for a

@@ -65,6 +65,15 @@ typedef struct store_opts {
 	 * column families as one group. Needed by store_unlogged_begin, which
 	 * a node uses for a catch-up. */
 	int atomic_flush;
+	/* For a process that writes a bulk of records and reads none of their
+	 * states or alias claims meanwhile (`pithctl import`): the families
+	 * a commit only writes (states, alias claims) keep their memtables as
+	 * unsorted vectors, sorted once when flushed (RocksDB's VectorRep),
+	 * instead of skip lists that cost a descent through cold memory per
+	 * insert. A read of those families that reaches a memtable then
+	 * sorts a copy of it: correct, but slow, so never for a node that
+	 * serves reads while it writes. Ignored with read_only. */
+	int unsorted_write_only;
 	/* Told (if not NULL) before and after a read-write open upgrades an
 	 * older store, which can take minutes for millions of events: one
 	 * line each, for the log or stderr; and, upgrading a schema-5 store,

@@ -37,6 +37,7 @@ struct store {
 				     * store_unlogged_begin; written under wmu,
 				     * read atomically) */
 	int atomic_flush;           /* opened with RocksDB's atomic_flush */
+	int unsorted_write_only;    /* store_opts_t's */
 	int nolog_dirty;            /* commits without the WAL since the last
 				     * flush (under wmu) */
 	uint64_t changes_durable;   /* UINT64_MAX, or while unlogged the change

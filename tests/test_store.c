@@ -532,6 +532,56 @@ TEST(lanes_same_states, "gives byte-identical states with merge lanes, for new a
 	set_free(&s);
 }
 
+TEST(unsorted_write_only, "opened as an import opens it (unsorted memtables of states and claims): the same states, claims and resolution, before and after a reopen")
+{
+	evset_t s;
+	gen_set(&s, 12);
+	char *d0 = tmpdir(), *d1 = tmpdir();
+	store_t *ref_st = filled_store(d0, &s), *st = NULL;
+	store_opts_t o = {.create = 1, .registry = trust, .unsorted_write_only = 1};
+	pith_err_t err = {0};
+	CHECK_INT_EQ(store_open(d1, &o, &st, &err), 0);
+	/* batches of 5 in reverse, each event twice: records stored by
+	 * earlier batches get more events, claims are rewritten */
+	store_batch_t *b = store_batch_new(st);
+	for (size_t k = 0; k < 2 * s.n; k++) {
+		size_t i = s.n - 1 - k % s.n;
+		pith_event_t *ev = NULL;
+		pith_event_parse(s.b[i].data, s.b[i].len, trust, &ev, NULL, NULL);
+		store_batch_add_event(b, ev, NULL, NULL);
+		if (store_batch_count(b) == 5)
+			CHECK_INT_EQ(store_batch_commit(b, NULL, NULL), 0);
+	}
+	CHECK_INT_EQ(store_batch_commit(b, NULL, NULL), 0);
+	store_batch_free(b);
+	CHECK_INT_EQ(put_bundle(st, &bundle_bytes, NULL, NULL), 0);
+	CHECK_INT_EQ(put_bundle(ref_st, &bundle_bytes, NULL, NULL), 0);
+	pith_buf_t ref = PITH_BUF_INIT, got = PITH_BUF_INIT;
+	all_states(ref_st, &s, &ref);
+	CHECK(ref.len > 1000);
+	/* read while the memtables are unsorted, then from the table files
+	 * of a usual open */
+	for (int round = 0; round < 2; round++) {
+		all_states(st, &s, &got);
+		CHECK_MEM_EQ(got.data, got.len, ref.data, ref.len);
+		char out[PITH_NUMBER_LEN + 1] = "";
+		CHECK_INT_EQ(store_resolve(st, "arxiv:2401.14489", out, &err), 0);
+		CHECK_STR_EQ(out, AR7B);
+		CHECK_INT_EQ(check_problems(st), 0);
+		if (!round) {
+			store_close(st);
+			st = open_store(d1);
+		}
+	}
+	store_close(ref_st);
+	store_close(st);
+	rmdir_rf(d0);
+	rmdir_rf(d1);
+	pith_buf_release(&ref);
+	pith_buf_release(&got);
+	set_free(&s);
+}
+
 typedef struct timelist {
 	int64_t us[64];
 	size_t n;
@@ -2720,6 +2770,7 @@ int main(int argc, char **argv)
 	RUN(batch_duplicates);
 	RUN(order_independent);
 	RUN(lanes_same_states);
+	RUN(unsorted_write_only);
 	RUN(indexes);
 	RUN(time_each_after);
 	RUN(derived_aliases);

@@ -9,6 +9,9 @@
 /* writable for an import that commits without the store's log
  * (store_opts_t.unlogged) */
 #define CLI_STORE_UNLOGGED 2
+/* or'ed into writable by an import, which reads no state or alias claim
+ * while it writes them (store_opts_t.unsorted_write_only) */
+#define CLI_STORE_IMPORT 4
 
 /* Loads the trust store (registry key plus --trust-key files) into *trust
  * and opens --store DIR into *st (read-only unless writable). Prints one

@@ -800,7 +800,8 @@ static int run(cli_ctx_t *ctx, int argc, char **argv)
 	if (ctx->node_sock)
 		return run_node(&im, files, nfiles, no_bar);
 	im.unlogged = wal == 0 || (wal < 0 && unlogged_by_size(files, nfiles));
-	if (cli_store_open(ctx, "import", im.unlogged ? CLI_STORE_UNLOGGED : 1, &trust, &im.st))
+	if (cli_store_open(ctx, "import", (im.unlogged ? CLI_STORE_UNLOGGED : 1) | CLI_STORE_IMPORT,
+			   &trust, &im.st))
 		return 1;
 	if (progress_path && !(im.progress_file = fopen(progress_path, "a"))) {
 		cli_fail("import", "cannot open %s: %s", progress_path, strerror(errno));
