@@ -495,6 +495,23 @@ TEST(order_independent, "gives byte-identical states for any order, batching, du
 	set_free(&s);
 }
 
+/* Adds every event of s twice, in reverse, committing batches of 5 for
+ * the first `batched` of them and the rest in one last commit; 0 or the
+ * first commit's error. */
+static int commit_reversed_twice(store_batch_t *b, const evset_t *s, size_t batched)
+{
+	int rc = 0;
+	for (size_t k = 0; k < 2 * s->n && !rc; k++) {
+		size_t i = s->n - 1 - k % s->n;
+		pith_event_t *ev = NULL;
+		pith_event_parse(s->b[i].data, s->b[i].len, trust, &ev, NULL, NULL);
+		store_batch_add_event(b, ev, NULL, NULL);
+		if (k < batched && store_batch_count(b) == 5)
+			rc = store_batch_commit(b, NULL, NULL);
+	}
+	return rc ? rc : store_batch_commit(b, NULL, NULL);
+}
+
 TEST(lanes_same_states, "gives byte-identical states with merge lanes, for new and for stored records")
 {
 	evset_t s;
@@ -506,15 +523,7 @@ TEST(lanes_same_states, "gives byte-identical states with merge lanes, for new a
 	CHECK_INT_EQ(store_batch_set_lanes(b, 3, NULL), 0);
 	/* batches of 5 in reverse: later batches add to records stored by
 	 * earlier ones; the last commit has every event again (duplicates) */
-	for (size_t k = 0; k < 2 * n; k++) {
-		size_t i = n - 1 - k % n;
-		pith_event_t *ev = NULL;
-		pith_event_parse(s.b[i].data, s.b[i].len, trust, &ev, NULL, NULL);
-		store_batch_add_event(b, ev, NULL, NULL);
-		if (k < n && store_batch_count(b) == 5)
-			CHECK_INT_EQ(store_batch_commit(b, NULL, NULL), 0);
-	}
-	CHECK_INT_EQ(store_batch_commit(b, NULL, NULL), 0);
+	CHECK_INT_EQ(commit_reversed_twice(b, &s, n), 0);
 	CHECK_INT_EQ(store_batch_set_lanes(b, 1, NULL), 0);
 	store_batch_free(b);
 	pith_buf_t ref = PITH_BUF_INIT, got = PITH_BUF_INIT;
@@ -544,15 +553,7 @@ TEST(unsorted_write_only, "opened as an import opens it (unsorted memtables of s
 	/* batches of 5 in reverse, each event twice: records stored by
 	 * earlier batches get more events, claims are rewritten */
 	store_batch_t *b = store_batch_new(st);
-	for (size_t k = 0; k < 2 * s.n; k++) {
-		size_t i = s.n - 1 - k % s.n;
-		pith_event_t *ev = NULL;
-		pith_event_parse(s.b[i].data, s.b[i].len, trust, &ev, NULL, NULL);
-		store_batch_add_event(b, ev, NULL, NULL);
-		if (store_batch_count(b) == 5)
-			CHECK_INT_EQ(store_batch_commit(b, NULL, NULL), 0);
-	}
-	CHECK_INT_EQ(store_batch_commit(b, NULL, NULL), 0);
+	CHECK_INT_EQ(commit_reversed_twice(b, &s, 2 * s.n), 0);
 	store_batch_free(b);
 	CHECK_INT_EQ(put_bundle(st, &bundle_bytes, NULL, NULL), 0);
 	CHECK_INT_EQ(put_bundle(ref_st, &bundle_bytes, NULL, NULL), 0);
