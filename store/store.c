@@ -259,6 +259,11 @@ static void cf_tune(store_t *st, int cf)
 	if (v && atoi(v) > 0)
 		mb = docs ? (size_t)atoi(v) : ((size_t)atoi(v) + 3) / 4;
 	rocksdb_options_set_write_buffer_size(o, mb << 20);
+	/* an import's states and alias claims: appended to a vector, sorted
+	 * once at the flush, instead of a skip-list descent through cold
+	 * memory per insert (store_opts_t.unsorted_write_only) */
+	if (st->unsorted_write_only && cf_write_only(cf))
+		rocksdb_options_set_memtable_vector_rep(o);
 	/* A whole-key bloom filter in the memtables too: a node that fetches
 	 * many events asks "do I have this id?" for each before it asks a
 	 * peer, nearly always for one it lacks, and a miss in a full skip
@@ -266,11 +271,6 @@ static void cf_tune(store_t *st, int cf)
 	 * 2% of the memtable makes it a filter probe. Likewise for records:
 	 * every commit asks for the summary of each record it touches, and in
 	 * an import or a catch-up nearly every record is new. */
-	/* an import's states and alias claims: appended to a vector, sorted
-	 * once at the flush, instead of a skip-list descent through cold
-	 * memory per insert (store_opts_t.unsorted_write_only) */
-	if (st->unsorted_write_only && cf_write_only(cf))
-		rocksdb_options_set_memtable_vector_rep(o);
 	if (cf == STORE_CF_EVENTS || cf == STORE_CF_RECORDS) {
 		rocksdb_options_set_memtable_prefix_bloom_size_ratio(o, 0.02);
 		rocksdb_options_set_memtable_whole_key_filtering(o, 1);
