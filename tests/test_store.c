@@ -495,6 +495,20 @@ TEST(order_independent, "gives byte-identical states for any order, batching, du
 	set_free(&s);
 }
 
+/* Closes and removes a test's reference store and its store under test,
+ * with their states' buffers and the event set. */
+static void pair_done(store_t *ref_st, store_t *st, char *d0, char *d1, pith_buf_t *ref,
+		      pith_buf_t *got, evset_t *s)
+{
+	store_close(ref_st);
+	store_close(st);
+	rmdir_rf(d0);
+	rmdir_rf(d1);
+	pith_buf_release(ref);
+	pith_buf_release(got);
+	set_free(s);
+}
+
 /* Adds every event of s twice, in reverse, committing batches of 5 for
  * the first `batched` of them and the rest in one last commit; 0 or the
  * first commit's error. */
@@ -532,13 +546,7 @@ TEST(lanes_same_states, "gives byte-identical states with merge lanes, for new a
 	CHECK(ref.len > 1000);
 	CHECK_MEM_EQ(got.data, got.len, ref.data, ref.len);
 	CHECK_INT_EQ(check_problems(st), 0);
-	store_close(ref_st);
-	store_close(st);
-	rmdir_rf(d0);
-	rmdir_rf(d1);
-	pith_buf_release(&ref);
-	pith_buf_release(&got);
-	set_free(&s);
+	pair_done(ref_st, st, d0, d1, &ref, &got, &s);
 }
 
 TEST(unsorted_write_only, "opened as an import opens it (unsorted memtables of states and claims): the same states, claims and resolution, before and after a reopen")
@@ -574,13 +582,7 @@ TEST(unsorted_write_only, "opened as an import opens it (unsorted memtables of s
 			st = open_store(d1);
 		}
 	}
-	store_close(ref_st);
-	store_close(st);
-	rmdir_rf(d0);
-	rmdir_rf(d1);
-	pith_buf_release(&ref);
-	pith_buf_release(&got);
-	set_free(&s);
+	pair_done(ref_st, st, d0, d1, &ref, &got, &s);
 }
 
 typedef struct timelist {
