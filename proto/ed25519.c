@@ -13,10 +13,12 @@
 #include "ed25519.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <sodium.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "ed25519_lanes.h"
 #include "err.h"
 
 /* L, the order of the base point (2^252 + 27742317777372353535851937790883648493) */
@@ -126,6 +128,11 @@ void pith_ed_verify_many(pith_ed_item_t *items, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
 		items[i].ok = 0;
+}
+int pith_ed_lanes(int want)
+{
+	(void)want;
+	return 0;
 }
 void pith_ed_base_mul(uint8_t out[static 32], const uint8_t s[static 32])
 {
@@ -770,10 +777,10 @@ static void accumulate(ge_t *r, const niels_t tab[POS][HALF], const int16_t e[PO
 	}
 }
 
-/* [s]B - [h]A for sig under t into *r; -1 when the signature fails a
- * check that needs no arithmetic. */
-static int ed_compute(const pith_ed_table_t *t, const uint8_t sig[64], const uint8_t *m,
-		      size_t mlen, ge_t *r)
+/* The digits of s and h for sig under t (h = SHA-512(R || A || m) mod L);
+ * -1 when the signature fails a check that needs no arithmetic. */
+static int ed_prepare(const pith_ed_table_t *t, const uint8_t sig[64], const uint8_t *m,
+		      size_t mlen, int16_t es[POS], int16_t eh[POS])
 {
 	/* libsodium's first two rules, in its order: s < L, and R not on
 	 * its small-order list (whatever the key: with a key of mixed order
@@ -788,14 +795,17 @@ static int ed_compute(const pith_ed_table_t *t, const uint8_t sig[64], const uin
 	crypto_hash_sha512_update(&st, m, mlen);
 	crypto_hash_sha512_final(&st, hram);
 	crypto_core_ed25519_scalar_reduce(h, hram);
-
-	int16_t es[POS], eh[POS];
 	scalar_recode(es, sig + 32);
 	scalar_recode(eh, h);
+	return 0;
+}
+
+/* [s]B - [h]A from the digits, one signature at a time */
+static void ed_sum(ge_t *r, const pith_ed_table_t *t, const int16_t es[POS], const int16_t eh[POS])
+{
 	ge_identity(r);
 	accumulate(r, (const niels_t(*)[HALF])base_tab, es, 0);
 	accumulate(r, t->a, eh, 1);
-	return 0;
 }
 
 /* Whether r, given zi = 1/Z, encodes to the signature's R. */
@@ -814,24 +824,86 @@ int pith_ed_verify(const pith_ed_table_t *t, const uint8_t sig[static 64],
 	return it.ok ? 0 : -1;
 }
 
+/* -1 not decided yet, 0 off, 1 on (when the CPU has AVX-512 IFMA) */
+static _Atomic int lanes_mode = -1;
+
+int pith_ed_lanes(int want)
+{
+	int have = pith_ed_lanes_available();
+	if (want >= 0)
+		atomic_store_explicit(&lanes_mode, want && have, memory_order_relaxed);
+	int m = atomic_load_explicit(&lanes_mode, memory_order_relaxed);
+	if (m < 0) {
+		m = have;
+		atomic_store_explicit(&lanes_mode, m, memory_order_relaxed);
+	}
+	return m;
+}
+
+/* An identity entry (y+x = 1, y-x = 1, 2dxy = 0), for a zero digit. */
+static const niels_t niels_identity = {{{1}}, {{1}}, {{0}}};
+
+/* ed_sum for up to 8 signatures at once (pith_ed_lanes_sum): step i adds
+ * B's entry of digit es[i], step POS + i subtracts the key's of eh[i]. */
+static void ed_sum_lanes(ge_t *r, const pith_ed_table_t *const *t, const int16_t (*es)[POS],
+			 const int16_t (*eh)[POS], size_t n)
+{
+	const uint64_t *ent[2 * POS][8];
+	uint8_t neg[2 * POS];
+	uint64_t out[8][20];
+	for (int i = 0; i < POS; i++) {
+		neg[i] = neg[POS + i] = 0;
+		for (size_t l = 0; l < 8; l++) {
+			int v = l < n ? es[l][i] : 0, w = l < n ? eh[l][i] : 0;
+			const niels_t *b = v ? &base_tab[i][(v < 0 ? -v : v) - 1] : &niels_identity;
+			const niels_t *a = w ? &t[l]->a[i][(w < 0 ? -w : w) - 1] : &niels_identity;
+			ent[i][l] = b->ypx.v;
+			ent[POS + i][l] = a->ypx.v;
+			neg[i] |= (uint8_t)((v < 0) << l);
+			neg[POS + i] |= (uint8_t)((w > 0) << l);
+		}
+	}
+	pith_ed_lanes_sum((const uint64_t *const(*)[8])ent, neg, 2 * POS, out);
+	for (size_t l = 0; l < n; l++) {
+		memcpy(r[l].X.v, out[l], 40);
+		memcpy(r[l].Y.v, out[l] + 5, 40);
+		memcpy(r[l].Z.v, out[l] + 10, 40);
+		memcpy(r[l].T.v, out[l] + 15, 40);
+	}
+}
+
 void pith_ed_verify_many(pith_ed_item_t *items, size_t n)
 {
 	ge_t r[PITH_ED_MANY];
 	fe_t pre[PITH_ED_MANY], inv, zi;
 	size_t idx[PITH_ED_MANY];
+	int16_t es[PITH_ED_MANY][POS], eh[PITH_ED_MANY][POS];
+	const pith_ed_table_t *tk[PITH_ED_MANY];
+	int lanes = pith_ed_lanes(-1);
 	while (n) {
 		size_t take = n < PITH_ED_MANY ? n : PITH_ED_MANY, k = 0;
 		for (size_t i = 0; i < take; i++) {
 			pith_ed_item_t *it = &items[i];
 			it->ok = 0;
-			if (ed_compute(it->t, it->sig, it->m, it->mlen, &r[k]))
+			if (ed_prepare(it->t, it->sig, it->m, it->mlen, es[k], eh[k]))
 				continue;
+			tk[k] = it->t;
+			idx[k++] = i;
+		}
+		/* two or more at once in lanes; one alone is cheaper without */
+		size_t done = 0;
+		if (lanes && k > 1)
+			for (; done < k; done += 8)
+				ed_sum_lanes(&r[done], &tk[done], &es[done], &eh[done],
+					     k - done < 8 ? k - done : 8);
+		for (; done < k; done++)
+			ed_sum(&r[done], tk[done], es[done], eh[done]);
+		for (size_t j = 0; j < k; j++) {
 			/* Z is never zero: the addition formula is complete */
-			if (k)
-				fe_mul(&pre[k], &pre[k - 1], &r[k].Z);
+			if (j)
+				fe_mul(&pre[j], &pre[j - 1], &r[j].Z);
 			else
 				pre[0] = r[0].Z;
-			idx[k++] = i;
 		}
 		if (k) {
 			/* one inversion for all of them (Montgomery's trick) */

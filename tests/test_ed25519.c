@@ -45,6 +45,13 @@ static int agree(const key_t_ *k, const uint8_t sig[64], const uint8_t *m, size_
 {
 	int want = crypto_sign_verify_detached(sig, m, n, k->pk) == 0;
 	int got = pith_ed_verify(k->tab, sig, m, n) == 0;
+	/* and in a batch of three: summed in lanes where the CPU has them */
+	pith_ed_item_t it[3];
+	for (int i = 0; i < 3; i++)
+		it[i] = (pith_ed_item_t){k->tab, sig, m, n, -1};
+	pith_ed_verify_many(it, 3);
+	if (it[0].ok != got || it[1].ok != got || it[2].ok != got)
+		got = !want;
 	if (want != got) {
 		fprintf(stderr, "  libsodium %s, pith_ed_verify %s\n",
 			want ? "accepts" : "rejects", got ? "accepts" : "rejects");
@@ -196,20 +203,79 @@ TEST(many, "verifies a batch with one inversion, each signature as libsodium alo
 		want[i] = crypto_sign_verify_detached(sigs[i], msgs[i], 40, k->pk) == 0;
 		items[i] = (pith_ed_item_t){k->tab, sigs[i], msgs[i], 40, -1};
 	}
-	/* sizes around the batch of PITH_ED_MANY */
-	size_t cuts[] = {1, 2, PITH_ED_MANY - 1, PITH_ED_MANY, PITH_ED_MANY + 1, N};
-	for (size_t c = 0; c < sizeof(cuts) / sizeof(cuts[0]); c++) {
-		pith_ed_verify_many(items, cuts[c]);
+	/* sizes around the batch of PITH_ED_MANY and the lanes' eight, each
+	 * summed one at a time and (where the CPU has AVX-512 IFMA) in lanes */
+	size_t cuts[] = {1, 2, 7, 8, 9, 17, PITH_ED_MANY - 1, PITH_ED_MANY, PITH_ED_MANY + 1, N};
+	int lanes = pith_ed_lanes(-1);
+	for (size_t c = 0; c < 2 * sizeof(cuts) / sizeof(cuts[0]); c++) {
+		pith_ed_lanes(c % 2);
+		pith_ed_verify_many(items, cuts[c / 2]);
 		int bad = 0, valid = 0;
-		for (size_t i = 0; i < cuts[c]; i++) {
+		for (size_t i = 0; i < cuts[c / 2]; i++) {
 			bad += items[i].ok != want[i];
 			valid += want[i];
 		}
 		CHECK(bad == 0);
-		if (cuts[c] == N)
+		if (cuts[c / 2] == N)
 			CHECK(valid > 60 && valid < N);
 	}
+	pith_ed_lanes(lanes);
 	for (int k = 0; k < 3; k++)
+		pith_ed_table_free(keys[k].tab);
+}
+
+TEST(lanes_agree, "sums signatures in AVX-512 lanes with libsodium's answer for each, in batches of every size")
+{
+	enum { N = 3000, K = 5 };
+	static key_t_ keys[K];
+	static uint8_t msgs[N][64], sigs[N][64];
+	static size_t lens[N];
+	static pith_ed_item_t items[N];
+	static int want[N];
+	int lanes = pith_ed_lanes(-1);
+	printf("# lanes: %s\n", lanes ? "on (this CPU has AVX-512 IFMA)" : "off (no AVX-512 IFMA here; summed one at a time)");
+	for (int k = 0; k < K; k++)
+		key_make(&keys[k]);
+	int valid = 0;
+	for (int i = 0; i < N; i++) {
+		key_t_ *k = &keys[rnd() % K];
+		lens[i] = rnd() % 65;
+		rnd_bytes(msgs[i], lens[i]);
+		crypto_sign_detached(sigs[i], NULL, msgs[i], lens[i], k->sk);
+		switch (rnd() % 8) {
+		case 0: /* one bit of R or s */
+			sigs[i][rnd() % 64] ^= (uint8_t)(1 << (rnd() % 8));
+			break;
+		case 1: /* another key's signature */
+			crypto_sign_detached(sigs[i], NULL, msgs[i], lens[i], keys[(k - keys + 1) % K].sk);
+			break;
+		case 2: /* s + L: not canonical */
+			sigs[i][63] |= 0xf0;
+			break;
+		default:
+			break;
+		}
+		want[i] = crypto_sign_verify_detached(sigs[i], msgs[i], lens[i], k->pk) == 0;
+		valid += want[i];
+		items[i] = (pith_ed_item_t){k->tab, sigs[i], msgs[i], lens[i], -1};
+	}
+	int bad = 0;
+	for (int way = 0; way < 2; way++) {
+		pith_ed_lanes(way);
+		for (size_t i = 0; i < N;) {
+			size_t b = 1 + rnd() % (2 * PITH_ED_MANY);
+			if (b > N - i)
+				b = N - i;
+			pith_ed_verify_many(items + i, b);
+			for (size_t j = i; j < i + b; j++)
+				bad += items[j].ok != want[j];
+			i += b;
+		}
+	}
+	pith_ed_lanes(lanes);
+	CHECK(bad == 0);
+	CHECK(valid > N / 2 && valid < N);
+	for (int k = 0; k < K; k++)
 		pith_ed_table_free(keys[k].tab);
 }
 
@@ -634,6 +700,7 @@ int main(void)
 	RUN(mutations);
 	RUN(crafted);
 	RUN(many);
+	RUN(lanes_agree);
 	RUN(bad_keys);
 	RUN(small_order_list);
 	RUN(small_order_keys);
