@@ -318,11 +318,19 @@ static int validate_bundle(ingest_job_t *j, const pith_trust_t *trust, size_t ma
 	return 0;
 }
 
-/* Does a file's item name itself a bundle? Anything else must be one event. */
+/* Does a file's item name itself a bundle ("bundle_type" or
+ * "bundle_signature" anywhere)? Anything else must be one event. One
+ * pass over the bytes: an event has no "bundle_ at all. */
 static int looks_like_bundle(const ingest_job_t *j)
 {
-	return memmem(j->bytes, j->len, "\"bundle_type\"", 13) ||
-	       memmem(j->bytes, j->len, "\"bundle_signature\"", 18);
+	const uint8_t *p = j->bytes, *end = j->bytes + j->len;
+	while ((p = memmem(p, (size_t)(end - p), "\"bundle_", 8))) {
+		p += 8;
+		size_t left = (size_t)(end - p);
+		if ((left >= 5 && !memcmp(p, "type\"", 5)) || (left >= 10 && !memcmp(p, "signature\"", 10)))
+			return 1;
+	}
+	return 0;
 }
 
 void ingest_validate(const pith_trust_t *trust, size_t max_bundle_bytes, ingest_job_t **js,
