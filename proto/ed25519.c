@@ -829,12 +829,12 @@ static _Atomic int lanes_mode = -1;
 
 int pith_ed_lanes(int want)
 {
-	int have = pith_ed_lanes_available();
 	if (want >= 0)
-		atomic_store_explicit(&lanes_mode, want && have, memory_order_relaxed);
+		atomic_store_explicit(&lanes_mode, want && pith_ed_lanes_available(),
+				      memory_order_relaxed);
 	int m = atomic_load_explicit(&lanes_mode, memory_order_relaxed);
-	if (m < 0) {
-		m = have;
+	if (m < 0) { /* the first call: two threads at once find the same */
+		m = pith_ed_lanes_available();
 		atomic_store_explicit(&lanes_mode, m, memory_order_relaxed);
 	}
 	return m;
