@@ -890,12 +890,14 @@ void pith_ed_verify_many(pith_ed_item_t *items, size_t n)
 			tk[k] = it->t;
 			idx[k++] = i;
 		}
-		/* two or more at once in lanes; one alone is cheaper without */
+		/* up to eight at once in lanes while three or more are left: a
+		 * group costs about what three cost one at a time */
 		size_t done = 0;
-		if (lanes && k > 1)
-			for (; done < k; done += 8)
-				ed_sum_lanes(&r[done], &tk[done], &es[done], &eh[done],
-					     k - done < 8 ? k - done : 8);
+		while (lanes && k - done >= 3) {
+			size_t g = k - done < 8 ? k - done : 8;
+			ed_sum_lanes(&r[done], &tk[done], &es[done], &eh[done], g);
+			done += g;
+		}
 		for (; done < k; done++)
 			ed_sum(&r[done], tk[done], es[done], eh[done]);
 		for (size_t j = 0; j < k; j++) {

@@ -60,8 +60,8 @@ typedef struct pith_ed_item {
  * signature is checked on its own equation, and a bad one fails alone. */
 void pith_ed_verify_many(pith_ed_item_t *items, size_t n);
 
-/* Whether pith_ed_verify_many sums two or more signatures eight at a
- * time with AVX-512 IFMA (same answers, found at run time; on by default
+/* Whether pith_ed_verify_many sums three or more signatures up to eight
+ * at a time with AVX-512 IFMA (same answers, found at run time; on by default
  * where the CPU has it). want 0 turns it off, 1 on where available, -1
  * asks; returns the mode now in force. For tests and benchmarks: not
  * meant to be switched while other threads verify. */
