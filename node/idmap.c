@@ -1,4 +1,5 @@
-/* Open-addressing id map with tombstones, and the fingerprint cache. */
+/* Open-addressing id map (linear probing, backward-shift removal), and
+ * the fingerprint cache. */
 #include "idmap.h"
 
 #include <sodium.h>
@@ -23,19 +24,21 @@ static uint64_t id_hash(const uint8_t id[32])
 	return v;
 }
 
-enum { SLOT_EMPTY = 0, SLOT_FULL, SLOT_DEAD };
-
+/* Linear probing without tombstones: a removal shifts the entries after
+ * it back (each slot keeps its id's hash, so none is hashed again). A
+ * lookup of an id that is absent, the common case (a node asks for each
+ * id a peer offers whether it is already fetching it), ends at the first
+ * empty slot, however many entries came and went before. */
 typedef struct slot {
 	uint8_t id[32];
-	void *val;
-	uint8_t state;
+	void *val;  /* NULL: empty (values are never NULL) */
+	uint64_t h; /* id_hash(id) */
 } slot_t;
 
 struct idmap {
 	slot_t *slots;
 	size_t cap;   /* a power of two */
 	size_t count; /* full slots */
-	size_t used;  /* full + dead */
 };
 
 idmap_t *idmap_new(void)
@@ -65,91 +68,97 @@ size_t idmap_count(const idmap_t *m)
 	return m->count;
 }
 
-/* The slot holding id, or (insert) the first free one on its probe path. */
-static slot_t *find(const idmap_t *m, const uint8_t id[32], int insert)
+/* The slot holding id (hash h), or the empty one where it would go. */
+static slot_t *find(const idmap_t *m, const uint8_t id[32], uint64_t h)
 {
-	size_t i = (size_t)id_hash(id) & (m->cap - 1);
-	slot_t *first_dead = NULL;
-	for (;;) {
+	for (size_t i = (size_t)h & (m->cap - 1);; i = (i + 1) & (m->cap - 1)) {
 		slot_t *s = &m->slots[i];
-		if (s->state == SLOT_EMPTY)
-			return insert ? (first_dead ? first_dead : s) : NULL;
-		if (s->state == SLOT_DEAD) {
-			if (!first_dead)
-				first_dead = s;
-		} else if (!memcmp(s->id, id, 32)) {
+		if (!s->val || (s->h == h && !memcmp(s->id, id, 32)))
 			return s;
-		}
-		i = (i + 1) & (m->cap - 1);
 	}
 }
 
 static int grow(idmap_t *m)
 {
-	size_t cap = m->count * 4 > m->cap ? m->cap * 2 : m->cap; /* else just purge tombstones */
-	slot_t *old = m->slots;
-	size_t oldcap = m->cap;
-	slot_t *ns = calloc(cap, sizeof(slot_t));
+	size_t cap = m->cap * 2;
+	slot_t *old = m->slots, *ns = calloc(cap, sizeof(slot_t));
 	if (!ns)
 		return PITH_ENOMEM;
+	size_t oldcap = m->cap;
 	m->slots = ns;
 	m->cap = cap;
-	m->used = m->count;
-	for (size_t i = 0; i < oldcap; i++) {
-		if (old[i].state != SLOT_FULL)
-			continue;
-		slot_t *s = find(m, old[i].id, 1);
-		*s = old[i];
-	}
+	for (size_t i = 0; i < oldcap; i++)
+		if (old[i].val)
+			*find(m, old[i].id, old[i].h) = old[i];
 	free(old);
 	return 0;
 }
 
 void *idmap_get(const idmap_t *m, const uint8_t id[static 32])
 {
-	slot_t *s = find(m, id, 0);
-	return s && s->state == SLOT_FULL ? s->val : NULL;
+	return find(m, id, id_hash(id))->val;
 }
 
 int idmap_put(idmap_t *m, const uint8_t id[static 32], void *val)
 {
-	if ((m->used + 1) * 10 > m->cap * 7 && grow(m))
+	if ((m->count + 1) * 10 > m->cap * 7 && grow(m))
 		return PITH_ENOMEM;
-	slot_t *s = find(m, id, 1);
-	if (s->state == SLOT_FULL)
+	uint64_t h = id_hash(id);
+	slot_t *s = find(m, id, h);
+	if (s->val)
 		return PITH_EEXIST;
-	if (s->state == SLOT_EMPTY)
-		m->used++;
 	memcpy(s->id, id, 32);
 	s->val = val;
-	s->state = SLOT_FULL;
+	s->h = h;
 	m->count++;
 	return 0;
 }
 
+/* Empties slot i and shifts back the entries after it that may move:
+ * an entry stays where it is when its home slot lies cyclically in
+ * (i, j], else it fills the hole, which moves to j. */
+static void slot_clear(idmap_t *m, size_t i)
+{
+	size_t mask = m->cap - 1;
+	for (size_t j = (i + 1) & mask;; j = (j + 1) & mask) {
+		slot_t *s = &m->slots[j];
+		if (!s->val)
+			break;
+		size_t home = (size_t)s->h & mask;
+		if (((j - home) & mask) < ((j - i) & mask))
+			continue; /* home in (i, j]: it stays */
+		m->slots[i] = *s;
+		i = j;
+	}
+	memset(&m->slots[i], 0, sizeof(slot_t));
+	m->count--;
+}
+
 void *idmap_del(idmap_t *m, const uint8_t id[static 32])
 {
-	slot_t *s = find(m, id, 0);
-	if (!s || s->state != SLOT_FULL)
-		return NULL;
+	slot_t *s = find(m, id, id_hash(id));
 	void *v = s->val;
-	s->state = SLOT_DEAD;
-	s->val = NULL;
-	m->count--;
+	if (v)
+		slot_clear(m, (size_t)(s - m->slots));
 	return v;
 }
 
 void idmap_each(idmap_t *m, idmap_fn fn, void *arg)
 {
-	for (size_t i = 0; i < m->cap; i++) {
+	/* from just after an empty slot (there is one: the load stays under
+	 * 0.7), once round: a removal only shifts entries not visited yet
+	 * into the slot being visited, which is then looked at again */
+	size_t mask = m->cap - 1, start = 0;
+	while (m->slots[start].val)
+		start++;
+	for (size_t n = 0; n < m->cap;) {
+		size_t i = (start + 1 + n) & mask;
 		slot_t *s = &m->slots[i];
-		if (s->state != SLOT_FULL)
+		if (s->val && fn(arg, s->id, s->val) == 1) {
+			slot_clear(m, i);
 			continue;
-		if (fn(arg, s->id, s->val) == 1) {
-			s->state = SLOT_DEAD;
-			s->val = NULL;
-			m->count--;
 		}
+		n++;
 	}
 }
 
