@@ -14,10 +14,7 @@ static uint64_t rng_state = 0x9e3779b97f4a7c15u;
 
 static uint32_t rnd(void)
 {
-	rng_state ^= rng_state << 13;
-	rng_state ^= rng_state >> 7;
-	rng_state ^= rng_state << 17;
-	return (uint32_t)rng_state;
+	return test_xorshift(&rng_state);
 }
 
 static void rnd_bytes(uint8_t *p, size_t n)

@@ -13,10 +13,7 @@ static uint64_t rng = 0x2545f4914f6cdd1du;
 
 static uint32_t rnd(void)
 {
-	rng ^= rng << 13;
-	rng ^= rng >> 7;
-	rng ^= rng << 17;
-	return (uint32_t)rng;
+	return test_xorshift(&rng);
 }
 
 static uint8_t ids[IDS][32];

@@ -126,4 +126,13 @@ static inline void test_check_mem_(const char *file, int line, const char *expr,
 	test_fail_(file, line, "%s is \"%s\", expected \"%s\"", expr, g, w);
 }
 
+/* xorshift64: reproducible test data, not for anything secret */
+static inline uint32_t test_xorshift(uint64_t *s)
+{
+	*s ^= *s << 13;
+	*s ^= *s >> 7;
+	*s ^= *s << 17;
+	return (uint32_t)*s;
+}
+
 #endif
