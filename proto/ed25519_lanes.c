@@ -112,8 +112,8 @@ LANES_FN static void entries_load(fe8_t q[3], const uint64_t *const ent[8], __mm
 	}
 }
 
-LANES_FN static void lanes_sum(const uint64_t *const (*ent)[8], const uint8_t *neg, int steps,
-			       uint64_t out[8][20])
+LANES_FN void pith_ed_lanes_sum(const uint64_t *const (*ent)[8], const uint8_t *neg, int steps,
+				uint64_t out[8][20])
 {
 	/* (X:Y:Z:T) = the identity in every lane */
 	fe8_t p[4];
@@ -150,12 +150,6 @@ int pith_ed_lanes_available(void)
 {
 	__builtin_cpu_init();
 	return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512ifma");
-}
-
-void pith_ed_lanes_sum(const uint64_t *const (*ent)[8], const uint8_t *neg, int steps,
-		       uint64_t out[8][20])
-{
-	lanes_sum(ent, neg, steps, out);
 }
 
 #else
