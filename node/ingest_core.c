@@ -94,11 +94,11 @@ struct ingest_core {
 /* ---- validation (validator threads, and a waiting submitter) ----------------- */
 
 /* Names the calling worker thread (top -H, /proc) and lowers its CPU
- * priority below the submitter's (docs/pithd.md, worker_nice). */
-static void worker_start(ingest_core_t *c, const char *name)
+ * priority nice steps below the submitter's (docs/pithd.md, worker_nice). */
+static void worker_start(ingest_core_t *c, const char *name, int nice)
 {
 	pthread_setname_np(pthread_self(), name);
-	if (prio_lower_thread(0, c->o.worker_nice))
+	if (prio_lower_thread(0, nice))
 		log_warn("cannot lower the priority of the %s thread: %s", name, strerror(errno));
 }
 
@@ -141,7 +141,7 @@ static void validate_and_pass(ingest_core_t *c, ingest_job_t **js, size_t n)
 static void *validator_main(void *arg)
 {
 	ingest_core_t *c = arg;
-	worker_start(c, "pith-validate");
+	worker_start(c, "pith-validate", c->o.worker_nice + c->o.validator_nice);
 	pthread_mutex_lock(&c->mu);
 	for (;;) {
 		while (!c->vq.head && !c->stop_validators)
@@ -341,7 +341,7 @@ static void drop_group(ingest_job_t *jobs, ingest_group_t *g)
 static void *writer_main(void *arg)
 {
 	ingest_core_t *c = arg;
-	worker_start(c, "pith-writer");
+	worker_start(c, "pith-writer", c->o.worker_nice);
 	/* the lanes take the writer's lowered priority: started from here */
 	pith_err_t err = {0};
 	int lanes = c->o.merge_lanes ? c->o.merge_lanes : c->o.nthreads;

@@ -135,6 +135,10 @@ typedef struct ingest_opts {
 				     * 0: as many as validators */
 	int worker_nice;            /* nice steps below the creating thread
 				     * (prio_lower_thread; 0: the same) */
+	int validator_nice;         /* further steps below for the validators
+				     * only, so that the writer, which every
+				     * job waits for, gets the cores first
+				     * when both want them (pithctl import) */
 	size_t max_bundle_bytes;    /* JSON limit of an INGEST_BUNDLE */
 	const char *trace_path;     /* NULL, or a file that gets "UNIX_US
 				     * EVENT_ID_HEX" per newly stored event,
