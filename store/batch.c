@@ -496,7 +496,9 @@ static int entry_canon(commit_t *c, entry_t *e)
 
 /* Whether the store knows the record of each group. Every stored event's
  * record has a summary (they are written in one batch), so the events of
- * a record the store does not know are new without looking them up. */
+ * a record the store does not know are new without looking them up. A
+ * store filled from empty (store_opts_t.fresh_records) knows without a
+ * read that a record it has not written since is not there. */
 static int groups_lookup(commit_t *c, size_t from)
 {
 	for (size_t gi = from; gi < c->b->ng; gi++) {
@@ -504,6 +506,10 @@ static int groups_lookup(commit_t *c, size_t from)
 		char *val;
 		size_t vl;
 		store_rec_t rec;
+		if (c->st->fresh_on && !fpset_maybe(&c->st->fresh, g->skey, STORE_SKEY_LEN)) {
+			g->exists = 0;
+			continue;
+		}
 		int rc = store_get_raw(c->st, STORE_CF_RECORDS, g->skey, STORE_SKEY_LEN, &val, &vl, c->err);
 		if (rc)
 			return rc;
@@ -1000,6 +1006,23 @@ static int put_count(commit_t *c, const char *key, uint64_t v)
 	return put(c, STORE_CF_META, key, strlen(key), be, 8);
 }
 
+/* After a commit: every record it touched goes into the fresh set (a
+ * superset of the records written: a group may have written none). If
+ * the set cannot grow, commits read `records` again from now on. Under
+ * wmu. */
+static void fresh_note(store_t *st, const store_batch_t *b)
+{
+	if (!st->fresh_on)
+		return;
+	for (size_t gi = 0; gi < b->ng; gi++) {
+		if (fpset_add(&st->fresh, b->g[gi].skey, STORE_SKEY_LEN)) {
+			st->fresh_on = 0;
+			fpset_release(&st->fresh);
+			return;
+		}
+	}
+}
+
 int store_batch_commit(store_batch_t *b, store_commit_stats_t *stats, pith_err_t *err)
 {
 	store_t *st = b->st;
@@ -1047,6 +1070,7 @@ int store_batch_commit(store_batch_t *b, store_commit_stats_t *stats, pith_err_t
 			rc = store_op_error(st, STORE_OP_WRITE, err, e, "write");
 		} else if (!rc) {
 			store_counts_set(st, &c.counts);
+			fresh_note(st, b);
 			c.stats.counts = c.counts;
 			__atomic_store_n(&st->changes_seq, c.seq, __ATOMIC_RELEASE);
 			if (durable)

@@ -79,3 +79,56 @@ int hmap_put(hmap_t *m, const uint8_t *key, int value)
 	s->value = value;
 	return 0;
 }
+
+/* ---- fingerprint sets ---------------------------------------------------- */
+
+static uint64_t fingerprint(const uint8_t *k, size_t n)
+{
+	uint64_t h = hash(k, n);
+	h *= UINT64_C(0x9e3779b97f4a7c15);
+	return (h ^ (h >> 32)) | 1; /* never 0, the empty slot */
+}
+
+static uint64_t *fp_find(uint64_t *slots, size_t cap, uint64_t fp)
+{
+	size_t mask = cap - 1;
+	for (size_t i = (fp >> 7) & mask;; i = (i + 1) & mask)
+		if (!slots[i] || slots[i] == fp)
+			return &slots[i];
+}
+
+void fpset_release(fpset_t *s)
+{
+	free(s->slots);
+	memset(s, 0, sizeof(*s));
+}
+
+int fpset_add(fpset_t *s, const uint8_t *key, size_t len)
+{
+	if ((s->n + 1) * 4 > s->cap * 3) {
+		size_t nc = s->cap ? s->cap * 2 : 1024;
+		uint64_t *ns = calloc(nc, sizeof(*ns));
+		if (!ns)
+			return PITH_ENOMEM;
+		for (size_t i = 0; i < s->cap; i++)
+			if (s->slots[i])
+				*fp_find(ns, nc, s->slots[i]) = s->slots[i];
+		free(s->slots);
+		s->slots = ns;
+		s->cap = nc;
+	}
+	uint64_t fp = fingerprint(key, len);
+	uint64_t *slot = fp_find(s->slots, s->cap, fp);
+	if (!*slot) {
+		*slot = fp;
+		s->n++;
+	}
+	return 0;
+}
+
+int fpset_maybe(const fpset_t *s, const uint8_t *key, size_t len)
+{
+	if (!s->cap)
+		return 0;
+	return *fp_find(s->slots, s->cap, fingerprint(key, len)) != 0;
+}

@@ -31,4 +31,18 @@ int hmap_get(const hmap_t *m, const uint8_t *key);
 /* Sets key to value (>= 0). Returns 0 or PITH_ENOMEM. */
 int hmap_put(hmap_t *m, const uint8_t *key, int value);
 
+/* A set of 64-bit fingerprints of byte keys: asked about a key, it can
+ * answer "maybe" for one never added (two keys with one fingerprint) but
+ * never "no" for one that was. 8 bytes a slot, at most 3/4 full. */
+typedef struct fpset {
+	uint64_t *slots; /* 0: empty */
+	size_t cap, n;
+} fpset_t;
+
+void fpset_release(fpset_t *s);
+/* Returns 0 or PITH_ENOMEM (then the set is as it was). */
+int fpset_add(fpset_t *s, const uint8_t *key, size_t len);
+/* 0 if key was never added; 1 if it may have been. */
+int fpset_maybe(const fpset_t *s, const uint8_t *key, size_t len);
+
 #endif

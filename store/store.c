@@ -616,6 +616,25 @@ static int max_open_files(void)
 	return rl.rlim_cur / 4 < 64 ? 64 : (int)(rl.rlim_cur / 4);
 }
 
+/* Turns store_opts_t.fresh_records on if the store holds no record: no
+ * summary in `records` (every stored event's record has one) and counters
+ * at zero. */
+static int fresh_begin(store_t *st, pith_err_t *err)
+{
+	if (st->counts.records || st->counts.events || st->counts.bundles)
+		return 0;
+	store_iter_t it;
+	int rc = store_iter_open(st, STORE_CF_RECORDS, NULL, 0, NULL, 0, &it, err);
+	if (rc)
+		return rc;
+	st->fresh_on = !store_iter_valid(&it);
+	rc = store_iter_status(&it, err);
+	store_iter_close(&it);
+	if (rc)
+		st->fresh_on = 0;
+	return rc;
+}
+
 int store_open(const char *dir, const store_opts_t *opts, store_t **out, pith_err_t *err)
 {
 	static const store_opts_t defaults = {.create = 1};
@@ -737,6 +756,8 @@ static int store_open_dir(const char *dir, const store_opts_t *opts, store_t **o
 		goto fail;
 	if (!st->read_only)
 		remove_flush_dir(st); /* store_flush_locked's, left by a crash */
+	if (opts->fresh_records && !st->read_only && (rc = fresh_begin(st, err)))
+		goto fail;
 	if (st->unlogged) {
 		/* after meta_init: an upgrade at open is written as usual */
 		st->wo = st->wo_nolog;
@@ -777,6 +798,7 @@ void store_close_(store_t *st)
 		rocksdb_cache_destroy(st->cache);
 	pthread_mutex_destroy(&st->wmu);
 	pthread_mutex_destroy(&st->emu);
+	fpset_release(&st->fresh);
 	free(st->dir);
 	free(st);
 }
@@ -1803,16 +1825,31 @@ int store_is_unlogged(store_t *st)
 	return __atomic_load_n(&st->unlogged, __ATOMIC_ACQUIRE);
 }
 
+/* The index families a commit of a store filled from empty reads only by
+ * key (through bloom filters), and only for records it has written
+ * before: `subj`, read by prefix scans, is not one of them. */
+static int cf_fresh_waits(int cf)
+{
+	return cf_is_index(cf) && cf != STORE_CF_SUBJ;
+}
+
+/* Whether family cf's compactions wait like the write-only families'
+ * (STORE_BULK_L0_WRITTEN files, the bulk level base) in bulk mode. */
+static int l0_waits(const store_t *st, int cf, enum store_bulk_mode mode)
+{
+	return cf_write_only(cf) || (mode == STORE_BULK_IMPORT && st->fresh_on && cf_fresh_waits(cf));
+}
+
 /* Level 0's triggers of family cf (compaction, slowdown, stop) for a
  * bulk mode, or the usual ones when !bulk. */
-static void l0_triggers(int cf, int bulk, enum store_bulk_mode mode, int v[3])
+static void l0_triggers(const store_t *st, int cf, int bulk, enum store_bulk_mode mode, int v[3])
 {
 	if (!bulk) {
 		v[0] = L0_TRIGGER, v[1] = L0_SLOWDOWN, v[2] = L0_STOP;
 		return;
 	}
 	int wide = mode == STORE_BULK_IMPORT ? 2 : 1;
-	if (cf_write_only(cf))
+	if (l0_waits(st, cf, mode))
 		v[0] = STORE_BULK_L0_WRITTEN;
 	else
 		v[0] = wide * (cf_is_index(cf) ? STORE_BULK_L0_INDEX : STORE_BULK_L0_DOCS);
@@ -1834,7 +1871,7 @@ static int l0_set(store_t *st, int bulk, enum store_bulk_mode mode, pith_err_t *
 		if (!st->cf[cf])
 			continue;
 		int v[3];
-		l0_triggers(cf, bulk, mode, v);
+		l0_triggers(st, cf, bulk, mode, v);
 		char vals[4][24];
 		const char *vp[4];
 		for (int i = 0; i < 3; i++)
@@ -1844,9 +1881,11 @@ static int l0_set(store_t *st, int bulk, enum store_bulk_mode mode, pith_err_t *
 		for (int i = 0; i < 4; i++)
 			vp[i] = vals[i];
 		/* one SetOptions per family (each rewrites the OPTIONS file); the
-		 * level base only for the families whose compaction waits */
+		 * level base only for the families whose compaction waits, and
+		 * back for all at the end */
 		char *e = NULL;
-		rocksdb_set_options_cf(st->db, st->cf[cf], cf_write_only(cf) ? 4 : 3, keys, vp, &e);
+		int nkeys = !bulk || l0_waits(st, cf, mode) ? 4 : 3;
+		rocksdb_set_options_cf(st->db, st->cf[cf], nkeys, keys, vp, &e);
 		if (e)
 			return store_db_error(err, e, "setting the level-0 triggers");
 	}

@@ -6,6 +6,7 @@
 #include <rocksdb/c.h>
 
 #include "keys.h"
+#include "hmap.h"
 #include "store.h"
 
 /* Write-ahead logs kept at most (RocksDB's max_total_wal_size): bounds the
@@ -38,6 +39,10 @@ struct store {
 				     * read atomically) */
 	int atomic_flush;           /* opened with RocksDB's atomic_flush */
 	int unsorted_write_only;    /* store_opts_t's */
+	int fresh_on;               /* store_opts_t.fresh_records in effect: the
+				     * store held no record when opened, and
+				     * fresh has every record written since */
+	fpset_t fresh;              /* under wmu */
 	int nolog_dirty;            /* commits without the WAL since the last
 				     * flush (under wmu) */
 	uint64_t changes_durable;   /* UINT64_MAX, or while unlogged the change

@@ -11,6 +11,7 @@
 
 #include "store_test_util.h"
 #include "bundle.h"
+#include "hmap.h"
 #include "merge.h"
 #include "store.h"
 #include "store_int.h"
@@ -549,6 +550,21 @@ TEST(lanes_same_states, "gives byte-identical states with merge lanes, for new a
 	pair_done(ref_st, st, d0, d1, &ref, &got, &s);
 }
 
+/* Fills st in batches of 5 in reverse, each event twice (records stored
+ * by earlier batches get more events, claims are rewritten), then gives
+ * it and ref_st (filled with s) the registry bundle; ref gets ref_st's
+ * states. */
+static void reversed_with_bundle(store_t *st, store_t *ref_st, const evset_t *s, pith_buf_t *ref)
+{
+	store_batch_t *b = store_batch_new(st);
+	CHECK_INT_EQ(commit_reversed_twice(b, s, 2 * s->n), 0);
+	store_batch_free(b);
+	CHECK_INT_EQ(put_bundle(st, &bundle_bytes, NULL, NULL), 0);
+	CHECK_INT_EQ(put_bundle(ref_st, &bundle_bytes, NULL, NULL), 0);
+	all_states(ref_st, s, ref);
+	CHECK(ref->len > 1000);
+}
+
 TEST(unsorted_write_only, "opened as an import opens it (unsorted memtables of states and claims): the same states, claims and resolution, before and after a reopen")
 {
 	evset_t s;
@@ -558,16 +574,8 @@ TEST(unsorted_write_only, "opened as an import opens it (unsorted memtables of s
 	store_opts_t o = {.create = 1, .registry = trust, .unsorted_write_only = 1};
 	pith_err_t err = {0};
 	CHECK_INT_EQ(store_open(d1, &o, &st, &err), 0);
-	/* batches of 5 in reverse, each event twice: records stored by
-	 * earlier batches get more events, claims are rewritten */
-	store_batch_t *b = store_batch_new(st);
-	CHECK_INT_EQ(commit_reversed_twice(b, &s, 2 * s.n), 0);
-	store_batch_free(b);
-	CHECK_INT_EQ(put_bundle(st, &bundle_bytes, NULL, NULL), 0);
-	CHECK_INT_EQ(put_bundle(ref_st, &bundle_bytes, NULL, NULL), 0);
 	pith_buf_t ref = PITH_BUF_INIT, got = PITH_BUF_INIT;
-	all_states(ref_st, &s, &ref);
-	CHECK(ref.len > 1000);
+	reversed_with_bundle(st, ref_st, &s, &ref);
 	/* read while the memtables are unsorted, then from the table files
 	 * of a usual open */
 	for (int round = 0; round < 2; round++) {
@@ -583,6 +591,78 @@ TEST(unsorted_write_only, "opened as an import opens it (unsorted memtables of s
 		}
 	}
 	pair_done(ref_st, st, d0, d1, &ref, &got, &s);
+}
+
+TEST(fpset, "a fingerprint set never answers no for a key it was given, and rarely maybe for another")
+{
+	fpset_t fs = {0};
+	uint64_t x = 7;
+	uint8_t k[STORE_SKEY_LEN] = {0};
+	CHECK_INT_EQ(fpset_maybe(&fs, k, sizeof(k)), 0);
+	for (int round = 0; round < 2; round++) {
+		/* round 0 adds 200,000 keys (the set grows from empty), round 1
+		 * asks for them and for as many others */
+		x = 7;
+		size_t missed = 0, others = 0;
+		for (int i = 0; i < 200000; i++) {
+			for (size_t j = 0; j < sizeof(k); j++)
+				k[j] = (uint8_t)test_xorshift(&x);
+			if (!round)
+				CHECK_INT_EQ(fpset_add(&fs, k, sizeof(k)), 0);
+			else
+				missed += !fpset_maybe(&fs, k, sizeof(k));
+			k[0] ^= 0x80;
+			if (round)
+				others += fpset_maybe(&fs, k, sizeof(k));
+		}
+		CHECK_INT_EQ(missed, 0);
+		CHECK(others < 5);
+	}
+	CHECK_INT_EQ(fs.n, 200000);
+	CHECK(fs.cap * 3 >= fs.n * 4);
+	fpset_release(&fs);
+}
+
+/* Opened as pithctl import opens a store (store_opts_t.fresh_records). */
+static store_t *open_fresh(const char *dir)
+{
+	store_opts_t o = {.create = 1, .registry = trust, .unsorted_write_only = 1, .fresh_records = 1};
+	store_t *st = NULL;
+	pith_err_t err = {0};
+	if (store_open(dir, &o, &st, &err))
+		fprintf(stderr, "#   open %s: %s\n", dir, err.msg);
+	return st;
+}
+
+TEST(fresh_records, "filled from empty without reading unknown records: the same states, also for records written again and after a reopen with records")
+{
+	evset_t s;
+	gen_set(&s, 12);
+	char *d0 = tmpdir(), *d1 = tmpdir(), *d2 = tmpdir();
+	store_t *ref_st = filled_store(d0, &s), *st = open_fresh(d1);
+	pith_buf_t ref = PITH_BUF_INIT, got = PITH_BUF_INIT;
+	reversed_with_bundle(st, ref_st, &s, &ref);
+	all_states(st, &s, &got);
+	CHECK_MEM_EQ(got.data, got.len, ref.data, ref.len);
+	CHECK_INT_EQ(check_problems(st), 0);
+	store_close(st);
+	/* every other event, then a reopen (the store now holds records: a
+	 * record not written since the open may be there) and the rest */
+	st = open_fresh(d2);
+	for (int half = 0; half < 2; half++) {
+		for (size_t i = half; i < s.n; i += 2)
+			put_bytes(st, &s.b[i], NULL);
+		if (!half) {
+			store_close(st);
+			st = open_fresh(d2);
+		}
+	}
+	CHECK_INT_EQ(put_bundle(st, &bundle_bytes, NULL, NULL), 0);
+	all_states(st, &s, &got);
+	CHECK_MEM_EQ(got.data, got.len, ref.data, ref.len);
+	CHECK_INT_EQ(check_problems(st), 0);
+	rmdir_rf(d1);
+	pair_done(ref_st, st, d0, d2, &ref, &got, &s);
 }
 
 typedef struct timelist {
@@ -2689,12 +2769,12 @@ static uint64_t l0_files(store_t *st, int cf)
  * both modes under the trigger) and 40 of states (past every other bulk
  * trigger: STORE_BULK_L0_WRITTEN), and of aliases more than the index
  * families' trigger. */
-static void bulk_load_in(enum store_bulk_mode mode)
+static void bulk_load_in(enum store_bulk_mode mode, int fresh)
 {
 	evset_t s;
 	gen_set(&s, 12);
 	char *dir = tmpdir();
-	store_t *st = open_store(dir);
+	store_t *st = fresh ? open_fresh(dir) : open_store(dir);
 	pith_err_t err = {0};
 	CHECK_INT_EQ(store_bulk_begin(st, mode, &err), 0);
 	/* one table file per family and flush: 10 is past the usual trigger (4)
@@ -2722,6 +2802,11 @@ static void bulk_load_in(enum store_bulk_mode mode)
 	}
 	CHECK_INT_EQ(l0_files(st, STORE_CF_STATES), 40);
 	CHECK(l0_files(st, STORE_CF_ALIASES) > 16); /* one per record (16 of them), and 10 before */
+	if (fresh && mode == STORE_BULK_IMPORT) {
+		/* filled from empty: the families read only by key wait too */
+		CHECK_INT_EQ(l0_files(st, STORE_CF_EVENTS), 40);
+		CHECK_INT_EQ(l0_files(st, STORE_CF_RECORDS), 40);
+	}
 	CHECK_INT_EQ(store_bulk_end(st, 1, &err), 0);
 	CHECK(l0_files(st, STORE_CF_EVENTS) < 4);
 	CHECK(l0_files(st, STORE_CF_ALIASES) < 4);
@@ -2752,8 +2837,9 @@ static void bulk_load_in(enum store_bulk_mode mode)
 
 TEST(bulk_load, "in bulk mode level 0 holds more files; its end compacts them and leaves the same store")
 {
-	bulk_load_in(STORE_BULK_SYNC);
-	bulk_load_in(STORE_BULK_IMPORT);
+	bulk_load_in(STORE_BULK_SYNC, 0);
+	bulk_load_in(STORE_BULK_IMPORT, 0);
+	bulk_load_in(STORE_BULK_IMPORT, 1);
 }
 
 int main(int argc, char **argv)
@@ -2774,6 +2860,8 @@ int main(int argc, char **argv)
 	RUN(order_independent);
 	RUN(lanes_same_states);
 	RUN(unsorted_write_only);
+	RUN(fpset);
+	RUN(fresh_records);
 	RUN(indexes);
 	RUN(time_each_after);
 	RUN(derived_aliases);

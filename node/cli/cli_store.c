@@ -68,7 +68,8 @@ int cli_store_open(const cli_ctx_t *ctx, const char *cmd, int writable, pith_tru
 	store_opts_t opts = {.create = !!writable, .read_only = !writable, .registry = *trust,
 			     .notice = store_notice,
 			     .unlogged = (writable & ~CLI_STORE_IMPORT) == CLI_STORE_UNLOGGED,
-			     .unsorted_write_only = !!(writable & CLI_STORE_IMPORT)};
+			     .unsorted_write_only = !!(writable & CLI_STORE_IMPORT),
+			     .fresh_records = !!(writable & CLI_STORE_IMPORT)};
 	if (store_open(ctx->store_dir, &opts, st, &err)) {
 		pith_trust_free(*trust);
 		if (store_open_hint(cmd, ctx->store_dir, err.msg))
