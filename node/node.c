@@ -497,6 +497,9 @@ int node_new(node_config_t *cfg, node_t **out, pith_err_t *err)
 	 * then, since atomic flushes cost a logged catch-up more compactions
 	 * (docs/performance.md, issue 17, session 18) */
 	so.atomic_flush = cfg->sync_bulk_unlogged != 0;
+	/* a new node's first catch-up reads no summary of a record it has
+	 * not written (docs/store.md, "Bulk loading"); its end frees that */
+	so.fresh_records = 1;
 	so.notice = store_notice;
 	so.on_error = store_error;
 	if ((rc = store_open(path, &so, &n->store, err)))

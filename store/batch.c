@@ -1006,21 +1006,22 @@ static int put_count(commit_t *c, const char *key, uint64_t v)
 	return put(c, STORE_CF_META, key, strlen(key), be, 8);
 }
 
+/* Turns store_opts_t.fresh_records off for good. Under wmu. */
+static void fresh_off(store_t *st)
+{
+	__atomic_store_n(&st->fresh_on, 0, __ATOMIC_RELAXED);
+	fpset_release(&st->fresh);
+}
+
 /* After a commit: every record it touched goes into the fresh set (a
  * superset of the records written: a group may have written none). If
  * the set cannot grow, commits read `records` again from now on. Under
  * wmu. */
 static void fresh_note(store_t *st, const store_batch_t *b)
 {
-	if (!st->fresh_on)
-		return;
-	for (size_t gi = 0; gi < b->ng; gi++) {
-		if (fpset_add(&st->fresh, b->g[gi].skey, STORE_SKEY_LEN)) {
-			st->fresh_on = 0;
-			fpset_release(&st->fresh);
-			return;
-		}
-	}
+	for (size_t gi = 0; st->fresh_on && gi < b->ng; gi++)
+		if (fpset_add(&st->fresh, b->g[gi].skey, STORE_SKEY_LEN))
+			fresh_off(st);
 }
 
 int store_batch_commit(store_batch_t *b, store_commit_stats_t *stats, pith_err_t *err)
@@ -1042,6 +1043,8 @@ int store_batch_commit(store_batch_t *b, store_commit_stats_t *stats, pith_err_t
 	}
 	store_perf_off();
 	pthread_mutex_lock(&st->wmu);
+	if (st->fresh_on && __atomic_load_n(&st->fresh_stop, __ATOMIC_ACQUIRE))
+		fresh_off(st); /* store_bulk_end */
 	c.counts = st->counts;
 	c.seq = st->changes_seq;
 	c.wb = b->wb ? b->wb : rocksdb_writebatch_create();

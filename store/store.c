@@ -627,11 +627,10 @@ static int fresh_begin(store_t *st, pith_err_t *err)
 	int rc = store_iter_open(st, STORE_CF_RECORDS, NULL, 0, NULL, 0, &it, err);
 	if (rc)
 		return rc;
-	st->fresh_on = !store_iter_valid(&it);
+	int empty = !store_iter_valid(&it);
 	rc = store_iter_status(&it, err);
 	store_iter_close(&it);
-	if (rc)
-		st->fresh_on = 0;
+	st->fresh_on = empty && !rc;
 	return rc;
 }
 
@@ -1837,7 +1836,8 @@ static int cf_fresh_waits(int cf)
  * (STORE_BULK_L0_WRITTEN files, the bulk level base) in bulk mode. */
 static int l0_waits(const store_t *st, int cf, enum store_bulk_mode mode)
 {
-	return cf_write_only(cf) || (mode == STORE_BULK_IMPORT && st->fresh_on && cf_fresh_waits(cf));
+	return cf_write_only(cf) || (mode == STORE_BULK_IMPORT && cf_fresh_waits(cf) &&
+				     __atomic_load_n(&st->fresh_on, __ATOMIC_RELAXED));
 }
 
 /* Level 0's triggers of family cf (compaction, slowdown, stop) for a
@@ -1935,6 +1935,10 @@ static int compaction_busy(store_t *st)
 int store_bulk_end(store_t *st, int settle, pith_err_t *err)
 {
 	int rc = l0_set(st, 0, STORE_BULK_SYNC, err);
+	/* the bulk is in: the next commit turns store_opts_t.fresh_records
+	 * off and frees its set (not here: a node ends its bulk mode on the
+	 * event loop, which must not wait for a commit) */
+	__atomic_store_n(&st->fresh_stop, 1, __ATOMIC_RELEASE);
 	/* setting the options scheduled the compactions they now call for;
 	 * they run on RocksDB's threads: poll until none is left */
 	while (!rc && settle && compaction_busy(st)) {

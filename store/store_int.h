@@ -41,7 +41,10 @@ struct store {
 	int unsorted_write_only;    /* store_opts_t's */
 	int fresh_on;               /* store_opts_t.fresh_records in effect: the
 				     * store held no record when opened, and
-				     * fresh has every record written since */
+				     * fresh has every record written since
+				     * (written under wmu, read atomically) */
+	int fresh_stop;             /* store_bulk_end asks the next commit to
+				     * turn it off (atomic) */
 	fpset_t fresh;              /* under wmu */
 	int nolog_dirty;            /* commits without the WAL since the last
 				     * flush (under wmu) */
