@@ -190,7 +190,10 @@ static void event_end(ingest_job_t *j, const pith_trust_t *trust, const pith_sig
 				  "the event's id is not the one it was sent as");
 		goto drop;
 	}
-	snprintf(j->subject, sizeof(j->subject), "%s", j->ev->subject);
+	/* a copy, not snprintf (1.4% of a validator's samples in an import) */
+	size_t sl = strnlen(j->ev->subject, sizeof(j->subject) - 1);
+	memcpy(j->subject, j->ev->subject, sl);
+	j->subject[sl] = 0;
 	j->created_us = j->ev->created_us;
 	j->is_record_created = !strcmp(j->ev->event_type, "record_created");
 	if (!j->canon.len && pith_event_canon(j->ev, &j->canon)) {

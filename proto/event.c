@@ -164,8 +164,12 @@ static int verify(const json_value_t *r, const pith_trust_t *trust, pith_event_t
 	}
 	ev->root = r;
 	pith_buf_t b = PITH_BUF_INIT;
-	/* one allocation: the hashed part is about the size of the event */
+	/* one allocation each: the hashed part and the canonical form are
+	 * about the size of the event (growing them by doubling was 3% of a
+	 * validator's samples in an import) */
 	rc = pith_buf_reserve(&b, 4096);
+	if (!rc && canon)
+		rc = pith_buf_reserve(canon, 4096);
 	/* with canon, the whole canonical form too, each value written once */
 	if (!rc)
 		rc = canon ? json_canon_write_both(r, unhashed, 3, canon, &b)
