@@ -63,6 +63,18 @@ outs = [json.loads(l) for l in res.stdout.decode().splitlines()]
 check(res.returncode == 0 and len(outs) == 5 and len({o["event_id"] for o in outs}) == 5,
       "sign signs JSON Lines, one event per line")
 
+# an event whose payload uses a bundle's member names is still an event:
+# a file's item is a bundle only by its own top-level members
+odd = dict(ev, payload={"bundle_type": "pith_open_graph_bundle", "x": {"bundle_signature": 1}})
+res = run(["sign", "--key", key], json.dumps(odd).encode())
+oddfile = os.path.join(tmp, "odd.json")
+open(oddfile, "wb").write(res.stdout)
+store = os.path.join(tmp, "store")
+res = run(["--store", store, "--trust-key", key, "import", "--json", oddfile])
+stats = json.loads(res.stdout or b"{}")
+check(res.returncode == 0 and stats.get("stored") == 1 and stats.get("rejected") == 0,
+      "an event with \"bundle_type\" in its payload imports as an event")
+
 for field, value in [("payload", {"note": "changed"}), ("created_at", "2026-09-01T12:00:01Z"),
                      ("content_sha256", "0" * 64), ("target", "graph")]:
     t = dict(signed)
