@@ -5,14 +5,19 @@
 # whatever else the machine does hits both alike.
 #
 # usage: bench_ab.sh BASE_BUILD NEW_BUILD [--dir DIR] [--rounds R]
-#          [--import-events N] [--sync-events N] [--http-rounds R] [--no-http]
+#          [--import-events N] [--sync-events N] [--sync-per-record E]
+#          [--sync-data DIR] [--no-import] [--no-sync] [--http-rounds R] [--no-http]
 #
 # Per round (base first in odd rounds, new first in even ones):
 #   bench_import (NEW_BUILD's driver) with each build's pithctl and
 #     gen_events: 200,000 events of 10 per record, and of 2 per record
 #     (the registry's shape);
 #   bench_sync (NEW_BUILD's driver) with each build's pithd and pithctl:
-#     a fresh node syncs 500,000 events (10 per record) from a peer.
+#     a fresh node syncs 500,000 events (10 per record; --sync-per-record 2
+#     for the registry's shape) from a peer, whose store and events are
+#     kept in DIR/sync, or in --sync-data (bench_scale.sh's data directory
+#     holds them at its sizes: no import first).
+# --no-import, --no-sync: leave that benchmark out.
 # Then tests/bench/bench_http.sh --pithd of each build (HTTP_ROUNDS rounds).
 # Prints each run's rate and ratio to the bare verify rate measured in the
 # same run, then new/base of the medians. Logs stay in DIR.
@@ -24,6 +29,10 @@ DIR=/tmp/bench_ab
 ROUNDS=3
 IMPORT_N=200000
 SYNC_N=500000
+SYNC_PER=10
+SYNC_DATA=
+IMPORT=1
+SYNC=1
 HTTP_ROUNDS=2
 HTTP=1
 while [ $# -gt 0 ]; do
@@ -32,6 +41,10 @@ while [ $# -gt 0 ]; do
 	--rounds) ROUNDS=$2; shift 2 ;;
 	--import-events) IMPORT_N=$2; shift 2 ;;
 	--sync-events) SYNC_N=$2; shift 2 ;;
+	--sync-per-record) SYNC_PER=$2; shift 2 ;;
+	--sync-data) SYNC_DATA=$2; shift 2 ;;
+	--no-import) IMPORT=0; shift ;;
+	--no-sync) SYNC=0; shift ;;
 	--http-rounds) HTTP_ROUNDS=$2; shift 2 ;;
 	--no-http) HTTP=0; shift ;;
 	*) echo "bench_ab.sh: unknown option $1" >&2; exit 2 ;;
@@ -56,19 +69,22 @@ run_import() { # run_import NAME BUILD PER
 
 run_sync() { # run_sync NAME BUILD
 	local log="$DIR/sync-$1-r$ROUND.log"
-	"$NEW/tests/bench/bench_sync" --events "$SYNC_N" --dir "$DIR/sync" --keep \
+	"$NEW/tests/bench/bench_sync" --events "$SYNC_N" --per-record "$SYNC_PER" \
+		--dir "${SYNC_DATA:-$DIR/sync}" --keep \
 		--pithd "$2/node/pithd" --pithctl "$2/node/cli/pithctl" \
 		--gen "$2/tests/gen_events" >"$log" 2>&1
-	echo "sync $1 $(field "$log" 'fresh node sync') $(field "$log" 'sync / bare verify')" >>"$RES"
+	echo "sync$SYNC_PER $1 $(field "$log" 'fresh node sync') $(field "$log" 'sync / bare verify')" >>"$RES"
 }
 
 for ROUND in $(seq 1 "$ROUNDS"); do
 	if [ $((ROUND % 2)) -eq 1 ]; then order="base new"; else order="new base"; fi
 	for who in $order; do
 		b=$BASE; [ "$who" = new ] && b=$NEW
-		run_import "$who" "$b" 10
-		run_import "$who" "$b" 2
-		run_sync "$who" "$b"
+		if [ "$IMPORT" = 1 ]; then
+			run_import "$who" "$b" 10
+			run_import "$who" "$b" 2
+		fi
+		[ "$SYNC" = 1 ] && run_sync "$who" "$b"
 		echo "round $ROUND $who done: $(tail -3 "$RES" | tr '\n' ' ')" >&2
 	done
 done
