@@ -193,6 +193,56 @@ int idcache_has(const idcache_t *c, const uint8_t id[static 32])
 	return c->slots[(f >> 7) & c->mask] == f;
 }
 
+int idbloom_init(idbloom_t *b, size_t capacity)
+{
+	size_t lines = capacity / 51 + 1; /* 512 bits a line, 10 bits an id */
+	uint64_t *w = calloc(lines, 64);
+	if (!w)
+		return PITH_ENOMEM;
+	*b = (idbloom_t){.words = w, .nlines = lines, .capacity = capacity};
+	return 0;
+}
+
+void idbloom_release(idbloom_t *b)
+{
+	free(b->words);
+	memset(b, 0, sizeof(*b));
+}
+
+/* The id's line, and 6 bit positions (9 bits each) in h. */
+static uint64_t *bloom_line(const idbloom_t *b, const uint8_t id[32], uint64_t *h)
+{
+	uint64_t w0, w1;
+	memcpy(&w0, id, 8);
+	memcpy(&w1, id + 8, 8);
+	uint64_t k0, k1;
+	memcpy(&k0, hash_key, 8);
+	memcpy(&k1, hash_key + 8, 8);
+	uint64_t x = (w0 ^ k0) * UINT64_C(0x9e3779b97f4a7c15);
+	uint64_t y = (w1 ^ k1 ^ (x >> 29)) * UINT64_C(0xbf58476d1ce4e5b9);
+	*h = y ^ (y >> 31);
+	size_t line = (size_t)(((unsigned __int128)x * b->nlines) >> 64);
+	return b->words + 8 * line;
+}
+
+void idbloom_add(idbloom_t *b, const uint8_t id[static 32])
+{
+	uint64_t h, *l = bloom_line(b, id, &h);
+	for (int i = 0; i < 6; i++, h >>= 9)
+		l[(h >> 6) & 7] |= UINT64_C(1) << (h & 63);
+	b->count++;
+}
+
+int idbloom_has(const idbloom_t *b, const uint8_t id[static 32])
+{
+	uint64_t h;
+	const uint64_t *l = bloom_line(b, id, &h);
+	for (int i = 0; i < 6; i++, h >>= 9)
+		if (!(l[(h >> 6) & 7] & UINT64_C(1) << (h & 63)))
+			return 0;
+	return 1;
+}
+
 void idq_init(idq_t *q, size_t max)
 {
 	memset(q, 0, sizeof(*q));

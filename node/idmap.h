@@ -51,6 +51,26 @@ void idcache_release(idcache_t *c);
 void idcache_add(idcache_t *c, const uint8_t id[static 32]);
 int idcache_has(const idcache_t *c, const uint8_t id[static 32]);
 
+/* ---- idbloom: "surely not in the set" for a growing set of ids ------------
+ * A blocked Bloom filter (one 64-byte line per id, 6 bits in it; 10 bits
+ * an id at capacity: about 1% false positives). has() == 0 means the id
+ * was never added; 1 means it may have been. Ids are event ids (SHA-256
+ * outputs) and the line and bits come from their bytes mixed with a
+ * per-process key; a peer that crafts ids to collide only turns a "no"
+ * into a "maybe", which the caller must answer the slow way anyway. */
+typedef struct idbloom {
+	uint64_t *words;  /* nlines * 8 */
+	size_t nlines;
+	size_t count;     /* ids added */
+	size_t capacity;  /* ids it was sized for */
+} idbloom_t;
+
+/* An empty filter sized for capacity ids. 0 or PITH_ENOMEM (b untouched). */
+int idbloom_init(idbloom_t *b, size_t capacity);
+void idbloom_release(idbloom_t *b);
+void idbloom_add(idbloom_t *b, const uint8_t id[static 32]);
+int idbloom_has(const idbloom_t *b, const uint8_t id[static 32]);
+
 /* ---- idq: a FIFO of ids, growing up to a cap ------------------------------- */
 typedef struct idq {
 	uint8_t *ids;  /* cap * 32 bytes */

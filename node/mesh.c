@@ -92,9 +92,15 @@ peer_events_t mesh_peer_events(mesh_t *m)
 			       .gone = on_peer_gone, .freed = on_peer_freed, .ban = on_peer_ban};
 }
 
+static int on_relay_is_absent(void *arg, const uint8_t id[32])
+{
+	mesh_t *m = arg;
+	return sync_id_is_absent(m->sync, id);
+}
+
 relay_hooks_t mesh_relay_hooks(mesh_t *m)
 {
-	return (relay_hooks_t){.arg = m, .feed = on_relay_feed};
+	return (relay_hooks_t){.arg = m, .feed = on_relay_feed, .is_absent = on_relay_is_absent};
 }
 
 void mesh_job_done(mesh_t *m, ingest_job_t *job)

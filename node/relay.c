@@ -186,7 +186,10 @@ void relay_want(peer_t *p, const uint8_t id[32], int catchup)
 		r->d.stats->pending_dropped++;
 		return;
 	}
-	int has = store_event_has(r->d.store, id, NULL);
+	/* the filter of stored ids first: in a catch-up nearly every id is
+	 * new, and the store's answer probes every level-0 file */
+	int has = r->d.hooks.is_absent && r->d.hooks.is_absent(r->d.hooks.arg, id)
+			  ? 0 : store_event_has(r->d.store, id, NULL);
 	if (has) {
 		if (has == 1)
 			idcache_add(&r->recent, id);

@@ -62,6 +62,8 @@ typedef struct relay_hooks {
 	/* about to send p GETs from its fetch queue: top the queue up
 	 * (reconciliation's backlog, sync_peer_feed) */
 	void (*feed)(void *arg, peer_t *p);
+	/* 1 if id is surely not stored (no store read needed to fetch it) */
+	int (*is_absent)(void *arg, const uint8_t id[32]);
 } relay_hooks_t;
 
 /* Everything the relay uses; borrowed, must outlive it. */

@@ -100,6 +100,10 @@ void sync_peer_feed(sync_t *sy, peer_t *p);
 
 /* A commit stored an event: keeps the set current. */
 void sync_event_stored(sync_t *sy, int64_t created_us, const uint8_t id[static 32]);
+/* 1 if id is surely not a stored event (its set is loaded and says so
+ * through its filter); 0 if it may be, or nothing is known (sy NULL, the
+ * set loading or incomplete): then the store must be asked. */
+int sync_id_is_absent(const sync_t *sy, const uint8_t id[static 32]);
 
 /* A commit stored a bundle that became its record's newest: keeps the
  * bundle set current (the replaced one out, if replaced, this one in). */

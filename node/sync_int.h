@@ -9,6 +9,7 @@
 
 #include "recon.h"
 #include "resolve.h"
+#include "idmap.h"
 #include "sync.h"
 
 typedef struct sync_peer sync_peer_t;
@@ -148,6 +149,10 @@ struct sync {
 	sync_deferred_t deferred[SYNC_DEFERRED_MAX];
 	size_t skipped;          /* events outside the reconciled span at load */
 	int add_failed;          /* an add to the set failed (logged once) */
+	/* "surely not stored": every id in the set, while have_ok (the set
+	 * loaded, none skipped, no add lost); sync_id_is_absent */
+	idbloom_t have;
+	int have_ok;
 	/* totals */
 	uint64_t started, done, failed;
 	uint64_t ids_needed, ids_offered, bytes_sent, bytes_recv;

@@ -69,6 +69,11 @@ size_t recon_set_count(const recon_set_t *set);
  * PITH_ENOTFOUND when rank >= count. */
 int recon_set_item_at(const recon_set_t *set, size_t rank, recon_item_t *out);
 
+/* Calls fn with every item in order; stops early, returning what fn
+ * returned, when fn returns non-zero. Do not change set from fn. */
+int recon_set_each(const recon_set_t *set, int (*fn)(void *arg, const recon_item_t *it),
+		   void *arg);
+
 /* Bytes held by the set's nodes (for status and benchmarks). */
 size_t recon_set_memory(const recon_set_t *set);
 

@@ -512,6 +512,17 @@ oom:
 
 /* ---- order statistics ------------------------------------------------- */
 
+int recon_set_each(const recon_set_t *s, int (*fn)(void *arg, const recon_item_t *it), void *arg)
+{
+	for (const leaf_t *l = s->count ? s->first : NULL; l; l = l->next)
+		for (uint32_t i = 0; i < l->n; i++) {
+			int rc = fn(arg, &l->it[i]);
+			if (rc)
+				return rc;
+		}
+	return 0;
+}
+
 int recon_set_item_at(const recon_set_t *s, size_t rank, recon_item_t *out)
 {
 	if (rank >= s->count)

@@ -1833,11 +1833,14 @@ static int cf_fresh_waits(int cf)
 }
 
 /* Whether family cf's compactions wait like the write-only families'
- * (STORE_BULK_L0_WRITTEN files, the bulk level base) in bulk mode. */
-static int l0_waits(const store_t *st, int cf, enum store_bulk_mode mode)
+ * (STORE_BULK_L0_WRITTEN files, the bulk level base) in bulk mode: those
+ * read only by key do too while the store is being filled from empty
+ * (store_opts_t.fresh_records), in an import and a node's catch-up alike,
+ * since a commit then reads nothing of a record it has not written. */
+static int l0_waits(const store_t *st, int cf)
 {
-	return cf_write_only(cf) || (mode == STORE_BULK_IMPORT && cf_fresh_waits(cf) &&
-				     __atomic_load_n(&st->fresh_on, __ATOMIC_RELAXED));
+	return cf_write_only(cf) ||
+	       (cf_fresh_waits(cf) && __atomic_load_n(&st->fresh_on, __ATOMIC_RELAXED));
 }
 
 /* Level 0's triggers of family cf (compaction, slowdown, stop) for a
@@ -1849,7 +1852,7 @@ static void l0_triggers(const store_t *st, int cf, int bulk, enum store_bulk_mod
 		return;
 	}
 	int wide = mode == STORE_BULK_IMPORT ? 2 : 1;
-	if (l0_waits(st, cf, mode))
+	if (l0_waits(st, cf))
 		v[0] = STORE_BULK_L0_WRITTEN;
 	else
 		v[0] = wide * (cf_is_index(cf) ? STORE_BULK_L0_INDEX : STORE_BULK_L0_DOCS);
@@ -1884,7 +1887,7 @@ static int l0_set(store_t *st, int bulk, enum store_bulk_mode mode, pith_err_t *
 		 * level base only for the families whose compaction waits, and
 		 * back for all at the end */
 		char *e = NULL;
-		int nkeys = !bulk || l0_waits(st, cf, mode) ? 4 : 3;
+		int nkeys = !bulk || l0_waits(st, cf) ? 4 : 3;
 		rocksdb_set_options_cf(st->db, st->cf[cf], nkeys, keys, vp, &e);
 		if (e)
 			return store_db_error(err, e, "setting the level-0 triggers");

@@ -75,11 +75,12 @@ typedef struct store_opts {
 	 * serves reads while it writes. Ignored with read_only. */
 	int unsorted_write_only;
 	/* For a process that fills a store that holds no record when opened
-	 * (`pithctl import` into a new store): the store keeps in memory a
+	 * (`pithctl import` into a new store, a new node's first catch-up):
+	 * the store keeps in memory a
 	 * fingerprint of every record it writes (8 bytes a slot: some 64 MiB
 	 * for 5 million records), so a commit knows that any other record is
 	 * new without reading `records`, and then reads nothing at all for it;
-	 * in bulk mode (STORE_BULK_IMPORT) the index families a commit reads
+	 * in bulk mode (either) the index families a commit reads
 	 * only by key then wait for level 0 to hold STORE_BULK_L0_WRITTEN
 	 * files, like states and claims (docs/store.md, "Bulk loading").
 	 * Ignored with read_only or when the store holds a record. */

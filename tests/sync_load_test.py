@@ -67,6 +67,8 @@ def body(args, root, nodes):
     st = a.status()
     assert st["sync"]["set"] == "loading", st["sync"]
     assert st["sync"]["enabled"], st["sync"]
+    # no filter of stored ids before the set: every offered id asks the store
+    assert st["sync"]["filter_bytes"] == 0, st["sync"]
     log("serving /healthz %.2f s after the start, the set still loading" % up)
 
     # a fresh node dials A while it loads: its session is turned away
@@ -88,6 +90,8 @@ def body(args, root, nodes):
         return s if s["set"] == "loaded" else None
     s = wait_for(loaded, 30, what="A's set to load")
     assert s["items"] == 1000, s
+    # the filter of the set's ids, built once it loaded: room for 2^20 ids
+    assert s["filter_bytes"] >= (1 << 20) * 10 // 8, s
     with open(a.log_path, errors="replace") as f:
         text = f.read()
     assert "reconciliation set of 800 events loaded in " in text, text[-2000:]

@@ -112,6 +112,40 @@ TEST(small_keys, "keeps numeric keys (idmap_key_u64) apart")
 	idmap_free(m);
 }
 
+TEST(bloom_never_forgets, "a Bloom filter of ids says yes to every id added and no to about 1% of others")
+{
+	enum { N = 200000 };
+	idbloom_t b;
+	CHECK_INT_EQ(idbloom_init(&b, N), 0);
+	uint8_t id[32];
+	for (uint32_t i = 0; i < N; i++) {
+		crypto_generichash(id, 32, (const uint8_t *)&i, sizeof(i), NULL, 0);
+		CHECK(!i || b.count == i);
+		idbloom_add(&b, id);
+	}
+	size_t missed = 0, false_yes = 0;
+	for (uint32_t i = 0; i < 2 * N; i++) {
+		crypto_generichash(id, 32, (const uint8_t *)&i, sizeof(i), NULL, 0);
+		if (i < N)
+			missed += !idbloom_has(&b, id);
+		else
+			false_yes += (size_t)idbloom_has(&b, id);
+	}
+	CHECK_INT_EQ(missed, 0);
+	/* 10 bits an id, 6 of them in one 64-byte line: about 1% */
+	CHECK(false_yes < N / 50);
+	/* ids that differ in their last bytes only are not all "maybe" */
+	memset(id, 0xab, 32);
+	size_t tail_yes = 0;
+	for (uint32_t i = 0; i < 1000; i++) {
+		memcpy(id + 28, &i, 4);
+		tail_yes += (size_t)idbloom_has(&b, id);
+	}
+	CHECK(tail_yes < 100);
+	idbloom_release(&b);
+	CHECK(b.words == NULL);
+}
+
 int main(void)
 {
 	if (sodium_init() < 0)
@@ -119,5 +153,6 @@ int main(void)
 	idmap_init();
 	RUN(matches_reference);
 	RUN(small_keys);
+	RUN(bloom_never_forgets);
 	return test_done();
 }

@@ -250,6 +250,22 @@ static void scenario(size_t n, uint64_t ts_span, uint64_t seed, unsigned only_a_
 
 /* ---- the set ---------------------------------------------------------- */
 
+typedef struct walk {
+	const recon_set_t *s;
+	size_t n, bad, stop_at;
+} walk_t;
+
+/* recon_set_each's callback: each item must be the one at its rank */
+static int walk_check(void *arg, const recon_item_t *it)
+{
+	walk_t *w = arg;
+	recon_item_t x;
+	if (recon_set_item_at(w->s, w->n, &x) || memcmp(&x, it, sizeof(x)))
+		w->bad++;
+	size_t i = w->n++;
+	return w->stop_at && i == w->stop_at ? 7 : 0;
+}
+
 TEST(set_matches_reference, "keeps order, counts and membership through random adds and removes")
 {
 	rng_state = 7;
@@ -288,6 +304,14 @@ TEST(set_matches_reference, "keeps order, counts and membership through random a
 	}
 	recon_item_t x;
 	CHECK_INT_EQ(recon_set_item_at(s, count, &x), PITH_ENOTFOUND);
+	/* the walk: every item, in order, and it stops when asked */
+	walk_t w = {.s = s};
+	CHECK_INT_EQ(recon_set_each(s, walk_check, &w), 0);
+	CHECK_INT_EQ(w.n, count);
+	CHECK_INT_EQ(w.bad, 0);
+	w = (walk_t){.s = s, .stop_at = count / 2};
+	CHECK_INT_EQ(recon_set_each(s, walk_check, &w), 7);
+	CHECK_INT_EQ(w.n, count / 2 + 1);
 	/* remove everything, then the set works again */
 	for (size_t i = 0; i < n; i++)
 		if (in[i])
