@@ -11,6 +11,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/tcp.h>
+#include <sys/socket.h>
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
 #include <event2/event.h>
@@ -487,7 +488,32 @@ static void dispatch(peer_t *p, const wire_msg_t *m, int64_t now)
 	}
 }
 
-/* Reads and handles what is buffered, within this turn's budget. */
+/* Reads on from p's socket once its bufferevent's input is drained: up
+ * to n bytes, 0 if none are there yet (or the stream ended: the
+ * bufferevent, whose socket stays readable, sees the end at its next read
+ * and reports it as ever), -1 if p was closed on an error. libevent 2.1
+ * reads at most 4 KiB a wakeup (EVBUFFER_MAX_READ), each an epoll_wait,
+ * an ioctl and a readv: a catch-up's 40 MB a second cost the loop some
+ * 12,000 wakeups a second (docs/performance.md, session 26). */
+static ssize_t read_socket(peer_t *p, uint8_t *buf, size_t n)
+{
+	evutil_socket_t fd = bufferevent_getfd(p->bev);
+	if (fd < 0)
+		return 0;
+	ssize_t got;
+	do
+		got = recv(fd, buf, n, MSG_DONTWAIT);
+	while (got < 0 && errno == EINTR);
+	if (got >= 0)
+		return got;
+	if (errno == EAGAIN || errno == EWOULDBLOCK)
+		return 0;
+	peer_close(p, 0, "socket error: %s", evutil_socket_error_to_string(errno));
+	return -1;
+}
+
+/* Reads and handles what is buffered, then what the socket holds, within
+ * this turn's budget. */
 static void peer_on_readable(peer_t *p)
 {
 	static uint8_t chunk[READ_CHUNK]; /* loop thread only */
@@ -522,20 +548,28 @@ static void peer_on_readable(peer_t *p)
 			continue;
 		}
 		size_t avail = evbuffer_get_length(in);
-		if (!avail || p->byte_tokens < 1) {
-			if (avail && !p->read_paused)
+		if (avail && p->byte_tokens < 1) {
+			if (!p->read_paused)
 				pause_reading(p);
 			return;
 		}
+		if (p->byte_tokens < 1)
+			return;
 		if (bytes >= TURN_MAX_BYTES)
 			break;
-		size_t take = avail;
+		size_t take = avail ? avail : sizeof(chunk);
 		size_t room = wire_reader_room(p->reader);
 		if (take > room)
 			take = room;
 		if (take > sizeof(chunk))
 			take = sizeof(chunk);
-		int got = evbuffer_remove(in, chunk, take);
+		/* from the socket no more than the byte budget allows (what the
+		 * bufferevent buffered already overshoots it by 4 KiB at most) */
+		if (!avail && take > (size_t)p->byte_tokens)
+			take = (size_t)p->byte_tokens;
+		if (!take)
+			return;
+		ssize_t got = avail ? evbuffer_remove(in, chunk, take) : read_socket(p, chunk, take);
 		if (got <= 0)
 			return;
 		if (wire_reader_feed(p->reader, chunk, (size_t)got))

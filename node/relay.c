@@ -469,18 +469,25 @@ void relay_announce_schedule(relay_t *r)
 	evtimer_add(r->announce_ev, &tv);
 }
 
-void relay_queue_announce(relay_t *r, const uint8_t id[32])
+/* An id and the serial of the peer it came from (0: none) */
+static void queue_id(relay_t *r, pith_buf_t *q, const uint8_t id[32], uint64_t from)
 {
-	if (pith_buf_append(&r->announce_q, id, 32))
+	uint8_t e[ANNOUNCE_ENTRY];
+	memcpy(e, id, 32);
+	memcpy(e + 32, &from, 8);
+	if (pith_buf_append(q, e, sizeof(e)))
 		return;
 	relay_announce_schedule(r);
 }
 
+void relay_queue_announce(relay_t *r, const uint8_t id[32], uint64_t from)
+{
+	queue_id(r, &r->announce_q, id, from);
+}
+
 void relay_queue_announce_own(relay_t *r, const uint8_t id[32])
 {
-	if (pith_buf_append(&r->announce_own_q, id, 32))
-		return;
-	relay_announce_schedule(r);
+	queue_id(r, &r->announce_own_q, id, 0);
 }
 
 /* Ready peers that can take announces now: a peer with more than half of
@@ -553,19 +560,25 @@ static void lazy_schedule(relay_t *r)
 	evtimer_add(r->lazy_ev, &tv);
 }
 
-/* Adds each of count ids to the batches of the peers that do not know
- * it: all of them, or with fanout > 0 only that many (chosen per id, so
- * that different events leave through different links) and the others to
- * the lazy queue, due at due_us. */
-static void announce_ids(relay_t *r, peer_t **ps, pith_buf_t *b, size_t np, const uint8_t *ids,
-			 size_t count, size_t fanout, int64_t due_us)
+/* Adds each of the queued ids (ANNOUNCE_ENTRY bytes each) to the batches
+ * of the peers that do not know it: all of them but the one it came from,
+ * or with fanout > 0 only that many (chosen per id, so that different
+ * events leave through different links) and the others to the lazy
+ * queue, due at due_us. The peer an event came from is skipped by its
+ * serial, not only by its known cache: that cache forgets, and a node
+ * catching up from one peer announced some 6% of what it fetched back
+ * to it, each id a store read there (docs/performance.md, session 26). */
+static void announce_ids(relay_t *r, peer_t **ps, pith_buf_t *b, size_t np, const pith_buf_t *q,
+			 size_t fanout, int64_t due_us)
 {
-	for (size_t i = 0; i < count; i++) {
-		const uint8_t *id = ids + 32 * i;
+	for (size_t off = 0; off + ANNOUNCE_ENTRY <= q->len; off += ANNOUNCE_ENTRY) {
+		const uint8_t *id = q->data + off;
+		uint64_t from;
+		memcpy(&from, id + 32, 8);
 		size_t start = np ? ((size_t)id[0] << 8 | id[1]) % np : 0, eager = 0, deferred = 0;
 		for (size_t k = 0; k < np; k++) {
 			size_t j = (start + k) % np;
-			if (idcache_has(&ps[j]->relay->known, id))
+			if (ps[j]->serial == from || idcache_has(&ps[j]->relay->known, id))
 				continue;
 			if (fanout && eager >= fanout) {
 				deferred++;
@@ -598,9 +611,8 @@ static void flush_announces(relay_t *r)
 	pith_buf_t *b = batches_get(np);
 	int64_t due = node_now_us() + r->d.cfg->lazy_announce_ms * 1000;
 	if (b) {
-		announce_ids(r, ps, b, np, r->announce_q.data, r->announce_q.len / 32, 0, due);
-		announce_ids(r, ps, b, np, r->announce_own_q.data, r->announce_own_q.len / 32,
-			     (size_t)r->d.cfg->announce_fanout, due);
+		announce_ids(r, ps, b, np, &r->announce_q, 0, due);
+		announce_ids(r, ps, b, np, &r->announce_own_q, (size_t)r->d.cfg->announce_fanout, due);
 		batches_send(r, ps, b, np);
 	}
 	relay_bundle_announce_flush(r, ps, np);
@@ -693,7 +705,7 @@ static int done_event(relay_t *r, ingest_job_t *job, peer_t *p)
 		case STORE_STORED:
 			r->d.stats->events_stored++;
 			if (job->peer)
-				relay_queue_announce(r, job->id);
+				relay_queue_announce(r, job->id, job->peer);
 			else
 				relay_queue_announce_own(r, job->id);
 			return catchup;

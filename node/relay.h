@@ -102,8 +102,9 @@ int relay_is_answer(const peer_t *p, const wire_msg_t *m);
  * if it was an event this node fetched in catch-up. */
 int relay_job_done(relay_t *r, ingest_job_t *job, peer_t *p);
 
-/* Queues a stored event id, fetched from a peer, for announcing. */
-void relay_queue_announce(relay_t *r, const uint8_t id[32]);
+/* Queues a stored event id, fetched from the peer of serial from, for
+ * announcing to the others. */
+void relay_queue_announce(relay_t *r, const uint8_t id[32], uint64_t from);
 /* Queues the id of an event that entered at this node (control socket,
  * HTTP, a bundle given to it): announced with announce_fanout. */
 void relay_queue_announce_own(relay_t *r, const uint8_t id[32]);

@@ -377,7 +377,7 @@ void relay_bundle_done(relay_t *r, ingest_job_t *job, peer_t *p)
 		for (size_t i = 0; i < job->n_event_ids; i++) {
 			idcache_add(&r->recent, job->event_ids + 32 * i);
 			if (job->peer)
-				relay_queue_announce(r, job->event_ids + 32 * i);
+				relay_queue_announce(r, job->event_ids + 32 * i, job->peer);
 			else
 				relay_queue_announce_own(r, job->event_ids + 32 * i);
 		}

@@ -37,6 +37,9 @@ typedef struct bundle_info {
 	uint8_t sha[32];
 } bundle_info_t;
 
+/* A queued announce: the id (32) and the serial of the peer it came from (8) */
+#define ANNOUNCE_ENTRY 40
+
 struct relay {
 	relay_deps_t d;             /* what it uses (relay.h) */
 	wire_limits_t wlim;
@@ -48,8 +51,9 @@ struct relay {
 	idcache_t refused;          /* (peer key, event id or bundle hash) refused as
 				       signed by keys this node does not trust */
 	uint64_t refused_n;         /* additions to refused (0: skip the lookups) */
-	pith_buf_t announce_q;      /* relayed ids to announce, 32 bytes each */
-	pith_buf_t announce_own_q;  /* ids of events that entered here (announce_fanout) */
+	pith_buf_t announce_q;      /* relayed ids to announce: ANNOUNCE_ENTRY bytes each */
+	pith_buf_t announce_own_q;  /* ids of events that entered here (announce_fanout),
+				       ANNOUNCE_ENTRY bytes each, the serial 0 */
 	pith_buf_t lazy_q;          /* deferred announces: due_us (8) + id (32), by due time */
 	size_t lazy_head;           /* bytes of lazy_q already handled */
 	wire_bundle_ref_t *bundle_q;/* bundles to announce */

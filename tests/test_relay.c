@@ -287,6 +287,32 @@ TEST(event_ingested, "a requested EVENT is validated, stored, and announced to t
 	tnode_stop(&n);
 }
 
+static void slow_announces(node_config_t *c)
+{
+	c->announce_delay_ms = 200; /* room to make the sender's cache forget first */
+}
+
+TEST(no_echo, "an event fetched from a peer is not announced back to it, even once its known cache forgot the id")
+{
+	tnode_t n;
+	peer_t *ps[2];
+	setup(&n, slow_announces, ps, 2);
+	const uint8_t *id = evs.id[4];
+	deliver_ids(ps[0], WIRE_ANNOUNCE, (const uint8_t(*)[32])id, 1);
+	CHECK_INT_EQ(fake_sent_has_id(ps[0], WIRE_GET, id), 1);
+	deliver_event(ps[0], id, &evs.json[4]);
+	CHECK(tnode_run_until(&n, stored_one, &n, 5000));
+	CHECK_INT_EQ(n.stats.events_stored, 1);
+	/* the cache is bounded and forgets (a catch-up stores tens of
+	 * thousands of ids between an id's arrival and its announce) */
+	idcache_release(&ps[0]->relay->known);
+	CHECK_INT_EQ(idcache_init(&ps[0]->relay->known, 4), 0);
+	wait_announce_t w = {ps[1], id};
+	CHECK(tnode_run_until(&n, announced, &w, 2000));
+	CHECK_INT_EQ(fake_sent_has_id(ps[0], WIRE_ANNOUNCE, id), 0);
+	tnode_stop(&n);
+}
+
 static void small_validate_budget(node_config_t *c)
 {
 	c->peer_validate_bytes = 4096; /* below what the config allows: a few events */
@@ -405,6 +431,7 @@ int main(void)
 	RUN(wanted_bound);
 	RUN(pending_bound);
 	RUN(event_ingested);
+	RUN(no_echo);
 	RUN(validate_budget);
 	RUN(event_invalid);
 	RUN(serve_get);

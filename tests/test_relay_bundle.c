@@ -631,8 +631,8 @@ TEST(inv_served, "an INV_REQ is answered with a page of the time index in time o
 		memcpy(after_id, m.u.inv.next_id, 32);
 		if (page == 0) {
 			/* listed ids are known to p; the others are announced */
-			relay_queue_announce(n.relay, want[0].id);
-			relay_queue_announce(n.relay, want[11].id);
+			relay_queue_announce(n.relay, want[0].id, 0);
+			relay_queue_announce(n.relay, want[11].id, 0);
 			wait_id_t w = {p, want[11].id};
 			CHECK(tnode_run_until(&n, id_announced, &w, 2000));
 			CHECK_INT_EQ(fake_sent_has_id(p, WIRE_ANNOUNCE, want[0].id), 0);
