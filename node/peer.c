@@ -723,6 +723,9 @@ static peer_t *peer_new(net_t *net, int fd, int outbound, const struct sockaddr 
 	bufferevent_setwatermark(p->bev, EV_READ, 0, net->o.wlim.max_buffer);
 	/* the write callback fires when output drains below 256 KiB */
 	bufferevent_setwatermark(p->bev, EV_WRITE, 256u << 10, 0);
+	/* a writev of up to 256 KiB a wakeup, not libevent's 16 KiB: a
+	 * peer serving a catch-up sends 40 MB a second */
+	bufferevent_set_max_single_write(p->bev, 256u << 10);
 	bufferevent_setcb(p->bev, read_cb, write_cb, event_cb, p);
 	p->next = net->peers;
 	if (net->peers)

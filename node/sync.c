@@ -850,11 +850,15 @@ void sync_event_stored(sync_t *sy, int64_t created_us, const uint8_t id[static 3
 		 : sy->set_state == SYNC_SET_READY ? store_recon_index_add_raw(sy->set, created_us, id)
 		 : 0;
 	if (sy->have_ok) {
+		/* (the set's own range check again: two compares) */
 		uint64_t ts;
-		if (rc || store_recon_ts(created_us, &ts))
+		if (rc || store_recon_ts(created_us, &ts)) {
 			have_off(sy); /* stored, and not in the set */
-		else if (idbloom_add(&sy->have, id), sy->have.count > sy->have.capacity)
-			have_rebuild(sy, recon_set_count(sy->set));
+		} else {
+			idbloom_add(&sy->have, id);
+			if (sy->have.count > sy->have.capacity)
+				have_rebuild(sy, recon_set_count(sy->set));
+		}
 	}
 	if (rc && !sy->add_failed) {
 		sy->add_failed = 1;
