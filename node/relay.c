@@ -687,7 +687,6 @@ static void count_rejection(relay_t *r, const ingest_job_t *job)
 /* What became of an event: 1 if it was fetched in catch-up and stored. */
 static int done_event(relay_t *r, ingest_job_t *job, peer_t *p)
 {
-	relay_peer_t *rp = p ? p->relay : NULL;
 	fetch_t *f = job->peer ? idmap_get(r->fetches, job->claimed_id) : NULL;
 	if (f && (f->is_bundle || f->state != FETCH_VALIDATING))
 		f = NULL;
@@ -696,11 +695,9 @@ static int done_event(relay_t *r, ingest_job_t *job, peer_t *p)
 		if (f)
 			free(idmap_del(r->fetches, job->claimed_id));
 		idcache_add(&r->recent, job->id);
-		/* the peer it came from has it: its known cache may have
-		 * forgotten the id while the event waited for validation, and
-		 * a node catching up would announce everything back */
-		if (rp)
-			idcache_add(&rp->known, job->id);
+		/* not announced back to the peer it came from: announce_ids
+		 * skips that peer by serial (its known cache may have forgotten
+		 * the id while the event waited for validation) */
 		switch (job->outcome) {
 		case STORE_STORED:
 			r->d.stats->events_stored++;

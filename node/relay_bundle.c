@@ -358,14 +358,12 @@ void relay_bundle_done(relay_t *r, ingest_job_t *job, peer_t *p)
 		free(idmap_del(r->fetches, key));
 	}
 	if (job->rc == 0) {
-		/* the peer it came from holds the bundle and its events: not
-		 * announced back to it (as done_event does for events; a
-		 * bundle fetched in catch-up was never announced by it) */
-		if (p && p->relay) {
+		/* the peer it came from holds the bundle: not announced back
+		 * to it (a bundle fetched in catch-up was never announced by
+		 * it); its events are queued with its serial, which
+		 * announce_ids skips */
+		if (p && p->relay)
 			idcache_add(&p->relay->known, job->sha);
-			for (size_t i = 0; i < job->n_event_ids; i++)
-				idcache_add(&p->relay->known, job->event_ids + 32 * i);
-		}
 		if (job->bundle_outcome == STORE_BUNDLE_NEWER) {
 			r->d.stats->bundles_stored++;
 			bundle_remember(r, job->subject, job->built_us, job->sha);
