@@ -12,8 +12,11 @@
 # group's CPU per event: the validators, the writer, the merge lanes,
 # RocksDB's flushes (rocksdb:high) and compactions (rocksdb:low), the
 # search index and the event loop (pithd). --config gives B a pithd.conf
-# (pithd.conf(5)) to try a setting. B's resident memory is sampled too:
-# the peak, and when it was, are printed last. B's store is made under DIR and
+# (pithd.conf(5)) to try a setting. Then, from /proc/.../schedstat, each
+# group's share of the catch-up's wall time on a CPU and waiting for one
+# (the run queue), per thread, and B's commits and states recomputed.
+# B's resident memory is sampled too: the peak, and when it was, are
+# printed last. B's store is made under DIR and
 # removed at the end; the raw samples are kept in DIR/sync-trace-N.txt.
 # With PITH_ROCKSDB_LOG=info in the environment, B's RocksDB LOG is kept
 # as DIR/sync-trace-N.LOG* and its compactions are summed per column
@@ -67,20 +70,26 @@ while sleep 10; do
 d = json.load(sys.stdin)
 print(d["store"]["events"], d["sync"]["state"], int(d["store"]["compacting"]))') || continue
 	thr=$(for t in /proc/$BPID/task/*; do
-		echo "$(cat "$t/comm") $(awk '{print $14 + $15}' "$t/stat")"
-	done 2>/dev/null | awk '{a[$1] += $2} END {for (k in a) printf "%s=%d ", k, a[k]}')
+		echo "$(cat "$t/comm") $(awk '{print $14 + $15}' "$t/stat") $(cat "$t/schedstat")"
+	done 2>/dev/null | awk '{a[$1] += $2; r[$1] += $4 / 1e6; n[$1]++}
+		END {for (k in a) printf "%s=%d rq.%s=%d n.%s=%d ", k, a[k], k, r[k], k, n[k]}')
 	rss=$(awk '/^VmRSS/ {print $2}' /proc/$BPID/status 2>/dev/null || echo 0)
 	echo "$(($(date +%s) - t0)) $st $thr rss_kb=$rss" >>"$OUT"
 	set -- $st
 	[ "$1" = "$N" ] && [ "$2" = idle ] && [ "$3" = 0 ] && break
 done
+status "$B/trace.sock" | python3 -c 'import json, sys
+i = json.load(sys.stdin)["ingest"]
+print("B committed %d batches, recomputed %d states" % (i["batches"], i["states"]))'
 python3 - "$OUT" "$STEP" "$(getconf CLK_TCK)" <<'EOF'
 import sys
 rows = []
 for line in open(sys.argv[1]):
     p = line.split()
     d = {k: int(v) for k, v in (x.split("=") for x in p[4:])}
-    rows.append((int(p[0]), int(p[1]), d, d.pop("rss_kb", 0)))
+    rq = {k[3:]: d.pop(k) for k in list(d) if k.startswith("rq.")}
+    nt = {k[2:]: d.pop(k) for k in list(d) if k.startswith("n.")}
+    rows.append((int(p[0]), int(p[1]), d, d.pop("rss_kb", 0), rq, nt))
 step, hz = int(sys.argv[2]), int(sys.argv[3])
 names = sorted(rows[-1][2])
 print("%-11s %5s %7s " % ("events", "s", "ev/s") + " ".join("%13s" % n for n in names) + "  total (us of CPU per event)")
@@ -97,6 +106,15 @@ for r in rows:
             print("%-11s %5d %7.0f " % ("%.1f-%.1fM" % (prev[1] / 1e6, r[1] / 1e6), dt, dev / max(dt, 1))
                   + " ".join("%13.1f" % u for u in us) + "  %6.1f" % sum(us))
         prev, nxt = r, (r[1] // step + 1) * step
+# from the first sample to the first that saw every event: each group's
+# share of the wall time on a CPU and waiting for one (run queue), per thread
+end = next((r for r in rows if r[1] >= rows[-1][1]), rows[-1])
+if end is not rows[0]:
+    dt = (end[0] - rows[0][0]) * 1.0
+    print("catching up, %d-%d s, per thread (%% of wall time): " % (rows[0][0], end[0]) + ", ".join(
+        "%s %.0f on CPU %.0f waiting" % (n, (end[2].get(n, 0) - rows[0][2].get(n, 0)) * 100 / hz / dt / max(end[5].get(n, 1), 1),
+                                         (end[4].get(n, 0) - rows[0][4].get(n, 0)) / 10 / dt / max(end[5].get(n, 1), 1))
+        for n in names))
 peak = max(rows, key=lambda r: r[3])
 print("peak RSS of B (sampled) %d MiB, at %d s, %d events stored" % (peak[3] // 1024, peak[0], peak[1]))
 EOF
