@@ -103,7 +103,7 @@ static void state_of(store_t *st, const char *pith, pith_buf_t *out)
 typedef struct evset {
 	pith_buf_t *b;
 	size_t n, cap;
-	char pith[16][PITH_NUMBER_LEN + 1];
+	char pith[300][PITH_NUMBER_LEN + 1];
 	size_t nrec;
 } evset_t;
 
@@ -548,6 +548,37 @@ TEST(lanes_same_states, "gives byte-identical states with merge lanes, for new a
 	CHECK_MEM_EQ(got.data, got.len, ref.data, ref.len);
 	CHECK_INT_EQ(check_problems(st), 0);
 	pair_done(ref_st, st, d0, d1, &ref, &got, &s);
+}
+
+TEST(lanes_many_records, "gives byte-identical states with lanes when one commit holds more records than a window of theirs")
+{
+	evset_t s;
+	gen_set(&s, 300);
+	for (int lanes = 2; lanes <= 3; lanes++) {
+		char *d0 = tmpdir(), *d1 = tmpdir();
+		store_t *ref_st = open_store(d0), *st = open_store(d1);
+		store_batch_t *rb = store_batch_new(ref_st), *b = store_batch_new(st);
+		CHECK_INT_EQ(store_batch_set_lanes(b, lanes, NULL), 0);
+		/* all 2,700 events twice in one commit: 300 records, each merged
+		 * once, more than one window of the lanes (256 records) */
+		CHECK_INT_EQ(commit_reversed_twice(rb, &s, 0), 0);
+		CHECK_INT_EQ(commit_reversed_twice(b, &s, 0), 0);
+		store_batch_free(rb);
+		store_batch_free(b);
+		pith_buf_t ref = PITH_BUF_INIT, got = PITH_BUF_INIT;
+		all_states(ref_st, &s, &ref);
+		all_states(st, &s, &got);
+		CHECK(ref.len > 300 * 1000);
+		CHECK_MEM_EQ(got.data, got.len, ref.data, ref.len);
+		CHECK_INT_EQ(check_problems(st), 0);
+		store_close(ref_st);
+		store_close(st);
+		rmdir_rf(d0);
+		rmdir_rf(d1);
+		pith_buf_release(&ref);
+		pith_buf_release(&got);
+	}
+	set_free(&s);
 }
 
 /* Fills st in batches of 5 in reverse, each event twice (records stored
@@ -2861,6 +2892,7 @@ int main(int argc, char **argv)
 	RUN(batch_duplicates);
 	RUN(order_independent);
 	RUN(lanes_same_states);
+	RUN(lanes_many_records);
 	RUN(unsorted_write_only);
 	RUN(fpset);
 	RUN(fresh_records);
