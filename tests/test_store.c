@@ -124,6 +124,11 @@ static void gen_set_from(evset_t *s, size_t nrec, unsigned base)
 		"citation_signature", "replication_record", "correction", "mirror_hint",
 	};
 	memset(s, 0, sizeof(*s));
+	if (nrec > sizeof(s->pith) / sizeof(s->pith[0])) {
+		fprintf(stderr, "gen_set_from: %zu records, at most %zu\n", nrec,
+			sizeof(s->pith) / sizeof(s->pith[0]));
+		abort();
+	}
 	s->nrec = nrec;
 	for (size_t r = 0; r < nrec; r++) {
 		pith_buf_t rec = PITH_BUF_INIT;

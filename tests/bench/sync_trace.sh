@@ -13,8 +13,9 @@
 # RocksDB's flushes (rocksdb:high) and compactions (rocksdb:low), the
 # search index and the event loop (pithd). --config gives B a pithd.conf
 # (pithd.conf(5)) to try a setting. Then, from /proc/.../schedstat, each
-# group's share of the catch-up's wall time on a CPU and waiting for one
-# (the run queue), per thread, and B's commits and states recomputed.
+# group's share of the wall time on a CPU and waiting for one (the run
+# queue), per thread, from the first sample (10 s in) to the first that
+# saw every event; and B's commits and states recomputed.
 # B's resident memory is sampled too: the peak, and when it was, are
 # printed last. B's store is made under DIR and
 # removed at the end; the raw samples are kept in DIR/sync-trace-N.txt.
