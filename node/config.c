@@ -80,6 +80,7 @@ static const key_t_ keys[] = {
 	{"sync_timeout_ms", K_INT, O(sync_timeout_ms), 1000, 86400000, "300000", "a peer must answer a reconciliation message within"},
 	{"sync_bulk_min", K_INT, O(sync_bulk_min), 0, INT64_C(1) << 40, "100000", "a catch-up from a peer holding at least this many events more than the node puts the store in bulk mode until caught up, and the search index waits for it to end (0: never)"},
 	{"sync_bulk_unlogged", K_INT, O(sync_bulk_unlogged), 0, 1, "1", "a catch-up in bulk mode commits without the write-ahead log: a crash loses what came after the store's last flush, which the next catch-up fetches again; clients' writes and the follower's still outlive a crash, and the store is flushed when the catch-up ends (0: always through the log)"},
+	{"sync_bulk_side", K_INT, O(sync_bulk_side), 0, 1, "1", "with sync_bulk_unlogged, a new node's first catch-up writes states and alias claims into side families sorted once per flush, moved into place when it ends (the writer holds for some seconds per million records then); reads meanwhile cost more (0: into their families directly)"},
 	{"store_cache_mb", K_INT, O(store_cache_mb), 8, 1048576, "64", "the store's block cache, MiB (more: cheaper random reads)"},
 	{"store_wal_mb", K_INT, O(store_wal_mb), 1, 65536, "1024", "write-ahead log kept at most before the oldest is flushed away, MiB"},
 	{"store_warm_mb", K_INT, O(store_warm_mb), -1, 16777216, "-1", "table files of the read side read into the page cache at start, MiB at most (-1: half the machine's memory; 0: none)"},

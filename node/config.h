@@ -80,6 +80,7 @@ typedef struct node_config {
 	int64_t sync_timeout_ms;      /* a peer must answer a reconciliation message within */
 	int64_t sync_bulk_min;        /* a catch-up this many events behind: bulk mode (0: never) */
 	int64_t sync_bulk_unlogged;   /* bulk mode commits without the log (0/1) */
+	int64_t sync_bulk_side;       /* a new node's first unlogged catch-up uses side families (0/1) */
 	int64_t store_cache_mb;       /* the store's block cache */
 	int64_t store_wal_mb;         /* the store's write-ahead log bound */
 	int64_t store_warm_mb;        /* read into the page cache at start; -1: half the memory */

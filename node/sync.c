@@ -309,6 +309,8 @@ static void progress_begin(sync_t *sy, const peer_t *p, size_t need)
 				log_warn("sync: %s (catching up through the log)", err.msg);
 			else
 				sy->unlogged = sy->d.cfg->sync_bulk_unlogged != 0;
+			if (sy->unlogged)
+				store_side_want(sy->d.store); /* into an empty store only */
 			log_info("sync: store in bulk mode until caught up (%llu events behind, "
 				 "sync_bulk_min %llu%s)",
 				 (unsigned long long)(theirs - ours), (unsigned long long)min,
@@ -344,6 +346,11 @@ static void *relog_main(void *arg)
 	else
 		log_info("sync: store flushed and back on its log in %lld ms",
 			 (long long)((node_now_us() - t0) / 1000));
+	/* before the usual triggers are back: the side families are moved
+	 * as they are, not compacted first */
+	if (!sy->closing && store_side_active(sy->d.store) && store_side_end(sy->d.store, &err))
+		log_error("sync: %s (states and claims stay in their side families: tried again "
+			  "in %d s)", err.msg, SYNC_RELOG_RETRY_S);
 	if (sy->relog_bulk)
 		bulk_options_end(sy);
 	atomic_store(&sy->relog_done, 1);
@@ -370,7 +377,7 @@ static void relog_poll(sync_t *sy, int64_t now)
 		sy->relog_retry_us = now + (int64_t)SYNC_RELOG_RETRY_S * 1000000;
 	}
 	if (!sy->relog_running && !sy->unlogged && now >= sy->relog_retry_us &&
-	    store_is_unlogged(sy->d.store))
+	    (store_is_unlogged(sy->d.store) || store_side_active(sy->d.store)))
 		relog_start(sy, 0);
 }
 
@@ -1335,6 +1342,7 @@ void sync_free_(sync_t *sy)
 {
 	if (!sy)
 		return;
+	sy->closing = 1; /* a prompt stop: the next open moves the side families */
 	bulk_end(sy); /* the store outlives us (node_free) */
 	relog_join(sy);
 	if (sy->loader_running) {

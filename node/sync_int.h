@@ -165,6 +165,8 @@ struct sync {
 	int unlogged;            /*   and commits without the log (sync_bulk_unlogged) */
 	int relog_running;       /* relog (the flush back to the log) not joined yet */
 	int relog_bulk;          /*   it also ends bulk mode's options */
+	int closing;             /* sync_free: the side families' move is left
+				  * to the store's next open */
 	atomic_int relog_done;   /*   it has returned */
 	int64_t relog_retry_us;  /* a failed relog is tried again then */
 	pthread_t relog;

@@ -1045,6 +1045,8 @@ int store_batch_commit(store_batch_t *b, store_commit_stats_t *stats, pith_err_t
 	pthread_mutex_lock(&st->wmu);
 	if (st->fresh_on && __atomic_load_n(&st->fresh_stop, __ATOMIC_ACQUIRE))
 		fresh_off(st); /* store_bulk_end */
+	if (__atomic_load_n(&st->side_want, __ATOMIC_RELAXED))
+		store_side_begin_locked(st);
 	c.counts = st->counts;
 	c.seq = st->changes_seq;
 	c.wb = b->wb ? b->wb : rocksdb_writebatch_create();

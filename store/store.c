@@ -311,8 +311,7 @@ static int meta_counts_get(store_t *st, const rocksdb_readoptions_t *ro, store_c
 	return rc;
 }
 
-static void notice(store_t *st, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void notice(store_t *st, const char *fmt, ...)
+void store_say(store_t *st, const char *fmt, ...)
 {
 	char line[600];
 	va_list ap;
@@ -323,6 +322,7 @@ static void notice(store_t *st, const char *fmt, ...)
 	va_end(ap);
 	st->notice(st->notice_arg, line);
 }
+
 
 static int64_t store_now_us(void)
 {
@@ -359,7 +359,7 @@ static int upgrade(store_t *st, int v, pith_err_t *err)
 	uint64_t moved = 0, logged = 0;
 	size_t built = 0;
 	store_time_rule_stats_t tr = {0};
-	notice(st, "store %s: schema %d, upgrading to %s (%s; once, may take minutes)", st->dir, v,
+	store_say(st, "store %s: schema %d, upgrading to %s (%s; once, may take minutes)", st->dir, v,
 	       STORE_SCHEMA_VERSION, what[v]);
 	int64_t t0 = store_now_us();
 	if (v == 2 && !(rc = store_bundle_index_build(st, &built, err)))
@@ -374,7 +374,7 @@ static int upgrade(store_t *st, int v, pith_err_t *err)
 		v = 6;
 	if (rc)
 		return rc;
-	notice(st, "store %s: upgraded to schema %s in %.1f s (%zu bundles indexed, %llu event "
+	store_say(st, "store %s: upgraded to schema %s in %.1f s (%zu bundles indexed, %llu event "
 	       "documents moved, %llu records logged; outside the timestamp rule: %llu events and "
 	       "%llu bundles removed, %llu records recomputed, %llu of them left empty and removed)",
 	       st->dir, STORE_SCHEMA_VERSION, (double)(store_now_us() - t0) / 1e6, built,
@@ -444,6 +444,26 @@ static int make_parents(const char *dir, pith_err_t *err)
  * has: a schema-2 store lacks the last three, a schema-3 store the last
  * two, a schema-4 store the last one (all of them also when that cannot
  * be told: the open then says what is wrong). */
+/* Which side families (side.c) dir's database holds: at[i] 1 or 0 (all 0
+ * unless want). */
+static void side_list(const char *dir, int want, int at[STORE_NSIDE])
+{
+	memset(at, 0, sizeof(int) * STORE_NSIDE);
+	if (!want)
+		return;
+	rocksdb_options_t *o = rocksdb_options_create();
+	size_t n = 0;
+	char *e = NULL;
+	char **names = rocksdb_list_column_families(o, dir, &n, &e);
+	for (size_t k = 0; names && k < n; k++)
+		for (int i = 0; i < STORE_NSIDE; i++)
+			at[i] |= !strcmp(names[k], store_side_name(i));
+	if (names)
+		rocksdb_list_column_families_destroy(names, n);
+	rocksdb_free(e);
+	rocksdb_options_destroy(o);
+}
+
 static int store_cf_count(const char *dir)
 {
 	rocksdb_options_t *o = rocksdb_options_create();
@@ -705,7 +725,8 @@ static int store_open_dir(const char *dir, const store_opts_t *opts, store_t **o
 	/* RocksDB's vector memtables take one writer at a time (the store
 	 * has one) */
 	st->unsorted_write_only = opts->unsorted_write_only && !opts->read_only;
-	if (st->unsorted_write_only)
+	st->bulk_side = opts->bulk_side && !opts->read_only;
+	if (st->unsorted_write_only || st->bulk_side)
 		rocksdb_options_set_allow_concurrent_memtable_write(st->opts, 0);
 	for (int cf = 0; cf < STORE_NCF; cf++)
 		cf_tune(st, cf);
@@ -720,14 +741,42 @@ static int store_open_dir(const char *dir, const store_opts_t *opts, store_t **o
 	char *e = NULL;
 	/* a read-only open of an older store goes without the families it lacks */
 	int ncf = opts->read_only ? store_cf_count(dir) : STORE_NCF;
+	/* and any store with the side families of an interrupted catch-up
+	 * opens them too (side.c) */
+	const char *names[STORE_NCF + STORE_NSIDE];
+	rocksdb_options_t *cfo[STORE_NCF + STORE_NSIDE];
+	rocksdb_column_family_handle_t *h[STORE_NCF + STORE_NSIDE] = {0};
+	int side_at[STORE_NSIDE], nopen = ncf;
+	for (int cf = 0; cf < ncf; cf++)
+		names[cf] = store_cf_names[cf], cfo[cf] = st->cf_opts[cf];
+	side_list(dir, ncf == STORE_NCF, side_at);
+	for (int i = 0; i < STORE_NSIDE; i++) {
+		if (!side_at[i])
+			continue;
+		side_at[i] = nopen;
+		names[nopen] = store_side_name(i);
+		cfo[nopen++] = store_side_opts(st, i, 0);
+	}
 	if (opts->read_only)
 		st->db = rocksdb_open_for_read_only_column_families(
-			st->opts, dir, ncf, store_cf_names,
-			(const rocksdb_options_t *const *)st->cf_opts, st->cf, 0, &e);
+			st->opts, dir, nopen, names, (const rocksdb_options_t *const *)cfo, h, 0, &e);
 	else
-		st->db = rocksdb_open_column_families(st->opts, dir, STORE_NCF, store_cf_names,
-						      (const rocksdb_options_t *const *)st->cf_opts,
-						      st->cf, &e);
+		st->db = rocksdb_open_column_families(st->opts, dir, nopen, names,
+						      (const rocksdb_options_t *const *)cfo, h, &e);
+	for (int i = ncf; i < nopen; i++)
+		rocksdb_options_destroy(cfo[i]);
+	if (!e && st->db) {
+		memcpy(st->cf, h, sizeof(st->cf[0]) * (size_t)ncf);
+		for (int i = 0; i < STORE_NSIDE; i++) {
+			if (!side_at[i])
+				continue;
+			int cf = store_side_cf(i);
+			st->side[i] = h[side_at[i]];
+			st->side_main[i] = st->cf[cf];
+			st->cf[cf] = st->side[i];
+			st->side_on = 1;
+		}
+	}
 	int rc;
 	if ((e || !st->db) && opts->read_only && !has_current(dir)) {
 		rc = pith_err_set(err, PITH_EIO, "store %s: no store here (no CURRENT file); "
@@ -755,6 +804,8 @@ static int store_open_dir(const char *dir, const store_opts_t *opts, store_t **o
 		goto fail;
 	if (!st->read_only)
 		remove_flush_dir(st); /* store_flush_locked's, left by a crash */
+	if (!st->read_only && (rc = store_side_open_end(st, err)))
+		goto fail;
 	if (opts->fresh_records && !st->read_only && (rc = fresh_begin(st, err)))
 		goto fail;
 	if (st->unlogged) {
@@ -774,6 +825,7 @@ void store_close_(store_t *st)
 	if (!st)
 		return;
 	if (st->db) {
+		store_side_close(st);
 		for (int cf = 0; cf < STORE_NCF; cf++)
 			if (st->cf[cf])
 				rocksdb_column_family_handle_destroy(st->cf[cf]);
@@ -1722,7 +1774,7 @@ void store_usage_get(store_t *st, store_usage_t *out)
 #define FLUSH_DIR "flush-checkpoint" /* store_flush_locked's, in the store's directory */
 
 /* Removes a directory of files (hard links to table files and copies). */
-static void remove_files_dir(const char *dir)
+void store_remove_files_dir(const char *dir)
 {
 	DIR *d = opendir(dir);
 	struct dirent *e;
@@ -1745,9 +1797,9 @@ static void remove_flush_dir(store_t *st)
 {
 	char dir[4096];
 	snprintf(dir, sizeof(dir), "%s/" FLUSH_DIR, st->dir);
-	remove_files_dir(dir);
+	store_remove_files_dir(dir);
 	snprintf(dir, sizeof(dir), "%s/" FLUSH_DIR ".tmp", st->dir);
-	remove_files_dir(dir);
+	store_remove_files_dir(dir);
 }
 
 /* RocksDB 7.8's C API flushes one family per call (rocksdb_flush_cfs came
@@ -1889,16 +1941,30 @@ static int l0_set(store_t *st, int bulk, enum store_bulk_mode mode, pith_err_t *
 		char *e = NULL;
 		int nkeys = !bulk || l0_waits(st, cf) ? 4 : 3;
 		rocksdb_set_options_cf(st->db, st->cf[cf], nkeys, keys, vp, &e);
+		/* the family a side family stands in for gets them too, for
+		 * when it is back */
+		for (int i = 0; !e && i < STORE_NSIDE; i++)
+			if (store_side_cf(i) == cf && st->side_main[i] && st->side[i])
+				rocksdb_set_options_cf(st->db, st->side_main[i], nkeys, keys, vp, &e);
 		if (e)
 			return store_db_error(err, e, "setting the level-0 triggers");
 	}
 	return 0;
 }
 
+void store_l0_reset(store_t *st)
+{
+	pith_err_t err = {0};
+	if (st->bulk_on && l0_set(st, 1, st->bulk_mode, &err))
+		store_say(st, "%s", err.msg);
+}
+
 int store_bulk_begin(store_t *st, enum store_bulk_mode mode, pith_err_t *err)
 {
 	if (st->read_only)
 		return pith_err_set(err, PITH_EINVAL, "store: opened read-only");
+	st->bulk_mode = mode;
+	st->bulk_on = 1;
 	return l0_set(st, 1, mode, err);
 }
 
@@ -1937,6 +2003,7 @@ static int compaction_busy(store_t *st)
 
 int store_bulk_end(store_t *st, int settle, pith_err_t *err)
 {
+	st->bulk_on = 0;
 	int rc = l0_set(st, 0, STORE_BULK_SYNC, err);
 	/* the bulk is in: the next commit turns store_opts_t.fresh_records
 	 * off and frees its set (not here: a node ends its bulk mode on the

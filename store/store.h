@@ -74,6 +74,14 @@ typedef struct store_opts {
 	 * sorts a copy of it: correct, but slow, so never for a node that
 	 * serves reads while it writes. Ignored with read_only. */
 	int unsorted_write_only;
+	/* For a node: a catch-up that store_side_want marks, into a store
+	 * that holds nothing, writes states and alias claims into side
+	 * families with unsorted vector memtables (as unsorted_write_only,
+	 * plus a whole-key memtable filter so that a read of a record not in
+	 * the memtable sorts nothing), and store_side_end moves them into
+	 * place as sorted table files (docs/store.md, "Bulk loading"). Every
+	 * read meanwhile goes to the side families. Ignored with read_only. */
+	int bulk_side;
 	/* For a process that fills a store that holds no record when opened
 	 * (`pithctl import` into a new store, a new node's first catch-up):
 	 * the store keeps in memory a
@@ -568,6 +576,19 @@ int store_cf_property(store_t *st, int cf, const char *name, uint64_t *v);
 enum store_bulk_mode { STORE_BULK_SYNC, STORE_BULK_IMPORT };
 int store_bulk_begin(store_t *st, enum store_bulk_mode mode, pith_err_t *err);
 int store_bulk_end(store_t *st, int settle, pith_err_t *err);
+/* With store_opts_t.bulk_side: the next commit, if the store then holds
+ * nothing, puts states and alias claims into side families until
+ * store_side_end. From any thread; does not wait. */
+void store_side_want(store_t *st);
+/* Whether side families are in use. */
+int store_side_active(store_t *st);
+/* Flushes the store, then writes each side family as sorted table files
+ * ingested into its family (states, aliases), and drops it; 0 at once if
+ * none is in use. Holds the write lock throughout (commits wait: some
+ * seconds per million records), so call it off the event loop; it then
+ * sleeps 2 s before releasing the dropped families. A read-write open
+ * does the same with side families an interrupted catch-up left. */
+int store_side_end(store_t *st, pith_err_t *err);
 
 /* Flushes, then compacts every column family into its last level. */
 int store_compact(store_t *st, pith_err_t *err);

@@ -17,6 +17,8 @@
  * as their 16 MiB memtables call for (docs/performance.md, issue 17). */
 #define STORE_MAX_WAL_BYTES (1u << 30)
 
+#define STORE_NSIDE 2 /* side families: states.bulk, aliases.bulk (side.c) */
+
 struct store {
 	rocksdb_t *db;
 	rocksdb_options_t *opts;
@@ -62,7 +64,35 @@ struct store {
 	void *on_error_arg;
 	pthread_mutex_t emu;        /* guards errors */
 	store_errors_t errors;
+	/* the side families (side.c; store_opts_t.bulk_side): while side_on,
+	 * cf[store_side_cf(i)] is side[i] and side_main[i] the family it
+	 * stands in for, which is empty */
+	int bulk_side;              /* store_opts_t's */
+	int side_want;              /* store_side_want asks the next commit (atomic) */
+	int side_on;                /* written under wmu, read atomically */
+	rocksdb_column_family_handle_t *side[STORE_NSIDE];
+	rocksdb_column_family_handle_t *side_main[STORE_NSIDE];
+	int bulk_on;                /* store_bulk_begin .. store_bulk_end */
+	enum store_bulk_mode bulk_mode;
 };
+
+/* side.c */
+const char *store_side_name(int i);
+int store_side_cf(int i);
+rocksdb_options_t *store_side_opts(store_t *st, int i, int vector);
+/* Under wmu, at a commit's start when store_side_want asked: makes the
+ * side families if the store holds nothing. */
+void store_side_begin_locked(store_t *st);
+/* At a read-write open: moves side families found (an interrupted
+ * catch-up's). */
+int store_side_open_end(store_t *st, pith_err_t *err);
+/* At close: destroys the side families' handles. */
+void store_side_close(store_t *st);
+/* store.c, for side.c */
+void store_say(store_t *st, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void store_remove_files_dir(const char *dir);
+/* Sets the bulk mode's level-0 triggers again (for families made since). */
+void store_l0_reset(store_t *st);
 
 /* RocksDB counts every key comparison, read and write in a thread-local
  * perf context unless the calling thread's perf level says not to (its

@@ -629,6 +629,83 @@ TEST(unsorted_write_only, "opened as an import opens it (unsorted memtables of s
 	pair_done(ref_st, st, d0, d1, &ref, &got, &s);
 }
 
+/* The same states, claims and resolution as ref, and a clean audit. */
+static void same_as_ref(store_t *st, const evset_t *s, const pith_buf_t *ref)
+{
+	pith_buf_t got = PITH_BUF_INIT;
+	pith_err_t err = {0};
+	all_states(st, s, &got);
+	CHECK_MEM_EQ(got.data, got.len, ref->data, ref->len);
+	char out[PITH_NUMBER_LEN + 1] = "";
+	CHECK_INT_EQ(store_resolve(st, "arxiv:2401.14489", out, &err), 0);
+	CHECK_STR_EQ(out, AR7B);
+	CHECK_INT_EQ(check_problems(st), 0);
+	pith_buf_release(&got);
+}
+
+TEST(bulk_side, "a new node's catch-up into side families: the same states, claims and resolution while they are in use, after they are moved into place, after more commits, and after a move cut short by a close")
+{
+	evset_t s;
+	gen_set(&s, 12);
+	char *d0 = tmpdir(), *d1 = tmpdir(), *d2 = tmpdir();
+	store_t *ref_st = filled_store(d0, &s), *st = NULL;
+	store_opts_t o = {.create = 1, .registry = trust, .atomic_flush = 1, .bulk_side = 1};
+	pith_err_t err = {0};
+	pith_buf_t ref = PITH_BUF_INIT;
+	CHECK_INT_EQ(store_open(d1, &o, &st, &err), 0);
+	CHECK_INT_EQ(store_bulk_begin(st, STORE_BULK_SYNC, &err), 0);
+	CHECK_INT_EQ(store_unlogged_begin(st, &err), 0);
+	store_side_want(st);
+	CHECK_INT_EQ(store_side_active(st), 0); /* the next commit makes them */
+	reversed_with_bundle(st, ref_st, &s, &ref);
+	CHECK_INT_EQ(store_side_active(st), 1);
+	same_as_ref(st, &s, &ref); /* read from the unsorted memtables */
+	CHECK_INT_EQ(store_unlogged_end(st, &err), 0);
+	same_as_ref(st, &s, &ref); /* from the side families' table files */
+	CHECK_INT_EQ(store_side_end(st, &err), 0);
+	CHECK_INT_EQ(store_side_active(st), 0);
+	CHECK_INT_EQ(store_bulk_end(st, 0, &err), 0);
+	same_as_ref(st, &s, &ref);
+	/* commits after the move write the families themselves */
+	store_batch_t *b = store_batch_new(st);
+	CHECK_INT_EQ(commit_reversed_twice(b, &s, 0), 0);
+	store_batch_free(b);
+	CHECK_INT_EQ(store_side_active(st), 0);
+	same_as_ref(st, &s, &ref);
+	/* a store that holds something gets no side families */
+	store_side_want(st);
+	CHECK_INT_EQ(put_bundle(st, &bundle_bytes, NULL, NULL), 0);
+	CHECK_INT_EQ(store_side_active(st), 0);
+	store_close(st);
+	st = open_store(d1);
+	CHECK_INT_EQ(store_side_active(st), 0);
+	same_as_ref(st, &s, &ref);
+	store_close(st);
+
+	/* closed while in use (a node stopped in its catch-up): a read-only
+	 * open reads the side families, a read-write open moves them */
+	CHECK_INT_EQ(store_open(d2, &o, &st, &err), 0);
+	store_side_want(st);
+	b = store_batch_new(st);
+	CHECK_INT_EQ(commit_reversed_twice(b, &s, 2 * s.n), 0);
+	store_batch_free(b);
+	CHECK_INT_EQ(put_bundle(st, &bundle_bytes, NULL, NULL), 0);
+	CHECK_INT_EQ(store_side_active(st), 1);
+	store_close(st);
+	store_opts_t ro = {.read_only = 1, .registry = trust};
+	CHECK_INT_EQ(store_open(d2, &ro, &st, &err), 0);
+	CHECK_INT_EQ(store_side_active(st), 1);
+	same_as_ref(st, &s, &ref);
+	store_close(st);
+	st = open_store(d2);
+	CHECK_INT_EQ(store_side_active(st), 0);
+	same_as_ref(st, &s, &ref);
+	store_close(st);
+	rmdir_rf(d2);
+	pith_buf_t none = PITH_BUF_INIT;
+	pair_done(ref_st, NULL, d0, d1, &ref, &none, &s);
+}
+
 TEST(fpset, "a fingerprint set never answers no for a key it was given, and rarely maybe for another")
 {
 	fpset_t fs = {0};
@@ -2899,6 +2976,7 @@ int main(int argc, char **argv)
 	RUN(lanes_same_states);
 	RUN(lanes_many_records);
 	RUN(unsorted_write_only);
+	RUN(bulk_side);
 	RUN(fpset);
 	RUN(fresh_records);
 	RUN(indexes);
