@@ -23,6 +23,9 @@ Node A holds E events (gen_events, imported with `pithctl import`).
    consistent and every one of the X events in it (whatever of the
    catch-up was not flushed is lost). A resumes, D restarts, catches up
    with everything, and its store checks clean after a clean stop.
+   Its first catch-up wrote states and claims into side families: B's
+   log says they were moved into place, with the same records as A's,
+   and D's restart moved the ones its kill left.
 
 No timing is asserted: B's status is polled as fast as the control socket
 answers, and E is large enough that a catch-up outlasts many polls.
@@ -45,6 +48,8 @@ BULK_ON = "sync: store in bulk mode until caught up"
 BULK_OFF = "sync: store out of bulk mode"
 UNLOGGED = "without the log until then"
 RELOGGED = "sync: store flushed and back on its log"
+SIDE_DONE = "states and claims in place:"
+SIDE_OPEN = "moving the states and claims of an interrupted catch-up into place"
 
 
 def log(*a):
@@ -137,6 +142,11 @@ def body(args, root, nodes):
     # the index sat the bulk catch-up out (held only once bulk mode had
     # begun: a tick after it), then took everything
     assert b.held_seen == {True}, b.held_seen
+    # its states and claims went to side families, moved into place at the
+    # end (docs/store.md "Bulk loading"): the same records as A's
+    side = log_lines(b, SIDE_DONE)
+    assert len(side) == 1 and " 0 keys" not in side[0], side
+    assert b.records() == a.records(), "B's records differ from A's"
     wait_for(lambda: not b.status()["search"]["held"]
              and b.status()["search"]["behind"] == 0, 60, what="B's search index")
     r = subprocess.run([args.pithctl, "--node", b.sock, "status"], capture_output=True,
@@ -207,6 +217,8 @@ def body(args, root, nodes):
     r = subprocess.run([args.pithctl, "--store", store] + trust + ["check"],
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stdout + r.stderr
+    # the side families its kill left were moved by the restart's open
+    assert len(log_lines(d, SIDE_OPEN)) == 1, log_lines(d, "store ")
     log("   D restarted and caught up: %d events, check clean" % (events + len(xids)))
     for n in (a, b, c):
         assert n.stop() == 0
