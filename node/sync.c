@@ -1343,6 +1343,7 @@ void sync_free_(sync_t *sy)
 	if (!sy)
 		return;
 	sy->closing = 1; /* a prompt stop: the next open moves the side families */
+	store_side_stop(sy->d.store);
 	bulk_end(sy); /* the store outlives us (node_free) */
 	relog_join(sy);
 	if (sy->loader_running) {

@@ -437,6 +437,8 @@ static void puts_flush(commit_t *c)
 	for (size_t i = 0; i < c->nputs; i++) {
 		const pput_t *p = &c->puts[i];
 		const char *k = (const char *)c->arena.data + p->koff;
+		if (c->st->side_track)
+			store_side_note(c->st, p->cf, k, p->klen);
 		if (p->del) {
 			rocksdb_writebatch_delete_cf(c->wb, c->st->cf[p->cf], k, p->klen);
 			continue;

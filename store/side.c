@@ -87,7 +87,7 @@ void store_side_begin_locked(store_t *st)
 		st->side_main[i] = st->cf[side_cfs[i]];
 		__atomic_store_n(&st->cf[side_cfs[i]], h[i], __ATOMIC_RELEASE);
 	}
-	st->side_on = 1;
+	__atomic_store_n(&st->side_on, 1, __ATOMIC_RELEASE);
 	store_l0_reset(st); /* the bulk mode's triggers for the new families */
 }
 
@@ -109,13 +109,30 @@ static void remove_move_dir(const store_t *st)
 	store_remove_files_dir(dir);
 }
 
-/* Writes side family i, in key order, as table files of its family's
- * options into the move directory and ingests them into the family
- * (moved, not copied: the files are hard-linked into the store). */
-static int move_one(store_t *st, int i, uint64_t *keys, pith_err_t *err)
+/* The files written for side family i, and its keys. */
+typedef struct move_out {
+	char **files;
+	int n;
+	uint64_t keys;
+} move_out_t;
+
+static void move_out_free(move_out_t *o)
 {
-	int cf = side_cfs[i], rc = 0, nfiles = 0;
-	char dir[4096], **files = NULL;
+	for (int f = 0; f < o->n; f++)
+		free(o->files[f]);
+	free(o->files);
+	memset(o, 0, sizeof(*o));
+}
+
+/* Writes side family i as of snap (NULL: now), in key order, as table
+ * files of its family's options (at most MOVE_FILE_BYTES of keys and
+ * values each) into the move directory. Stops with PITH_ENOTSUP when
+ * store_side_stop asks. */
+static int move_write(store_t *st, int i, const rocksdb_snapshot_t *snap, move_out_t *out,
+		      pith_err_t *err)
+{
+	int cf = side_cfs[i], rc = 0;
+	char dir[4096];
 	snprintf(dir, sizeof(dir), "%s/" MOVE_DIR, st->dir);
 	if (mkdir(dir, 0700) && errno != EEXIST)
 		return pith_err_set(err, PITH_EIO, "store %s: cannot make %s: %s", st->dir, dir,
@@ -123,6 +140,8 @@ static int move_one(store_t *st, int i, uint64_t *keys, pith_err_t *err)
 	rocksdb_readoptions_t *ro = rocksdb_readoptions_create();
 	rocksdb_readoptions_set_fill_cache(ro, 0);
 	rocksdb_readoptions_set_readahead_size(ro, 2u << 20);
+	if (snap)
+		rocksdb_readoptions_set_snapshot(ro, snap);
 	rocksdb_iterator_t *it = rocksdb_create_iterator_cf(st->db, ro, st->side[i]);
 	rocksdb_envoptions_t *eo = rocksdb_envoptions_create();
 	rocksdb_sstfilewriter_t *w = NULL;
@@ -131,27 +150,31 @@ static int move_one(store_t *st, int i, uint64_t *keys, pith_err_t *err)
 	for (rocksdb_iter_seek_to_first(it); rocksdb_iter_valid(it) && !e; rocksdb_iter_next(it)) {
 		size_t kl, vl;
 		const char *k = rocksdb_iter_key(it, &kl), *v = rocksdb_iter_value(it, &vl);
+		if (!(out->keys & 4095) && __atomic_load_n(&st->side_stop, __ATOMIC_RELAXED)) {
+			rc = pith_err_set(err, PITH_ENOTSUP, "store %s: moving %s stopped (the next "
+					  "open moves it)", st->dir, side_names[i]);
+			break;
+		}
 		if (!w) {
-			char **nf = realloc(files, (size_t)(nfiles + 1) * sizeof(*files));
-			if (!nf) {
+			char **nf = realloc(out->files, (size_t)(out->n + 1) * sizeof(*nf));
+			char *name = malloc(strlen(dir) + 32);
+			if (nf)
+				out->files = nf;
+			if (!nf || !name) {
+				free(name);
 				rc = pith_err_set(err, PITH_ENOMEM, "store: out of memory");
 				break;
 			}
-			files = nf;
-			if (!(files[nfiles] = malloc(strlen(dir) + 32))) {
-				rc = pith_err_set(err, PITH_ENOMEM, "store: out of memory");
-				break;
-			}
-			sprintf(files[nfiles], "%s/%d-%d.sst", dir, i, nfiles);
-			nfiles++;
+			sprintf(name, "%s/%d-%d.sst", dir, i, out->n);
+			out->files[out->n++] = name;
 			w = rocksdb_sstfilewriter_create(eo, st->cf_opts[cf]);
-			rocksdb_sstfilewriter_open(w, files[nfiles - 1], &e);
+			rocksdb_sstfilewriter_open(w, name, &e);
 			bytes = 0;
 			if (e)
 				break;
 		}
 		rocksdb_sstfilewriter_put(w, k, kl, v, vl, &e);
-		(*keys)++;
+		out->keys++;
 		if ((bytes += kl + vl) >= MOVE_FILE_BYTES && !e) {
 			rocksdb_sstfilewriter_finish(w, &e);
 			rocksdb_sstfilewriter_destroy(w);
@@ -168,65 +191,90 @@ static int move_one(store_t *st, int i, uint64_t *keys, pith_err_t *err)
 	rocksdb_iter_destroy(it);
 	rocksdb_readoptions_destroy(ro);
 	rocksdb_envoptions_destroy(eo);
-	if (!e && !rc && nfiles) {
-		rocksdb_ingestexternalfileoptions_t *io = rocksdb_ingestexternalfileoptions_create();
-		rocksdb_ingestexternalfileoptions_set_move_files(io, 1);
-		rocksdb_ingestexternalfileoptions_set_allow_blocking_flush(io, 1);
-		rocksdb_ingest_external_file_cf(st->db, st->side_main[i], (const char *const *)files,
-						(size_t)nfiles, io, &e);
-		rocksdb_ingestexternalfileoptions_destroy(io);
-	}
 	if (e && !rc)
 		rc = store_op_error(st, STORE_OP_WRITE, err, e, side_names[i]);
 	else
 		rocksdb_free(e);
-	for (int f = 0; f < nfiles; f++)
-		free(files[f]);
-	free(files);
-	remove_move_dir(st);
 	return rc;
 }
 
-/* Moves and drops every side family in use. Under wmu; the handles of the
- * dropped families are left in old[] for the caller to destroy. */
-static int side_end_locked(store_t *st, rocksdb_column_family_handle_t *old[STORE_NSIDE],
-			   uint64_t *keys, pith_err_t *err)
+void store_side_note(store_t *st, int cf, const char *k, size_t kl)
 {
-	int rc = 0;
-	if (!st->side_on)
-		return 0;
-	/* everything the side families hold reaches the table files with the
-	 * rest of its commits first: the move makes it durable on its own */
-	if (st->atomic_flush)
-		rc = store_flush_locked(st, err);
-	for (int i = 0; !rc && i < STORE_NSIDE; i++) {
-		if (!st->side[i])
+	for (int i = 0; i < STORE_NSIDE; i++) {
+		if (side_cfs[i] != cf)
 			continue;
-		struct timespec t0, t1;
-		uint64_t n = 0;
-		clock_gettime(CLOCK_MONOTONIC, &t0);
-		if ((rc = move_one(st, i, &n, err)))
-			break;
-		clock_gettime(CLOCK_MONOTONIC, &t1);
-		*keys += n;
-		store_say(st, "store %s: %s moved into %s: %llu keys in %lld ms", st->dir,
-			  side_names[i], store_cf_names[side_cfs[i]], (unsigned long long)n,
-			  (long long)((t1.tv_sec - t0.tv_sec) * 1000 +
-				      (t1.tv_nsec - t0.tv_nsec) / 1000000));
-		__atomic_store_n(&st->cf[side_cfs[i]], st->side_main[i], __ATOMIC_RELEASE);
-		char *e = NULL;
-		rocksdb_drop_column_family(st->db, st->side[i], &e);
-		if (e)
-			/* moved: the reads are the main family's already; the next
-			 * open moves it again (the same keys and values) */
-			store_say(st, "store %s: dropping %s: %s", st->dir, side_names[i], e);
-		rocksdb_free(e);
-		old[i] = st->side[i];
-		st->side[i] = NULL;
+		uint8_t len[2] = {(uint8_t)(kl >> 8), (uint8_t)kl};
+		if (kl > 0xffff || pith_buf_append(&st->side_log[i], len, 2) ||
+		    pith_buf_append(&st->side_log[i], k, kl))
+			st->side_log_lost = 1;
 	}
-	if (!rc)
-		__atomic_store_n(&st->side_on, 0, __ATOMIC_RELEASE);
-	return rc;
+}
+
+/* Ingests out's files into the family side family i stands in for, then
+ * writes there what commits changed in the side family since the files'
+ * snapshot (the keys store_side_note logged: each as the side family has
+ * it now, or deleted), points the store's table back at the family, and
+ * drops the side family (its handle into *old). Under wmu. */
+static int move_finish(store_t *st, int i, const move_out_t *out,
+		       rocksdb_column_family_handle_t **old, pith_err_t *err)
+{
+	char *e = NULL;
+	if (out->n) {
+		rocksdb_ingestexternalfileoptions_t *io = rocksdb_ingestexternalfileoptions_create();
+		rocksdb_ingestexternalfileoptions_set_move_files(io, 1);
+		rocksdb_ingestexternalfileoptions_set_allow_blocking_flush(io, 1);
+		rocksdb_ingest_external_file_cf(st->db, st->side_main[i], (const char *const *)out->files,
+						(size_t)out->n, io, &e);
+		rocksdb_ingestexternalfileoptions_destroy(io);
+		if (e)
+			return store_op_error(st, STORE_OP_WRITE, err, e, side_names[i]);
+	}
+	const pith_buf_t *lg = &st->side_log[i];
+	if (lg->len) {
+		rocksdb_writebatch_t *wb = rocksdb_writebatch_create();
+		for (size_t at = 0; at + 2 <= lg->len && !e;) {
+			size_t kl = (size_t)lg->data[at] << 8 | lg->data[at + 1];
+			const char *k = (const char *)lg->data + at + 2;
+			at += 2 + kl;
+			size_t vl = 0;
+			char *v = rocksdb_get_cf(st->db, st->ro, st->side[i], k, kl, &vl, &e);
+			if (v)
+				rocksdb_writebatch_put_cf(wb, st->side_main[i], k, kl, v, vl);
+			else if (!e)
+				rocksdb_writebatch_delete_cf(wb, st->side_main[i], k, kl);
+			rocksdb_free(v);
+		}
+		if (!e)
+			rocksdb_write(st->db, st->wo, wb, &e);
+		rocksdb_writebatch_destroy(wb);
+		if (e)
+			return store_op_error(st, STORE_OP_WRITE, err, e, side_names[i]);
+	}
+	__atomic_store_n(&st->cf[side_cfs[i]], st->side_main[i], __ATOMIC_RELEASE);
+	rocksdb_drop_column_family(st->db, st->side[i], &e);
+	if (e)
+		/* moved: the reads are the family's already; the next open
+		 * moves it again (over a family it empties first) */
+		store_say(st, "store %s: dropping %s: %s", st->dir, side_names[i], e);
+	rocksdb_free(e);
+	*old = st->side[i];
+	st->side[i] = NULL;
+	return 0;
+}
+
+static void side_log_reset(store_t *st)
+{
+	st->side_track = 0;
+	st->side_log_lost = 0;
+	for (int i = 0; i < STORE_NSIDE; i++)
+		pith_buf_release(&st->side_log[i]);
+}
+
+static long long ms_since(const struct timespec *t0)
+{
+	struct timespec t1;
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	return (long long)((t1.tv_sec - t0->tv_sec) * 1000 + (t1.tv_nsec - t0->tv_nsec) / 1000000);
 }
 
 /* A reader took the side family's handle from st->cf just before the swap
@@ -250,45 +298,119 @@ static void side_release(rocksdb_column_family_handle_t *old[STORE_NSIDE], int w
 			rocksdb_column_family_handle_destroy(old[i]);
 }
 
-int store_side_end(store_t *st, pith_err_t *err)
+int store_side_end_ex(store_t *st, store_side_hook_t hook, void *arg, pith_err_t *err)
 {
 	if (st->read_only || !store_side_active(st))
 		return 0;
+	move_out_t out[STORE_NSIDE] = {0};
 	rocksdb_column_family_handle_t *old[STORE_NSIDE] = {0};
-	uint64_t keys = 0;
-	struct timespec t0, t1;
+	struct timespec t0, th;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
+	/* 1. everything committed so far reaches the table files (the move
+	 * must not make states durable ahead of their events), and from a
+	 * snapshot on, commits log the keys they write aside */
 	pthread_mutex_lock(&st->wmu);
-	int rc = side_end_locked(st, old, &keys, err);
+	int rc = st->atomic_flush ? store_flush_locked(st, err) : 0;
+	const rocksdb_snapshot_t *snap = rc ? NULL : rocksdb_create_snapshot(st->db);
+	if (!rc) {
+		side_log_reset(st);
+		st->side_track = 1;
+	}
 	pthread_mutex_unlock(&st->wmu);
-	clock_gettime(CLOCK_MONOTONIC, &t1);
+	/* 2. the side families as of the snapshot, into table files, while
+	 * commits go on */
+	for (int i = 0; !rc && i < STORE_NSIDE; i++) {
+		if (!st->side[i])
+			continue;
+		struct timespec t1;
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		if (!(rc = move_write(st, i, snap, &out[i], err)))
+			store_say(st, "store %s: %s written out: %llu keys in %lld ms", st->dir,
+				  side_names[i], (unsigned long long)out[i].keys, ms_since(&t1));
+	}
+	if (!rc && hook)
+		hook(arg);
+	/* 3. the files into the families, then what commits changed since */
+	pthread_mutex_lock(&st->wmu);
+	clock_gettime(CLOCK_MONOTONIC, &th);
+	uint64_t keys = 0, late = 0;
+	if (!rc && st->side_log_lost)
+		rc = pith_err_set(err, PITH_ENOMEM, "store %s: out of memory logging the keys "
+				  "written during the move (tried again later)", st->dir);
+	for (int i = 0; !rc && i < STORE_NSIDE; i++) {
+		if (!st->side[i])
+			continue;
+		late += st->side_log[i].len;
+		if (!(rc = move_finish(st, i, &out[i], &old[i], err)))
+			keys += out[i].keys;
+	}
+	int all = 1;
+	for (int i = 0; i < STORE_NSIDE; i++)
+		all &= st->side[i] == NULL;
+	if (all)
+		__atomic_store_n(&st->side_on, 0, __ATOMIC_RELEASE);
+	side_log_reset(st);
+	long long held = ms_since(&th);
+	pthread_mutex_unlock(&st->wmu);
+	if (snap)
+		rocksdb_release_snapshot(st->db, snap);
+	for (int i = 0; i < STORE_NSIDE; i++)
+		move_out_free(&out[i]);
+	remove_move_dir(st);
 	if (!rc)
-		store_say(st, "store %s: states and claims in place: %llu keys moved, commits held "
-			  "%lld ms", st->dir, (unsigned long long)keys,
-			  (long long)((t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000));
+		store_say(st, "store %s: states and claims in place: %llu keys moved in %lld ms, "
+			  "commits held %lld ms (%llu bytes of keys written meanwhile)", st->dir,
+			  (unsigned long long)keys, ms_since(&t0), held, (unsigned long long)late);
 	side_release(old, 1);
 	return rc;
+}
+
+int store_side_end(store_t *st, pith_err_t *err)
+{
+	return store_side_end_ex(st, NULL, NULL, err);
+}
+
+void store_side_stop(store_t *st)
+{
+	__atomic_store_n(&st->side_stop, 1, __ATOMIC_RELAXED);
 }
 
 int store_side_open_end(store_t *st, pith_err_t *err)
 {
 	remove_move_dir(st);
-	rocksdb_column_family_handle_t *old[STORE_NSIDE] = {0};
-	uint64_t keys = 0;
 	if (!st->side_on)
 		return 0;
 	store_say(st, "store %s: moving the states and claims of an interrupted catch-up "
-		     "into place", st->dir);
-	int rc = side_end_locked(st, old, &keys, err);
-	side_release(old, 0); /* no reader yet */
+		  "into place", st->dir);
+	/* a crash between an ingestion and the write of what commits changed
+	 * after its snapshot left the family with keys the side family has
+	 * since deleted: it is emptied first (the side family has it all) */
+	for (int i = 0; i < STORE_NSIDE; i++) {
+		if (!st->side[i])
+			continue;
+		char *e = NULL;
+		rocksdb_delete_range_cf(st->db, st->wo_log, st->side_main[i], "", 0, "\xff\xff", 2, &e);
+		if (e)
+			return store_op_error(st, STORE_OP_WRITE, err, e, store_cf_names[side_cfs[i]]);
+	}
+	rocksdb_column_family_handle_t *old[STORE_NSIDE] = {0};
+	int rc = 0;
+	for (int i = 0; !rc && i < STORE_NSIDE; i++) {
+		move_out_t out = {0};
+		if (st->side[i] && !(rc = move_write(st, i, NULL, &out, err)))
+			rc = move_finish(st, i, &out, &old[i], err);
+		move_out_free(&out);
+	}
+	remove_move_dir(st);
 	if (!rc)
-		store_say(st, "store %s: states and claims in place: %llu keys moved", st->dir,
-			  (unsigned long long)keys);
+		st->side_on = 0;
+	side_release(old, 0); /* no reader yet */
 	return rc;
 }
 
 void store_side_close(store_t *st)
 {
+	side_log_reset(st);
 	for (int i = 0; i < STORE_NSIDE; i++) {
 		if (!st->side[i])
 			continue;

@@ -1895,16 +1895,29 @@ static int l0_waits(const store_t *st, int cf)
 	       (cf_fresh_waits(cf) && __atomic_load_n(&st->fresh_on, __ATOMIC_RELAXED));
 }
 
+/* Whether st->cf[cf] is a side family now (side.c). */
+static int side_in_use(const store_t *st, int cf)
+{
+	for (int i = 0; i < STORE_NSIDE; i++)
+		if (store_side_cf(i) == cf && st->side[i])
+			return 1;
+	return 0;
+}
+
 /* Level 0's triggers of family cf (compaction, slowdown, stop) for a
- * bulk mode, or the usual ones when !bulk. */
-static void l0_triggers(const store_t *st, int cf, int bulk, enum store_bulk_mode mode, int v[3])
+ * bulk mode, or the usual ones when !bulk; side: of the side family
+ * standing in for it, if one does. */
+static void l0_triggers(const store_t *st, int cf, int bulk, enum store_bulk_mode mode, int side,
+			int v[3])
 {
 	if (!bulk) {
 		v[0] = L0_TRIGGER, v[1] = L0_SLOWDOWN, v[2] = L0_STOP;
 		return;
 	}
 	int wide = mode == STORE_BULK_IMPORT ? 2 : 1;
-	if (l0_waits(st, cf))
+	if (side && side_in_use(st, cf))
+		v[0] = STORE_BULK_L0_SIDE;
+	else if (l0_waits(st, cf))
 		v[0] = STORE_BULK_L0_WRITTEN;
 	else
 		v[0] = wide * (cf_is_index(cf) ? STORE_BULK_L0_INDEX : STORE_BULK_L0_DOCS);
@@ -1916,38 +1929,46 @@ static void l0_triggers(const store_t *st, int cf, int bulk, enum store_bulk_mod
 	v[2] = usual ? L0_STOP : v[0] + 48;
 }
 
-/* Sets the L0 triggers of every family (l0_triggers). */
-static int l0_set(store_t *st, int bulk, enum store_bulk_mode mode, pith_err_t *err)
+/* Sets the L0 triggers of family handle h (l0_triggers: v). */
+static int l0_set_one(store_t *st, rocksdb_column_family_handle_t *h, int bulk, int waits,
+		      const int v[3], pith_err_t *err)
 {
 	static const char *keys[4] = {"level0_file_num_compaction_trigger",
 				      "level0_slowdown_writes_trigger", "level0_stop_writes_trigger",
 				      "max_bytes_for_level_base"};
+	char vals[4][24];
+	const char *vp[4];
+	for (int i = 0; i < 3; i++)
+		snprintf(vals[i], sizeof(vals[i]), "%d", v[i]);
+	snprintf(vals[3], sizeof(vals[3]), "%llu", bulk ? LEVEL_BASE_BYTES_BULK_WRITTEN : LEVEL_BASE_BYTES);
+	for (int i = 0; i < 4; i++)
+		vp[i] = vals[i];
+	/* one SetOptions per family (each rewrites the OPTIONS file); the
+	 * level base only for the families whose compaction waits, and back
+	 * for all at the end */
+	char *e = NULL;
+	rocksdb_set_options_cf(st->db, h, !bulk || waits ? 4 : 3, keys, vp, &e);
+	return e ? store_db_error(err, e, "setting the level-0 triggers") : 0;
+}
+
+/* Sets the L0 triggers of every family (l0_triggers), and of the family a
+ * side family stands in for, for when it is back. */
+static int l0_set(store_t *st, int bulk, enum store_bulk_mode mode, pith_err_t *err)
+{
 	for (int cf = 0; cf < STORE_NCF; cf++) {
 		if (!st->cf[cf])
 			continue;
-		int v[3];
-		l0_triggers(st, cf, bulk, mode, v);
-		char vals[4][24];
-		const char *vp[4];
-		for (int i = 0; i < 3; i++)
-			snprintf(vals[i], sizeof(vals[i]), "%d", v[i]);
-		snprintf(vals[3], sizeof(vals[3]), "%llu",
-			 bulk ? LEVEL_BASE_BYTES_BULK_WRITTEN : LEVEL_BASE_BYTES);
-		for (int i = 0; i < 4; i++)
-			vp[i] = vals[i];
-		/* one SetOptions per family (each rewrites the OPTIONS file); the
-		 * level base only for the families whose compaction waits, and
-		 * back for all at the end */
-		char *e = NULL;
-		int nkeys = !bulk || l0_waits(st, cf) ? 4 : 3;
-		rocksdb_set_options_cf(st->db, st->cf[cf], nkeys, keys, vp, &e);
-		/* the family a side family stands in for gets them too, for
-		 * when it is back */
-		for (int i = 0; !e && i < STORE_NSIDE; i++)
-			if (store_side_cf(i) == cf && st->side_main[i] && st->side[i])
-				rocksdb_set_options_cf(st->db, st->side_main[i], nkeys, keys, vp, &e);
-		if (e)
-			return store_db_error(err, e, "setting the level-0 triggers");
+		int v[3], rc;
+		l0_triggers(st, cf, bulk, mode, 1, v);
+		if ((rc = l0_set_one(st, st->cf[cf], bulk, l0_waits(st, cf), v, err)))
+			return rc;
+		for (int i = 0; i < STORE_NSIDE; i++) {
+			if (store_side_cf(i) != cf || !st->side[i] || !st->side_main[i])
+				continue;
+			l0_triggers(st, cf, bulk, mode, 0, v);
+			if ((rc = l0_set_one(st, st->side_main[i], bulk, l0_waits(st, cf), v, err)))
+				return rc;
+		}
 	}
 	return 0;
 }

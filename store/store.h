@@ -573,6 +573,13 @@ int store_cf_property(store_t *st, int cf, const char *name, uint64_t *v);
  * files meanwhile (docs/store.md, "Bulk loading"). Bounded so that the
  * table files held open stay well under a 1,024-descriptor limit. */
 #define STORE_BULK_L0_WRITTEN 128
+/* The side families of a new node's first catch-up (store_opts_t.bulk_side)
+ * are rewritten whole by their move at its end, so any compaction of them
+ * before is wasted: their level 0 waits for this many files (a 10M-event
+ * catch-up at the registry's shape flushes some 250 times; pithd raises
+ * its descriptor limit to 65,536 and RocksDB keeps a quarter of it open,
+ * closing the least used table files beyond). */
+#define STORE_BULK_L0_SIDE 1024
 enum store_bulk_mode { STORE_BULK_SYNC, STORE_BULK_IMPORT };
 int store_bulk_begin(store_t *st, enum store_bulk_mode mode, pith_err_t *err);
 int store_bulk_end(store_t *st, int settle, pith_err_t *err);
@@ -582,13 +589,19 @@ int store_bulk_end(store_t *st, int settle, pith_err_t *err);
 void store_side_want(store_t *st);
 /* Whether side families are in use. */
 int store_side_active(store_t *st);
-/* Flushes the store, then writes each side family as sorted table files
- * ingested into its family (states, aliases), and drops it; 0 at once if
- * none is in use. Holds the write lock throughout (commits wait: some
- * seconds per million records), so call it off the event loop; it then
- * sleeps 2 s before releasing the dropped families. A read-write open
- * does the same with side families an interrupted catch-up left. */
+/* Flushes the store, then writes each side family as of that moment as
+ * sorted table files (some seconds per million records; commits go on,
+ * into the side families, their keys logged), then under the write lock
+ * ingests the files into its family (states, aliases), writes there
+ * what the commits since changed, and drops it; 0 at once if none is in
+ * use. Call it off the event loop; it sleeps 2 s before releasing the
+ * dropped families. A read-write open does the same with side families
+ * an interrupted catch-up left. */
 int store_side_end(store_t *st, pith_err_t *err);
+/* Makes a store_side_end under way, or any later one, stop early with an
+ * error (a node's stop; the next read-write open moves the side
+ * families). From any thread. */
+void store_side_stop(store_t *st);
 
 /* Flushes, then compacts every column family into its last level. */
 int store_compact(store_t *st, pith_err_t *err);

@@ -5,6 +5,7 @@
 #include <pthread.h>
 #include <rocksdb/c.h>
 
+#include "buf.h"
 #include "keys.h"
 #include "hmap.h"
 #include "store.h"
@@ -72,6 +73,12 @@ struct store {
 	int side_on;                /* written under wmu, read atomically */
 	rocksdb_column_family_handle_t *side[STORE_NSIDE];
 	rocksdb_column_family_handle_t *side_main[STORE_NSIDE];
+	int side_track;             /* under wmu: commits log the keys they write
+				     * to side families (store_side_note) while
+				     * store_side_end writes them out */
+	int side_log_lost;          /* a key could not be logged (under wmu) */
+	pith_buf_t side_log[STORE_NSIDE]; /* those keys: 2-byte length, bytes */
+	int side_stop;              /* store_side_stop (atomic) */
 	int bulk_on;                /* store_bulk_begin .. store_bulk_end */
 	enum store_bulk_mode bulk_mode;
 };
@@ -88,6 +95,12 @@ void store_side_begin_locked(store_t *st);
 int store_side_open_end(store_t *st, pith_err_t *err);
 /* At close: destroys the side families' handles. */
 void store_side_close(store_t *st);
+/* Under wmu, for every put or delete of family cf while st->side_track. */
+void store_side_note(store_t *st, int cf, const char *k, size_t kl);
+/* store_side_end, calling hook(arg) between writing the side families out
+ * and taking the write lock to put them in place (tests commit there). */
+typedef void (*store_side_hook_t)(void *arg);
+int store_side_end_ex(store_t *st, store_side_hook_t hook, void *arg, pith_err_t *err);
 /* store.c, for side.c */
 void store_say(store_t *st, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void store_remove_files_dir(const char *dir);

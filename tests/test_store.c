@@ -629,6 +629,16 @@ TEST(unsorted_write_only, "opened as an import opens it (unsorted memtables of s
 	pair_done(ref_st, st, d0, d1, &ref, &got, &s);
 }
 
+/* store_side_end_ex's hook: the registry bundle, committed while the
+ * side families are being written out. */
+static void bundle_hook(void *arg)
+{
+	store_t *st = arg;
+	CHECK_INT_EQ(put_bundle(st, &bundle_bytes, NULL, NULL), 0);
+	/* its state and claims went aside, their keys logged for the move */
+	CHECK(st->side_log[0].len > 0 && st->side_log[1].len > 0);
+}
+
 /* The same states, claims and resolution as ref, and a clean audit. */
 static void same_as_ref(store_t *st, const evset_t *s, const pith_buf_t *ref)
 {
@@ -643,7 +653,7 @@ static void same_as_ref(store_t *st, const evset_t *s, const pith_buf_t *ref)
 	pith_buf_release(&got);
 }
 
-TEST(bulk_side, "a new node's catch-up into side families: the same states, claims and resolution while they are in use, after they are moved into place, after more commits, and after a move cut short by a close")
+TEST(bulk_side, "a new node's catch-up into side families: the same states, claims and resolution while they are in use, after they are moved into place, with commits during the move, after more commits, and after a move cut short by a close")
 {
 	evset_t s;
 	gen_set(&s, 12);
@@ -681,6 +691,24 @@ TEST(bulk_side, "a new node's catch-up into side families: the same states, clai
 	CHECK_INT_EQ(store_side_active(st), 0);
 	same_as_ref(st, &s, &ref);
 	store_close(st);
+
+	/* commits while the side families are written out: the bundle comes
+	 * then, and withdraws derived claims the files hold */
+	char *d3 = tmpdir();
+	CHECK_INT_EQ(store_open(d3, &o, &st, &err), 0);
+	store_side_want(st);
+	store_batch_t *b3 = store_batch_new(st);
+	CHECK_INT_EQ(commit_reversed_twice(b3, &s, 2 * s.n), 0);
+	store_batch_free(b3);
+	CHECK_INT_EQ(store_side_active(st), 1);
+	CHECK_INT_EQ(store_side_end_ex(st, bundle_hook, st, &err), 0);
+	CHECK_INT_EQ(store_side_active(st), 0);
+	same_as_ref(st, &s, &ref);
+	store_close(st);
+	st = open_store(d3);
+	same_as_ref(st, &s, &ref);
+	store_close(st);
+	rmdir_rf(d3);
 
 	/* closed while in use (a node stopped in its catch-up): a read-only
 	 * open reads the side families, a read-write open moves them */
