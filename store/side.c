@@ -330,6 +330,13 @@ int store_side_end_ex(store_t *st, store_side_hook_t hook, void *arg, pith_err_t
 	}
 	if (!rc && hook)
 		hook(arg);
+	/* released before the ingestion: with a snapshot older than them the
+	 * files get a sequence number of their own, and RocksDB then rewrites
+	 * them all again, once the snapshot is gone, to zero it (its
+	 * "bottommost files" compactions: 4.4-7.7 us an event more at 4M and
+	 * 10M, docs/performance.md, issue 17, session 28) */
+	if (snap)
+		rocksdb_release_snapshot(st->db, snap);
 	/* 3. the files into the families, then what commits changed since */
 	pthread_mutex_lock(&st->wmu);
 	clock_gettime(CLOCK_MONOTONIC, &th);
@@ -352,8 +359,6 @@ int store_side_end_ex(store_t *st, store_side_hook_t hook, void *arg, pith_err_t
 	side_log_reset(st);
 	long long held = ms_since(&th);
 	pthread_mutex_unlock(&st->wmu);
-	if (snap)
-		rocksdb_release_snapshot(st->db, snap);
 	for (int i = 0; i < STORE_NSIDE; i++)
 		move_out_free(&out[i]);
 	remove_move_dir(st);
