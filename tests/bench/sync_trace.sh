@@ -7,7 +7,8 @@
 # Runs a pithd A on DIR/a-N-2 (the store bench_scale.sh leaves: an import
 # of DIR/events-N-2.jsonl signed by DIR/key.json) and a fresh pithd B
 # dialling it, samples each of B's threads' CPU time (/proc) and B's
-# event count every 10 s until B is caught up and done compacting, and
+# event count every 10 s until B is caught up, out of bulk mode (its end
+# moves the side families, docs/store.md) and done compacting, and
 # prints per STEP events (default 1,000,000) the rate and each thread
 # group's CPU per event: the validators, the writer, the merge lanes,
 # RocksDB's flushes (rocksdb:high) and compactions (rocksdb:low), the
@@ -69,7 +70,7 @@ while sleep 10; do
 	kill -0 "$BPID" 2>/dev/null || { echo "sync_trace.sh: B exited (see $DATA/trace-b.log)" >&2; exit 1; }
 	st=$(status "$B/trace.sock" | python3 -c 'import json, sys
 d = json.load(sys.stdin)
-print(d["store"]["events"], d["sync"]["state"], int(d["store"]["compacting"]))') || continue
+print(d["store"]["events"], d["sync"]["state"], int(d["store"]["compacting"] or d["sync"]["bulk"]))') || continue
 	thr=$(for t in /proc/$BPID/task/*; do
 		echo "$(cat "$t/comm") $(awk '{print $14 + $15}' "$t/stat") $(cat "$t/schedstat")"
 	done 2>/dev/null | awk '{a[$1] += $2; r[$1] += $4 / 1e6; n[$1]++}
