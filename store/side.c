@@ -219,6 +219,13 @@ static int move_finish(store_t *st, int i, const move_out_t *out,
 		       rocksdb_column_family_handle_t **old, pith_err_t *err)
 {
 	char *e = NULL;
+	if (st->side_main_dirty[i]) {
+		/* an earlier move's files, then a failure: keys the side family
+		 * deleted since may be there (the side family has it all) */
+		rocksdb_delete_range_cf(st->db, st->wo_log, st->side_main[i], "", 0, "\xff\xff", 2, &e);
+		if (e)
+			return store_op_error(st, STORE_OP_WRITE, err, e, store_cf_names[side_cfs[i]]);
+	}
 	if (out->n) {
 		rocksdb_ingestexternalfileoptions_t *io = rocksdb_ingestexternalfileoptions_create();
 		rocksdb_ingestexternalfileoptions_set_move_files(io, 1);
@@ -228,6 +235,7 @@ static int move_finish(store_t *st, int i, const move_out_t *out,
 		rocksdb_ingestexternalfileoptions_destroy(io);
 		if (e)
 			return store_op_error(st, STORE_OP_WRITE, err, e, side_names[i]);
+		st->side_main_dirty[i] = 1; /* until the side family is dropped */
 	}
 	const pith_buf_t *lg = &st->side_log[i];
 	if (lg->len) {
@@ -259,6 +267,7 @@ static int move_finish(store_t *st, int i, const move_out_t *out,
 	rocksdb_free(e);
 	*old = st->side[i];
 	st->side[i] = NULL;
+	st->side_main_dirty[i] = 0;
 	return 0;
 }
 

@@ -79,6 +79,9 @@ struct store {
 	int side_log_lost;          /* a key could not be logged (under wmu) */
 	pith_buf_t side_log[STORE_NSIDE]; /* those keys: 2-byte length, bytes */
 	int side_stop;              /* store_side_stop (atomic) */
+	int side_main_dirty[STORE_NSIDE]; /* a move's files went into the family
+				     * and the move failed after: the next one
+				     * empties it first (under wmu) */
 	int bulk_on;                /* store_bulk_begin .. store_bulk_end */
 	enum store_bulk_mode bulk_mode;
 };
