@@ -109,6 +109,15 @@ static void remove_move_dir(const store_t *st)
 	store_remove_files_dir(dir);
 }
 
+/* A pass over a side family: read ahead, not kept in the block cache. */
+static rocksdb_readoptions_t *side_read_options(void)
+{
+	rocksdb_readoptions_t *ro = rocksdb_readoptions_create();
+	rocksdb_readoptions_set_fill_cache(ro, 0);
+	rocksdb_readoptions_set_readahead_size(ro, 2u << 20);
+	return ro;
+}
+
 /* The files written for side family i, and its keys. */
 typedef struct move_out {
 	char **files;
@@ -124,11 +133,11 @@ static void move_out_free(move_out_t *o)
 	memset(o, 0, sizeof(*o));
 }
 
-/* Writes side family i as of snap (NULL: now), in key order, as table
+/* Writes side family i as iterator it sees it, in key order, as table
  * files of its family's options (at most MOVE_FILE_BYTES of keys and
  * values each) into the move directory. Stops with PITH_ENOTSUP when
  * store_side_stop asks. */
-static int move_write(store_t *st, int i, const rocksdb_snapshot_t *snap, move_out_t *out,
+static int move_write(store_t *st, int i, rocksdb_iterator_t *it, move_out_t *out,
 		      pith_err_t *err)
 {
 	int cf = side_cfs[i], rc = 0;
@@ -137,12 +146,6 @@ static int move_write(store_t *st, int i, const rocksdb_snapshot_t *snap, move_o
 	if (mkdir(dir, 0700) && errno != EEXIST)
 		return pith_err_set(err, PITH_EIO, "store %s: cannot make %s: %s", st->dir, dir,
 				    strerror(errno));
-	rocksdb_readoptions_t *ro = rocksdb_readoptions_create();
-	rocksdb_readoptions_set_fill_cache(ro, 0);
-	rocksdb_readoptions_set_readahead_size(ro, 2u << 20);
-	if (snap)
-		rocksdb_readoptions_set_snapshot(ro, snap);
-	rocksdb_iterator_t *it = rocksdb_create_iterator_cf(st->db, ro, st->side[i]);
 	rocksdb_envoptions_t *eo = rocksdb_envoptions_create();
 	rocksdb_sstfilewriter_t *w = NULL;
 	uint64_t bytes = 0;
@@ -188,8 +191,6 @@ static int move_write(store_t *st, int i, const rocksdb_snapshot_t *snap, move_o
 			rocksdb_sstfilewriter_finish(w, &e);
 		rocksdb_sstfilewriter_destroy(w);
 	}
-	rocksdb_iter_destroy(it);
-	rocksdb_readoptions_destroy(ro);
 	rocksdb_envoptions_destroy(eo);
 	if (e && !rc)
 		rc = store_op_error(st, STORE_OP_WRITE, err, e, side_names[i]);
@@ -316,36 +317,48 @@ int store_side_end_ex(store_t *st, store_side_hook_t hook, void *arg, pith_err_t
 	struct timespec t0, th;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	/* 1. everything committed so far reaches the table files (the move
-	 * must not make states durable ahead of their events), and from a
-	 * snapshot on, commits log the keys they write aside */
+	 * must not make states durable ahead of their events), and from
+	 * here on, commits log the keys they write aside */
 	pthread_mutex_lock(&st->wmu);
 	int rc = st->atomic_flush ? store_flush_locked(st, err) : 0;
-	const rocksdb_snapshot_t *snap = rc ? NULL : rocksdb_create_snapshot(st->db);
+	/* iterators, not a snapshot: each reads the family as it is now, and
+	 * releasing a snapshot makes RocksDB rewrite every last-level file of
+	 * every family whose keys still carry sequence numbers ("bottommost
+	 * files" compactions: a catch-up's documents, moved down untouched,
+	 * all rewritten; docs/performance.md, issue 17, session 28) */
+	rocksdb_readoptions_t *ro[STORE_NSIDE] = {0};
+	rocksdb_iterator_t *it[STORE_NSIDE] = {0};
+	for (int i = 0; !rc && i < STORE_NSIDE; i++) {
+		if (!st->side[i])
+			continue;
+		ro[i] = side_read_options();
+		it[i] = rocksdb_create_iterator_cf(st->db, ro[i], st->side[i]);
+	}
 	if (!rc) {
 		side_log_reset(st);
 		st->side_track = 1;
 	}
 	pthread_mutex_unlock(&st->wmu);
-	/* 2. the side families as of the snapshot, into table files, while
+	/* 2. the side families as the iterators see them, into table files, while
 	 * commits go on */
 	for (int i = 0; !rc && i < STORE_NSIDE; i++) {
 		if (!st->side[i])
 			continue;
 		struct timespec t1;
 		clock_gettime(CLOCK_MONOTONIC, &t1);
-		if (!(rc = move_write(st, i, snap, &out[i], err)))
+		if (!(rc = move_write(st, i, it[i], &out[i], err)))
 			store_say(st, "store %s: %s written out: %llu keys in %lld ms", st->dir,
 				  side_names[i], (unsigned long long)out[i].keys, ms_since(&t1));
 	}
 	if (!rc && hook)
 		hook(arg);
-	/* released before the ingestion: with a snapshot older than them the
-	 * files get a sequence number of their own, and RocksDB then rewrites
-	 * them all again, once the snapshot is gone, to zero it (its
-	 * "bottommost files" compactions: 4.4-7.7 us an event more at 4M and
-	 * 10M, docs/performance.md, issue 17, session 28) */
-	if (snap)
-		rocksdb_release_snapshot(st->db, snap);
+	/* done with them before the ingestion */
+	for (int i = 0; i < STORE_NSIDE; i++) {
+		if (it[i])
+			rocksdb_iter_destroy(it[i]);
+		if (ro[i])
+			rocksdb_readoptions_destroy(ro[i]);
+	}
 	/* 3. the files into the families, then what commits changed since */
 	pthread_mutex_lock(&st->wmu);
 	clock_gettime(CLOCK_MONOTONIC, &th);
@@ -411,8 +424,14 @@ int store_side_open_end(store_t *st, pith_err_t *err)
 	int rc = 0;
 	for (int i = 0; !rc && i < STORE_NSIDE; i++) {
 		move_out_t out = {0};
-		if (st->side[i] && !(rc = move_write(st, i, NULL, &out, err)))
-			rc = move_finish(st, i, &out, &old[i], err);
+		if (st->side[i]) {
+			rocksdb_readoptions_t *ro = side_read_options();
+			rocksdb_iterator_t *it = rocksdb_create_iterator_cf(st->db, ro, st->side[i]);
+			if (!(rc = move_write(st, i, it, &out, err)))
+				rc = move_finish(st, i, &out, &old[i], err);
+			rocksdb_iter_destroy(it);
+			rocksdb_readoptions_destroy(ro);
+		}
 		move_out_free(&out);
 	}
 	remove_move_dir(st);
