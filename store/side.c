@@ -410,16 +410,11 @@ int store_side_open_end(store_t *st, pith_err_t *err)
 	store_say(st, "store %s: moving the states and claims of an interrupted catch-up "
 		  "into place", st->dir);
 	/* a crash between an ingestion and the write of what commits changed
-	 * after its snapshot left the family with keys the side family has
-	 * since deleted: it is emptied first (the side family has it all) */
-	for (int i = 0; i < STORE_NSIDE; i++) {
-		if (!st->side[i])
-			continue;
-		char *e = NULL;
-		rocksdb_delete_range_cf(st->db, st->wo_log, st->side_main[i], "", 0, "\xff\xff", 2, &e);
-		if (e)
-			return store_op_error(st, STORE_OP_WRITE, err, e, store_cf_names[side_cfs[i]]);
-	}
+	 * after it may have left the family with keys the side family has
+	 * since deleted: move_finish empties it first (the side family has
+	 * it all), as after a failed move */
+	for (int i = 0; i < STORE_NSIDE; i++)
+		st->side_main_dirty[i] = st->side[i] != NULL;
 	rocksdb_column_family_handle_t *old[STORE_NSIDE] = {0};
 	int rc = 0;
 	for (int i = 0; !rc && i < STORE_NSIDE; i++) {
