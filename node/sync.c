@@ -361,10 +361,14 @@ static void relog_start(sync_t *sy, int bulk)
 {
 	sy->relog_bulk = bulk;
 	atomic_store(&sy->relog_done, 0);
-	if (!pthread_create(&sy->relog, NULL, relog_main, sy))
+	if (!pthread_create(&sy->relog, NULL, relog_main, sy)) {
+		/* its own name in per-thread figures (the move of the side
+		 * families is its work: bench_sync, sync_trace.sh) */
+		pthread_setname_np(sy->relog, "pith-relog");
 		sy->relog_running = 1;
-	else
+	} else {
 		relog_main(sy);
+	}
 }
 
 /* On the tick: joins the relog thread once it is done, and starts it again

@@ -17,9 +17,9 @@
 static const int side_cfs[STORE_NSIDE] = {STORE_CF_STATES, STORE_CF_ALIASES};
 static const char *const side_names[STORE_NSIDE] = {"states.bulk", "aliases.bulk"};
 
-#define MOVE_DIR "bulk-move"             /* the move's table files, in the store's directory */
-#define MOVE_FILE_BYTES (256ull << 20)    /* keys and values per table file moved */
-#define SIDE_GRACE_NS (2ull * 1000000000) /* before a dropped family's handle goes */
+#define MOVE_DIR "bulk-move"           /* the move's table files, in the store's directory */
+#define MOVE_FILE_BYTES (256ull << 20) /* keys and values per table file moved */
+#define QUIESCE_POLL_NS 1000000        /* between looks at the readers' counts */
 
 const char *store_side_name(int i)
 {
@@ -287,22 +287,34 @@ static long long ms_since(const struct timespec *t0)
 	return (long long)((t1.tv_sec - t0->tv_sec) * 1000 + (t1.tv_nsec - t0->tv_nsec) / 1000000);
 }
 
-/* A reader took the side family's handle from st->cf just before the swap
- * and is inside RocksDB with it: RocksDB holds the family itself once a
- * read or an iterator has begun, so the handle waits a moment, and then
- * goes (with it the dropped family's files). */
-static void side_release(rocksdb_column_family_handle_t *old[STORE_NSIDE], int wait)
+/* Two rounds, each turning new readers to the other count and waiting for
+ * the one they left to empty: a reader that read the epoch before the first
+ * turn but counts itself only after it lands in a count waited for by one of
+ * the two rounds (and a reader counted after a handle left cf[] reads cf[]
+ * after, so never takes that handle). */
+void store_cf_quiesce(store_t *st)
+{
+	for (int round = 0; round < 2; round++) {
+		unsigned old = __atomic_fetch_add(&st->cf_epoch, 1, __ATOMIC_SEQ_CST) & 1;
+		while (__atomic_load_n(&st->cf_readers[old], __ATOMIC_SEQ_CST)) {
+			struct timespec ts = {0, QUIESCE_POLL_NS};
+			while (nanosleep(&ts, &ts) && errno == EINTR)
+				;
+		}
+	}
+}
+
+/* The handles of dropped side families, out of cf[] already: destroyed
+ * once no reader can still be using them (with them go the families'
+ * files). */
+static void side_release(store_t *st, rocksdb_column_family_handle_t *old[STORE_NSIDE])
 {
 	int any = 0;
 	for (int i = 0; i < STORE_NSIDE; i++)
 		any |= old[i] != NULL;
 	if (!any)
 		return;
-	if (wait) {
-		struct timespec ts = {SIDE_GRACE_NS / 1000000000, SIDE_GRACE_NS % 1000000000};
-		while (nanosleep(&ts, &ts) && errno == EINTR)
-			;
-	}
+	store_cf_quiesce(st);
 	for (int i = 0; i < STORE_NSIDE; i++)
 		if (old[i])
 			rocksdb_column_family_handle_destroy(old[i]);
@@ -388,7 +400,7 @@ int store_side_end_ex(store_t *st, store_side_hook_t hook, void *arg, pith_err_t
 		store_say(st, "store %s: states and claims in place: %llu keys moved in %lld ms, "
 			  "commits held %lld ms (%llu bytes of keys written meanwhile)", st->dir,
 			  (unsigned long long)keys, ms_since(&t0), held, (unsigned long long)late);
-	side_release(old, 1);
+	side_release(st, old);
 	return rc;
 }
 
@@ -432,7 +444,7 @@ int store_side_open_end(store_t *st, pith_err_t *err)
 	remove_move_dir(st);
 	if (!rc)
 		st->side_on = 0;
-	side_release(old, 0); /* no reader yet */
+	side_release(st, old);
 	return rc;
 }
 

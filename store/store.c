@@ -868,7 +868,10 @@ static int get_raw_ro(store_t *st, const rocksdb_readoptions_t *ro, int cf, cons
 	char *e = NULL;
 	*vlen = 0;
 	store_perf_off();
-	*val = rocksdb_get_cf(st->db, ro, st->cf[cf], (const char *)key, klen, vlen, &e);
+	unsigned slot;
+	rocksdb_column_family_handle_t *h = store_cf_enter(st, cf, &slot);
+	*val = rocksdb_get_cf(st->db, ro, h, (const char *)key, klen, vlen, &e);
+	store_cf_leave(st, slot);
 	if (e) {
 		*val = NULL;
 		return store_op_error(st, STORE_OP_READ, err, e, store_cf_names[cf]);
@@ -900,7 +903,9 @@ static int iter_open(store_t *st, int cf, const uint8_t *lo, size_t lo_len, cons
 		rocksdb_readoptions_set_iterate_upper_bound(out->ro, (const char *)out->hi, hi_len);
 	}
 	store_perf_off();
-	out->it = rocksdb_create_iterator_cf(st->db, out->ro, st->cf[cf]);
+	unsigned slot;
+	out->it = rocksdb_create_iterator_cf(st->db, out->ro, store_cf_enter(st, cf, &slot));
+	store_cf_leave(st, slot);
 	if (scan < 0)
 		rocksdb_iter_seek_to_last(out->it);
 	else if (lo_len)
@@ -1220,8 +1225,10 @@ int store_get_into(store_t *st, int cf, const uint8_t *key, size_t klen, pith_bu
 {
 	char *e = NULL;
 	store_perf_off();
-	rocksdb_pinnableslice_t *v =
-		rocksdb_get_pinned_cf(st->db, st->ro, st->cf[cf], (const char *)key, klen, &e);
+	unsigned slot;
+	rocksdb_pinnableslice_t *v = rocksdb_get_pinned_cf(st->db, st->ro, store_cf_enter(st, cf, &slot),
+							   (const char *)key, klen, &e);
+	store_cf_leave(st, slot);
 	if (e) {
 		rocksdb_pinnableslice_destroy(v);
 		return store_op_error(st, STORE_OP_READ, err, e, store_cf_names[cf]);
@@ -1745,15 +1752,16 @@ void store_usage_get(store_t *st, store_usage_t *out)
 	out->compacting = compaction_busy(st);
 	for (int cf = 0; cf < STORE_NCF; cf++) {
 		uint64_t v;
-		if (!st->cf[cf])
-			continue;
-		if (!rocksdb_property_int_cf(st->db, st->cf[cf], "rocksdb.total-sst-files-size", &v))
+		unsigned slot;
+		rocksdb_column_family_handle_t *h = store_cf_enter(st, cf, &slot);
+		if (h && !rocksdb_property_int_cf(st->db, h, "rocksdb.total-sst-files-size", &v))
 			out->sst_bytes += v;
-		if (!rocksdb_property_int_cf(st->db, st->cf[cf], "rocksdb.cur-size-all-mem-tables", &v))
+		if (h && !rocksdb_property_int_cf(st->db, h, "rocksdb.cur-size-all-mem-tables", &v))
 			out->memtable_bytes += v;
-		if (!rocksdb_property_int_cf(st->db, st->cf[cf],
-					     "rocksdb.estimate-pending-compaction-bytes", &v))
+		if (h && !rocksdb_property_int_cf(st->db, h, "rocksdb.estimate-pending-compaction-bytes",
+						  &v))
 			out->pending_compaction_bytes += v;
+		store_cf_leave(st, slot);
 	}
 	DIR *d = opendir(st->dir);
 	struct dirent *e;
@@ -1991,10 +1999,15 @@ int store_bulk_begin(store_t *st, enum store_bulk_mode mode, pith_err_t *err)
 
 int store_cf_property(store_t *st, int cf, const char *name, uint64_t *v)
 {
-	if (!rocksdb_property_int_cf(st->db, st->cf[cf], name, v))
+	unsigned slot;
+	rocksdb_column_family_handle_t *h = store_cf_enter(st, cf, &slot);
+	if (!rocksdb_property_int_cf(st->db, h, name, v)) {
+		store_cf_leave(st, slot);
 		return 0;
+	}
 	/* some (num-files-at-levelN) are only given as text */
-	char *t = rocksdb_property_value_cf(st->db, st->cf[cf], name), *end = NULL;
+	char *t = rocksdb_property_value_cf(st->db, h, name), *end = NULL;
+	store_cf_leave(st, slot);
 	int rc = -1;
 	if (t) {
 		unsigned long long n = strtoull(t, &end, 10);
@@ -2015,10 +2028,15 @@ static int compaction_busy(store_t *st)
 		return 1;
 	if (!rocksdb_property_int(st->db, "rocksdb.num-running-flushes", &v) && v)
 		return 1;
-	for (int cf = 0; cf < STORE_NCF; cf++)
-		if (st->cf[cf] &&
-		    !rocksdb_property_int_cf(st->db, st->cf[cf], "rocksdb.compaction-pending", &v) && v)
+	for (int cf = 0; cf < STORE_NCF; cf++) {
+		unsigned slot;
+		rocksdb_column_family_handle_t *h = store_cf_enter(st, cf, &slot);
+		int pending = h && !rocksdb_property_int_cf(st->db, h, "rocksdb.compaction-pending", &v) &&
+			      v;
+		store_cf_leave(st, slot);
+		if (pending)
 			return 1;
+	}
 	return 0;
 }
 

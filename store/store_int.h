@@ -84,7 +84,32 @@ struct store {
 				     * empties it first (under wmu) */
 	int bulk_on;                /* store_bulk_begin .. store_bulk_end */
 	enum store_bulk_mode bulk_mode;
+	/* readers of cf[] outside wmu hold one of two counts while they use
+	 * a handle (store_cf_enter, store_cf_leave), so that a side family's
+	 * handle, once swapped out of cf[], is destroyed only after every
+	 * reader that could have taken it is done (store_cf_quiesce) */
+	unsigned cf_epoch;
+	unsigned cf_readers[2];
 };
+
+/* The handle of family cf for a read outside wmu; store_cf_leave(st, *slot)
+ * once RocksDB is done with it (after the call, for a read; after the
+ * iterator's creation, which holds the family itself from then on). */
+static inline rocksdb_column_family_handle_t *store_cf_enter(store_t *st, int cf, unsigned *slot)
+{
+	*slot = __atomic_load_n(&st->cf_epoch, __ATOMIC_SEQ_CST) & 1;
+	__atomic_add_fetch(&st->cf_readers[*slot], 1, __ATOMIC_SEQ_CST);
+	return __atomic_load_n(&st->cf[cf], __ATOMIC_SEQ_CST);
+}
+
+static inline void store_cf_leave(store_t *st, unsigned slot)
+{
+	__atomic_sub_fetch(&st->cf_readers[slot], 1, __ATOMIC_RELEASE);
+}
+
+/* Returns once every reader that entered before the call has left: a handle
+ * taken out of cf[] before it can then be destroyed (side.c). */
+void store_cf_quiesce(store_t *st);
 
 /* side.c */
 const char *store_side_name(int i);

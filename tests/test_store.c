@@ -1,6 +1,7 @@
 /* The store (store/store.h): ingest of the registry bundle and of generated
  * events, resolution, duplicates and re-signed copies, order independence
  * across stores, the indexes, reopening, and the consistency audit. */
+#define _GNU_SOURCE /* pthread_timedjoin_np */
 #include <dirent.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -651,6 +652,53 @@ static void same_as_ref(store_t *st, const evset_t *s, const pith_buf_t *ref)
 	CHECK_STR_EQ(out, AR7B);
 	CHECK_INT_EQ(check_problems(st), 0);
 	pith_buf_release(&got);
+}
+
+/* store_cf_quiesce waits for a reader that entered before it, and for one
+ * that entered during its first round (which may have read the epoch
+ * before it began), then returns. */
+static void *quiesce_main(void *arg)
+{
+	store_t *st = arg;
+	store_cf_quiesce(st);
+	return NULL;
+}
+
+static int joined_within(pthread_t t, int ms)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += ms / 1000;
+	ts.tv_nsec += (long)(ms % 1000) * 1000000;
+	if (ts.tv_nsec >= 1000000000) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000;
+	}
+	return !pthread_timedjoin_np(t, NULL, &ts);
+}
+
+TEST(cf_quiesce, "a dropped family's handle waits for every reader that could have taken it")
+{
+	char *d = tmpdir();
+	store_t *st = open_store(d);
+	unsigned s1, s2;
+	CHECK(store_cf_enter(st, STORE_CF_STATES, &s1) == st->cf[STORE_CF_STATES]);
+	pthread_t q;
+	CHECK_INT_EQ(pthread_create(&q, NULL, quiesce_main, st), 0);
+	CHECK_INT_EQ(joined_within(q, 100), 0); /* the reader is still in */
+	(void)store_cf_enter(st, STORE_CF_ALIASES, &s2); /* in the first round */
+	store_cf_leave(st, s1);
+	CHECK_INT_EQ(joined_within(q, 100), 0); /* the second round waits for it */
+	store_cf_leave(st, s2);
+	int done = joined_within(q, 5000);
+	CHECK_INT_EQ(done, 1);
+	if (!done)
+		pthread_join(q, NULL);
+	/* with no reader in, at once */
+	CHECK_INT_EQ(pthread_create(&q, NULL, quiesce_main, st), 0);
+	CHECK_INT_EQ(joined_within(q, 5000), 1);
+	store_close(st);
+	rmdir_rf(d);
 }
 
 TEST(bulk_side, "a new node's catch-up into side families: the same states, claims and resolution while they are in use, after they are moved into place, with commits during the move, after more commits, and after a move cut short by a close")
@@ -3004,6 +3052,7 @@ int main(int argc, char **argv)
 	RUN(lanes_same_states);
 	RUN(lanes_many_records);
 	RUN(unsorted_write_only);
+	RUN(cf_quiesce);
 	RUN(bulk_side);
 	RUN(fpset);
 	RUN(fresh_records);
