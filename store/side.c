@@ -89,6 +89,8 @@ void store_side_begin_locked(store_t *st)
 	}
 	__atomic_store_n(&st->side_on, 1, __ATOMIC_RELEASE);
 	store_l0_reset(st); /* the bulk mode's triggers for the new families */
+	store_say(st, "store %s: states and claims go to side families until the catch-up "
+		  "ends (docs/store.md, \"Bulk loading\")", st->dir);
 }
 
 void store_side_want(store_t *st)

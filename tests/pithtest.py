@@ -460,6 +460,15 @@ def target_and_friend(pithd, root, nodes, network_id, extra):
     return target, friend
 
 
+def free_port():
+    """A TCP port on 127.0.0.1 free a moment ago (for a process to listen on)."""
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    p = s.getsockname()[1]
+    s.close()
+    return p
+
+
 def wait_for(pred, timeout, interval=0.1, what="condition"):
     deadline = time.time() + timeout
     while time.time() < deadline:

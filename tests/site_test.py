@@ -38,6 +38,9 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from pithtest import free_port  # noqa: E402
+
 AR7B = "AR7B3DEVMOTSBRCCVXUCLYSRRE"
 AR7B_CANON = "047e1d8c9563a720c442ade825e25189007290160bedcc76b7e523bfd71812d3"
 DOCS = ["/pith/%s", "/pith/%s.json", "/pith/%s/bundle.json", "/pith/%s/state.json",
@@ -55,14 +58,6 @@ def check(ok, what):
     print(("ok - " if ok else "not ok - ") + what, flush=True)
     if not ok:
         failed += 1
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    p = s.getsockname()[1]
-    s.close()
-    return p
 
 
 class Client:

@@ -42,7 +42,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -51,6 +50,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, ".."))
+from pithtest import free_port  # noqa: E402
 from upstream_standin import make_tls, write_tree  # noqa: E402
 
 CLK = os.sysconf("SC_CLK_TCK")
@@ -66,14 +66,6 @@ def find_nginx(given):
         if c and os.path.isfile(c) and os.access(c, os.X_OK):
             return c
     return None
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
 
 
 def nginx_conf(d, root, tls, port, workers, http2, arxiv_map):
