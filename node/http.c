@@ -348,6 +348,21 @@ static size_t header_bytes(struct evhttp_request *req, size_t uri_len)
  * read-through, POST, metrics, health) is handled here. A record route's
  * identifier is resolved by the pool's worker with its rendering, unless
  * use_pool is 0 (a request the pool handed back) or the pool is full. */
+/* A record read the pool has no room for, while the store's side families
+ * are in use (a new node's first catch-up, docs/store.md "Bulk loading"):
+ * there a read of a record just written, and every resolve, sorts a copy
+ * of a memtable (tens of ms), and the loop carries the catch-up, so it
+ * does not take the read itself as it would otherwise: 503, Retry-After. */
+static int pool_full_in_catch_up(http_ctx_t *c)
+{
+	if (!c->h->pool || !c->h->store || !store_side_active(c->h->store))
+		return 0;
+	http_error(c, 503, "this mirror is in its first catch-up and its readers are busy; "
+		   "try again shortly");
+	c->r.retry_after = 1;
+	return 1;
+}
+
 static int route_run(http_ctx_t *c, const char *id, int use_pool)
 {
 	char pith[PITH_NUMBER_LEN + 1];
@@ -359,6 +374,8 @@ static int route_run(http_ctx_t *c, const char *id, int use_pool)
 				return 0; /* a 400 */
 			if (!http_pool_submit(c, &plan))
 				return 1; /* answered by the pool, sent from done_cb */
+		} else if (use_pool && pool_full_in_catch_up(c)) {
+			return 0;
 		}
 		return view_resolve(c);
 	case ROUTE_METRICS: view_metrics(c); return 0;
@@ -368,12 +385,16 @@ static int route_run(http_ctx_t *c, const char *id, int use_pool)
 	}
 	if (http_view_run_global(c))
 		return 0;
-	if (use_pool && http_pool_is_route(c->route) && http_pool_has_room(c->h)) {
-		http_id_plan_t plan;
-		if (http_resolve_plan(c, id, &plan))
-			return 0; /* a 400, as http_resolve_id's */
-		if (!http_pool_submit(c, &plan))
-			return 1; /* resolved and rendered by the pool, sent from done_cb */
+	if (use_pool && http_pool_is_route(c->route)) {
+		if (http_pool_has_room(c->h)) {
+			http_id_plan_t plan;
+			if (http_resolve_plan(c, id, &plan))
+				return 0; /* a 400, as http_resolve_id's */
+			if (!http_pool_submit(c, &plan))
+				return 1; /* resolved and rendered by the pool, sent from done_cb */
+		} else if (pool_full_in_catch_up(c)) {
+			return 0;
+		}
 	}
 	int rc = http_resolve_id(c, id, pith);
 	if (rc)
@@ -387,7 +408,8 @@ static int route_run(http_ctx_t *c, const char *id, int use_pool)
 static void handle(http_t *h, struct evhttp_request *req, int64_t t0_us, http_want_answer_t rerun,
 		   int again)
 {
-	http_ctx_t c = {.h = h, .req = req, .route = ROUTE_OTHER, .t0_us = t0_us, .rerun = rerun};
+	http_ctx_t c = {.h = h, .req = req, .route = ROUTE_OTHER, .t0_us = t0_us, .rerun = rerun,
+			.absent = again};
 	c.t = &h->target;
 	c.body = &h->body;
 	pith_buf_reset(c.body);

@@ -121,6 +121,9 @@ typedef struct http_ctx {
 	pith_buf_t *body;      /* the server's scratch body buffer */
 	http_want_answer_t rerun; /* served again after a read-through (0: first time) */
 	const char *rerun_msg; /* what the read-through said, for a 502 */
+	int absent;            /* handed back by the render pool, whose worker
+				* found no record for the identifier: the loop
+				* answers without reading the store again */
 } http_ctx_t;
 
 typedef struct http_mirror_entry {

@@ -144,7 +144,7 @@ int http_resolve_id(http_ctx_t *c, const char *id, char pith[static PITH_NUMBER_
 		memcpy(pith, pid.number, PITH_NUMBER_LEN + 1);
 		store_record_info_t info;
 		if (c->h->hooks.want && !c->rerun &&
-		    store_record_get(c->h->store, pith, &info, &err) == PITH_ENOTFOUND) {
+		    (c->absent || store_record_get(c->h->store, pith, &info, &err) == PITH_ENOTFOUND)) {
 			int w = http_want(c, id);
 			if (w)
 				return w;
@@ -154,7 +154,8 @@ int http_resolve_id(http_ctx_t *c, const char *id, char pith[static PITH_NUMBER_
 	int is_body = id_is_body(&pid);
 	if (is_body && c->h->bodies && body_cache_get(c->h, pid.value, pith))
 		return 0;
-	int rc = store_resolve(c->h->store, id, pith, &err);
+	/* handed back: the worker's store_resolve found nothing a moment ago */
+	int rc = c->absent ? PITH_ENOTFOUND : store_resolve(c->h->store, id, pith, &err);
 	if (rc == PITH_ENOTFOUND) {
 		int w = http_want(c, id);
 		if (w)

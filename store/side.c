@@ -20,6 +20,11 @@ static const char *const side_names[STORE_NSIDE] = {"states.bulk", "aliases.bulk
 #define MOVE_DIR "bulk-move"           /* the move's table files, in the store's directory */
 #define MOVE_FILE_BYTES (256ull << 20) /* keys and values per table file moved */
 #define QUIESCE_POLL_NS 1000000        /* between looks at the readers' counts */
+/* Per table file read by a move: a side family has up to 1,024 level-0
+ * files (some 250 after a 10M-event catch-up), all read at once, each
+ * through an iterator of its own with a buffer of this size (at 2 MiB,
+ * some 500 MiB a family at 10M; docs/performance.md, issue 17, session 29) */
+#define SIDE_READAHEAD (256u << 10)
 
 const char *store_side_name(int i)
 {
@@ -116,7 +121,7 @@ static rocksdb_readoptions_t *side_read_options(void)
 {
 	rocksdb_readoptions_t *ro = rocksdb_readoptions_create();
 	rocksdb_readoptions_set_fill_cache(ro, 0);
-	rocksdb_readoptions_set_readahead_size(ro, 2u << 20);
+	rocksdb_readoptions_set_readahead_size(ro, SIDE_READAHEAD);
 	return ro;
 }
 
@@ -363,6 +368,9 @@ int store_side_end_ex(store_t *st, store_side_hook_t hook, void *arg, pith_err_t
 		if (!(rc = move_write(st, i, it[i], &out[i], err)))
 			store_say(st, "store %s: %s written out: %llu keys in %lld ms", st->dir,
 				  side_names[i], (unsigned long long)out[i].keys, ms_since(&t1));
+		/* its buffers go before the next family's are filled */
+		rocksdb_iter_destroy(it[i]);
+		it[i] = NULL;
 	}
 	if (!rc && hook)
 		hook(arg);

@@ -3,6 +3,7 @@
 not in the suite; docs/performance.md, issue 17, session 29).
 
     tests/bench/catchup_reads.py BUILD N [--data DIR] [--per-sample K] [--config FILE]
+                                  [--burst C]
 
 Runs a pithd A on DIR/a-N-2 (the store bench_scale.sh leaves) and a fresh
 pithd B dialling it with its HTTP side on, and every 5 s until B is
@@ -14,7 +15,13 @@ side families are in use (its log), and for each kind of request the
 answers that found the record (200) and that did not (404), with p50,
 p99 and max latency in ms. While B catches up a read goes to the side
 families: a record in their memtable is found by sorting a copy of it.
+With --burst C, each sample then sends C resolves of random records at
+once, each on a connection of its own, and prints how they were answered
+(200, 404, 503) and the burst's wall time: more than the render pool
+holds, which a node in its first catch-up answers 503 rather than have
+its event loop read them (docs/http.md, "Threads: the render pool").
 """
+import concurrent.futures
 import http.client
 import json
 import os
@@ -49,13 +56,15 @@ def main():
         sys.stderr.write(__doc__)
         sys.exit(2)
     build, n = args[0], int(args[1])
-    data, k, conf = "/work/scale-data", 100, []
+    data, k, conf, burst = "/work/scale-data", 100, [], 0
     rest = args[2:]
     while rest:
         if rest[0] == "--data":
             data = rest[1]
         elif rest[0] == "--per-sample":
             k = int(rest[1])
+        elif rest[0] == "--burst":
+            burst = int(rest[1])
         elif rest[0] == "--config":
             conf = ["--config", os.path.realpath(rest[1])]
         else:
@@ -133,6 +142,27 @@ def main():
             print("%6.0f %9d %4s | %-26s | %-26s | %-26s | %-26s" % (
                 time.time() - t0, ev, "yes" if side else "no", cell(lat[("s", 200)]),
                 cell(lat[("s", 404)]), cell(lat[("r", 200)]), cell(lat[("r", 404)])), flush=True)
+            if burst:
+                def one(ax):
+                    bc = http.client.HTTPConnection("127.0.0.1", ph, timeout=120)
+                    try:
+                        bc.request("GET", "/api/pith-number/resolve?arxiv=%s&json=true" % ax)
+                        r = bc.getresponse()
+                        r.read()
+                        return r.status, r.getheader("Retry-After")
+                    finally:
+                        bc.close()
+                t = time.perf_counter()
+                with concurrent.futures.ThreadPoolExecutor(burst) as ex:
+                    got = list(ex.map(one, [ax for _, ax in random.sample(recs, min(burst, len(recs)))]))
+                codes = {}
+                for st_, ra in got:
+                    codes[st_] = codes.get(st_, 0) + 1
+                    if st_ == 503 and ra != "1":
+                        sys.exit("catchup_reads.py: a 503 without Retry-After: 1")
+                print("       burst of %d resolves in %.0f ms: %s" % (
+                    burst, (time.perf_counter() - t) * 1e3,
+                    ", ".join("%d x %d" % (n_, c_) for c_, n_ in sorted(codes.items()))), flush=True)
             done = (ev >= n and s["sync"]["state"] == "idle" and not s["sync"]["bulk"]
                     and not s["store"]["compacting"])
             after += done
