@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/time.h>
+#include <time.h>
 
 #include "log.h"
 #include "prio.h"
@@ -89,6 +90,7 @@ struct ingest_core {
 	int writer_started;
 	size_t in_flight;       /* delivering thread only */
 	ingest_stats_t stats;
+	int64_t delay_us_per_kib; /* test only: PITH_TEST_VALIDATE_US_PER_KIB */
 };
 
 /* ---- validation (validator threads, and a waiting submitter) ----------------- */
@@ -120,6 +122,14 @@ static size_t take_to_validate(ingest_core_t *c, ingest_job_t **js)
 static void validate_and_pass(ingest_core_t *c, ingest_job_t **js, size_t n)
 {
 	pthread_mutex_unlock(&c->mu);
+	if (c->delay_us_per_kib) {
+		size_t bytes = 0;
+		for (size_t i = 0; i < n; i++)
+			bytes += js[i]->len;
+		int64_t us = (int64_t)(bytes >> 10) * c->delay_us_per_kib;
+		struct timespec ts = {us / 1000000, us % 1000000 * 1000};
+		nanosleep(&ts, NULL);
+	}
 	ingest_validate(c->o.trust, c->o.max_bundle_bytes, js, n);
 	pthread_mutex_lock(&c->mu);
 	int wake = 0;
@@ -387,6 +397,11 @@ ingest_core_t *ingest_core_new(const ingest_opts_t *opts)
 		return NULL;
 	c->o = *opts;
 	c->o.trace_path = NULL;
+	/* test only (adversarial_relay): validators slower than any sender,
+	 * so that the validation budget's hold is seen on every machine */
+	const char *d = getenv("PITH_TEST_VALIDATE_US_PER_KIB");
+	long long us = d ? atoll(d) : 0;
+	c->delay_us_per_kib = us > 0 && us < 100000 ? us : 0;
 	pthread_mutex_init(&c->mu, NULL);
 	pthread_cond_init(&c->vwake, NULL);
 	pthread_cond_init(&c->wwake, NULL);

@@ -81,14 +81,20 @@ def body(args, root, nodes):
                     "--pad", "900000", big], check=True, capture_output=True)
     with open(big, "rb") as f:
         flood = [l for l in f.read().splitlines() if l.strip() and len(l) > 800000][:400]
-    # a per-peer validation budget of about two flood events, so that the
-    # hold of case 1 does not depend on this sender outrunning the
-    # validators (on a loaded machine it may not: CI saw none, and the
-    # sender's lag let requests time out until it was banned); requests
-    # time out after 4 s, so case 2's never-served ids still do within it
+    # a per-peer validation budget of about two flood events, and
+    # validators slowed to ~0.35 s per flood event (400 us per KiB, test
+    # only), so that the hold of case 1 does not depend on this sender
+    # outrunning the validators (on a loaded machine it may not: CI saw
+    # none, twice, the second time with the budget already cut to 2 MiB);
+    # honest events of ~1.5 KB lose under a millisecond. Requests time out
+    # after 4 s, so case 2's never-served ids still do within it
     extra = ["--trust-key", key, "--network-id", NET, "--fetch-timeout-ms", "4000",
              "--peer-validate-bytes", str(2 << 20), "--log-level", "info"]
-    target, friend = target_and_friend(args.pithd, root, nodes, NET, extra)
+    os.environ["PITH_TEST_VALIDATE_US_PER_KIB"] = "400"
+    try:
+        target, friend = target_and_friend(args.pithd, root, nodes, NET, extra)
+    finally:
+        del os.environ["PITH_TEST_VALIDATE_US_PER_KIB"]
     honest_latency(friend, target, honest[0])
     base = rss_mib(target.proc.pid)
 
