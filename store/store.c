@@ -813,6 +813,9 @@ static int store_open_dir(const char *dir, const store_opts_t *opts, store_t **o
 		st->wo = st->wo_nolog;
 		st->changes_durable = st->changes_seq;
 	}
+	/* the open-time move is done: what cf[] holds now lives to the close
+	 * (a read-only store's side families included: nothing moves them) */
+	memcpy(st->cf_open, st->cf, sizeof(st->cf_open));
 	*out = st;
 	return 0;
 fail:

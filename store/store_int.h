@@ -90,13 +90,28 @@ struct store {
 	 * reader that could have taken it is done (store_cf_quiesce) */
 	unsigned cf_epoch;
 	unsigned cf_readers[2];
+	/* what cf[] held when store_open returned: handles destroyed only by
+	 * store_close, so a reader that finds one in cf[] is not counted
+	 * (outside a first catch-up, every read) */
+	rocksdb_column_family_handle_t *cf_open[STORE_NCF];
 };
+
+#define STORE_CF_UNCOUNTED 2u /* a slot: the reader took a handle of cf_open[] */
 
 /* The handle of family cf for a read outside wmu; store_cf_leave(st, *slot)
  * once RocksDB is done with it (after the call, for a read; after the
- * iterator's creation, which holds the family itself from then on). */
+ * iterator's creation, which holds the family itself from then on). A
+ * handle found in cf[] that is not the one open left there (a side
+ * family's) is taken again after the reader counts itself, so that either
+ * it was still in cf[] after the count (and store_cf_quiesce waits for the
+ * reader) or it is the one back in its place. */
 static inline rocksdb_column_family_handle_t *store_cf_enter(store_t *st, int cf, unsigned *slot)
 {
+	rocksdb_column_family_handle_t *h = __atomic_load_n(&st->cf[cf], __ATOMIC_ACQUIRE);
+	if (h == st->cf_open[cf]) {
+		*slot = STORE_CF_UNCOUNTED;
+		return h;
+	}
 	*slot = __atomic_load_n(&st->cf_epoch, __ATOMIC_SEQ_CST) & 1;
 	__atomic_add_fetch(&st->cf_readers[*slot], 1, __ATOMIC_SEQ_CST);
 	return __atomic_load_n(&st->cf[cf], __ATOMIC_SEQ_CST);
@@ -104,7 +119,8 @@ static inline rocksdb_column_family_handle_t *store_cf_enter(store_t *st, int cf
 
 static inline void store_cf_leave(store_t *st, unsigned slot)
 {
-	__atomic_sub_fetch(&st->cf_readers[slot], 1, __ATOMIC_RELEASE);
+	if (slot != STORE_CF_UNCOUNTED)
+		__atomic_sub_fetch(&st->cf_readers[slot], 1, __ATOMIC_RELEASE);
 }
 
 /* Returns once every reader that entered before the call has left: a handle

@@ -656,7 +656,9 @@ static void same_as_ref(store_t *st, const evset_t *s, const pith_buf_t *ref)
 
 /* store_cf_quiesce waits for a reader that entered before it, and for one
  * that entered during its first round (which may have read the epoch
- * before it began), then returns. */
+ * before it began), then returns. Readers count themselves only while they
+ * may take a side family's handle: a store in its first catch-up here, and
+ * the same reads once it has ended are not counted. */
 static void *quiesce_main(void *arg)
 {
 	store_t *st = arg;
@@ -679,10 +681,24 @@ static int joined_within(pthread_t t, int ms)
 
 TEST(cf_quiesce, "a dropped family's handle waits for every reader that could have taken it")
 {
+	evset_t s;
+	gen_set(&s, 4);
 	char *d = tmpdir();
-	store_t *st = open_store(d);
+	store_opts_t o = {.create = 1, .registry = trust, .atomic_flush = 1, .bulk_side = 1};
+	pith_err_t err = {0};
+	store_t *st = NULL;
+	CHECK_INT_EQ(store_open(d, &o, &st, &err), 0);
+	CHECK_INT_EQ(store_bulk_begin(st, STORE_BULK_SYNC, &err), 0);
+	CHECK_INT_EQ(store_unlogged_begin(st, &err), 0);
+	store_side_want(st);
+	store_batch_t *b = store_batch_new(st);
+	CHECK_INT_EQ(commit_reversed_twice(b, &s, 0), 0);
+	store_batch_free(b);
+	CHECK_INT_EQ(store_side_active(st), 1);
 	unsigned s1, s2;
 	CHECK(store_cf_enter(st, STORE_CF_STATES, &s1) == st->cf[STORE_CF_STATES]);
+	CHECK(st->cf[STORE_CF_STATES] != st->cf_open[STORE_CF_STATES]);
+	CHECK(s1 != STORE_CF_UNCOUNTED);
 	pthread_t q;
 	CHECK_INT_EQ(pthread_create(&q, NULL, quiesce_main, st), 0);
 	CHECK_INT_EQ(joined_within(q, 100), 0); /* the reader is still in */
@@ -697,8 +713,18 @@ TEST(cf_quiesce, "a dropped family's handle waits for every reader that could ha
 	/* with no reader in, at once */
 	CHECK_INT_EQ(pthread_create(&q, NULL, quiesce_main, st), 0);
 	CHECK_INT_EQ(joined_within(q, 5000), 1);
+	/* the catch-up ends: the handles open left are back, and uncounted */
+	CHECK_INT_EQ(store_unlogged_end(st, &err), 0);
+	CHECK_INT_EQ(store_side_end(st, &err), 0);
+	CHECK_INT_EQ(store_bulk_end(st, 0, &err), 0);
+	CHECK(store_cf_enter(st, STORE_CF_STATES, &s1) == st->cf_open[STORE_CF_STATES]);
+	CHECK(s1 == STORE_CF_UNCOUNTED);
+	CHECK_INT_EQ(pthread_create(&q, NULL, quiesce_main, st), 0);
+	CHECK_INT_EQ(joined_within(q, 5000), 1); /* it does not wait for such a reader */
+	store_cf_leave(st, s1);
 	store_close(st);
 	rmdir_rf(d);
+	set_free(&s);
 }
 
 TEST(bulk_side, "a new node's catch-up into side families: the same states, claims and resolution while they are in use, after they are moved into place, with commits during the move, after more commits, and after a move cut short by a close")
