@@ -25,7 +25,14 @@ Node A holds E events (gen_events, imported with `pithctl import`).
    with everything, and its store checks clean after a clean stop.
    Its first catch-up wrote states and claims into side families: B's
    log says they were moved into place, with the same records as A's,
-   and D's restart moved the ones its kill left.
+   and D's restart moved the ones its kill left. While A is frozen (D's
+   side families in use), 96 reads of a record's state.json at once on
+   D, whose one render thread is held 50 ms a read
+   (PITH_TEST_RENDER_DELAY_MS), get 503 with Retry-After: 1 for what the
+   pool (64 jobs) has no room for, counted in
+   pith_http_render_full_total; after the restart's catch-up the same
+   burst is answered 200 throughout (the loop reads what the pool cannot
+   take).
 
 No timing is asserted: B's status is polled as fast as the control socket
 answers, and E is large enough that a catch-up outlasts many polls.
@@ -33,11 +40,13 @@ answers, and E is large enough that a catch-up outlasts many polls.
 usage: sync_bulk_test.py --pithd P --pithctl C --gen-events G [--events E] [--keep]
 """
 
+import http.client
 import json
 import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
 
@@ -49,6 +58,8 @@ BULK_OFF = "sync: store out of bulk mode"
 UNLOGGED = "without the log until then"
 RELOGGED = "sync: store flushed and back on its log"
 SIDE_DONE = "states and claims in place:"
+SIDE_BEGIN = "states and claims go to side families"
+BURST = 96  # record reads at once: over one render thread's 64
 SIDE_OPEN = "moving the states and claims of an interrupted catch-up into place"
 
 
@@ -92,6 +103,31 @@ def metric(node, name):
             if line.startswith(name + " "):
                 return float(line.split()[1])
     raise AssertionError("%s not in %s" % (name, url))
+
+
+def burst(node, path, n):
+    """GETs path on n connections at once; [(status, Retry-After)]."""
+    host, port = node.status()["http"].rsplit(":", 1)
+    conns = [http.client.HTTPConnection(host, int(port), timeout=60) for _ in range(n)]
+    for c in conns:
+        c.connect()
+    out = [None] * n
+    go = threading.Event()
+
+    def one(i):
+        go.wait()
+        conns[i].request("GET", path)
+        r = conns[i].getresponse()
+        r.read()
+        out[i] = (r.status, r.getheader("Retry-After"))
+        conns[i].close()
+    ths = [threading.Thread(target=one, args=(i,)) for i in range(n)]
+    for t in ths:
+        t.start()
+    go.set()
+    for t in ths:
+        t.join(120)
+    return out
 
 
 def body(args, root, nodes):
@@ -177,14 +213,34 @@ def body(args, root, nodes):
     with open(xev, "rb") as f:
         xlines = f.read().splitlines()
     xids = {json.loads(l)["event_id"] for l in xlines}
+    a_records = a.records()  # before D starts: A is frozen early in D's catch-up
+    # one render thread, each render held back 50 ms (test only): a burst
+    # of record reads fills the pool (64 jobs a thread) at once
     d = Node(args.pithd, root, "d",
-             extra=extra + ["--trust-key", key2, "--sync-bulk-min", "500"])
-    d.start(peers=[a.addr])
+             extra=extra + ["--trust-key", key2, "--sync-bulk-min", "500",
+                            "--http", "127.0.0.1:0", "--http-render-threads", "1"])
+    os.environ["PITH_TEST_RENDER_DELAY_MS"] = "50"
+    try:
+        d.start(peers=[a.addr])
+    finally:
+        del os.environ["PITH_TEST_RENDER_DELAY_MS"]
     nodes.append(d)
     wait_for(lambda: d.status()["sync"]["bulk"] and d.status()["store"]["events"] >= 500, 60,
              interval=0.005, what="D to store events in bulk mode")
     a.proc.send_signal(signal.SIGSTOP)
     try:
+        # reads while the side families are in use: what the pool has no
+        # room for is answered 503 + Retry-After, not read on the loop
+        assert len(log_lines(d, SIDE_BEGIN)) == 1, log_lines(d, "store ")
+        path = "/pith/%s/state.json" % sorted(a_records)[0]
+        got = burst(d, path, BURST)
+        busy = [g for g in got if g[0] == 503]
+        assert busy and all(g[1] == "1" for g in busy), got
+        assert all(g[0] in (200, 404, 503) for g in got), got
+        assert metric(d, "pith_http_render_full_total") >= len(busy)
+        log("3. D's reads in its first catch-up, one render thread held 50 ms a read: %d "
+            "at once, %d answered 503 with Retry-After: 1 (the rest %s)"
+            % (BURST, len(busy), sorted({g[0] for g in got if g[0] != 503})))
         replies = d.submit(xlines)
         bad = [r for r in replies if not r.get("ok") or r.get("outcome") != "stored"]
         assert not bad, bad[:3]
@@ -210,9 +266,16 @@ def body(args, root, nodes):
     log("3. D killed in an unlogged catch-up holding %d events (of %d, and %d a client's): "
         "%d kept (all %d of the client's), check clean"
         % (before, events, len(xids), len(kept), len(xids)))
-    d.start()
+    os.environ["PITH_TEST_RENDER_DELAY_MS"] = "50"
+    try:
+        d.start()
+    finally:
+        del os.environ["PITH_TEST_RENDER_DELAY_MS"]
     wait_for(lambda: d.status()["store"]["events"] == events + len(xids)
              and d.status()["sync"]["state"] == "idle", 120, what="D to catch up again")
+    # no side families now: what the pool has no room for is read on the loop
+    got = burst(d, path, BURST)
+    assert all(g[0] == 200 for g in got), got
     assert d.stop() == 0
     r = subprocess.run([args.pithctl, "--store", store] + trust + ["check"],
                        capture_output=True, text=True, timeout=120)
