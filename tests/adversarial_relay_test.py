@@ -90,11 +90,8 @@ def body(args, root, nodes):
     # after 4 s, so case 2's never-served ids still do within it
     extra = ["--trust-key", key, "--network-id", NET, "--fetch-timeout-ms", "4000",
              "--peer-validate-bytes", str(2 << 20), "--log-level", "info"]
-    os.environ["PITH_TEST_VALIDATE_US_PER_KIB"] = "400"
-    try:
-        target, friend = target_and_friend(args.pithd, root, nodes, NET, extra)
-    finally:
-        del os.environ["PITH_TEST_VALIDATE_US_PER_KIB"]
+    target, friend = target_and_friend(args.pithd, root, nodes, NET, extra,
+                                       env={"PITH_TEST_VALIDATE_US_PER_KIB": "400"})
     honest_latency(friend, target, honest[0])
     base = rss_mib(target.proc.pid)
 

@@ -350,13 +350,10 @@ def stop_with_pending(args, root, nodes, common, port, ref, docs, n, delay_ms, w
     """Starts the node with renders delayed by delay_ms, sends n requests
     for documents (one connection each), sends SIGTERM once the pool holds
     them all, and checks every answer."""
-    os.environ["PITH_TEST_RENDER_DELAY_MS"] = str(delay_ms)
-    try:
-        node = Node(args.pithd, root, "n", extra=common + ["--http-render-threads", "2"])
-        nodes.append(node)
-        node.start()
-    finally:
-        del os.environ["PITH_TEST_RENDER_DELAY_MS"]
+    node = Node(args.pithd, root, "n", extra=common + ["--http-render-threads", "2"],
+                env={"PITH_TEST_RENDER_DELAY_MS": str(delay_ms)})
+    nodes.append(node)
+    node.start()
     wait_for(lambda: http_up(port), 10, what="the HTTP server")
     got = [None] * n
 

@@ -360,8 +360,11 @@ class Ctl:
 
 
 class Node:
-    def __init__(self, pithd, root, name, network_id="pith-test", extra=()):
+    def __init__(self, pithd, root, name, network_id="pith-test", extra=(), env=None):
+        """env: variables added to pithd's environment at every start
+        (the test-only PITH_TEST_* hooks)."""
         self.pithd = pithd
+        self.env = dict(env or {})
         self.name = name
         self.dir = os.path.join(root, name)
         self.sock = os.path.join(self.dir, "pithd.sock")
@@ -371,9 +374,10 @@ class Node:
         self.port = None
         self.log_path = os.path.join(root, name + ".log")
 
-    def start(self, peers=None, listen_port=0, wait=15):
+    def start(self, peers=None, listen_port=0, wait=15, env=None):
         """Starts pithd; a restart (peers None) keeps the same port and the
-        peers of the last start, as a node restarted from its config would."""
+        peers of the last start, as a node restarted from its config would.
+        env: variables for this start only, besides the node's own."""
         os.makedirs(self.dir, exist_ok=True)
         if peers is None:
             peers = getattr(self, "peers", ())
@@ -384,7 +388,8 @@ class Node:
         for p in peers:
             args += ["--peer", p]
         self.log = open(self.log_path, "ab")
-        self.proc = subprocess.Popen(args, stdout=self.log, stderr=self.log)
+        self.proc = subprocess.Popen(args, stdout=self.log, stderr=self.log,
+                                     env=dict(os.environ, **self.env, **(env or {})))
         deadline = time.time() + wait
         while time.time() < deadline:
             if self.proc.poll() is not None:
@@ -448,11 +453,11 @@ class Node:
         return self.proc is not None and self.proc.poll() is None
 
 
-def target_and_friend(pithd, root, nodes, network_id, extra):
+def target_and_friend(pithd, root, nodes, network_id, extra, env=None):
     """A node under test and an honest peer of it (started, connected,
     appended to nodes): the shape of the hostile and adversarial tests."""
-    target = Node(pithd, root, "target", network_id=network_id, extra=extra).start()
-    friend = Node(pithd, root, "friend", network_id=network_id, extra=extra).start(
+    target = Node(pithd, root, "target", network_id=network_id, extra=extra, env=env).start()
+    friend = Node(pithd, root, "friend", network_id=network_id, extra=extra, env=env).start(
         peers=[target.addr])
     nodes += [target, friend]
     wait_for(lambda: any(p["state"] == "ready" for p in target.status()["peers"]), 10,

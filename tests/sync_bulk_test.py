@@ -218,12 +218,9 @@ def body(args, root, nodes):
     # of record reads fills the pool (64 jobs a thread) at once
     d = Node(args.pithd, root, "d",
              extra=extra + ["--trust-key", key2, "--sync-bulk-min", "500",
-                            "--http", "127.0.0.1:0", "--http-render-threads", "1"])
-    os.environ["PITH_TEST_RENDER_DELAY_MS"] = "50"
-    try:
-        d.start(peers=[a.addr])
-    finally:
-        del os.environ["PITH_TEST_RENDER_DELAY_MS"]
+                            "--http", "127.0.0.1:0", "--http-render-threads", "1"],
+             env={"PITH_TEST_RENDER_DELAY_MS": "50"})
+    d.start(peers=[a.addr])
     nodes.append(d)
     wait_for(lambda: d.status()["sync"]["bulk"] and d.status()["store"]["events"] >= 500, 60,
              interval=0.005, what="D to store events in bulk mode")
@@ -266,11 +263,7 @@ def body(args, root, nodes):
     log("3. D killed in an unlogged catch-up holding %d events (of %d, and %d a client's): "
         "%d kept (all %d of the client's), check clean"
         % (before, events, len(xids), len(kept), len(xids)))
-    os.environ["PITH_TEST_RENDER_DELAY_MS"] = "50"
-    try:
-        d.start()
-    finally:
-        del os.environ["PITH_TEST_RENDER_DELAY_MS"]
+    d.start()
     wait_for(lambda: d.status()["store"]["events"] == events + len(xids)
              and d.status()["sync"]["state"] == "idle", 120, what="D to catch up again")
     # no side families now: what the pool has no room for is read on the loop

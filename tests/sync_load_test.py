@@ -54,12 +54,8 @@ def body(args, root, nodes):
     assert a.stop() == 0
 
     # restart with the load held back
-    os.environ["PITH_TEST_RECON_LOAD_DELAY_MS"] = str(DELAY_MS)
     t0 = time.time()
-    try:
-        a.start()
-    finally:
-        del os.environ["PITH_TEST_RECON_LOAD_DELAY_MS"]
+    a.start(env={"PITH_TEST_RECON_LOAD_DELAY_MS": str(DELAY_MS)})
     st = a.status()
     url = "http://" + st["http"]
     assert urllib.request.urlopen(url + "/healthz", timeout=5).status == 200
@@ -120,11 +116,7 @@ def body(args, root, nodes):
 
     # stopped while loading: the loader gives up, the node exits cleanly
     assert a.stop() == 0
-    os.environ["PITH_TEST_RECON_LOAD_DELAY_MS"] = "600000"
-    try:
-        a.start()
-    finally:
-        del os.environ["PITH_TEST_RECON_LOAD_DELAY_MS"]
+    a.start(env={"PITH_TEST_RECON_LOAD_DELAY_MS": "600000"})
     assert a.status()["sync"]["set"] == "loading"
     t1 = time.time()
     assert a.stop(timeout=20) == 0
