@@ -161,6 +161,21 @@ static json_doc_t *wait_up(pid_t pid, const char *sock, double timeout)
 	return NULL;
 }
 
+/* Waits until pid spends under 2% of a core over a second (at most
+ * timeout seconds); returns how long it waited. */
+static double wait_idle(pid_t pid, double timeout)
+{
+	double t0 = bench_now(), c0 = bench_child_cpu(pid);
+	while (bench_now() - t0 < timeout) {
+		usleep(1000000);
+		double c1 = bench_child_cpu(pid);
+		if (c1 - c0 < 0.02)
+			break;
+		c0 = c1;
+	}
+	return bench_now() - t0;
+}
+
 static int stop_node(pid_t pid)
 {
 	int st = 0;
@@ -169,38 +184,46 @@ static int stop_node(pid_t pid)
 	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
-/* The CPU time of each of pid's threads, in thread id order (for pithd:
- * the loop, the validators, the writer, then RocksDB's), per event, as
- * lines appended to out. */
-static void thread_times(pid_t pid, size_t n, pith_buf_t *out)
+/* The CPU time of a process's threads at one moment, in thread id order
+ * (for pithd: the loop, the validators, the writer, then RocksDB's). */
+typedef struct {
+	int n;
+	int tid[256];
+	char comm[256][20];
+	double secs[256];
+} thread_snap_t;
+
+static void thread_snap(pid_t pid, thread_snap_t *ts)
 {
 	char dir[64];
+	ts->n = 0;
 	snprintf(dir, sizeof(dir), "/proc/%d/task", (int)pid);
 	DIR *d = opendir(dir);
 	if (!d)
 		return;
-	int tids[256], nt = 0;
 	struct dirent *e;
-	while ((e = readdir(d)) && nt < 256)
+	while ((e = readdir(d)) && ts->n < 256)
 		if (e->d_name[0] != '.')
-			tids[nt++] = atoi(e->d_name);
+			ts->tid[ts->n++] = atoi(e->d_name);
 	closedir(d);
-	for (int i = 1; i < nt; i++) /* few: insertion sort */
-		for (int j = i; j > 0 && tids[j] < tids[j - 1]; j--) {
-			int t = tids[j];
-			tids[j] = tids[j - 1];
-			tids[j - 1] = t;
+	for (int i = 1; i < ts->n; i++) /* few: insertion sort */
+		for (int j = i; j > 0 && ts->tid[j] < ts->tid[j - 1]; j--) {
+			int t = ts->tid[j];
+			ts->tid[j] = ts->tid[j - 1];
+			ts->tid[j - 1] = t;
 		}
-	for (int i = 0; i < nt; i++) {
-		char path[128], comm[64] = "?", buf[1024];
-		snprintf(path, sizeof(path), "/proc/%d/task/%d/comm", (int)pid, tids[i]);
+	for (int i = 0; i < ts->n; i++) {
+		char path[128], buf[1024];
+		snprintf(ts->comm[i], sizeof(ts->comm[i]), "?");
+		ts->secs[i] = 0;
+		snprintf(path, sizeof(path), "/proc/%d/task/%d/comm", (int)pid, ts->tid[i]);
 		FILE *f = fopen(path, "r");
 		if (f) {
-			if (fgets(comm, sizeof(comm), f))
-				comm[strcspn(comm, "\n")] = 0;
+			if (fgets(ts->comm[i], sizeof(ts->comm[i]), f))
+				ts->comm[i][strcspn(ts->comm[i], "\n")] = 0;
 			fclose(f);
 		}
-		snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", (int)pid, tids[i]);
+		snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", (int)pid, ts->tid[i]);
 		f = fopen(path, "r");
 		size_t len = f ? fread(buf, 1, sizeof(buf) - 1, f) : 0;
 		if (f)
@@ -208,13 +231,24 @@ static void thread_times(pid_t pid, size_t n, pith_buf_t *out)
 		buf[len] = 0;
 		char *p = strrchr(buf, ')');
 		unsigned long long ut = 0, st = 0;
-		if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut,
-				 &st) != 2)
-			continue;
-		double secs = (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
+		if (p && sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut,
+				&st) == 2)
+			ts->secs[i] = (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
+	}
+}
+
+/* Each thread's CPU time between snapshots a (NULL: from its start) and
+ * b, per event, as lines appended to out. */
+static void thread_times(const thread_snap_t *a, const thread_snap_t *b, size_t n, pith_buf_t *out)
+{
+	for (int i = 0; i < b->n; i++) {
+		double secs = b->secs[i];
+		for (int j = 0; a && j < a->n; j++)
+			if (a->tid[j] == b->tid[i])
+				secs -= a->secs[j];
 		if (secs >= 0.01)
-			pith_buf_printf(out, "  thread %d (%s): %.2f s, %.1f us per event\n", i, comm,
-					secs, secs / (double)n * 1e6);
+			pith_buf_printf(out, "  thread %d (%s): %.2f s, %.1f us per event\n", i,
+					b->comm[i], secs, secs / (double)n * 1e6);
 	}
 }
 
@@ -342,12 +376,18 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	json_doc_free(d);
+	/* A loads its reconciliation set and reads its store into the page
+	 * cache after it answers (7 and 28 s of a core at 10M events): the
+	 * bare rate before and B's start wait until it is idle */
+	double a_idle = wait_idle(pa, 300);
 	double cpu1, cpu2;
 	double bare1 = bench_bare_rate(&sigs, threads, &cpu1);
 
 	double t0 = bench_now();
 	pid_t pb = start_node(pithd, bdir, blisten, alisten, key, extra, nextra, blog);
 	double ca0 = bench_child_cpu(pa);
+	static thread_snap_t snap_a0;
+	thread_snap(pa, &snap_a0);
 	long long stored = 0;
 	double t_first = 0, t_end = 0, ca1 = 0, cb1 = 0;
 	while (bench_now() - t0 < timeout) {
@@ -411,8 +451,12 @@ int main(int argc, char **argv)
 	}
 	double cb2 = t_end ? bench_child_cpu(pb) : 0;
 	json_doc_t *fin = node_ask(bsock, "status");
-	pith_buf_t tt = PITH_BUF_INIT;
-	thread_times(pb, n, &tt);
+	pith_buf_t tt = PITH_BUF_INIT, tta = PITH_BUF_INIT;
+	static thread_snap_t snap_b, snap_a1;
+	thread_snap(pb, &snap_b);
+	thread_snap(pa, &snap_a1);
+	thread_times(NULL, &snap_b, n, &tt);
+	thread_times(&snap_a0, &snap_a1, n, &tta);
 	long hwm_b = bench_child_hwm_kb(pb), hwm_a = bench_child_hwm_kb(pa);
 	int rca = stop_node(pa), rcb = stop_node(pb);
 	double bare2 = bench_bare_rate(&sigs, threads, &cpu2);
@@ -428,6 +472,9 @@ int main(int argc, char **argv)
 	const json_value_t *r = fin ? json_doc_root(fin) : NULL;
 	printf("events                      %zu (%lu per record, %.0f bytes of JSON on average)\n", n,
 	       per, (double)sigs.raw / (double)n);
+	printf("peer idle                   %.1f s after it answered (its set and page cache "
+	       "loaded; then the bare rate, then B)\n",
+	       a_idle);
 	printf("bare verify, %d threads      %.0f/s (before %.0f, after %.0f)\n", threads, bare, bare1,
 	       bare2);
 	printf("fresh node sync             %.0f events/s (%zu in %.2f s from exec; first stored "
@@ -486,7 +533,10 @@ int main(int argc, char **argv)
 	printf("exit status                 A %d, B %d\n", rca, rcb);
 	printf("B's threads (the loop, the validators, the writer, RocksDB's):\n%.*s",
 	       (int)tt.len, tt.data ? (const char *)tt.data : "");
+	printf("A's threads from B's start until B settled:\n%.*s", (int)tta.len,
+	       tta.data ? (const char *)tta.data : "");
 	pith_buf_release(&tt);
+	pith_buf_release(&tta);
 	printf("B's progress lines:\n");
 	print_log_lines(blog, "sync:", 12);
 	json_doc_free(fin);
