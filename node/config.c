@@ -359,3 +359,10 @@ void config_usage(void *file)
 		fputc('\n', f);
 	}
 }
+
+long long config_test_knob(const char *name, long long max)
+{
+	const char *v = getenv(name);
+	long long n = v ? atoll(v) : 0;
+	return n > 0 && n < max ? n : 0;
+}

@@ -124,4 +124,9 @@ void config_usage(void *file);
  * PITH_EINVAL (and sets no message: each caller words its own). */
 int config_split_hostport(const char *s, char host[static 256], uint16_t *port, int allow_zero);
 
+/* A test-only knob from the environment (the PITH_TEST_* variables,
+ * docs/pithd.md): its value if it is an integer in 1 .. max - 1, else 0.
+ * Each caller reads its knob once, when it starts. */
+long long config_test_knob(const char *name, long long max);
+
 #endif

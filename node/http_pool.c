@@ -46,6 +46,7 @@
 #include <unistd.h>
 
 #include "http_int.h"
+#include "config.h"
 #include "log.h"
 
 #define HTTP_POOL_JOBS_PER_THREAD 64
@@ -408,9 +409,7 @@ int http_pool_start(http_t *h, int nthreads, pith_err_t *err)
 	p->efd = -1;
 	pthread_mutex_init(&p->mu, NULL);
 	pthread_cond_init(&p->cv, NULL);
-	const char *d = getenv("PITH_TEST_RENDER_DELAY_MS"); /* read once, here */
-	long long ms = d ? atoll(d) : 0;
-	p->delay_us = ms > 0 && ms < 60000 ? ms * 1000 : 0;
+	p->delay_us = config_test_knob("PITH_TEST_RENDER_DELAY_MS", 60000) * 1000;
 	h->pool = p; /* from here on http_pool_stop undoes what was done */
 	p->max_outstanding = (size_t)nthreads * HTTP_POOL_JOBS_PER_THREAD;
 	p->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);

@@ -12,6 +12,7 @@
 #include <sys/time.h>
 #include <time.h>
 
+#include "config.h"
 #include "log.h"
 #include "prio.h"
 
@@ -399,9 +400,7 @@ ingest_core_t *ingest_core_new(const ingest_opts_t *opts)
 	c->o.trace_path = NULL;
 	/* test only (adversarial_relay): validators slower than any sender,
 	 * so that the validation budget's hold is seen on every machine */
-	const char *d = getenv("PITH_TEST_VALIDATE_US_PER_KIB");
-	long long us = d ? atoll(d) : 0;
-	c->delay_us_per_kib = us > 0 && us < 100000 ? us : 0;
+	c->delay_us_per_kib = config_test_knob("PITH_TEST_VALIDATE_US_PER_KIB", 100000);
 	pthread_mutex_init(&c->mu, NULL);
 	pthread_cond_init(&c->vwake, NULL);
 	pthread_cond_init(&c->wwake, NULL);

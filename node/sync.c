@@ -21,6 +21,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "config.h"
 #include "log.h"
 #include "recon_index.h"
 
@@ -1286,9 +1287,7 @@ void sync_load_wait(sync_t *sy)
  * that long before handing it to the loop (read once, here). */
 static int64_t load_delay_ms(void)
 {
-	const char *v = getenv("PITH_TEST_RECON_LOAD_DELAY_MS");
-	long long ms = v ? atoll(v) : 0;
-	return ms > 0 && ms < 3600000 ? ms : 0;
+	return config_test_knob("PITH_TEST_RECON_LOAD_DELAY_MS", 3600000);
 }
 
 int sync_new(const sync_deps_t *d, sync_t **out, pith_err_t *err)
