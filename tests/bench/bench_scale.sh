@@ -16,8 +16,10 @@
 #      verifier's rate measured in the same run; CPU per event, pithctl's
 #      peak RSS, disk per event after the import.
 #   3. bench_sync: a fresh pithd syncing the N events from one peer (the
-#      peer's store is the import of step 2, kept as DIR/a-N-2/store), with
-#      both bare rates of the same run; the syncing node's peak RSS and disk.
+#      peer's store is the import of step 2, kept as DIR/a-N-2/store; the
+#      bare rate and the sync start once the peer is idle), with both bare
+#      rates of the same run; the syncing node's peak RSS and disk, both
+#      nodes' threads.
 # Then on the largest size's store (the peer's):
 #   4. pithd's start: from exec until its HTTP listener answers /healthz,
 #      and the reconciliation set's and the page cache's load times from

@@ -12,7 +12,9 @@
  *    already holds N events).
  * 3. The bare rate: T threads (default: all cores) run nothing but
  *    crypto_sign_verify_detached over the events' digests and signatures,
- *    before and after the sync; the mean is reported.
+ *    before and after the sync; the mean is reported. "Before" waits
+ *    until A (step 4, started first) is idle: it loads its reconciliation
+ *    set and reads its store into the page cache after it answers.
  * 4. pithd A serves DIR/a on a free loopback port; pithd B starts with an
  *    empty DIR/b and --peer A, reconciles, fetches, validates and stores
  *    everything. Timed from B's exec until its status reports N events in
@@ -20,7 +22,8 @@
  *    both processes used meanwhile comes from /proc, B's until its store
  *    is done compacting too (status: store.compacting false), since a
  *    large catch-up puts compactions off until it ends (docs/store.md,
- *    "Bulk loading"). --arg passes a flag to both nodes (e.g. --arg
+ *    "Bulk loading"). Each thread's CPU per event is printed, B's and A's
+ *    (A's from B's start). --arg passes a flag to both nodes (e.g. --arg
  *    --validate-threads --arg 3).
  *
  * 5. After both have stopped, a SHA-256 of every state of B's store and
