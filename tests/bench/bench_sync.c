@@ -380,8 +380,9 @@ int main(int argc, char **argv)
 	}
 	json_doc_free(d);
 	/* A loads its reconciliation set and reads its store into the page
-	 * cache after it answers (7 and 28 s of a core at 10M events): the
-	 * bare rate before and B's start wait until it is idle */
+	 * cache after it answers (at 10M events some 7 s of a core, then up
+	 * to 28 s of reading): the bare rate before and B's start wait until
+	 * it is idle */
 	double a_idle = wait_idle(pa, 300);
 	double cpu1, cpu2;
 	double bare1 = bench_bare_rate(&sigs, threads, &cpu1);
