@@ -84,7 +84,7 @@ static const key_t_ keys[] = {
 	{"store_cache_mb", K_INT, O(store_cache_mb), 8, 1048576, "64", "the store's block cache, MiB (more: cheaper random reads)"},
 	{"store_wal_mb", K_INT, O(store_wal_mb), 1, 65536, "1024", "write-ahead log kept at most before the oldest is flushed away, MiB"},
 	{"store_warm_mb", K_INT, O(store_warm_mb), -1, 16777216, "-1", "table files of the read side read into the page cache at start, MiB at most (-1: half the machine's memory; 0: none)"},
-	{"worker_nice", K_INT, O(worker_nice), 0, 19, "10", "nice steps below the event loop for the validators, the writer and RocksDB's threads (0: none)"},
+	{"worker_nice", K_INT, O(worker_nice), 0, 19, "10", "nice steps below the event loop for the writer; the validators and RocksDB's threads go 5 further (0: none)"},
 };
 #define NKEYS (sizeof(keys) / sizeof(keys[0]))
 

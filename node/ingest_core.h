@@ -55,6 +55,26 @@ typedef enum ingest_fail {
 struct ingest_group;
 
 typedef struct ingest_job {
+	/* ---- private, first: the writer walks 2,048 jobs a commit, a few
+	 * times, just after a validator on the other core wrote them; these
+	 * and rc, durable, outcome share the jobs' first cache lines
+	 * (docs/performance.md, issue 17, session 32) ---- */
+	struct ingest_job *next, *prev;
+	uint64_t seq;            /* submission order */
+	struct ingest_group *group;
+	pith_event_t *ev;
+	json_doc_t *doc;
+	pith_buf_t canon;
+	int index;               /* in the writer's batch */
+	int owns_bytes;
+	/* ---- results the writer reads and sets ---- */
+	int rc;                  /* 0 valid and written; else negative */
+	int durable;             /* (set by the submitter) someone will be told
+				  * it is stored (a client's write, a
+				  * follower's saved cursor): its commit must
+				  * outlive a crash even while the store skips
+				  * the log (store_batch_need_durable) */
+	store_outcome_t outcome;
 	ingest_kind_t kind;
 	/* ---- set by the submitter ---- */
 	uint8_t *bytes;          /* the item's JSON (ingest_job_new: owned) */
@@ -66,12 +86,7 @@ typedef struct ingest_job {
 	uint64_t peer;           /* serial of the peer that sent it, 0 if none */
 	uint64_t ctl;            /* serial of the control request, 0 if none */
 	uint64_t follow;         /* serial of the follower's fetch (follower.c), 0 if none */
-	int durable;             /* someone will be told it is stored (a client's
-				  * write, a follower's saved cursor): its commit
-				  * must outlive a crash even while the store
-				  * skips the log (store_batch_need_durable) */
 	/* ---- results ---- */
-	int rc;                  /* 0 valid and written; else negative */
 	ingest_fail_t fail;      /* why not */
 	const char *reason;      /* static, the node's name for fail: "signature",
 				  * "content_hash", ... "store" */
@@ -81,7 +96,6 @@ typedef struct ingest_job {
 	int64_t created_us;      /* the event's created_at (for the reconciliation set) */
 	char subject[PITH_NUMBER_LEN + 1];
 	int is_record_created;
-	store_outcome_t outcome;
 	store_bundle_outcome_t bundle_outcome;
 	int64_t built_us;        /* bundles: built_at */
 	uint8_t sha[32];         /*   bundle_sha256 (also of one refused as untrusted_key) */
@@ -92,15 +106,6 @@ typedef struct ingest_job {
 	uint8_t *event_ids;      /*   ids of its events, n_event_ids * 32 bytes */
 	int64_t *event_created_us; /*   and their created_at, n_event_ids of them */
 	size_t n_event_ids;
-	/* ---- private ---- */
-	int owns_bytes;
-	uint64_t seq;            /* submission order */
-	int index;               /* in the writer's batch */
-	pith_event_t *ev;
-	pith_buf_t canon;
-	json_doc_t *doc;
-	struct ingest_group *group;
-	struct ingest_job *next, *prev;
 } ingest_job_t;
 
 /* Jobs submitted together (ingest_core_submit_group): committed as one

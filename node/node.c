@@ -509,8 +509,11 @@ int node_new(node_config_t *cfg, node_t **out, pith_err_t *err)
 		goto fail;
 	/* RocksDB started its flush and compaction threads when the store
 	 * opened (named rocksdb:high and rocksdb:low); its C API could only
-	 * send them to nice 19, and only from their next job on */
-	int nrocks = prio_lower_threads_named("rocksdb:", (int)cfg->worker_nice);
+	 * send them to nice 19, and only from their next job on. Below the
+	 * writer, as the validators are: a memtable's flush can wait while
+	 * the writer has work */
+	int nrocks = prio_lower_threads_named(
+		"rocksdb:", cfg->worker_nice ? (int)cfg->worker_nice + PRIO_BELOW_WRITER : 0);
 	if (nrocks < 0)
 		log_warn("cannot lower the priority of RocksDB's threads: %s", strerror(errno));
 	else if (!nrocks && cfg->worker_nice)

@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "ingest_core.h"
+#include "prio.h"
 
 #define CHUNK_ITEMS 2048
 #define CHUNK_BYTES (8u << 20)
@@ -31,7 +32,6 @@
 #define IN_FLIGHT 3                /* chunks read ahead of the commit */
 #define MAX_WORKERS 16
 #define NODE_WINDOW 256            /* --node: requests sent ahead of their answers */
-#define IMPORT_VALIDATOR_NICE 5    /* the validators' nice steps below the writer */
 
 typedef struct chunk chunk_t;
 
@@ -811,11 +811,11 @@ static int run(cli_ctx_t *ctx, int argc, char **argv)
 	pith_err_t berr = {0};
 	if (store_bulk_begin(im.st, STORE_BULK_IMPORT, &berr))
 		fprintf(stderr, "pithctl import: %s (importing with the usual compactions)\n", berr.msg);
-	/* the validators 5 nice steps below the writer: with both cores busy,
-	 * the writer (which every chunk waits for) waited 6 s of a 1M-event
-	 * import's 26 for a core (docs/performance.md, issue 17, session 23) */
+	/* the validators below the writer: with both cores busy, the writer
+	 * (which every chunk waits for) waited 6 s of a 1M-event import's 26
+	 * for a core (docs/performance.md, issue 17, session 23) */
 	ingest_opts_t o = {.trust = trust, .st = im.st, .nthreads = threads,
-			   .validator_nice = IMPORT_VALIDATOR_NICE, .on_done = item_done};
+			   .validator_nice = PRIO_BELOW_WRITER, .on_done = item_done};
 	if (!(im.pipe = ingest_core_new(&o))) {
 		cli_fail("import", "cannot start worker threads");
 		goto done;
