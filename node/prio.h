@@ -14,12 +14,13 @@
 /* Highest (nicest) value a thread can be given. */
 #define PRIO_NICE_MAX 19
 
-/* Nice steps the validators and RocksDB's flush and compaction threads run
- * below the writer (pithctl import; pithd when worker_nice is set). The
- * writer is the one thread a catch-up or an import cannot share out: with
- * both cores busy it waited for one behind them, and later ran alone while
- * they, every fetched event validated, had nothing to do (a core idle 8-10%
- * of a 4M-event catch-up; docs/performance.md, issue 17, sessions 23, 32). */
+/* Nice steps the validators (pithctl import's; pithd's when worker_nice is
+ * set) and pithd's RocksDB flush and compaction threads run below the
+ * writer. The writer is the one thread a catch-up or an import cannot
+ * share out: with both cores busy it waited for one behind them, and
+ * later ran alone while they, every fetched event validated, had nothing
+ * to do (a core idle 8-10% of a 4M-event catch-up; docs/performance.md,
+ * issue 17, sessions 23, 32). */
 #define PRIO_BELOW_WRITER 5
 
 /* Sets thread tid (0: the calling thread) of this process to the nice
