@@ -55,9 +55,10 @@ int idcache_has(const idcache_t *c, const uint8_t id[static 32]);
  * A blocked Bloom filter (one 64-byte line per id, 6 bits in it; 10 bits
  * an id at capacity: about 1% false positives). has() == 0 means the id
  * was never added; 1 means it may have been. Ids are event ids (SHA-256
- * outputs) and the line and bits come from their bytes mixed with a
- * per-process key; a peer that crafts ids to collide only turns a "no"
- * into a "maybe", which the caller must answer the slow way anyway. */
+ * outputs) and the line and bits come from their first 16 bytes mixed
+ * with a per-process key (ids that differ only after those get the same
+ * answer); a peer that crafts ids to collide only turns a "no" into a
+ * "maybe", which the caller must answer the slow way anyway. */
 typedef struct idbloom {
 	uint64_t *words;  /* nlines * 8 */
 	size_t nlines;
