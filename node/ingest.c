@@ -41,7 +41,7 @@ ingest_t *ingest_new(struct event_base *base, const pith_trust_t *trust, store_t
 		.trust = trust, .st = st, .nthreads = nthreads, .worker_nice = worker_nice,
 		.max_bundle_bytes = max_bundle_bytes, .trace_path = trace_path,
 		/* lowered workers: the validators below the writer */
-		.validator_nice = worker_nice > 0 ? PRIO_BELOW_WRITER : 0,
+		.validator_nice = prio_below_writer(worker_nice),
 		.notify = wake_loop, .notify_arg = in->done_ev, .on_done = on_done, .done_arg = arg,
 	};
 	if (!(in->core = ingest_core_new(&o)))

@@ -513,7 +513,7 @@ int node_new(node_config_t *cfg, node_t **out, pith_err_t *err)
 	 * writer, as the validators are: a memtable's flush can wait while
 	 * the writer has work */
 	int nrocks = prio_lower_threads_named(
-		"rocksdb:", cfg->worker_nice ? (int)cfg->worker_nice + PRIO_BELOW_WRITER : 0);
+		"rocksdb:", (int)cfg->worker_nice + prio_below_writer((int)cfg->worker_nice));
 	if (nrocks < 0)
 		log_warn("cannot lower the priority of RocksDB's threads: %s", strerror(errno));
 	else if (!nrocks && cfg->worker_nice)

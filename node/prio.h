@@ -23,6 +23,15 @@
  * issue 17, sessions 23, 32). */
 #define PRIO_BELOW_WRITER 5
 
+/* How many steps further than the writer a node's validators and RocksDB's
+ * threads go: PRIO_BELOW_WRITER when the workers are lowered at all
+ * (worker_nice > 0), none when everything runs at the loop's value. The
+ * one place pithd says it (node/ingest.c, node/node.c). */
+static inline int prio_below_writer(int worker_nice)
+{
+	return worker_nice > 0 ? PRIO_BELOW_WRITER : 0;
+}
+
 /* Sets thread tid (0: the calling thread) of this process to the nice
  * value of the process's main thread (pithd's event loop) plus n, at most
  * PRIO_NICE_MAX. Never
