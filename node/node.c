@@ -678,6 +678,7 @@ void node_free_(node_t *n)
 	}
 	pith_trust_free(n->trust);
 	sodium_memzero(n->sk, sizeof(n->sk));
+	ingest_job_cache_release(); /* the loop's spare job blocks */
 	free(n);
 }
 

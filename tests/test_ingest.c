@@ -247,6 +247,37 @@ TEST(shutdown, "a shutdown hands every job back, and a group either committed wh
 	release_all(evs, N);
 }
 
+TEST(job_blocks, "a freed job's block is reused for the thread's next small job, cleared; large jobs have their own")
+{
+	uint8_t small[INGEST_JOB_INLINE], large[INGEST_JOB_INLINE + 1];
+	memset(small, 's', sizeof(small));
+	memset(large, 'l', sizeof(large));
+	ingest_job_cache_release();
+	ingest_job_t *a = ingest_job_new(INGEST_EVENT, small, 100);
+	a->rc = -5;
+	a->peer = 9;
+	ingest_job_free_(a);
+	ingest_job_t *b = ingest_job_new(INGEST_BUNDLE, small, sizeof(small));
+	CHECK(b == a); /* the same block, */
+	CHECK_INT_EQ(b->kind, INGEST_BUNDLE); /* cleared and filled again */
+	CHECK_INT_EQ(b->rc, 0);
+	CHECK_INT_EQ(b->peer, 0);
+	CHECK_MEM_EQ(b->bytes, b->len, small, sizeof(small));
+	ingest_job_t *c = ingest_job_new(INGEST_EVENT, large, sizeof(large));
+	CHECK(c != b);
+	CHECK_MEM_EQ(c->bytes, c->len, large, sizeof(large));
+	ingest_job_free(c);
+	ingest_job_t *d = ingest_job_new(INGEST_EVENT, small, 1);
+	CHECK_MEM_EQ(d->bytes, d->len, small, 1);
+	ingest_job_free(b);
+	ingest_job_free(d);
+	ingest_job_cache_release();
+	ingest_job_t *e = ingest_job_new(INGEST_EVENT, small, 0);
+	CHECK_INT_EQ(e->len, 0);
+	ingest_job_free(e);
+	ingest_job_cache_release();
+}
+
 int main(void)
 {
 	setup();
@@ -254,6 +285,7 @@ int main(void)
 	RUN(singles);
 	RUN(bundle_names);
 	RUN(shutdown);
+	RUN(job_blocks);
 	pith_trust_free(trust);
 	pith_buf_release(&bundle_bytes);
 	return test_done();
