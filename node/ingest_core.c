@@ -133,6 +133,7 @@ static void validate_and_pass(ingest_core_t *c, ingest_job_t **js, size_t n)
 	}
 	ingest_validate(c->o.trust, c->o.max_bundle_bytes, js, n);
 	pthread_mutex_lock(&c->mu);
+	c->stats.validate_batches++;
 	int wake = 0;
 	for (size_t i = 0; i < n; i++) {
 		ingest_job_t *j = js[i];

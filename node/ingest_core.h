@@ -128,6 +128,9 @@ typedef void (*ingest_done_fn)(void *arg, ingest_job_t *job);
 typedef struct ingest_stats {
 	uint64_t submitted, validated, invalid, committed_batches, written, store_errors;
 	uint64_t states; /* record states recomputed by the commits */
+	uint64_t validate_batches; /* validators' takes: (validated + invalid) / this
+				    * is their batch, the size of their
+				    * signature batches (up to INGEST_VALIDATE_BATCH) */
 	size_t queued_validate, queued_write; /* right now */
 } ingest_stats_t;
 

@@ -837,10 +837,11 @@ int node_status_json(node_t *n, pith_buf_t *b)
 			addrbook_count_known(n->book), a_new, a_tried, relay_pending_fetches(n->relay));
 	pith_buf_printf(b,
 			",\"ingest\":{\"in_flight\":%zu,\"queued_validate\":%zu,\"queued_write\":%zu,"
-			"\"validated\":%llu,\"invalid\":%llu,\"batches\":%llu,\"states\":%llu,"
-			"\"store_errors\":%llu}",
+			"\"validated\":%llu,\"invalid\":%llu,\"validate_batches\":%llu,"
+			"\"batches\":%llu,\"states\":%llu,\"store_errors\":%llu}",
 			ingest_in_flight(n->ingest), is.queued_validate, is.queued_write,
 			(unsigned long long)is.validated, (unsigned long long)is.invalid,
+			(unsigned long long)is.validate_batches,
 			(unsigned long long)is.committed_batches, (unsigned long long)is.states,
 			(unsigned long long)is.store_errors);
 	pith_buf_puts(b, ",");

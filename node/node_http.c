@@ -221,6 +221,9 @@ static void collect(void *arg, metrics_out_t *o)
 			   "Items waiting in the ingest pipeline, by stage");
 	metrics_out_sample_u64(o, "pith_ingest_queued", "stage=\"validate\"", is.queued_validate);
 	metrics_out_sample_u64(o, "pith_ingest_queued", "stage=\"write\"", is.queued_write);
+	counter(o, "pith_ingest_validate_batches_total",
+		"Batches the validators took (items validated / this: their batch size)",
+		is.validate_batches);
 	counter(o, "pith_ingest_batches_total", "Store batches committed by the writer",
 		is.committed_batches);
 	counter(o, "pith_ingest_states_total", "Record states recomputed by those commits",
