@@ -1714,6 +1714,56 @@ static void cases_ids(const char *data_dir)
 	list_end(&l, "key_fingerprints.json");
 }
 
+/* A signature's base64 must be the alphabet's (RFC 4648): libsodium's
+ * decoder reads every byte from 0x80 up as '/', so "//" written as the two
+ * bytes of U+00E9 decodes to the same signature; and the last character's
+ * unused bits must be zero. Both refused (V-SIGNATURE). Last of the cases,
+ * so that the records of the others keep their numbers. */
+static void cases_sig_encoding(void)
+{
+	for (int variant = 0; variant < 2; variant++) {
+		gcase_t c;
+		case_init(&c, "V-SIGNATURE", variant ? "signature-unused-bits-set" : "signature-non-ascii-for-slash",
+			  variant ? "a valid signature with the unused low bits of its last base64 "
+				    "character set: refused"
+				  : "a valid signature whose \"//\" is written as the two UTF-8 bytes of "
+				    "U+00E9 (which libsodium 1.0.18's decoder reads as '/' each): refused");
+		add_record(&c, recno++, T0, NULL);
+		pith_buf_t t = PITH_BUF_INIT, sd = PITH_BUF_INIT;
+		for (int nonce = 0;; nonce++) {
+			char payload[64];
+			snprintf(payload, sizeof(payload), "{\"note\":\"x%d\"}", nonce);
+			pith_buf_reset(&t);
+			ev_text(&t, "correction", c.pith, "record", T1, payload, NULL, NULL);
+			pith_buf_cstr(&t);
+			if (ev_sign((const char *)t.data, &keys[K_OP1], NULL, NULL, &sd, NULL))
+				exit(1);
+			pith_buf_cstr(&sd);
+			char *b64 = strstr((char *)sd.data, "\"signature_b64\":\"");
+			if (!b64)
+				exit(1);
+			b64 += 17;
+			if (variant) {
+				/* 'A' (0) -> 'B' (1) in the 86th character */
+				if (b64[85] != 'A')
+					continue;
+				b64[85] = 'B';
+				break;
+			}
+			char *two = strstr(b64, "//");
+			if (!two || two >= b64 + 86)
+				continue;
+			two[0] = (char)0xC3;
+			two[1] = (char)0xA9;
+			break;
+		}
+		add_doc(&c, "event", &sd, "V-SIGNATURE");
+		pith_buf_release(&t);
+		pith_buf_release(&sd);
+		case_emit(&c);
+	}
+}
+
 int main(int argc, char **argv)
 {
 	if (argc != 3) {
@@ -1738,6 +1788,7 @@ int main(int argc, char **argv)
 	cases_mixed(60);
 	cases_canon();
 	cases_ids(argv[2]);
+	cases_sig_encoding();
 	fprintf(stderr, "gen_conformance: %zu cases written, %d refused\n", written, failures);
 	return failures ? 1 : 0;
 }

@@ -3,6 +3,7 @@
 #include <sodium.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "ed25519.h"
 #include "ed25519_test.h"
@@ -441,6 +442,88 @@ TEST(key_check, "trusts exactly the keys a patched crypto_core_ed25519_is_valid_
 	CHECK(took > 1000 && took < 2000);
 }
 
+/* libsodium's answer for a signature string, as pith_sig_check_prepare
+ * gave it before it decoded on its own, but for bytes from 0x80 up: its
+ * decoder reads each as '/', RFC 4648 (and docs/merge.md, V-SIGNATURE)
+ * refuses them */
+static int sodium_sig_b64(const char *s, uint8_t out[64])
+{
+	size_t n = strlen(s), len = 0;
+	const char *end = NULL;
+	for (size_t i = 0; i < n; i++)
+		if ((unsigned char)s[i] >= 0x80)
+			return 0;
+	return n == 88 &&
+	       !sodium_base642bin(out, 64, s, n, NULL, &len, &end, sodium_base64_VARIANT_ORIGINAL) &&
+	       len == 64 && end == s + n;
+}
+
+static int same_b64_answer(const char *s)
+{
+	uint8_t want[64], got[64] = {0};
+	int sodium = sodium_sig_b64(s, want);
+	pith_sig_check_t c;
+	int ours = pith_sig_check_prepare(&c, NULL, (const uint8_t[32]){0}, s) == 0;
+	if (ours)
+		memcpy(got, c.sig, 64);
+	if (sodium != ours || (ours && memcmp(got, want, 64))) {
+		fprintf(stderr, "  '%s': libsodium %s, ours %s\n", s, sodium ? "accepts" : "rejects",
+			ours ? (sodium ? "decodes otherwise" : "accepts") : "rejects");
+		return 0;
+	}
+	return 1;
+}
+
+TEST(sig_b64, "decodes a signature's base64 with libsodium's answers, mutated every way, but refuses bytes from 0x80 up")
+{
+	static const char probes[] = "AQgw/+9zP=-_ \n\\\x80\xff.";
+	uint8_t sig[64];
+	char s[100];
+	int differ = 0, accepted = 0;
+	size_t tried = 0;
+	for (int round = 0; round < 40; round++) {
+		randombytes_buf(sig, 64);
+		if (round == 0)
+			memset(sig, 0, 64);
+		sodium_bin2base64(s, sizeof(s), sig, 64, sodium_base64_VARIANT_ORIGINAL);
+		differ += !same_b64_answer(s);
+		for (size_t i = 0; i < 88; i++) {
+			char keep = s[i];
+			for (size_t p = 0; p < sizeof(probes) - 1; p++, tried++) {
+				s[i] = probes[p];
+				differ += !same_b64_answer(s);
+			}
+			s[i] = keep;
+		}
+		/* every character last and next to last: the unused bits, '=' early */
+		for (int a = 0; a < 64; a++)
+			for (int pos = 84; pos < 86; pos++, tried++) {
+				char keep = s[pos];
+				s[pos] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"[a];
+				int ok = same_b64_answer(s);
+				differ += !ok;
+				uint8_t tmp[64];
+				accepted += ok && sodium_sig_b64(s, tmp);
+				s[pos] = keep;
+			}
+		/* shorter and longer */
+		char t[100];
+		memcpy(t, s, 87);
+		t[87] = 0;
+		differ += !same_b64_answer(t);
+		memcpy(t, s, 88);
+		memcpy(t + 88, "=", 2);
+		differ += !same_b64_answer(t);
+		memcpy(t, s, 86);
+		memcpy(t + 86, "A=", 3);
+		differ += !same_b64_answer(t);
+		differ += !same_b64_answer("");
+	}
+	CHECK_INT_EQ(differ, 0);
+	CHECK(tried > 50000);
+	CHECK(accepted > 0); /* some last characters are right */
+}
+
 TEST(selftest, "builds no tables when crypto_core_ed25519_is_valid_point takes a mixed-order point")
 {
 	const char *why = NULL;
@@ -703,6 +786,7 @@ int main(void)
 	RUN(small_order_keys);
 	RUN(mixed_keys);
 	RUN(key_check);
+	RUN(sig_b64);
 	RUN(selftest);
 	RUN(trust_refuses_bad_keys);
 	RUN(vectors);
