@@ -43,7 +43,7 @@ ingest_job_t *ingest_job_new(ingest_kind_t kind, const uint8_t *bytes, size_t le
 	uint8_t *copy = (uint8_t *)(j + 1);
 	memcpy(copy, bytes, len);
 	ingest_job_init(j, kind, copy, len);
-	j->block = (uint8_t)small;
+	j->block = small;
 	return j;
 }
 

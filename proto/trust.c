@@ -152,13 +152,15 @@ int pith_trust_check(const pith_trust_t *t, const char *fp, const char *key_id,
 	return 0;
 }
 
-/* A signature's 88 characters of standard padded base64, decoded with
- * exactly the answers of libsodium's sodium_base642bin (VARIANT_ORIGINAL,
- * nothing ignored, the whole string consumed, 64 bytes out): 86 characters
- * of the alphabet, "==", and the last character's 4 unused bits zero. Not
- * constant-time: a signature is public. libsodium's decoder, which is, was
- * 7% of a validator's time (docs/performance.md, issue 17, session 33);
- * tests/test_ed25519.c compares the two on mutated signatures. */
+/* A signature's 88 characters of standard padded base64 (docs/merge.md,
+ * V-SIGNATURE): 86 characters of the alphabet, "==", and the last
+ * character's 4 unused bits zero. libsodium's sodium_base642bin
+ * (VARIANT_ORIGINAL, nothing ignored, the whole string, 64 bytes out) gives
+ * the same answers but for bytes from 0x80 up, each of which 1.0.18 reads
+ * as '/' and RFC 4648 refuses. Not constant-time: a signature is public.
+ * libsodium's decoder, which is, was 7% of a validator's time
+ * (docs/performance.md, issue 17, session 33); tests/test_ed25519.c
+ * compares the two on mutated signatures. */
 static const int8_t b64_val[256] = {
 	['A'] = 1, ['B'] = 2, ['C'] = 3, ['D'] = 4, ['E'] = 5, ['F'] = 6, ['G'] = 7, ['H'] = 8,
 	['I'] = 9, ['J'] = 10, ['K'] = 11, ['L'] = 12, ['M'] = 13, ['N'] = 14, ['O'] = 15,
