@@ -1737,11 +1737,14 @@ static void cases_sig_encoding(void)
 			ev_text(&t, "correction", c.pith, "record", T1, payload, NULL, NULL);
 			pith_buf_cstr(&t);
 			if (ev_sign((const char *)t.data, &keys[K_OP1], NULL, NULL, &sd, NULL))
-				exit(1);
+				exit(1); /* ev_sign said why */
 			pith_buf_cstr(&sd);
 			char *b64 = strstr((char *)sd.data, "\"signature_b64\":\"");
-			if (!b64)
+			if (!b64) {
+				fprintf(stderr, "gen_conformance: no signature_b64 in %.120s\n",
+					(const char *)sd.data);
 				exit(1);
+			}
 			b64 += 17;
 			if (variant) {
 				/* 'A' (0) -> 'B' (1) in the 86th character */
