@@ -500,7 +500,7 @@ int node_new(node_config_t *cfg, node_t **out, pith_err_t *err)
 	/* a new node's first catch-up reads no summary of a record it has
 	 * not written (docs/store.md, "Bulk loading"); its end frees that */
 	so.fresh_records = 1;
-	/* and, unlogged, writes states and claims into side families moved
+	/* and, unlogged, writes states, claims and event ids into side families moved
 	 * into place at its end (store_side_end on the relog thread) */
 	so.bulk_side = cfg->sync_bulk_unlogged && cfg->sync_bulk_side;
 	so.notice = store_notice;

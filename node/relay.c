@@ -187,9 +187,14 @@ void relay_want(peer_t *p, const uint8_t id[32], int catchup)
 		return;
 	}
 	/* the filter of stored ids first: in a catch-up nearly every id is
-	 * new, and the store's answer probes every level-0 file */
+	 * new, and the store's answer probes every level-0 file. While a first
+	 * catch-up writes the index of events aside, the store does not know
+	 * an id the filter may have (STORE_HAS_UNKNOWN): it is fetched, and
+	 * the commit finds it a duplicate if it was stored (by its time) */
 	int has = r->d.hooks.is_absent && r->d.hooks.is_absent(r->d.hooks.arg, id)
 			  ? 0 : store_event_has(r->d.store, id, NULL);
+	if (has == STORE_HAS_UNKNOWN)
+		has = 0;
 	if (has) {
 		if (has == 1)
 			idcache_add(&r->recent, id);

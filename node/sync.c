@@ -350,7 +350,7 @@ static void *relog_main(void *arg)
 	/* before the usual triggers are back: the side families are moved
 	 * as they are, not compacted first */
 	if (!sy->closing && store_side_active(sy->d.store) && store_side_end(sy->d.store, &err))
-		log_error("sync: %s (states and claims stay in their side families: tried again "
+		log_error("sync: %s (states, claims and event ids stay in their side families: tried again "
 			  "in %d s)", err.msg, SYNC_RELOG_RETRY_S);
 	if (sy->relog_bulk)
 		bulk_options_end(sy);

@@ -568,7 +568,9 @@ static int commit_events(commit_t *c)
 		size_t k = 0;
 		for (size_t x = 0; x < g->nnew; x++) {
 			entry_t *e = &b->e[g->news[x]];
-			int has = g->exists ? store_event_has(c->st, e->ev->content_hash, c->err) : 0;
+			int has = g->exists ? store_event_has_at(c->st, e->ev->content_hash,
+								  e->ev->created_us, c->err)
+					    : 0;
 			if (has < 0)
 				return has;
 			e->outcome = has ? STORE_DUPLICATE : STORE_STORED;
@@ -596,7 +598,11 @@ static int commit_events(commit_t *c)
 		}
 		pith_event_t *old = NULL;
 		c->doc.len = 0;
-		rc = store_doc_get(c->st, e->ev->content_hash, &c->doc, c->err);
+		/* by its key in docs: no lookup of the id (which, while the
+		 * index of events is aside, would sort its memtable) */
+		rc = c->st->schema < 4 ? store_doc_get(c->st, e->ev->content_hash, &c->doc, c->err)
+				       : store_get_into(c->st, STORE_CF_DOCS, tk, sizeof(tk), &c->doc,
+							c->err);
 		if (rc == PITH_ENOTFOUND)
 			return pith_err_set(c->err, PITH_EIO, "store: %s vanished", e->ev->event_id);
 		if (rc)

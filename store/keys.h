@@ -33,8 +33,9 @@
  *                'h' bundle_sha256(32) = 33            built_us(8, as in time keys) SKEY(30)
  * docs           created_us(8) id(32) = 40, the same   canonical JSON of the whole event,
  *                key as in time                        signature block included
- * states.bulk,   as states, aliases: only while a new node's first catch-up
- * aliases.bulk   writes them aside and states, aliases are empty (side.c)
+ * states.bulk,   as states, aliases, events: only while a new node's first
+ * aliases.bulk,  catch-up writes them aside and states, aliases, events
+ * events.bulk    are empty (side.c)
  * changes        's' seq(8, big-endian) = 9            SKEY(30) CHANGE
  *                'p' SKEY(30) = 31                     seq(8, big-endian) CHANGE
  *   CHANGE: state hash(32), then, when the record has a bundle, its

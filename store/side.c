@@ -1,8 +1,8 @@
 /* The side families of a new node's first catch-up (store_opts_t.bulk_side,
- * docs/store.md "Bulk loading"): states and alias claims go to families of
- * their own whose memtables are unsorted vectors, sorted once at the flush,
- * and are moved into `states` and `aliases` as sorted table files when the
- * catch-up ends. */
+ * docs/store.md "Bulk loading"): states, alias claims and the index of
+ * events by id go to families of their own whose memtables are unsorted
+ * vectors, sorted once at the flush, and are moved into `states`,
+ * `aliases` and `events` as sorted table files when the catch-up ends. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,8 +14,8 @@
 #include "store_int.h"
 
 /* The families that have side families, by side index. */
-static const int side_cfs[STORE_NSIDE] = {STORE_CF_STATES, STORE_CF_ALIASES};
-static const char *const side_names[STORE_NSIDE] = {"states.bulk", "aliases.bulk"};
+static const int side_cfs[STORE_NSIDE] = {STORE_CF_STATES, STORE_CF_ALIASES, STORE_CF_EVENTS};
+static const char *const side_names[STORE_NSIDE] = {"states.bulk", "aliases.bulk", "events.bulk"};
 
 #define MOVE_DIR "bulk-move"           /* the move's table files, in the store's directory */
 #define MOVE_FILE_BYTES (256ull << 20) /* keys and values per table file moved */
@@ -67,8 +67,9 @@ void store_side_begin_locked(store_t *st)
 		h[i] = rocksdb_create_column_family(st->db, o, side_names[i], &e);
 		rocksdb_options_destroy(o);
 		if (e || !h[i]) {
-			store_say(st, "store %s: cannot create %s (%s): states and claims go "
-				     "to their own families", st->dir, side_names[i], e ? e : "?");
+			store_say(st, "store %s: cannot create %s (%s): states, claims and "
+				     "event ids go to their own families", st->dir, side_names[i],
+				  e ? e : "?");
 			rocksdb_free(e);
 			h[i] = NULL;
 			break;
@@ -94,7 +95,7 @@ void store_side_begin_locked(store_t *st)
 	}
 	__atomic_store_n(&st->side_on, 1, __ATOMIC_RELEASE);
 	store_l0_reset(st); /* the bulk mode's triggers for the new families */
-	store_say(st, "store %s: states and claims go to side families until the catch-up "
+	store_say(st, "store %s: states, claims and event ids go to side families until the catch-up "
 		  "ends (docs/store.md, \"Bulk loading\")", st->dir);
 }
 
@@ -407,7 +408,7 @@ int store_side_end_ex(store_t *st, store_side_hook_t hook, void *arg, pith_err_t
 		move_out_free(&out[i]);
 	remove_move_dir(st);
 	if (!rc)
-		store_say(st, "store %s: states and claims in place: %llu keys moved in %lld ms, "
+		store_say(st, "store %s: states, claims and event ids in place: %llu keys moved in %lld ms, "
 			  "commits held %lld ms (%llu bytes of keys written meanwhile)", st->dir,
 			  (unsigned long long)keys, ms_since(&t0), held, (unsigned long long)late);
 	side_release(st, old);
@@ -429,7 +430,7 @@ int store_side_open_end(store_t *st, pith_err_t *err)
 	remove_move_dir(st);
 	if (!st->side_on)
 		return 0;
-	store_say(st, "store %s: moving the states and claims of an interrupted catch-up "
+	store_say(st, "store %s: moving the states, claims and event ids of an interrupted catch-up "
 		  "into place", st->dir);
 	/* a crash between an ingestion and the write of what commits changed
 	 * after it may have left the family with keys the side family has

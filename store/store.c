@@ -1291,7 +1291,8 @@ static void docs_slot(const uint8_t *tk, size_t n, const char **keys, size_t *si
  * MultiGet, then the documents the 8-byte ones point to in a second (in
  * time order, so a peer asking for events in the order it learnt them
  * reads each block of docs once); longer values are documents (schemas 2
- * and 3). Returns how many could not be read. */
+ * and 3). While the index of events is aside, the others are not found.
+ * Returns how many could not be read. */
 static size_t get_many_chunk(store_t *st, const uint8_t (*ids)[32], const int64_t *times,
 			     size_t k, store_event_fn fn, void *arg, size_t bad, pith_err_t *err)
 {
@@ -1301,7 +1302,7 @@ static size_t get_many_chunk(store_t *st, const uint8_t (*ids)[32], const int64_
 	rocksdb_pinnableslice_t *vals[G], *docs[G], *hdocs[G];
 	char *errs[G], *derrs[G], *herrs[G];
 	uint8_t tks[G][STORE_TIME_KEY_LEN], hks[G][STORE_TIME_KEY_LEN];
-	int hat[G];   /* index into hdocs (read by time), or -1 */
+	int hat[G];   /* index into hdocs (read by time), -1, or -2: not read (aside) */
 	int lat[G];   /* index into vals (looked up by id), or -1 */
 	int at[G];    /* for each lookup by id: index into docs, or -1 */
 	size_t look[G];
@@ -1318,10 +1319,17 @@ static size_t get_many_chunk(store_t *st, const uint8_t (*ids)[32], const int64_
 	if (nh)
 		rocksdb_batched_multi_get_cf(st->db, st->ro, st->cf[STORE_CF_DOCS], nh, hkeys,
 					     hsizes, hdocs, herrs, 0);
+	/* while a first catch-up writes events aside, an id is not looked up
+	 * by id (each found would sort the side family's memtable): not found */
+	int aside = store_events_aside(st);
 	for (size_t i = 0; i < k; i++) {
 		int h = hat[i];
 		if (h >= 0 && (hdocs[h] || herrs[h]))
 			continue;
+		if (aside) {
+			hat[i] = -2; /* nothing read: not found */
+			continue;
+		}
 		keys[nl] = (const char *)ids[i];
 		sizes[nl] = 32;
 		vals[nl] = NULL;
@@ -1329,9 +1337,12 @@ static size_t get_many_chunk(store_t *st, const uint8_t (*ids)[32], const int64_
 		look[nl] = i;
 		lat[i] = (int)nl++;
 	}
-	if (nl)
-		rocksdb_batched_multi_get_cf(st->db, st->ro, st->cf[STORE_CF_EVENTS], nl, keys, sizes,
-					     vals, errs, 0);
+	if (nl) {
+		unsigned slot;
+		rocksdb_column_family_handle_t *h = store_cf_enter(st, STORE_CF_EVENTS, &slot);
+		rocksdb_batched_multi_get_cf(st->db, st->ro, h, nl, keys, sizes, vals, errs, 0);
+		store_cf_leave(st, slot);
+	}
 	for (size_t j = 0; j < nl; j++) {
 		size_t len = 0;
 		const char *v = vals[j] && !errs[j] ? rocksdb_pinnableslice_value(vals[j], &len) : NULL;
@@ -1348,7 +1359,9 @@ static size_t get_many_chunk(store_t *st, const uint8_t (*ids)[32], const int64_
 		size_t len = 0;
 		const char *v = NULL;
 		int h = hat[i], j = lat[i];
-		if (j < 0) {
+		if (h == -2) {
+			/* not looked up */
+		} else if (j < 0) {
 			if (hdocs[h])
 				v = rocksdb_pinnableslice_value(hdocs[h], &len);
 			else
@@ -1400,8 +1413,34 @@ size_t store_events_get_many(store_t *st, const uint8_t (*ids)[32], size_t n,
 	return store_events_get_many_at(st, ids, NULL, n, fn, arg, err);
 }
 
+int store_events_aside(store_t *st)
+{
+	/* a side family made by this process: one found at open is only read
+	 * from its table files (read-only) or moved before store_open returns */
+	return __atomic_load_n(&st->cf[STORE_CF_EVENTS], __ATOMIC_ACQUIRE) !=
+	       st->cf_open[STORE_CF_EVENTS];
+}
+
+int store_event_has_at(store_t *st, const uint8_t id[static 32], int64_t created_us,
+		       pith_err_t *err)
+{
+	if (!store_events_aside(st) || st->schema < 4)
+		return store_event_has(st, id, err);
+	uint8_t tk[STORE_TIME_KEY_LEN];
+	char *val;
+	size_t len;
+	store_time_key_make(created_us, id, tk);
+	int rc = store_get_raw(st, STORE_CF_DOCS, tk, sizeof(tk), &val, &len, err);
+	if (rc)
+		return rc;
+	rocksdb_free(val);
+	return val != NULL;
+}
+
 int store_event_has(store_t *st, const uint8_t id[static 32], pith_err_t *err)
 {
+	if (store_events_aside(st))
+		return STORE_HAS_UNKNOWN;
 	char *val;
 	size_t len;
 	int rc = store_get_raw(st, STORE_CF_EVENTS, id, 32, &val, &len, err);

@@ -226,8 +226,22 @@ int store_bundle_put(store_t *st, const json_value_t *bundle,
 /* Canonical bytes of the stored event with this id digest. */
 int store_event_get(store_t *st, const uint8_t id[static 32], pith_buf_t *out,
 		    pith_err_t *err);
-/* Whether the event is stored: 1, 0, or a negative code. */
+/* Whether the event is stored: 1, 0, or a negative code; or
+ * STORE_HAS_UNKNOWN while a new node's first catch-up writes the index of
+ * events by id aside (store_opts_t.bulk_side), where finding an id would
+ * sort a memtable of hundreds of thousands of ids (docs/store.md, "Bulk
+ * loading"): by time, store_event_has_at knows. */
+#define STORE_HAS_UNKNOWN 2
 int store_event_has(store_t *st, const uint8_t id[static 32], pith_err_t *err);
+/* The same for an event created at created_us (µs, as pith_event_t has
+ * it): 1, 0 or a negative code, read from its document's key while the
+ * index of events is aside. */
+int store_event_has_at(store_t *st, const uint8_t id[static 32], int64_t created_us,
+		       pith_err_t *err);
+/* Whether the index of events by id is aside now (then store_event_has
+ * answers STORE_HAS_UNKNOWN and store_events_get_many_at finds only the
+ * ids given with their times). */
+int store_events_aside(store_t *st);
 
 /* "sha256:HEX" or bare HEX (64 lower-case hex) to the id digest. */
 int store_event_id_parse(const char *s, uint8_t id[static 32], pith_err_t *err);
@@ -283,7 +297,9 @@ size_t store_events_get_many(store_t *st, const uint8_t (*ids)[32], size_t n,
  * millions of events read from the page cache and decompressed for each;
  * docs/store.md). A time that finds nothing is only a wrong guess: that
  * id is then looked up by id as without it. Same answers as
- * store_events_get_many, whatever the times say. */
+ * store_events_get_many, whatever the times say, except while the index
+ * of events is aside (store_events_aside): then an id is found only at
+ * the time given with it. */
 #define STORE_TIME_NONE INT64_MIN
 size_t store_events_get_many_at(store_t *st, const uint8_t (*ids)[32],
 				const int64_t *created_us, size_t n, store_event_fn fn,

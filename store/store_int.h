@@ -18,7 +18,7 @@
  * as their 16 MiB memtables call for (docs/performance.md, issue 17). */
 #define STORE_MAX_WAL_BYTES (1u << 30)
 
-#define STORE_NSIDE 2 /* side families: states.bulk, aliases.bulk (side.c) */
+#define STORE_NSIDE 3 /* side families: states.bulk, aliases.bulk, events.bulk (side.c) */
 
 struct store {
 	rocksdb_t *db;

@@ -57,10 +57,10 @@ BULK_ON = "sync: store in bulk mode until caught up"
 BULK_OFF = "sync: store out of bulk mode"
 UNLOGGED = "without the log until then"
 RELOGGED = "sync: store flushed and back on its log"
-SIDE_DONE = "states and claims in place:"
-SIDE_BEGIN = "states and claims go to side families"
+SIDE_DONE = "states, claims and event ids in place:"
+SIDE_BEGIN = "states, claims and event ids go to side families"
 BURST = 96  # record reads at once: over one render thread's 64
-SIDE_OPEN = "moving the states and claims of an interrupted catch-up into place"
+SIDE_OPEN = "moving the states, claims and event ids of an interrupted catch-up into place"
 
 
 def log(*a):

@@ -366,6 +366,46 @@ TEST(event_invalid, "an EVENT that fails validation costs SCORE_INVALID and the 
 
 /* ---- serving ---------------------------------------------------------------------------- */
 
+static int settled_one(void *arg)
+{
+	const tnode_t *n = arg;
+	return n->stats.events_stored + n->stats.events_duplicate + n->stats.events_invalid > 0;
+}
+
+TEST(aside_fetch, "while a first catch-up writes the index of events aside, an offered id the store cannot rule out is fetched, and a stored one is then found a duplicate")
+{
+	tnode_t n;
+	peer_t *ps[1];
+	pith_err_t err = {0};
+	CHECK_INT_EQ(tnode_init(&n, "test_relay", tnode_trust(), NULL), 0);
+	/* the node's store as a node opens it for a first catch-up */
+	char path[CONFIG_STR_MAX + 16];
+	snprintf(path, sizeof(path), "%s/store", n.dir);
+	store_close(n.store);
+	store_opts_t o = {.create = 1, .registry = tnode_trust(), .atomic_flush = 1, .bulk_side = 1};
+	CHECK_INT_EQ(store_open(path, &o, &n.store, &err), 0);
+	store_side_want(n.store);
+	CHECK_INT_EQ(tnode_put(&n, evs.json[0].data, evs.json[0].len), 0);
+	CHECK_INT_EQ(store_events_aside(n.store), 1);
+	CHECK_INT_EQ(tnode_start(&n), 0);
+	ps[0] = fake_peer_new(n.net, 0, "10.0.0.2:50001", NULL, FEAT);
+	fake_sent_clear(ps[0]);
+	/* held, and in the node's filter of stored ids: the store is asked,
+	 * and cannot say from the id */
+	CHECK_INT_EQ(store_event_has(n.store, evs.id[0], NULL), STORE_HAS_UNKNOWN);
+	deliver_ids(ps[0], WIRE_ANNOUNCE, (const uint8_t(*)[32])evs.id[0], 1);
+	CHECK_INT_EQ(fake_sent_has_id(ps[0], WIRE_GET, evs.id[0]), 1);
+	deliver_event(ps[0], evs.id[0], &evs.json[0]);
+	CHECK(tnode_run_until(&n, settled_one, &n, 5000));
+	CHECK_INT_EQ(n.stats.events_duplicate, 1);
+	CHECK_INT_EQ(n.stats.events_stored, 0);
+	store_counts_t c;
+	store_counts_get(n.store, &c);
+	CHECK_INT_EQ((int)c.events, 1);
+	CHECK_INT_EQ(ps[0]->score, 0);
+	tnode_stop(&n);
+}
+
 TEST(serve_get, "a GET of a stored event is answered with the EVENT, of an unknown id with NOTFOUND")
 {
 	tnode_t n;
@@ -434,6 +474,7 @@ int main(void)
 	RUN(no_echo);
 	RUN(validate_budget);
 	RUN(event_invalid);
+	RUN(aside_fetch);
 	RUN(serve_get);
 	RUN(serve_flood);
 	tevents_free(&evs);
