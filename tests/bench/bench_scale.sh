@@ -33,6 +33,9 @@
 # BUILD_DIR's binaries are the ones measured (node/pithd, node/cli/pithctl,
 # tests/gen_events, tests/bench/bench_*): a copy of them elsewhere measures
 # an older build.
+# Each of steps 2, 3 and 4 starts once the machine is quiet (settle:
+# sync, then a second with both cores 90% idle; the step before removed
+# up to 15 GB of store, which the filesystem trims when it commits).
 # Prints one table. Every ratio is against the bare rate measured in the
 # same run (the machine is shared: absolute rates move, ratios less).
 set -euo pipefail
@@ -68,6 +71,22 @@ SERVER=""
 cleanup() { [ -z "$SERVER" ] || kill "$SERVER" 2>/dev/null || true; }
 trap cleanup EXIT
 # field VALUE-AFTER-LABEL: the first number after a label in a report
+# Each measured step starts on a quiet machine: the files of the step
+# before written out (and those it removed trimmed: ext4 mounted with
+# discard does that at the journal's commit), then a second with both
+# cores at least 90% idle (not counting I/O wait), 60 s of waiting at most
+settle() {
+	sync
+	local a b
+	for _ in $(seq 60); do
+		a=$(awk '/^cpu / { print $2 + $3 + $4 + $5 + $6 + $7 + $8, $5 }' /proc/stat)
+		sleep 1
+		b=$(awk '/^cpu / { print $2 + $3 + $4 + $5 + $6 + $7 + $8, $5 }' /proc/stat)
+		awk -v a="$a" -v b="$b" 'BEGIN { split(a, x, " "); split(b, y, " ")
+			t = y[1] - x[1]; exit !(t > 0 && y[2] - x[2] >= 0.9 * t) }' && return 0
+	done
+	say "not quiet after 60 s (load $(cut -d' ' -f1-3 /proc/loadavg)); measuring anyway"
+}
 num() { sed -n "s/^$1 *\([0-9.]*\).*/\1/p" "$2" | head -1; }
 ROWS=$DATA/rows.txt
 : >"$ROWS"
@@ -92,6 +111,7 @@ for N in $SIZES; do
 		mkdir -p "$I"
 		ln -sf "$EV" "$I/events.jsonl"
 		ln -sf "$DATA/key.json" "$I/key.json"
+		settle
 		say "import of $N events (load $(cut -d' ' -f1-3 /proc/loadavg))"
 		"$BI" --events "$N" --per-record 2 --dir "$I" --keep --no-compact --pithctl "$PITHCTL" \
 			--gen "$GEN" >"$I/report.txt"
@@ -112,6 +132,7 @@ for N in $SIZES; do
 		rm -rf "$I/store"
 	fi
 	if [ $SYNC = 1 ]; then
+		settle
 		say "fresh-node sync of $N events (load $(cut -d' ' -f1-3 /proc/loadavg))"
 		R=$DATA/sync-$N.txt
 		"$BS" --events "$N" --per-record 2 --dir "$DATA" --keep --timeout 7200 \
@@ -158,7 +179,8 @@ open(sys.argv[2], "w").write("\n".join(ax) + "\n")' "$A/ids.txt" "$A/arxiv.txt"
 		sync
 		echo 3 >/proc/sys/vm/drop_caches || { echo "--cold: cannot drop the page cache (root only)" >&2; exit 2; }
 	fi
-	say "pithd on the $LARGEST-event store"
+	settle
+	say "pithd on the $LARGEST-event store (load $(cut -d' ' -f1-3 /proc/loadavg))"
 	T0=$(date +%s.%N)
 	"$PITHD" --config "$A/bench.conf" --data "$A" --listen 127.0.0.1:0 --http 127.0.0.1:$PORT --trust-key "$DATA/key.json" \
 		--log-level info >"$A/serve.log" 2>&1 &
