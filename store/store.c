@@ -721,6 +721,15 @@ static int store_open_dir(const char *dir, const store_opts_t *opts, store_t **o
 	st->atomic_flush = st->unlogged || (opts->atomic_flush && !opts->read_only);
 	if (st->atomic_flush)
 		rocksdb_options_set_atomic_flush(st->opts, 1);
+	/* Without RocksDB's default POSIX_FADV_RANDOM on every table file
+	 * opened: the kernel then reads ahead where reads run in order, as
+	 * a peer catching up from this node reads `docs` (in time order,
+	 * block after block), and `pithctl records` and `check` read whole
+	 * families. With the advice each block missing from the page cache
+	 * was a request of its own to the disk: a node serving a 4M
+	 * catch-up from disk spent 1.6-2 us of CPU an event more
+	 * (docs/store.md, "The page cache at start") */
+	rocksdb_options_set_advise_random_on_open(st->opts, 0);
 	st->cache = cache_new(opts->cache_bytes ? opts->cache_bytes : 64u << 20);
 	/* RocksDB's vector memtables take one writer at a time (the store
 	 * has one) */

@@ -1294,6 +1294,43 @@ TEST(warm_page_cache, "reads the records', aliases' and states' table files whol
 	set_free(&s);
 }
 
+/* The newest OPTIONS-* file of dir, read into buf (RocksDB writes one at
+ * each open); 0 if there is none. */
+static size_t options_file(const char *dir, char *buf, size_t cap)
+{
+	DIR *d = opendir(dir);
+	char best[256] = "";
+	struct dirent *e;
+	while (d && (e = readdir(d)))
+		if (!strncmp(e->d_name, "OPTIONS-", 8) && !strstr(e->d_name, ".dbtmp") &&
+		    (strlen(e->d_name) > strlen(best) ||
+		     (strlen(e->d_name) == strlen(best) && strcmp(e->d_name, best) > 0)))
+			snprintf(best, sizeof(best), "%s", e->d_name);
+	if (d)
+		closedir(d);
+	if (!best[0])
+		return 0;
+	char path[4096];
+	snprintf(path, sizeof(path), "%s/%s", dir, best);
+	FILE *f = fopen(path, "r");
+	size_t n = f ? fread(buf, 1, cap - 1, f) : 0;
+	if (f)
+		fclose(f);
+	buf[n] = 0;
+	return n;
+}
+
+TEST(read_ahead, "opens table files without the random-access advice, so that the kernel reads ahead of reads in order")
+{
+	char *dir = tmpdir();
+	store_t *st = open_store(dir);
+	static char opts[1 << 20];
+	CHECK(options_file(dir, opts, sizeof(opts)) > 0);
+	CHECK_STR_CONTAINS(opts, "advise_random_on_open=false");
+	store_close(st);
+	rmdir_rf(dir);
+}
+
 TEST(reopen_and_lock, "reopens with its counters and refuses a second writer")
 {
 	char *dir = tmpdir();
@@ -3140,6 +3177,7 @@ int main(int argc, char **argv)
 	RUN(bundle_order_public);
 	RUN(checkpoint_while_open);
 	RUN(warm_page_cache);
+	RUN(read_ahead);
 	RUN(reopen_and_lock);
 	RUN(creation_atomic);
 	RUN(bulk_load);
