@@ -727,7 +727,7 @@ static int store_open_dir(const char *dir, const store_opts_t *opts, store_t **o
 	 * block after block), and `pithctl records` and `check` read whole
 	 * families. With the advice each block missing from the page cache
 	 * was a request of its own to the disk: a node serving a 4M
-	 * catch-up from disk spent 1.6-2 us of CPU an event more
+	 * catch-up from disk spent 1.6-2.2 us of CPU an event more
 	 * (docs/store.md, "The page cache at start") */
 	rocksdb_options_set_advise_random_on_open(st->opts, 0);
 	st->cache = cache_new(opts->cache_bytes ? opts->cache_bytes : 64u << 20);

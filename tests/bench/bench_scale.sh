@@ -70,7 +70,6 @@ say() { echo "# $(date +%H:%M:%S) $*" >&2; }
 SERVER=""
 cleanup() { [ -z "$SERVER" ] || kill "$SERVER" 2>/dev/null || true; }
 trap cleanup EXIT
-# field VALUE-AFTER-LABEL: the first number after a label in a report
 # Each measured step starts on a quiet machine: the files of the step
 # before written out (and those it removed trimmed: ext4 mounted with
 # discard does that at the journal's commit), then a second with both
@@ -87,6 +86,7 @@ settle() {
 	done
 	say "not quiet after 60 s (load $(cut -d' ' -f1-3 /proc/loadavg)); measuring anyway"
 }
+# field VALUE-AFTER-LABEL: the first number after a label in a report
 num() { sed -n "s/^$1 *\([0-9.]*\).*/\1/p" "$2" | head -1; }
 ROWS=$DATA/rows.txt
 : >"$ROWS"
