@@ -1294,43 +1294,6 @@ TEST(warm_page_cache, "reads the records', aliases' and states' table files whol
 	set_free(&s);
 }
 
-/* The newest OPTIONS-* file of dir, read into buf (RocksDB writes one at
- * each open); 0 if there is none. */
-static size_t options_file(const char *dir, char *buf, size_t cap)
-{
-	DIR *d = opendir(dir);
-	char best[256] = "";
-	struct dirent *e;
-	while (d && (e = readdir(d)))
-		if (!strncmp(e->d_name, "OPTIONS-", 8) && !strstr(e->d_name, ".dbtmp") &&
-		    (strlen(e->d_name) > strlen(best) ||
-		     (strlen(e->d_name) == strlen(best) && strcmp(e->d_name, best) > 0)))
-			snprintf(best, sizeof(best), "%s", e->d_name);
-	if (d)
-		closedir(d);
-	if (!best[0])
-		return 0;
-	char path[4096];
-	snprintf(path, sizeof(path), "%s/%s", dir, best);
-	FILE *f = fopen(path, "r");
-	size_t n = f ? fread(buf, 1, cap - 1, f) : 0;
-	if (f)
-		fclose(f);
-	buf[n] = 0;
-	return n;
-}
-
-TEST(read_ahead, "opens table files without the random-access advice, so that the kernel reads ahead of reads in order")
-{
-	char *dir = tmpdir();
-	store_t *st = open_store(dir);
-	static char opts[1 << 20];
-	CHECK(options_file(dir, opts, sizeof(opts)) > 0);
-	CHECK_STR_CONTAINS(opts, "advise_random_on_open=false");
-	store_close(st);
-	rmdir_rf(dir);
-}
-
 TEST(reopen_and_lock, "reopens with its counters and refuses a second writer")
 {
 	char *dir = tmpdir();
@@ -1931,11 +1894,11 @@ TEST(docs_upgrade, "reads a schema-3 store read-only as it is, and moves its doc
 	}
 }
 
-/* The value of `key=` in section `[TableOptions/BlockBasedTable "cf"]` of
- * the newest OPTIONS file RocksDB wrote in dir; "" if not found. */
-static void table_option(const char *dir, const char *cf, const char *key, char out[64])
+/* The value of `key=` in section `[section]` (as "DBOptions") of the
+ * newest OPTIONS file RocksDB wrote in dir; "" if not found. */
+static void rocks_option(const char *dir, const char *section, const char *key, char out[64])
 {
-	char path[600], line[512], section[128];
+	char path[600], line[512];
 	out[0] = 0;
 	DIR *d = opendir(dir);
 	unsigned long newest = 0;
@@ -1946,7 +1909,6 @@ static void table_option(const char *dir, const char *cf, const char *key, char 
 	if (d)
 		closedir(d);
 	snprintf(path, sizeof(path), "%s/OPTIONS-%06lu", dir, newest);
-	snprintf(section, sizeof(section), "[TableOptions/BlockBasedTable \"%s\"]", cf);
 	FILE *f = fopen(path, "r");
 	int in = 0;
 	size_t kl = strlen(key);
@@ -1954,12 +1916,20 @@ static void table_option(const char *dir, const char *cf, const char *key, char 
 		char *l = line + strspn(line, " ");
 		l[strcspn(l, "\n")] = 0;
 		if (l[0] == '[')
-			in = !strcmp(l, section);
+			in = !strncmp(l + 1, section, strlen(section)) && l[1 + strlen(section)] == ']';
 		else if (in && !strncmp(l, key, kl) && l[kl] == '=')
 			snprintf(out, 64, "%s", l + kl + 1);
 	}
 	if (f)
 		fclose(f);
+}
+
+/* The same of section `[TableOptions/BlockBasedTable "cf"]` */
+static void table_option(const char *dir, const char *cf, const char *key, char out[64])
+{
+	char section[128];
+	snprintf(section, sizeof(section), "TableOptions/BlockBasedTable \"%s\"", cf);
+	rocks_option(dir, section, key, out);
 }
 
 TEST(index_in_reader, "keeps the index and filter blocks of aliases, records, states, events and changes out of the block cache")
@@ -1975,6 +1945,17 @@ TEST(index_in_reader, "keeps the index and filter blocks of aliases, records, st
 	}
 	table_option(dir, "subj", "cache_index_and_filter_blocks", v);
 	CHECK_STR_EQ(v, "true");
+	rmdir_rf(dir);
+}
+
+TEST(read_ahead, "opens table files without the random-access advice, so that the kernel reads ahead of reads in order")
+{
+	char *dir = tmpdir();
+	store_t *st = open_store(dir);
+	store_close(st);
+	char v[64];
+	rocks_option(dir, "DBOptions", "advise_random_on_open", v);
+	CHECK_STR_EQ(v, "false");
 	rmdir_rf(dir);
 }
 
