@@ -1935,12 +1935,17 @@ int store_is_unlogged(store_t *st)
 	return __atomic_load_n(&st->unlogged, __ATOMIC_ACQUIRE);
 }
 
-/* The index families a commit of a store filled from empty reads only by
- * key (through bloom filters), and only for records it has written
- * before: `subj`, read by prefix scans, is not one of them. */
+/* The index families a commit of a store filled from empty reads only
+ * for records it has written before: all of them. `subj` is read by
+ * prefix scans, which no bloom filter spares a level-0 file, but only for
+ * a record whose events straddle two commits (some 0.3 a commit at the
+ * registry's shape), where its compactions at STORE_BULK_L0_INDEX files,
+ * each rewriting the whole family at its random keys, grew with the
+ * store: 1.1 us an event in a 4M catch-up, 1.9 at 10M
+ * (docs/performance.md, issue 17, session 36). */
 static int cf_fresh_waits(int cf)
 {
-	return cf_is_index(cf) && cf != STORE_CF_SUBJ;
+	return cf_is_index(cf);
 }
 
 /* Whether family cf's compactions wait like the write-only families'

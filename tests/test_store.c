@@ -3090,11 +3090,13 @@ static void bulk_load_in(enum store_bulk_mode mode, int fresh)
 		 * an import and in a node's first catch-up */
 		CHECK_INT_EQ(l0_files(st, STORE_CF_EVENTS), 40);
 		CHECK_INT_EQ(l0_files(st, STORE_CF_RECORDS), 40);
+		CHECK_INT_EQ(l0_files(st, STORE_CF_SUBJ), 40);
 	}
 	CHECK_INT_EQ(store_bulk_end(st, 1, &err), 0);
 	CHECK(l0_files(st, STORE_CF_EVENTS) < 4);
 	CHECK(l0_files(st, STORE_CF_ALIASES) < 4);
 	CHECK(l0_files(st, STORE_CF_STATES) < 4);
+	CHECK(l0_files(st, STORE_CF_SUBJ) < 4);
 	store_counts_t c;
 	store_counts_get(st, &c);
 	CHECK_INT_EQ(c.events, s.n + s2.n);
