@@ -1937,11 +1937,11 @@ int store_is_unlogged(store_t *st)
 
 /* The index families a commit of a store filled from empty reads only
  * for records it has written before: all of them. `subj` is read by
- * prefix scans, which no bloom filter spares a level-0 file, but only for
- * a record whose events straddle two commits (some 0.3 a commit at the
- * registry's shape), where its compactions at STORE_BULK_L0_INDEX files,
- * each rewriting the whole family at its random keys, grew with the
- * store: 1.1 us an event in a 4M catch-up, 1.9 at 10M
+ * prefix scans, which no bloom filter spares a level-0 file, but only
+ * for a record whose events straddle two commits (at the registry's
+ * shape, one record in about two commits). Its compactions at
+ * STORE_BULK_L0_INDEX files each rewrote the whole family (random keys)
+ * and grew with the store: 1.1 us an event in a 4M catch-up, 1.9 at 10M
  * (docs/performance.md, issue 17, session 36). */
 static int cf_fresh_waits(int cf)
 {
