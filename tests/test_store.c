@@ -3086,8 +3086,9 @@ static void bulk_load_in(enum store_bulk_mode mode, int fresh)
 	CHECK_INT_EQ(l0_files(st, STORE_CF_STATES), 40);
 	CHECK(l0_files(st, STORE_CF_ALIASES) > 16); /* one per record (16 of them), and 10 before */
 	if (fresh) {
-		/* filled from empty: the families read only by key wait too, in
-		 * an import and in a node's first catch-up */
+		/* filled from empty: the index families wait too, subj (read
+		 * by prefix scans) included, in an import and in a node's
+		 * first catch-up */
 		CHECK_INT_EQ(l0_files(st, STORE_CF_EVENTS), 40);
 		CHECK_INT_EQ(l0_files(st, STORE_CF_RECORDS), 40);
 		CHECK_INT_EQ(l0_files(st, STORE_CF_SUBJ), 40);
