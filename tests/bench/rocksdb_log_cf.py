@@ -2,7 +2,7 @@
 """Compaction cost per column family, from RocksDB's LOG (on demand, not in
 the suite; docs/performance.md, issue 17).
 
-    tests/bench/rocksdb_log_cf.py LOG [LOG.old.* ...]
+    tests/bench/rocksdb_log_cf.py [--until TIME] LOG [LOG.old.* ...]
 
 The store must have run with PITH_ROCKSDB_LOG=info, which makes RocksDB
 log each job: "[family] [JOB n] Compacting ..." names the family and
@@ -11,6 +11,10 @@ log each job: "[family] [JOB n] Compacting ..." names the family and
 Prints, per family: compaction jobs, their CPU seconds, the MB its flushes
 wrote, the MB its compactions wrote, and their ratio (the compactions'
 write amplification).
+--until TIME counts only the jobs that ended by TIME, as pithd's log writes
+it (2026-12-06T01:12:51.271Z: the "sync: caught up" line of a catch-up),
+so that what ran inside a catch-up's window is told from what its end put
+off (docs/performance.md, issue 17, session 36).
 """
 import json
 import re
@@ -20,7 +24,14 @@ FAM = re.compile(r"\[([^\]]+)\] \[JOB (\d+)\] (Compacting|Flushing memtable)")
 EV = re.compile(r"EVENT_LOG_v1 (\{.*\})")
 
 
-def main(paths):
+def stamp(text):
+    """A time as its digits (and the dot before its fraction), which sort
+    as the times do: RocksDB's 2026/12/06-01:12:51.271234 and pithd's
+    2026-12-06T01:12:51.271Z alike."""
+    return "".join(c for c in text if c.isdigit() or c == ".")
+
+
+def main(paths, until=None):
     job_cf = {}
     rows = {}
 
@@ -44,6 +55,8 @@ def main(paths):
                 cf, compacting = job_cf.get((path, e.get("job")), (None, False))
                 if cf is None:
                     continue
+                if until is not None and stamp(line.split(" ", 1)[0]) > until:
+                    continue
                 if e.get("event") == "compaction_finished":
                     r = row(cf)
                     r["jobs"] += 1
@@ -65,6 +78,11 @@ def main(paths):
 
 
 if __name__ == "__main__":
-    if len(sys.argv) < 2:
+    args = sys.argv[1:]
+    until = None
+    if args[:1] == ["--until"] and len(args) >= 2:
+        until = stamp(args[1])
+        args = args[2:]
+    if not args:
         sys.exit(__doc__.strip())
-    main(sys.argv[1:])
+    main(args, until)
