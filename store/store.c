@@ -1935,28 +1935,21 @@ int store_is_unlogged(store_t *st)
 	return __atomic_load_n(&st->unlogged, __ATOMIC_ACQUIRE);
 }
 
-/* The index families a commit of a store filled from empty reads only
- * for records it has written before: all of them. `subj` is read by
- * prefix scans, which no bloom filter spares a level-0 file, but only
- * for a record whose events straddle two commits (at the registry's
- * shape, one record in about two commits). Its compactions at
- * STORE_BULK_L0_INDEX files each rewrote the whole family (random keys)
- * and grew with the store: 1.1 us an event in a 4M catch-up, 1.9 at 10M
- * (docs/performance.md, issue 17, session 36). */
-static int cf_fresh_waits(int cf)
-{
-	return cf_is_index(cf);
-}
-
 /* Whether family cf's compactions wait like the write-only families'
- * (STORE_BULK_L0_WRITTEN files, the bulk level base) in bulk mode: those
- * read only by key do too while the store is being filled from empty
+ * (STORE_BULK_L0_WRITTEN files, the bulk level base) in bulk mode: every
+ * index family does too while the store is being filled from empty
  * (store_opts_t.fresh_records), in an import and a node's catch-up alike,
- * since a commit then reads nothing of a record it has not written. */
+ * since a commit then reads nothing of a record it has not written. That
+ * includes `subj`, read by prefix scans that no bloom filter spares a
+ * level-0 file, but only for a record whose events straddle two commits
+ * (at the registry's shape, one record in about two commits); its
+ * compactions at STORE_BULK_L0_INDEX files each rewrote the whole family
+ * (random keys) and grew with the store: 1.1 us an event in a 4M
+ * catch-up, 1.9 at 10M (docs/performance.md, issue 17, session 36). */
 static int l0_waits(const store_t *st, int cf)
 {
 	return cf_write_only(cf) ||
-	       (cf_fresh_waits(cf) && __atomic_load_n(&st->fresh_on, __ATOMIC_RELAXED));
+	       (cf_is_index(cf) && __atomic_load_n(&st->fresh_on, __ATOMIC_RELAXED));
 }
 
 /* Whether st->cf[cf] is a side family now (side.c). */
