@@ -2,14 +2,14 @@
  * authors and categories, plus the citation edges, fed from the store's
  * change log by search_refresh (on a thread of its own in pithd). */
 #define _GNU_SOURCE /* pthread_setname_np */
-#include "search.h"
+#include "search_int.h"
 
 #include <pthread.h>
-#include <sqlite3.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -17,7 +17,9 @@
 #include "log.h"
 #include "prio.h"
 
-#define SEARCH_SCHEMA 1      /* PRAGMA user_version; another: rebuilt */
+#define SEARCH_SCHEMA 2      /* PRAGMA user_version; another: rebuilt. 2: the "pith"
+			      * tokenizer (search_text.c: CJK, more folded letters);
+			      * 1 was unicode61 alone */
 #define REFRESH_BATCH 4096   /* records per transaction at most: a backlog (a catch-up,
 			      * a rebuild) in large ones, each FTS5 and b-tree page
 			      * written once per transaction, not once per 256
@@ -29,11 +31,22 @@
 #define SCAN_MIN 20000       /* records missing from the index before the first pass
 			      * (scan_wanted) pays off */
 
+/* Which file a connection opened: the index at the path may be replaced
+ * under a running process (deleted and rebuilt by hand, or by another
+ * program), and a connection would go on with the old one. */
+typedef struct file_id {
+	dev_t dev;
+	ino_t ino;
+} file_id_t;
+
 struct search {
-	sqlite3 *w, *r;      /* writer (refresh), reader (queries) */
+	sqlite3 *w, *r;      /* writer (refresh; NULL read-only), reader (queries:
+			      * opened read-only) */
+	search_tok_t *tok;   /* the reader's tokenizer, for the query parser */
+	file_id_t w_id, r_id;
 	pthread_mutex_t rmu; /* the reader: one query at a time (the loop and
 			      * pithd's render threads share it) */
-	store_t *st;
+	store_t *st;         /* NULL: read-only (search_open_ro) */
 	char path[4096];
 	_Atomic uint64_t seq;
 	uint64_t scan_min;          /* SCAN_MIN; search_set_scan_min (tests) */
@@ -86,15 +99,20 @@ static int64_t pragma_int(sqlite3 *db, const char *sql)
 	return v;
 }
 
-static const char schema_sql[] =
+static const char pragma_sql[] =
 	"PRAGMA journal_mode=WAL;"
 	"PRAGMA synchronous=NORMAL;"
-	"PRAGMA cache_size=-65536;" /* 64 MiB: the index pages a rebuild revisits */
+	"PRAGMA cache_size=-65536;"; /* 64 MiB: the index pages a rebuild revisits */
+
+/* A new index's tables, in one transaction; only ever run on an empty
+ * file (user_version 0), so that opening an index writes nothing to it */
+static const char schema_sql[] =
+	"BEGIN IMMEDIATE;"
 	"CREATE TABLE IF NOT EXISTS meta(k TEXT PRIMARY KEY, v INTEGER NOT NULL) WITHOUT ROWID;"
 	"INSERT OR IGNORE INTO meta VALUES('seq', 0);"
 	"CREATE TABLE IF NOT EXISTS rec(id INTEGER PRIMARY KEY, pith TEXT NOT NULL UNIQUE);"
 	"CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(title, authors, cats, primary_cat UNINDEXED,"
-	" submitted_at UNINDEXED, tokenize='unicode61 remove_diacritics 2');"
+	" submitted_at UNINDEXED, tokenize='" SEARCH_TOKENIZER " remove_diacritics 2');"
 	/* title words weigh most, then authors', then categories */
 	"INSERT INTO fts(fts, rank) VALUES('rank', 'bm25(10.0, 4.0, 2.0, 0.0, 0.0)');"
 	"CREATE TABLE IF NOT EXISTS cite(cited TEXT NOT NULL, citing TEXT NOT NULL,"
@@ -104,7 +122,9 @@ static const char schema_sql[] =
 	 * change it indexes up to and the last record it indexed */
 	"CREATE TABLE IF NOT EXISTS pass(k INTEGER PRIMARY KEY CHECK(k = 0),"
 	" to_seq INTEGER NOT NULL, after TEXT NOT NULL);"
-	"PRAGMA user_version=1;";
+	"PRAGMA user_version=2;"
+	"COMMIT;";
+_Static_assert(SEARCH_SCHEMA == 2, "schema_sql sets user_version");
 
 static void unlink_index(const char *path)
 {
@@ -116,10 +136,32 @@ static void unlink_index(const char *path)
 	unlink(p);
 }
 
-static int open_db(const char *path, sqlite3 **db, pith_err_t *err)
+static int file_id_of(const char *path, file_id_t *id)
+{
+	struct stat sb;
+	if (stat(path, &sb))
+		return -1;
+	id->dev = sb.st_dev;
+	id->ino = sb.st_ino;
+	return 0;
+}
+
+/* Whether the file at path is no longer the one id names (replaced,
+ * deleted). A stat per query or refresh: about a microsecond. */
+static int file_moved(const char *path, const file_id_t *id)
+{
+	file_id_t now;
+	return file_id_of(path, &now) || now.dev != id->dev || now.ino != id->ino;
+}
+
+/* Opens path (flags: SQLite's) with the tokenizer registered; *id gets
+ * the file opened. */
+static int open_db(const char *path, int flags, sqlite3 **db, file_id_t *id, pith_err_t *err)
 {
 	*db = NULL;
-	int rc = sqlite3_open_v2(path, db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL);
+	int rc = sqlite3_open_v2(path, db, flags, NULL);
+	if (rc == SQLITE_OK)
+		rc = search_tokenizer_register(*db);
 	if (rc != SQLITE_OK) {
 		db_fail(err, *db, path);
 		sqlite3_close(*db);
@@ -128,19 +170,27 @@ static int open_db(const char *path, sqlite3 **db, pith_err_t *err)
 	}
 	sqlite3_busy_timeout(*db, 5000);
 	sqlite3_extended_result_codes(*db, 1);
+	if (file_id_of(path, id))
+		memset(id, 0, sizeof(*id));
 	return 0;
 }
 
 /* The writer connection with the schema in place; an unreadable index or
- * one of another schema is deleted first. */
+ * one of another schema version (an older tokenizer's) is deleted first:
+ * the refresh that follows rebuilds it from the store, with no one's
+ * help. */
 static int open_writer(search_t *s, pith_err_t *err)
 {
 	for (int attempt = 0; attempt < 2; attempt++) {
-		if (open_db(s->path, &s->w, err))
+		if (open_db(s->path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, &s->w, &s->w_id,
+			    err))
 			return PITH_EIO;
 		int64_t v = pragma_int(s->w, "PRAGMA user_version");
-		if ((v == 0 || v == SEARCH_SCHEMA) && !exec(s->w, schema_sql, err))
+		if ((v == 0 || v == SEARCH_SCHEMA) && !exec(s->w, pragma_sql, err) &&
+		    (v == SEARCH_SCHEMA || !exec(s->w, schema_sql, err)))
 			return 0;
+		if (v == 0)
+			exec(s->w, "ROLLBACK", NULL);
 		log_warn("search index %s: %s; rebuilding it", s->path,
 			 v < 0 || v == 0 ? (err && err->msg[0] ? err->msg : "unreadable")
 				       : "another schema version");
@@ -151,6 +201,34 @@ static int open_writer(search_t *s, pith_err_t *err)
 	return pith_err_set(err, PITH_EIO, "search index %s: cannot create it", s->path);
 }
 
+/* The reader connection (read-only: only the writer writes the file) and
+ * its tokenizer; an open one is closed first. PITH_ENOTFOUND when there
+ * is no file, PITH_EIO when it is not an index of this schema. */
+static int open_reader(search_t *s, pith_err_t *err)
+{
+	search_tok_free(s->tok);
+	s->tok = NULL;
+	sqlite3_close(s->r);
+	s->r = NULL;
+	if (access(s->path, F_OK))
+		return pith_err_set(err, PITH_ENOTFOUND, "search index %s: no such file", s->path);
+	if (open_db(s->path, SQLITE_OPEN_READONLY, &s->r, &s->r_id, err))
+		return PITH_EIO;
+	int64_t v = pragma_int(s->r, "PRAGMA user_version");
+	int rc = 0;
+	if (v != SEARCH_SCHEMA)
+		rc = pith_err_set(err, PITH_EIO, "search index %s: %s", s->path,
+				  v < 0 ? sqlite3_errmsg(s->r) : v == 0 ? "empty, not built yet"
+				  : "another schema version (the writer rebuilds it)");
+	if (!rc)
+		rc = search_tok_open(s->r, &s->tok, err);
+	if (rc) {
+		sqlite3_close(s->r);
+		s->r = NULL;
+	}
+	return rc;
+}
+
 static int prepare(search_t *s, sqlite3_stmt **st, const char *sql, pith_err_t *err)
 {
 	if (sqlite3_prepare_v3(s->w, sql, -1, SQLITE_PREPARE_PERSISTENT, st, NULL) != SQLITE_OK)
@@ -158,20 +236,23 @@ static int prepare(search_t *s, sqlite3_stmt **st, const char *sql, pith_err_t *
 	return 0;
 }
 
-int search_open(const char *path, store_t *st, search_t **out, pith_err_t *err)
+static void writer_close(search_t *s)
 {
-	*out = NULL;
-	if (strlen(path) >= sizeof(((search_t *)0)->path))
-		return pith_err_set(err, PITH_EINVAL, "search index: path too long");
-	search_t *s = calloc(1, sizeof(*s));
-	if (!s)
-		return pith_err_set(err, PITH_ENOMEM, "out of memory");
-	snprintf(s->path, sizeof(s->path), "%s", path);
-	s->st = st;
-	s->scan_min = SCAN_MIN;
-	pthread_mutex_init(&s->mu, NULL);
-	pthread_mutex_init(&s->rmu, NULL);
-	pthread_cond_init(&s->cv, NULL);
+	sqlite3_stmt **sts[] = {&s->get_id, &s->ins_rec, &s->del_fts, &s->ins_fts, &s->del_cite,
+				&s->ins_cite, &s->set_seq, &s->get_pass, &s->set_pass, &s->del_pass,
+				&s->max_id};
+	for (size_t i = 0; i < sizeof(sts) / sizeof(sts[0]); i++) {
+		sqlite3_finalize(*sts[i]);
+		*sts[i] = NULL;
+	}
+	sqlite3_close(s->w);
+	s->w = NULL;
+}
+
+/* The writer with its statements, and the sequence it has indexed up to:
+ * a file of another store's (ahead of st's change log) is emptied. */
+static int writer_open(search_t *s, pith_err_t *err)
+{
 	int rc = open_writer(s, err);
 	if (!rc)
 		rc = prepare(s, &s->get_id, "SELECT id FROM rec WHERE pith=?1", err) ||
@@ -188,19 +269,79 @@ int search_open(const char *path, store_t *st, search_t **out, pith_err_t *err)
 		     prepare(s, &s->max_id, "SELECT coalesce(max(id), 0) FROM rec", err) ? PITH_EIO : 0;
 	if (!rc) {
 		int64_t seq = pragma_int(s->w, "SELECT v FROM meta WHERE k='seq'");
-		uint64_t last = store_changes_last(st);
+		uint64_t last = store_changes_last(s->st);
 		if (seq < 0 || (uint64_t)seq > last) {
 			/* ahead of this store's log: built from another store */
 			log_warn("search index %s: at change %lld, the store at %llu: rebuilding it",
-				 path, (long long)seq, (unsigned long long)last);
+				 s->path, (long long)seq, (unsigned long long)last);
 			rc = exec(s->w, "BEGIN; DELETE FROM rec; DELETE FROM fts; DELETE FROM cite;"
 					"DELETE FROM pass; UPDATE meta SET v=0 WHERE k='seq'; COMMIT;", err);
 			seq = 0;
 		}
 		atomic_store(&s->seq, (uint64_t)seq);
 	}
-	if (!rc && open_db(path, &s->r, err))
-		rc = PITH_EIO;
+	if (rc)
+		writer_close(s);
+	return rc;
+}
+
+/* The index file was replaced or deleted under the writer (by hand, or
+ * by a program that should not have): the writer follows the path, so
+ * that what it indexes is what the readers, which follow it too, see. A
+ * new file is rebuilt from the store by the refresh. */
+static int writer_follow(search_t *s, pith_err_t *err)
+{
+	if (!file_moved(s->path, &s->w_id))
+		return 0;
+	log_warn("search index %s: the file changed under this process; reopening it", s->path);
+	writer_close(s);
+	return writer_open(s, err);
+}
+
+static search_t *search_new(const char *path, store_t *st, pith_err_t *err)
+{
+	if (strlen(path) >= sizeof(((search_t *)0)->path)) {
+		pith_err_set(err, PITH_EINVAL, "search index: path too long");
+		return NULL;
+	}
+	search_t *s = calloc(1, sizeof(*s));
+	if (!s) {
+		pith_err_set(err, PITH_ENOMEM, "out of memory");
+		return NULL;
+	}
+	snprintf(s->path, sizeof(s->path), "%s", path);
+	s->st = st;
+	s->scan_min = SCAN_MIN;
+	pthread_mutex_init(&s->mu, NULL);
+	pthread_mutex_init(&s->rmu, NULL);
+	pthread_cond_init(&s->cv, NULL);
+	return s;
+}
+
+int search_open(const char *path, store_t *st, search_t **out, pith_err_t *err)
+{
+	*out = NULL;
+	search_t *s = search_new(path, st, err);
+	if (!s)
+		return err ? err->code : PITH_ENOMEM;
+	int rc = writer_open(s, err);
+	if (!rc)
+		rc = open_reader(s, err);
+	if (rc) {
+		search_free(s);
+		return rc;
+	}
+	*out = s;
+	return 0;
+}
+
+int search_open_ro(const char *path, search_t **out, pith_err_t *err)
+{
+	*out = NULL;
+	search_t *s = search_new(path, NULL, err);
+	if (!s)
+		return err ? err->code : PITH_ENOMEM;
+	int rc = open_reader(s, err);
 	if (rc) {
 		search_free(s);
 		return rc;
@@ -221,13 +362,9 @@ void search_free_(search_t *s)
 		pthread_mutex_unlock(&s->mu);
 		pthread_join(s->thread, NULL);
 	}
-	sqlite3_stmt *sts[] = {s->get_id, s->ins_rec, s->del_fts, s->ins_fts, s->del_cite,
-			       s->ins_cite, s->set_seq, s->get_pass, s->set_pass, s->del_pass,
-			       s->max_id};
-	for (size_t i = 0; i < sizeof(sts) / sizeof(sts[0]); i++)
-		sqlite3_finalize(sts[i]);
+	writer_close(s);
+	search_tok_free(s->tok);
 	sqlite3_close(s->r);
-	sqlite3_close(s->w);
 	pthread_mutex_destroy(&s->mu);
 	pthread_mutex_destroy(&s->rmu);
 	pthread_cond_destroy(&s->cv);
@@ -236,7 +373,12 @@ void search_free_(search_t *s)
 
 uint64_t search_seq(search_t *s)
 {
-	return atomic_load(&s->seq);
+	if (s->st)
+		return atomic_load(&s->seq);
+	pthread_mutex_lock(&s->rmu);
+	int64_t v = s->r ? pragma_int(s->r, "SELECT v FROM meta WHERE k='seq'") : -1;
+	pthread_mutex_unlock(&s->rmu);
+	return v > 0 ? (uint64_t)v : 0;
 }
 
 /* ---- indexing one record ----------------------------------------------------------- */
@@ -544,7 +686,13 @@ static int pass_run(search_t *s, uint64_t *indexed, pith_err_t *err)
 static int refresh_run(search_t *s, uint64_t *indexed, pith_err_t *err)
 {
 	uint64_t done = 0;
-	int rc = pass_run(s, &done, err);
+	if (indexed)
+		*indexed = 0;
+	if (!s->st)
+		return pith_err_set(err, PITH_ENOTSUP, "search index %s: opened read-only", s->path);
+	int rc = s->w ? writer_follow(s, err) : writer_open(s, err);
+	if (!rc)
+		rc = pass_run(s, &done, err);
 	if (!rc)
 		rc = log_run(s, &done, err);
 	if (indexed)
@@ -586,7 +734,9 @@ static void *feeder(void *arg)
 		pthread_mutex_unlock(&s->mu);
 		if (stop)
 			break;
-		if (atomic_load(&s->held) || store_changes_last(s->st) == atomic_load(&s->seq))
+		if (atomic_load(&s->held) ||
+		    (store_changes_last(s->st) == atomic_load(&s->seq) && s->w &&
+		     !file_moved(s->path, &s->w_id)))
 			continue;
 		pith_err_t err = {0};
 		uint64_t n = 0;
@@ -652,75 +802,6 @@ void search_kick(search_t *s)
 
 /* ---- queries ------------------------------------------------------------------------ */
 
-/* Whether a word holds something to match: a letter or digit (any
- * non-ASCII byte may be one). */
-static int has_token(const char *p, size_t n)
-{
-	for (size_t i = 0; i < n; i++) {
-		unsigned char ch = (unsigned char)p[i];
-		if (ch >= 0x80 || (ch >= '0' && ch <= '9') || ((ch | 0x20) >= 'a' && (ch | 0x20) <= 'z'))
-			return 1;
-	}
-	return 0;
-}
-
-/* The FTS5 expression of a query: every word a quoted string (a double
- * quote inside doubled), so that nothing in q is FTS5 syntax; a cat: or
- * author: word limited to its column; words joined by AND. */
-static int build_match(const char *q, pith_buf_t *out, pith_err_t *err)
-{
-	size_t qn = strlen(q);
-	if (qn > SEARCH_QUERY_MAX)
-		return pith_err_set(err, PITH_ETOOBIG, "the query is longer than %d bytes",
-				    SEARCH_QUERY_MAX);
-	size_t terms = 0;
-	const char *p = q, *end = q + qn;
-	while (p < end) {
-		while (p < end && (unsigned char)*p <= ' ')
-			p++;
-		const char *w = p;
-		while (p < end && (unsigned char)*p > ' ')
-			p++;
-		size_t n = (size_t)(p - w);
-		if (!n)
-			continue;
-		const char *col = NULL;
-		static const struct {
-			const char *prefix, *col;
-		} cols[] = {{"cat:", "cats"}, {"category:", "cats"}, {"author:", "authors"},
-			    {"title:", "title"}};
-		for (size_t i = 0; i < sizeof(cols) / sizeof(cols[0]); i++) {
-			size_t pl = strlen(cols[i].prefix);
-			if (n > pl && !strncasecmp(w, cols[i].prefix, pl)) {
-				col = cols[i].col;
-				w += pl;
-				n -= pl;
-				break;
-			}
-		}
-		if (!has_token(w, n))
-			continue;
-		if (++terms > SEARCH_TERMS_MAX)
-			return pith_err_set(err, PITH_ETOOBIG, "more than %d words in the query",
-					    SEARCH_TERMS_MAX);
-		if (out->len)
-			pith_buf_puts(out, " AND ");
-		if (col)
-			pith_buf_printf(out, "%s : ", col);
-		pith_buf_putc(out, '"');
-		for (size_t i = 0; i < n; i++) {
-			if (w[i] == '"')
-				pith_buf_putc(out, '"');
-			pith_buf_putc(out, (uint8_t)w[i]);
-		}
-		pith_buf_putc(out, '"');
-	}
-	if (!terms)
-		return pith_err_set(err, PITH_EINVAL, "no word to search for");
-	pith_buf_putc(out, 0);
-	return out->oom ? pith_err_set(err, PITH_ENOMEM, "out of memory") : 0;
-}
-
 static int past_deadline(void *arg)
 {
 	return mono_us() > *(const int64_t *)arg;
@@ -736,8 +817,10 @@ static void hit_of(sqlite3_stmt *st, search_hit_t *h)
 	h->submitted_at = (const char *)sqlite3_column_text(st, 5);
 }
 
+/* handed: how many hits fn was given (an index that failed before any
+ * may be retried). */
 static int query_locked(search_t *s, const char *q, size_t limit, size_t offset,
-			search_hit_fn fn, void *arg, int *more, pith_err_t *err)
+			search_hit_fn fn, void *arg, int *more, size_t *handed, pith_err_t *err)
 {
 	pith_buf_t m = PITH_BUF_INIT;
 	sqlite3_stmt *st = NULL;
@@ -751,7 +834,7 @@ static int query_locked(search_t *s, const char *q, size_t limit, size_t offset,
 	if (offset > SEARCH_OFFSET_MAX || offset + limit > SEARCH_OFFSET_MAX)
 		return pith_err_set(err, PITH_ETOOBIG, "offset + limit over %d: narrow the query",
 				    SEARCH_OFFSET_MAX);
-	if ((rc = build_match(q, &m, err)))
+	if ((rc = search_match_build(s->tok, q, &m, err)))
 		goto out;
 	/* ranked first; a word so common that ranking every match would run
 	 * past the ranked budget (a category over the whole store) is
@@ -790,6 +873,7 @@ static int query_locked(search_t *s, const char *q, size_t limit, size_t offset,
 			search_hit_t h;
 			hit_of(st, &h);
 			h.score = sqlite3_column_double(st, 6);
+			++*handed;
 			if (fn(arg, &h))
 				break;
 		}
@@ -809,11 +893,37 @@ out:
 	return rc;
 }
 
+/* The reader, on the file now at the path: reopened when the file was
+ * replaced or deleted under it, or when it failed (again: the last
+ * query failed in the index, not in its words). Under rmu. */
+static int reader_follow(search_t *s, int again, pith_err_t *err)
+{
+	if (s->r && !again && !file_moved(s->path, &s->r_id))
+		return 0;
+	if (s->r)
+		log_warn("search index %s: %s; reopening it", s->path,
+			 again ? "a query failed" : "the file changed under this process");
+	int rc = open_reader(s, err);
+	/* no index at the path yet: the writer is building one */
+	if (rc == PITH_ENOTFOUND || (rc && s->st))
+		rc = pith_err_set(err, PITH_ENOTSUP, "the search index is being rebuilt: try again "
+				  "in a moment");
+	return rc;
+}
+
 int search_query(search_t *s, const char *q, size_t limit, size_t offset, search_hit_fn fn,
 		 void *arg, int *more, pith_err_t *err)
 {
 	pthread_mutex_lock(&s->rmu);
-	int rc = query_locked(s, q, limit, offset, fn, arg, more, err);
+	size_t handed = 0;
+	int rc = reader_follow(s, 0, err);
+	if (!rc)
+		rc = query_locked(s, q, limit, offset, fn, arg, more, &handed, err);
+	/* an index failure before any hit: once more on a fresh connection
+	 * (the file may have been rewritten under this one) */
+	if (rc == PITH_EIO && !handed && !strstr(err ? err->msg : "", "took longer") &&
+	    !reader_follow(s, 1, err))
+		rc = query_locked(s, q, limit, offset, fn, arg, more, &handed, err);
 	pthread_mutex_unlock(&s->rmu);
 	return rc;
 }
@@ -859,7 +969,9 @@ int search_cited_by(search_t *s, const char *pith, size_t limit, search_hit_fn f
 		    size_t *total, pith_err_t *err)
 {
 	pthread_mutex_lock(&s->rmu);
-	int rc = cited_by_locked(s, pith, limit, fn, arg, total, err);
+	int rc = reader_follow(s, 0, err);
+	if (!rc)
+		rc = cited_by_locked(s, pith, limit, fn, arg, total, err);
 	pthread_mutex_unlock(&s->rmu);
 	return rc;
 }
