@@ -31,48 +31,14 @@
 #define SCAN_MIN 20000       /* records missing from the index before the first pass
 			      * (scan_wanted) pays off */
 
-/* Which file a connection opened: the index at the path may be replaced
- * under a running process (deleted and rebuilt by hand, or by another
- * program), and a connection would go on with the old one. */
-typedef struct file_id {
-	dev_t dev;
-	ino_t ino;
-} file_id_t;
-
-struct search {
-	sqlite3 *w, *r;      /* writer (refresh; NULL read-only), reader (queries:
-			      * opened read-only) */
-	search_tok_t *tok;   /* the reader's tokenizer, for the query parser */
-	file_id_t w_id, r_id;
-	pthread_mutex_t rmu; /* the reader: one query at a time (the loop and
-			      * pithd's render threads share it) */
-	store_t *st;         /* NULL: read-only (search_open_ro) */
-	char path[4096];
-	_Atomic uint64_t seq;
-	uint64_t scan_min;          /* SCAN_MIN; search_set_scan_min (tests) */
-	_Atomic uint64_t pass_done; /* records indexed by the pass running, 0: none */
-	atomic_int held;            /* search_hold: no refresh while set */
-	/* writer statements */
-	sqlite3_stmt *get_id, *ins_rec, *del_fts, *ins_fts, *del_cite, *ins_cite, *set_seq,
-		*get_pass, *set_pass, *del_pass, *max_id;
-	/* the feeder thread */
-	pthread_t thread;
-	int started;
-	pthread_mutex_t mu;
-	pthread_cond_t cv;
-	int stop, kicked, poll_ms, nice;
-	atomic_int stopping;
-	atomic_int kick_pending; /* a kick not yet taken: later ones need no lock */
-};
-
-static int64_t mono_us(void)
+int64_t search_mono_us(void)
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
-static int db_fail(pith_err_t *err, sqlite3 *db, const char *what)
+int search_db_fail(pith_err_t *err, sqlite3 *db, const char *what)
 {
 	return pith_err_set(err, PITH_EIO, "search index: %s: %s", what,
 			    db ? sqlite3_errmsg(db) : "cannot allocate");
@@ -146,9 +112,7 @@ static int file_id_of(const char *path, file_id_t *id)
 	return 0;
 }
 
-/* Whether the file at path is no longer the one id names (replaced,
- * deleted). A stat per query or refresh: about a microsecond. */
-static int file_moved(const char *path, const file_id_t *id)
+int search_file_moved(const char *path, const file_id_t *id)
 {
 	file_id_t now;
 	return file_id_of(path, &now) || now.dev != id->dev || now.ino != id->ino;
@@ -163,7 +127,7 @@ static int open_db(const char *path, int flags, sqlite3 **db, file_id_t *id, pit
 	if (rc == SQLITE_OK)
 		rc = search_tokenizer_register(*db);
 	if (rc != SQLITE_OK) {
-		db_fail(err, *db, path);
+		search_db_fail(err, *db, path);
 		sqlite3_close(*db);
 		*db = NULL;
 		return PITH_EIO;
@@ -201,10 +165,7 @@ static int open_writer(search_t *s, pith_err_t *err)
 	return pith_err_set(err, PITH_EIO, "search index %s: cannot create it", s->path);
 }
 
-/* The reader connection (read-only: only the writer writes the file) and
- * its tokenizer; an open one is closed first. PITH_ENOTFOUND when there
- * is no file, PITH_EIO when it is not an index of this schema. */
-static int open_reader(search_t *s, pith_err_t *err)
+int search_reader_open(search_t *s, pith_err_t *err)
 {
 	search_tok_free(s->tok);
 	s->tok = NULL;
@@ -232,7 +193,7 @@ static int open_reader(search_t *s, pith_err_t *err)
 static int prepare(search_t *s, sqlite3_stmt **st, const char *sql, pith_err_t *err)
 {
 	if (sqlite3_prepare_v3(s->w, sql, -1, SQLITE_PREPARE_PERSISTENT, st, NULL) != SQLITE_OK)
-		return db_fail(err, s->w, "prepare");
+		return search_db_fail(err, s->w, "prepare");
 	return 0;
 }
 
@@ -291,7 +252,7 @@ static int writer_open(search_t *s, pith_err_t *err)
  * new file is rebuilt from the store by the refresh. */
 static int writer_follow(search_t *s, pith_err_t *err)
 {
-	if (!file_moved(s->path, &s->w_id))
+	if (!search_file_moved(s->path, &s->w_id))
 		return 0;
 	log_warn("search index %s: the file changed under this process; reopening it", s->path);
 	writer_close(s);
@@ -326,7 +287,7 @@ int search_open(const char *path, store_t *st, search_t **out, pith_err_t *err)
 		return err ? err->code : PITH_ENOMEM;
 	int rc = writer_open(s, err);
 	if (!rc)
-		rc = open_reader(s, err);
+		rc = search_reader_open(s, err);
 	if (rc) {
 		search_free(s);
 		return rc;
@@ -341,7 +302,7 @@ int search_open_ro(const char *path, search_t **out, pith_err_t *err)
 	search_t *s = search_new(path, NULL, err);
 	if (!s)
 		return err ? err->code : PITH_ENOMEM;
-	int rc = open_reader(s, err);
+	int rc = search_reader_open(s, err);
 	if (rc) {
 		search_free(s);
 		return rc;
@@ -408,7 +369,7 @@ static int step_done(search_t *s, sqlite3_stmt *st, pith_err_t *err)
 	int rc = sqlite3_step(st);
 	sqlite3_reset(st);
 	sqlite3_clear_bindings(st);
-	return rc == SQLITE_DONE || rc == SQLITE_ROW ? 0 : db_fail(err, s->w, "write");
+	return rc == SQLITE_DONE || rc == SQLITE_ROW ? 0 : search_db_fail(err, s->w, "write");
 }
 
 /* The full number a citation's target names, when it names a record:
@@ -736,20 +697,20 @@ static void *feeder(void *arg)
 			break;
 		if (atomic_load(&s->held) ||
 		    (store_changes_last(s->st) == atomic_load(&s->seq) && s->w &&
-		     !file_moved(s->path, &s->w_id)))
+		     !search_file_moved(s->path, &s->w_id)))
 			continue;
 		pith_err_t err = {0};
 		uint64_t n = 0;
-		int64_t t0 = mono_us();
+		int64_t t0 = search_mono_us();
 		if (refresh_run(s, &n, &err)) {
 			if (!failed_us)
 				log_warn("%s (retrying every 5 s)", err.msg);
-			failed_us = mono_us();
+			failed_us = search_mono_us();
 		} else {
 			failed_us = 0;
 			if (n >= 1000)
 				log_info("search index: %llu records indexed in %.1f s",
-					 (unsigned long long)n, (double)(mono_us() - t0) / 1e6);
+					 (unsigned long long)n, (double)(search_mono_us() - t0) / 1e6);
 		}
 	}
 	return NULL;
@@ -798,201 +759,4 @@ void search_kick(search_t *s)
 	s->kicked = 1;
 	pthread_cond_signal(&s->cv);
 	pthread_mutex_unlock(&s->mu);
-}
-
-/* ---- queries ------------------------------------------------------------------------ */
-
-static int past_deadline(void *arg)
-{
-	return mono_us() > *(const int64_t *)arg;
-}
-
-static void hit_of(sqlite3_stmt *st, search_hit_t *h)
-{
-	snprintf(h->pith, sizeof(h->pith), "%s", (const char *)sqlite3_column_text(st, 0));
-	h->title = (const char *)sqlite3_column_text(st, 1);
-	h->authors = (const char *)sqlite3_column_text(st, 2);
-	h->primary_cat = (const char *)sqlite3_column_text(st, 3);
-	h->cats = (const char *)sqlite3_column_text(st, 4);
-	h->submitted_at = (const char *)sqlite3_column_text(st, 5);
-}
-
-/* handed: how many hits fn was given (an index that failed before any
- * may be retried). */
-static int query_locked(search_t *s, const char *q, size_t limit, size_t offset,
-			search_hit_fn fn, void *arg, int *more, size_t *handed, pith_err_t *err)
-{
-	pith_buf_t m = PITH_BUF_INIT;
-	sqlite3_stmt *st = NULL;
-	int rc;
-	if (more)
-		*more = 0;
-	if (limit > SEARCH_LIMIT_MAX)
-		limit = SEARCH_LIMIT_MAX;
-	if (!limit)
-		limit = 1;
-	if (offset > SEARCH_OFFSET_MAX || offset + limit > SEARCH_OFFSET_MAX)
-		return pith_err_set(err, PITH_ETOOBIG, "offset + limit over %d: narrow the query",
-				    SEARCH_OFFSET_MAX);
-	if ((rc = search_match_build(s->tok, q, &m, err)))
-		goto out;
-	/* ranked first; a word so common that ranking every match would run
-	 * past the ranked budget (a category over the whole store) is
-	 * answered unranked: the matches in index order, newest first, which
-	 * stop at the limit (score 0) */
-	int64_t start = mono_us();
-	for (int ranked = 1; ranked >= 0; ranked--) {
-		const char *sql = ranked
-			? "SELECT r.pith, f.title, f.authors, f.primary_cat, f.cats, f.submitted_at,"
-			  " f.rank FROM fts f JOIN rec r ON r.id = f.rowid WHERE fts MATCH ?1"
-			  " ORDER BY f.rank LIMIT ?2 OFFSET ?3"
-			: "SELECT r.pith, f.title, f.authors, f.primary_cat, f.cats, f.submitted_at,"
-			  " 0 FROM fts f JOIN rec r ON r.id = f.rowid WHERE fts MATCH ?1"
-			  " ORDER BY f.rowid DESC LIMIT ?2 OFFSET ?3";
-		sqlite3_finalize(st);
-		st = NULL;
-		if (sqlite3_prepare_v2(s->r, sql, -1, &st, NULL) != SQLITE_OK) {
-			rc = db_fail(err, s->r, "query");
-			goto out;
-		}
-		sqlite3_bind_text(st, 1, (const char *)m.data, -1, SQLITE_STATIC);
-		sqlite3_bind_int64(st, 2, (int64_t)limit + 1);
-		sqlite3_bind_int64(st, 3, (int64_t)offset);
-		int64_t deadline = start + (ranked ? SEARCH_RANKED_MS : SEARCH_BUDGET_MS) * 1000;
-		sqlite3_progress_handler(s->r, 1000, past_deadline, &deadline);
-		size_t n = 0;
-		int step;
-		/* rows are handed out only once the ranked query is done: an
-		 * interrupted one must not have called fn */
-		while ((step = sqlite3_step(st)) == SQLITE_ROW) {
-			if (n++ == limit) {
-				if (more)
-					*more = 1;
-				break;
-			}
-			search_hit_t h;
-			hit_of(st, &h);
-			h.score = sqlite3_column_double(st, 6);
-			++*handed;
-			if (fn(arg, &h))
-				break;
-		}
-		sqlite3_progress_handler(s->r, 0, NULL, NULL);
-		if (step == SQLITE_INTERRUPT && ranked && !n)
-			continue;
-		if (step == SQLITE_INTERRUPT)
-			rc = pith_err_set(err, PITH_EIO, "the query took longer than %d ms: add words "
-					  "to narrow it", SEARCH_BUDGET_MS);
-		else if (step != SQLITE_ROW && step != SQLITE_DONE)
-			rc = db_fail(err, s->r, "query");
-		break;
-	}
-out:
-	sqlite3_finalize(st);
-	pith_buf_release(&m);
-	return rc;
-}
-
-/* The reader, on the file now at the path: reopened when the file was
- * replaced or deleted under it, or when it failed (again: the last
- * query failed in the index, not in its words). Under rmu. */
-static int reader_follow(search_t *s, int again, pith_err_t *err)
-{
-	if (s->r && !again && !file_moved(s->path, &s->r_id))
-		return 0;
-	if (s->r)
-		log_warn("search index %s: %s; reopening it", s->path,
-			 again ? "a query failed" : "the file changed under this process");
-	int rc = open_reader(s, err);
-	/* no index at the path yet: the writer is building one */
-	if (rc == PITH_ENOTFOUND || (rc && s->st))
-		rc = pith_err_set(err, PITH_ENOTSUP, "the search index is being rebuilt: try again "
-				  "in a moment");
-	return rc;
-}
-
-int search_query(search_t *s, const char *q, size_t limit, size_t offset, search_hit_fn fn,
-		 void *arg, int *more, pith_err_t *err)
-{
-	pthread_mutex_lock(&s->rmu);
-	size_t handed = 0;
-	int rc = reader_follow(s, 0, err);
-	if (!rc)
-		rc = query_locked(s, q, limit, offset, fn, arg, more, &handed, err);
-	/* an index failure before any hit: once more on a fresh connection
-	 * (the file may have been rewritten under this one) */
-	if (rc == PITH_EIO && !handed && !strstr(err ? err->msg : "", "took longer") &&
-	    !reader_follow(s, 1, err))
-		rc = query_locked(s, q, limit, offset, fn, arg, more, &handed, err);
-	pthread_mutex_unlock(&s->rmu);
-	return rc;
-}
-
-static int cited_by_locked(search_t *s, const char *pith, size_t limit, search_hit_fn fn,
-			   void *arg, size_t *total, pith_err_t *err)
-{
-	sqlite3_stmt *st = NULL;
-	int rc = 0, step;
-	if (total) {
-		*total = 0;
-		if (sqlite3_prepare_v2(s->r, "SELECT count(*) FROM cite WHERE cited=?1", -1, &st,
-				       NULL) != SQLITE_OK)
-			return db_fail(err, s->r, "query");
-		sqlite3_bind_text(st, 1, pith, -1, SQLITE_STATIC);
-		if (sqlite3_step(st) == SQLITE_ROW)
-			*total = (size_t)sqlite3_column_int64(st, 0);
-		sqlite3_finalize(st);
-		st = NULL;
-	}
-	if (sqlite3_prepare_v2(s->r,
-			       "SELECT c.citing, f.title, f.authors, f.primary_cat, f.cats, f.submitted_at"
-			       " FROM cite c LEFT JOIN rec r ON r.pith = c.citing"
-			       " LEFT JOIN fts f ON f.rowid = r.id WHERE c.cited=?1"
-			       " ORDER BY c.citing LIMIT ?2", -1, &st, NULL) != SQLITE_OK)
-		return db_fail(err, s->r, "query");
-	sqlite3_bind_text(st, 1, pith, -1, SQLITE_STATIC);
-	sqlite3_bind_int64(st, 2, (int64_t)limit);
-	while ((step = sqlite3_step(st)) == SQLITE_ROW) {
-		search_hit_t h;
-		hit_of(st, &h);
-		h.score = 0;
-		if (fn(arg, &h))
-			break;
-	}
-	if (step != SQLITE_ROW && step != SQLITE_DONE)
-		rc = db_fail(err, s->r, "query");
-	sqlite3_finalize(st);
-	return rc;
-}
-
-int search_cited_by(search_t *s, const char *pith, size_t limit, search_hit_fn fn, void *arg,
-		    size_t *total, pith_err_t *err)
-{
-	pthread_mutex_lock(&s->rmu);
-	int rc = reader_follow(s, 0, err);
-	if (!rc)
-		rc = cited_by_locked(s, pith, limit, fn, arg, total, err);
-	pthread_mutex_unlock(&s->rmu);
-	return rc;
-}
-
-static void json_member(pith_buf_t *out, const char *key, const char *v)
-{
-	pith_buf_printf(out, ",\"%s\":", key);
-	if (v)
-		json_write_string(out, v, strlen(v));
-	else
-		pith_buf_puts(out, "null");
-}
-
-void search_hit_json(const search_hit_t *hit, pith_buf_t *out)
-{
-	pith_buf_printf(out, "{\"pith_number\":\"%s\",\"short_pith_number\":\"pith:%.8s\"",
-			hit->pith, hit->pith + PITH_NUMBER_LEN - PITH_BODY_LEN);
-	json_member(out, "title", hit->title);
-	json_member(out, "authors", hit->authors);
-	json_member(out, "primary_cat", hit->primary_cat);
-	json_member(out, "categories", hit->cats);
-	json_member(out, "submitted_at", hit->submitted_at);
-	pith_buf_printf(out, ",\"score\":%lld}", (long long)(hit->score * 1e6));
 }
