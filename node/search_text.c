@@ -109,12 +109,19 @@ typedef struct split {
 static int split_token(void *arg, int tflags, const char *tok, int ntok, int start, int end)
 {
 	split_t *sp = arg;
-	char *buf = (size_t)ntok <= sizeof(sp->small) ? sp->small : malloc((size_t)ntok);
-	int rc = SQLITE_OK;
-	size_t o = 0;
+	int i = 0;
+	while (i < ntok && (unsigned char)tok[i] < 0x80)
+		i++;
+	if (i >= ntok) /* ASCII, most tokens: as unicode61 made it */
+		return sp->emit(sp->ctx, tflags, tok, ntok, start, end);
+	size_t cap = (size_t)(unsigned)ntok;
+	char *buf = cap <= sizeof(sp->small) ? sp->small : malloc(cap);
 	if (!buf)
 		return SQLITE_NOMEM;
-	for (int i = 0; i < ntok && rc == SQLITE_OK;) {
+	int rc = SQLITE_OK;
+	size_t o = (size_t)i;
+	memcpy(buf, tok, o); /* the ASCII before the first other byte */
+	while (i < ntok && rc == SQLITE_OK) {
 		uint32_t cp;
 		size_t l = pith_utf8_char(tok + i, (size_t)(ntok - i), &cp);
 		if (!l) { /* unicode61 hands out UTF-8; be safe all the same */
