@@ -208,7 +208,7 @@ static void search_refused(http_ctx_t *c, const sargs_t *a)
 	pith_buf_puts(b, "<h1>Search</h1>\n");
 	html_search_box(b, c->h->base_url, a->q && a->q_text ? a->q : NULL);
 	pith_buf_puts(b, "<p role=\"alert\"><strong>Not searched:</strong> ");
-	html_text(b, msg);
+	html_text(b, strncmp(msg, "q: ", 3) ? msg : msg + 3); /* the box is q */
 	pith_buf_puts(b, "</p>\n<p class=\"muted\">A query is words of a title or of an author's "
 			 "name, in any script (at most 256 bytes and 12 words); punctuation and "
 			 "search syntax are taken as plain text.</p>\n");
