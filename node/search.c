@@ -256,6 +256,10 @@ static int writer_follow(search_t *s, pith_err_t *err)
 		return 0;
 	log_warn("search index %s: the file changed under this process; reopening it", s->path);
 	writer_close(s);
+	/* moved or deleted without its -wal and -shm: a new file beside
+	 * them would take the old one's log for its own */
+	if (access(s->path, F_OK))
+		unlink_index(s->path);
 	return writer_open(s, err);
 }
 
