@@ -426,12 +426,16 @@ static void handle(http_t *h, struct evhttp_request *req, int64_t t0_us, http_wa
 	char id[256];
 	/* after a protocol error the rest of the stream cannot be trusted:
 	 * these replies close the connection */
-	if (header_bytes(req, ulen) > h->o.max_header_bytes) {
+	/* a target too long says so (a pasted 10 KB query), before the
+	 * headers it counts towards */
+	int rc = ulen > HTTP_TARGET_MAX ? HTTP_TARGET_TOO_LONG : HTTP_TARGET_OK;
+	if (rc == HTTP_TARGET_OK && header_bytes(req, ulen) > h->o.max_header_bytes) {
 		http_error(&c, 431, "request headers over %zu bytes", h->o.max_header_bytes);
 		c.r.close = 1;
 		goto send;
 	}
-	int rc = http_target_parse(uri, ulen, c.t, &why);
+	if (rc == HTTP_TARGET_OK)
+		rc = http_target_parse(uri, ulen, c.t, &why);
 	if (rc == HTTP_TARGET_TOO_LONG) {
 		http_error(&c, 414, "request target over %d bytes", HTTP_TARGET_MAX);
 		c.r.close = 1;
@@ -447,6 +451,15 @@ static void handle(http_t *h, struct evhttp_request *req, int64_t t0_us, http_wa
 	if (c.t->enc_slash & ~(id_seg >= 0 ? 1u << id_seg : 0u)) {
 		/* only an identifier may hold one (a pasted URL or DOI) */
 		http_error(&c, 400, "malformed request target: an encoded slash");
+		c.route = ROUTE_OTHER;
+		c.r.close = 1;
+		goto send;
+	}
+	if (c.t->bad_why && c.route != ROUTE_SEARCH && c.route != ROUTE_SEARCH_API) {
+		/* a query value that is not text: only the search views take
+		 * one, to say why in their own page (http_uri.c) */
+		http_error(&c, 400, "malformed request target: %s in %s=", c.t->bad_why,
+			   c.t->bad_key);
 		c.route = ROUTE_OTHER;
 		c.r.close = 1;
 		goto send;

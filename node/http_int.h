@@ -47,6 +47,11 @@ typedef struct http_target {
 		const char *key, *val;
 	} q[HTTP_QUERY_MAX];
 	size_t nq;
+	/* the first query value that is not text (invalid UTF-8, a control
+	 * character, NUL): its key and why, else NULL. Only the search views
+	 * read such a value (to say why in their page); http.c answers 400
+	 * for it on every other route */
+	const char *bad_key, *bad_why;
 	/* decoding never grows text; every piece adds at most two NULs */
 	char buf[2 * HTTP_TARGET_MAX + 8];
 } http_target_t;

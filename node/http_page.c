@@ -8,6 +8,7 @@
 #include "http_int.h"
 #include "json.h"
 #include "search.h"
+#include "utf8.h"
 
 /* ---- /pith/{ID}: JSON-LD or HTML --------------------------------------------------- */
 
@@ -146,39 +147,6 @@ static void page_ld(http_ctx_t *c, const rec_t *r)
 
 /* ---- HTML ------------------------------------------------------------------------ */
 
-/* Length of a valid UTF-8 sequence at p (n bytes left), or 0. */
-static size_t utf8_len(const unsigned char *p, size_t n)
-{
-	unsigned char c = p[0];
-	size_t len;
-	uint32_t cp;
-	if (c < 0x80)
-		return 1;
-	if (c >= 0xc2 && c <= 0xdf) {
-		len = 2;
-		cp = c & 0x1f;
-	} else if (c >= 0xe0 && c <= 0xef) {
-		len = 3;
-		cp = c & 0x0f;
-	} else if (c >= 0xf0 && c <= 0xf4) {
-		len = 4;
-		cp = c & 0x07;
-	} else {
-		return 0;
-	}
-	if (n < len)
-		return 0;
-	for (size_t i = 1; i < len; i++) {
-		if ((p[i] & 0xc0) != 0x80)
-			return 0;
-		cp = (cp << 6) | (p[i] & 0x3f);
-	}
-	if ((len == 3 && (cp < 0x800 || (cp >= 0xd800 && cp <= 0xdfff))) ||
-	    (len == 4 && (cp < 0x10000 || cp > 0x10ffff)))
-		return 0;
-	return len;
-}
-
 void html_escape(pith_buf_t *out, const char *s, size_t n)
 {
 	const unsigned char *p = (const unsigned char *)s;
@@ -200,7 +168,7 @@ void html_escape(pith_buf_t *out, const char *s, size_t n)
 			i++;
 			continue;
 		}
-		size_t l = utf8_len(p + i, n - i);
+		size_t l = pith_utf8_char(p + i, n - i, NULL);
 		if (!l) {
 			pith_buf_puts(out, "\xef\xbf\xbd");
 			i++;

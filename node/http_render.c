@@ -336,8 +336,8 @@ int http_render(http_t *h, const char *target, const char *accept, http_doc_t *o
 	const char *why = "";
 	int id_seg;
 	memset(out, 0, sizeof(*out));
-	if (http_target_parse(target, strlen(target), c.t, &why)) {
-		http_error(&c, 400, "malformed request target: %s", why);
+	if (http_target_parse(target, strlen(target), c.t, &why) || c.t->bad_why) {
+		http_error(&c, 400, "malformed request target: %s", *why ? why : c.t->bad_why);
 		goto done;
 	}
 	c.route = http_route_match(c.t, id, sizeof(id), &id_seg);

@@ -2,7 +2,10 @@
  * (search.h) queried on the loop thread. A query is a few hundred bytes
  * at most, its words quoted, its answer capped, and SQLite interrupts it
  * past SEARCH_BUDGET_MS (docs/http.md, "Search": measured well under
- * that). A q that is a stored record's identifier goes to the record. */
+ * that). A q that is a stored record's identifier goes to the record.
+ * A query refused (too long, not text, no word) is a 400 that says why:
+ * in JSON on /api/search, in the search page itself on /search, with the
+ * box to try again. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,22 +18,29 @@
 
 typedef struct sargs {
 	const char *q;
+	int q_text;                     /* q is text (not marked by the target parser) */
 	size_t limit, offset;
 	char pith[PITH_NUMBER_LEN + 1]; /* q names this stored record, or "" */
 } sargs_t;
 
-/* The parameters; -1 with the error reply set. */
+/* The parameters; -1 with the error reply set (JSON: the page's views
+ * render it again as their page, search_refused). */
 static int search_args(http_ctx_t *c, sargs_t *a)
 {
 	int count = 0;
 	memset(a, 0, sizeof(*a));
 	a->q = http_target_query(c->t, "q", &count);
+	a->q_text = !c->t->bad_why || strcmp(c->t->bad_key, "q");
 	if (count > 1) {
 		http_error(c, 400, "q: given more than once");
 		return -1;
 	}
+	if (c->t->bad_why) { /* http_uri.c: a value that is not text */
+		http_error(c, 400, "%s: %s (type words only)", c->t->bad_key, c->t->bad_why);
+		return -1;
+	}
 	if (a->q && strlen(a->q) > SEARCH_QUERY_MAX) {
-		http_error(c, 400, "q: longer than %d bytes", SEARCH_QUERY_MAX);
+		http_error(c, 400, "q: the query is longer than %d bytes", SEARCH_QUERY_MAX);
 		return -1;
 	}
 	if (http_arg_count(c, "limit", SEARCH_DEFAULT, 1, SEARCH_LIMIT_MAX, &a->limit) ||
@@ -55,9 +65,10 @@ static void search_failed(http_ctx_t *c, int rc, const pith_err_t *err)
 {
 	if (rc == PITH_EINVAL || rc == PITH_ETOOBIG)
 		http_error(c, 400, "q: %s", err->msg);
-	else if (strstr(err->msg, "took longer"))
+	else if (rc == PITH_ENOTSUP || strstr(err->msg, "took longer")) {
 		http_error(c, 503, "%s", err->msg);
-	else {
+		c->r.retry_after = rc == PITH_ENOTSUP ? 5 : 0;
+	} else {
 		log_warn("http: search: %s", err->msg);
 		http_error(c, 500, "the search index failed");
 	}
@@ -173,12 +184,51 @@ static int hhit(void *arg, const search_hit_t *hit)
 	return 0;
 }
 
+/* The search page again, saying why the query was not searched (status
+ * and message from the JSON error just set: 400, or 503), with the box
+ * holding what was typed when it is text. A server failure (500) stays
+ * the plain error. */
+static void search_refused(http_ctx_t *c, const sargs_t *a)
+{
+	int status = c->r.status;
+	if (status != 400 && status != 503)
+		return;
+	/* the message http_error wrote (the shared argument checks write
+	 * theirs there too) */
+	char msg[400] = "";
+	json_doc_t *d = NULL;
+	if (!json_parse(&d, c->body->data, c->body->len, NULL, NULL)) {
+		const char *m = json_get_str(json_doc_root(d), "message");
+		snprintf(msg, sizeof(msg), "%s", m ? m : "");
+	}
+	json_doc_free(d);
+	pith_buf_t *b = c->body;
+	pith_buf_reset(b);
+	html_head(b, c->h->base_url, "Search: not searched");
+	pith_buf_puts(b, "<h1>Search</h1>\n");
+	html_search_box(b, c->h->base_url, a->q && a->q_text ? a->q : NULL);
+	pith_buf_puts(b, "<p role=\"alert\"><strong>Not searched:</strong> ");
+	html_text(b, strncmp(msg, "q: ", 3) ? msg : msg + 3); /* the box is q */
+	pith_buf_puts(b, "</p>\n<p class=\"muted\">A query is words of a title or of an author's "
+			 "name, in any script (at most 256 bytes and 12 words); punctuation and "
+			 "search syntax are taken as plain text.</p>\n");
+	html_done(c);
+	if (c->r.status == 200) /* not html_done's 500 */
+		c->r.status = status;
+	c->r.etag[0] = 0;
+	c->r.no_store = 1;
+}
+
 void view_search_html(http_ctx_t *c)
 {
 	http_t *h = c->h;
 	sargs_t a;
-	if (no_index(c) || search_args(c, &a))
+	if (no_index(c))
 		return;
+	if (search_args(c, &a)) {
+		search_refused(c, &a);
+		return;
+	}
 	if (a.pith[0]) {
 		snprintf(c->r.location, sizeof(c->r.location), "%s/pith/%s", h->base_url,
 			 a.pith + PITH_NUMBER_LEN - PITH_BODY_LEN);
@@ -205,6 +255,7 @@ void view_search_html(http_ctx_t *c)
 	int rc = search_query(h->o.search, a.q, a.limit, a.offset, hhit, &hh, &more, &err);
 	if (rc) {
 		search_failed(c, rc, &err);
+		search_refused(c, &a);
 		return;
 	}
 	if (hh.n)

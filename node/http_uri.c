@@ -7,6 +7,12 @@
  *   backslashes, controls, non-ASCII);
  * - a percent escape that is not %XX, or that decodes to a control byte,
  *   NUL, '\\' or a non-ASCII byte: a NUL would cut a C string short;
+ * - in a query value (text: a search query, a pasted title), UTF-8 is
+ *   let through, raw or percent-encoded, but a value that is not valid
+ *   UTF-8 or holds a control character (C0, DEL, C1) or NUL is marked
+ *   (bad_key, bad_why) rather than refused here: the search views say
+ *   why in their own page, and http.c refuses it on every other route
+ *   as before;
  * - an encoded slash is let through but marked (enc_slash), and only where
  *   the pieces it separates hold no dot segment ("%2F..%2F"): the router
  *   takes it in an {ID} segment alone (a pasted URL or DOI), so that one
@@ -19,6 +25,7 @@
 #include <string.h>
 
 #include "http_int.h"
+#include "utf8.h"
 
 static int hexval(char c)
 {
@@ -46,9 +53,12 @@ static int is_qchar(unsigned char c)
 }
 
 /* Decodes s[0..n) into out (room checked by the caller: decoding never
- * grows). plus: '+' means a space (query strings). Returns the decoded
- * length, or -1 with *why set. */
-static long decode(const char *s, size_t n, char *out, int plus, int allow_slash, const char **why)
+ * grows). plus: '+' means a space (query strings). text (a query
+ * value): bytes from 0x80 pass, and a control byte or NUL sets *soft (if
+ * not set yet) instead of failing. Returns the decoded length, or -1 with
+ * *why set. */
+static long decode(const char *s, size_t n, char *out, int plus, int allow_slash, int text,
+		   const char **soft, const char **why)
 {
 	size_t o = 0;
 	for (size_t i = 0; i < n; i++) {
@@ -65,6 +75,11 @@ static long decode(const char *s, size_t n, char *out, int plus, int allow_slash
 			}
 			c = (unsigned char)(a * 16 + b);
 			i += 2;
+			if (text && (c < 0x20 || c == 0x7f)) {
+				if (!*soft)
+					*soft = c ? "a control character" : "an encoded NUL";
+				c = '?'; /* never used: the value is marked */
+			}
 			if (c == 0) {
 				*why = "an encoded NUL";
 				return -1;
@@ -77,7 +92,7 @@ static long decode(const char *s, size_t n, char *out, int plus, int allow_slash
 				*why = "an encoded backslash";
 				return -1;
 			}
-			if (c < 0x20 || c >= 0x7f) {
+			if (c < 0x20 || c == 0x7f || (c >= 0x80 && !text)) {
 				*why = "an encoded control or non-ASCII byte";
 				return -1;
 			}
@@ -87,6 +102,22 @@ static long decode(const char *s, size_t n, char *out, int plus, int allow_slash
 		out[o++] = (char)c;
 	}
 	return (long)o;
+}
+
+/* What is wrong with a decoded query value as text, or NULL: not valid
+ * UTF-8, or a C1 control (U+0080..U+009F). */
+static const char *text_fault(const char *s, size_t n)
+{
+	for (size_t i = 0; i < n;) {
+		uint32_t cp;
+		size_t l = pith_utf8_char(s + i, n - i, &cp);
+		if (!l)
+			return "text that is not valid UTF-8";
+		if (cp >= 0x80 && cp < 0xa0)
+			return "a control character";
+		i += l;
+	}
+	return NULL;
 }
 
 /* Whether s, cut at '/' (encoded slashes), has a piece "." or "..". */
@@ -151,7 +182,7 @@ int http_target_parse(const char *uri, size_t len, http_target_t *t, const char 
 				*why = "too many path segments";
 				return HTTP_TARGET_BAD;
 			}
-			long d = decode(uri + i, j - i, o, 0, 1, why);
+			long d = decode(uri + i, j - i, o, 0, 1, 0, NULL, why);
 			if (d < 0)
 				return HTTP_TARGET_BAD;
 			o[d] = 0;
@@ -174,8 +205,12 @@ int http_target_parse(const char *uri, size_t len, http_target_t *t, const char 
 			while (e < len && uri[e] != '&')
 				e++;
 			if (e > k) {
+				const char *eq = memchr(uri + k, '=', e - k);
 				for (size_t x = k; x < e; x++) {
 					unsigned char c = (unsigned char)uri[x];
+					/* raw UTF-8 in a value: as if percent-encoded */
+					if (c >= 0x80 && eq && uri + x > eq)
+						continue;
 					if (c != '%' && c != '=' && !is_qchar(c)) {
 						*why = c == '#' ? "a fragment in the request target"
 							 : "a character not allowed in a query";
@@ -186,22 +221,29 @@ int http_target_parse(const char *uri, size_t len, http_target_t *t, const char 
 					*why = "too many query parameters";
 					return HTTP_TARGET_BAD;
 				}
-				const char *eq = memchr(uri + k, '=', e - k);
 				size_t klen = eq ? (size_t)(eq - (uri + k)) : e - k;
-				long d = decode(uri + k, klen, o, 1, 1, why);
+				const char *soft = NULL;
+				long d = decode(uri + k, klen, o, 1, 1, 0, &soft, why);
 				if (d < 0)
 					return HTTP_TARGET_BAD;
 				o[d] = 0;
 				t->q[t->nq].key = o;
 				o += d + 1;
 				if (eq) {
-					d = decode(eq + 1, (size_t)(uri + e - (eq + 1)), o, 1, 1, why);
+					d = decode(eq + 1, (size_t)(uri + e - (eq + 1)), o, 1, 1, 1, &soft,
+						   why);
 					if (d < 0)
 						return HTTP_TARGET_BAD;
 				} else {
 					d = 0;
 				}
 				o[d] = 0;
+				if (!soft)
+					soft = text_fault(o, (size_t)d);
+				if (soft && !t->bad_why) {
+					t->bad_key = t->q[t->nq].key;
+					t->bad_why = soft;
+				}
 				t->q[t->nq].val = o;
 				o += d + 1;
 				t->nq++;

@@ -2,14 +2,14 @@
  * authors and categories, plus the citation edges, fed from the store's
  * change log by search_refresh (on a thread of its own in pithd). */
 #define _GNU_SOURCE /* pthread_setname_np */
-#include "search.h"
+#include "search_int.h"
 
 #include <pthread.h>
-#include <sqlite3.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -17,7 +17,9 @@
 #include "log.h"
 #include "prio.h"
 
-#define SEARCH_SCHEMA 1      /* PRAGMA user_version; another: rebuilt */
+#define SEARCH_SCHEMA 2      /* PRAGMA user_version; another: rebuilt. 2: the "pith"
+			      * tokenizer (search_text.c: CJK, more folded letters);
+			      * 1 was unicode61 alone */
 #define REFRESH_BATCH 4096   /* records per transaction at most: a backlog (a catch-up,
 			      * a rebuild) in large ones, each FTS5 and b-tree page
 			      * written once per transaction, not once per 256
@@ -29,37 +31,14 @@
 #define SCAN_MIN 20000       /* records missing from the index before the first pass
 			      * (scan_wanted) pays off */
 
-struct search {
-	sqlite3 *w, *r;      /* writer (refresh), reader (queries) */
-	pthread_mutex_t rmu; /* the reader: one query at a time (the loop and
-			      * pithd's render threads share it) */
-	store_t *st;
-	char path[4096];
-	_Atomic uint64_t seq;
-	uint64_t scan_min;          /* SCAN_MIN; search_set_scan_min (tests) */
-	_Atomic uint64_t pass_done; /* records indexed by the pass running, 0: none */
-	atomic_int held;            /* search_hold: no refresh while set */
-	/* writer statements */
-	sqlite3_stmt *get_id, *ins_rec, *del_fts, *ins_fts, *del_cite, *ins_cite, *set_seq,
-		*get_pass, *set_pass, *del_pass, *max_id;
-	/* the feeder thread */
-	pthread_t thread;
-	int started;
-	pthread_mutex_t mu;
-	pthread_cond_t cv;
-	int stop, kicked, poll_ms, nice;
-	atomic_int stopping;
-	atomic_int kick_pending; /* a kick not yet taken: later ones need no lock */
-};
-
-static int64_t mono_us(void)
+int64_t search_mono_us(void)
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
-static int db_fail(pith_err_t *err, sqlite3 *db, const char *what)
+int search_db_fail(pith_err_t *err, sqlite3 *db, const char *what)
 {
 	return pith_err_set(err, PITH_EIO, "search index: %s: %s", what,
 			    db ? sqlite3_errmsg(db) : "cannot allocate");
@@ -86,15 +65,20 @@ static int64_t pragma_int(sqlite3 *db, const char *sql)
 	return v;
 }
 
-static const char schema_sql[] =
+static const char pragma_sql[] =
 	"PRAGMA journal_mode=WAL;"
 	"PRAGMA synchronous=NORMAL;"
-	"PRAGMA cache_size=-65536;" /* 64 MiB: the index pages a rebuild revisits */
+	"PRAGMA cache_size=-65536;"; /* 64 MiB: the index pages a rebuild revisits */
+
+/* A new index's tables, in one transaction; only ever run on an empty
+ * file (user_version 0), so that opening an index writes nothing to it */
+static const char schema_sql[] =
+	"BEGIN IMMEDIATE;"
 	"CREATE TABLE IF NOT EXISTS meta(k TEXT PRIMARY KEY, v INTEGER NOT NULL) WITHOUT ROWID;"
 	"INSERT OR IGNORE INTO meta VALUES('seq', 0);"
 	"CREATE TABLE IF NOT EXISTS rec(id INTEGER PRIMARY KEY, pith TEXT NOT NULL UNIQUE);"
 	"CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(title, authors, cats, primary_cat UNINDEXED,"
-	" submitted_at UNINDEXED, tokenize='unicode61 remove_diacritics 2');"
+	" submitted_at UNINDEXED, tokenize='" SEARCH_TOKENIZER " remove_diacritics 2');"
 	/* title words weigh most, then authors', then categories */
 	"INSERT INTO fts(fts, rank) VALUES('rank', 'bm25(10.0, 4.0, 2.0, 0.0, 0.0)');"
 	"CREATE TABLE IF NOT EXISTS cite(cited TEXT NOT NULL, citing TEXT NOT NULL,"
@@ -104,7 +88,9 @@ static const char schema_sql[] =
 	 * change it indexes up to and the last record it indexed */
 	"CREATE TABLE IF NOT EXISTS pass(k INTEGER PRIMARY KEY CHECK(k = 0),"
 	" to_seq INTEGER NOT NULL, after TEXT NOT NULL);"
-	"PRAGMA user_version=1;";
+	"PRAGMA user_version=2;"
+	"COMMIT;";
+_Static_assert(SEARCH_SCHEMA == 2, "schema_sql sets user_version");
 
 static void unlink_index(const char *path)
 {
@@ -116,31 +102,59 @@ static void unlink_index(const char *path)
 	unlink(p);
 }
 
-static int open_db(const char *path, sqlite3 **db, pith_err_t *err)
+static int file_id_of(const char *path, file_id_t *id)
+{
+	struct stat sb;
+	if (stat(path, &sb))
+		return -1;
+	id->dev = sb.st_dev;
+	id->ino = sb.st_ino;
+	return 0;
+}
+
+int search_file_moved(const char *path, const file_id_t *id)
+{
+	file_id_t now;
+	return file_id_of(path, &now) || now.dev != id->dev || now.ino != id->ino;
+}
+
+/* Opens path (flags: SQLite's) with the tokenizer registered; *id gets
+ * the file opened. */
+static int open_db(const char *path, int flags, sqlite3 **db, file_id_t *id, pith_err_t *err)
 {
 	*db = NULL;
-	int rc = sqlite3_open_v2(path, db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL);
+	int rc = sqlite3_open_v2(path, db, flags, NULL);
+	if (rc == SQLITE_OK)
+		rc = search_tokenizer_register(*db);
 	if (rc != SQLITE_OK) {
-		db_fail(err, *db, path);
+		search_db_fail(err, *db, path);
 		sqlite3_close(*db);
 		*db = NULL;
 		return PITH_EIO;
 	}
 	sqlite3_busy_timeout(*db, 5000);
 	sqlite3_extended_result_codes(*db, 1);
+	if (file_id_of(path, id))
+		memset(id, 0, sizeof(*id));
 	return 0;
 }
 
 /* The writer connection with the schema in place; an unreadable index or
- * one of another schema is deleted first. */
+ * one of another schema version (an older tokenizer's) is deleted first:
+ * the refresh that follows rebuilds it from the store, with no one's
+ * help. */
 static int open_writer(search_t *s, pith_err_t *err)
 {
 	for (int attempt = 0; attempt < 2; attempt++) {
-		if (open_db(s->path, &s->w, err))
+		if (open_db(s->path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, &s->w, &s->w_id,
+			    err))
 			return PITH_EIO;
 		int64_t v = pragma_int(s->w, "PRAGMA user_version");
-		if ((v == 0 || v == SEARCH_SCHEMA) && !exec(s->w, schema_sql, err))
+		if ((v == 0 || v == SEARCH_SCHEMA) && !exec(s->w, pragma_sql, err) &&
+		    (v == SEARCH_SCHEMA || !exec(s->w, schema_sql, err)))
 			return 0;
+		if (v == 0)
+			exec(s->w, "ROLLBACK", NULL);
 		log_warn("search index %s: %s; rebuilding it", s->path,
 			 v < 0 || v == 0 ? (err && err->msg[0] ? err->msg : "unreadable")
 				       : "another schema version");
@@ -151,27 +165,55 @@ static int open_writer(search_t *s, pith_err_t *err)
 	return pith_err_set(err, PITH_EIO, "search index %s: cannot create it", s->path);
 }
 
+int search_reader_open(search_t *s, pith_err_t *err)
+{
+	search_tok_free(s->tok);
+	s->tok = NULL;
+	sqlite3_close(s->r);
+	s->r = NULL;
+	if (access(s->path, F_OK))
+		return pith_err_set(err, PITH_ENOTFOUND, "search index %s: no such file", s->path);
+	if (open_db(s->path, SQLITE_OPEN_READONLY, &s->r, &s->r_id, err))
+		return PITH_EIO;
+	int64_t v = pragma_int(s->r, "PRAGMA user_version");
+	int rc = 0;
+	if (v != SEARCH_SCHEMA)
+		rc = pith_err_set(err, PITH_EIO, "search index %s: %s", s->path,
+				  v < 0 ? sqlite3_errmsg(s->r) : v == 0 ? "empty, not built yet"
+				  : "another schema version (the writer rebuilds it)");
+	if (!rc)
+		rc = search_tok_open(s->r, &s->tok, err);
+	if (rc) {
+		sqlite3_close(s->r);
+		s->r = NULL;
+	}
+	return rc;
+}
+
 static int prepare(search_t *s, sqlite3_stmt **st, const char *sql, pith_err_t *err)
 {
 	if (sqlite3_prepare_v3(s->w, sql, -1, SQLITE_PREPARE_PERSISTENT, st, NULL) != SQLITE_OK)
-		return db_fail(err, s->w, "prepare");
+		return search_db_fail(err, s->w, "prepare");
 	return 0;
 }
 
-int search_open(const char *path, store_t *st, search_t **out, pith_err_t *err)
+static void writer_close(search_t *s)
 {
-	*out = NULL;
-	if (strlen(path) >= sizeof(((search_t *)0)->path))
-		return pith_err_set(err, PITH_EINVAL, "search index: path too long");
-	search_t *s = calloc(1, sizeof(*s));
-	if (!s)
-		return pith_err_set(err, PITH_ENOMEM, "out of memory");
-	snprintf(s->path, sizeof(s->path), "%s", path);
-	s->st = st;
-	s->scan_min = SCAN_MIN;
-	pthread_mutex_init(&s->mu, NULL);
-	pthread_mutex_init(&s->rmu, NULL);
-	pthread_cond_init(&s->cv, NULL);
+	sqlite3_stmt **sts[] = {&s->get_id, &s->ins_rec, &s->del_fts, &s->ins_fts, &s->del_cite,
+				&s->ins_cite, &s->set_seq, &s->get_pass, &s->set_pass, &s->del_pass,
+				&s->max_id};
+	for (size_t i = 0; i < sizeof(sts) / sizeof(sts[0]); i++) {
+		sqlite3_finalize(*sts[i]);
+		*sts[i] = NULL;
+	}
+	sqlite3_close(s->w);
+	s->w = NULL;
+}
+
+/* The writer with its statements, and the sequence it has indexed up to:
+ * a file of another store's (ahead of st's change log) is emptied. */
+static int writer_open(search_t *s, pith_err_t *err)
+{
 	int rc = open_writer(s, err);
 	if (!rc)
 		rc = prepare(s, &s->get_id, "SELECT id FROM rec WHERE pith=?1", err) ||
@@ -188,19 +230,83 @@ int search_open(const char *path, store_t *st, search_t **out, pith_err_t *err)
 		     prepare(s, &s->max_id, "SELECT coalesce(max(id), 0) FROM rec", err) ? PITH_EIO : 0;
 	if (!rc) {
 		int64_t seq = pragma_int(s->w, "SELECT v FROM meta WHERE k='seq'");
-		uint64_t last = store_changes_last(st);
+		uint64_t last = store_changes_last(s->st);
 		if (seq < 0 || (uint64_t)seq > last) {
 			/* ahead of this store's log: built from another store */
 			log_warn("search index %s: at change %lld, the store at %llu: rebuilding it",
-				 path, (long long)seq, (unsigned long long)last);
+				 s->path, (long long)seq, (unsigned long long)last);
 			rc = exec(s->w, "BEGIN; DELETE FROM rec; DELETE FROM fts; DELETE FROM cite;"
 					"DELETE FROM pass; UPDATE meta SET v=0 WHERE k='seq'; COMMIT;", err);
 			seq = 0;
 		}
 		atomic_store(&s->seq, (uint64_t)seq);
 	}
-	if (!rc && open_db(path, &s->r, err))
-		rc = PITH_EIO;
+	if (rc)
+		writer_close(s);
+	return rc;
+}
+
+/* The index file was replaced or deleted under the writer (by hand, or
+ * by a program that should not have): the writer follows the path, so
+ * that what it indexes is what the readers, which follow it too, see. A
+ * new file is rebuilt from the store by the refresh. */
+static int writer_follow(search_t *s, pith_err_t *err)
+{
+	if (!search_file_moved(s->path, &s->w_id))
+		return 0;
+	log_warn("search index %s: the file changed under this process; reopening it", s->path);
+	writer_close(s);
+	/* moved or deleted without its -wal and -shm: a new file beside
+	 * them would take the old one's log for its own */
+	if (access(s->path, F_OK))
+		unlink_index(s->path);
+	return writer_open(s, err);
+}
+
+static search_t *search_new(const char *path, store_t *st, pith_err_t *err)
+{
+	if (strlen(path) >= sizeof(((search_t *)0)->path)) {
+		pith_err_set(err, PITH_EINVAL, "search index: path too long");
+		return NULL;
+	}
+	search_t *s = calloc(1, sizeof(*s));
+	if (!s) {
+		pith_err_set(err, PITH_ENOMEM, "out of memory");
+		return NULL;
+	}
+	snprintf(s->path, sizeof(s->path), "%s", path);
+	s->st = st;
+	s->scan_min = SCAN_MIN;
+	pthread_mutex_init(&s->mu, NULL);
+	pthread_mutex_init(&s->rmu, NULL);
+	pthread_cond_init(&s->cv, NULL);
+	return s;
+}
+
+int search_open(const char *path, store_t *st, search_t **out, pith_err_t *err)
+{
+	*out = NULL;
+	search_t *s = search_new(path, st, err);
+	if (!s)
+		return err ? err->code : PITH_ENOMEM;
+	int rc = writer_open(s, err);
+	if (!rc)
+		rc = search_reader_open(s, err);
+	if (rc) {
+		search_free(s);
+		return rc;
+	}
+	*out = s;
+	return 0;
+}
+
+int search_open_ro(const char *path, search_t **out, pith_err_t *err)
+{
+	*out = NULL;
+	search_t *s = search_new(path, NULL, err);
+	if (!s)
+		return err ? err->code : PITH_ENOMEM;
+	int rc = search_reader_open(s, err);
 	if (rc) {
 		search_free(s);
 		return rc;
@@ -221,13 +327,9 @@ void search_free_(search_t *s)
 		pthread_mutex_unlock(&s->mu);
 		pthread_join(s->thread, NULL);
 	}
-	sqlite3_stmt *sts[] = {s->get_id, s->ins_rec, s->del_fts, s->ins_fts, s->del_cite,
-			       s->ins_cite, s->set_seq, s->get_pass, s->set_pass, s->del_pass,
-			       s->max_id};
-	for (size_t i = 0; i < sizeof(sts) / sizeof(sts[0]); i++)
-		sqlite3_finalize(sts[i]);
+	writer_close(s);
+	search_tok_free(s->tok);
 	sqlite3_close(s->r);
-	sqlite3_close(s->w);
 	pthread_mutex_destroy(&s->mu);
 	pthread_mutex_destroy(&s->rmu);
 	pthread_cond_destroy(&s->cv);
@@ -236,7 +338,12 @@ void search_free_(search_t *s)
 
 uint64_t search_seq(search_t *s)
 {
-	return atomic_load(&s->seq);
+	if (s->st)
+		return atomic_load(&s->seq);
+	pthread_mutex_lock(&s->rmu);
+	int64_t v = s->r ? pragma_int(s->r, "SELECT v FROM meta WHERE k='seq'") : -1;
+	pthread_mutex_unlock(&s->rmu);
+	return v > 0 ? (uint64_t)v : 0;
 }
 
 /* ---- indexing one record ----------------------------------------------------------- */
@@ -266,7 +373,7 @@ static int step_done(search_t *s, sqlite3_stmt *st, pith_err_t *err)
 	int rc = sqlite3_step(st);
 	sqlite3_reset(st);
 	sqlite3_clear_bindings(st);
-	return rc == SQLITE_DONE || rc == SQLITE_ROW ? 0 : db_fail(err, s->w, "write");
+	return rc == SQLITE_DONE || rc == SQLITE_ROW ? 0 : search_db_fail(err, s->w, "write");
 }
 
 /* The full number a citation's target names, when it names a record:
@@ -544,7 +651,13 @@ static int pass_run(search_t *s, uint64_t *indexed, pith_err_t *err)
 static int refresh_run(search_t *s, uint64_t *indexed, pith_err_t *err)
 {
 	uint64_t done = 0;
-	int rc = pass_run(s, &done, err);
+	if (indexed)
+		*indexed = 0;
+	if (!s->st)
+		return pith_err_set(err, PITH_ENOTSUP, "search index %s: opened read-only", s->path);
+	int rc = s->w ? writer_follow(s, err) : writer_open(s, err);
+	if (!rc)
+		rc = pass_run(s, &done, err);
 	if (!rc)
 		rc = log_run(s, &done, err);
 	if (indexed)
@@ -586,20 +699,22 @@ static void *feeder(void *arg)
 		pthread_mutex_unlock(&s->mu);
 		if (stop)
 			break;
-		if (atomic_load(&s->held) || store_changes_last(s->st) == atomic_load(&s->seq))
+		if (atomic_load(&s->held) ||
+		    (store_changes_last(s->st) == atomic_load(&s->seq) && s->w &&
+		     !search_file_moved(s->path, &s->w_id)))
 			continue;
 		pith_err_t err = {0};
 		uint64_t n = 0;
-		int64_t t0 = mono_us();
+		int64_t t0 = search_mono_us();
 		if (refresh_run(s, &n, &err)) {
 			if (!failed_us)
 				log_warn("%s (retrying every 5 s)", err.msg);
-			failed_us = mono_us();
+			failed_us = search_mono_us();
 		} else {
 			failed_us = 0;
 			if (n >= 1000)
 				log_info("search index: %llu records indexed in %.1f s",
-					 (unsigned long long)n, (double)(mono_us() - t0) / 1e6);
+					 (unsigned long long)n, (double)(search_mono_us() - t0) / 1e6);
 		}
 	}
 	return NULL;
@@ -648,239 +763,4 @@ void search_kick(search_t *s)
 	s->kicked = 1;
 	pthread_cond_signal(&s->cv);
 	pthread_mutex_unlock(&s->mu);
-}
-
-/* ---- queries ------------------------------------------------------------------------ */
-
-/* Whether a word holds something to match: a letter or digit (any
- * non-ASCII byte may be one). */
-static int has_token(const char *p, size_t n)
-{
-	for (size_t i = 0; i < n; i++) {
-		unsigned char ch = (unsigned char)p[i];
-		if (ch >= 0x80 || (ch >= '0' && ch <= '9') || ((ch | 0x20) >= 'a' && (ch | 0x20) <= 'z'))
-			return 1;
-	}
-	return 0;
-}
-
-/* The FTS5 expression of a query: every word a quoted string (a double
- * quote inside doubled), so that nothing in q is FTS5 syntax; a cat: or
- * author: word limited to its column; words joined by AND. */
-static int build_match(const char *q, pith_buf_t *out, pith_err_t *err)
-{
-	size_t qn = strlen(q);
-	if (qn > SEARCH_QUERY_MAX)
-		return pith_err_set(err, PITH_ETOOBIG, "the query is longer than %d bytes",
-				    SEARCH_QUERY_MAX);
-	size_t terms = 0;
-	const char *p = q, *end = q + qn;
-	while (p < end) {
-		while (p < end && (unsigned char)*p <= ' ')
-			p++;
-		const char *w = p;
-		while (p < end && (unsigned char)*p > ' ')
-			p++;
-		size_t n = (size_t)(p - w);
-		if (!n)
-			continue;
-		const char *col = NULL;
-		static const struct {
-			const char *prefix, *col;
-		} cols[] = {{"cat:", "cats"}, {"category:", "cats"}, {"author:", "authors"},
-			    {"title:", "title"}};
-		for (size_t i = 0; i < sizeof(cols) / sizeof(cols[0]); i++) {
-			size_t pl = strlen(cols[i].prefix);
-			if (n > pl && !strncasecmp(w, cols[i].prefix, pl)) {
-				col = cols[i].col;
-				w += pl;
-				n -= pl;
-				break;
-			}
-		}
-		if (!has_token(w, n))
-			continue;
-		if (++terms > SEARCH_TERMS_MAX)
-			return pith_err_set(err, PITH_ETOOBIG, "more than %d words in the query",
-					    SEARCH_TERMS_MAX);
-		if (out->len)
-			pith_buf_puts(out, " AND ");
-		if (col)
-			pith_buf_printf(out, "%s : ", col);
-		pith_buf_putc(out, '"');
-		for (size_t i = 0; i < n; i++) {
-			if (w[i] == '"')
-				pith_buf_putc(out, '"');
-			pith_buf_putc(out, (uint8_t)w[i]);
-		}
-		pith_buf_putc(out, '"');
-	}
-	if (!terms)
-		return pith_err_set(err, PITH_EINVAL, "no word to search for");
-	pith_buf_putc(out, 0);
-	return out->oom ? pith_err_set(err, PITH_ENOMEM, "out of memory") : 0;
-}
-
-static int past_deadline(void *arg)
-{
-	return mono_us() > *(const int64_t *)arg;
-}
-
-static void hit_of(sqlite3_stmt *st, search_hit_t *h)
-{
-	snprintf(h->pith, sizeof(h->pith), "%s", (const char *)sqlite3_column_text(st, 0));
-	h->title = (const char *)sqlite3_column_text(st, 1);
-	h->authors = (const char *)sqlite3_column_text(st, 2);
-	h->primary_cat = (const char *)sqlite3_column_text(st, 3);
-	h->cats = (const char *)sqlite3_column_text(st, 4);
-	h->submitted_at = (const char *)sqlite3_column_text(st, 5);
-}
-
-static int query_locked(search_t *s, const char *q, size_t limit, size_t offset,
-			search_hit_fn fn, void *arg, int *more, pith_err_t *err)
-{
-	pith_buf_t m = PITH_BUF_INIT;
-	sqlite3_stmt *st = NULL;
-	int rc;
-	if (more)
-		*more = 0;
-	if (limit > SEARCH_LIMIT_MAX)
-		limit = SEARCH_LIMIT_MAX;
-	if (!limit)
-		limit = 1;
-	if (offset > SEARCH_OFFSET_MAX || offset + limit > SEARCH_OFFSET_MAX)
-		return pith_err_set(err, PITH_ETOOBIG, "offset + limit over %d: narrow the query",
-				    SEARCH_OFFSET_MAX);
-	if ((rc = build_match(q, &m, err)))
-		goto out;
-	/* ranked first; a word so common that ranking every match would run
-	 * past the ranked budget (a category over the whole store) is
-	 * answered unranked: the matches in index order, newest first, which
-	 * stop at the limit (score 0) */
-	int64_t start = mono_us();
-	for (int ranked = 1; ranked >= 0; ranked--) {
-		const char *sql = ranked
-			? "SELECT r.pith, f.title, f.authors, f.primary_cat, f.cats, f.submitted_at,"
-			  " f.rank FROM fts f JOIN rec r ON r.id = f.rowid WHERE fts MATCH ?1"
-			  " ORDER BY f.rank LIMIT ?2 OFFSET ?3"
-			: "SELECT r.pith, f.title, f.authors, f.primary_cat, f.cats, f.submitted_at,"
-			  " 0 FROM fts f JOIN rec r ON r.id = f.rowid WHERE fts MATCH ?1"
-			  " ORDER BY f.rowid DESC LIMIT ?2 OFFSET ?3";
-		sqlite3_finalize(st);
-		st = NULL;
-		if (sqlite3_prepare_v2(s->r, sql, -1, &st, NULL) != SQLITE_OK) {
-			rc = db_fail(err, s->r, "query");
-			goto out;
-		}
-		sqlite3_bind_text(st, 1, (const char *)m.data, -1, SQLITE_STATIC);
-		sqlite3_bind_int64(st, 2, (int64_t)limit + 1);
-		sqlite3_bind_int64(st, 3, (int64_t)offset);
-		int64_t deadline = start + (ranked ? SEARCH_RANKED_MS : SEARCH_BUDGET_MS) * 1000;
-		sqlite3_progress_handler(s->r, 1000, past_deadline, &deadline);
-		size_t n = 0;
-		int step;
-		/* rows are handed out only once the ranked query is done: an
-		 * interrupted one must not have called fn */
-		while ((step = sqlite3_step(st)) == SQLITE_ROW) {
-			if (n++ == limit) {
-				if (more)
-					*more = 1;
-				break;
-			}
-			search_hit_t h;
-			hit_of(st, &h);
-			h.score = sqlite3_column_double(st, 6);
-			if (fn(arg, &h))
-				break;
-		}
-		sqlite3_progress_handler(s->r, 0, NULL, NULL);
-		if (step == SQLITE_INTERRUPT && ranked && !n)
-			continue;
-		if (step == SQLITE_INTERRUPT)
-			rc = pith_err_set(err, PITH_EIO, "the query took longer than %d ms: add words "
-					  "to narrow it", SEARCH_BUDGET_MS);
-		else if (step != SQLITE_ROW && step != SQLITE_DONE)
-			rc = db_fail(err, s->r, "query");
-		break;
-	}
-out:
-	sqlite3_finalize(st);
-	pith_buf_release(&m);
-	return rc;
-}
-
-int search_query(search_t *s, const char *q, size_t limit, size_t offset, search_hit_fn fn,
-		 void *arg, int *more, pith_err_t *err)
-{
-	pthread_mutex_lock(&s->rmu);
-	int rc = query_locked(s, q, limit, offset, fn, arg, more, err);
-	pthread_mutex_unlock(&s->rmu);
-	return rc;
-}
-
-static int cited_by_locked(search_t *s, const char *pith, size_t limit, search_hit_fn fn,
-			   void *arg, size_t *total, pith_err_t *err)
-{
-	sqlite3_stmt *st = NULL;
-	int rc = 0, step;
-	if (total) {
-		*total = 0;
-		if (sqlite3_prepare_v2(s->r, "SELECT count(*) FROM cite WHERE cited=?1", -1, &st,
-				       NULL) != SQLITE_OK)
-			return db_fail(err, s->r, "query");
-		sqlite3_bind_text(st, 1, pith, -1, SQLITE_STATIC);
-		if (sqlite3_step(st) == SQLITE_ROW)
-			*total = (size_t)sqlite3_column_int64(st, 0);
-		sqlite3_finalize(st);
-		st = NULL;
-	}
-	if (sqlite3_prepare_v2(s->r,
-			       "SELECT c.citing, f.title, f.authors, f.primary_cat, f.cats, f.submitted_at"
-			       " FROM cite c LEFT JOIN rec r ON r.pith = c.citing"
-			       " LEFT JOIN fts f ON f.rowid = r.id WHERE c.cited=?1"
-			       " ORDER BY c.citing LIMIT ?2", -1, &st, NULL) != SQLITE_OK)
-		return db_fail(err, s->r, "query");
-	sqlite3_bind_text(st, 1, pith, -1, SQLITE_STATIC);
-	sqlite3_bind_int64(st, 2, (int64_t)limit);
-	while ((step = sqlite3_step(st)) == SQLITE_ROW) {
-		search_hit_t h;
-		hit_of(st, &h);
-		h.score = 0;
-		if (fn(arg, &h))
-			break;
-	}
-	if (step != SQLITE_ROW && step != SQLITE_DONE)
-		rc = db_fail(err, s->r, "query");
-	sqlite3_finalize(st);
-	return rc;
-}
-
-int search_cited_by(search_t *s, const char *pith, size_t limit, search_hit_fn fn, void *arg,
-		    size_t *total, pith_err_t *err)
-{
-	pthread_mutex_lock(&s->rmu);
-	int rc = cited_by_locked(s, pith, limit, fn, arg, total, err);
-	pthread_mutex_unlock(&s->rmu);
-	return rc;
-}
-
-static void json_member(pith_buf_t *out, const char *key, const char *v)
-{
-	pith_buf_printf(out, ",\"%s\":", key);
-	if (v)
-		json_write_string(out, v, strlen(v));
-	else
-		pith_buf_puts(out, "null");
-}
-
-void search_hit_json(const search_hit_t *hit, pith_buf_t *out)
-{
-	pith_buf_printf(out, "{\"pith_number\":\"%s\",\"short_pith_number\":\"pith:%.8s\"",
-			hit->pith, hit->pith + PITH_NUMBER_LEN - PITH_BODY_LEN);
-	json_member(out, "title", hit->title);
-	json_member(out, "authors", hit->authors);
-	json_member(out, "primary_cat", hit->primary_cat);
-	json_member(out, "categories", hit->cats);
-	json_member(out, "submitted_at", hit->submitted_at);
-	pith_buf_printf(out, ",\"score\":%lld}", (long long)(hit->score * 1e6));
 }

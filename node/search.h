@@ -9,9 +9,14 @@
  *
  * Two SQLite connections: one that writes (search_refresh, on the feeder
  * thread search_start runs, or on the caller's thread in pithctl), and one
- * that reads (search_query, search_cited_by, on the caller's thread: the
- * event loop and the render threads in pithd, one at a time). WAL mode lets the reader see every committed
- * refresh while the writer goes on. No libevent: pithctl links this too. */
+ * that reads, opened read-only (search_query, search_cited_by, on the
+ * caller's thread: the event loop and the render threads in pithd, one at
+ * a time). WAL mode lets the reader see every committed refresh while the
+ * writer goes on, and lets readers in other processes (search_open_ro)
+ * read beside it. Each connection follows the file at the path: one
+ * replaced or deleted under the process is reopened (and, for the writer,
+ * rebuilt), not served stale or failing for ever. Words in every script:
+ * search_text.c. No libevent: pithctl links this too. */
 #ifndef PITH_NODE_SEARCH_H
 #define PITH_NODE_SEARCH_H
 
@@ -39,6 +44,19 @@ typedef struct search search_t;
  * rebuilt by the next refresh. */
 int search_open(const char *path, store_t *st, search_t **out, pith_err_t *err);
 
+/* Opens the index at path read-only, for a reader beside the process
+ * that writes it (pithctl search while pithd holds the store): no store,
+ * no refresh; search_query, search_cited_by and search_seq (read from the
+ * file) work. PITH_ENOTFOUND when there is no index at path, PITH_EIO
+ * when it cannot be read or has another schema version. */
+int search_open_ro(const char *path, search_t **out, pith_err_t *err);
+
+/* Registers the index's FTS5 tokenizer on a connection opened by other
+ * code (tests, tools): the table cannot be read without it. SQLite's
+ * result code. */
+struct sqlite3;
+int search_tokenizer_register(struct sqlite3 *db);
+
 /* Stops the feeder thread (if started), closes. NULL-tolerant. */
 void search_free_(search_t *s);
 #define search_free(x) do { search_free_(x); (x) = NULL; } while (0)
@@ -61,7 +79,8 @@ int search_start(search_t *s, int poll_ms, int nice, pith_err_t *err);
  * Any thread; cheap. */
 void search_kick(search_t *s);
 
-/* The sequence number indexed up to (what a reader can see). */
+/* The sequence number indexed up to (what a reader can see; for a
+ * read-only handle, what the file says, 0 when it cannot be read). */
 uint64_t search_seq(search_t *s);
 
 /* hold 1: the feeder indexes nothing more (a refresh running stops after
@@ -89,15 +108,20 @@ typedef int (*search_hit_fn)(void *arg, const search_hit_t *hit);
 /* Ranked search (bm25; a title word weighs 10, an author's 4, a category
  * 2). A query whose ranking would take more than SEARCH_RANKED_MS (a word
  * most records hold) is answered unranked instead: matches newest indexed
- * first, score 0. q: words, each matched as a whole token (quoted: FTS5 syntax in q
- * means nothing); "cat:X" (also "category:X") matches category X only;
- * "author:X" an author's name only. Every word must match. Calls fn for
+ * first, score 0. q: words (UTF-8, split at blanks, Unicode's too), each
+ * matched as whole tokens, case and diacritics folded, a CJK word as the
+ * run of its characters (quoted: FTS5 syntax in q means nothing); "cat:X"
+ * (also "category:X") matches category X only; "author:X" an author's
+ * name only, "title:X" the title. Every word must match. Calls fn for
  * hits offset .. offset + limit - 1 (limit cut to SEARCH_LIMIT_MAX);
- * *more (may be NULL) gets 1 when there are hits after them. Errors:
- * PITH_ETOOBIG (q over SEARCH_QUERY_MAX bytes or SEARCH_TERMS_MAX words,
- * offset + limit over SEARCH_OFFSET_MAX), PITH_EINVAL (no word in q),
- * PITH_EIO (the index failed, or the query ran past SEARCH_BUDGET_MS and
- * was interrupted), each with err saying which. */
+ * *more (may be NULL) gets 1 when there are hits after them. Errors, each
+ * with err saying why in words for whoever typed q: PITH_ETOOBIG (q over
+ * SEARCH_QUERY_MAX bytes or SEARCH_TERMS_MAX words, offset + limit over
+ * SEARCH_OFFSET_MAX), PITH_EINVAL (q not valid UTF-8, a control character
+ * in it, no word in it), PITH_ENOTSUP (no index at the path yet: being
+ * rebuilt), PITH_EIO (the index failed twice, the second time on a fresh
+ * connection, or the query ran past SEARCH_BUDGET_MS and was
+ * interrupted). */
 int search_query(search_t *s, const char *q, size_t limit, size_t offset, search_hit_fn fn,
 		 void *arg, int *more, pith_err_t *err);
 

@@ -181,9 +181,11 @@ def run_cases(args, root, node, gen, key):
             assert set(js[0]) == {"pith_number", "short_pith_number", "title", "authors",
                                   "primary_cat", "categories", "submitted_at", "score"}, js
             r = ctl(*where, "search", "nothing-matches-this")
-            assert r.returncode == 0 and r.stdout == "", r
+            assert r.returncode == 0 and r.stdout == "no records matched\n", r
+            r = ctl(*where, "--json", "search", "nothing-matches-this")
+            assert r.returncode == 0 and json.loads(r.stdout) == [], r
             r = ctl(*where, "search", 'hardware" OR "x')
-            assert r.returncode == 0 and r.stdout == "", r
+            assert r.returncode == 0 and r.stdout == "no records matched\n", r
             r = ctl(*where, "search", "x" * 300)
             assert r.returncode == 1 and "longer than 256 bytes" in r.stderr, r
             r = ctl(*where, "search")

@@ -89,7 +89,8 @@ TEST(refuses_encoded_separators, "refuses encoded backslashes, NUL and controls"
 {
 	const char *bad[] = {
 		"/pith/a%5Cb", "/pith/a%00b", "/pith/a%0Ab",
-		"/pith/a%7fb", "/pith/a%C3%A9", "/r?x=%00", "/r?x=%0d%0aSet-Cookie:1",
+		"/pith/a%7fb", "/pith/a%C3%A9", "/pith/a\xc3\xa9", "/r?x%C3%A9=1", "/r?x%00=1",
+		"/r?%0a=1",
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
 		if (parse(bad[i]) != HTTP_TARGET_BAD)
@@ -97,6 +98,45 @@ TEST(refuses_encoded_separators, "refuses encoded backslashes, NUL and controls"
 	const char nul[] = "/pith/a\0b";
 	const char *why;
 	CHECK_INT_EQ(http_target_parse(nul, sizeof(nul) - 1, &t, &why), HTTP_TARGET_BAD);
+}
+
+TEST(marks_values_not_text, "lets UTF-8 through in query values; marks values that are not "
+     "text (controls, NUL, invalid UTF-8) for the views to refuse")
+{
+	CHECK_INT_EQ(parse("/search?q=M%C3%BCller+%E6%B7%B1%E5%BA%A6&limit=5"), HTTP_TARGET_OK);
+	CHECK_STR_EQ(http_target_query(&t, "q", NULL), "M\xc3\xbcller \xe6\xb7\xb1\xe5\xba\xa6");
+	CHECK(t.bad_why == NULL);
+	/* raw UTF-8, as curl sends what it is given */
+	CHECK_INT_EQ(parse("/search?q=\xd0\x9c\xd0\xb8\xd1\x80"), HTTP_TARGET_OK);
+	CHECK_STR_EQ(http_target_query(&t, "q", NULL), "\xd0\x9c\xd0\xb8\xd1\x80");
+	CHECK(t.bad_why == NULL);
+	static const struct {
+		const char *uri, *why;
+	} marked[] = {
+		{"/r?x=%00", "an encoded NUL"},
+		{"/r?x=%0d%0aSet-Cookie:1", "a control character"},
+		{"/r?a=1&x=%7F", "a control character"},
+		{"/r?x=%C2%85", "a control character"},     /* U+0085, C1 */
+		{"/r?x=%C3", "text that is not valid UTF-8"}, /* cut short */
+		{"/r?x=%C0%AF", "text that is not valid UTF-8"}, /* overlong '/' */
+		{"/r?x=%ED%A0%80", "text that is not valid UTF-8"}, /* a surrogate */
+		{"/r?x=\xff", "text that is not valid UTF-8"},
+	};
+	for (size_t i = 0; i < sizeof(marked) / sizeof(marked[0]); i++) {
+		if (parse(marked[i].uri) != HTTP_TARGET_OK) {
+			test_fail_(__FILE__, __LINE__, "refused %s", marked[i].uri);
+			continue;
+		}
+		if (!t.bad_why || strcmp(t.bad_why, marked[i].why) || strcmp(t.bad_key, "x"))
+			test_fail_(__FILE__, __LINE__, "%s: marked %s (%s)", marked[i].uri,
+				   t.bad_why ? t.bad_why : "nothing", t.bad_key ? t.bad_key : "-");
+		/* no NUL or control byte reaches a value, marked or not */
+		const char *v = http_target_query(&t, "x", NULL);
+		for (const char *p = v; p && *p; p++)
+			if ((unsigned char)*p < 0x20 || *p == 0x7f)
+				test_fail_(__FILE__, __LINE__, "%s: a control byte in the value",
+					   marked[i].uri);
+	}
 }
 
 TEST(refuses_malformed, "refuses malformed escapes, raw specials, fragments and other forms")
@@ -198,6 +238,7 @@ int main(void)
 	RUN(refuses_traversal);
 	RUN(marks_encoded_slashes);
 	RUN(refuses_encoded_separators);
+	RUN(marks_values_not_text);
 	RUN(refuses_malformed);
 	RUN(limits);
 	RUN(worst_case_fits);

@@ -89,7 +89,8 @@ static void dump(const char *path, pith_buf_t *out)
 	};
 	sqlite3 *db = NULL;
 	pith_buf_reset(out);
-	if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
+	if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK ||
+	    search_tokenizer_register(db) != SQLITE_OK) {
 		pith_buf_puts(out, "cannot open");
 		sqlite3_close(db);
 		return;
@@ -333,6 +334,214 @@ out:
 	stu_rmdir_rf(dir);
 }
 
+/* Record r with the title and authors given (JSON-escaped by the caller). */
+static int add_named(store_t *st, unsigned r, const char *title, const char *authors)
+{
+	pith_buf_t ev = PITH_BUF_INIT, rec = PITH_BUF_INIT, p = PITH_BUF_INIT;
+	char id[PITH_EVENT_ID_LEN + 1], pith[PITH_NUMBER_LEN + 1];
+	tg_record(r, &rec, pith);
+	int rc = tg_event(&ev, &reg, "record_created", pith, "record", "2026-01-01T00:00:00Z", NULL,
+			  NULL, NULL, 0, (int)r, id);
+	rc |= put(st, &ev);
+	pith_buf_printf(&p, "{\"graph_snapshot\":{\"paper\":{\"title\":\"%s\",\"authors_text\":"
+			"\"%s\"}},\"verdict_id\":null}", title, authors);
+	pith_buf_reset(&ev);
+	rc |= tg_event(&ev, &reg, "graph_snapshot", pith, "graph", "2026-01-02T00:00:00Z",
+		       (const char *)p.data, NULL, NULL, 0, -1, id);
+	rc |= put(st, &ev);
+	pith_buf_release(&ev);
+	pith_buf_release(&rec);
+	pith_buf_release(&p);
+	return rc;
+}
+
+typedef struct titles {
+	char got[1024];
+	size_t n;
+} titles_t;
+
+static int note_title(void *arg, const search_hit_t *h)
+{
+	titles_t *t = arg;
+	size_t l = strlen(t->got);
+	snprintf(t->got + l, sizeof(t->got) - l, "%s%s", l ? "|" : "", h->title ? h->title : "");
+	t->n++;
+	return 0;
+}
+
+/* The titles q finds, '|' between them, best first; "ERR n: msg" when
+ * search_query fails. */
+static const char *found(search_t *s, const char *q)
+{
+	static titles_t t;
+	pith_err_t err = {0};
+	memset(&t, 0, sizeof(t));
+	int rc = search_query(s, q, 20, 0, note_title, &t, NULL, &err);
+	if (rc)
+		snprintf(t.got, sizeof(t.got), "ERR %d: %s", rc, err.msg);
+	return t.got;
+}
+
+static const char *const named[][2] = {
+	{"Kernel methods revisited", "Hans M\u00fcller"},
+	{"On electromagnetism", "Hans Christian \u00d8rsted"},
+	{"Symphony analysis", "Anton\u00edn Dvo\u0159\u00e1k"},
+	{"Many-valued logic", "Jan \u0141ukasiewicz"},
+	{"Stra\u00dfe und \u0152uvre", "Mar\u00eda \u00d1\u00fa\u00f1ez"},
+	{"\u6df1\u5ea6\u5b66\u4e60\u7684\u7814\u7a76", "\u674e\u660e"},
+	{"\u6a5f\u68b0\u5b66\u7fd2\u3068\u30c7\u30fc\u30bf", "\u5c71\u7530\u592a\u90ce"},
+	{"\u0422\u0435\u043e\u0440\u0438\u044f \u0433\u0440\u0430\u0444\u043e\u0432", "\u0418\u0432\u0430\u043d \u041f\u0435\u0442\u0440\u043e\u0432"},
+	{"\u0398\u03b5\u03c9\u03c1\u03af\u03b1 \u03b1\u03c1\u03b9\u03b8\u03bc\u03ce\u03bd", "\u039d\u03af\u03ba\u03bf\u03c2"},
+	{"\ub17c\ubb38 \uc5f0\uad6c\ub97c", "\uae40\ucca0\uc218"},
+	{"\uff26\uff55\uff4c\uff4c width and \ufb01nal", "Someone Else"},
+};
+
+TEST(scripts, "finds words of every script: case and diacritics folded, letters without "
+     "a decomposition folded, CJK runs by their characters")
+{
+	char *dir = stu_tmpdir("test_search");
+	char path[600];
+	snprintf(path, sizeof(path), "%s/s.sqlite", dir);
+	store_t *st = stu_open_store(dir, trust);
+	for (unsigned i = 0; st && i < sizeof(named) / sizeof(named[0]); i++)
+		CHECK(!add_named(st, 100 + i, named[i][0], named[i][1]));
+	search_t *s = st ? open_index(path, st, UINT64_MAX) : NULL;
+	CHECK(s && refresh(s) == sizeof(named) / sizeof(named[0]));
+	if (!s)
+		goto out;
+	static const struct {
+		const char *q, *want;
+	} cases[] = {
+		{"M\u00fcller", "Kernel methods revisited"},
+		{"Muller", "Kernel methods revisited"},
+		{"M\u00dcLLER", "Kernel methods revisited"},
+		{"author:mUlLeR", "Kernel methods revisited"},
+		{"\u00d8rsted", "On electromagnetism"},
+		{"Orsted", "On electromagnetism"},
+		{"\u00f8rsted", "On electromagnetism"},
+		{"Dvorak", "Symphony analysis"},
+		{"DVO\u0158\u00c1K", "Symphony analysis"},
+		{"Lukasiewicz", "Many-valued logic"},
+		{"\u0141UKASIEWICZ", "Many-valued logic"},
+		{"Nunez strasse oeuvre", "Stra\u00dfe und \u0152uvre"},
+		{"\u00d1\u00fa\u00f1ez", "Stra\u00dfe und \u0152uvre"},
+		{"\u5b66\u4e60", "\u6df1\u5ea6\u5b66\u4e60\u7684\u7814\u7a76"},     /* a CJK word inside a run */
+		{"\u7814\u7a76", "\u6df1\u5ea6\u5b66\u4e60\u7684\u7814\u7a76"},
+		{"\u5b66\u7fd2", "\u6a5f\u68b0\u5b66\u7fd2\u3068\u30c7\u30fc\u30bf"},    /* Japanese */
+		{"\u30c7\u30fc\u30bf", "\u6a5f\u68b0\u5b66\u7fd2\u3068\u30c7\u30fc\u30bf"},
+		{"\u5b66", "\u6df1\u5ea6\u5b66\u4e60\u7684\u7814\u7a76|\u6a5f\u68b0\u5b66\u7fd2\u3068\u30c7\u30fc\u30bf"},
+		{"\u4e60\u5b66", ""},                    /* out of order: not the run */
+		{"\u0433\u0440\u0430\u0444\u043e\u0432", "\u0422\u0435\u043e\u0440\u0438\u044f \u0433\u0440\u0430\u0444\u043e\u0432"},
+		{"\u0422\u0415\u041e\u0420\u0418\u042f", "\u0422\u0435\u043e\u0440\u0438\u044f \u0433\u0440\u0430\u0444\u043e\u0432"},
+		{"\u03b8\u03b5\u03c9\u03c1\u03b9\u03b1", "\u0398\u03b5\u03c9\u03c1\u03af\u03b1 \u03b1\u03c1\u03b9\u03b8\u03bc\u03ce\u03bd"}, /* tonos folded */
+		{"\ub17c\ubb38", "\ub17c\ubb38 \uc5f0\uad6c\ub97c"},
+		{"\uc5f0\uad6c", "\ub17c\ubb38 \uc5f0\uad6c\ub97c"},             /* a Korean word, its particle left */
+		{"full final", "\uff26\uff55\uff4c\uff4c width and \ufb01nal"},
+		{"m\u00fcller\u3000kernel", "Kernel methods revisited"},   /* an ideographic space */
+		{"\"m\u00fcller", "Kernel methods revisited"},
+		{"NEAR(m\u00fcller kernel)", ""},        /* the words near, müller, kernel */
+		{"(kernel) m\u00fcller* -revisited", "Kernel methods revisited"},
+		{"m\u00fcller OR nothing", ""},
+		{"title:m\u00fcller", ""},
+		{"nope:kernel", ""},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		const char *got = found(s, cases[i].q);
+		if (strcmp(got, cases[i].want))
+			test_fail_(__FILE__, __LINE__, "%s: got '%s', want '%s'", cases[i].q, got,
+				   cases[i].want);
+	}
+	static const struct {
+		const char *q, *why;
+	} bad[] = {
+		{"\"", "no word to search for"},
+		{"* - ( ) \"\" :", "no word to search for"},
+		{"\u3002\u3001", "no word to search for"},
+		{"caf\xc3", "not valid UTF-8"},
+		{"\xff\xfe", "not valid UTF-8"},
+		{"a\nb", "control character (U+000A)"},
+		{"a\xc2\x85z", "control character (U+0085)"},
+		{"a b c d e f g h i j k l m", "more than 12 words"},
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		const char *got = found(s, bad[i].q);
+		if (strncmp(got, "ERR", 3) || !strstr(got, bad[i].why))
+			test_fail_(__FILE__, __LINE__, "%s: got '%s', want an error with '%s'",
+				   bad[i].q, got, bad[i].why);
+	}
+out:
+	search_free(s);
+	store_close(st);
+	stu_rmdir_rf(dir);
+}
+
+TEST(old_schema, "an index of the old schema (unicode61 alone) is rebuilt on open")
+{
+	char *dir = stu_tmpdir("test_search");
+	char path[600];
+	snprintf(path, sizeof(path), "%s/o.sqlite", dir);
+	store_t *st = stu_open_store(dir, trust);
+	CHECK(st && !add_named(st, 7, "\u6df1\u5ea6\u5b66\u4e60", "\u0141ukasiewicz"));
+	/* what schema 1 left: its tables, user_version 1, the store indexed */
+	sqlite3 *db = NULL;
+	CHECK(sqlite3_open(path, &db) == SQLITE_OK);
+	CHECK(sqlite3_exec(db, "PRAGMA journal_mode=WAL; CREATE TABLE meta(k TEXT PRIMARY KEY, v "
+			   "INTEGER NOT NULL) WITHOUT ROWID; INSERT INTO meta VALUES('seq', 2);"
+			   "CREATE VIRTUAL TABLE fts USING fts5(title, authors, cats, primary_cat "
+			   "UNINDEXED, submitted_at UNINDEXED, tokenize='unicode61 remove_diacritics "
+			   "2'); PRAGMA user_version=1;", NULL, NULL, NULL) == SQLITE_OK);
+	sqlite3_close(db);
+	search_t *s = st ? open_index(path, st, UINT64_MAX) : NULL;
+	CHECK(s && refresh(s) == 1);
+	if (s) {
+		CHECK_STR_EQ(found(s, "\u5b66\u4e60"), "\u6df1\u5ea6\u5b66\u4e60");
+		CHECK_STR_EQ(found(s, "lukasiewicz"), "\u6df1\u5ea6\u5b66\u4e60");
+	}
+	search_free(s);
+	store_close(st);
+	stu_rmdir_rf(dir);
+}
+
+TEST(read_only, "a read-only handle answers from the writer's file and writes nothing; the "
+     "writer and its reader follow a file replaced under them")
+{
+	char *dir = stu_tmpdir("test_search");
+	char path[600], moved[700];
+	snprintf(path, sizeof(path), "%s/r.sqlite", dir);
+	snprintf(moved, sizeof(moved), "%s.old", path);
+	store_t *st = stu_open_store(dir, trust);
+	CHECK(st && !add_named(st, 1, "Kernel methods", "M\u00fcller"));
+	search_t *w = st ? open_index(path, st, UINT64_MAX) : NULL, *ro = NULL;
+	pith_err_t err = {0};
+	CHECK(w && refresh(w) == 1);
+	CHECK_INT_EQ(search_open_ro(path, &ro, &err), 0);
+	if (!w || !ro)
+		goto out;
+	CHECK_STR_EQ(found(ro, "muller"), "Kernel methods");
+	CHECK_INT_EQ(search_seq(ro), search_seq(w));
+	CHECK_INT_EQ(search_refresh(ro, NULL, &err), PITH_ENOTSUP);
+	CHECK(!add_named(st, 2, "Kernel tricks", "\u00d8rsted"));
+	CHECK(refresh(w) == 1); /* the reader sees the writer's commits */
+	CHECK_STR_EQ(found(ro, "orsted"), "Kernel tricks");
+	/* no index at a path: not found, nothing created */
+	search_t *none = NULL;
+	char nopath[700];
+	snprintf(nopath, sizeof(nopath), "%s/none.sqlite", dir);
+	CHECK_INT_EQ(search_open_ro(nopath, &none, &err), PITH_ENOTFOUND);
+	CHECK(access(nopath, F_OK) != 0);
+	/* the file moved away under both: the writer builds a new one at the
+	 * path, the readers follow it */
+	CHECK(rename(path, moved) == 0);
+	CHECK(refresh(w) == 2);
+	CHECK_STR_EQ(found(w, "kernel"), "Kernel methods|Kernel tricks");
+	CHECK_STR_EQ(found(ro, "orsted"), "Kernel tricks");
+out:
+	search_free(ro);
+	search_free(w);
+	store_close(st);
+	stu_rmdir_rf(dir);
+}
+
 int main(void)
 {
 	trust = tg_trust_pair(&reg, &op);
@@ -342,6 +551,9 @@ int main(void)
 	RUN(pass_same_as_log);
 	RUN(pass_resumes);
 	RUN(hold);
+	RUN(scripts);
+	RUN(old_schema);
+	RUN(read_only);
 	pith_trust_free(trust);
 	return test_done();
 }

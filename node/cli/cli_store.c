@@ -1,9 +1,11 @@
 /* Opening the store for the store commands. */
 #include "cli_store.h"
 
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 /* A store upgrade at open: it can take minutes, so say so (stderr). */
 static void store_notice(void *arg, const char *line)
@@ -30,22 +32,46 @@ static int store_open_hint(const char *cmd, const char *dir, const char *msg)
 		return cli_fail(cmd, "%s is a pithd data directory; its store is %s/store (--store "
 			       "%s/store, or --node %s/pithd.sock while pithd runs)", dir, dir, dir, dir);
 	if (strstr(msg, "lock") || strstr(msg, "LOCK")) {
-		char data[4200];
-		snprintf(data, sizeof(data), "%s", dir);
-		size_t n = strlen(data);
-		while (n > 1 && data[n - 1] == '/')
-			data[--n] = 0;
-		/* DATA/store: the socket is DATA/pithd.sock */
-		if (n >= 6 && !strcmp(data + n - 6, "/store"))
-			data[n - 6] = 0;
-		else if (!strcmp(data, "store"))
-			snprintf(data, sizeof(data), ".");
-		else
-			snprintf(data, sizeof(data), "DATA");
-		return cli_fail(cmd, "a running pithd holds this store (%s); use --node %s/pithd.sock",
-				dir, data);
+		char sock[4200];
+		cli_store_sock(dir, sock, sizeof(sock));
+		return cli_fail(cmd, "a running pithd holds this store (%s); use --node %s", dir, sock);
 	}
 	return 0;
+}
+
+void cli_store_sock(const char *dir, char *out, size_t cap)
+{
+	char data[4200];
+	snprintf(data, sizeof(data), "%s", dir);
+	size_t n = strlen(data);
+	while (n > 1 && data[n - 1] == '/')
+		data[--n] = 0;
+	/* DATA/store: the socket is DATA/pithd.sock */
+	if (n >= 6 && !strcmp(data + n - 6, "/store"))
+		data[n - 6] = 0;
+	else if (!strcmp(data, "store"))
+		snprintf(data, sizeof(data), ".");
+	else
+		snprintf(data, sizeof(data), "DATA");
+	snprintf(out, cap, "%s/pithd.sock", data);
+}
+
+long cli_store_holder(const char *dir)
+{
+	char p[4200];
+	if ((size_t)snprintf(p, sizeof(p), "%s/LOCK", dir) >= sizeof(p))
+		return 0;
+	int fd = open(p, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	/* RocksDB holds a POSIX write lock on the whole of LOCK while the
+	 * database is open for writing; F_GETLK asks who, taking nothing */
+	struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = 0};
+	long pid = 0;
+	if (!fcntl(fd, F_GETLK, &fl) && fl.l_type != F_UNLCK)
+		pid = fl.l_pid > 0 ? (long)fl.l_pid : -1;
+	close(fd);
+	return pid;
 }
 
 int cli_store_open(const cli_ctx_t *ctx, const char *cmd, int writable, pith_trust_t **trust,

@@ -19,6 +19,15 @@
 int cli_store_open(const cli_ctx_t *ctx, const char *cmd, int writable, pith_trust_t **trust,
 		   store_t **st);
 
+/* Whether another process (a running pithd) holds the store at dir
+ * open for writing: its pid (-1 when the lock does not say), or 0 when
+ * none does or it cannot be told (no LOCK file: no store there). */
+long cli_store_holder(const char *dir);
+
+/* The control socket of the pithd whose store is dir, as a hint for
+ * --node: DATA/pithd.sock for DATA/store, else "DATA/pithd.sock". */
+void cli_store_sock(const char *dir, char *out, size_t cap);
+
 /* Resolves ID (any form) to a full pith number, printing why not. */
 int cli_store_resolve(store_t *st, const char *cmd, const char *id,
 		      char out[static PITH_NUMBER_LEN + 1]);

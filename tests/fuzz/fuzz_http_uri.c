@@ -5,9 +5,11 @@
  * - the result is OK, BAD or TOO_LONG, and TOO_LONG exactly when the input
  *   is over HTTP_TARGET_MAX;
  * - on OK, every segment is non-empty, is not "." or "..", holds '/' only
- *   when marked in enc_slash, and no '\\', NUL, control or non-ASCII byte; every query key and value holds
- *   no NUL, control or non-ASCII byte; all of them lie inside the target's
- *   buffer; counts stay within their limits;
+ *   when marked in enc_slash, and no '\\', NUL, control or non-ASCII byte; every query key
+ *   holds no NUL, control or non-ASCII byte, every value no NUL, C0
+ *   control, DEL or '\\', and unless the target marks one (bad_key, one of
+ *   its keys) every value is valid UTF-8 without C1 controls; all of them
+ *   lie inside the target's buffer; counts stay within their limits;
  * - re-encoding is a fixed point: the segments and pairs percent-encoded
  *   again (every byte but unreserved ones) parse back to the same ones. */
 #include <stdint.h>
@@ -17,6 +19,7 @@
 
 #include "fuzz_check.h"
 #include "http_int.h"
+#include "utf8.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -27,11 +30,12 @@ static int inside(const http_target_t *t, const char *p)
 	return p >= t->buf && p + strlen(p) < t->buf + sizeof(t->buf);
 }
 
-/* is_seg: 1 a segment without, 2 a segment with an encoded slash (marked) */
+/* is_seg: 1 a segment without, 2 a segment with an encoded slash (marked),
+ * 0 a query key, 3 a query value (bytes from 0x80 too) */
 static void check_text(const char *s, int is_seg)
 {
 	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-		FUZZ_CHECK(*p >= 0x20 && *p < 0x7f);
+		FUZZ_CHECK(*p >= 0x20 && *p != 0x7f && (*p < 0x80 || is_seg == 3));
 		FUZZ_CHECK(*p != '\\');
 		if (is_seg == 1)
 			FUZZ_CHECK(*p != '/');
@@ -73,7 +77,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	for (size_t i = 0; i < t1.nq; i++) {
 		FUZZ_CHECK(inside(&t1, t1.q[i].key) && inside(&t1, t1.q[i].val));
 		check_text(t1.q[i].key, 0);
-		check_text(t1.q[i].val, 0);
+		check_text(t1.q[i].val, 3);
+		if (!t1.bad_why)
+			FUZZ_CHECK(pith_utf8_valid(t1.q[i].val, strlen(t1.q[i].val)));
+	}
+	if (t1.bad_why) {
+		int found = 0;
+		for (size_t i = 0; i < t1.nq; i++)
+			found |= t1.bad_key == t1.q[i].key;
+		FUZZ_CHECK(found);
 	}
 	/* re-encode (three bytes per byte at most) and parse again */
 	static char again[3 * sizeof(t1.buf) + 64];
