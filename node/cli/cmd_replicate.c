@@ -522,8 +522,6 @@ static int run(cli_ctx_t *ctx, int argc, char **argv)
 		r.base[l - 1] = 0;
 	if (r.ca_file && access(r.ca_file, R_OK))
 		return cli_fail("replicate", "--ca-file %s: %s", r.ca_file, strerror(errno));
-	if (make_data_dir(r.data_dir, store_dir, sizeof(store_dir)))
-		return 1;
 	log_set_level(LOG_ERROR); /* the follower's warnings come as this command's lines */
 
 	pith_err_t err = {0};
@@ -545,6 +543,8 @@ static int run(cli_ctx_t *ctx, int argc, char **argv)
 	if (preflight(&r))
 		goto out;
 	read_health(&r);
+	if (make_data_dir(r.data_dir, store_dir, sizeof(store_dir))) /* not before: a typo makes none */
+		goto out;
 
 	cli_ctx_t sctx = *ctx;
 	sctx.store_dir = store_dir;

@@ -128,6 +128,19 @@ void cli_reasons_print(const cli_reasons_t *rs, int json)
 			printf("  %-16s %llu\n", rs->r[i].name, (unsigned long long)rs->r[i].n);
 }
 
+void cli_list_item(cli_list_t *l)
+{
+	if (l->json)
+		fputs(l->n ? ",\n" : "[\n", stdout);
+	l->n++;
+}
+
+void cli_list_end(cli_list_t *l)
+{
+	if (l->json)
+		fputs(l->n ? "\n]\n" : "[]\n", stdout);
+}
+
 int cli_wants_help(int argc, char **argv)
 {
 	for (int i = 1; i < argc; i++)
