@@ -250,12 +250,15 @@ out:
 
 static void fmt_duration(double s, char *out, size_t cap)
 {
-	if (s < 60)
-		snprintf(out, cap, "%.0f s", s);
-	else if (s < 3600)
-		snprintf(out, cap, "%.0f min %02.0f s", s / 60 - 0.5, s - 60 * (long)(s / 60));
+	long t = (long)(s + 0.5);
+	if (s < 1)
+		snprintf(out, cap, "under 1 s");
+	else if (t < 60)
+		snprintf(out, cap, "%ld s", t);
+	else if (t < 3600)
+		snprintf(out, cap, "%ld min %02ld s", t / 60, t % 60);
 	else
-		snprintf(out, cap, "%ld h %02ld min", (long)(s / 3600), ((long)s % 3600) / 60);
+		snprintf(out, cap, "%ld h %02ld min", t / 3600, t % 3600 / 60);
 }
 
 /* "412/1000 records (41%), 3.1 MB, 85 records/s, 7 s left" (or without the
