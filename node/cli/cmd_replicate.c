@@ -373,7 +373,8 @@ static void summary(rep_t *r, int interrupted)
 				 (long long)r->up_records, (long long)r->up_events);
 		printf("%s %s into %s: %llu records, %llu events%s; this run: %llu changes read, %llu "
 		       "already here, %llu bundles and %llu events fetched, %s in %.1f s\n",
-		       interrupted ? "interrupted replicating" : r->caught_up ? "replicated" : "stopped replicating",
+		       interrupted ? "interrupted replicating" : r->stop_sig && !r->once ? "stopped following" :
+		       r->caught_up ? "replicated" : "stopped replicating",
 		       r->base, r->data_dir, (unsigned long long)sc.records,
 		       (unsigned long long)sc.events, cmp, (unsigned long long)fp.changes,
 		       (unsigned long long)fp.same_state, (unsigned long long)fp.bundles,
@@ -590,6 +591,11 @@ static int run(cli_ctx_t *ctx, int argc, char **argv)
 			"many records it has)\n", r.base, r.data_dir,
 			r.at_start.records ? "continuing" : "new");
 	event_base_dispatch(r.loop);
+	/* a second Ctrl-C while the pipeline drains ends the process at once:
+	 * safe, as after a kill (the next run reads the page again) */
+	event_free(r.sigint);
+	event_free(r.sigterm);
+	r.sigint = r.sigterm = NULL;
 
 	ingest_free(r.pipe); /* every job back, committed or not, before the follower goes */
 	int interrupted = r.stop_sig && !r.caught_up;
