@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Journey: one command replicates an upstream, interrupted and resumed (issue 51).
 
-usage: replicate.py --pithctl P --gen-events G --gen-bundles B --out DIR
+usage: replicate.py --pithctl P --pithd D --gen-events G --gen-bundles B --out DIR
 
 What a person does, against the project's HTTPS stand-in upstream
 (tests/upstream_standin.py serving 300 generated records, their change
@@ -26,7 +26,11 @@ feed and /healthz):
    20 bundles and nothing else.
 5. Followed (the default, --refresh 1): 10 more published upstream come in
    without a rerun; Ctrl-C then exits 0.
-6. The mistakes, each one line on stderr and exit 1: an unreachable port,
+6. The replica as a node: `pithd --data DIR --upstream URL` serves it;
+   every record's state.json is byte for byte the upstream store's (served
+   by a pithd of its own), and one record published then reaches the node
+   through the same cursor file (the feed asked from after=330, one bundle).
+7. The mistakes, each one line on stderr and exit 1: an unreachable port,
    the stand-in's certificate without --ca-file, a URL that is no pith
    upstream, an upstream without a change feed.
 """
@@ -47,10 +51,10 @@ import urllib.request
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
-from pithtest import free_port, wait_for  # noqa: E402
+from pithtest import Node, free_port, wait_for  # noqa: E402
 from upstream_standin import write_feed, write_tree  # noqa: E402
 
-N0, N1, N2 = 300, 20, 10  # records at first, published later, published while following
+N0, N1, N2, N3 = 300, 20, 10, 1  # at first, published later, while following, to the node
 
 
 def fail(msg):
@@ -118,18 +122,22 @@ def pty_run(cmd):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--pithctl", required=True)
+    ap.add_argument("--pithd", required=True)
     ap.add_argument("--gen-events", required=True)
     ap.add_argument("--gen-bundles", required=True)
     ap.add_argument("--out", required=True)
     ap.add_argument("--keep", action="store_true")
     args = ap.parse_args()
     tmp = tempfile.mkdtemp(prefix="pith-journey-replicate-")
-    standins = []
+    standins, nodes = [], []
     ok = False
     try:
-        body(args, tmp, standins)
+        body(args, tmp, standins, nodes)
         ok = True
     finally:
+        for n in nodes:
+            if n.alive():
+                n.stop()
         for s in standins:
             s.stop()
         if ok and not args.keep:
@@ -140,18 +148,18 @@ def main():
     return 0
 
 
-def body(args, tmp, standins):
+def body(args, tmp, standins, nodes):
     ctl = args.pithctl
     key = os.path.join(tmp, "key.json")
     ev, bu = os.path.join(tmp, "events.jsonl"), os.path.join(tmp, "bundles.jsonl")
-    subprocess.run([args.gen_events, "--records", str(N0 + N1 + N2), "--per-record", "2",
+    subprocess.run([args.gen_events, "--records", str(N0 + N1 + N2 + N3), "--per-record", "2",
                     "--key-out", key, ev], check=True, capture_output=True)
     subprocess.run([args.gen_bundles, ev, bu], check=True, capture_output=True)
     with open(bu, "rb") as f:
         bundles = [l.rstrip(b"\n") for l in f if l.strip()]
 
-    # the upstream's own store: what the replica must end equal to
-    ref = os.path.join(tmp, "upstream-store")
+    # the upstream's own store (a pithd data directory's): what the replica must equal
+    ref = os.path.join(tmp, "upstream", "store")
 
     def pc(*a, timeout=120):
         return subprocess.run([ctl, "--trust-key", key] + list(a), capture_output=True,
@@ -186,7 +194,7 @@ def body(args, tmp, standins):
     write_feed(root, feed)
     up = Standin(root, os.path.join(tmp, "tls"))
     standins.append(up)
-    data = os.path.join(tmp, "replica")
+    data = os.path.join(tmp, "replica")  # Node(..., "replica") serves it later
     cmd = [ctl, "--trust-key", key, "replicate", up.origin, "--data", data, "--ca-file", up.ca]
     once = cmd + ["--once"]
 
@@ -307,7 +315,7 @@ def body(args, tmp, standins):
     threading.Thread(target=lambda: outs.extend(p.stdout), daemon=True).start()
     wait_for(lambda: any("following %s" % up.origin in l for l in errs) or p.poll() is not None,
              30, what="the follow line")
-    new = bundles[N0 + N1:]
+    new = bundles[N0 + N1:N0 + N1 + N2]
     up.call("/_control", {"publish": [ref_import(new)]})
     feed_add(new)
     write_feed(root, feed)
@@ -323,7 +331,36 @@ def body(args, tmp, standins):
                                                          "".join(errs)))
     same("after following")
 
-    # 6. the mistakes, one line each
+    # 6. the replica as a node, and the upstream's store as one, over HTTP
+    http = ["--http", "127.0.0.1:0", "--trust-key", key]
+    mirror = Node(args.pithd, tmp, "replica", extra=http + [
+        "--upstream", up.origin, "--upstream-ca-file", up.ca, "--upstream-refresh", "1"]).start()
+    origin = Node(args.pithd, tmp, "upstream", extra=http).start()
+    nodes += [mirror, origin]
+
+    def get(node, path):
+        url = "http://%s%s" % (node.status()["http"], path)
+        with urllib.request.urlopen(url, timeout=10) as r:
+            return r.read()
+    numbers = [json.loads(d)["pith_number"] for d in bundles[:n_all]]
+    for n in numbers:
+        path = "/pith/%s/state.json" % n[10:]
+        if get(mirror, path) != get(origin, path):
+            fail("state.json of %s differs between the replica and the upstream's store" % n)
+    origin.stop()  # the upstream's store is written below, by pithctl
+    new = bundles[n_all:]
+    up.call("/_control", {"publish": [ref_import(new)]})
+    feed_add(new)
+    write_feed(root, feed)
+    last = json.loads(new[0])["pith_number"]
+    wait_for(lambda: last in mirror.records(), 20, what="pithd on the replica to follow on")
+    sent6 = up.stats(reset=True)
+    asked = sorted(k for k in sent6["by_path"] if k.startswith("/api/changes"))
+    if sent6["full"] != N3 or "/api/changes?after=%d&limit=1000" % n_all not in asked:
+        fail("pithd on the replica: %d bundles, feed asked %r (not from the saved cursor %d)"
+             % (sent6["full"], asked, n_all))
+
+    # 7. the mistakes, one line each
     empty = os.path.join(tmp, "empty-root")
     os.makedirs(os.path.join(empty, "pith"))
     nofeed = os.path.join(tmp, "nofeed-root")
