@@ -715,6 +715,20 @@ static int url_same(const char *a, const char *b)
 	return la == lb && !strncasecmp(a, b, la);
 }
 
+/* The manifest was read or failed: follow the change feed it names, or
+ * with feed_default the one every pithd serves at BASE/api/changes. */
+static void manifest_feed(follower_t *f, src_t *s)
+{
+	static const char path[] = "/api/changes";
+	size_t n = strlen(s->base);
+	if (f->o.feed_default && !s->changes_url[0] && n + sizeof(path) <= sizeof(s->changes_url)) {
+		memcpy(s->changes_url, s->base, n);
+		memcpy(s->changes_url + n, path, sizeof(path));
+	}
+	if (s->changes_url[0] && !s->feed)
+		feed_start(f, s);
+}
+
 static void on_manifest(void *arg, const hc_result_t *res)
 {
 	src_t *s = arg;
@@ -731,6 +745,7 @@ static void on_manifest(void *arg, const hc_result_t *res)
 		else if (res->curl_code)
 			follower_src_error(f, s, follower_classify(res), res->url, "%s: %s: using the registry's layouts",
 				  res->url, res->error ? res->error : "failed");
+		manifest_feed(f, s);
 		pump(f);
 		return;
 	}
@@ -740,6 +755,7 @@ static void on_manifest(void *arg, const hc_result_t *res)
 		follower_src_error(f, s, C_BAD_ANSWER, res->url, "%s: %s: using the registry's layouts",
 			  res->url, m ? e.msg : "out of memory");
 		free(m);
+		manifest_feed(f, s);
 		pump(f);
 		return;
 	}
@@ -751,9 +767,10 @@ static void on_manifest(void *arg, const hc_result_t *res)
 		}
 	s->has_manifest = 1;
 	snprintf(s->pattern, sizeof(s->pattern), "%s", pick->bundle_pattern);
-	snprintf(s->changes_url, sizeof(s->changes_url), "%s", pick->changes_url);
-	if (s->changes_url[0] && !s->feed)
-		feed_start(f, s);
+	/* a feed being read keeps its URL when a re-read manifest names none */
+	if (pick->changes_url[0] || !s->feed)
+		snprintf(s->changes_url, sizeof(s->changes_url), "%s", pick->changes_url);
+	manifest_feed(f, s);
 	log_info("upstream %s: manifest read, bundles at %s", s->base,
 		 s->pattern[0] ? s->pattern : "the registry's layouts");
 	free(m);
@@ -1010,6 +1027,8 @@ int follower_new(const follower_deps_t *d, const follower_opts_t *o, follower_t 
 		f->o.max_inflight = 16;
 	if (!f->o.max_body)
 		f->o.max_body = 16u << 20;
+	if (!f->o.feed_page || f->o.feed_page > 10000)
+		f->o.feed_page = 1000;
 	snprintf(f->data_dir, sizeof(f->data_dir), "%s", o->data_dir);
 	int rc = 0;
 	f->recs = idmap_new();

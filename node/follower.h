@@ -58,6 +58,11 @@ typedef struct follower_opts {
 	int64_t negative_ttl_s;   /* how long "no upstream knows ID" is believed */
 	size_t max_body;          /* a bundle's body, at most */
 	int64_t stall_s;          /* under 1 KiB/s this long: dropped (0: 15) */
+	size_t feed_page;         /* changes asked for per feed page (0: 1000; at most
+				   * 10,000): the cursor is saved after each page */
+	int feed_default;         /* an upstream whose manifest names no change feed, or
+				   * that has no manifest, is followed at BASE/api/changes
+				   * (pithctl replicate: it checked that one answers) */
 } follower_opts_t;
 
 typedef struct follower_deps {
@@ -94,6 +99,22 @@ int follower_follow(follower_t *u, const char *text, pith_err_t *err);
  * negative cache says no upstream knows it, PITH_EINVAL for a malformed
  * id, PITH_ETOOBIG when too many requests are waiting. */
 int follower_want(follower_t *u, const char *id, uint64_t token);
+
+/* How the change feeds are going, summed over the upstreams that have
+ * one: what `pithctl replicate` shows and waits for. */
+typedef struct follower_progress {
+	int feeds;                /* upstreams whose change feed is followed */
+	uint64_t pages;           /* feed pages read */
+	uint64_t empty_pages;     /* of them, pages that came back empty: caught up */
+	uint64_t changes, same_state, bundles, events_pages, events, diverged;
+	uint64_t requests, bytes; /* every request of the follower, its bytes */
+	uint64_t rejected;        /* bundles and events the pipeline refused */
+	unsigned fails;           /* the most failures in a row of one upstream */
+	char last_error[320];     /* the latest upstream error, "" if none */
+	int64_t last_error_us;    /* when (node_now_us), 0 if none */
+} follower_progress_t;
+
+void follower_progress(follower_t *u, follower_progress_t *out);
 
 /* Appends the "upstreams" status object's members (JSON, no braces). */
 void follower_status_json(follower_t *u, pith_buf_t *out);

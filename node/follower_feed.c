@@ -15,6 +15,7 @@
  * still differs after its events (events signed by keys not trusted
  * here, say) is counted as diverged and does not hold the cursor. */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,7 +26,6 @@
 #include "log.h"
 
 #define CURSOR_FILE "upstream-cursors"
-#define FEED_PAGE 1000          /* changes asked for at once */
 #define EVENTS_PAGE_MAX 1000    /* events per events.json page */
 #define FEED_RETRY_US (5 * INT64_C(1000000))
 
@@ -55,7 +55,7 @@ struct feed {
 	size_t n, started, done, running;
 	int page_failed;
 	fitem_t *items;
-	uint64_t pages, changes, same, bundles, events_pages, events, diverged;
+	uint64_t pages, empty_pages, changes, same, bundles, events_pages, events, diverged;
 };
 
 static void item_step(fitem_t *it);
@@ -107,7 +107,14 @@ static void cursors_save(follower_t *f)
 	if (bad || rename(tmp, path)) {
 		log_warn("cannot write %s: %s", path, strerror(errno));
 		unlink(tmp);
+		return;
 	}
+	/* the rename itself survives a crash once the directory is synced */
+	int dfd = open(f->data_dir, O_RDONLY | O_DIRECTORY);
+	if (dfd < 0 || fsync(dfd))
+		log_warn("cannot sync %s: %s", f->data_dir, strerror(errno));
+	if (dfd >= 0)
+		close(dfd);
 }
 
 /* ---- a page --------------------------------------------------------------------------- */
@@ -391,10 +398,11 @@ static void on_page(void *arg, const hc_result_t *res)
 		return;
 	}
 	fd->s->fails = 0;
-	fd->page = calloc(FEED_PAGE, sizeof(*fd->page));
+	fd->page = calloc(f->o.feed_page, sizeof(*fd->page));
 	pith_err_t e = {0};
 	size_t n = 0;
-	int rc = fd->page ? pith_changes_parse(res->body, res->body_len, NULL, fd->page, FEED_PAGE,
+	int rc = fd->page ? pith_changes_parse(res->body, res->body_len, NULL, fd->page,
+					       f->o.feed_page,
 					       &n, fd->page_next, &e)
 			  : pith_err_set(&e, PITH_ENOMEM, "out of memory");
 	if (rc) {
@@ -406,6 +414,7 @@ static void on_page(void *arg, const hc_result_t *res)
 	fd->pages++;
 	if (!n) {
 		/* caught up: ask again in one interval */
+		fd->empty_pages++;
 		page_release(fd);
 		fd->next_poll_us = now + f->o.refresh_s * INT64_C(1000000);
 		return;
@@ -427,10 +436,10 @@ static void poll_page(feed_t *fd)
 	follower_t *f = fd->f;
 	char url[URL_CAP];
 	if (fd->cursor[0])
-		snprintf(url, sizeof(url), "%s?after=%s&limit=%d", fd->s->changes_url, fd->cursor,
-			 FEED_PAGE);
+		snprintf(url, sizeof(url), "%s?after=%s&limit=%zu", fd->s->changes_url, fd->cursor,
+			 f->o.feed_page);
 	else
-		snprintf(url, sizeof(url), "%s?limit=%d", fd->s->changes_url, FEED_PAGE);
+		snprintf(url, sizeof(url), "%s?limit=%zu", fd->s->changes_url, f->o.feed_page);
 	hc_req_t q = {.url = url, .body_cap = pith_changes_limits_default.max_bytes,
 		      .done = on_page, .arg = fd};
 	fd->s->requests++;
@@ -497,4 +506,33 @@ void feed_status_json(const src_t *s, pith_buf_t *b)
 			(unsigned long long)fd->same, (unsigned long long)fd->bundles,
 			(unsigned long long)fd->events_pages, (unsigned long long)fd->events,
 			(unsigned long long)fd->diverged, fd->n - fd->done);
+}
+
+void follower_progress(follower_t *f, follower_progress_t *out)
+{
+	memset(out, 0, sizeof(*out));
+	for (size_t i = 0; i < f->nsrcs; i++) {
+		const src_t *s = &f->srcs[i];
+		const feed_t *fd = s->feed;
+		out->requests += s->requests;
+		out->bytes += s->bytes;
+		out->rejected += s->rejected_total;
+		if (s->fails > out->fails)
+			out->fails = s->fails;
+		if (s->last_error_us > out->last_error_us) {
+			out->last_error_us = s->last_error_us;
+			snprintf(out->last_error, sizeof(out->last_error), "%s", s->last_error);
+		}
+		if (!fd)
+			continue;
+		out->feeds++;
+		out->pages += fd->pages;
+		out->empty_pages += fd->empty_pages;
+		out->changes += fd->changes;
+		out->same_state += fd->same;
+		out->bundles += fd->bundles;
+		out->events_pages += fd->events_pages;
+		out->events += fd->events;
+		out->diverged += fd->diverged;
+	}
 }

@@ -667,7 +667,8 @@ int json_parse(json_doc_t **out, const uint8_t *buf, size_t len,
 		json_doc_free(doc);
 		return pith_err_set(err, PITH_ENOMEM, "JSON: out of memory");
 	}
-	memcpy(copy, buf, len);
+	if (len) /* an empty input may come as NULL (an empty pith_buf_t) */
+		memcpy(copy, buf, len);
 	copy[len] = 0;
 	ps.start = copy;
 	ps.p = copy;

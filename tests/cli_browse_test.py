@@ -158,8 +158,8 @@ def run_cases(args, root, node, gen, key):
             lines = ctl(*where, "records").stdout.splitlines()
             assert lines[0] == "# pith_number events state_sha256", lines[:2]
             assert len(lines) == 7 and all(l.startswith("pith:") for l in lines[1:]), lines
-            js = ctl(*where, "--json", "records").stdout.splitlines()
-            assert len(js) == 6 and all(json.loads(l)["pith_number"] for l in js)
+            js = json.loads(ctl(*where, "--json", "records").stdout)  # one array, one a line
+            assert len(js) == 6 and all(r["pith_number"] for r in js), js
 
     @case("search: words of a title and an author, from the node and from the store")
     def _():

@@ -65,7 +65,7 @@ out=$("$P" --store "$S" records)
 line=$(printf '%s\n' "$out" | tail -n 1)
 [ "$(printf '%s\n' "$out" | head -n 1)" = "# pith_number events state_sha256" ] || fail "records starts with its header line"
 [ "$line" = "$AR7B 2 $SHA" ] || fail "records prints '$AR7B 2 $SHA' (got '$line')"
-"$P" --store "$S" records --json | jq -e ".pith_number == \"$AR7B\" and .event_count == 2 and .has_bundle" >/dev/null ||
+"$P" --store "$S" records --json | jq -e "length == 1 and (.[0] | .pith_number == \"$AR7B\" and .event_count == 2 and .has_bundle)" >/dev/null ||
 	fail "records --json"
 ok "records lists the record with its event count and state hash"
 

@@ -155,7 +155,7 @@ def body(args, root, nodes):
     assert a.node_id in human and "100 events" in human, human
     assert "MB of write-ahead log" in human and "0 behind" in human, human
     recs_human = ctl.run("records", node=a).stdout
-    recs_json = [json.loads(l) for l in ctl.run("records", "--json", node=a).stdout.splitlines()]
+    recs_json = json.loads(ctl.run("records", "--json", node=a).stdout)  # one array
     assert len(recs_json) == 20 and len(recs_human.splitlines()) == 21, len(recs_json)  # + header
     pith = recs_json[0]["pith_number"]
     state_node = ctl.run("state", pith, node=a).stdout

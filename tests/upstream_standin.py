@@ -20,10 +20,21 @@ Serves D in the registry's layout (write_tree() below makes it):
                                 pith= matches a body prefix of a stored
                                 bundle): json=true -> {"pith_number":...},
                                 else 302 to /pith/{P}; unknown -> 404
+  /api/changes?after=C&limit=N  a pithd's change feed (docs/http.md), from
+                                D/changes.jsonl (write_feed() below: one change
+                                a line, pith_number, state_sha256, bundle_sha256,
+                                built_at, event_count; re-read when it changes):
+                                the cursor of a line is its number from 1; 404
+                                when there is no such file, 400 for a bad cursor
+  /healthz                      {"ok":true,"store":{"records","events"}}: the
+                                records of D/changes.jsonl (each at its last
+                                line) and the sum of their event_count; 404
+                                without the file
   /_stats[?paths=1][&reset=1]   the counters: requests (all but /_stats and
                                 /_control), full (bundles sent with a body),
                                 bundle_bytes, not_modified (304s), resolve,
-                                manifest, not_found, fault (faulty answers);
+                                manifest, changes (feed pages), health,
+                                not_found, fault (faulty answers);
                                 paths=1 adds by_path {request path: count};
                                 reset=1 zeroes them after the answer
   /_control                     changes the behaviour of the running server
@@ -132,7 +143,7 @@ MODES = ("none", "500", "503", "429", "stall", "tamper", "big", "swap", "untrust
 # the modes that answer any request, not only a bundle's
 GENERIC = ("500", "503", "429", "stall", "big")
 COUNTERS = ("requests", "full", "bundle_bytes", "not_modified", "resolve", "manifest",
-            "not_found", "fault")
+            "changes", "health", "not_found", "fault")
 
 
 def index_add(index, bundle):
@@ -149,12 +160,22 @@ def write_atomic(path, data):
     os.rename(tmp, path)
 
 
-def write_tree(root, bundles, index=True, manifest=True):
+def write_feed(root, changes):
+    """Writes root/changes.jsonl, the change feed the stand-in serves: changes
+    is a list of dicts (pith_number, state_sha256, bundle_sha256, built_at,
+    event_count) in the order the upstream committed them; a record listed
+    again later is served at its last line only, as a pithd lists it."""
+    write_atomic(os.path.join(root, "changes.jsonl"),
+                 b"".join(json.dumps(c, sort_keys=True).encode() + b"\n" for c in changes))
+
+
+def write_tree(root, bundles, index=True, manifest=True, feed=False):
     """Lays bundles (bytes, one bundle document each) out under root as the
     registry does: root/pith/{suffix}/bundle.json, and unless told not to
     root/index.json (arXiv ids and DOIs from each bundle's source_aliases,
     what the resolve API answers from) and a root/pith-mirrors.json naming
-    this server. Returns (pith numbers in order, index)."""
+    this server (with feed, its changes_url too, as a pithd's names its
+    own). Returns (pith numbers in order, index)."""
     idx = {"arxiv": {}, "doi": {}}
     numbers = []
     for data in bundles:
@@ -168,10 +189,13 @@ def write_tree(root, bundles, index=True, manifest=True):
     if index:
         write_atomic(os.path.join(root, "index.json"), json.dumps(idx).encode())
     if manifest:
+        mirror = {"name": "stand-in", "mirror_type": "https", "base_url": "@ORIGIN@",
+                  "bundle_pattern": "@ORIGIN@/pith/{suffix}/bundle.json"}
+        if feed:
+            mirror["changes_url"] = "@ORIGIN@/api/changes"
         write_atomic(os.path.join(root, "pith-mirrors.json"), json.dumps(
             {"manifest_type": "pith_mirror_manifest", "manifest_version": "1.0",
-             "mirrors": [{"name": "stand-in", "mirror_type": "https", "base_url": "@ORIGIN@",
-                          "bundle_pattern": "@ORIGIN@/pith/{suffix}/bundle.json"}]}).encode())
+             "mirrors": [mirror]}).encode())
     return numbers, idx
 
 
@@ -193,7 +217,31 @@ class State:
         self.bodies = []
         self.bodies_mtime = None
         self.origin = ""
+        self.feed = None  # [(cursor, change)], each record at its last line
+        self.feed_mtime = None
         self.refresh(force=True)
+
+    def feed_read(self):
+        """The change feed of D/changes.jsonl (None without the file), re-read
+        when the file changed."""
+        p = os.path.join(self.root, "changes.jsonl")
+        try:
+            m = os.stat(p).st_mtime_ns
+        except FileNotFoundError:
+            return None
+        with self.lock:
+            if m == self.feed_mtime:
+                return self.feed
+        last = {}
+        with open(p, "rb") as f:
+            for i, line in enumerate(f, 1):
+                if line.strip():
+                    c = json.loads(line)
+                    last[c["pith_number"]] = (i, c)
+        feed = sorted(last.values(), key=lambda e: e[0])
+        with self.lock:
+            self.feed, self.feed_mtime = feed, m
+        return feed
 
     def reset_stats(self):
         self.stats = dict.fromkeys(COUNTERS, 0)
@@ -416,6 +464,18 @@ class Handler(http.server.BaseHTTPRequestHandler):
             return self.resolve(st, q)
         if m:
             return self.bundle(st, m.group(1))
+        if u.path == "/api/changes":
+            if self.fault(st.fault_for(self.path, False)):
+                return
+            return self.changes(st, q)
+        if u.path == "/healthz":
+            feed = st.feed_read()
+            if feed is None:
+                st.count("not_found")
+                return self.send(404, b'{"error":"not found"}')
+            st.count("health")
+            return self.send_json(200, {"ok": True, "store": {
+                "records": len(feed), "events": sum(c.get("event_count", 0) for _, c in feed)}})
         st.count("not_found")
         self.send(404, b'{"error":"not found"}')
 
@@ -439,6 +499,24 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.send(200, b" " * (17 << 20))
             return True
         return False
+
+    def changes(self, st, q):
+        """A page of the change feed, as a pithd's /api/changes answers."""
+        feed = st.feed_read()
+        if feed is None:
+            st.count("not_found")
+            return self.send(404, b'{"error":"not found"}')
+        after, limit = q.get("after", ["0"]), q.get("limit", ["1000"])
+        if len(after) != 1 or not after[0].isdigit() or len(limit) != 1 or \
+                not limit[0].isdigit() or int(limit[0]) == 0:
+            return self.send_json(400, {"error": "bad_request",
+                                        "message": "after: pass back a cursor or next"})
+        a, n = int(after[0]), min(int(limit[0]), 10000)
+        page = [dict(c, cursor=str(i)) for i, c in feed if i > a][:n]
+        for c in page:
+            c.pop("event_count", None)
+        st.count("changes")
+        self.send_json(200, {"changes": page, "next": page[-1]["cursor"] if page else after[0]})
 
     def resolve(self, st, q):
         st.count("resolve")

@@ -37,6 +37,19 @@ int cli_fail(const char *cmd, const char *fmt, ...)
 int cli_opt_long(const char *cmd, const char *opt, const char *text, long lo, long hi,
 		 const char *what, long *out);
 
+/* A list on stdout that stays one JSON document with --json: an array,
+ * one element a line, "[]" when empty (docs: man/pithctl.1, "--json").
+ * Without json both calls print nothing. */
+typedef struct cli_list {
+	int json;
+	size_t n;
+} cli_list_t;
+/* Before each element (printed without a newline with json): "[" and a
+ * newline for the first, "," and a newline for the others. */
+void cli_list_item(cli_list_t *l);
+/* After the last: "\n]\n", or "[]\n" when there was none. */
+void cli_list_end(cli_list_t *l);
+
 /* True when argv holds -h or --help. */
 int cli_wants_help(int argc, char **argv);
 

@@ -9,11 +9,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+/* One event a line; with --json each an element of one array. */
 static int write_event(void *arg, const uint8_t id[32], const uint8_t *bytes, size_t len)
 {
-	(void)arg;
+	cli_list_t *l = arg;
 	(void)id;
-	if (fwrite(bytes, 1, len, stdout) != len || putchar('\n') == EOF)
+	cli_list_item(l);
+	if (fwrite(bytes, 1, len, stdout) != len || (!l->json && putchar('\n') == EOF))
 		return 1;
 	return 0;
 }
@@ -64,7 +66,7 @@ static int write_bundle(store_t *st, const char *dir, const char *pith, pith_err
 	return rc ? cli_fail("export", "cannot write %s: %s", path, strerror(errno)) : 0;
 }
 
-static int export_bundles(store_t *st, const char *dir, const char *subject)
+static int export_bundles(store_t *st, const char *dir, const char *subject, int json)
 {
 	bundle_list_t l = {0};
 	pith_err_t err = {0};
@@ -84,8 +86,14 @@ static int export_bundles(store_t *st, const char *dir, const char *subject)
 	}
 	for (size_t i = 0; !rc && i < l.n; i++)
 		rc = write_bundle(st, dir, l.pith[i], &err);
-	if (!rc)
+	if (!rc && json) {
+		pith_buf_t b = PITH_BUF_INIT;
+		json_write_string(&b, dir, strlen(dir));
+		printf("{\"bundles\":%zu,\"dir\":%.*s}\n", l.n, (int)b.len, (const char *)b.data);
+		pith_buf_release(&b);
+	} else if (!rc) {
 		fprintf(stderr, "pithctl export: %zu bundle(s) written to %s\n", l.n, dir);
+	}
 	free(l.pith);
 	return rc;
 }
@@ -137,8 +145,7 @@ static int run(cli_ctx_t *ctx, int argc, char **argv)
 			i++;
 			so.jobs = (int)j;
 			jobs_set = 1;
-		}
-		else
+		} else if (strcmp(argv[i], "--json"))
 			return cli_fail("export", "unknown argument %s", argv[i]);
 	}
 	if ((so.base_url || so.name || so.full || jobs_set) && !so.dir)
@@ -155,9 +162,12 @@ static int run(cli_ctx_t *ctx, int argc, char **argv)
 	if (so.dir) {
 		rc = export_site(st, &so, ctx->json);
 	} else if (!rc && bundles) {
-		rc = export_bundles(st, bundles, subject ? pith : NULL);
+		rc = export_bundles(st, bundles, subject ? pith : NULL, ctx->json);
 	} else if (!rc) {
-		rc = store_events_each(st, subject ? pith : NULL, write_event, NULL, &err);
+		cli_list_t list = {ctx->json, 0};
+		rc = store_events_each(st, subject ? pith : NULL, write_event, &list, &err);
+		if (!rc)
+			cli_list_end(&list);
 		if (rc < 0)
 			rc = cli_fail("export", "%s", err.msg);
 		else if (rc > 0 || fflush(stdout))
@@ -170,15 +180,17 @@ static int run(cli_ctx_t *ctx, int argc, char **argv)
 
 const cli_cmd_t cli_cmd_export = {
 	"export", "write stored events as JSON Lines, bundles, or the mirror as a static site",
-	"usage: pithctl --store DIR export [--subject ID] [--bundles OUTDIR]\n"
+	"usage: pithctl --store DIR export [--subject ID] [--bundles OUTDIR] [--json]\n"
 	"       pithctl --store DIR export --site OUT [--base-url URL] [--name NAME] [--full]\n"
 	"                                    [--jobs N]\n\n"
 	"Writes every stored event (or those of one record) as canonical JSON,\n"
 	"one per line, grouped by record and in (created_at, event_id) order\n"
-	"within each: the order `pithctl import` ingests fastest.\n"
+	"within each: the order `pithctl import` ingests fastest (--json: one\n"
+	"JSON array of them instead, one a line; [] for none).\n"
 	"With --bundles, writes instead one file per record, OUTDIR/BODY.json:\n"
 	"the newest verified registry bundle, byte for byte (records without one\n"
-	"are skipped; a mirror cannot sign a registry bundle).\n"
+	"are skipped; a mirror cannot sign a registry bundle); --json prints\n"
+	"{\"bundles\": N, \"dir\": OUTDIR}.\n"
 	"With --site, writes every document the node's HTTP side serves for every\n"
 	"record (the same bytes), the browse pages, pith-mirrors.json and\n"
 	"pith-signing-key.json under OUT, each with a .gz beside it, and the alias\n"

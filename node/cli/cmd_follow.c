@@ -6,9 +6,8 @@
 
 static int run(cli_ctx_t *ctx, int argc, char **argv)
 {
-	int json = 0, n = 0, failed = 0;
-	for (int i = 1; i < argc; i++)
-		json |= !strcmp(argv[i], "--json");
+	int json = ctx->json, n = 0, failed = 0;
+	cli_list_t list = {json, 0}; /* --json: one array, an answer per ID */
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--json"))
 			continue;
@@ -24,7 +23,11 @@ static int run(cli_ctx_t *ctx, int argc, char **argv)
 		if (line.oom || cli_node_call(ctx, "follow", (const char *)line.data, &doc, &raw)) {
 			failed++;
 		} else if (json) {
-			printf("%.*s\n", (int)raw.len, (const char *)raw.data);
+			size_t len = raw.len;
+			while (len && (raw.data[len - 1] == '\n' || raw.data[len - 1] == '\r'))
+				len--;
+			cli_list_item(&list);
+			printf("%.*s", (int)len, (const char *)raw.data);
 		} else {
 			const json_value_t *r = json_doc_root(doc);
 			printf("%s: %s\n", argv[i],
@@ -37,6 +40,8 @@ static int run(cli_ctx_t *ctx, int argc, char **argv)
 	}
 	if (!n)
 		return cli_fail("follow", "missing ID (an arXiv id, DOI, or pith number)");
+	if (list.n) /* every ID failed: nothing but the errors, as for any command */
+		cli_list_end(&list);
 	return failed ? 1 : 0;
 }
 
@@ -47,6 +52,7 @@ const cli_cmd_t cli_cmd_follow = {
 	"the node's follow list: fetched from its upstreams (pithd --upstream) now,\n"
 	"then checked every upstream_refresh seconds with a conditional request.\n"
 	"The list is kept in DATA/follow across restarts. Fails for a malformed\n"
-	"ID or a node without upstreams.\n",
+	"ID or a node without upstreams. --json: an array of the node's answers,\n"
+	"one per ID followed ({\"ok\":true,\"already\":...}).\n",
 	run,
 };

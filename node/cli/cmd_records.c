@@ -5,14 +5,20 @@
 #include <inttypes.h>
 #include <string.h>
 
+typedef struct rec_out {
+	const cli_ctx_t *ctx;
+	cli_list_t list; /* --json: one array */
+} rec_out_t;
+
 static int print_record(void *arg, const store_record_info_t *r)
 {
-	const cli_ctx_t *ctx = arg;
+	rec_out_t *o = arg;
 	char hex[65];
 	pith_hex_encode(r->state_hash, 32, hex);
-	if (ctx->json)
+	cli_list_item(&o->list);
+	if (o->ctx->json)
 		printf("{\"pith_number\":\"%s\",\"event_count\":%" PRIu64
-		       ",\"state_sha256\":\"%s\",\"has_bundle\":%s}\n",
+		       ",\"state_sha256\":\"%s\",\"has_bundle\":%s}",
 		       r->pith_number, r->event_count, hex, r->has_bundle ? "true" : "false");
 	else
 		printf("%s %" PRIu64 " %s\n", r->pith_number, r->event_count, hex);
@@ -30,6 +36,7 @@ static void print_header(const cli_ctx_t *ctx)
 static int run_node(cli_ctx_t *ctx)
 {
 	json_doc_t *doc;
+	rec_out_t o = {ctx, {ctx->json, 0}};
 	if (cli_node_call(ctx, "records", "records", &doc, NULL))
 		return 1;
 	const json_value_t *recs = json_get_type(json_doc_root(doc), "records", JSON_ARRAY);
@@ -44,9 +51,11 @@ static int run_node(cli_ctx_t *ctx)
 		ri.event_count = (uint64_t)cli_json_int(r, "event_count");
 		if (pith_hex_decode(hex, strlen(hex), ri.state_hash, 32))
 			rc = cli_fail("records", "the node's answer has a malformed state_sha256");
-		else if (print_record(ctx, &ri))
+		else if (print_record(&o, &ri))
 			rc = cli_fail("records", "cannot write to stdout");
 	}
+	if (!rc)
+		cli_list_end(&o.list);
 	if (!rc && fflush(stdout))
 		rc = cli_fail("records", "cannot write to stdout");
 	json_doc_free(doc);
@@ -65,7 +74,10 @@ static int run(cli_ctx_t *ctx, int argc, char **argv)
 	if (cli_store_open(ctx, "records", 0, &trust, &st))
 		return 1;
 	print_header(ctx);
-	int rc = store_records_each(st, print_record, ctx, &err);
+	rec_out_t o = {ctx, {ctx->json, 0}};
+	int rc = store_records_each(st, print_record, &o, &err);
+	if (!rc)
+		cli_list_end(&o.list);
 	if (rc < 0)
 		rc = cli_fail("records", "%s", err.msg);
 	else if (rc > 0 || fflush(stdout))
@@ -81,7 +93,7 @@ const cli_cmd_t cli_cmd_records = {
 	"       pithctl --node SOCKET records [--json]\n\n"
 	"A header line ('# ...'), then one line per record: pith number, event count,\n"
 	"state_sha256 (`show ID` tells one record for a person); with\n"
-	"--json one object per line (with has_bundle). With --node, a running\n"
-	"pithd lists its store.\n",
+	"--json a JSON array of objects, one a line (with has_bundle; [] for no\n"
+	"record). With --node, a running pithd lists its store.\n",
 	run,
 };

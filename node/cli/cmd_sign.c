@@ -8,8 +8,9 @@
 #include "event.h"
 #include "trust.h"
 
+/* Signs one event and prints it (an element of list when it is JSON). */
 static int sign_one(const uint8_t *p, size_t n, const pith_key_t *k, const uint8_t sk[64],
-		    const char *where)
+		    const char *where, cli_list_t *list)
 {
 	json_doc_t *doc = NULL;
 	pith_err_t err = {0};
@@ -21,10 +22,12 @@ static int sign_one(const uint8_t *p, size_t n, const pith_key_t *k, const uint8
 	int rc = 0;
 	if (pith_event_sign(doc, ev, k, sk, &err))
 		rc = cli_fail("sign", "%s: %s", where, err.msg);
-	else if (json_canon_write(ev, &out) || pith_buf_putc(&out, '\n'))
+	else if (json_canon_write(ev, &out) || (!list->json && pith_buf_putc(&out, '\n')))
 		rc = cli_fail("sign", "%s: out of memory", where);
-	else
+	else {
+		cli_list_item(list);
 		fwrite(out.data, 1, out.len, stdout);
+	}
 	pith_buf_release(&out);
 	json_doc_free(doc);
 	return rc;
@@ -62,10 +65,12 @@ static int run(cli_ctx_t *ctx, int argc, char **argv)
 	json_doc_t *whole = NULL;
 	if (json_parse(&whole, in.data, in.len, NULL, NULL) == 0) {
 		json_doc_free(whole);
-		rc = sign_one(in.data, in.len, &k, sk, path);
+		cli_list_t one = {0, 0};
+		rc = sign_one(in.data, in.len, &k, sk, path, &one);
 		goto done;
 	}
 	rc = 0;
+	cli_list_t list = {ctx->json, 0}; /* --json: JSON Lines in, one array out */
 	size_t start = 0, line = 0;
 	while (start < in.len) {
 		uint8_t *nl = memchr(in.data + start, '\n', in.len - start);
@@ -77,9 +82,10 @@ static int run(cli_ctx_t *ctx, int argc, char **argv)
 		while (s < end && (in.data[s] == ' ' || in.data[s] == '\t' || in.data[s] == '\r'))
 			s++;
 		if (s < end)
-			rc |= sign_one(in.data + start, end - start, &k, sk, where);
+			rc |= sign_one(in.data + start, end - start, &k, sk, where, &list);
 		start = end + 1;
 	}
+	cli_list_end(&list);
 done:
 	sodium_memzero(sk, sizeof(sk));
 	if (kb.data)
@@ -91,12 +97,13 @@ done:
 
 const cli_cmd_t cli_cmd_sign = {
 	"sign", "sign events read from stdin with a key file",
-	"usage: pithctl sign --key FILE [IN|-]\n\n"
+	"usage: pithctl sign --key FILE [--json] [IN|-]\n\n"
 	"Reads one JSON event, or JSON Lines of events, and prints each signed, in\n"
 	"canonical JSON, one per line. Sets signer.key_id and\n"
 	"signer.public_key_fingerprint from the key (signer_id and signer_type\n"
 	"default to the key id and \"operator\"), fills missing created_at (now),\n"
 	"supersedes ([]), prev_event (null), schema_version (\"1.0\") and payload\n"
-	"({}), then content_sha256, event_id and the signature block.\n",
+	"({}), then content_sha256, event_id and the signature block.\n"
+	"--json: JSON Lines in give one JSON array out ([] for none).\n",
 	run,
 };

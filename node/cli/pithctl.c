@@ -18,6 +18,7 @@ extern const cli_cmd_t cli_cmd_keygen;
 extern const cli_cmd_t cli_cmd_sign;
 extern const cli_cmd_t cli_cmd_import;
 extern const cli_cmd_t cli_cmd_pull;
+extern const cli_cmd_t cli_cmd_replicate;
 extern const cli_cmd_t cli_cmd_export;
 extern const cli_cmd_t cli_cmd_state;
 extern const cli_cmd_t cli_cmd_event;
@@ -44,6 +45,7 @@ static const cli_cmd_t *const commands[] = {
 	&cli_cmd_sign,
 	&cli_cmd_import,
 	&cli_cmd_pull,
+	&cli_cmd_replicate,
 	&cli_cmd_export,
 	&cli_cmd_state,
 	&cli_cmd_event,
@@ -124,6 +126,19 @@ void cli_reasons_print(const cli_reasons_t *rs, int json)
 			printf("%s\"%s\":%llu", i ? "," : "", rs->r[i].name, (unsigned long long)rs->r[i].n);
 		else
 			printf("  %-16s %llu\n", rs->r[i].name, (unsigned long long)rs->r[i].n);
+}
+
+void cli_list_item(cli_list_t *l)
+{
+	if (l->json)
+		fputs(l->n ? ",\n" : "[\n", stdout);
+	l->n++;
+}
+
+void cli_list_end(cli_list_t *l)
+{
+	if (l->json)
+		fputs(l->n ? "\n]\n" : "[]\n", stdout);
 }
 
 int cli_wants_help(int argc, char **argv)
