@@ -188,6 +188,11 @@ static inline int utf8_seq(const uint8_t *p, const uint8_t *end)
 	return 0;
 }
 
+size_t json_utf8_len(const uint8_t *p, size_t n)
+{
+	return n ? (size_t)utf8_seq(p, p + n) : 0;
+}
+
 static int hex4(const uint8_t *p, unsigned *out)
 {
 	unsigned v = 0;

@@ -147,4 +147,10 @@ size_t json_float_repr(double x, char out[32]);
 /* Write s as a JSON string literal the canonical way (quotes included). */
 int json_write_string(pith_buf_t *out, const char *s, size_t len);
 
+/* Length of the valid UTF-8 sequence at p[0..n) (n >= 1): 1 to 4, or 0
+ * when the bytes there are not one (overlong forms, UTF-16 surrogates,
+ * past U+10FFFF, cut short). The one UTF-8 check of the tree: the parser
+ * uses it, and so do the HTML escaper and the config's text settings. */
+size_t json_utf8_len(const uint8_t *p, size_t n);
+
 #endif
