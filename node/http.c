@@ -144,7 +144,7 @@ static void count_reply(http_t *h, http_route_t route, int status, int64_t t0_us
 static int ctype_compressible(const char *ct)
 {
 	return ct && (!strncmp(ct, "application/json", 16) || !strncmp(ct, "application/ld+json", 19) ||
-		      !strncmp(ct, "text/html", 9));
+		      !strncmp(ct, "text/html", 9) || !strncmp(ct, "application/x-bibtex", 20));
 }
 
 /* Whether an Accept-Encoding header accepts gzip (RFC 9110 12.5.3): "gzip",
