@@ -77,8 +77,11 @@ static void error_page(http_ctx_t *c, int status, const char *msg)
 	html_head(c, title, NULL);
 	pith_buf_puts(b, "<h1>");
 	html_text(b, title);
+	/* a sentence for people: the message's first letter capitalised */
+	char first[2] = {msg[0] >= 'a' && msg[0] <= 'z' ? (char)(msg[0] - 'a' + 'A') : msg[0], 0};
 	pith_buf_puts(b, "</h1>\n<p>");
-	html_text(b, msg);
+	html_text(b, first);
+	html_text(b, msg[0] ? msg + 1 : msg);
 	pith_buf_puts(b, "</p>\n");
 	if (status == 404)
 		pith_buf_puts(b, "<p>A record is found by its pith number (<code>pith:2024:&hellip;</code>, "

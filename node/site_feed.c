@@ -28,6 +28,7 @@ struct site_feed {
 	pthread_mutex_t mu; /* guards everything below */
 	pthread_cond_t cv;
 	int stop, kicked;
+	int renamed;        /* the names changed: run even if the log did not move */
 	atomic_int cancel;  /* stop the run in progress (site_opts_t.cancel) */
 	site_feed_stats_t s;
 };
@@ -124,16 +125,18 @@ static void *feed_main(void *arg)
 			}
 			if (f->stop)
 				break;
-			int kicked = f->kicked;
-			f->kicked = 0;
+			int kicked = f->kicked, renamed = f->renamed;
+			f->kicked = f->renamed = 0;
 			uint64_t now_seq = store_changes_last(f->st);
 			/* a run only when the change log moved since the last one
-			 * (a failed one also on a kick, or after SITE_RETRY_MS) */
-			if (now_seq == tried && !(failed && (kicked || since >= SITE_RETRY_MS)))
+			 * (a failed one also on a kick, or after SITE_RETRY_MS), or
+			 * the pages' header changed */
+			if (now_seq == tried && !renamed &&
+			    !(failed && (kicked || since >= SITE_RETRY_MS)))
 				continue;
 		}
 		first = 0;
-		f->kicked = 0;
+		f->kicked = f->renamed = 0;
 		f->s.running = 1;
 		pthread_mutex_unlock(&f->mu);
 		tried = store_changes_last(f->st);
@@ -194,6 +197,8 @@ void site_feed_set_identity(site_feed_t *f, const char *name, const char *operat
 	http_text_copy(f->name, sizeof(f->name), name && *name ? name : "pith-mirror");
 	http_text_copy(f->operator_name, sizeof(f->operator_name), operator_name);
 	http_text_copy(f->contact, sizeof(f->contact), contact);
+	f->renamed = f->kicked = 1;
+	pthread_cond_signal(&f->cv);
 	pthread_mutex_unlock(&f->mu);
 }
 

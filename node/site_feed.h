@@ -50,10 +50,10 @@ typedef struct site_feed_stats {
 int site_feed_start(store_t *st, const site_feed_opts_t *o, site_feed_t **out, pith_err_t *err);
 
 /* Sets who the mirror is (site_feed_opts_t.name, operator_name, contact)
- * for the runs that start after it (a reload). The strings are copied,
- * cut to fit. Any thread; NULL-tolerant. Pages already written change at
- * the next run that rewrites them: the browse pages at the next change;
- * every record page only with a full export. */
+ * for the runs that start after it (a reload), and starts one once the
+ * interval allows: a change of what the header shows renders every page
+ * again (site_opts_t.search_url). The strings are copied, cut to fit.
+ * Any thread; NULL-tolerant. */
 void site_feed_set_identity(site_feed_t *f, const char *name, const char *operator_name,
 			    const char *contact);
 

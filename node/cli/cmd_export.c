@@ -153,13 +153,16 @@ static int run(cli_ctx_t *ctx, int argc, char **argv)
 		return cli_fail("export", "--base-url, --name, --operator, --contact, --search-url, "
 				"--full and --jobs go with --site");
 	/* the checks pithd's mirror_name, mirror_operator and mirror_contact pass */
-	const char *texts[][3] = {{"--name", so.name, NULL}, {"--operator", so.operator_name, NULL},
-				  {"--contact", so.contact, NULL}};
-	for (size_t i = 0; i < 3; i++) {
-		size_t max = i == 2 ? CONFIG_MIRROR_CONTACT_MAX : CONFIG_MIRROR_NAME_MAX;
-		const char *why = texts[i][1] ? config_text_why(texts[i][1], max) : NULL;
+	const struct {
+		const char *flag, *v;
+		size_t max;
+	} texts[] = {{"--name", so.name, CONFIG_MIRROR_NAME_MAX},
+		     {"--operator", so.operator_name, CONFIG_MIRROR_NAME_MAX},
+		     {"--contact", so.contact, CONFIG_MIRROR_CONTACT_MAX}};
+	for (size_t i = 0; i < sizeof(texts) / sizeof(texts[0]); i++) {
+		const char *why = texts[i].v ? config_text_why(texts[i].v, texts[i].max) : NULL;
 		if (why)
-			return cli_fail("export", "%s: %s", texts[i][0], why);
+			return cli_fail("export", "%s: %s", texts[i].flag, why);
 	}
 	if (so.dir && (subject || bundles))
 		return cli_fail("export", "--site exports every record: no --subject or --bundles");

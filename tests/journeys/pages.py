@@ -238,6 +238,13 @@ def serve_dir(root):
 def body(args, root, nodes):
     exe = args.chromium or shutil.which("chromium") or shutil.which("chromium-browser")
     os.makedirs(args.out, exist_ok=True)
+    # a name pages would show must be text: a control character is refused
+    # in one line that names the setting
+    r = subprocess.run([args.pithd, "--data", os.path.join(root, "bad"),
+                        "--mirror-name", "evil\x1b[31m"], capture_output=True, text=True,
+                       timeout=30)
+    assert r.returncode != 0 and "mirror_name" in r.stderr and len(
+        r.stderr.strip().splitlines()) == 1, (r.returncode, r.stderr)
     n, base = sample_mirror(args, root, nodes, 12, [
         "--mirror-name", NAME, "--mirror-operator", OPERATOR, "--mirror-contact", CONTACT])
     wait_for(lambda: TITLE.encode() in fetch(base + "/search?q=biderman")[2], 15,
