@@ -43,6 +43,11 @@ TITLE = "The Case for Co-Designing Model Architectures with Hardware"
 NAME = "Bibliothèque <Q&A> Mirror"
 OPERATOR = "Jane Müller"
 CONTACT = "mirror@example.org"
+TRICKY_TITLE = "Müller's {50%} & \\alpha_1 <b>~^#$</b>"
+TRICKY_AUTHORS = "Zoë Ølsen, J. {Doe}, 李 小龙"
+TRICKY_BIB_TITLE = ("Müller's \\{50\\%\\} \\& \\textbackslash{}alpha\\_1 "
+                    "<b>\\textasciitilde{}\\textasciicircum{}\\#\\$</b>")
+TRICKY_BIB_AUTHORS = "Zoë Ølsen and J. \\{Doe\\} and 李 小龙"
 BROWSER_ACCEPT = ("text/html,application/xhtml+xml,application/xml;q=0.9,image/avif,"
                   "image/webp,*/*;q=0.8")
 WIDTHS = (360, 1280)
@@ -169,6 +174,11 @@ LOOK = """(() => {
 })()"""
 
 
+def plain_full(base, body):
+    """The full pith number of a stored record's body."""
+    return json.loads(fetch(base + "/pith/%s.json" % body)[2])["pith_number"]
+
+
 def fetch(url, accept=None):
     req = urllib.request.Request(url, headers={"Accept": accept} if accept else {})
     try:
@@ -245,8 +255,12 @@ def body(args, root, nodes):
                        timeout=30)
     assert r.returncode != 0 and "mirror_name" in r.stderr and len(
         r.stderr.strip().splitlines()) == 1, (r.returncode, r.stderr)
+    opkey = os.path.join(root, "op.key")
+    subprocess.run([args.pithctl, "keygen", "--key-id", "pages-op", opkey], check=True,
+                   capture_output=True)
     n, base = sample_mirror(args, root, nodes, 12, [
-        "--mirror-name", NAME, "--mirror-operator", OPERATOR, "--mirror-contact", CONTACT])
+        "--trust-key", opkey, "--mirror-name", NAME, "--mirror-operator", OPERATOR,
+        "--mirror-contact", CONTACT])
     wait_for(lambda: TITLE.encode() in fetch(base + "/search?q=biderman")[2], 15,
              what="the search index to take the sample record")
     # a generated record: one without a registry bundle
@@ -254,6 +268,19 @@ def body(args, root, nodes):
     plain = [x["pith_number"][-26:] for x in json.loads(recs)["records"]
              if x["pith_number"][-26:] != SAMPLE and not x["built_at"]]
     assert plain, "no record without a bundle among the generated ones"
+
+    # a paper whose title and authors TeX and HTML both give a meaning to
+    ev = {"event_type": "graph_snapshot", "subject_pith_number": plain_full(base, plain[1]),
+          "target": "graph", "created_at": "2031-01-01T00:00:00Z",
+          "payload": {"graph_snapshot": {"paper": {"title": TRICKY_TITLE,
+                                                     "authors_text": TRICKY_AUTHORS}}}}
+    signed = subprocess.run([args.pithctl, "sign", "--key", opkey, "-"],
+                            input=json.dumps(ev).encode(), capture_output=True,
+                            check=True).stdout.strip()
+    assert n.submit([signed])[0].get("ok")
+    tricky = fetch(base + "/pith/%s.bib" % plain[1])[2].decode()
+    assert "  title         = {%s}," % TRICKY_BIB_TITLE in tricky, tricky
+    assert "  author        = {%s}," % TRICKY_BIB_AUTHORS in tricky, tricky
 
     # programs keep their JSON errors; a browser gets a page
     mistyped = "/pith/" + SAMPLE[:8] + "XXXX"
@@ -304,6 +331,13 @@ def body(args, root, nodes):
                 "a bundle link on a record without a bundle: %s" % v["links"])
             if w == WIDTHS[0]:
                 seen.append(check_links(v, base, "a record page without a bundle"))
+            # what an event says is shown as text, never as markup
+            v = check_page(br, args.out, "record-tricky", base + "/pith/" + plain[1], w,
+                           [TRICKY_TITLE, "Zoë Ølsen"], base)
+            assert ("citation_title", TRICKY_TITLE) in [tuple(x) for x in v["citation"]], v
+            assert TRICKY_TITLE in v["title"], v["title"]
+            assert br.js("document.querySelectorAll('main b').length") == 0, (
+                "a title's markup became markup")
             check_page(br, args.out, "search", base + "/search?q=biderman", w, [TITLE], base)
             v = check_page(br, args.out, "error", base + mistyped, w, ["404"], base)
             assert v["siteHref"] == base + "/", "the error page's header does not lead home"
@@ -339,7 +373,8 @@ def body(args, root, nodes):
     shots = sorted(f for f in os.listdir(args.out) if f.startswith("pages-"))
     small = [s for s in shots if os.path.getsize(os.path.join(args.out, s)) < 5000]
     assert not small, "empty screenshots: %s" % small
-    print("pages at %s px: home, record (with and without a bundle), search, error, list on "
+    print("pages at %s px: home, record (with and without a bundle, one with TeX and HTML "
+          "in its title), search, error, list on "
           "the node and home, record, list on its static site; no sideways scrolling, the "
           "header with %r and a search box on each, every record page link answers 200 "
           "(%s links); screenshots in %s (%d)"
