@@ -7,6 +7,7 @@
  * http_render.c what the views share with render-only contexts (no
  *             libevent): errors, ETags, gzip, routing, the documents'
  *             dispatch, http_render() (http_render.h)
+ * http_accept.c Accept and Accept-Encoding: weighted lists (fuzzed)
  * http_views.c, http_page.c, http_browse.c, http_doc.c, http_bib.c
  *             the documents, built from the store: pithd serves them and
  *             `pithctl export --site` writes them (the same bytes)
@@ -243,7 +244,7 @@ const char *http_route_name(http_route_t r);
  * renders with h. */
 void http_identity_copy(http_t *h, const char *name, const char *operator_name,
 			const char *contact);
-/* One element of a comma-separated list with weights (Accept,
+/* (http_accept.c) One element of a comma-separated list with weights (Accept,
  * Accept-Encoding): tok[0..*n) the token (up to a ';' or a space), *q its
  * weight (1 when not given; a malformed or out-of-range q counts as 0).
  * 1 with *cursor moved past it; 0 at the end of the list. */
