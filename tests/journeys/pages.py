@@ -20,6 +20,7 @@ usage: pages.py --pithd D --pithctl P --gen-events G --out DIR [--chromium PATH]
 Exit 77 (skipped) when Chromium is absent (scripts/deps.sh installs it).
 """
 import base64
+import html
 import http.server
 import json
 import os
@@ -284,16 +285,21 @@ def body(args, root, nodes):
 
     # programs keep their JSON errors; a browser gets a page
     mistyped = "/pith/" + SAMPLE[:8] + "XXXX"
-    for accept, html in [(BROWSER_ACCEPT, True), (None, False), ("*/*", False),
+    for accept, want_html in [(BROWSER_ACCEPT, True), (None, False), ("*/*", False),
                          ("application/json", False), ("text/html", True),
                          ("application/json, text/html;q=0.9", False),
                          ("text/html;q=0.5, */*;q=0.1", True)]:
         st, ct, b = fetch(base + mistyped, accept)
-        assert st in (400, 404), (accept, st)
-        assert ct.startswith("text/html" if html else "application/json"), (
+        assert st == 404, (accept, st)
+        assert ct.startswith("text/html" if want_html else "application/json"), (
             "a mistyped id with Accept %r: %s" % (accept, ct))
-        if not html:
+        if not want_html:
             assert json.loads(b)["error"] in ("not_found", "bad_request")
+    # a malformed id (400) and an unknown path are pages for a browser too
+    for path, code in [("/pith/AR7B", 400), ("/no/such/page", 404)]:
+        st, ct, b = fetch(base + path, BROWSER_ACCEPT)
+        assert st == code and ct.startswith("text/html") and html.escape(NAME).encode() in b, (
+            path, st, ct)
     # the mirror says who it is in its manifest
     m = json.loads(fetch(base + "/pith-mirrors.json")[2])
     self_entry = [e for e in m["mirrors"] if e["status"] == "self"][0]
