@@ -24,6 +24,7 @@ import html
 import http.server
 import json
 import os
+import select
 import shutil
 import subprocess
 import sys
@@ -85,7 +86,8 @@ class Chromium:
     def _read(self, timeout=60):
         deadline = time.time() + timeout
         while b"\0" not in self._buf:
-            if time.time() > deadline:
+            left = deadline - time.time()
+            if left <= 0 or not select.select([self._r], [], [], left)[0]:
                 raise AssertionError("Chromium did not answer within %d s" % timeout)
             chunk = os.read(self._r, 1 << 20)
             if not chunk:
