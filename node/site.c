@@ -459,6 +459,16 @@ static int render_to(site_t *s, const char *target, const char *accept, const ch
 	return put(s, rel, d.body, d.len) ? -1 : 0;
 }
 
+/* 404.html: the page the node shows a browser for a URL it does not
+ * serve, header and all (deploy/nginx.conf's error_page). 0, or -1. */
+static int export_error_page(site_t *s)
+{
+	http_doc_t d;
+	if (http_render(s->r, "/404.html", "text/html", &d))
+		return pith_err_set(s->err, PITH_ENOMEM, "site: out of memory rendering 404.html");
+	return put(s, "404.html", d.body, d.len) ? -1 : 0;
+}
+
 static int claim_add(site_t *s, const char *body, const char *key)
 {
 	if (!key || !*key || strlen(key) >= sizeof(s->claims[0].key))
@@ -1034,7 +1044,8 @@ int site_export(store_t *st, const site_opts_t *o, site_stats_t *stats, pith_err
 		rc = facts_save(&s);
 	if (!rc)
 		rc = render_to(&s, "/pith-mirrors.json", NULL, "pith-mirrors.json", NULL) < 0 ||
-		     render_to(&s, "/pith-signing-key.json", NULL, "pith-signing-key.json", NULL) < 0;
+		     render_to(&s, "/pith-signing-key.json", NULL, "pith-signing-key.json", NULL) < 0 ||
+		     export_error_page(&s) < 0;
 	if (rc)
 		goto out;
 	/* the cursor last: a run that stopped is redone from the old one */

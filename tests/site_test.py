@@ -360,7 +360,10 @@ def run(args, root, store, site, base, records, node, ngx, ngxproc, trust, opkey
     st, h, _ = ngx.get(aliases[0])
     check(not bad and st == 302, "alias URLs redirect (302) to the record's URL, whose body is "
           "the node's for the alias: %s" % bad)
-    check(ngx.get("/pith/arxiv:9999.99999")[0] == 404, "an unknown alias is 404")
+    st, h, b = ngx.get("/pith/arxiv:9999.99999")
+    check(st == 404 and h.get("content-type", "").startswith("text/html") and
+          b"<header>" in b and b"404 Not found" in b,
+          "an unknown alias is 404, with the node's error page (404.html: the header, search)")
     # the verify one-liner of the registry page, against nginx
     line = ("curl -sH 'Accept: application/ld+json' %s/pith/%s | jq -c '.canonical_record' | "
             "python3 -c \"import sys,json,hashlib; b=json.dumps(json.loads(sys.stdin.read()), "

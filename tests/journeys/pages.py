@@ -370,6 +370,8 @@ def body(args, root, nodes):
                     assert not any("/resolve" in x for x in v["links"]), (
                         "the static page links the resolver, which files cannot answer")
                 check_page(br, args.out, "site-records", sbase + "/pith/", w, [TITLE], base)
+                # what deploy/nginx.conf shows for a URL the tree lacks
+                check_page(br, args.out, "site-error", sbase + "/404.html", w, ["404"], base)
             st, _, b = fetch(base + "/search?q=biderman")
             assert st == 200 and TITLE.encode() in b, "the static site's search box goes nowhere"
             assert fetch(sbase + "/pith/%s.bib" % SAMPLE)[2].decode() == bib.replace(
