@@ -7,10 +7,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "json.h"
 #include "log.h"
+#include "utf8.h"
 #include "wire.h"
 
-typedef enum { K_STR, K_INT, K_LIST, K_ADDR, K_LEVEL, K_NETID } kind_t;
+typedef enum { K_STR, K_INT, K_LIST, K_ADDR, K_LEVEL, K_NETID, K_TEXT } kind_t;
 
 typedef struct key {
 	const char *name;
@@ -31,6 +33,9 @@ static const key_t_ keys[] = {
 	{"control", K_STR, O(control), 0, 0, "", "control socket path (default DATA/pithd.sock)"},
 	{"network_id", K_NETID, O(network_id), 0, 0, "pith-main", "peers must use the same network id"},
 	{"log_level", K_LEVEL, O(log_level), 0, 0, "info", "error, warn, info or debug"},
+	{"mirror_name", K_TEXT, O(mirror_name), 0, CONFIG_MIRROR_NAME_MAX, "", "this mirror's name, in every page's header and title and in /pith-mirrors.json (default: pithd and the first 16 hex digits of the node id)"},
+	{"mirror_operator", K_TEXT, O(mirror_operator), 0, CONFIG_MIRROR_NAME_MAX, "", "who runs this mirror (a person or an organisation), shown beside the name; empty: not shown"},
+	{"mirror_contact", K_TEXT, O(mirror_contact), 0, CONFIG_MIRROR_CONTACT_MAX, "", "how to reach the operator (an e-mail address or an http(s) URL), shown beside the name; empty: not shown"},
 	{"trace_stored", K_STR, O(trace_stored), 0, 0, "", "append 'UNIX_US EVENT_ID' per stored event to this file (benchmarks)"},
 	{"peer", K_LIST, O(peers), 0, 0, "", "HOST:PORT to dial and keep (repeatable)"},
 	{"trust_key", K_LIST, O(trust_keys), 0, 0, "", "key file to trust besides the registry key (repeatable)"},
@@ -39,6 +44,7 @@ static const key_t_ keys[] = {
 	{"follow", K_STR, O(follow), 0, 0, "", "file of ids to keep current from the upstreams (one a line, '#' comments)"},
 	{"site_dir", K_STR, O(site_dir), 0, 0, "", "keep a static site of the store in this directory, rendered on a thread of its own after commits (docs/site.md); empty: off"},
 	{"site_base_url", K_STR, O(site_base_url), 0, 0, "", "URL the site is served at (its links, its pith-mirrors.json); default: http_public_url if set, else the tree's last"},
+	{"site_search_url", K_STR, O(site_search_url), 0, 0, "", "http(s) base URL of a live node whose /search the site's search box submits to; default: http_public_url if set, else the site has no search box"},
 	{"site_interval_ms", K_INT, O(site_interval_ms), 100, 86400000, "1000", "at most one site run per this many ms (a run starts only when the store changed)"},
 	{"upstream_refresh", K_INT, O(upstream_refresh), 1, 31 * 86400, "3600", "check each followed record this often, seconds (spread over the interval)"},
 	{"upstream_inflight", K_INT, O(upstream_inflight), 1, 256, "16", "records fetched from upstreams at once"},
@@ -101,6 +107,27 @@ static int upstream_url_ok(const char *v)
 	memcpy(u, v, n);
 	u[n] = 0;
 	return wire_http_url_is_valid(u);
+}
+
+const char *config_text_why(const char *s, size_t max)
+{
+	size_t n = strlen(s);
+	if (n > max) {
+		static __thread char why[64];
+		snprintf(why, sizeof(why), "longer than %zu bytes", max);
+		return why;
+	}
+	const uint8_t *p = (const uint8_t *)s;
+	for (size_t i = 0; i < n;) {
+		size_t l = pith_utf8_char(p + i, n - i, NULL);
+		if (!l)
+			return "not valid UTF-8";
+		/* C0 controls, DEL and the C1 controls (U+0080..U+009F) */
+		if ((l == 1 && (p[i] < 0x20 || p[i] == 0x7f)) || (l == 2 && p[i] == 0xc2 && p[i + 1] < 0xa0))
+			return "holds a control character";
+		i += l;
+	}
+	return NULL;
 }
 
 static const key_t_ *key_find(const char *name)
@@ -172,6 +199,13 @@ int config_set(node_config_t *c, const char *name, const char *value, int from_f
 					    WIRE_NETID_MAX);
 		memcpy(field, value, vl + 1);
 		return 0;
+	case K_TEXT: {
+		const char *why = config_text_why(value, (size_t)k->max);
+		if (why)
+			return pith_err_set(err, PITH_EINVAL, "%s: %s", name, why);
+		memcpy(field, value, vl + 1);
+		return 0;
+	}
 	case K_LEVEL:
 		if (log_level_parse(value) < 0)
 			return pith_err_set(err, PITH_EINVAL, "%s: '%s' is not error, warn, info or debug",
@@ -334,6 +368,12 @@ int config_finish(node_config_t *c, pith_err_t *err)
 		return pith_err_set(err, PITH_EINVAL,
 				    "site_base_url: '%s' is not an http:// or https:// base URL",
 				    c->site_base_url);
+	if (c->site_dir[0] && !c->site_search_url[0] && c->http[0] && c->http_public_url[0])
+		memcpy(c->site_search_url, c->http_public_url, sizeof(c->site_search_url));
+	if (c->site_search_url[0] && !upstream_url_ok(c->site_search_url))
+		return pith_err_set(err, PITH_EINVAL,
+				    "site_search_url: '%s' is not an http:// or https:// base URL",
+				    c->site_search_url);
 	if (c->peer_msg_burst < c->peer_msg_rate)
 		c->peer_msg_burst = c->peer_msg_rate;
 	return 0;

@@ -14,6 +14,8 @@
 
 #define CONFIG_LIST_MAX 64
 #define CONFIG_STR_MAX 512
+#define CONFIG_MIRROR_NAME_MAX 100    /* bytes of mirror_name, mirror_operator */
+#define CONFIG_MIRROR_CONTACT_MAX 200 /* bytes of mirror_contact */
 
 typedef struct config_list {
 	char items[CONFIG_LIST_MAX][CONFIG_STR_MAX];
@@ -30,6 +32,11 @@ typedef struct node_config {
 	char control[CONFIG_STR_MAX]; /* Unix socket path; "" = DATA/pithd.sock */
 	char network_id[CONFIG_STR_MAX];
 	char log_level[16];
+	/* who this mirror is (shown on its pages and in /pith-mirrors.json):
+	 * valid UTF-8 without control characters (config_text_why); "" unset */
+	char mirror_name[CONFIG_MIRROR_NAME_MAX + 1];
+	char mirror_operator[CONFIG_MIRROR_NAME_MAX + 1];
+	char mirror_contact[CONFIG_MIRROR_CONTACT_MAX + 1];
 	char trace_stored[CONFIG_STR_MAX]; /* benchmark trace file, "" off */
 	config_list_t peers;          /* HOST:PORT, dialled and kept */
 	config_list_t trust_keys;     /* key files trusted besides the registry key */
@@ -38,6 +45,7 @@ typedef struct node_config {
 	char follow[CONFIG_STR_MAX];  /* file of ids to keep current; "" none */
 	char site_dir[CONFIG_STR_MAX]; /* a static site kept current (docs/site.md); "" off */
 	char site_base_url[CONFIG_STR_MAX]; /* the URL it is served at; "" = the tree's last */
+	char site_search_url[CONFIG_STR_MAX]; /* a live node its search box submits to; "" none */
 	int64_t site_interval_ms;     /* at most one site run per interval */
 	int64_t upstream_refresh;     /* seconds between checks of a followed record */
 	int64_t upstream_inflight;    /* records fetched from upstreams at once */
@@ -116,6 +124,12 @@ int config_finish(node_config_t *c, pith_err_t *err);
 
 /* Prints every key with its default and meaning. */
 void config_usage(void *file);
+
+/* Why s is not a text setting shown to people (mirror_name and the
+ * like): longer than max bytes, not valid UTF-8, or holding a control
+ * character (C0, DEL, C1); NULL when it is fine. The phrase is static (or
+ * the calling thread's). */
+const char *config_text_why(const char *s, size_t max);
 
 /* Splits "HOST:PORT" or "[V6]:PORT" into host (NUL-terminated, at most 255
  * bytes, without the brackets) and *port: the one place that does

@@ -36,7 +36,7 @@ int64_t http_now_us(void)
 static const char *const route_names[HTTP_NROUTES] = {
 	"page", "record", "bundle", "well_known_bundle", "state", "events", "graph",
 	"resolve", "mirrors", "post_events", "metrics", "healthz", "changes", "signing_key", "home",
-	"list", "records_api", "search", "search_api", "other",
+	"list", "records_api", "search", "search_api", "bib", "other",
 };
 
 const char *http_route_name(http_route_t r)
@@ -144,7 +144,7 @@ static void count_reply(http_t *h, http_route_t route, int status, int64_t t0_us
 static int ctype_compressible(const char *ct)
 {
 	return ct && (!strncmp(ct, "application/json", 16) || !strncmp(ct, "application/ld+json", 19) ||
-		      !strncmp(ct, "text/html", 9));
+		      !strncmp(ct, "text/html", 9) || !strncmp(ct, "application/x-bibtex", 20));
 }
 
 /* Whether an Accept-Encoding header accepts gzip (RFC 9110 12.5.3): "gzip",
@@ -153,35 +153,14 @@ static int ctype_compressible(const char *ct)
 int http_accepts_gzip(const char *ae)
 {
 	int gzip = -1, star = -1;
-	const char *p = ae;
-	while (p && *p) {
-		while (*p == ' ' || *p == '\t' || *p == ',')
-			p++;
-		const char *s = p;
-		while (*p && *p != ',' && *p != ';' && *p != ' ' && *p != '\t')
-			p++;
-		size_t n = (size_t)(p - s);
-		int ok = 1;
-		while (*p && *p != ',') {
-			if ((p[0] == 'q' || p[0] == 'Q') && p[1] == '=') {
-				/* q=0, q=0.0, q=0.000: refused */
-				const char *q = p + 2;
-				ok = 0;
-				if (*q == '1')
-					ok = 1;
-				else if (*q == '0')
-					for (q++, q += *q == '.'; *q >= '0' && *q <= '9'; q++)
-						if (*q != '0')
-							ok = 1;
-				p = q;
-				continue;
-			}
-			p++;
-		}
+	const char *p = ae, *s;
+	size_t n;
+	double q;
+	while (p && http_list_next(&p, &s, &n, &q)) {
 		if ((n == 4 && !strncasecmp(s, "gzip", 4)) || (n == 6 && !strncasecmp(s, "x-gzip", 6)))
-			gzip = ok;
+			gzip = q > 0;
 		else if (n == 1 && *s == '*')
-			star = ok;
+			star = q > 0;
 	}
 	return gzip >= 0 ? gzip : star > 0;
 }
@@ -661,8 +640,7 @@ int http_new(struct event_base *base, store_t *store, metrics_t *metrics, const 
 	h->base = base;
 	h->store = store;
 	h->o = *opts;
-	snprintf(h->name, sizeof(h->name), "%s", opts->name ? opts->name : "pith-mirror");
-	h->o.name = h->name;
+	http_identity_copy(h, opts->name, opts->operator_name, opts->contact);
 	h->o.listen = NULL;
 	h->o.public_url = NULL;
 	snprintf(h->node_id, sizeof(h->node_id), "%s", opts->node_id ? opts->node_id : "");
@@ -728,6 +706,7 @@ int http_new(struct event_base *base, store_t *store, metrics_t *metrics, const 
 		snprintf(h->base_url, sizeof(h->base_url), "%s", pub);
 	else
 		snprintf(h->base_url, sizeof(h->base_url), "http://%s", h->listen_str);
+	memcpy(h->search_url, h->base_url, sizeof(h->search_url)); /* it answers /search itself */
 	metrics_init(h);
 	if (metrics_add_collector(h->metrics, collect, h)) {
 		rc = pith_err_set(err, PITH_ENOMEM, "out of memory");

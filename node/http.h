@@ -31,7 +31,12 @@ typedef struct http_opts {
 	const char *public_url;    /* how clients reach this mirror, e.g.
 				    * "https://mirror.example.org"; NULL or "" =
 				    * "http://" + the bound address */
-	const char *name;          /* this mirror's name in /pith-mirrors.json */
+	const char *name;          /* this mirror's name: every page's header and
+				    * title, /pith-mirrors.json (see
+				    * http_set_identity; NULL: "pith-mirror") */
+	const char *operator_name; /* who runs it, shown beside the name (NULL, "": not) */
+	const char *contact;       /* how to reach them: an e-mail address or an
+				    * http(s) URL (NULL, "": not shown) */
 	size_t max_header_bytes;   /* request line + headers: over it 431 (and
 				    * past 4x of it evhttp itself answers 413
 				    * and closes, without reading more) */
@@ -142,6 +147,20 @@ typedef struct http_mirror {
 	const char *base_url;
 } http_mirror_t;
 int http_mirrors_set(http_t *h, const http_mirror_t *mirrors, size_t n);
+
+/* Sets who this mirror is (http_opts_t.name, operator_name, contact):
+ * what the pages' header and title and /pith-mirrors.json say from the
+ * next request on, the render pool's threads included. Callable at any
+ * time on the loop thread (a reload). The strings are copied; name NULL
+ * or "" means "pith-mirror", operator_name and contact NULL or "" are not
+ * shown. Each is cut to what the server keeps (HTTP_NAME_MAX bytes, at a
+ * character boundary); the caller validates them first
+ * (config_text_why: no control characters), and they are escaped
+ * wherever they are shown. */
+#define HTTP_NAME_MAX 127
+#define HTTP_CONTACT_MAX 255
+void http_set_identity(http_t *h, const char *name, const char *operator_name,
+		       const char *contact);
 
 /* Draining: /healthz answers 503 so balancers move away, every response
  * carries Connection: close. For a node shutting down. */

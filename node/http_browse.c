@@ -224,40 +224,109 @@ void view_records_json(http_ctx_t *c)
 /* ---- HTML ------------------------------------------------------------------------------ */
 
 
-void html_head(pith_buf_t *b, const char *base, const char *title)
+/* One style sheet for every page: a column of text that fits a phone.
+ * Long identifiers (pith numbers, hashes, node ids) break anywhere
+ * (overflow-wrap, inherited: words still wrap at spaces first)
+ * rather than widen the page; the list's side columns go on narrow
+ * screens. */
+static const char page_style[] =
+	"<style>body{font:16px/1.5 system-ui,sans-serif;max-width:52rem;margin:0 auto;"
+	"padding:0 1rem 2rem;color:#222;overflow-wrap:anywhere}a{color:#0645ad}"
+	"code,pre{font:14px ui-monospace,monospace}pre{white-space:pre-wrap;background:#f4f4f4;"
+	"padding:.75rem}th,td code{white-space:nowrap;overflow-wrap:normal}"
+	".muted{color:#666}table{border-collapse:collapse;width:100%}td,th{text-align:left;"
+	"padding:.3rem .4rem;border-bottom:1px solid #ddd;vertical-align:top}"
+	"header{border-bottom:1px solid #ddd;padding:.6rem 0 .2rem;margin-bottom:1rem}"
+	"header .site{font-weight:600;font-size:1.15rem;text-decoration:none;color:#222}"
+	"header .who{display:inline-block;color:#666;font-size:14px;margin-left:.4rem}"
+	"header nav{margin:.2rem 0}nav a{margin-right:1rem}"
+	"form{display:flex;gap:.5rem;margin:.5rem 0}input[type=search]{flex:1;min-width:0;"
+	"font:inherit;padding:.4rem}button{font:inherit;padding:.4rem .8rem}dt{font-weight:600}"
+	"dd{margin-left:1rem}.status span{display:inline-block;margin:0 .3rem .3rem 0;"
+	"padding:.1rem .5rem;border-radius:1rem;font-size:14px;background:#eee}"
+	".status .ok{background:#dff3e4}.links a{display:inline-block;margin:0 .8rem .3rem 0}"
+	"@media (max-width:40rem){.wide{display:none}h1{font-size:1.6rem}}</style>";
+
+void html_begin(http_ctx_t *c, const char *title)
 {
+	pith_buf_t *b = c->body;
 	pith_buf_puts(b, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-			 "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"><title>");
-	html_text(b, title);
-	pith_buf_puts(b, "</title>\n<style>body{font:16px/1.5 system-ui,sans-serif;max-width:52rem;"
-			 "margin:1.5rem auto;padding:0 1rem;color:#222}a{color:#0645ad}"
-			 "code,pre{font:14px ui-monospace,monospace}pre{white-space:pre-wrap;"
-			 "word-break:break-all;background:#f4f4f4;padding:.75rem}.muted{color:#666}"
-			 "table{border-collapse:collapse;width:100%}td,th{text-align:left;padding:.3rem "
-			 ".4rem;border-bottom:1px solid #ddd;vertical-align:top}"
-			 "form{display:flex;gap:.5rem;margin:1rem 0}input[type=search]{flex:1;font:inherit;"
-			 "padding:.4rem}button{font:inherit;padding:.4rem .8rem}"
-			 "nav a{margin-right:1rem}dt{font-weight:600}"
-			 "@media (max-width:40rem){.wide{display:none}}</style></head>\n<body>\n"
-			 "<nav><a href=\"");
-	html_text(b, base);
-	pith_buf_puts(b, "/\">Home</a><a href=\"");
-	html_text(b, base);
-	pith_buf_puts(b, "/pith/\">All records</a><a href=\"");
-	html_text(b, base);
-	pith_buf_puts(b, "/search\">Search</a></nav>\n");
+			 "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
+			 "<title>");
+	if (title && *title) {
+		html_text(b, title);
+		pith_buf_puts(b, " &middot; ");
+	}
+	html_text(b, c->h->name);
+	pith_buf_puts(b, "</title>\n");
 }
 
-void html_search_box(pith_buf_t *b, const char *base, const char *value)
+/* How to reach the operator: a link when it is an http(s) URL or an
+ * e-mail address, else the text. */
+static void contact_html(pith_buf_t *b, const char *contact)
 {
-	pith_buf_puts(b, "<form action=\"");
-	html_text(b, base);
-	pith_buf_puts(b, "/search\" method=\"get\" role=\"search\">"
-			 "<input type=\"search\" name=\"q\" maxlength=\"256\" aria-label=\"Search\" "
-			 "placeholder=\"Title or author words, cat:cs.LG, arXiv id, DOI, pith number\" "
-			 "value=\"");
-	html_text(b, value);
-	pith_buf_puts(b, "\"><button type=\"submit\">Go</button></form>\n");
+	int url = !strncmp(contact, "https://", 8) || !strncmp(contact, "http://", 7);
+	int mail = !url && strchr(contact, '@') && !strpbrk(contact, " :/<>\"'");
+	if (!url && !mail) {
+		html_text(b, contact);
+		return;
+	}
+	pith_buf_puts(b, mail ? "<a href=\"mailto:" : "<a href=\"");
+	html_text(b, contact);
+	pith_buf_puts(b, "\">");
+	html_text(b, contact);
+	pith_buf_puts(b, "</a>");
+}
+
+void html_body(http_ctx_t *c, const char *q)
+{
+	http_t *h = c->h;
+	pith_buf_t *b = c->body;
+	pith_buf_puts(b, page_style);
+	pith_buf_puts(b, "</head>\n<body>\n<header><a class=\"site\" href=\"");
+	html_text(b, h->base_url);
+	pith_buf_puts(b, "/\">");
+	html_text(b, h->name);
+	pith_buf_puts(b, "</a>");
+	if (h->operator_name[0] || h->contact[0]) {
+		pith_buf_puts(b, "<span class=\"who\">");
+		if (h->operator_name[0]) {
+			pith_buf_puts(b, "run by ");
+			html_text(b, h->operator_name);
+		}
+		if (h->contact[0]) {
+			pith_buf_puts(b, h->operator_name[0] ? " &middot; " : "contact: ");
+			contact_html(b, h->contact);
+		}
+		pith_buf_puts(b, "</span>");
+	}
+	pith_buf_puts(b, "\n<nav><a href=\"");
+	html_text(b, h->base_url);
+	pith_buf_puts(b, "/\">Home</a><a href=\"");
+	html_text(b, h->base_url);
+	pith_buf_puts(b, "/pith/\">All records</a>");
+	if (h->search_url[0]) {
+		pith_buf_puts(b, "<a href=\"");
+		html_text(b, h->search_url);
+		pith_buf_puts(b, "/search\">Search</a>");
+	}
+	pith_buf_puts(b, "</nav>\n");
+	if (h->search_url[0]) {
+		pith_buf_puts(b, "<form action=\"");
+		html_text(b, h->search_url);
+		pith_buf_puts(b, "/search\" method=\"get\" role=\"search\">"
+				 "<input type=\"search\" name=\"q\" maxlength=\"256\" aria-label=\"Search\" "
+				 "placeholder=\"Title, author or id\" value=\"");
+		html_text(b, q);
+		pith_buf_puts(b, "\"><button type=\"submit\">Search</button></form>\n");
+	}
+	pith_buf_puts(b, "</header>\n<main>\n");
+}
+
+void html_head(http_ctx_t *c, const char *title, const char *q)
+{
+	html_begin(c, title);
+	html_body(c, q);
 }
 
 /* The table of a page of records. */
@@ -295,7 +364,7 @@ static void html_table(http_ctx_t *c, const line_page_t *p)
 
 void html_done(http_ctx_t *c)
 {
-	pith_buf_puts(c->body, "</body></html>\n");
+	pith_buf_puts(c->body, "</main></body></html>\n");
 	if (c->body->oom) {
 		http_error(c, 500, "out of memory");
 		return;
@@ -315,12 +384,11 @@ void view_records_html(http_ctx_t *c)
 		return;
 	pith_buf_t *b = c->body;
 	pith_buf_reset(b);
-	html_head(b, c->h->base_url, "All records");
+	html_head(c, "All records", NULL);
 	store_counts_t sc;
 	store_counts_get(c->h->store, &sc);
 	pith_buf_printf(b, "<h1>All records</h1>\n<p class=\"muted\">%llu records on this mirror, "
 			   "the most recently changed first.</p>\n", (unsigned long long)sc.records);
-	html_search_box(b, c->h->base_url, NULL);
 	html_table(c, &p);
 	if (next) {
 		pith_buf_puts(b, "<p><a rel=\"next\" href=\"");
@@ -345,14 +413,13 @@ void view_home(http_ctx_t *c)
 		return;
 	pith_buf_t *b = c->body;
 	pith_buf_reset(b);
-	html_head(b, h->base_url, h->name);
+	html_head(c, NULL, NULL);
 	pith_buf_puts(b, "<h1>");
 	html_text(b, h->name);
 	pith_buf_puts(b, "</h1>\n<p>A mirror of the Pith Number registry: it keeps registry-signed "
 			 "records and the events signed about them, and recomputes each record's state "
 			 "with the deterministic merge, so that what it serves can be checked by "
 			 "anyone.</p>\n");
-	html_search_box(b, h->base_url, NULL);
 	store_counts_t sc;
 	store_counts_get(h->store, &sc);
 	pith_buf_puts(b, "<dl>\n");
@@ -407,6 +474,8 @@ void view_home(http_ctx_t *c)
 	static const char *const docs[] = {"/api/records", "/api/changes", "/pith-mirrors.json",
 					   "/pith-signing-key.json", "/healthz"};
 	for (size_t i = 0; i < sizeof(docs) / sizeof(docs[0]); i++) {
+		if (h->files_only && (i == 1 || i == 4))
+			continue; /* the change feed and /healthz are a node's, not files */
 		pith_buf_puts(b, i ? ", <a href=\"" : " <a href=\"");
 		html_text(b, h->base_url);
 		pith_buf_printf(b, "%s\">%s</a>", docs[i], docs[i]);

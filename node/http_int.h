@@ -7,12 +7,15 @@
  * http_render.c what the views share with render-only contexts (no
  *             libevent): errors, ETags, gzip, routing, the documents'
  *             dispatch, http_render() (http_render.h)
- * http_views.c, http_page.c, http_browse.c, http_doc.c
+ * http_accept.c Accept and Accept-Encoding: weighted lists (fuzzed)
+ * http_views.c, http_page.c, http_browse.c, http_doc.c, http_bib.c
  *             the documents, built from the store: pithd serves them and
  *             `pithctl export --site` writes them (the same bytes)
  * http_resolve.c identifiers through the body cache and read-through,
  *             resolve, /healthz, /metrics: the server's alone
- * http_post.c POST /events through the submit hook */
+ * http_post.c POST /events through the submit hook
+ * http_pool.c the render pool, and http_set_identity (which reaches its
+ *             threads) */
 #ifndef PITH_NODE_HTTP_INT_H
 #define PITH_NODE_HTTP_INT_H
 
@@ -90,6 +93,7 @@ typedef enum http_route {
 	ROUTE_RECORDS,      /* /api/records: the same in JSON */
 	ROUTE_SEARCH,       /* /search?q=: the search index (HTML) */
 	ROUTE_SEARCH_API,   /* /api/search?q=: the same in JSON */
+	ROUTE_BIB,          /* /pith/{ID}.bib: the record's BibTeX entry */
 	ROUTE_OTHER,        /* unrouted: 400, 404, 414, 431 */
 	HTTP_NROUTES
 } http_route_t;
@@ -152,8 +156,16 @@ struct http {
 	int own_metrics;
 	http_hooks_t hooks;
 	http_opts_t o;          /* strings below point into name/base_url */
-	char name[128];
+	char name[HTTP_NAME_MAX + 1];          /* who this mirror is (http_set_identity) */
+	char operator_name[HTTP_NAME_MAX + 1]; /* "": not shown */
+	char contact[HTTP_CONTACT_MAX + 1];    /* "": not shown */
 	char base_url[256];     /* public URL without a trailing slash */
+	int files_only;         /* a render context for a tree of files (http_render_new):
+				 * no link to what files cannot answer (resolve, the
+				 * change feed, /healthz) */
+	char search_url[256];   /* where the pages' search box submits (BASE/search):
+				 * the server's base URL; a render context's
+				 * search_url option; "": no search box */
 	char node_id[72], network_id[72]; /* shown on "/" */
 	char listen_str[80];
 	uint16_t port;
@@ -231,7 +243,32 @@ void http_handle(http_t *h, struct evhttp_request *req, int64_t t0_us, http_want
 void http_handle_again(http_t *h, struct evhttp_request *req, int64_t t0_us,
 		       http_want_answer_t rerun);
 const char *http_route_name(http_route_t r);
-/* (http_render.c) Sets an error reply: JSON {"error": code_name, "message": msg}. */
+/* (http_render.c) Copies who a mirror is into h's name, operator_name and
+ * contact (NULL or "" name: "pith-mirror"; each cut at a character
+ * boundary to fit), and points h->o.name at it. Only the thread that
+ * renders with h. */
+void http_identity_copy(http_t *h, const char *name, const char *operator_name,
+			const char *contact);
+/* (http_accept.c) One element of a comma-separated list with weights (Accept,
+ * Accept-Encoding): tok[0..*n) the token (up to a ';' or a space), *q its
+ * weight (1 when not given; a malformed or out-of-range q counts as 0).
+ * 1 with *cursor moved past it; 0 at the end of the list. */
+int http_list_next(const char **cursor, const char **tok, size_t *n, double *q);
+/* The quality an Accept header (NULL: none) gives a media type
+ * "type/subtype": that of the most specific range listing it (the type
+ * itself, then its type with any subtype, then any type: RFC 9110
+ * 12.5.1), or 0 when none does;
+ * explicit: only the type itself counts. Malformed q values count as 0. */
+double http_accept_q(const char *accept, const char *type, int explicit_only);
+/* Whether a client with this Accept header gets HTML rather than JSON
+ * where a route has both (errors): text/html is given a higher quality
+ * than application/json and application/ld+json. A browser's navigation
+ * does; no header, the wildcard alone (curl, fetch()) and JSON clients
+ * do not. */
+int http_prefers_html(const char *accept);
+/* (http_render.c) Sets an error reply: JSON {"error": code_name, "message": msg},
+ * or, for a client that prefers HTML (http_prefers_html), a page saying
+ * the same with the mirror's header (Vary: Accept either way). */
 void http_error(http_ctx_t *c, int status, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 /* Sets r.etag to "\"" + hex + "\"". */
@@ -332,11 +369,27 @@ void view_send_json(http_ctx_t *c, const json_value_t *v, const char *ctype);
 
 /* ---- http_page.c: /pith/{ID} ------------------------------------------------------ */
 void view_page(http_ctx_t *c, const char *pith);
+/* Copies s[0..n) into out with each ASCII byte that esc names replaced by
+ * its string, the other ASCII controls (and DEL) dropped, invalid UTF-8
+ * as U+FFFD, and valid UTF-8 as it is: the escaper of HTML and BibTeX. */
+void text_escape(pith_buf_t *out, const char *s, size_t n, const char *const esc[128]);
 /* HTML-escapes s[0..n) into out (&, <, >, ", '); invalid UTF-8 becomes
- * U+FFFD, controls are dropped. */
+ * U+FFFD, controls but line breaks and tabs are dropped. */
 void html_escape(pith_buf_t *out, const char *s, size_t n);
 /* The same for a C string; NULL writes nothing. */
 void html_text(pith_buf_t *out, const char *s);
+
+/* ---- http_bib.c: for reference managers ----------------------------------------------- */
+/* The next author of an authors_text list ("A, B, C"): 1 with s[0..*n)
+ * the name and *cursor moved past it; 0 at the end (or cursor at NULL). */
+int rec_author_next(const char **cursor, const char **s, size_t *n);
+/* The record's BibTeX entry (docs/http.md, "BibTeX"), appended to out. */
+void bib_entry(pith_buf_t *out, http_t *h, const rec_t *r);
+/* /pith/{ID}.bib: application/x-bibtex; charset=utf-8. */
+void view_bib(http_ctx_t *c, const char *pith);
+/* The citation_* meta tags of the record page (title, one per author,
+ * publication date, arXiv id, DOI: those known), for a page's head. */
+void html_citation_meta(pith_buf_t *b, const rec_t *r);
 
 /* ---- http_resolve.c ------------------------------------------------------------ */
 /* Resolves an {ID} path segment or query value to a stored record's full
@@ -406,15 +459,22 @@ void view_home(http_ctx_t *c);
  * first, paged by ?after=CURSOR&limit=N. */
 void view_records_html(http_ctx_t *c);
 void view_records_json(http_ctx_t *c);
-/* The start of every page for people (doctype, style, navigation), and
- * the search box; base: the mirror's base URL. */
-void html_head(pith_buf_t *b, const char *base, const char *title);
-void html_search_box(pith_buf_t *b, const char *base, const char *value);
+/* The start of every page for people: html_begin writes the doctype and
+ * the head up to the title ("TITLE · MIRROR NAME", or the name alone
+ * when title is NULL), where a page may add its own meta tags;
+ * html_body ends the head (one style sheet, readable at 360 px) and
+ * writes the header every page has: the mirror's name linking home, its
+ * operator and contact, the navigation and the search box (with q as
+ * its value; none when the context has no search URL); then <main>.
+ * html_head is both. */
+void html_begin(http_ctx_t *c, const char *title);
+void html_body(http_ctx_t *c, const char *q);
+void html_head(http_ctx_t *c, const char *title, const char *q);
 /* Query parameter key as a count: dflt when absent, cut to max; 400 (and
  * -1) when given twice, not digits, or below min. */
 int http_arg_count(http_ctx_t *c, const char *key, size_t dflt, size_t min, size_t max,
 		   size_t *out);
-/* Ends a page begun with html_head: the ETag, or a 500 on OOM. */
+/* Ends a page begun with html_head (</main>): the ETag, or a 500 on OOM. */
 void html_done(http_ctx_t *c);
 
 /* ---- http_search.c: /search and /api/search ----------------------------------------- */

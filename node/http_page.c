@@ -12,38 +12,6 @@
 
 /* ---- /pith/{ID}: JSON-LD or HTML --------------------------------------------------- */
 
-/* Quality of a media type in an Accept header (0 when not listed, 1 when
- * no q is given). */
-static double accept_q(const char *accept, const char *type)
-{
-	double best = 0;
-	size_t tl = strlen(type);
-	const char *p = accept;
-	while (*p) {
-		while (*p == ' ' || *p == ',')
-			p++;
-		const char *s = p;
-		while (*p && *p != ',' && *p != ';' && *p != ' ')
-			p++;
-		size_t n = (size_t)(p - s);
-		double q = 1;
-		while (*p && *p != ',') {
-			if (*p == ';') {
-				p++;
-				while (*p == ' ')
-					p++;
-				if ((p[0] == 'q' || p[0] == 'Q') && p[1] == '=')
-					q = strtod(p + 2, NULL);
-			} else {
-				p++;
-			}
-		}
-		if (n == tl && !strncasecmp(s, type, n) && q > best)
-			best = q;
-	}
-	return best;
-}
-
 /* JSON-LD when the client prefers application/ld+json (or plain JSON)
  * to HTML; a browser's Accept asks for text/html first. */
 static int wants_ld(http_ctx_t *c)
@@ -51,12 +19,12 @@ static int wants_ld(http_ctx_t *c)
 	const char *a = c->accept;
 	if (!a)
 		return 0;
-	double ld = accept_q(a, "application/ld+json");
-	double js = accept_q(a, "application/json");
+	double ld = http_accept_q(a, "application/ld+json", 1);
+	double js = http_accept_q(a, "application/json", 1);
 	if (js > ld)
 		ld = js;
-	double html = accept_q(a, "text/html");
-	double any = accept_q(a, "*/*");
+	double html = http_accept_q(a, "text/html", 1);
+	double any = http_accept_q(a, "*/*", 1);
 	if (any > html)
 		html = any;
 	return ld > 0 && ld >= html;
@@ -97,19 +65,13 @@ static void page_ld(http_ctx_t *c, const rec_t *r)
 	const char *authors = rec_paper_str(r, "authors_text");
 	if (authors && *authors) {
 		json_value_t *al = jb_arr(&b);
-		const char *p = authors;
-		while (*p) {
-			const char *e = strstr(p, ", ");
-			size_t n = e ? (size_t)(e - p) : strlen(p);
-			if (n) {
-				json_value_t *a = jb_obj(&b);
-				jb_set(&b, a, "@type", jb_str(&b, "Person"));
-				jb_set(&b, a, "name", jb_chk(&b, json_new_stringn(b.d, p, n)));
-				jb_push(&b, al, a);
-			}
-			p += n;
-			if (e)
-				p += 2;
+		const char *cur = authors, *p;
+		size_t n;
+		while (rec_author_next(&cur, &p, &n)) {
+			json_value_t *a = jb_obj(&b);
+			jb_set(&b, a, "@type", jb_str(&b, "Person"));
+			jb_set(&b, a, "name", jb_chk(&b, json_new_stringn(b.d, p, n)));
+			jb_push(&b, al, a);
 		}
 		jb_set(&b, o, "author", al);
 	}
@@ -147,24 +109,13 @@ static void page_ld(http_ctx_t *c, const rec_t *r)
 
 /* ---- HTML ------------------------------------------------------------------------ */
 
-void html_escape(pith_buf_t *out, const char *s, size_t n)
+void text_escape(pith_buf_t *out, const char *s, size_t n, const char *const esc[128])
 {
 	const unsigned char *p = (const unsigned char *)s;
 	for (size_t i = 0; i < n;) {
 		unsigned char ch = p[i];
-		switch (ch) {
-		case '&': pith_buf_puts(out, "&amp;"); i++; continue;
-		case '<': pith_buf_puts(out, "&lt;"); i++; continue;
-		case '>': pith_buf_puts(out, "&gt;"); i++; continue;
-		case '"': pith_buf_puts(out, "&quot;"); i++; continue;
-		case '\'': pith_buf_puts(out, "&#39;"); i++; continue;
-		default: break;
-		}
-		if (ch < 0x20 && ch != '\n' && ch != '\t') {
-			i++; /* controls: dropped */
-			continue;
-		}
-		if (ch == 0x7f) {
+		if (ch < 0x80 && (esc[ch] || ch < 0x20 || ch == 0x7f)) {
+			pith_buf_puts(out, esc[ch] ? esc[ch] : "");
 			i++;
 			continue;
 		}
@@ -177,6 +128,17 @@ void html_escape(pith_buf_t *out, const char *s, size_t n)
 		pith_buf_append(out, p + i, l);
 		i += l;
 	}
+}
+
+/* HTML: the five that matter, controls dropped but line breaks and tabs */
+static const char *const html_esc[128] = {
+	['&'] = "&amp;", ['<'] = "&lt;", ['>'] = "&gt;", ['"'] = "&quot;", ['\''] = "&#39;",
+	['\n'] = "\n", ['\t'] = "\t",
+};
+
+void html_escape(pith_buf_t *out, const char *s, size_t n)
+{
+	text_escape(out, s, n, html_esc);
 }
 
 void html_text(pith_buf_t *out, const char *s)
@@ -274,8 +236,9 @@ static void page_status(pith_buf_t *b, const rec_t *r)
 			r->snap ? "graph snapshot" : "no graph snapshot");
 }
 
-/* The paper (arXiv, DOI) and every document of the record. */
-static void page_links(pith_buf_t *b, http_t *h, const rec_t *r)
+/* The paper (arXiv, DOI) and every document of the record this mirror
+ * has (the bundle only when it holds one: no link answers 404). */
+static void page_links(pith_buf_t *b, http_t *h, const rec_t *r, int has_bundle)
 {
 	const char *arxiv = rec_alias(r, "arxiv_version");
 	const char *doi = rec_alias(r, "doi");
@@ -299,8 +262,11 @@ static void page_links(pith_buf_t *b, http_t *h, const rec_t *r)
 		{"/api/pith-number/%s/events.json", "Events JSON"},
 		{"/api/pith-number/%s/graph.json", "Graph JSON"},
 		{"/api/pith-number/resolve?pith=%s&json=true", "Resolver JSON"},
+		{"/pith/%s.bib", "BibTeX"},
 	};
 	for (size_t i = 0; i < sizeof(docs) / sizeof(docs[0]); i++) {
+		if ((i == 1 && !has_bundle) || (i == 5 && h->files_only))
+			continue; /* no bundle; a tree of files answers no resolve */
 		html_link(b, h, docs[i][0], r->body, docs[i][1]);
 		pith_buf_putc(b, ' ');
 	}
@@ -339,11 +305,18 @@ static void page_cite(pith_buf_t *b, http_t *h, const rec_t *r)
 	pith_buf_printf(t, "/pith/%s)", r->body);
 	if (!t->oom)
 		html_escape(b, (const char *)t->data, t->len);
-	pith_buf_puts(b, "</pre>\n");
+	pith_buf_puts(b, "</pre>\n<h3 id=\"bibtex\">Cite it: BibTeX</h3>\n<pre>");
+	pith_buf_reset(t);
+	bib_entry(t, h, r);
+	if (!t->oom)
+		html_escape(b, (const char *)t->data, t->len);
+	pith_buf_puts(b, "</pre>\n<p class=\"muted\">Select and copy it, or ");
+	html_link(b, h, "/pith/%s.bib", r->body, "download it as a .bib file");
+	pith_buf_puts(b, " (the key is the short pith number).</p>\n");
 }
 
 /* The registry's completeness list: what the record has, what is open. */
-static void page_completeness(http_ctx_t *c, const rec_t *r)
+static void page_completeness(http_ctx_t *c, const rec_t *r, const char *built)
 {
 	http_t *h = c->h;
 	pith_buf_t *b = c->body;
@@ -363,8 +336,7 @@ static void page_completeness(http_ctx_t *c, const rec_t *r)
 		else
 			pith_buf_printf(b, "<li>%s: open</li>\n", lists[i][1]);
 	}
-	char built[STORE_BUILT_AT_MAX + 1];
-	if (!store_built_at_get(h->store, r->pith, built, NULL)) {
+	if (built) {
 		pith_buf_puts(b, "<li>&#10003; Portable graph bundle live (built ");
 		html_text(b, built);
 		pith_buf_puts(b, ") &middot; ");
@@ -438,24 +410,18 @@ static void page_html(http_ctx_t *c, const rec_t *r)
 	pith_buf_t *b = c->body;
 	pith_buf_reset(b);
 	const char *title = rec_paper_str(r, "title");
-	pith_buf_puts(b, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-			 "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
-			 "<title>");
+	pith_buf_t *t = &h->tmp2;
+	pith_buf_reset(t);
 	if (title && *title) {
-		html_text(b, title);
-		pith_buf_puts(b, " &middot; ");
+		pith_buf_puts(t, title);
+		pith_buf_puts(t, " \xc2\xb7 ");
 	}
-	html_text(b, r->short_num);
-	pith_buf_puts(b, "</title>\n<style>body{font:16px/1.5 system-ui,sans-serif;max-width:52rem;"
-			 "margin:2rem auto;padding:0 1rem;color:#222}code,pre{font:14px ui-monospace,"
-			 "monospace}pre{white-space:pre-wrap;word-break:break-all;background:#f4f4f4;"
-			 "padding:.75rem}dt{font-weight:600}.muted{color:#666}a{color:#0645ad}"
-			 ".status span{display:inline-block;margin:0 .3rem .3rem 0;padding:.1rem .5rem;"
-			 "border-radius:1rem;font-size:14px;background:#eee}.status .ok{background:#dff3e4}"
-			 ".links a{display:inline-block;margin:0 .8rem .3rem 0}"
-			 "@media (max-width:40rem){body{margin:1rem auto}h1{font-size:1.6rem}}"
-			 "</style></head>\n<body>\n"
-			 "<p class=\"muted\">Pith Number</p>\n<h1>");
+	pith_buf_puts(t, r->short_num);
+	pith_buf_putc(t, 0);
+	html_begin(c, t->oom ? r->short_num : (const char *)t->data);
+	html_citation_meta(b, r);
+	html_body(c, NULL);
+	pith_buf_puts(b, "<p class=\"muted\">Pith Number</p>\n<h1>");
 	html_text(b, r->short_num);
 	pith_buf_puts(b, "</h1>\n<p><code>");
 	html_text(b, r->pith);
@@ -501,11 +467,13 @@ static void page_html(http_ctx_t *c, const rec_t *r)
 			}
 		pith_buf_puts(b, "</p>\n");
 	}
+	char built[STORE_BUILT_AT_MAX + 1];
+	int has_bundle = !store_built_at_get(h->store, r->pith, built, NULL);
 	page_status(b, r);
-	page_links(b, h, r);
+	page_links(b, h, r, has_bundle);
 	page_abstract(b, r);
 	page_cite(b, h, r);
-	page_completeness(c, r);
+	page_completeness(c, r, has_bundle ? built : NULL);
 	page_cited_by(c, r);
 	if (r->receipt) {
 		pith_buf_puts(b, "<h3>Receipt and verification</h3>\n<dl>");
@@ -589,7 +557,6 @@ static void page_html(http_ctx_t *c, const rec_t *r)
 				 "print(hashlib.sha256(b).hexdigest())\"\n# expect: ");
 		html_text(b, r->canon_hex);
 		pith_buf_puts(b, "</pre>\n<h3>Canonical record JSON</h3>\n<pre>");
-		pith_buf_t *t = &h->tmp2;
 		pith_buf_reset(t);
 		pith_buf_t *ind = &h->tmp;
 		pith_buf_reset(ind);
@@ -602,7 +569,7 @@ static void page_html(http_ctx_t *c, const rec_t *r)
 	pith_buf_puts(b, "<p class=\"muted\">Served by the mirror ");
 	html_text(b, h->name);
 	pith_buf_puts(b, " from its own store: the state above is its own deterministic merge of "
-			 "the signed events it holds.</p>\n</body></html>\n");
+			 "the signed events it holds.</p>\n</main></body></html>\n");
 	if (b->oom) {
 		http_error(c, 500, "out of memory");
 		return;

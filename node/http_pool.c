@@ -74,6 +74,7 @@ struct render_job {
 typedef struct pool_worker {
 	http_pool_t *pool;
 	http_t *ctx;                /* this thread's render context */
+	uint64_t ident_gen;         /* the pool's ident_gen its context holds */
 	pthread_t thread;
 	int started;
 } pool_worker_t;
@@ -88,6 +89,11 @@ struct http_pool {
 	render_job_t *done;         /* rendered, for the loop (under mu) */
 	int signalled;              /* the eventfd holds a wake-up not yet taken (under mu) */
 	int stop;                   /* under mu */
+	/* who the mirror is, for the workers' contexts (http_set_identity):
+	 * a worker that took a job copies it when ident_gen moved (under mu) */
+	uint64_t ident_gen;
+	char name[HTTP_NAME_MAX + 1], operator_name[HTTP_NAME_MAX + 1];
+	char contact[HTTP_CONTACT_MAX + 1];
 	int64_t delay_us;           /* test only: PITH_TEST_RENDER_DELAY_MS before each job */
 	int efd;
 	struct event *done_ev;
@@ -158,6 +164,10 @@ static void *worker_main(void *arg)
 		p->head = j->next;
 		if (!p->head)
 			p->tail = NULL;
+		if (me->ident_gen != p->ident_gen) {
+			http_identity_copy(me->ctx, p->name, p->operator_name, p->contact);
+			me->ident_gen = p->ident_gen;
+		}
 		pthread_mutex_unlock(&p->mu);
 		if (p->delay_us) {
 			struct timespec ts = {p->delay_us / 1000000, p->delay_us % 1000000 * 1000};
@@ -389,7 +399,7 @@ int http_pool_is_route(http_route_t r)
 {
 	switch (r) {
 	case ROUTE_PAGE: case ROUTE_RECORD: case ROUTE_BUNDLE: case ROUTE_WELL_KNOWN:
-	case ROUTE_STATE: case ROUTE_EVENTS: case ROUTE_GRAPH: return 1;
+	case ROUTE_STATE: case ROUTE_EVENTS: case ROUTE_GRAPH: case ROUTE_BIB: return 1;
 	default: return 0;
 	}
 }
@@ -435,6 +445,25 @@ int http_pool_start(http_t *h, int nthreads, pith_err_t *err)
 		pthread_setname_np(w->thread, name);
 	}
 	return 0;
+}
+
+/* Here rather than in http.c because the pool's threads are what make it
+ * more than a copy: each worker's context has its own copy of the names,
+ * refreshed from the pool's under its lock when the worker takes its next
+ * job, so a reload never writes a string a worker is reading. */
+void http_set_identity(http_t *h, const char *name, const char *operator_name,
+		       const char *contact)
+{
+	http_identity_copy(h, name, operator_name, contact);
+	http_pool_t *p = h->pool;
+	if (!p)
+		return;
+	pthread_mutex_lock(&p->mu);
+	memcpy(p->name, h->name, sizeof(p->name));
+	memcpy(p->operator_name, h->operator_name, sizeof(p->operator_name));
+	memcpy(p->contact, h->contact, sizeof(p->contact));
+	p->ident_gen++;
+	pthread_mutex_unlock(&p->mu);
 }
 
 /* A job never sent: its request is evhttp's to free with the connection,

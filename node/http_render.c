@@ -50,6 +50,50 @@ static const char *status_code_name(int s)
 }
 
 
+/* The phrase an error page is titled with. */
+static const char *status_title(int s)
+{
+	switch (s) {
+	case 400: return "Bad request";
+	case 404: return "Not found";
+	case 405: return "Method not allowed";
+	case 406: return "Not acceptable";
+	case 413: return "Too large";
+	case 414: return "Address too long";
+	case 431: return "Request headers too large";
+	case 503: return "Unavailable for a moment";
+	default: return s >= 500 ? "Server error" : "Error";
+	}
+}
+
+/* The error as a page for people: what went wrong, where to go from
+ * here (the header has home and the search box). */
+static void error_page(http_ctx_t *c, int status, const char *msg)
+{
+	pith_buf_t *b = c->body;
+	char title[64];
+	snprintf(title, sizeof(title), "%d %s", status, status_title(status));
+	html_head(c, title, NULL);
+	pith_buf_puts(b, "<h1>");
+	html_text(b, title);
+	/* a sentence for people: the message's first letter capitalised */
+	char first[2] = {msg[0] >= 'a' && msg[0] <= 'z' ? (char)(msg[0] - 'a' + 'A') : msg[0], 0};
+	pith_buf_puts(b, "</h1>\n<p>");
+	html_text(b, first);
+	html_text(b, msg[0] ? msg + 1 : msg);
+	pith_buf_puts(b, "</p>\n");
+	if (status == 404)
+		pith_buf_puts(b, "<p>A record is found by its pith number (<code>pith:2024:&hellip;</code>, "
+				 "or its first 8, 12 or 16 characters), its arXiv id or its DOI.</p>\n");
+	pith_buf_puts(b, "<p><a href=\"");
+	html_text(b, c->h->base_url);
+	pith_buf_puts(b, "/\">Back to the home page</a> &middot; <a href=\"");
+	html_text(b, c->h->base_url);
+	pith_buf_puts(b, "/pith/\">All records</a></p>\n</main></body></html>\n");
+	c->r.ctype = "text/html; charset=utf-8";
+	c->r.is_html = 1;
+}
+
 void http_error(http_ctx_t *c, int status, const char *fmt, ...)
 {
 	char msg[400];
@@ -63,13 +107,21 @@ void http_error(http_ctx_t *c, int status, const char *fmt, ...)
 		if ((unsigned char)*p < 0x20 || (unsigned char)*p >= 0x7f)
 			*p = '?';
 	pith_buf_reset(c->body);
+	memset(&c->r.etag, 0, sizeof(c->r.etag));
+	c->r.status = status;
+	c->r.no_store = 1;
+	c->r.vary_accept = 1;
+	c->r.is_html = 0;
+	if (http_prefers_html(c->accept)) {
+		error_page(c, status, msg);
+		if (!c->body->oom)
+			return;
+		pith_buf_reset(c->body); /* out of memory: the short JSON below */
+	}
 	pith_buf_printf(c->body, "{\"error\":\"%s\",\"message\":", status_code_name(status));
 	json_write_string(c->body, msg, strlen(msg));
 	pith_buf_puts(c->body, "}\n");
-	c->r.status = status;
 	c->r.ctype = "application/json";
-	c->r.etag[0] = 0;
-	c->r.no_store = 1;
 }
 
 void http_set_etag_hex(http_ctx_t *c, const char *hex64)
@@ -173,6 +225,10 @@ http_route_t http_route_match(const http_target_t *t, char *id, size_t idcap, in
 				SET_ID(s[1], stem);
 				return ROUTE_RECORD;
 			}
+			if (ends_with(s[1], ".bib", &stem)) {
+				SET_ID(s[1], stem);
+				return ROUTE_BIB;
+			}
 			SET_ID(s[1], strlen(s[1]));
 			return ROUTE_PAGE;
 		}
@@ -239,11 +295,34 @@ void http_view_run(http_ctx_t *c, const char *pith)
 	case ROUTE_STATE: view_state(c, pith); break;
 	case ROUTE_EVENTS: view_events(c, pith); break;
 	case ROUTE_GRAPH: view_graph(c, pith); break;
+	case ROUTE_BIB: view_bib(c, pith); break;
 	default: http_error(c, 404, "no such resource"); break;
 	}
 }
 
 /* ---- render-only contexts ------------------------------------------------------------ */
+
+void http_text_copy(char *out, size_t cap, const char *s)
+{
+	size_t n = s ? strlen(s) : 0;
+	if (n >= cap) {
+		n = cap - 1;
+		while (n && ((unsigned char)s[n] & 0xc0) == 0x80)
+			n--; /* s[n] continues a character: cut before it starts */
+	}
+	if (n)
+		memcpy(out, s, n);
+	out[n] = 0;
+}
+
+void http_identity_copy(http_t *h, const char *name, const char *operator_name,
+			const char *contact)
+{
+	http_text_copy(h->name, sizeof(h->name), name && *name ? name : "pith-mirror");
+	http_text_copy(h->operator_name, sizeof(h->operator_name), operator_name);
+	http_text_copy(h->contact, sizeof(h->contact), contact);
+	h->o.name = h->name;
+}
 
 void http_render_set_list_cache(http_t *h, const http_list_cache_t *c)
 {
@@ -274,12 +353,29 @@ int http_render_new(store_t *store, const http_render_opts_t *o, http_t **out, p
 		return pith_err_set(err, PITH_ENOMEM, "out of memory");
 	http_opts_default(&h->o);
 	h->store = store;
-	snprintf(h->name, sizeof(h->name), "%s", o->name ? o->name : "pith-mirror");
-	h->o.name = h->name;
+	http_identity_copy(h, o->name, o->operator_name, o->contact);
+	h->files_only = 1;
 	h->o.node_id = h->node_id;
 	h->o.network_id = h->network_id;
 	h->o.list_registry = o->list_registry;
 	snprintf(h->base_url, sizeof(h->base_url), "%s", base);
+	if (o->search_url && *o->search_url) {
+		n = strlen(o->search_url);
+		while (n && o->search_url[n - 1] == '/')
+			n--;
+		if (!n || n > WIRE_HTTP_URL_MAX || n >= sizeof(h->search_url)) {
+			free(h);
+			return pith_err_set(err, PITH_EINVAL, "search URL '%.200s': not a plain http(s) "
+					    "URL of at most %d bytes", o->search_url, WIRE_HTTP_URL_MAX);
+		}
+		memcpy(h->search_url, o->search_url, n);
+		h->search_url[n] = 0;
+		if (!wire_http_url_is_valid(h->search_url)) {
+			free(h);
+			return pith_err_set(err, PITH_EINVAL, "search URL '%.200s': not a plain http(s) "
+					    "URL (host, optional port and path)", o->search_url);
+		}
+	}
 	if (o->mirrors_at)
 		snprintf(h->mirrors_at, sizeof(h->mirrors_at), "%s", o->mirrors_at);
 	else
@@ -298,6 +394,9 @@ http_t *http_render_ctx_of(const http_t *srv)
 	h->o.listen = NULL;
 	h->o.public_url = NULL;
 	memcpy(h->name, srv->name, sizeof(h->name));
+	memcpy(h->operator_name, srv->operator_name, sizeof(h->operator_name));
+	memcpy(h->contact, srv->contact, sizeof(h->contact));
+	memcpy(h->search_url, srv->search_url, sizeof(h->search_url));
 	memcpy(h->node_id, srv->node_id, sizeof(h->node_id));
 	memcpy(h->network_id, srv->network_id, sizeof(h->network_id));
 	memcpy(h->base_url, srv->base_url, sizeof(h->base_url));
@@ -346,7 +445,7 @@ int http_render(http_t *h, const char *target, const char *accept, http_doc_t *o
 		goto done;
 	switch (c.route) {
 	case ROUTE_PAGE: case ROUTE_RECORD: case ROUTE_BUNDLE: case ROUTE_WELL_KNOWN:
-	case ROUTE_STATE: case ROUTE_EVENTS: case ROUTE_GRAPH: break;
+	case ROUTE_STATE: case ROUTE_EVENTS: case ROUTE_GRAPH: case ROUTE_BIB: break;
 	default: http_error(&c, 404, "no such resource"); goto done;
 	}
 	pith_err_t err = {0};

@@ -21,6 +21,11 @@ typedef struct http_render_opts {
 	const char *base_url;   /* the public URL the documents link to (a plain
 				 * http(s) URL, as http_opts_t.public_url) */
 	const char *name;       /* this mirror's name (NULL: "pith-mirror") */
+	const char *operator_name, *contact; /* as http_opts_t's (NULL: not shown) */
+	const char *search_url; /* base URL of a live node whose /search the pages'
+				 * search box submits to (a plain http(s) URL;
+				 * NULL or "": the pages have no search box, since
+				 * a tree of files answers no search) */
 	const char *mirrors_at; /* generated_at of pith-mirrors.json (NULL: now) */
 	int list_registry;      /* list pith.science in pith-mirrors.json */
 } http_render_opts_t;
@@ -72,6 +77,11 @@ typedef struct http_list_cache {
 
 /* Sets (or with NULL clears) the list cache of a render context. */
 void http_render_set_list_cache(http_t *h, const http_list_cache_t *c);
+
+/* Copies the C string s (NULL: "") into out[0..cap), cap >= 1, cut at a
+ * UTF-8 character boundary when it does not fit: how the names shown on
+ * pages are kept. */
+void http_text_copy(char *out, size_t cap, const char *s);
 
 /* Compresses in[0..n) as one gzip member (zlib level 5, as the server
  * compresses its answers) into out. 0, or -1 (out of memory). */

@@ -238,9 +238,8 @@ void view_search_html(http_ctx_t *c)
 	}
 	pith_buf_t *b = c->body;
 	pith_buf_reset(b);
-	html_head(b, h->base_url, a.q && *a.q ? a.q : "Search");
+	html_head(c, a.q && *a.q ? a.q : "Search", a.q);
 	pith_buf_puts(b, "<h1>Search</h1>\n");
-	html_search_box(b, h->base_url, a.q);
 	if (!a.q || !*a.q) {
 		pith_buf_puts(b, "<p class=\"muted\">Words of a title or of an author's name (every "
 				 "word must match; title words count most), <code>cat:cs.LG</code> for a "

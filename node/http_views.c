@@ -315,8 +315,9 @@ void view_events(http_ctx_t *c, const char *pith)
 /* ---- /pith-mirrors.json ----------------------------------------------------------------- */
 
 /* changes: whether the mirror serves the change feed (only this one is
- * known to: a peer's HELLO says nothing of it). */
-static void mirror_entry(jb_t *b, json_value_t *list, const char *name, const char *type,
+ * known to: a peer's HELLO says nothing of it). Returns the entry, for
+ * this mirror's own members. */
+static json_value_t *mirror_entry(jb_t *b, json_value_t *list, const char *name, const char *type,
 			 const char *base, const char *status, const json_value_t *key, int changes)
 {
 	char u[400];
@@ -338,6 +339,7 @@ static void mirror_entry(jb_t *b, json_value_t *list, const char *name, const ch
 		jb_set(b, m, "public_key", key);
 	jb_set(b, m, "status", jb_str(b, status));
 	jb_push(b, list, m);
+	return m;
 }
 
 /* The registry's signing key block, as its manifest publishes it. */
@@ -386,7 +388,14 @@ void view_mirrors(http_ctx_t *c)
 	jb_set(&b, o, "merge_version", jb_str(&b, "pith-open-graph-merge-v1"));
 	json_value_t *list = jb_arr(&b);
 	json_value_t *key = registry_key(&b);
-	mirror_entry(&b, list, h->name, scheme_type(h->base_url), h->base_url, "self", key, 1);
+	json_value_t *self = mirror_entry(&b, list, h->name, scheme_type(h->base_url), h->base_url,
+					  "self", key, 1);
+	/* who runs it, when the operator said (members the registry's
+	 * manifest does not have, as changes_url) */
+	if (h->operator_name[0])
+		jb_set(&b, self, "operator", jb_str(&b, h->operator_name));
+	if (h->contact[0])
+		jb_set(&b, self, "contact", jb_str(&b, h->contact));
 	for (size_t i = 0; i < h->nmirrors; i++)
 		mirror_entry(&b, list, h->mirrors[i].name, scheme_type(h->mirrors[i].base_url),
 			     h->mirrors[i].base_url, "peer", key, 0);

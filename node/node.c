@@ -322,9 +322,11 @@ static int site_start(node_t *n, pith_err_t *err)
 	const node_config_t *c = n->cfg;
 	if (!c->site_dir[0])
 		return 0;
-	char name[64];
-	snprintf(name, sizeof(name), "pithd %.16s", n->id_hex);
+	char name[CONFIG_MIRROR_NAME_MAX + 1];
+	node_mirror_name(n, name);
 	site_feed_opts_t o = {.dir = c->site_dir, .base_url = c->site_base_url, .name = name,
+			      .operator_name = c->mirror_operator, .contact = c->mirror_contact,
+			      .search_url = c->site_search_url,
 			      .interval_ms = (int)c->site_interval_ms, .nice = (int)c->worker_nice};
 	int rc = site_feed_start(n->store, &o, &n->site, err);
 	if (!rc)

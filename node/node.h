@@ -17,6 +17,16 @@ int node_new(node_config_t *cfg, node_t **out, pith_err_t *err);
  * loop failed. */
 int node_run(node_t *n);
 
+/* Applies who this mirror is, from the node's config (mirror_name,
+ * mirror_operator, mirror_contact; an empty name means "pithd" and the
+ * first 16 hex digits of the node id): the header and title of every
+ * page the HTTP views serve, /pith-mirrors.json, and the static site
+ * pithd keeps (a run that renders every page again starts at once).
+ * node_new applies them at start; a reload calls this after n's config
+ * changed (loop thread; the values must have passed config_set's
+ * checks). Harmless when neither is on. */
+void node_apply_mirror_identity(node_t *n);
+
 /* Shuts down in order: peers told, validated events written (durable),
  * threads joined, store closed. NULL-tolerant. */
 void node_free_(node_t *n);

@@ -248,11 +248,13 @@ int node_http_start(node_t *n, pith_err_t *err)
 		return pith_err_set(err, PITH_ENOMEM, "out of memory");
 	http_opts_t o;
 	http_opts_default(&o);
-	char name[64];
-	snprintf(name, sizeof(name), "pithd %.16s", n->id_hex);
+	char name[CONFIG_MIRROR_NAME_MAX + 1];
+	node_mirror_name(n, name);
 	o.listen = n->cfg->http;
 	o.public_url = n->cfg->http_public_url;
 	o.name = name;
+	o.operator_name = n->cfg->mirror_operator;
+	o.contact = n->cfg->mirror_contact;
 	o.readthrough_ms = n->follower ? (int)n->cfg->readthrough_ms : 0;
 	o.node_id = n->id_hex;
 	o.network_id = n->cfg->network_id;
@@ -272,6 +274,24 @@ int node_http_start(node_t *n, pith_err_t *err)
 		snprintf(n->http_url, sizeof(n->http_url), "%s", http_base_url(n->http));
 	log_info("http: serving on %s as %s", http_listen_str(n->http), http_base_url(n->http));
 	return 0;
+}
+
+void node_mirror_name(const node_t *n, char out[static CONFIG_MIRROR_NAME_MAX + 1])
+{
+	if (n->cfg->mirror_name[0])
+		memcpy(out, n->cfg->mirror_name, CONFIG_MIRROR_NAME_MAX + 1);
+	else
+		snprintf(out, CONFIG_MIRROR_NAME_MAX + 1, "pithd %.16s", n->id_hex);
+}
+
+void node_apply_mirror_identity(node_t *n)
+{
+	char name[CONFIG_MIRROR_NAME_MAX + 1];
+	node_mirror_name(n, name);
+	if (n->http)
+		http_set_identity(n->http, name, n->cfg->mirror_operator, n->cfg->mirror_contact);
+	if (n->site)
+		site_feed_set_identity(n->site, name, n->cfg->mirror_operator, n->cfg->mirror_contact);
 }
 
 void node_http_draining(node_t *n)

@@ -91,6 +91,9 @@ void node_peer_json(const peer_t *p, int64_t now, pith_buf_t *out);
 void node_http_peer_changed(node_t *n, const peer_t *p);
 /* Drops the entries of peers gone for longer than the window. */
 void node_http_tick(node_t *n, int64_t now);
+/* This mirror's name: cfg->mirror_name, or "pithd" and the first 16 hex
+ * digits of the node id. */
+void node_mirror_name(const node_t *n, char out[static CONFIG_MIRROR_NAME_MAX + 1]);
 /* Starts the HTTP views when cfg->http is set (0 when off). */
 int node_http_start(node_t *n, pith_err_t *err);
 /* Shutting down: /healthz answers 503, connections close after replies. */

@@ -459,6 +459,16 @@ static int render_to(site_t *s, const char *target, const char *accept, const ch
 	return put(s, rel, d.body, d.len) ? -1 : 0;
 }
 
+/* 404.html: the page the node shows a browser for a URL it does not
+ * serve, header and all (deploy/nginx.conf's error_page). 0, or -1. */
+static int export_error_page(site_t *s)
+{
+	http_doc_t d;
+	if (http_render(s->r, "/404.html", "text/html", &d))
+		return pith_err_set(s->err, PITH_ENOMEM, "site: out of memory rendering 404.html");
+	return put(s, "404.html", d.body, d.len) ? -1 : 0;
+}
+
 static int claim_add(site_t *s, const char *body, const char *key)
 {
 	if (!key || !*key || strlen(key) >= sizeof(s->claims[0].key))
@@ -523,6 +533,7 @@ static const struct {
 	{"/pith/%s/state.json", NULL, "pith/%s/state.json", -1},
 	{"/api/pith-number/%s/events.json", NULL, "api/pith-number/%s/events.json", -1},
 	{"/api/pith-number/%s/graph.json", NULL, "api/pith-number/%s/graph.json", -1},
+	{"/pith/%s.bib", NULL, "pith/%s.bib", -1},
 };
 #define NRECORD_DOCS (sizeof(record_docs) / sizeof(record_docs[0]))
 
@@ -933,6 +944,21 @@ static int meta_put(site_t *s, const char *name, const char *val)
 	return put(s, rel, (const uint8_t *)line, strlen(line));
 }
 
+/* A digest of what every page's header shows (name, operator, contact,
+ * search URL), to know when the tree must be rendered again. */
+static void page_head_hash(const http_render_opts_t *ro, char hex[65])
+{
+	const char *v[] = {ro->name ? ro->name : "", ro->operator_name ? ro->operator_name : "",
+			   ro->contact ? ro->contact : "", ro->search_url ? ro->search_url : ""};
+	pith_buf_t b = PITH_BUF_INIT;
+	for (size_t i = 0; i < 4; i++)
+		pith_buf_append(&b, v[i], strlen(v[i]) + 1);
+	uint8_t d[32];
+	pith_sha256(b.data ? b.data : (uint8_t *)"", b.len, d);
+	pith_hex_encode(d, 32, hex);
+	pith_buf_release(&b);
+}
+
 int site_export(store_t *st, const site_opts_t *o, site_stats_t *stats, pith_err_t *err)
 {
 	site_t s = {.st = st, .err = err};
@@ -947,8 +973,10 @@ int site_export(store_t *st, const site_opts_t *o, site_stats_t *stats, pith_err
 	s.dir[dl] = 0;
 	if (mkdir(s.dir, 0755) && errno != EEXIST)
 		return pith_err_set(err, PITH_EIO, "site: cannot create %s: %s", s.dir, strerror(errno));
-	char was_url[512], cursor[32], mirrors_at[64];
+	char was_url[512], cursor[32], mirrors_at[64], was_search[512], was_head[80];
 	meta_get(&s, "base_url", was_url, sizeof(was_url));
+	meta_get(&s, "search_url", was_search, sizeof(was_search));
+	meta_get(&s, "page_head", was_head, sizeof(was_head));
 	meta_get(&s, "cursor", cursor, sizeof(cursor));
 	meta_get(&s, "mirrors_at", mirrors_at, sizeof(mirrors_at));
 	/* generated_at of the manifest: when the tree was first exported (its
@@ -961,9 +989,21 @@ int site_export(store_t *st, const site_opts_t *o, site_stats_t *stats, pith_err
 				  "(pithctl --base-url, pithd site_base_url)", s.dir);
 		goto out;
 	}
-	http_render_opts_t ro = {o->base_url ? o->base_url : was_url, o->name, mirrors_at, 1};
+	/* the search URL, like the base URL, is the last run's unless given
+	 * ("none": no search box from now on) */
+	if (o->search_url && *o->search_url)
+		snprintf(was_search, sizeof(was_search), "%s", o->search_url);
+	if (!strcmp(was_search, "none"))
+		was_search[0] = 0;
+	http_render_opts_t ro = {.base_url = o->base_url ? o->base_url : was_url, .name = o->name,
+				 .operator_name = o->operator_name, .contact = o->contact,
+				 .search_url = was_search, .mirrors_at = mirrors_at,
+				 .list_registry = 1};
 	if ((rc = http_render_new(st, &ro, &s.r, err)))
 		goto out;
+	/* every page's header shows these: when one changes, every page again */
+	char head[65];
+	page_head_hash(&ro, head);
 	s.changed = idmap_new();
 	s.facts = idmap_new();
 	if (!s.changed || !s.facts) {
@@ -971,7 +1011,8 @@ int site_export(store_t *st, const site_opts_t *o, site_stats_t *stats, pith_err
 		goto out;
 	}
 	/* another base URL changes every link: everything again */
-	int full = o->full || !cursor[0] || strcmp(was_url, http_base_url(s.r));
+	int full = o->full || !cursor[0] || strcmp(was_url, http_base_url(s.r)) ||
+		   strcmp(was_head, head);
 	s.s.from = full ? 0 : strtoull(cursor, NULL, 10);
 	s.s.to = store_changes_last(st);
 	if (!full)
@@ -1003,13 +1044,15 @@ int site_export(store_t *st, const site_opts_t *o, site_stats_t *stats, pith_err
 		rc = facts_save(&s);
 	if (!rc)
 		rc = render_to(&s, "/pith-mirrors.json", NULL, "pith-mirrors.json", NULL) < 0 ||
-		     render_to(&s, "/pith-signing-key.json", NULL, "pith-signing-key.json", NULL) < 0;
+		     render_to(&s, "/pith-signing-key.json", NULL, "pith-signing-key.json", NULL) < 0 ||
+		     export_error_page(&s) < 0;
 	if (rc)
 		goto out;
 	/* the cursor last: a run that stopped is redone from the old one */
 	snprintf(cursor, sizeof(cursor), "%llu", (unsigned long long)s.s.to);
 	if (meta_put(&s, "base_url", http_base_url(s.r)) || meta_put(&s, "mirrors_at", mirrors_at) ||
-	    meta_put(&s, "cursor", cursor))
+	    meta_put(&s, "search_url", was_search[0] ? was_search : "none") ||
+	    meta_put(&s, "page_head", head) || meta_put(&s, "cursor", cursor))
 		rc = -1;
 out:
 	if (rc > 0 || (rc && !err->code))

@@ -27,6 +27,12 @@ typedef struct site_opts {
 	const char *base_url;  /* the URL the tree is served at (links, manifest);
 				* NULL: the last run's */
 	const char *name;      /* this mirror's name (NULL: "pith-mirror") */
+	const char *operator_name, *contact; /* shown beside it (NULL: not) */
+	const char *search_url; /* base URL of a live node whose /search the
+				 * pages' search box submits to; NULL or "": the
+				 * last run's ("none": no search box). A change of
+				 * name, operator, contact or search URL renders
+				 * every page again. */
 	int full;              /* ignore the cursor: render every record */
 	const atomic_int *cancel; /* NULL, or set by another thread to stop the run
 				   * after the record being rendered (PITH_EIO,

@@ -21,12 +21,14 @@
 
 struct site_feed {
 	store_t *st;
-	char dir[1024], base_url[512], name[128];
+	char dir[1024], base_url[512], search_url[512];
+	char name[128], operator_name[128], contact[256]; /* under mu (a reload sets them) */
 	int interval_ms, nice;
 	pthread_t thread;
 	pthread_mutex_t mu; /* guards everything below */
 	pthread_cond_t cv;
 	int stop, kicked;
+	int renamed;        /* the names changed: run even if the log did not move */
 	atomic_int cancel;  /* stop the run in progress (site_opts_t.cancel) */
 	site_feed_stats_t s;
 };
@@ -48,8 +50,15 @@ static void wait_ms(site_feed_t *f, int64_t ms)
 /* One run; the counters and the error after it (mu not held). */
 static void run_once(site_feed_t *f)
 {
+	char name[sizeof(f->name)], op[sizeof(f->operator_name)], contact[sizeof(f->contact)];
+	pthread_mutex_lock(&f->mu);
+	memcpy(name, f->name, sizeof(name));
+	memcpy(op, f->operator_name, sizeof(op));
+	memcpy(contact, f->contact, sizeof(contact));
+	pthread_mutex_unlock(&f->mu);
 	site_opts_t o = {.dir = f->dir, .base_url = f->base_url[0] ? f->base_url : NULL,
-			 .name = f->name, .cancel = &f->cancel};
+			 .name = name, .operator_name = op, .contact = contact,
+			 .search_url = f->search_url, .cancel = &f->cancel};
 	site_stats_t st;
 	pith_err_t err = {0};
 	int64_t t0 = node_now_us();
@@ -116,16 +125,18 @@ static void *feed_main(void *arg)
 			}
 			if (f->stop)
 				break;
-			int kicked = f->kicked;
-			f->kicked = 0;
+			int kicked = f->kicked, renamed = f->renamed;
+			f->kicked = f->renamed = 0;
 			uint64_t now_seq = store_changes_last(f->st);
 			/* a run only when the change log moved since the last one
-			 * (a failed one also on a kick, or after SITE_RETRY_MS) */
-			if (now_seq == tried && !(failed && (kicked || since >= SITE_RETRY_MS)))
+			 * (a failed one also on a kick, or after SITE_RETRY_MS), or
+			 * the pages' header changed */
+			if (now_seq == tried && !renamed &&
+			    !(failed && (kicked || since >= SITE_RETRY_MS)))
 				continue;
 		}
 		first = 0;
-		f->kicked = 0;
+		f->kicked = f->renamed = 0;
 		f->s.running = 1;
 		pthread_mutex_unlock(&f->mu);
 		tried = store_changes_last(f->st);
@@ -156,11 +167,16 @@ int site_feed_start(store_t *st, const site_feed_opts_t *o, site_feed_t **out, p
 	f->st = st;
 	snprintf(f->dir, sizeof(f->dir), "%s", o->dir);
 	snprintf(f->base_url, sizeof(f->base_url), "%s", o->base_url ? o->base_url : "");
-	snprintf(f->name, sizeof(f->name), "%s", o->name ? o->name : "pith-mirror");
+	if (o->search_url && strlen(o->search_url) >= sizeof(f->search_url)) {
+		free(f);
+		return pith_err_set(err, PITH_EINVAL, "site_search_url: longer than 511 bytes");
+	}
+	snprintf(f->search_url, sizeof(f->search_url), "%s", o->search_url ? o->search_url : "");
 	f->interval_ms = o->interval_ms > 0 ? o->interval_ms : 1000;
 	f->nice = o->nice;
 	atomic_init(&f->cancel, 0);
 	pthread_mutex_init(&f->mu, NULL);
+	site_feed_set_identity(f, o->name, o->operator_name, o->contact);
 	pthread_cond_init(&f->cv, NULL);
 	if (pthread_create(&f->thread, NULL, feed_main, f)) {
 		pthread_mutex_destroy(&f->mu);
@@ -170,6 +186,20 @@ int site_feed_start(store_t *st, const site_feed_opts_t *o, site_feed_t **out, p
 	}
 	*out = f;
 	return 0;
+}
+
+void site_feed_set_identity(site_feed_t *f, const char *name, const char *operator_name,
+			    const char *contact)
+{
+	if (!f)
+		return;
+	pthread_mutex_lock(&f->mu);
+	http_text_copy(f->name, sizeof(f->name), name && *name ? name : "pith-mirror");
+	http_text_copy(f->operator_name, sizeof(f->operator_name), operator_name);
+	http_text_copy(f->contact, sizeof(f->contact), contact);
+	f->renamed = f->kicked = 1;
+	pthread_cond_signal(&f->cv);
+	pthread_mutex_unlock(&f->mu);
 }
 
 void site_feed_kick(site_feed_t *f)

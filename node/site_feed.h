@@ -22,7 +22,9 @@ typedef struct site_feed site_feed_t;
 typedef struct site_feed_opts {
 	const char *dir;      /* the tree (site_opts_t.dir) */
 	const char *base_url; /* "" or NULL: the tree's last one */
-	const char *name;     /* this mirror's name in pith-mirrors.json */
+	const char *name;     /* this mirror's name: pages, pith-mirrors.json */
+	const char *operator_name, *contact; /* as site_opts_t's (NULL: none) */
+	const char *search_url; /* site_opts_t.search_url (NULL: no search box) */
 	int interval_ms;      /* at most one run per interval */
 	int nice;             /* nice steps below the caller for the thread */
 } site_feed_opts_t;
@@ -46,6 +48,14 @@ typedef struct site_feed_stats {
  * outlive the feed); the first run starts at once. Strings in o are
  * copied. 0, or PITH_EINVAL / PITH_EIO / PITH_ENOMEM with err set. */
 int site_feed_start(store_t *st, const site_feed_opts_t *o, site_feed_t **out, pith_err_t *err);
+
+/* Sets who the mirror is (site_feed_opts_t.name, operator_name, contact)
+ * for the runs that start after it (a reload), and starts one once the
+ * interval allows: a change of what the header shows renders every page
+ * again (site_opts_t.search_url). The strings are copied, cut to fit.
+ * Any thread; NULL-tolerant. */
+void site_feed_set_identity(site_feed_t *f, const char *name, const char *operator_name,
+			    const char *contact);
 
 /* A commit happened: a run starts once the interval allows. Any thread;
  * cheap; NULL-tolerant. */

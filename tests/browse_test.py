@@ -24,6 +24,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -123,12 +124,17 @@ def main():
                    stdout=subprocess.DEVNULL)
     ctx = {"root": root, "store": store, "trust": trust, "P": P, "opkey": opkey,
            "data": args.data, "held": lines[60:]}
-    S = Server(args.serve, store, root, trust + ["--search", os.path.join(root, "search.sqlite")])
+    S = Server(args.serve, store, root, trust + ["--search", os.path.join(root, "search.sqlite"),
+                                                 "--name", "First name",
+                                                 "--hup-name", "Renamed <mirror>",
+                                                 "--hup-operator", "New operator",
+                                                 "--hup-contact", "https://example.org/c"])
     ok_all = False
     try:
         run_cases(ctx)
         run_browse_cases(ctx)
         run_search_cases(ctx)
+        run_identity_case(ctx)
         ok_all = T.failed == 0
     finally:
         if S.stop() != 0:
@@ -527,6 +533,31 @@ def records_all(limit, between=None):
             return out
         assert d["next"] == d["records"][-1]["cursor"]
         cur = d["next"]
+
+
+def run_identity_case(ctx):
+    @case("a reload's new mirror name: pages of the render threads and the loop, the manifest")
+    def _():
+        # the record pages go through the render pool's threads (2), "/" and
+        # the manifest through the loop
+        paths = ["/pith/" + AR7B_BODY] * 6 + ["/", "/pith/"]
+        for p in paths:
+            _, _, b = req("GET", p, {"Accept": "text/html"})
+            assert b"First name</a>" in b and b"Renamed" not in b, p
+        S.proc.send_signal(signal.SIGHUP)
+        want = b'<a class="site" href="http://127.0.0.1:%d/">Renamed &lt;mirror&gt;</a>' % S.port
+        deadline = time.time() + 10
+        while req("GET", "/", {"Accept": "text/html"})[2].find(want) < 0:
+            assert time.time() < deadline, "the new name never showed"
+            time.sleep(0.05)
+        for p in paths:
+            _, _, b = req("GET", p, {"Accept": "text/html"})
+            assert want in b and b"First name" not in b, p
+            assert b'run by New operator' in b and b'href="https://example.org/c"' in b, p
+        _, _, b = req("GET", "/pith-mirrors.json")
+        me = [m for m in json.loads(b)["mirrors"] if m["status"] == "self"][0]
+        assert (me["name"], me["operator"], me["contact"]) == (
+            "Renamed <mirror>", "New operator", "https://example.org/c"), me
 
 
 if __name__ == "__main__":

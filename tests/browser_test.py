@@ -23,7 +23,7 @@ from html.parser import HTMLParser
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from pithtest import make_events, run_test, wait_for  # noqa: E402
+from pithtest import run_browser_test, sample_mirror, wait_for  # noqa: E402
 
 SAMPLE = "AR7B3DEVMOTSBRCCVXUCLYSRRE"
 
@@ -57,18 +57,10 @@ def chromium(exe, url, shot, width=1000, height=1400):
 
 
 def body(args, root, nodes):
-    from pithtest import Node
     exe = args.chromium or shutil.which("chromium") or shutil.which("chromium-browser")
     os.makedirs(args.out, exist_ok=True)
-    key, lines = make_events(args.gen_events, root, 30, 2)
-    n = Node(args.pithd, root, "mirror", extra=["--trust-key", key, "--http", "127.0.0.1:0"])
-    nodes.append(n.start())
-    assert all(x.get("ok") for x in n.submit(lines))
     # the registry's sample last: the most recently changed record
-    with open(os.path.join(HERE, "data", "bundle-AR7B3DEV.json"), "rb") as f:
-        r = n.submit([f.read().replace(b"\n", b"")], kind="bundle")
-    assert r[0].get("ok"), r
-    base = "http://" + n.status()["http"]
+    n, base = sample_mirror(args, root, nodes, 30)
 
     def get(path):
         try:
@@ -130,18 +122,7 @@ def body(args, root, nodes):
 
 
 def main():
-    exe = None
-    for i, a in enumerate(sys.argv):
-        if a == "--chromium" and i + 1 < len(sys.argv):
-            exe = sys.argv[i + 1]
-    if not (exe or shutil.which("chromium") or shutil.which("chromium-browser")):
-        print("SKIP: chromium is not installed (apt-get install -y chromium)")
-        return 77
-
-    def add(ap):
-        ap.add_argument("--out", required=True)
-        ap.add_argument("--chromium")
-    return run_test("pith-browser-", body, tools=("pithd", "pithctl", "gen-events"), add_args=add)
+    return run_browser_test("pith-browser-", body)
 
 
 if __name__ == "__main__":

@@ -8,6 +8,8 @@
  *                   [--request-timeout S] [--max-connections N]
  *                   [--cache-mb N] [--worker-nice N] [--port-file FILE]
  *                   [--no-submit] [--search FILE] [--render-threads N]
+ *                   [--operator WHO] [--contact HOW]
+ *                   [--hup-name NAME [--hup-operator WHO] [--hup-contact HOW]]
  *
  * Opens (or creates) the store with the trusted keys as registry keys, as
  * pithd does; starts the validation pipeline of node/ingest.c (the one
@@ -21,7 +23,10 @@
  * RocksDB's background threads N nice steps below the loop, as pithd's
  * worker_nice does. --render-threads N (default 2) renders the record
  * documents on N threads off the loop, as pithd's http_render_threads (0:
- * on the loop): the http tests run through the pool unless told. */
+ * on the loop): the http tests run through the pool unless told.
+ * --name, --operator, --contact: who the mirror is (pithd's mirror_*);
+ * with --hup-name, SIGHUP makes the --hup-* names the mirror's
+ * (http_set_identity), as pithd's reload does. */
 #include <event2/event.h>
 #include <event2/thread.h>
 #include <signal.h>
@@ -46,6 +51,7 @@ typedef struct serve {
 	http_t *http;
 	ingest_t *ingest;
 	search_t *search;
+	const char *hup[3];      /* --hup-name, --hup-operator, --hup-contact */
 } serve_t;
 
 static void on_done(void *arg, ingest_job_t *job)
@@ -70,13 +76,25 @@ static void on_signal(evutil_socket_t sig, short what, void *arg)
 	event_base_loopexit(arg, NULL);
 }
 
+/* SIGHUP: the names of --hup-* become the mirror's, as pithd's reload
+ * applies a changed mirror_name (node_apply_mirror_identity). */
+static void on_hup(evutil_socket_t sig, short what, void *arg)
+{
+	serve_t *s = arg;
+	(void)sig;
+	(void)what;
+	http_set_identity(s->http, s->hup[0], s->hup[1], s->hup[2]);
+}
+
 static int usage(void)
 {
 	fprintf(stderr, "usage: http_serve --store DIR [--listen HOST:PORT] [--public-url URL] "
 			"[--name NAME] [--trust-key FILE]... [--threads N] [--mirror NAME=URL]... "
 			"[--max-body N] [--max-header N] [--max-post-events N] [--max-inflight N] "
 			"[--timeout S] [--request-timeout S] [--max-connections N] [--cache-mb N] "
-			"[--worker-nice N] [--port-file FILE] [--no-submit] [--search FILE] [--render-threads N]\n");
+			"[--worker-nice N] [--port-file FILE] [--no-submit] [--search FILE] [--render-threads N] "
+			"[--operator WHO] [--contact HOW] [--hup-name NAME [--hup-operator WHO] "
+			"[--hup-contact HOW]]\n");
 	return 2;
 }
 
@@ -103,6 +121,7 @@ int main(int argc, char **argv)
 {
 	const char *search_path = NULL;
 	const char *store_dir = NULL, *port_file = NULL;
+	const char *hup[3] = {NULL, NULL, NULL};
 	http_opts_t o;
 	http_opts_default(&o);
 	o.listen = "127.0.0.1:0";
@@ -126,6 +145,16 @@ int main(int argc, char **argv)
 			o.public_url = v;
 		else if (OPT("--name"))
 			o.name = v;
+		else if (OPT("--operator"))
+			o.operator_name = v;
+		else if (OPT("--contact"))
+			o.contact = v;
+		else if (OPT("--hup-name"))
+			hup[0] = v;
+		else if (OPT("--hup-operator"))
+			hup[1] = v;
+		else if (OPT("--hup-contact"))
+			hup[2] = v;
 		else if (OPT("--trust-key")) {
 			if (add_key(trust, v))
 				return 2;
@@ -183,7 +212,8 @@ int main(int argc, char **argv)
 	store_t *st = NULL;
 	serve_t s = {0};
 	store_opts_t so = {.create = 1, .registry = trust, .cache_bytes = cache_mb << 20};
-	struct event *sig_term = NULL, *sig_int = NULL;
+	struct event *sig_term = NULL, *sig_int = NULL, *sig_hup = NULL;
+	memcpy(s.hup, hup, sizeof(s.hup));
 	if (store_open(store_dir, &so, &st, &err)) {
 		fprintf(stderr, "http_serve: %s\n", err.msg);
 		goto out;
@@ -220,6 +250,9 @@ int main(int argc, char **argv)
 		goto out;
 	event_add(sig_term, NULL);
 	event_add(sig_int, NULL);
+	if (hup[0] && (!(sig_hup = evsignal_new(s.base, SIGHUP, on_hup, &s)) ||
+		       event_add(sig_hup, NULL)))
+		goto out;
 	if (port_file) {
 		FILE *f = fopen(port_file, "w");
 		if (!f || fprintf(f, "%u\n", http_port(s.http)) < 0 || fclose(f)) {
@@ -238,6 +271,8 @@ out:
 	search_free(s.search);
 	if (sig_term)
 		event_free(sig_term);
+	if (sig_hup)
+		event_free(sig_hup);
 	if (sig_int)
 		event_free(sig_int);
 	if (s.base)

@@ -17,6 +17,7 @@ import signal
 import socket
 import struct
 import subprocess
+import sys
 import tempfile
 import time
 
@@ -565,6 +566,40 @@ def import_damaged(pithctl, node, key, events, cf, at):
         f.seek(off)
         f.write(bytes([b[0] ^ 0x40]))
     return path, size, off
+
+
+def run_browser_test(prefix, body):
+    """The main of a test that drives headless Chromium: run_test with
+    --out DIR (screenshots) and --chromium PATH (default: chromium on the
+    PATH); 77 (skipped) when there is none (Debian package `chromium`)."""
+    exe = None
+    for i, a in enumerate(sys.argv):
+        if a == "--chromium" and i + 1 < len(sys.argv):
+            exe = sys.argv[i + 1]
+    if not (exe or shutil.which("chromium") or shutil.which("chromium-browser")):
+        print("SKIP: chromium is not installed (apt-get install -y chromium)")
+        return 77
+
+    def add(ap):
+        ap.add_argument("--out", required=True)
+        ap.add_argument("--chromium")
+    return run_test(prefix, body, tools=("pithd", "pithctl", "gen-events"), add_args=add)
+
+
+def sample_mirror(args, root, nodes, records, extra=()):
+    """A node serving HTTP that holds records generated records (2 events
+    each) and, last (the most recently changed), the registry's sample
+    bundle (tests/data/bundle-AR7B3DEV.json): (node, its base URL)."""
+    key, lines = make_events(args.gen_events, root, records, 2)
+    n = Node(args.pithd, root, "mirror",
+             extra=["--trust-key", key, "--http", "127.0.0.1:0"] + list(extra))
+    nodes.append(n.start())
+    assert all(x.get("ok") for x in n.submit(lines))
+    here = os.path.dirname(os.path.abspath(__file__))
+    with open(os.path.join(here, "data", "bundle-AR7B3DEV.json"), "rb") as f:
+        r = n.submit([f.read().replace(b"\n", b"")], kind="bundle")
+    assert r[0].get("ok"), r
+    return n, "http://" + n.status()["http"]
 
 
 def make_events(gen_events, root, records, per_record):

@@ -30,7 +30,8 @@ DOCS = [("/pith/%s", "text/html", "pith/%s/index.html"),
         ("/pith/%s.json", None, "pith/%s.json"),
         ("/pith/%s/state.json", None, "pith/%s/state.json"),
         ("/api/pith-number/%s/events.json", None, "api/pith-number/%s/events.json"),
-        ("/api/pith-number/%s/graph.json", None, "api/pith-number/%s/graph.json")]
+        ("/api/pith-number/%s/graph.json", None, "api/pith-number/%s/graph.json"),
+        ("/pith/%s.bib", None, "pith/%s.bib")]
 
 
 def http_get(base, path, accept=None):
@@ -42,11 +43,15 @@ def http_get(base, path, accept=None):
 CITED = re.compile(rb"<h3>Cited by</h3>\n.*?<h3>", re.S)
 
 
+# the resolver link: a node answers it, files cannot (docs/site.md)
+RESOLVER = re.compile(rb'<a href="[^"]*/api/pith-number/resolve\?[^"]*">Resolver JSON</a> ')
+
+
 def mask(b):
-    """A record page less its "Cited by" section: the node answers it from
-    its search index, the tree says "not known" (it would go stale: other
-    records' events change it; docs/site.md)."""
-    return CITED.sub(b"<h3>Cited by</h3>...<h3>", b)
+    """A record page less its "Cited by" section (the node answers it from
+    its search index, the tree says "not known": it would go stale, other
+    records' events change it) and its resolver link (docs/site.md)."""
+    return RESOLVER.sub(b"", CITED.sub(b"<h3>Cited by</h3>...<h3>", b))
 
 
 def read(site, rel):
@@ -92,6 +97,7 @@ def body(args, root, nodes):
     base = "http://127.0.0.1:%d" % port
     n = Node(args.pithd, root, "n", extra=["--trust-key", key, "--http", "127.0.0.1:%d" % port,
                                            "--site-dir", site, "--site-base-url", base,
+                                           "--site-search-url", base,
                                            "--site-interval-ms", "200"]).start()
     nodes.append(n)
 

@@ -1,6 +1,7 @@
 /* pithctl export: every stored event as JSON Lines, the newest bundles
  * as files, or (--site) the mirror as a static site (node/site.h). */
 #include "cli_store.h"
+#include "config.h"
 #include "site.h"
 
 #include <errno.h>
@@ -136,6 +137,12 @@ static int run(cli_ctx_t *ctx, int argc, char **argv)
 			so.base_url = argv[++i];
 		else if (!strcmp(argv[i], "--name") && i + 1 < argc)
 			so.name = argv[++i];
+		else if (!strcmp(argv[i], "--operator") && i + 1 < argc)
+			so.operator_name = argv[++i];
+		else if (!strcmp(argv[i], "--contact") && i + 1 < argc)
+			so.contact = argv[++i];
+		else if (!strcmp(argv[i], "--search-url") && i + 1 < argc)
+			so.search_url = argv[++i];
 		else if (!strcmp(argv[i], "--full"))
 			so.full = 1;
 		else if (!strcmp(argv[i], "--jobs") && i + 1 < argc) {
@@ -148,8 +155,22 @@ static int run(cli_ctx_t *ctx, int argc, char **argv)
 		} else if (strcmp(argv[i], "--json"))
 			return cli_fail("export", "unknown argument %s", argv[i]);
 	}
-	if ((so.base_url || so.name || so.full || jobs_set) && !so.dir)
-		return cli_fail("export", "--base-url, --name, --full and --jobs go with --site");
+	if ((so.base_url || so.name || so.operator_name || so.contact || so.search_url || so.full ||
+	     jobs_set) && !so.dir)
+		return cli_fail("export", "--base-url, --name, --operator, --contact, --search-url, "
+				"--full and --jobs go with --site");
+	/* the checks pithd's mirror_name, mirror_operator and mirror_contact pass */
+	const struct {
+		const char *flag, *v;
+		size_t max;
+	} texts[] = {{"--name", so.name, CONFIG_MIRROR_NAME_MAX},
+		     {"--operator", so.operator_name, CONFIG_MIRROR_NAME_MAX},
+		     {"--contact", so.contact, CONFIG_MIRROR_CONTACT_MAX}};
+	for (size_t i = 0; i < sizeof(texts) / sizeof(texts[0]); i++) {
+		const char *why = texts[i].v ? config_text_why(texts[i].v, texts[i].max) : NULL;
+		if (why)
+			return cli_fail("export", "%s: %s", texts[i].flag, why);
+	}
 	if (so.dir && (subject || bundles))
 		return cli_fail("export", "--site exports every record: no --subject or --bundles");
 	pith_trust_t *trust;
@@ -182,7 +203,8 @@ const cli_cmd_t cli_cmd_export = {
 	"export", "write stored events as JSON Lines, bundles, or the mirror as a static site",
 	"usage: pithctl --store DIR export [--subject ID] [--bundles OUTDIR] [--json]\n"
 	"       pithctl --store DIR export --site OUT [--base-url URL] [--name NAME] [--full]\n"
-	"                                    [--jobs N]\n\n"
+	"                                    [--operator WHO] [--contact HOW]\n"
+	"                                    [--search-url URL] [--jobs N]\n\n"
 	"Writes every stored event (or those of one record) as canonical JSON,\n"
 	"one per line, grouped by record and in (created_at, event_id) order\n"
 	"within each: the order `pithctl import` ingests fastest (--json: one\n"
@@ -196,6 +218,10 @@ const cli_cmd_t cli_cmd_export = {
 	"pith-signing-key.json under OUT, each with a .gz beside it, and the alias\n"
 	"map OUT/.pith-site/aliases.map for deploy/nginx.conf (docs/site.md).\n"
 	"URL: where OUT is served (links, the manifest); kept for later runs.\n"
+	"NAME, WHO, HOW: the mirror's name, operator and contact in every page's\n"
+	"header. --search-url: a live node whose /search the pages' search box\n"
+	"submits to (files answer no search); kept for later runs, 'none' drops\n"
+	"it; without one the pages have no search box.\n"
 	"A second run writes only what changed since the last (a cursor in\n"
 	"OUT/.pith-site), each file replaced by rename: safe while OUT is served.\n"
 	"--full renders every record again. --jobs N renders records in N threads\n"
