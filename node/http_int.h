@@ -114,6 +114,7 @@ typedef struct http_resp {
 	int retry_after;       /* seconds, 503 */
 	int is_html;           /* adds a restrictive Content-Security-Policy */
 	int close;             /* a protocol error: close after the reply */
+	char message[400];     /* http_error's message, for a view that shows it in a page of its own */
 } http_resp_t;
 
 /* One request being handled (lives on the stack of the request callback,

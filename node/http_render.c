@@ -96,7 +96,7 @@ static void error_page(http_ctx_t *c, int status, const char *msg)
 
 void http_error(http_ctx_t *c, int status, const char *fmt, ...)
 {
-	char msg[400];
+	char msg[sizeof(c->r.message)];
 	va_list ap;
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
@@ -112,6 +112,7 @@ void http_error(http_ctx_t *c, int status, const char *fmt, ...)
 	c->r.no_store = 1;
 	c->r.vary_accept = 1;
 	c->r.is_html = 0;
+	memcpy(c->r.message, msg, sizeof(msg));
 	if (http_prefers_html(c->accept)) {
 		error_page(c, status, msg);
 		if (!c->body->oom)

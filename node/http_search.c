@@ -193,20 +193,13 @@ static void search_refused(http_ctx_t *c, const sargs_t *a)
 	int status = c->r.status;
 	if (status != 400 && status != 503)
 		return;
-	/* the message http_error wrote (the shared argument checks write
-	 * theirs there too) */
-	char msg[400] = "";
-	json_doc_t *d = NULL;
-	if (!json_parse(&d, c->body->data, c->body->len, NULL, NULL)) {
-		const char *m = json_get_str(json_doc_root(d), "message");
-		snprintf(msg, sizeof(msg), "%s", m ? m : "");
-	}
-	json_doc_free(d);
+	/* the message http_error kept (the shared argument checks call it too) */
+	char msg[sizeof(c->r.message)];
+	memcpy(msg, c->r.message, sizeof(msg));
 	pith_buf_t *b = c->body;
 	pith_buf_reset(b);
-	html_head(b, c->h->base_url, "Search: not searched");
+	html_head(c, "Search: not searched", a->q && a->q_text ? a->q : NULL);
 	pith_buf_puts(b, "<h1>Search</h1>\n");
-	html_search_box(b, c->h->base_url, a->q && a->q_text ? a->q : NULL);
 	pith_buf_puts(b, "<p role=\"alert\"><strong>Not searched:</strong> ");
 	html_text(b, strncmp(msg, "q: ", 3) ? msg : msg + 3); /* the box is q */
 	pith_buf_puts(b, "</p>\n<p class=\"muted\">A query is words of a title or of an author's "
