@@ -176,11 +176,25 @@ TEST(renders_metrics, "renders counters, gauges, histograms and collector output
 	CHECK_STR_CONTAINS(s, "# HELP t_requests_total Requests\n# TYPE t_requests_total counter\n"
 			      "t_requests_total{route=\"a\"} 42\nt_requests_total{route=\"b\"} 0\n");
 	CHECK_STR_CONTAINS(s, "# TYPE t_temp gauge\nt_temp 1.5\n");
-	CHECK_STR_CONTAINS(s, "t_lat_seconds_bucket{route=\"a\",le=\"0.10000000000000001\"} 1\n");
+	/* values in the shortest form that reads back the same */
+	CHECK_STR_CONTAINS(s, "t_lat_seconds_bucket{route=\"a\",le=\"0.1\"} 1\n");
 	CHECK_STR_CONTAINS(s, "t_lat_seconds_bucket{route=\"a\",le=\"1\"} 2\n");
 	CHECK_STR_CONTAINS(s, "t_lat_seconds_bucket{route=\"a\",le=\"+Inf\"} 3\n");
-	CHECK_STR_CONTAINS(s, "t_lat_seconds_sum{route=\"a\"} 5.5499999999999998\n");
+	CHECK_STR_CONTAINS(s, "t_lat_seconds_sum{route=\"a\"} 5.55\n");
 	CHECK_STR_CONTAINS(s, "t_lat_seconds_count{route=\"a\"} 3\n");
+	/* OpenMetrics: counter and info families named without their
+	 * suffix, units, canonical le values, the end marker */
+	pith_buf_t om = PITH_BUF_INIT;
+	CHECK_INT_EQ(metrics_render_as(m, &om, METRICS_OPENMETRICS), 0);
+	pith_buf_cstr(&om);
+	const char *o = (const char *)om.data;
+	CHECK_STR_CONTAINS(o, "# HELP t_requests Requests\n# TYPE t_requests counter\n"
+			      "t_requests_total{route=\"a\"} 42\n");
+	CHECK_STR_CONTAINS(o, "# TYPE t_lat_seconds histogram\n# UNIT t_lat_seconds seconds\n");
+	CHECK_STR_CONTAINS(o, "t_lat_seconds_bucket{route=\"a\",le=\"0.1\"} 1\n");
+	CHECK_STR_CONTAINS(o, "t_lat_seconds_bucket{route=\"a\",le=\"1.0\"} 2\n");
+	CHECK_INT_EQ(om.len >= 6 && !strcmp(o + om.len - 6, "# EOF\n"), 1);
+	pith_buf_release(&om);
 	pith_buf_t e = PITH_BUF_INIT;
 	metrics_label_escape(&e, "a\"b\\c\nd");
 	pith_buf_cstr(&e);
