@@ -561,6 +561,22 @@ static void accept_error_cb(struct evconnlistener *l, void *arg)
 
 /* ---- set-up ------------------------------------------------------------------------- */
 
+static void dates_tick_cb(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	http_dates_tick(arg);
+}
+
+/* The date table and its timer (http_date.c): 0, or -1 (out of memory). */
+static int dates_start(http_t *h)
+{
+	struct timeval tv = {1, 0};
+	if (http_dates_init(h) || !(h->dates_ev = event_new(h->base, -1, EV_PERSIST, dates_tick_cb, h)))
+		return -1;
+	return evtimer_add(h->dates_ev, &tv);
+}
+
 static void metrics_init(http_t *h)
 {
 	for (int r = 0; r < HTTP_NROUTES; r++) {
@@ -749,7 +765,7 @@ int http_new(struct event_base *base, store_t *store, metrics_t *metrics, const 
 	else
 		snprintf(h->base_url, sizeof(h->base_url), "http://%s", h->listen_str);
 	metrics_init(h);
-	if (http_dates_init(h) || metrics_add_collector(h->metrics, collect, h)) {
+	if (dates_start(h) || metrics_add_collector(h->metrics, collect, h)) {
 		rc = pith_err_set(err, PITH_ENOMEM, "out of memory");
 		goto fail;
 	}
@@ -779,6 +795,8 @@ void http_free_(http_t *h)
 	conn_free_all(h);
 	if (h->accept_resume_ev)
 		event_free(h->accept_resume_ev);
+	if (h->dates_ev)
+		event_free(h->dates_ev);
 	idmap_free(h->jobs);
 	idmap_free(h->waits);
 	idmap_free(h->bodies);

@@ -8,7 +8,9 @@
  * dates would keep the old bytes). What the server knows instead is when
  * it saw the log reach a number: a table of (sequence number, second),
  * one row per second in which a document needed a date and the log had
- * moved. A record's documents are dated by the first row at or past the
+ * moved (and once a second while the log moves, so that the documents
+ * of records committed while no one asked are dated a second later,
+ * not at their first request). A record's documents are dated by the first row at or past the
  * record's latest change: never before that change (the row was written
  * after it was committed), never going backwards (rows only grow), and
  * the same from one request to the next while nothing changes. The first
@@ -207,6 +209,12 @@ static int64_t date_of_seq(http_t *h, uint64_t seq, int64_t now)
 	}
 	h->dates[h->ndates++] = (http_date_row_t){.seq = last, .t = now};
 	return now;
+}
+
+void http_dates_tick(http_t *h)
+{
+	if (h->dates && h->store)
+		date_of_seq(h, store_changes_last(h->store), (int64_t)time(NULL));
 }
 
 int64_t http_date_of(http_t *h, const http_resp_t *r)

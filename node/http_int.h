@@ -153,6 +153,7 @@ struct http {
 	struct evhttp *evh;
 	struct evhttp_bound_socket *bound;
 	struct event *accept_resume_ev;
+	struct event *dates_ev; /* http_dates_tick, once a second */
 	int accept_error_pause; /* accept() failed: paused for a moment */
 	int accepting;          /* the listener is enabled */
 	store_t *store;
@@ -272,6 +273,8 @@ void http_date_note_seq(http_ctx_t *c, uint64_t seq);
 void http_date_note_record(http_ctx_t *c, const char *pith);
 /* Starts the date table at the server's start: 0, or -1 (out of memory). */
 int http_dates_init(http_t *h);
+/* Once a second (the loop): a row for what the log reached, if it moved. */
+void http_dates_tick(http_t *h);
 /* The Last-Modified of a reply from its notes (unix seconds), or 0 for
  * none. The loop only (the table grows here). */
 int64_t http_date_of(http_t *h, const http_resp_t *r);
