@@ -152,7 +152,7 @@ TEST(worst_case_fits, "the decoding buffer holds the worst case (bare keys and e
 	free(u);
 }
 
-TEST(renders_metrics, "renders counters, gauges, histograms and collector output as Prometheus text")
+TEST(renders_metrics, "renders counters, gauges, histograms and collector output as Prometheus text and OpenMetrics")
 {
 	metrics_t *m = metrics_new();
 	metric_t *c = metrics_counter(m, "t_requests_total", "Requests", "route=\"a\"");
@@ -204,6 +204,31 @@ TEST(renders_metrics, "renders counters, gauges, histograms and collector output
 	metrics_free(m);
 }
 
+TEST(http_dates, "formats IMF-fixdates and parses RFC 9110's three forms, refusing the rest")
+{
+	char d[HTTP_DATE_LEN + 1];
+	int64_t when = -1;
+	http_date_format(784111777, d);
+	CHECK_STR_EQ(d, "Sun, 06 Nov 1994 08:49:37 GMT");
+	http_date_format(0, d);
+	CHECK_STR_EQ(d, "Thu, 01 Jan 1970 00:00:00 GMT");
+	static const char *const good[] = {"Sun, 06 Nov 1994 08:49:37 GMT",
+					   "Sunday, 06-Nov-94 08:49:37 GMT",
+					   "Sun Nov  6 08:49:37 1994"};
+	for (size_t i = 0; i < 3; i++) {
+		when = -1;
+		CHECK_INT_EQ(http_date_parse(good[i], &when), 0);
+		CHECK_INT_EQ(when, 784111777);
+	}
+	static const char *const bad[] = {"", "Sun, 06 Nov 1994 08:49:37", "Sun, 6 Nov 1994 08:49:37 GMT",
+					  "Sun, 06 Foo 1994 08:49:37 GMT", "Sun, 06 Nov 1994 25:49:37 GMT",
+					  "Sun, 06 Nov 1994 08:49:37 GMT x", "1994-11-06T08:49:37Z",
+					  "Sun Nov 06 08:49:37", "\"Sun, 06 Nov 1994 08:49:37 GMT\""};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		CHECK_INT_EQ(http_date_parse(bad[i], &when), -1);
+	CHECK_INT_EQ(http_date_parse(NULL, &when), -1);
+}
+
 int main(void)
 {
 	RUN(splits_paths);
@@ -216,5 +241,6 @@ int main(void)
 	RUN(limits);
 	RUN(worst_case_fits);
 	RUN(renders_metrics);
+	RUN(http_dates);
 	return test_done();
 }
