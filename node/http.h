@@ -147,6 +147,12 @@ int http_mirrors_set(http_t *h, const http_mirror_t *mirrors, size_t n);
  * carries Connection: close. For a node shutting down. */
 void http_set_draining(http_t *h, int draining);
 
+/* The pages' look changed while running (a reload that renames the
+ * mirror, say): every record document and list is dated from now on, so
+ * that clients revalidating by If-Modified-Since fetch them once more
+ * (docs/http.md, "Conditional requests"). Loop thread. */
+void http_dates_restart(http_t *h);
+
 /* Shutdown, once draining has run a while: call until it returns 0, then
  * leave the loop. The first call stops accepting connections; it returns
  * 1 while requests already read are being answered (the render pool's,

@@ -211,6 +211,11 @@ static int64_t date_of_seq(http_t *h, uint64_t seq, int64_t now)
 	return now;
 }
 
+void http_dates_restart(http_t *h)
+{
+	h->dates_floor = (int64_t)time(NULL);
+}
+
 void http_dates_tick(http_t *h)
 {
 	if (h->dates && h->store)
@@ -227,6 +232,8 @@ int64_t http_date_of(http_t *h, const http_resp_t *r)
 	if (!r->lm_seq || !h->dates || !h->store)
 		return 0;
 	int64_t t = date_of_seq(h, r->lm_seq, now);
+	if (t < h->dates_floor)
+		t = h->dates_floor;
 	/* only a second that had ended before the documents were read: a
 	 * change later in that second would get the same date, and a client
 	 * holding the older bytes would be told they are current */

@@ -202,6 +202,7 @@ struct http {
 	http_date_row_t *dates; /* change log number -> date (http_date.c); the
 				 * first row is the server's start */
 	size_t ndates;
+	int64_t dates_floor;    /* no record document dates before it (http_dates_restart) */
 
 	/* scratch, reused by every request on the loop thread */
 	pith_buf_t body, tmp, tmp2;
