@@ -227,6 +227,18 @@ static void gz_cache_free(http_t *h)
 	h->gzc_bytes = 0;
 }
 
+/* Response headers a script on another origin may read besides the
+ * safelisted ones, and request headers it may send (a preflight's
+ * answer): the conditional requests' and POST's. */
+#define HTTP_CORS_EXPOSE "ETag, Last-Modified, Retry-After, Location, Allow, Content-Encoding"
+#define HTTP_CORS_ALLOW_HEADERS \
+	"Accept, Accept-Language, Content-Type, If-None-Match, If-Modified-Since, Cache-Control"
+
+static int cmd_is_options(struct evhttp_request *req)
+{
+	return evhttp_request_get_command(req) == EVHTTP_REQ_OPTIONS;
+}
+
 void http_send(http_ctx_t *c)
 {
 	http_t *h = c->h;
@@ -245,20 +257,39 @@ void http_send(http_ctx_t *c)
 		if (el >= 2 && el + 5 < sizeof(r->etag))
 			memcpy(r->etag + el - 1, "-gzip\"", 7);
 	}
+	int64_t lm = status == 200 ? http_date_of(h, r) : 0;
 	if (status == 200 && r->etag[0]) {
+		/* If-None-Match, when sent, decides alone (RFC 9110 13.2.2);
+		 * If-Modified-Since only without it, on GET and HEAD */
 		const char *inm = http_header(c, "If-None-Match");
-		if (inm && etag_listed(inm, r->etag))
+		const char *ims = http_header(c, "If-Modified-Since");
+		int64_t since;
+		if (inm ? etag_listed(inm, r->etag)
+			: lm && ims && !http_date_parse(ims, &since) && lm <= since)
 			status = 304;
 	}
 	int has_body = status != 304 && status != 204;
 	if (r->etag[0])
 		evhttp_add_header(oh, "ETag", r->etag);
+	if (lm) {
+		char d[HTTP_DATE_LEN + 1];
+		http_date_format(lm, d);
+		evhttp_add_header(oh, "Last-Modified", d);
+	}
 	if (has_body && r->ctype)
 		evhttp_add_header(oh, "Content-Type", r->ctype);
 	evhttp_add_header(oh, "Cache-Control", r->no_store ? "no-store" : "no-cache");
 	evhttp_add_header(oh, "X-Content-Type-Options", "nosniff");
-	if (r->cors)
-		evhttp_add_header(oh, "Access-Control-Allow-Origin", "*");
+	/* every answer, errors included, is public and for any origin: no
+	 * credentials, so "*" (docs/http.md, "CORS") */
+	evhttp_add_header(oh, "Access-Control-Allow-Origin", "*");
+	evhttp_add_header(oh, "Access-Control-Expose-Headers", HTTP_CORS_EXPOSE);
+	if (cmd_is_options(req) && status == 204 && r->allow) {
+		/* a preflight: what a script may send, remembered for a day */
+		evhttp_add_header(oh, "Access-Control-Allow-Methods", r->allow);
+		evhttp_add_header(oh, "Access-Control-Allow-Headers", HTTP_CORS_ALLOW_HEADERS);
+		evhttp_add_header(oh, "Access-Control-Max-Age", "86400");
+	}
 	if (r->vary_accept || compressible)
 		evhttp_add_header(oh, "Vary", r->vary_accept && compressible ? "Accept, Accept-Encoding"
 					   : r->vary_accept ? "Accept" : "Accept-Encoding");
@@ -450,6 +481,8 @@ static void handle(http_t *h, struct evhttp_request *req, int64_t t0_us, http_wa
 	int is_post = c.route == ROUTE_POST_EVENTS;
 	const char *allow = is_post ? "POST, OPTIONS" : "GET, HEAD, OPTIONS";
 	if (cmd == EVHTTP_REQ_OPTIONS) {
+		/* OPTIONS, and a browser's preflight (http_send adds the
+		 * Access-Control-Allow-* headers) */
 		c.r.status = 204;
 		c.r.allow = allow;
 		c.r.cors = 1;
@@ -519,6 +552,22 @@ static void accept_error_cb(struct evconnlistener *l, void *arg)
 }
 
 /* ---- set-up ------------------------------------------------------------------------- */
+
+static void dates_tick_cb(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	http_dates_tick(arg);
+}
+
+/* The date table and its timer (http_date.c): 0, or -1 (out of memory). */
+static int dates_start(http_t *h)
+{
+	struct timeval tv = {1, 0};
+	if (http_dates_init(h) || !(h->dates_ev = event_new(h->base, -1, EV_PERSIST, dates_tick_cb, h)))
+		return -1;
+	return evtimer_add(h->dates_ev, &tv);
+}
 
 static void metrics_init(http_t *h)
 {
@@ -708,7 +757,7 @@ int http_new(struct event_base *base, store_t *store, metrics_t *metrics, const 
 		snprintf(h->base_url, sizeof(h->base_url), "http://%s", h->listen_str);
 	memcpy(h->search_url, h->base_url, sizeof(h->search_url)); /* it answers /search itself */
 	metrics_init(h);
-	if (metrics_add_collector(h->metrics, collect, h)) {
+	if (dates_start(h) || metrics_add_collector(h->metrics, collect, h)) {
 		rc = pith_err_set(err, PITH_ENOMEM, "out of memory");
 		goto fail;
 	}
@@ -738,12 +787,15 @@ void http_free_(http_t *h)
 	conn_free_all(h);
 	if (h->accept_resume_ev)
 		event_free(h->accept_resume_ev);
+	if (h->dates_ev)
+		event_free(h->dates_ev);
 	idmap_free(h->jobs);
 	idmap_free(h->waits);
 	idmap_free(h->bodies);
 	if (h->own_metrics)
 		metrics_free(h->metrics);
 	gz_cache_free(h);
+	free(h->dates);
 	http_render_free_(h); /* what a render-only context holds too */
 }
 

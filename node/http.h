@@ -166,6 +166,12 @@ void http_set_identity(http_t *h, const char *name, const char *operator_name,
  * carries Connection: close. For a node shutting down. */
 void http_set_draining(http_t *h, int draining);
 
+/* The pages' look changed while running (a reload that renames the
+ * mirror, say): every record document and list is dated from now on, so
+ * that clients revalidating by If-Modified-Since fetch them once more
+ * (docs/http.md, "Conditional requests"). Loop thread. */
+void http_dates_restart(http_t *h);
+
 /* Shutdown, once draining has run a while: call until it returns 0, then
  * leave the loop. The first call stops accepting connections; it returns
  * 1 while requests already read are being answered (the render pool's,

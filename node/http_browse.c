@@ -343,7 +343,7 @@ static void html_table(http_ctx_t *c, const line_page_t *p)
 		int loaded = line_facts(c, l->pith, &r, &f);
 		pith_buf_puts(b, "<tr><td><a href=\"");
 		html_text(b, c->h->base_url);
-		pith_buf_printf(b, "/pith/%s\"><code>pith:%.8s</code></a></td><td>", body, body);
+		pith_buf_printf(b, "/pith/%s/\"><code>pith:%.8s</code></a></td><td>", body, body);
 		if (f.v.title && *f.v.title)
 			html_text(b, f.v.title);
 		else
@@ -464,7 +464,7 @@ void view_home(http_ctx_t *c)
 		const char *body = p.v[0].pith + PITH_NUMBER_LEN - PITH_BODY_LEN;
 		pith_buf_puts(b, " (<a href=\"");
 		html_text(b, h->base_url);
-		pith_buf_printf(b, "/pith/%s\">pith:%.8s</a>)", body, body);
+		pith_buf_printf(b, "/pith/%s/\">pith:%.8s</a>)", body, body);
 	}
 	pith_buf_puts(b, "</dd>\n</dl>\n<h2>Recently changed</h2>\n");
 	html_table(c, &p);

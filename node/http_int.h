@@ -114,6 +114,11 @@ typedef struct http_resp {
 	int retry_after;       /* seconds, 503 */
 	int is_html;           /* adds a restrictive Content-Security-Policy */
 	int close;             /* a protocol error: close after the reply */
+	/* Last-Modified (http_date.c): the change log number the document's
+	 * date is taken from and when it was read, or a date of its own */
+	uint64_t lm_seq;       /* 0: none */
+	int64_t lm_read;       /* wall seconds when lm_seq was read */
+	int64_t lm_fixed;      /* unix seconds (a bundle's built_at), 0: none */
 	char message[400];     /* http_error's message, for a view that shows it in a page of its own */
 } http_resp_t;
 
@@ -141,6 +146,14 @@ typedef struct http_mirror_entry {
 	char base_url[208];
 } http_mirror_entry_t;
 
+/* A row of the date table (http_date.c): the change log had reached seq
+ * by the second t. */
+typedef struct http_date_row {
+	uint64_t seq;
+	int64_t t;
+} http_date_row_t;
+#define HTTP_DATES_MAX 4096
+
 typedef struct post post_t;
 typedef struct hconn hconn_t;
 typedef struct http_pool http_pool_t;
@@ -150,6 +163,7 @@ struct http {
 	struct evhttp *evh;
 	struct evhttp_bound_socket *bound;
 	struct event *accept_resume_ev;
+	struct event *dates_ev; /* http_dates_tick, once a second */
 	int accept_error_pause; /* accept() failed: paused for a moment */
 	int accepting;          /* the listener is enabled */
 	store_t *store;
@@ -202,6 +216,11 @@ struct http {
 	post_t *posts;          /* requests waiting for their events */
 
 	http_pool_t *pool;      /* the render pool (http_pool.c), or NULL */
+
+	http_date_row_t *dates; /* change log number -> date (http_date.c); the
+				 * first row is the server's start */
+	size_t ndates;
+	int64_t dates_floor;    /* no record document dates before it (http_dates_restart) */
 
 	/* scratch, reused by every request on the loop thread */
 	pith_buf_t body, tmp, tmp2;
@@ -283,6 +302,26 @@ void http_send(http_ctx_t *c);
 const char *http_header(http_ctx_t *c, const char *name);
 /* Whether an Accept-Encoding value (NULL: none) accepts gzip. */
 int http_accepts_gzip(const char *accept_encoding);
+
+/* ---- http_date.c: Last-Modified ------------------------------------------------------ */
+#define HTTP_DATE_LEN 29 /* "Sun, 06 Nov 1994 08:49:37 GMT" */
+/* t (unix seconds) as an IMF-fixdate. */
+void http_date_format(int64_t t, char out[static HTTP_DATE_LEN + 1]);
+/* An HTTP-date in any of RFC 9110's three forms to unix seconds: 0, or -1
+ * if s is not one. */
+int http_date_parse(const char *s, int64_t *out);
+/* The views' notes, any thread: the document's date is that of change
+ * log number seq (read now); or, for a record's documents, of the
+ * record's latest change (a bundle: its built_at). */
+void http_date_note_seq(http_ctx_t *c, uint64_t seq);
+void http_date_note_record(http_ctx_t *c, const char *pith);
+/* Starts the date table at the server's start: 0, or -1 (out of memory). */
+int http_dates_init(http_t *h);
+/* Once a second (the loop): a row for what the log reached, if it moved. */
+void http_dates_tick(http_t *h);
+/* The Last-Modified of a reply from its notes (unix seconds), or 0 for
+ * none. The loop only (the table grows here). */
+int64_t http_date_of(http_t *h, const http_resp_t *r);
 
 /* ---- http_conn.c --------------------------------------------------------------- */
 /* Starts tracking connections (evhttp_set_bevcb) and the sweep timer. */

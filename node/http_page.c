@@ -366,7 +366,7 @@ static int cited_line(void *arg, const search_hit_t *hit)
 	pith_buf_t *b = k->c->body;
 	const char *body = hit->pith + PITH_NUMBER_LEN - PITH_BODY_LEN;
 	pith_buf_puts(b, "<li>");
-	html_link(b, k->c->h, "/pith/%s", body,
+	html_link(b, k->c->h, "/pith/%s/", body,
 		  hit->title && *hit->title ? hit->title : hit->pith);
 	pith_buf_puts(b, "</li>\n");
 	return 0;

@@ -201,10 +201,18 @@ http_route_t http_route_match(const http_target_t *t, char *id, size_t idcap, in
 		return ROUTE_HOME;
 	if (n == 1 && t->trailing_slash && !strcmp(s[0], "pith"))
 		return ROUTE_LIST;
-	if (t->trailing_slash)
-		return ROUTE_OTHER;
 #define SET_ID(p, len) (*id_seg = (int)((p) == s[1] ? 1 : 2), \
 			snprintf(id, idcap, "%.*s", (int)(len), (p)))
+	if (n == 2 && t->trailing_slash && !strcmp(s[0], "pith")) {
+		/* /pith/{ID}/: the record page as the pages link it, so that
+		 * a mirroring client saves it as pith/{ID}/index.html beside
+		 * pith/{ID}/state.json instead of a file in the directory's
+		 * place (docs/http.md, "Mirroring with wget") */
+		SET_ID(s[1], strlen(s[1]));
+		return ROUTE_PAGE;
+	}
+	if (t->trailing_slash)
+		return ROUTE_OTHER;
 	if (n == 1) {
 		if (!strcmp(s[0], "pith-mirrors.json"))
 			return ROUTE_MIRRORS;
@@ -271,8 +279,27 @@ http_route_t http_route_match(const http_target_t *t, char *id, size_t idcap, in
 }
 
 
+/* The date of a document of no record (http_date.c): the lists by the
+ * change log's end, the mirror list by when it last changed, the signing
+ * key (this build's) by the server's start. */
+static void date_note_global(http_ctx_t *c)
+{
+	int64_t us;
+	switch (c->route) {
+	case ROUTE_LIST:
+	case ROUTE_RECORDS: http_date_note_seq(c, store_changes_last(c->h->store)); break;
+	case ROUTE_MIRRORS:
+		if (!pith_time_parse(c->h->mirrors_at, &us))
+			c->r.lm_fixed = us / 1000000;
+		break;
+	case ROUTE_SIGNING_KEY: c->r.lm_fixed = c->h->dates ? c->h->dates[0].t : 0; break;
+	default: break;
+	}
+}
+
 int http_view_run_global(http_ctx_t *c)
 {
+	date_note_global(c);
 	switch (c->route) {
 	case ROUTE_MIRRORS: view_mirrors(c); return 1;
 	case ROUTE_SIGNING_KEY: view_signing_key(c); return 1;
@@ -288,6 +315,7 @@ int http_view_run_global(http_ctx_t *c)
 
 void http_view_run(http_ctx_t *c, const char *pith)
 {
+	http_date_note_record(c, pith);
 	switch (c->route) {
 	case ROUTE_PAGE: view_page(c, pith); break;
 	case ROUTE_RECORD: view_record(c, pith); break;

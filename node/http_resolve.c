@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "http_int.h"
 #include "json.h"
@@ -332,13 +333,40 @@ void view_healthz(http_ctx_t *c)
 	c->r.no_store = 1;
 }
 
+/* Whether an Accept header asks for OpenMetrics: the media type listed
+ * without q=0 (Prometheus sends it first, text/plain after it at a lower
+ * q); anything else gets the Prometheus text format. */
+static int wants_openmetrics(const char *accept)
+{
+	static const char om[] = "application/openmetrics-text";
+	for (const char *p = accept; p && *p;) {
+		while (*p == ' ' || *p == '\t' || *p == ',')
+			p++;
+		const char *end = strchr(p, ',');
+		size_t n = end ? (size_t)(end - p) : strlen(p);
+		if (n >= sizeof(om) - 1 && !strncasecmp(p, om, sizeof(om) - 1)) {
+			int ok = 1;
+			for (const char *q = p; q + 2 <= p + n; q++)
+				if (q[0] == 'q' && q[1] == '=')
+					ok = strtod(q + 2, NULL) > 0;
+			if (ok)
+				return 1;
+		}
+		p += n;
+	}
+	return 0;
+}
+
 void view_metrics(http_ctx_t *c)
 {
+	int om = wants_openmetrics(c->accept);
 	pith_buf_reset(c->body);
-	if (metrics_render(c->h->metrics, c->body)) {
+	if (metrics_render_as(c->h->metrics, c->body, om ? METRICS_OPENMETRICS : METRICS_PROMETHEUS)) {
 		http_error(c, 500, "out of memory");
 		return;
 	}
-	c->r.ctype = "text/plain; version=0.0.4; charset=utf-8";
+	c->r.ctype = om ? "application/openmetrics-text; version=1.0.0; charset=utf-8"
+			: "text/plain; version=0.0.4; charset=utf-8";
+	c->r.vary_accept = 1;
 	c->r.no_store = 1;
 }

@@ -164,7 +164,7 @@ static int hhit(void *arg, const search_hit_t *hit)
 		pith_buf_puts(b, "<ol class=\"hits\">\n");
 	pith_buf_puts(b, "<li><a href=\"");
 	html_text(b, hh->c->h->base_url);
-	pith_buf_printf(b, "/pith/%s\">", body);
+	pith_buf_printf(b, "/pith/%s/\">", body);
 	if (hit->title && *hit->title)
 		html_text(b, hit->title);
 	else

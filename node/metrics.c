@@ -58,6 +58,7 @@ struct metrics {
 
 struct metrics_out {
 	pith_buf_t *b;
+	metrics_format_t fmt;
 };
 
 metrics_t *metrics_new(void)
@@ -302,47 +303,93 @@ int metrics_add_collector(metrics_t *m, metrics_collect_fn fn, void *arg)
 
 /* ---- rendering ------------------------------------------------------------------ */
 
-static const char *type_name(metric_type_t t)
+static const char *type_name(metric_type_t t, metrics_format_t fmt)
 {
 	switch (t) {
 	case METRIC_COUNTER: return "counter";
 	case METRIC_GAUGE: return "gauge";
+	case METRIC_INFO: return fmt == METRICS_OPENMETRICS ? "info" : "gauge";
 	default: return "histogram";
 	}
 }
 
-/* A value as Prometheus writes it: integers plainly, others with %.17g,
- * and the special spellings of infinities and NaN. */
+/* v with the fewest significant digits that read back as v (%.17g
+ * would write 0.03 as 0.029999999999999999); *prec gets their count. */
+static void shortest_g(char *out, size_t cap, double v, int *prec)
+{
+	int p = 1;
+	for (; p < 17; p++) {
+		snprintf(out, cap, "%.*g", p, v);
+		if (strtod(out, NULL) == v)
+			break;
+	}
+	if (p == 17)
+		snprintf(out, cap, "%.17g", v);
+	*prec = p;
+}
+
+/* A value as Prometheus writes it: integers plainly, others in the
+ * shortest form that reads back the same, and the special spellings of
+ * infinities and NaN. */
 static void put_value(pith_buf_t *b, double v)
 {
+	char num[40];
+	int prec;
 	if (isnan(v))
 		pith_buf_puts(b, "NaN");
 	else if (isinf(v))
 		pith_buf_puts(b, v > 0 ? "+Inf" : "-Inf");
 	else if (v == floor(v) && fabs(v) < 9.007199254740992e15)
 		pith_buf_printf(b, "%lld", (long long)v);
-	else
-		pith_buf_printf(b, "%.17g", v);
+	else {
+		shortest_g(num, sizeof(num), v, &prec);
+		pith_buf_puts(b, num);
+	}
 }
 
-static void put_help(pith_buf_t *b, const char *help)
+static void put_help(pith_buf_t *b, const char *help, metrics_format_t fmt)
 {
-	/* HELP text escapes backslash and newline */
+	/* HELP text escapes backslash and newline; OpenMetrics's also the
+	 * double quote, as a label value */
 	for (const char *p = help; *p; p++) {
 		if (*p == '\\')
 			pith_buf_puts(b, "\\\\");
 		else if (*p == '\n')
 			pith_buf_puts(b, "\\n");
+		else if (*p == '"' && fmt == METRICS_OPENMETRICS)
+			pith_buf_puts(b, "\\\"");
 		else
 			pith_buf_putc(b, (uint8_t)*p);
 	}
 }
 
+static int ends_with(const char *s, size_t n, const char *suffix)
+{
+	size_t k = strlen(suffix);
+	return n > k && !memcmp(s + n - k, suffix, k);
+}
+
 void metrics_out_family(metrics_out_t *o, const char *name, metric_type_t type, const char *help)
 {
-	pith_buf_printf(o->b, "# HELP %s ", name);
-	put_help(o->b, help ? help : "");
-	pith_buf_printf(o->b, "\n# TYPE %s %s\n", name, type_name(type));
+	/* OpenMetrics names the family, not the sample: a counter's family
+	 * is its name less _total, an info's less _info (its sample keeps
+	 * the suffix); Prometheus 0.0.4 names the sample */
+	size_t n = strlen(name);
+	if (o->fmt == METRICS_OPENMETRICS && ((type == METRIC_COUNTER && ends_with(name, n, "_total")) ||
+					      (type == METRIC_INFO && ends_with(name, n, "_info"))))
+		n -= type == METRIC_COUNTER ? 6 : 5;
+	pith_buf_printf(o->b, "# HELP %.*s ", (int)n, name);
+	put_help(o->b, help ? help : "", o->fmt);
+	pith_buf_printf(o->b, "\n# TYPE %.*s %s\n", (int)n, name, type_name(type, o->fmt));
+	/* a unit only where the name says it (OpenMetrics: the family's name
+	 * must end in _UNIT) */
+	static const char *const units[] = {"seconds", "bytes"};
+	for (size_t i = 0; o->fmt == METRICS_OPENMETRICS && i < 2; i++) {
+		char suffix[16];
+		snprintf(suffix, sizeof(suffix), "_%s", units[i]);
+		if (type != METRIC_INFO && ends_with(name, n, suffix))
+			pith_buf_printf(o->b, "# UNIT %.*s %s\n", (int)n, name, units[i]);
+	}
 }
 
 static void put_sample_head(pith_buf_t *b, const char *name, const char *suffix, const char *labels,
@@ -383,13 +430,34 @@ void metrics_label_escape(pith_buf_t *out, const char *value)
 	}
 }
 
-static void render_hist(pith_buf_t *b, const family_t *f, metric_hist_t *h)
+/* A bucket bound as OpenMetrics's canonical number, as its reference
+ * parsers print a float: the shortest digits, positional from 1e-4 up to
+ * 1e16 with a ".0" on integers ("1.0", "10.0", "0.00025"), else with an
+ * exponent ("1e-05"). */
+static void canonical_number(char *out, size_t cap, double v)
+{
+	int prec;
+	shortest_g(out, cap, v, &prec);
+	double a = fabs(v);
+	if (a >= 1e-4 && a < 1e16) {
+		int decimals = prec - 1 - (int)floor(log10(a));
+		snprintf(out, cap, "%.*f", decimals > 0 ? decimals : 0, v);
+	}
+	if (!strpbrk(out, ".eEn"))
+		snprintf(out + strlen(out), cap - strlen(out), ".0");
+}
+
+static void render_hist(pith_buf_t *b, const family_t *f, metric_hist_t *h, metrics_format_t fmt)
 {
 	uint64_t cum = 0;
 	char le[48];
 	for (size_t i = 0; i <= h->nbounds; i++) {
 		cum += atomic_load_explicit(&h->buckets[i], memory_order_relaxed);
-		if (i < h->nbounds) {
+		if (i < h->nbounds && fmt == METRICS_OPENMETRICS) {
+			char num[32];
+			canonical_number(num, sizeof(num), f->bounds[i]);
+			snprintf(le, sizeof(le), "le=\"%s\"", num);
+		} else if (i < h->nbounds) {
 			pith_buf_t t = PITH_BUF_INIT;
 			put_value(&t, f->bounds[i]);
 			snprintf(le, sizeof(le), "le=\"%.*s\"", (int)t.len, t.data ? (char *)t.data : "");
@@ -413,13 +481,18 @@ static void render_hist(pith_buf_t *b, const family_t *f, metric_hist_t *h)
 
 int metrics_render(metrics_t *m, pith_buf_t *out)
 {
-	metrics_out_t o = {out};
+	return metrics_render_as(m, out, METRICS_PROMETHEUS);
+}
+
+int metrics_render_as(metrics_t *m, pith_buf_t *out, metrics_format_t fmt)
+{
+	metrics_out_t o = {out, fmt};
 	pthread_mutex_lock(&m->mu);
 	for (family_t *f = m->families; f; f = f->next) {
 		metrics_out_family(&o, f->name, f->type, f->help);
 		if (f->type == METRIC_HISTOGRAM) {
 			for (metric_hist_t *h = f->hseries; h; h = h->next)
-				render_hist(out, f, h);
+				render_hist(out, f, h, fmt);
 			continue;
 		}
 		for (metric_t *s = f->series; s; s = s->next) {
@@ -437,5 +510,7 @@ int metrics_render(metrics_t *m, pith_buf_t *out)
 	for (collector_t *c = m->collectors; c; c = c->next)
 		c->fn(c->arg, &o);
 	pthread_mutex_unlock(&m->mu);
+	if (fmt == METRICS_OPENMETRICS)
+		pith_buf_puts(out, "# EOF\n");
 	return out->oom ? PITH_ENOMEM : 0;
 }

@@ -27,7 +27,19 @@ typedef enum metric_type {
 	METRIC_COUNTER = 0,
 	METRIC_GAUGE,
 	METRIC_HISTOGRAM,
+	METRIC_INFO,      /* collectors only: a gauge NAME_info of value 1 whose
+			   * labels are the information (OpenMetrics: type
+			   * info, family NAME) */
 } metric_type_t;
+
+/* The two text formats /metrics answers in (docs/http.md, "Metrics"). */
+typedef enum metrics_format {
+	METRICS_PROMETHEUS = 0, /* text/plain; version=0.0.4 */
+	METRICS_OPENMETRICS,    /* application/openmetrics-text; version=1.0.0:
+				 * counter families named without _total, info
+				 * families, UNIT where the name ends in one,
+				 * canonical le values, "# EOF" */
+} metrics_format_t;
 
 /* An empty registry; NULL on OOM. */
 metrics_t *metrics_new(void);
@@ -64,7 +76,8 @@ typedef void (*metrics_collect_fn)(void *arg, metrics_out_t *out);
 /* 0 or PITH_ENOMEM. Collectors run in the order they were added. */
 int metrics_add_collector(metrics_t *m, metrics_collect_fn fn, void *arg);
 
-/* Starts a family: the # HELP and # TYPE lines. */
+/* Starts a family: the # HELP and # TYPE lines (and # UNIT in
+ * OpenMetrics), name being the sample's name (a counter's with _total). */
 void metrics_out_family(metrics_out_t *o, const char *name, metric_type_t type,
 			const char *help);
 /* One sample line: name{labels} value. */
@@ -78,6 +91,13 @@ void metrics_label_escape(pith_buf_t *out, const char *value);
 /* Appends the whole exposition (registered families in registration order,
  * then the collectors' output) to out. 0 or PITH_ENOMEM. */
 int metrics_render(metrics_t *m, pith_buf_t *out);
+/* The same in either format. */
+int metrics_render_as(metrics_t *m, pith_buf_t *out, metrics_format_t fmt);
+
+/* Adds the collector of the standard process_* families, read from /proc
+ * at scrape time (metrics_process.c): CPU seconds, resident and virtual
+ * memory, open and maximum descriptors, start time. 0 or PITH_ENOMEM. */
+int metrics_add_process(metrics_t *m);
 
 /* Latency buckets in seconds shared by the request histograms:
  * 100 us to 10 s. */

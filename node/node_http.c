@@ -12,6 +12,7 @@
 #include "metrics.h"
 #include "node_int.h"
 #include "site_feed.h"
+#include "version.h"
 
 static void submit(void *arg, ingest_job_t *job)
 {
@@ -124,6 +125,20 @@ static void collect(void *arg, metrics_out_t *o)
 
 	gauge(o, "pith_uptime_seconds", "Seconds since pithd started",
 	      (double)(now - n->started_us) / 1e6);
+	/* what runs, as every exporter says it: a series of value 1 */
+	pith_buf_t bl = PITH_BUF_INIT;
+	pith_buf_puts(&bl, "version=\"");
+	metrics_label_escape(&bl, pith_version());
+	pith_buf_puts(&bl, "\",commit=\"");
+	metrics_label_escape(&bl, pith_git_commit());
+	pith_buf_putc(&bl, '"');
+	if (!bl.oom) {
+		metrics_out_family(o, "pith_build_info", METRIC_INFO,
+				   "The pithd that runs: its version and the commit it was built from");
+		pith_buf_putc(&bl, 0);
+		metrics_out_sample(o, "pith_build_info", (const char *)bl.data, 1);
+	}
+	pith_buf_release(&bl);
 	metrics_out_family(o, "pith_events_total", METRIC_COUNTER,
 			   "Events through validation, from peers, HTTP and the control socket, by outcome");
 	metrics_out_sample_u64(o, "pith_events_total", "outcome=\"stored\"", s->events_stored);
@@ -244,7 +259,8 @@ int node_http_start(node_t *n, pith_err_t *err)
 		return 0;
 	n->metrics = metrics_new();
 	n->mirrors = mirrors_new();
-	if (!n->metrics || !n->mirrors || metrics_add_collector(n->metrics, collect, n))
+	if (!n->metrics || !n->mirrors || metrics_add_collector(n->metrics, collect, n) ||
+	    metrics_add_process(n->metrics))
 		return pith_err_set(err, PITH_ENOMEM, "out of memory");
 	http_opts_t o;
 	http_opts_default(&o);

@@ -5,13 +5,13 @@ set -euo pipefail
 PKGS=(build-essential cmake pkg-config clang libclang-rt-14-dev
       libevent-dev libsodium-dev libssl-dev libmsgpack-dev librocksdb-dev
       python3 python3-cryptography jq curl libcurl4-openssl-dev rsync wrk
-      zlib1g-dev libsqlite3-dev debhelper man-db groff-base chromium nginx)
+      zlib1g-dev libsqlite3-dev debhelper man-db groff-base chromium nginx wget)
 # zlib1g-dev: gzip answers; libsqlite3-dev: the search index (issue 18);
 # debhelper: the package test builds the .deb (dpkg-buildpackage, debian/);
 # man-db and groff-base: the man_pages test renders the pages; chromium:
 # the browser test (headless) looks at the pages as a person would; nginx:
 # the site_nginx test runs it as the current user (the system service is
-# not used). Not here:
+# not used); wget: the wget_mirror journey mirrors a node with it. Not here:
 # prometheus (promtool, for metrics_names): the package starts a Prometheus
 # server when installed; that test skips its promtool half without it.
 missing=()

@@ -136,26 +136,41 @@ void store_change_delete(store_wsink_t *ws, const uint8_t skey[STORE_SKEY_LEN], 
 
 /* ---- reading -------------------------------------------------------------- */
 
-int store_built_at_get(store_t *st, const char *pith_number, char out[static STORE_BUILT_AT_MAX + 1],
-		       pith_err_t *err)
+/* The record's change log entry: 1 with it, 0 without, or an error. */
+static int change_of(store_t *st, const char *pith_number, uint64_t *seq, store_chg_bundle_t *b,
+		     pith_err_t *err)
 {
 	uint8_t skey[STORE_SKEY_LEN];
-	uint64_t seq;
-	store_chg_bundle_t b;
-	out[0] = 0;
+	*seq = 0;
 	if (!pith_number_is_valid(pith_number))
 		return pith_err_set(err, PITH_EINVAL, "store: malformed pith number");
 	int rc = log_ready(st, err);
 	if (rc)
 		return rc;
 	store_skey_make(pith_number, skey);
-	rc = store_change_get(st, skey, &seq, &b, err);
+	return store_change_get(st, skey, seq, b, err);
+}
+
+int store_built_at_get(store_t *st, const char *pith_number, char out[static STORE_BUILT_AT_MAX + 1],
+		       pith_err_t *err)
+{
+	uint64_t seq;
+	store_chg_bundle_t b;
+	out[0] = 0;
+	int rc = change_of(st, pith_number, &seq, &b, err);
 	if (rc < 0)
 		return rc;
 	if (!rc || !b.has)
 		return PITH_ENOTFOUND;
 	memcpy(out, b.built_at, strlen(b.built_at) + 1);
 	return 0;
+}
+
+int store_change_seq_get(store_t *st, const char *pith_number, uint64_t *seq, pith_err_t *err)
+{
+	store_chg_bundle_t b;
+	int rc = change_of(st, pith_number, seq, &b, err);
+	return rc < 0 ? rc : rc ? 0 : PITH_ENOTFOUND;
 }
 
 /* The change at the iterator into *ch. */

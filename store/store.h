@@ -424,6 +424,11 @@ int store_changes_each_before(store_t *st, uint64_t before, size_t limit, store_
 int store_built_at_get(store_t *st, const char *pith_number, char out[static STORE_BUILT_AT_MAX + 1],
 		       pith_err_t *err);
 
+/* The sequence number of the record's latest change (its change log
+ * entry: one point read), for the HTTP views' Last-Modified
+ * (docs/http.md). PITH_ENOTFOUND without an entry. */
+int store_change_seq_get(store_t *st, const char *pith_number, uint64_t *seq, pith_err_t *err);
+
 /* The greatest sequence number given so far (0: none), as of the last
  * commit; while the store is unlogged, as of the last flush. */
 uint64_t store_changes_last(store_t *st);

@@ -5,7 +5,7 @@
   bundle, well-known bundle, events, graph; GET and HEAD, gzip or not,
   conditional 304) with http_render_threads = 2, fetched by 16 threads at
   once while other clients drop their connections before the answer, is
-  byte for byte (status, headers but Date, body) the answer with
+  byte for byte (status, headers but Date and Last-Modified, body) the answer with
   http_render_threads = 0; so are the answers for every form of
   identifier the workers resolve (bare bodies, short numbers of 8, 12 and
   16 characters, arXiv ids and DOIs), by the record routes and by
@@ -115,7 +115,9 @@ def fetch(conn, req):
     conn.request(method, path, headers=headers)
     r = conn.getresponse()
     body = r.read()
-    hs = tuple((k, v) for k, v in r.getheaders() if k.lower() != "date")
+    # Date, and Last-Modified: a record's date starts at the node's start
+    # (docs/http.md), and the two runs compared are two starts
+    hs = tuple((k, v) for k, v in r.getheaders() if k.lower() not in ("date", "last-modified"))
     return (r.status, hs, body)
 
 

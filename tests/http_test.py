@@ -341,7 +341,10 @@ def run_cases(args, root, base, gen_rec, gen_body, held, untrusted, opkey, serve
 
     @case("unknown paths are 404; trailing slashes and extra segments too")
     def _():
-        for p in ("/pith", "/pith/%s/" % AR7B_BODY, "/pith/%s/x.json" % AR7B_BODY,
+        # /pith/{ID}/ is the record page (the form pages link, for wget --mirror)
+        st, _, _ = req("GET", "/pith/%s/" % AR7B_BODY)
+        assert st == 200, "/pith/ID/: %d" % st
+        for p in ("/pith", "/pith/%s/x/" % AR7B_BODY, "/pith/%s/x.json" % AR7B_BODY,
                   "/pith/%s/state.json/x" % AR7B_BODY, "/index.html", "/api/pith-number",
                   "/.well-known/pith/%s" % AR7B_BODY, "/etc/passwd", "/events/x"):
             st, _, _ = req("GET", p)

@@ -192,7 +192,7 @@ TEST(worst_case_fits, "the decoding buffer holds the worst case (bare keys and e
 	free(u);
 }
 
-TEST(renders_metrics, "renders counters, gauges, histograms and collector output as Prometheus text")
+TEST(renders_metrics, "renders counters, gauges, histograms and collector output as Prometheus text and OpenMetrics")
 {
 	metrics_t *m = metrics_new();
 	metric_t *c = metrics_counter(m, "t_requests_total", "Requests", "route=\"a\"");
@@ -216,11 +216,25 @@ TEST(renders_metrics, "renders counters, gauges, histograms and collector output
 	CHECK_STR_CONTAINS(s, "# HELP t_requests_total Requests\n# TYPE t_requests_total counter\n"
 			      "t_requests_total{route=\"a\"} 42\nt_requests_total{route=\"b\"} 0\n");
 	CHECK_STR_CONTAINS(s, "# TYPE t_temp gauge\nt_temp 1.5\n");
-	CHECK_STR_CONTAINS(s, "t_lat_seconds_bucket{route=\"a\",le=\"0.10000000000000001\"} 1\n");
+	/* values in the shortest form that reads back the same */
+	CHECK_STR_CONTAINS(s, "t_lat_seconds_bucket{route=\"a\",le=\"0.1\"} 1\n");
 	CHECK_STR_CONTAINS(s, "t_lat_seconds_bucket{route=\"a\",le=\"1\"} 2\n");
 	CHECK_STR_CONTAINS(s, "t_lat_seconds_bucket{route=\"a\",le=\"+Inf\"} 3\n");
-	CHECK_STR_CONTAINS(s, "t_lat_seconds_sum{route=\"a\"} 5.5499999999999998\n");
+	CHECK_STR_CONTAINS(s, "t_lat_seconds_sum{route=\"a\"} 5.55\n");
 	CHECK_STR_CONTAINS(s, "t_lat_seconds_count{route=\"a\"} 3\n");
+	/* OpenMetrics: counter and info families named without their
+	 * suffix, units, canonical le values, the end marker */
+	pith_buf_t om = PITH_BUF_INIT;
+	CHECK_INT_EQ(metrics_render_as(m, &om, METRICS_OPENMETRICS), 0);
+	pith_buf_cstr(&om);
+	const char *o = (const char *)om.data;
+	CHECK_STR_CONTAINS(o, "# HELP t_requests Requests\n# TYPE t_requests counter\n"
+			      "t_requests_total{route=\"a\"} 42\n");
+	CHECK_STR_CONTAINS(o, "# TYPE t_lat_seconds histogram\n# UNIT t_lat_seconds seconds\n");
+	CHECK_STR_CONTAINS(o, "t_lat_seconds_bucket{route=\"a\",le=\"0.1\"} 1\n");
+	CHECK_STR_CONTAINS(o, "t_lat_seconds_bucket{route=\"a\",le=\"1.0\"} 2\n");
+	CHECK_INT_EQ(om.len >= 6 && !strcmp(o + om.len - 6, "# EOF\n"), 1);
+	pith_buf_release(&om);
 	pith_buf_t e = PITH_BUF_INIT;
 	metrics_label_escape(&e, "a\"b\\c\nd");
 	pith_buf_cstr(&e);
@@ -228,6 +242,31 @@ TEST(renders_metrics, "renders counters, gauges, histograms and collector output
 	pith_buf_release(&e);
 	pith_buf_release(&out);
 	metrics_free(m);
+}
+
+TEST(http_dates, "formats IMF-fixdates and parses RFC 9110's three forms, refusing the rest")
+{
+	char d[HTTP_DATE_LEN + 1];
+	int64_t when = -1;
+	http_date_format(784111777, d);
+	CHECK_STR_EQ(d, "Sun, 06 Nov 1994 08:49:37 GMT");
+	http_date_format(0, d);
+	CHECK_STR_EQ(d, "Thu, 01 Jan 1970 00:00:00 GMT");
+	static const char *const good[] = {"Sun, 06 Nov 1994 08:49:37 GMT",
+					   "Sunday, 06-Nov-94 08:49:37 GMT",
+					   "Sun Nov  6 08:49:37 1994"};
+	for (size_t i = 0; i < 3; i++) {
+		when = -1;
+		CHECK_INT_EQ(http_date_parse(good[i], &when), 0);
+		CHECK_INT_EQ(when, 784111777);
+	}
+	static const char *const bad[] = {"", "Sun, 06 Nov 1994 08:49:37", "Sun, 6 Nov 1994 08:49:37 GMT",
+					  "Sun, 06 Foo 1994 08:49:37 GMT", "Sun, 06 Nov 1994 25:49:37 GMT",
+					  "Sun, 06 Nov 1994 08:49:37 GMT x", "1994-11-06T08:49:37Z",
+					  "Sun Nov 06 08:49:37", "\"Sun, 06 Nov 1994 08:49:37 GMT\""};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		CHECK_INT_EQ(http_date_parse(bad[i], &when), -1);
+	CHECK_INT_EQ(http_date_parse(NULL, &when), -1);
 }
 
 int main(void)
@@ -243,5 +282,6 @@ int main(void)
 	RUN(limits);
 	RUN(worst_case_fits);
 	RUN(renders_metrics);
+	RUN(http_dates);
 	return test_done();
 }
