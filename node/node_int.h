@@ -20,6 +20,7 @@
 #include "follower.h"
 #include "idmap.h"
 #include "mesh.h"
+#include "node.h"
 #include "ingest.h"
 #include "peer.h"
 #include "relay.h"
@@ -40,10 +41,15 @@ struct node {
 	node_config_t *cfg;
 	struct event_base *base;
 	struct evconnlistener *listener;
-	struct event *sig_term, *sig_int;
+	struct event *sig_term, *sig_int, *sig_hup;
 	struct event *tick_ev, *stop_ev;
 	store_t *store;
-	pith_trust_t *trust;
+	pith_trust_t *trust;        /* the store's (its merges' registry keys), for the whole run */
+	pith_trust_t *trust_live;   /* the validators': trust, or a reload's (node_config.c) */
+	pith_trust_t **trust_old;   /* replaced by reloads, freed once no validation uses them */
+	size_t ntrust_old;
+	node_config_read_fn reread; /* SIGHUP's config reader (node_set_config_reader) */
+	void *reread_arg;
 	ingest_t *ingest;
 	resolver_t *resolver;       /* HOST:PORT names off the loop (resolve.c) */
 	mesh_t mesh;                /* the protocol floor's wiring (mesh.c) */
@@ -66,6 +72,8 @@ struct node {
 	char listen_str[80];
 	uint16_t listen_port;
 	int64_t started_us;
+	int64_t progress_us;        /* the last "stored" progress line (node.c, progress_tick) */
+	uint64_t progress_events, progress_bundles; /* the stats then */
 	int shutting_down;
 	int64_t store_down_us;      /* since when the store has refused writes (0: it takes them) */
 	int64_t store_probe_us;     /* the last write probe (node.c, store_probe_tick) */
@@ -82,6 +90,18 @@ struct node {
 int node_status_json(node_t *n, pith_buf_t *out);
 /* Appends one peer's object of the status "peers" list. */
 void node_peer_json(const peer_t *p, int64_t now, pith_buf_t *out);
+
+/* ---- node_config.c: the config at start and on SIGHUP ------------------------ */
+/* The trust store of cfg's trust_key files besides the registry key;
+ * logs each key (a line per key) when loud. */
+int node_trust_build(const node_config_t *cfg, int loud, pith_trust_t **out, pith_err_t *err);
+/* SIGHUP: reopens the log file, reads the config again, applies what can
+ * change while running, logs a line per change, keeps the running config
+ * when the new one does not parse. */
+void node_reload(node_t *n);
+/* Frees the trust stores reloads replaced once no validation uses them
+ * (every tick; all of them, whatever is left, when stopping). */
+void node_trust_reap(node_t *n, int stopping);
 
 /* ---- node_http.c ------------------------------------------------------------- */
 /* Peer p became ready or, having been ready, left (p->state tells): the
