@@ -586,9 +586,9 @@ int node_new(node_config_t *cfg, node_t **out, pith_err_t *err)
 	n->mesh.sync = n->sync;
 	if ((rc = listen_start(n, err)))
 		goto fail;
-	n->control = node_control_new(n);
+	n->control = node_control_new(n, err);
 	if (!n->control) {
-		rc = pith_err_set(err, PITH_EIO, "cannot open the control socket %s", cfg->control);
+		rc = err->code ? err->code : PITH_EIO;
 		goto fail;
 	}
 	if ((rc = node_http_start(n, err)))

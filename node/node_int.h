@@ -124,8 +124,9 @@ void node_http_stop(node_t *n);
 void node_http_want_done(void *arg, uint64_t token, up_answer_t answer, const char *pith);
 
 /* ---- node_ctl.c: the control socket's commands ----------------------------- */
-/* The control socket at cfg->control with every command (a table). */
-control_t *node_control_new(node_t *n);
+/* The control socket at cfg->control with every command (a table); NULL
+ * with err saying why. */
+control_t *node_control_new(node_t *n, pith_err_t *err);
 /* Waits for a backup in progress and frees what the commands keep. */
 void node_ctl_free(node_t *n);
 
