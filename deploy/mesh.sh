@@ -61,6 +61,8 @@ sys.stdout.write(f.readline().decode())
 PY
 }
 
+# nodes: the node directories of $dir, in order; none (ls finds no match,
+# which it says on stderr) is an empty answer, not an error
 nodes() { ls -d "$dir"/node-*/ 2>/dev/null | sed 's:/$::' | sort -t- -k2 -n; }
 
 state_file=${XDG_STATE_HOME:-$HOME/.local/state}/pith-mesh/last-dir
@@ -98,8 +100,16 @@ start() {
 		echo "node-$i: pid $!, 127.0.0.1:$((base + i)), data $d${http:+, http://127.0.0.1:$((http + i))/}"
 	done
 	for ((i = 0; i < n; i++)); do
-		for _ in $(seq 100); do [ -S "$dir/node-$i/pithd.sock" ] && break; sleep 0.1; done
-		[ -S "$dir/node-$i/pithd.sock" ] || { echo "node-$i did not start; see $dir/node-$i.log" >&2; exit 1; }
+		pid=$(cat "$dir/node-$i/pithd.pid")
+		for _ in $(seq 100); do
+			[ -S "$dir/node-$i/pithd.sock" ] && break
+			kill -0 "$pid" 2>/dev/null || break # exited: its log's last line says why
+			sleep 0.1
+		done
+		if [ ! -S "$dir/node-$i/pithd.sock" ]; then
+			echo "mesh.sh: node-$i did not start: $(tail -n 1 "$dir/node-$i.log" | cut -d' ' -f3-) (log: $dir/node-$i.log)" >&2
+			exit 1
+		fi
 	done
 	pithctl=${PITHCTL:-$(dirname "$pithd")/cli/pithctl}
 	if [ ! -x "$pithctl" ]; then

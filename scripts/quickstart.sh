@@ -54,7 +54,8 @@ export PITHD PITHCTL
 # three nodes on 127.0.0.1:PORT.. (data in DIR/node-i, HTTP on HTTP..),
 # the sample bundle submitted at the seed; gossip carries it to the others
 bash deploy/mesh.sh start "$nodes" --base-port "$port" --http-port "$http" --dir "$dir" \
-  --bundle "$bundle" || fail "the mesh did not start (see the lines above, and $dir/node-*.log)"
+  --bundle "$bundle" ||
+  fail "the mesh did not start (the lines above say why; logs: $dir/node-*.log; stop what started: bash scripts/quickstart.sh stop)"
 
 # node_line I: "node-I  N events, M records  URL" once node I holds the
 # sample record (its page answers 200 and its events are all there);
