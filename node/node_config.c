@@ -217,8 +217,7 @@ void node_reload(node_t *n)
 	 * file is reopened) */
 	int reopened = reopen_log(!rc && nc->log_file[0] ? nc->log_file : cfg->log_file);
 	if (rc) {
-		log_error("SIGHUP: %s%s%s; the running config is kept", cfg->config_file,
-			  cfg->config_file[0] ? ": " : "", err.msg);
+		log_error("SIGHUP: %s; the running config is kept", err.msg);
 		free(nc);
 		return;
 	}
@@ -230,8 +229,12 @@ void node_reload(node_t *n)
 	for (size_t i = 0; i < nd && i < DIFF_MAX; i++) {
 		const char *k = names[i];
 		if (!strcmp(k, "log_level")) {
-			log_info("reload: log_level %s -> %s", cfg->log_level, nc->log_level);
-			log_set_level((log_level_t)log_level_parse(nc->log_level));
+			/* shown when the old or the new level shows info lines */
+			log_level_t lvl = (log_level_t)log_level_parse(nc->log_level);
+			if (lvl > log_get_level())
+				log_set_level(lvl);
+			log_msg(LOG_INFO, "reload: log_level %s -> %s", cfg->log_level, nc->log_level);
+			log_set_level(lvl);
 			memcpy(cfg->log_level, nc->log_level, sizeof(cfg->log_level));
 			applied++;
 		} else if (!strcmp(k, "log_file") && nc->log_file[0]) {
