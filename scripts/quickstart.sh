@@ -57,28 +57,41 @@ bash deploy/mesh.sh start "$nodes" --base-port "$port" --http-port "$http" --dir
   --bundle "$bundle" ||
   fail "the mesh did not start (the lines above say why; logs: $dir/node-*.log; stop what started: bash scripts/quickstart.sh stop)"
 
-# node_line I: "node-I  N events, M records  URL" once node I holds the
-# sample record (its page answers 200 and its events are all there);
-# nothing and status 1 before that
+# node_check I: sets line to "node-I  N events, M records  URL" and
+# succeeds once node I holds the sample record (its page answers 200 and
+# it has the seed's events); else sets why and fails
 want_events=
-node_line() {
-  local i=$1 url="http://127.0.0.1:$((http + i))/pith/$id" counts code
-  counts=$("$PITHCTL" --node "$dir/node-$i/pithd.sock" --json status |
-    python3 -c 'import json, sys; s = json.load(sys.stdin)["store"]; print(s["events"], s["records"])') || return 1
+line=
+why=
+node_check() {
+  local i=$1 url="http://127.0.0.1:$((http + i))/pith/$id" out counts code
+  if ! out=$("$PITHCTL" --node "$dir/node-$i/pithd.sock" --json status 2>&1); then
+    why="its status does not answer: $out"
+    return 1
+  fi
+  if ! counts=$(printf '%s' "$out" | python3 -c 'import json, sys; s = json.load(sys.stdin)["store"]; print(s["events"], s["records"])'); then
+    why="its status is not what pithctl --json status prints: $out"
+    return 1
+  fi
   set -- $counts
-  [ "$1" -gt 0 ] && [ "$2" -gt 0 ] || return 1
-  [ -z "$want_events" ] || [ "$1" -ge "$want_events" ] || return 1
-  code=$(curl -s -o /dev/null -w '%{http_code}' --max-time 5 "$url") || return 1
-  [ "$code" = 200 ] || return 1
-  printf 'node-%d  %d events, %d records  %s\n' "$i" "$1" "$2" "$url"
+  if [ "$1" -eq 0 ] || [ "$2" -eq 0 ] || { [ -n "$want_events" ] && [ "$1" -lt "$want_events" ]; }; then
+    why="it holds $1 events in $2 records${want_events:+ (node-0: $want_events events)}"
+    return 1
+  fi
+  code=$(curl -s -o /dev/null -w '%{http_code}' --max-time 5 "$url") || code="no answer (curl exit $?)"
+  if [ "$code" != 200 ]; then
+    why="$url answers $code"
+    return 1
+  fi
+  line=$(printf 'node-%d  %d events, %d records  %s' "$i" "$1" "$2" "$url")
 }
 
 lines=()
 deadline=$((SECONDS + wait_s))
 for ((i = 0; i < nodes; i++)); do
-  until line=$(node_line "$i"); do
+  until node_check "$i"; do
     [ "$SECONDS" -lt "$deadline" ] ||
-      fail "node-$i does not hold the sample record $id after ${wait_s} s (see $dir/node-$i.log; the nodes are still running: bash scripts/quickstart.sh stop)"
+      fail "node-$i does not hold the sample record $id after ${wait_s} s: $why (log: $dir/node-$i.log; the nodes still run: bash scripts/quickstart.sh stop)"
     sleep 0.2
   done
   # the seed's events are what the others must hold

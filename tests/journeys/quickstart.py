@@ -15,7 +15,9 @@ ports and in a temporary mesh directory. Then asserts what the person sees:
 - the sample record's page answers 200 with HTML holding the record's title
   on every node;
 - `bash scripts/quickstart.sh stop` stops the mesh, and no pithd it started
-  is left running.
+  is left running;
+- a mesh whose last node cannot get the record (put on another network by
+  a wrapper): exit 1 and one line naming the node and what it holds.
 
 Exit 0 on success, 1 on a failure, 77 (skipped) without curl (the script
 uses it; scripts/deps.sh installs it).
@@ -83,6 +85,37 @@ def pithd_pids_in(d):
         if argv and os.path.basename(argv[0]) == b"pithd" and any(d.encode() in a for a in argv):
             pids.append(int(e))
     return pids
+
+
+def failure_run(src, root, build, script, env):
+    """A mesh whose last node cannot get the record (it is on another
+    network): the quickstart stops with exit 1 and a line saying which
+    node and what it holds."""
+    fake = os.path.join(root, "fake-build")
+    os.makedirs(os.path.join(fake, "node", "cli"))
+    os.symlink(os.path.join(build, "node", "cli", "pithctl"),
+               os.path.join(fake, "node", "cli", "pithctl"))
+    port = free_run(NODES)
+    with open(os.path.join(fake, "node", "pithd"), "w") as f:
+        f.write('#!/bin/sh\ncase "$*" in *127.0.0.1:%d*) exec %s "$@" --network-id elsewhere;; esac\n'
+                'exec %s "$@"\n' % (port + NODES - 1, os.path.join(build, "node", "pithd"),
+                                     os.path.join(build, "node", "pithd")))
+    os.chmod(os.path.join(fake, "node", "pithd"), 0o755)
+    mesh = os.path.join(root, "mesh-failing")
+    env = dict(env, PITH_QUICKSTART_BUILD=fake, PITH_QUICKSTART_DIR=mesh,
+               PITH_QUICKSTART_PORT=str(port), PITH_QUICKSTART_HTTP=str(free_run(NODES)),
+               PITH_QUICKSTART_WAIT="3")
+    try:
+        r = subprocess.run(script, cwd=src, env=env, capture_output=True, text=True, timeout=120)
+        last = r.stderr.strip().splitlines()[-1] if r.stderr.strip() else ""
+        print("#   failing run: exit %d: %s" % (r.returncode, last))
+        check(r.returncode == 1 and last.startswith("quickstart.sh: node-%d does not hold the "
+                                                    "sample record" % (NODES - 1))
+              and "it holds 0 events" in last and "holds the sample record on every" not in r.stdout,
+              "a node that never gets the record: exit 1, one line naming it and what it holds")
+    finally:
+        subprocess.run(script + ["stop"], cwd=src, env=env, capture_output=True, timeout=120)
+    check(not pithd_pids_in(mesh), "and `stop` ends that mesh too")
 
 
 def main():
@@ -157,9 +190,10 @@ def main():
             except ProcessLookupError:
                 gone.append(p)
         check(len(gone) == NODES and not pithd_pids_in(mesh), "no node of the mesh is left running")
+        failure_run(src, root, os.path.abspath(args.build), script, env)
         ok = True
     finally:
-        for p in pithd_pids_in(mesh):  # a failed run: leave nothing behind
+        for p in pithd_pids_in(root):  # a failed run: leave nothing behind
             os.kill(p, 9)
         if ok and not args.keep:
             shutil.rmtree(root, ignore_errors=True)
