@@ -340,10 +340,10 @@ static int site_start(node_t *n, pith_err_t *err)
 	return rc;
 }
 
-/* The follower, when the node has upstreams or a follow list. */
-static int follower_start(node_t *n, pith_err_t *err)
+int node_follower_start(node_t *n, const node_config_t *c, uint64_t first_serial,
+			follower_t **out, pith_err_t *err)
 {
-	const node_config_t *c = n->cfg;
+	*out = NULL;
 	if (!c->upstreams.n) {
 		if (c->follow[0])
 			return pith_err_set(err, PITH_EINVAL,
@@ -359,10 +359,11 @@ static int follower_start(node_t *n, pith_err_t *err)
 			     .data_dir = c->data_dir, .refresh_s = c->upstream_refresh,
 			     .max_inflight = (size_t)c->upstream_inflight,
 			     .negative_ttl_s = c->upstream_negative_ttl,
-			     .max_body = (size_t)c->max_frame, .stall_s = c->upstream_stall_s};
+			     .max_body = (size_t)c->max_frame, .stall_s = c->upstream_stall_s,
+			     .first_serial = first_serial};
 	follower_deps_t d = {.base = n->base, .store = n->store, .ingest = n->ingest,
 			     .want_done = node_http_want_done, .want_arg = n};
-	return follower_new(&d, &o, &n->follower, err);
+	return follower_new(&d, &o, out, err);
 }
 
 static int listen_start(node_t *n, pith_err_t *err)
@@ -567,8 +568,9 @@ int node_new(node_config_t *cfg, node_t **out, pith_err_t *err)
 		rc = pith_err_set(err, PITH_EIO, "cannot start the validation threads");
 		goto fail;
 	}
-	if ((rc = follower_start(n, err)))
+	if ((rc = node_follower_start(n, cfg, 0, &n->follower, err)))
 		goto fail;
+	n->started_follower = n->follower != NULL;
 	relay_deps_t rd = {.base = n->base, .net = n->net, .store = n->store, .ingest = n->ingest,
 			   .cfg = cfg, .stats = &n->stats,
 			   .hooks = mesh_relay_hooks(&n->mesh)};
@@ -650,6 +652,7 @@ void node_free_(node_t *n)
 	search_free(n->search); /* its thread reads the store */
 	site_feed_free(n->site); /* so does this one: joined before the store closes */
 	follower_free(n->follower); /* after the pipeline handed its jobs back */
+	free(n->follow_cfg);
 	resolver_free(n->resolver); /* no lookup answers from here on */
 	if (n->net) {
 		for (peer_t *p = net_peers(n->net); p; p = p->next)

@@ -10,8 +10,9 @@
  *                         change, since the store merges with them;
  *   peer                  a new one is dialled and kept; one removed
  *                         stays until the next start;
- *   anything else         (upstream included) logged as waiting for the
- *                         next start.
+ *   upstream, follow, upstream_*
+ *                         a new follower replaces the running one;
+ *   anything else         logged as waiting for the next start.
  *
  * A config that does not read leaves everything as it was. */
 #include <errno.h>
@@ -188,6 +189,68 @@ static void reload_peers(node_t *n, const node_config_t *nc)
 	}
 }
 
+/* The settings the follower is made with: any of them changed, a new
+ * follower replaces it. */
+static int is_follower_key(const char *k)
+{
+	static const char *const keys[] = {"upstream", "upstream_ca_file", "follow",
+					   "upstream_refresh", "upstream_inflight",
+					   "upstream_negative_ttl", "upstream_stall_s"};
+	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
+		if (!strcmp(k, keys[i]))
+			return 1;
+	return 0;
+}
+
+/* The follower's settings changed: a follower of nc's replaces the
+ * running one, made first so that one that cannot start (a follow list
+ * that does not read) leaves the old in place. The old one's requests are
+ * cancelled: its jobs in the pipeline come back to the new one, which
+ * does not know their serials (follower_opts_t.first_serial), and
+ * read-through requests it was answering time out (readthrough_ms) as
+ * they would without an upstream. 1 when applied. */
+static int reload_follower(node_t *n, const node_config_t *nc)
+{
+	node_config_t *fc = malloc(sizeof(*fc));
+	if (!fc) {
+		log_error("reload: upstream: out of memory; the upstreams stay as they were");
+		return 0;
+	}
+	*fc = *nc; /* the new follower keeps pointers into its settings */
+	uint64_t first = n->follow_serials;
+	if (n->follower && follower_last_serial(n->follower) > first)
+		first = follower_last_serial(n->follower);
+	follower_t *f = NULL;
+	pith_err_t err = {0};
+	if (node_follower_start(n, fc, first, &f, &err)) {
+		log_error("reload: %s; the upstreams stay as they were", err.msg);
+		free(fc);
+		return 0;
+	}
+	follower_free(n->follower);
+	free(n->follow_cfg);
+	n->follower = f;
+	n->follow_cfg = fc;
+	n->follow_serials = first;
+	node_config_t *c = n->cfg;
+	c->upstreams = nc->upstreams;
+	memcpy(c->upstream_ca_file, nc->upstream_ca_file, sizeof(c->upstream_ca_file));
+	memcpy(c->follow, nc->follow, sizeof(c->follow));
+	c->upstream_refresh = nc->upstream_refresh;
+	c->upstream_inflight = nc->upstream_inflight;
+	c->upstream_negative_ttl = nc->upstream_negative_ttl;
+	c->upstream_stall_s = nc->upstream_stall_s;
+	if (!f)
+		log_info("reload: upstream: none now; the node follows nothing");
+	else if (!n->http || !c->readthrough_ms || n->started_follower)
+		log_info("reload: upstream: following %zu upstream(s) afresh", c->upstreams.n);
+	else
+		log_info("reload: upstream: following %zu upstream(s) afresh; HTTP reads of records "
+			 "the node lacks wait for them from the next start on (there was no upstream "
+			 "at start)", c->upstreams.n);
+	return 1;
+}
+
 /* Reopens log_file (if set) in place of stderr: logrotate moved it.
  * 1 when it did. */
 static int reopen_log(const char *path)
@@ -223,6 +286,7 @@ void node_reload(node_t *n)
 	}
 	const char *names[DIFF_MAX];
 	size_t nd = config_diff(cfg, nc, names, DIFF_MAX), applied = 0, waiting = 0;
+	size_t nfollow = 0;
 	log_info("SIGHUP: %sconfig %s read again: %zu setting%s changed",
 		 reopened ? "log file reopened, " : "",
 		 cfg->config_file[0] ? cfg->config_file : "(none: flags only)", nd, nd == 1 ? "" : "s");
@@ -251,6 +315,9 @@ void node_reload(node_t *n)
 			reload_peers(n, nc);
 			cfg->peers = nc->peers;
 			applied++;
+		} else if (is_follower_key(k)) {
+			log_info("reload: %s changed", k);
+			nfollow++; /* one new follower for all of them, below */
 		/* RELOAD: mirror_name, mirror_operator, mirror_contact (issue 51,
 		 * another branch adds the keys): copy them into cfg here and tell
 		 * whoever shows them (the HTTP header, /pith-mirrors.json, the
@@ -261,6 +328,10 @@ void node_reload(node_t *n)
 			waiting++;
 		}
 	}
+	if (nfollow && reload_follower(n, nc))
+		applied += nfollow;
+	else
+		waiting += nfollow;
 	if (nd)
 		log_info("reload: %zu change%s applied, %zu waiting for a restart", applied,
 			 applied == 1 ? "" : "s", waiting);

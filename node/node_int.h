@@ -59,6 +59,9 @@ struct node {
 	sync_t *sync;               /* reconciliation set and sessions (sync.c) */
 	control_t *control;
 	follower_t *follower;       /* --upstream: follower.c (NULL when none) */
+	node_config_t *follow_cfg;  /* the settings a reload's follower reads (its strings), or NULL: cfg's */
+	uint64_t follow_serials;    /* serials given by followers a reload replaced */
+	int started_follower;       /* a follower at start: HTTP's read-through is on */
 	struct http *http;          /* --http: node_http.c (NULL when off) */
 	struct search *search;      /* DATA/search.sqlite (search.h); NULL if it failed */
 	struct site_feed *site;     /* --site-dir: site_feed.h (NULL when off) */
@@ -90,6 +93,13 @@ struct node {
 int node_status_json(node_t *n, pith_buf_t *out);
 /* Appends one peer's object of the status "peers" list. */
 void node_peer_json(const peer_t *p, int64_t now, pith_buf_t *out);
+
+/* ---- node.c, for the reload ------------------------------------------------------ */
+/* A follower of c's upstreams into *out (NULL and 0 when c has none; an
+ * error when c has a follow list without upstreams); its jobs' serials
+ * start above first_serial. c must outlive it (it keeps c's strings). */
+int node_follower_start(node_t *n, const node_config_t *c, uint64_t first_serial,
+			follower_t **out, pith_err_t *err);
 
 /* ---- node_config.c: the config at start and on SIGHUP ------------------------ */
 /* The trust store of cfg's trust_key files besides the registry key;

@@ -13,7 +13,10 @@
    file holds the reload's lines (the key now trusted, the level
    changed), the event is now accepted, and debug lines now appear.
 5. A config that does not parse, then SIGHUP: the node says so and keeps
-   running with what it had. SIGTERM stops it with exit 0.
+   running with what it had.
+6. An upstream (another mirror, holding the sample record) and a follow
+   list naming the record, then SIGHUP: the node fetches it from there.
+   SIGTERM stops it with exit 0.
 """
 import json
 import os
@@ -24,7 +27,12 @@ import time
 import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from pithtest import Ctl, free_port, wait_for, run_test  # noqa: E402
+from pithtest import Ctl, Node, free_port, wait_for, run_test  # noqa: E402
+
+
+SAMPLE = "AR7B3DEVMOTSBRCCVXUCLYSRRE"
+SAMPLE_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "data",
+                           "bundle-AR7B3DEV.json")
 
 
 def check(cond, what):
@@ -131,6 +139,27 @@ def body(args, root, nodes):
         check(" ERROR " in line and "log_level" in line and "loud" in line,
               "a config that does not parse is refused in one line naming the value")
         check(proc.poll() is None and healthz() == 200, "and the node keeps serving")
+
+        # an upstream added by a reload: another mirror holding the sample
+        up = Node(args.pithd, root, "upstream", network_id="pith-elsewhere",
+                  extra=["--http", "127.0.0.1:%d" % free_port()]).start()
+        nodes.append(up)
+        r = ctl("--node", up.sock, "import", "--no-progress", SAMPLE_FILE)
+        check(r.returncode == 0, "another mirror holds the sample record")
+        follow = os.path.join(root, "follow.txt")
+        with open(follow, "w") as f:
+            f.write("# followed from the upstream\n%s\n" % SAMPLE)
+        up_url = "http://%s" % up.status()["http"]
+        with open(conf, "w") as f:
+            f.write(base_conf + "log_level = debug\ntrust_key = %s\nupstream = %s\nfollow = %s\n"
+                    % (key, up_url, follow))
+        proc.send_signal(signal.SIGHUP)
+        wait_for(lambda: "reload: upstream: following 1 upstream(s) afresh" in read(logf), 10,
+                 what="the reload's upstream line")
+        wait_for(lambda: status()["store"]["records"] >= 1, 30,
+                 what="the node to fetch the followed record from the new upstream")
+        check(status()["follow"]["upstreams"][0]["url"].rstrip("/") == up_url,
+              "a new upstream and follow list take effect at the reload: the record is fetched")
         proc.send_signal(signal.SIGTERM)
         rc = proc.wait(60)
         check(rc == 0, "SIGTERM stops it as before (exit 0)")
