@@ -128,15 +128,15 @@ submit() {
 	local b=$1 out summary
 	if [ -n "$pithctl" ]; then
 		if ! out=$("$pithctl" --node "$dir/node-0/pithd.sock" import --no-progress "$b" 2>&1); then
-			echo "mesh.sh: node-0 refused the bundle $b: $out" >&2
+			echo "mesh.sh: the bundle $b did not go in at node-0: $out" >&2
 			exit 1
 		fi
 		# pithctl's "bundles" line: whether it is now the newest at node 0
 		summary=$(printf '%s\n' "$out" | sed -n 's/^bundles *//p')
 	else
-		out=$(ctl "$dir/node-0/pithd.sock" "bundle $(tr -d '\n' <"$b")")
-		if ! printf '%s' "$out" | python3 -c 'import json, sys; sys.exit(0 if json.load(sys.stdin).get("ok") else 1)'; then
-			echo "mesh.sh: node-0 refused the bundle $b: $out" >&2
+		if ! out=$(ctl "$dir/node-0/pithd.sock" "bundle $(tr -d '\n' <"$b")" 2>&1) ||
+			! printf '%s' "$out" | python3 -c 'import json, sys; sys.exit(0 if json.load(sys.stdin).get("ok") else 1)' 2>/dev/null; then
+			echo "mesh.sh: the bundle $b did not go in at node-0: $out" >&2
 			exit 1
 		fi
 		summary=$out
