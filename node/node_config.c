@@ -8,8 +8,9 @@
  *                         being validated finish with the old one, freed
  *                         after them); the registry-role keys cannot
  *                         change, since the store merges with them;
- *   peer                  a new one is dialled and kept; one removed
- *                         stays until the next start;
+ *   peer                  a new one is dialled and kept; a numeric one
+ *                         removed is no longer kept (a name: at the next
+ *                         start);
  *   upstream, follow, upstream_*
  *                         a new follower replaces the running one;
  *   anything else         logged as waiting for the next start.
@@ -183,9 +184,17 @@ static void reload_peers(node_t *n, const node_config_t *nc)
 		size_t i = 0;
 		while (i < now->n && strcmp(was->items[j], now->items[i]))
 			i++;
-		if (i == now->n)
-			log_info("reload: peer %s: removed from the config; dialled until the next start",
-				 was->items[j]);
+		if (i < now->n)
+			continue;
+		int rc = addrbook_unpin_hostport(n->book, was->items[j]);
+		if (!rc)
+			log_info("reload: peer %s: removed, no longer kept (a connection to it stays "
+				 "until it closes)", was->items[j]);
+		else
+			log_info("reload: peer %s: removed from the config; kept until the next start "
+				 "(%s)", was->items[j],
+				 rc == PITH_ENOTSUP ? "a name" : rc == PITH_EEXIST ? "its address book slots are held"
+				 : "`connect` keeps it, or it was never in the book");
 	}
 }
 

@@ -7,15 +7,17 @@
 1. pithd runs from a config file (log_file, log_level = info, HTTP on).
 2. An event signed by a key made with `pithctl keygen` is refused
    (untrusted key).
-3. The operator adds `trust_key` for it and `log_level = debug` to the
-   config, moves the log file away (as logrotate does) and sends SIGHUP.
+3. The operator adds `trust_key` for it, `log_level = debug` and a
+   `peer` (another node) to the config, moves the log file away (as logrotate does) and sends SIGHUP.
 4. The node is still serving (/healthz 200, control status), a new log
    file holds the reload's lines (the key now trusted, the level
-   changed), the event is now accepted, and debug lines now appear.
+   changed, the peer added), the peer is dialled, the event is now
+   accepted, and debug lines now appear.
 5. A config that does not parse, then SIGHUP: the node says so and keeps
    running with what it had.
 6. An upstream (another mirror, holding the sample record) and a follow
-   list naming the record, then SIGHUP: the node fetches it from there.
+   list naming the record, the peer left out, then SIGHUP: the node
+   fetches the record from there and no longer keeps the peer.
    SIGTERM stops it with exit 0.
 """
 import json
@@ -107,20 +109,27 @@ def body(args, root, nodes):
         events0 = status()["store"]["events"]
 
         # the operator's change, logrotate's move, the reload
+        friend = Node(args.pithd, root, "friend").start()
+        nodes.append(friend)
         with open(conf, "w") as f:
-            f.write(base_conf + "log_level = debug\ntrust_key = %s\n" % key)
+            f.write(base_conf + "log_level = debug\ntrust_key = %s\npeer = %s\n"
+                    % (key, friend.addr))
         os.rename(logf, logf + ".1")
         proc.send_signal(signal.SIGHUP)
-        wait_for(lambda: "reload: 2 changes applied" in read(logf), 10,
+        wait_for(lambda: "reload: 3 changes applied" in read(logf), 10,
                  what="the reload's lines in a new log file")
         new = read(logf)
         check(proc.poll() is None, "pithd still runs after SIGHUP")
         check(os.path.exists(logf + ".1") and "SIGHUP" not in read(logf + ".1"),
               "the moved log file is left alone; the reload writes to a new one")
-        check("SIGHUP: log file reopened, config %s read again: 2 settings changed" % conf in new,
+        check("SIGHUP: log file reopened, config %s read again: 3 settings changed" % conf in new,
               "the new log file says the config was read again")
         check("reload: log_level info -> debug" in new, "it says the log level changed")
         check("reload: trust_key: now trusting key op-reload" in new, "it says the key is trusted")
+        check("reload: peer %s: added, dialling it" % friend.addr in new, "it says the peer is added")
+        wait_for(lambda: any(p["state"] == "ready" and p["addr"] == friend.addr
+                             for p in status()["peers"]), 15, what="the new peer to be ready")
+        check(True, "the new peer is dialled and ready")
         check(healthz() == 200, "/healthz answers 200")
         check(status()["store"]["events"] == events0, "the control socket answers status")
         r = ctl(*sock_arg, "import", "--no-progress", evfile)
@@ -160,6 +169,8 @@ def body(args, root, nodes):
                  what="the node to fetch the followed record from the new upstream")
         check(status()["follow"]["upstreams"][0]["url"].rstrip("/") == up_url,
               "a new upstream and follow list take effect at the reload: the record is fetched")
+        check("reload: peer %s: removed, no longer kept" % friend.addr in read(logf),
+              "the peer left out of the config is no longer kept")
         proc.send_signal(signal.SIGTERM)
         rc = proc.wait(60)
         check(rc == 0, "SIGTERM stops it as before (exit 0)")
