@@ -1,4 +1,5 @@
 /* pithd: the Pith mirror's replica node. See docs/pithd.md. */
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,6 +32,9 @@ int main(int argc, char **argv)
 	pith_err_t err = {0};
 	/* everything the node creates (store files, key, socket) is owner-only */
 	umask(0077);
+	/* a reload asked for while the node starts (a long store open) must
+	 * not kill it: ignored until the loop takes SIGHUP (node_reload) */
+	signal(SIGHUP, SIG_IGN);
 	config_ask_t ask = CONFIG_ASK_RUN;
 	config_defaults(&cfg);
 	if (config_from_args(&cfg, argc, argv, &ask, &err)) {
