@@ -33,6 +33,13 @@ if [ "${1:-}" = "stop" ]; then
 fi
 [ $# -eq 0 ] || { echo "quickstart.sh: unknown argument $1 (the only one is: stop)" >&2; exit 2; }
 
+# how to stop it: as it was started (the README's command runs under sudo)
+# (and the nodes' control sockets are then root's)
+stop_cmd="bash scripts/quickstart.sh stop"
+as=
+[ -z "${SUDO_USER:-}" ] || as="sudo "
+stop_cmd="$as$stop_cmd"
+
 fail() {
   echo "quickstart.sh: $*" >&2
   exit 1
@@ -55,7 +62,7 @@ export PITHD PITHCTL
 # the sample bundle submitted at the seed; gossip carries it to the others
 bash deploy/mesh.sh start "$nodes" --base-port "$port" --http-port "$http" --dir "$dir" \
   --bundle "$bundle" ||
-  fail "the mesh did not start (the lines above say why; logs: $dir/node-*.log; stop what started: bash scripts/quickstart.sh stop)"
+  fail "the mesh did not start (the lines above say why; logs: $dir/node-*.log; stop what started: $stop_cmd)"
 
 # node_check I: sets line to "node-I  N events, M records  URL" and
 # succeeds once node I holds the sample record (its page answers 200 and
@@ -91,7 +98,7 @@ deadline=$((SECONDS + wait_s))
 for ((i = 0; i < nodes; i++)); do
   until node_check "$i"; do
     [ "$SECONDS" -lt "$deadline" ] ||
-      fail "node-$i does not hold the sample record $id after ${wait_s} s: $why (log: $dir/node-$i.log; the nodes still run: bash scripts/quickstart.sh stop)"
+      fail "node-$i does not hold the sample record $id after ${wait_s} s: $why (log: $dir/node-$i.log; the nodes still run: $stop_cmd)"
     sleep 0.2
   done
   # the seed's events are what the others must hold
@@ -111,6 +118,6 @@ Try:
   curl -s http://127.0.0.1:$((http + 2))/pith/$id/state.json | $build/node/cli/pithctl canon | sha256sum
   curl -s 'http://127.0.0.1:$((http + 1))/api/pith-number/resolve?arxiv=2401.14489&json=true'
   curl -s http://127.0.0.1:$http/pith-mirrors.json   # node 0 and the peers that announced their URL
-  $build/node/cli/pithctl --node $dir/node-0/pithd.sock status
-Stop it with: bash scripts/quickstart.sh stop
+  $as$build/node/cli/pithctl --node $dir/node-0/pithd.sock status
+Stop it with: $stop_cmd
 MSG
