@@ -45,7 +45,7 @@ done
 pithd=${PITHD:-}
 if [ -z "$pithd" ]; then
 	if [ -x "$root/build/node/pithd" ]; then pithd=$root/build/node/pithd
-	else pithd=$(command -v pithd || true); fi
+	elif command -v pithd >/dev/null; then pithd=$(command -v pithd); fi
 fi
 
 # ctl SOCKET LINE: one control-socket request, its JSON reply on stdout.
@@ -61,6 +61,8 @@ sys.stdout.write(f.readline().decode())
 PY
 }
 
+# nodes: the node directories of $dir, in order; none (ls finds no match,
+# which it says on stderr) is an empty answer, not an error
 nodes() { ls -d "$dir"/node-*/ 2>/dev/null | sed 's:/$::' | sort -t- -k2 -n; }
 
 state_file=${XDG_STATE_HOME:-$HOME/.local/state}/pith-mesh/last-dir
@@ -76,7 +78,11 @@ start() {
 	[ -n "$pithd" ] && [ -x "$pithd" ] || { echo "mesh.sh: no pithd (build it, or set PITHD)" >&2; exit 1; }
 	mkdir -p "$dir"
 	dir=$(cd "$dir" && pwd)
-	mkdir -p "$(dirname "$state_file")" && printf '%s\n' "$dir" >"$state_file" || true
+	# remembered for `status` and `stop` without --dir: a convenience, so
+	# a state directory that cannot be written costs only that (said once)
+	if ! { mkdir -p "$(dirname "$state_file")" && printf '%s\n' "$dir" >"$state_file"; }; then
+		echo "mesh.sh: cannot write $state_file: give status and stop --dir $dir" >&2
+	fi
 	for ((i = 0; i < n; i++)); do
 		d=$dir/node-$i
 		mkdir -p "$d"
@@ -94,19 +100,48 @@ start() {
 		echo "node-$i: pid $!, 127.0.0.1:$((base + i)), data $d${http:+, http://127.0.0.1:$((http + i))/}"
 	done
 	for ((i = 0; i < n; i++)); do
-		for _ in $(seq 100); do [ -S "$dir/node-$i/pithd.sock" ] && break; sleep 0.1; done
-		[ -S "$dir/node-$i/pithd.sock" ] || { echo "node-$i did not start; see $dir/node-$i.log" >&2; exit 1; }
-	done
-	pithctl=${PITHCTL:-$(dirname "$pithd")/cli/pithctl}
-	[ -x "$pithctl" ] || pithctl=$(command -v pithctl || true)
-	for b in "${bundles[@]+"${bundles[@]}"}"; do
-		printf 'bundle %s: ' "$b"
-		if [ -n "$pithctl" ]; then
-			"$pithctl" --node "$dir/node-0/pithd.sock" --json --no-progress import "$b" || true
-		else
-			ctl "$dir/node-0/pithd.sock" "bundle $(tr -d '\n' <"$b")"
+		pid=$(cat "$dir/node-$i/pithd.pid")
+		for _ in $(seq 100); do
+			[ -S "$dir/node-$i/pithd.sock" ] && break
+			kill -0 "$pid" 2>/dev/null || break # exited: its log's last line says why
+			sleep 0.1
+		done
+		if [ ! -S "$dir/node-$i/pithd.sock" ]; then
+			echo "mesh.sh: node-$i did not start: $(tail -n 1 "$dir/node-$i.log" | cut -d' ' -f3-) (log: $dir/node-$i.log)" >&2
+			exit 1
 		fi
 	done
+	pithctl=${PITHCTL:-$(dirname "$pithd")/cli/pithctl}
+	if [ ! -x "$pithctl" ]; then
+		if command -v pithctl >/dev/null; then pithctl=$(command -v pithctl); else pithctl=; fi
+	fi
+	for b in "${bundles[@]+"${bundles[@]}"}"; do
+		submit "$b"
+	done
+}
+
+# submit FILE: FILE (a registry bundle) submitted at node 0, through
+# pithctl when there is one, else the control socket's `bundle` command.
+# A bundle the node refuses stops the script: a mesh that was asked for
+# a bundle and lacks it is not the mesh that was asked for.
+submit() {
+	local b=$1 out summary
+	if [ -n "$pithctl" ]; then
+		if ! out=$("$pithctl" --node "$dir/node-0/pithd.sock" import --no-progress "$b" 2>&1); then
+			echo "mesh.sh: the bundle $b did not go in at node-0: $out" >&2
+			exit 1
+		fi
+		# pithctl's "bundles" line: whether it is now the newest at node 0
+		summary=$(printf '%s\n' "$out" | sed -n 's/^bundles *//p')
+	else
+		if ! out=$(ctl "$dir/node-0/pithd.sock" "bundle $(tr -d '\n' <"$b")" 2>&1) ||
+			! printf '%s' "$out" | python3 -c 'import json, sys; sys.exit(0 if json.load(sys.stdin).get("ok") else 1)' 2>/dev/null; then
+			echo "mesh.sh: the bundle $b did not go in at node-0: $out" >&2
+			exit 1
+		fi
+		summary=$out
+	fi
+	echo "bundle $b: submitted at node-0 ($summary)"
 }
 
 status() {
@@ -117,7 +152,8 @@ status() {
 	fi
 	for d in $(nodes); do
 		name=$(basename "$d")
-		pid=$(cat "$d/pithd.pid" 2>/dev/null || echo "")
+		pid=
+		[ -f "$d/pithd.pid" ] && pid=$(cat "$d/pithd.pid")
 		if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null && [ -S "$d/pithd.sock" ]; then
 			ctl "$d/pithd.sock" status | python3 -c '
 import json, sys
@@ -135,17 +171,24 @@ print("%-8s pid %-7s %-21s %6d events %5d records  %d peers  %d bans" % (
 stop() {
 	find_dir
 	stopped=0
+	failed=
 	for d in $(nodes); do
 		[ -f "$d/pithd.pid" ] || continue
 		pid=$(cat "$d/pithd.pid")
 		if kill -0 "$pid" 2>/dev/null; then
 			kill -TERM "$pid"
 			for _ in $(seq 300); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+			if kill -0 "$pid" 2>/dev/null; then
+				echo "mesh.sh: $(basename "$d") (pid $pid) did not stop within 30 s of SIGTERM; see $d.log (kill -KILL $pid ends it)" >&2
+				failed=1
+				continue
+			fi
 			echo "$(basename "$d"): stopped (pid $pid)"
 			stopped=$((stopped + 1))
 		fi
 		rm -f "$d/pithd.pid"
 	done
+	[ -z "$failed" ] || exit 1
 	if [ "$stopped" -eq 0 ]; then
 		echo "mesh.sh: found nothing to stop in $dir (no running node started by this script there; give the --dir it was started with)" >&2
 		exit 1

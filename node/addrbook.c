@@ -597,6 +597,27 @@ int addrbook_add_hostport(addrbook_t *ab, const char *hostport, int pinned, pith
 	return rc == ADDRBOOK_PENDING ? 0 : rc;
 }
 
+int addrbook_unpin_hostport(addrbook_t *ab, const char *hostport)
+{
+	resolve_addr_t ra;
+	if (resolve_numeric(hostport, &ra))
+		return PITH_ENOTSUP; /* a name: the entries it gave do not remember it */
+	addr_entry_t *a = find_entry(ab, (const struct sockaddr *)&ra.ss);
+	if (!a || !a->pinned || a->kept)
+		return PITH_ENOTFOUND;
+	a->pinned = 0;
+	if (!place_new(ab, a, node_now_us())) {
+		addrbook_changed(ab);
+		return 0;
+	}
+	if (!a->peer_serial) {
+		entry_delete(ab, a); /* no slot for it, no connection */
+		return 0;
+	}
+	a->pinned = 1; /* connected and no slot: an entry is pinned or in a table */
+	return PITH_EEXIST;
+}
+
 int addrbook_dial(addrbook_t *ab, addr_entry_t *a)
 {
 	peer_t *p = peer_connect(ab->net, (const struct sockaddr *)&a->sa, a->salen);

@@ -119,6 +119,12 @@ int addrbook_add_hostport_for(addrbook_t *ab, const char *hostport, int pinned, 
 /* The same with no request to answer: 0 (in the book, or being looked
  * up) or negative. */
 int addrbook_add_hostport(addrbook_t *ab, const char *hostport, int pinned, pith_err_t *err);
+/* HOST:PORT, a numeric address pinned by --peer, is no longer pinned (a
+ * reload's removed peer): an ordinary learnt address from now on, its
+ * connection left open. PITH_ENOTSUP for a name, PITH_ENOTFOUND when no
+ * such entry is pinned (or `connect` keeps it), PITH_EEXIST when it stays
+ * pinned (connected, and its slots are held). */
+int addrbook_unpin_hostport(addrbook_t *ab, const char *hostport);
 #define ADDRBOOK_KEEP 2
 #define ADDRBOOK_PENDING 1
 /* Dials a now: the connection is a's until it is freed. 0, or negative

@@ -36,6 +36,7 @@ static const key_t_ keys[] = {
 	{"mirror_name", K_TEXT, O(mirror_name), 0, CONFIG_MIRROR_NAME_MAX, "", "this mirror's name, in every page's header and title and in /pith-mirrors.json (default: pithd and the first 16 hex digits of the node id)"},
 	{"mirror_operator", K_TEXT, O(mirror_operator), 0, CONFIG_MIRROR_NAME_MAX, "", "who runs this mirror (a person or an organisation), shown beside the name; empty: not shown"},
 	{"mirror_contact", K_TEXT, O(mirror_contact), 0, CONFIG_MIRROR_CONTACT_MAX, "", "how to reach the operator (an e-mail address or an http(s) URL), shown beside the name; empty: not shown"},
+	{"log_file", K_STR, O(log_file), 0, 0, "", "append the log here instead of stderr; reopened on SIGHUP (logrotate moves it, then signals: docs/operations.md)"},
 	{"trace_stored", K_STR, O(trace_stored), 0, 0, "", "append 'UNIX_US EVENT_ID' per stored event to this file (benchmarks)"},
 	{"peer", K_LIST, O(peers), 0, 0, "", "HOST:PORT to dial and keep (repeatable)"},
 	{"trust_key", K_LIST, O(trust_keys), 0, 0, "", "key file to trust besides the registry key (repeatable)"},
@@ -318,6 +319,10 @@ int config_from_args(node_config_t *c, int argc, char **argv, config_ask_t *ask,
 		if (!strcmp(argv[i], "--config")) {
 			if (i + 1 >= argc)
 				return pith_err_set(err, PITH_EINVAL, "--config needs a FILE");
+			if (strlen(argv[i + 1]) >= sizeof(c->config_file))
+				return pith_err_set(err, PITH_EINVAL, "--config: longer than %d bytes",
+						    CONFIG_STR_MAX - 1);
+			snprintf(c->config_file, sizeof(c->config_file), "%s", argv[i + 1]);
 			int rc = config_load_file(c, argv[i + 1], err);
 			if (rc)
 				return rc;
@@ -377,6 +382,40 @@ int config_finish(node_config_t *c, pith_err_t *err)
 	if (c->peer_msg_burst < c->peer_msg_rate)
 		c->peer_msg_burst = c->peer_msg_rate;
 	return 0;
+}
+
+static int key_differs(const key_t_ *k, const node_config_t *a, const node_config_t *b)
+{
+	const char *fa = (const char *)a + k->off, *fb = (const char *)b + k->off;
+	switch (k->kind) {
+	case K_INT:
+		return *(const int64_t *)fa != *(const int64_t *)fb;
+	case K_LIST: {
+		const config_list_t *la = (const config_list_t *)fa, *lb = (const config_list_t *)fb;
+		if (la->n != lb->n)
+			return 1;
+		for (size_t i = 0; i < la->n; i++)
+			if (strcmp(la->items[i], lb->items[i]))
+				return 1;
+		return 0;
+	}
+	default:
+		return strcmp(fa, fb) != 0;
+	}
+}
+
+size_t config_diff(const node_config_t *a, const node_config_t *b, const char **names,
+		   size_t max)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < NKEYS; i++) {
+		if (!key_differs(&keys[i], a, b))
+			continue;
+		if (n < max)
+			names[n] = keys[i].name;
+		n++;
+	}
+	return n;
 }
 
 void config_usage(void *file)

@@ -37,6 +37,8 @@ typedef struct node_config {
 	char mirror_name[CONFIG_MIRROR_NAME_MAX + 1];
 	char mirror_operator[CONFIG_MIRROR_NAME_MAX + 1];
 	char mirror_contact[CONFIG_MIRROR_CONTACT_MAX + 1];
+	char log_file[CONFIG_STR_MAX]; /* log lines appended here; "" stderr (reopened on SIGHUP) */
+	char config_file[CONFIG_STR_MAX]; /* --config FILE, "" none: not a key, what a reload reads */
 	char trace_stored[CONFIG_STR_MAX]; /* benchmark trace file, "" off */
 	config_list_t peers;          /* HOST:PORT, dialled and kept */
 	config_list_t trust_keys;     /* key files trusted besides the registry key */
@@ -121,6 +123,13 @@ int config_from_args(node_config_t *c, int argc, char **argv, config_ask_t *ask,
 /* Checks cross-field rules (data dir set, ranges that depend on each
  * other) and fills derived defaults (control path). */
 int config_finish(node_config_t *c, pith_err_t *err);
+
+/* The names of the keys whose values differ between a and b, in the
+ * table's order, into names (static strings, at most max); returns how
+ * many differ (more than max when names was too short). A reload says
+ * with it what changed. */
+size_t config_diff(const node_config_t *a, const node_config_t *b, const char **names,
+		   size_t max);
 
 /* Prints every key with its default and meaning. */
 void config_usage(void *file);

@@ -378,33 +378,50 @@ static void accept_cb(struct evconnlistener *l, evutil_socket_t fd, struct socka
 
 /* A stale socket file from a crashed run is removed; a live one (another
  * node answers on it) is an error. */
-static int path_take(const char *path)
+static int path_take(const char *path, pith_err_t *err)
 {
 	struct stat st;
 	if (lstat(path, &st))
-		return errno == ENOENT ? 0 : -1;
-	if (!S_ISSOCK(st.st_mode)) {
-		log_error("control: %s exists and is not a socket", path);
-		return -1;
-	}
+		return errno == ENOENT ? 0
+			: pith_err_set(err, PITH_EIO, "control: %s: %s", path, strerror(errno));
+	if (!S_ISSOCK(st.st_mode))
+		return pith_err_set(err, PITH_EIO, "control: %s exists and is not a socket", path);
 	int fd = socket(AF_UNIX, SOCK_STREAM, 0);
 	struct sockaddr_un sun = {.sun_family = AF_UNIX};
 	snprintf(sun.sun_path, sizeof(sun.sun_path), "%s", path);
 	int live = fd >= 0 && connect(fd, (struct sockaddr *)&sun, sizeof(sun)) == 0;
 	if (fd >= 0)
 		close(fd);
-	if (live) {
-		log_error("control: another process answers on %s", path);
-		return -1;
+	if (live)
+		return pith_err_set(err, PITH_EIO, "control: another process answers on %s", path);
+	if (unlink(path))
+		return pith_err_set(err, PITH_EIO, "control: cannot remove the stale socket %s: %s",
+				    path, strerror(errno));
+	return 0;
+}
+
+/* A missing directory of the socket is made (owner-only, as systemd's
+ * RuntimeDirectory= with the unit's mode) when its parent lets this user:
+ * /run/pithd without systemd, as root, or a directory of the user's own.
+ * Only the last component: a mistyped path is not built whole. */
+static int dir_make(const char *dir, pith_err_t *err)
+{
+	if (!mkdir(dir, 0700)) {
+		log_info("control: created the socket's directory %s (mode 0700)", dir);
+		return 0;
 	}
-	return unlink(path);
+	if (errno == EEXIST)
+		return 0;
+	return pith_err_set(err, PITH_EIO,
+			    "control: cannot create the socket's directory %s (%s): create it, "
+			    "or give --control PATH (default DATA/pithd.sock)", dir, strerror(errno));
 }
 
 /* Whoever can write to the socket's directory can put another socket in
  * its place, and on some systems the socket file's own mode is not
  * enforced: the directory must belong to this user (or root) and be
  * writable by nobody else. */
-static int dir_check(const char *path)
+static int dir_check(const char *path, pith_err_t *err)
 {
 	char dir[sizeof(((struct sockaddr_un *)0)->sun_path)];
 	snprintf(dir, sizeof(dir), "%s", path);
@@ -416,37 +433,41 @@ static int dir_check(const char *path)
 	else
 		*slash = 0;
 	struct stat st;
-	if (stat(dir, &st)) {
-		log_error("control: directory %s of the socket: %s", dir, strerror(errno));
-		return -1;
-	}
+	int rc;
+	if (stat(dir, &st) && errno == ENOENT && (rc = dir_make(dir, err)))
+		return rc;
+	if (stat(dir, &st))
+		return pith_err_set(err, PITH_EIO, "control: directory %s of the socket: %s", dir,
+				    strerror(errno));
 	if (!S_ISDIR(st.st_mode) || (st.st_uid != geteuid() && st.st_uid != 0) ||
-	    (st.st_mode & 022)) {
-		log_error("control: the socket's directory %s (mode %04o, owner uid %u) must be owned "
-			  "by this user or root and writable by nobody else",
-			  dir, (unsigned)(st.st_mode & 07777), (unsigned)st.st_uid);
-		return -1;
-	}
+	    (st.st_mode & 022))
+		return pith_err_set(err, PITH_EIO,
+				    "control: the socket's directory %s (mode %04o, owner uid %u) must "
+				    "be owned by this user or root and writable by nobody else",
+				    dir, (unsigned)(st.st_mode & 07777), (unsigned)st.st_uid);
 	return 0;
 }
 
 control_t *control_new(struct event_base *base, const char *path, const ctl_cmd_t *cmds,
-		       size_t n)
+		       size_t n, pith_err_t *err)
 {
 	struct sockaddr_un sun = {.sun_family = AF_UNIX};
 	if (strlen(path) >= sizeof(sun.sun_path)) {
-		log_error("control: path %s is too long for a Unix socket", path);
+		pith_err_set(err, PITH_EINVAL, "control: path %s is too long for a Unix socket", path);
 		return NULL;
 	}
-	if (dir_check(path) || path_take(path))
+	if (dir_check(path, err) || path_take(path, err))
 		return NULL;
 	control_t *c = calloc(1, sizeof(*c));
-	if (!c)
+	if (!c) {
+		pith_err_set(err, PITH_ENOMEM, "control: out of memory");
 		return NULL;
+	}
 	c->base = base;
 	c->cmds = calloc(n ? n : 1, sizeof(*cmds));
 	if (!c->cmds) {
 		free(c);
+		pith_err_set(err, PITH_ENOMEM, "control: out of memory");
 		return NULL;
 	}
 	memcpy(c->cmds, cmds, n * sizeof(*cmds));
@@ -462,12 +483,13 @@ control_t *control_new(struct event_base *base, const char *path, const ctl_cmd_
 	umask(old);
 	struct stat st;
 	if (!c->listener || !c->reqs || chmod(path, 0600) || lstat(path, &st)) {
-		log_error("control: cannot listen on %s: %s", path, strerror(errno));
+		pith_err_set(err, PITH_EIO, "control: cannot listen on %s: %s", path, strerror(errno));
 		control_free(c);
 		return NULL;
 	}
 	if (!S_ISSOCK(st.st_mode) || (st.st_mode & 077) || st.st_uid != geteuid()) {
-		log_error("control: %s is not an owner-only socket of this user after bind", path);
+		pith_err_set(err, PITH_EIO, "control: %s is not an owner-only socket of this user after bind",
+			     path);
 		control_free(c);
 		return NULL;
 	}

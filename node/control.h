@@ -48,11 +48,13 @@ typedef struct ctl_cmd {
 	const char *usage;   /* "state ID", for the unknown-command answer */
 } ctl_cmd_t;
 
-/* Listens on path for the commands cmds (n of them, copied). A command
- * never answers through control_reply before it returned CTL_LATER. NULL
- * on failure (logged). */
+/* Listens on path for the commands cmds (n of them, copied), making its
+ * directory (the last component, owner-only) when it is missing and this
+ * user may. A command never answers through control_reply before it
+ * returned CTL_LATER. NULL on failure, err saying why in one line (and
+ * which flag to use when the directory cannot be made). */
 control_t *control_new(struct event_base *base, const char *path, const ctl_cmd_t *cmds,
-		       size_t n);
+		       size_t n, pith_err_t *err);
 void control_free_(control_t *c);
 #define control_free(c) do { control_free_(c); (c) = NULL; } while (0)
 

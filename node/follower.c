@@ -1030,6 +1030,7 @@ int follower_new(const follower_deps_t *d, const follower_opts_t *o, follower_t 
 	if (!f->o.feed_page || f->o.feed_page > 10000)
 		f->o.feed_page = 1000;
 	snprintf(f->data_dir, sizeof(f->data_dir), "%s", o->data_dir);
+	f->next_serial = o->first_serial;
 	int rc = 0;
 	f->recs = idmap_new();
 	f->active = idmap_new();
@@ -1108,6 +1109,11 @@ void follower_free_(follower_t *f)
 	free(f->heap);
 	free(f->srcs);
 	free(f);
+}
+
+uint64_t follower_last_serial(const follower_t *f)
+{
+	return f->next_serial;
 }
 
 int follower_follow(follower_t *f, const char *text, pith_err_t *err)

@@ -63,6 +63,10 @@ typedef struct follower_opts {
 	int feed_default;         /* an upstream whose manifest names no change feed, or
 				   * that has no manifest, is followed at BASE/api/changes
 				   * (pithctl replicate: it checked that one answers) */
+	uint64_t first_serial;    /* its jobs' serials (job->follow) start above
+				   * this: a reload's follower above those of
+				   * the one it replaces (follower_last_serial),
+				   * whose jobs may still come back */
 } follower_opts_t;
 
 typedef struct follower_deps {
@@ -79,9 +83,12 @@ typedef struct follower_deps {
 int follower_new(const follower_deps_t *d, const follower_opts_t *o, follower_t **out,
 		  pith_err_t *err);
 /* Cancels every request, saves the ETags. Jobs still in the pipeline must
- * have come back (ingest_free first). NULL-tolerant. */
+ * have come back (ingest_free first), or go to a follower that does not
+ * know their serials (a reload's: opts.first_serial). NULL-tolerant. */
 void follower_free_(follower_t *u);
 #define follower_free(x) do { follower_free_(x); (x) = NULL; } while (0)
+/* The highest serial f gave a job so far. */
+uint64_t follower_last_serial(const follower_t *f);
 
 /* An ingest job came back: 1 if it was one of the follower's (the caller
  * still frees it), 0 if not. */

@@ -67,6 +67,16 @@ size_t ingest_in_flight(const ingest_t *in)
 	return ingest_core_in_flight(in->core);
 }
 
+void ingest_set_trust(ingest_t *in, const pith_trust_t *trust)
+{
+	ingest_core_set_trust(in->core, trust);
+}
+
+int ingest_trust_retired(ingest_t *in)
+{
+	return ingest_core_trust_retired(in->core);
+}
+
 void ingest_stats_get(ingest_t *in, ingest_stats_t *out)
 {
 	ingest_core_stats_get(in->core, out);

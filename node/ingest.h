@@ -44,6 +44,10 @@ void ingest_submit_group(ingest_t *in, ingest_group_t *g, ingest_job_t *const *j
 
 /* Jobs submitted and not yet handed back. */
 size_t ingest_in_flight(const ingest_t *in);
+/* ingest_core_set_trust and ingest_core_trust_retired (ingest_core.h):
+ * a reload's new trust store, and when the one it replaced may go. */
+void ingest_set_trust(ingest_t *in, const pith_trust_t *trust);
+int ingest_trust_retired(ingest_t *in);
 void ingest_stats_get(ingest_t *in, ingest_stats_t *out);
 
 /* Stops the pipeline: validators drop what they have not started, the

@@ -90,6 +90,10 @@ struct ingest_core {
 	pthread_t wth;
 	int writer_started;
 	size_t in_flight;       /* delivering thread only */
+	/* validations running with o.trust, and with trust stores that
+	 * ingest_core_set_trust replaced (which their owner frees once this
+	 * is 0: ingest_core_trust_retired) */
+	size_t trust_users, retired_users;
 	ingest_stats_t stats;
 	int64_t delay_us_per_kib; /* test only: PITH_TEST_VALIDATE_US_PER_KIB */
 };
@@ -122,6 +126,10 @@ static size_t take_to_validate(ingest_core_t *c, ingest_job_t **js)
  * Called and returns with the lock held. */
 static void validate_and_pass(ingest_core_t *c, ingest_job_t **js, size_t n)
 {
+	/* the trust store of this batch, held until it is validated (a reload
+	 * may replace it meanwhile: ingest_core_set_trust) */
+	const pith_trust_t *trust = c->o.trust;
+	c->trust_users++;
 	pthread_mutex_unlock(&c->mu);
 	if (c->delay_us_per_kib) {
 		size_t bytes = 0;
@@ -131,8 +139,12 @@ static void validate_and_pass(ingest_core_t *c, ingest_job_t **js, size_t n)
 		struct timespec ts = {us / 1000000, us % 1000000 * 1000};
 		nanosleep(&ts, NULL);
 	}
-	ingest_validate(c->o.trust, c->o.max_bundle_bytes, js, n);
+	ingest_validate(trust, c->o.max_bundle_bytes, js, n);
 	pthread_mutex_lock(&c->mu);
+	if (trust == c->o.trust)
+		c->trust_users--;
+	else
+		c->retired_users--;
 	c->stats.validate_batches++;
 	int wake = 0;
 	for (size_t i = 0; i < n; i++) {
@@ -499,6 +511,25 @@ void ingest_core_wait(ingest_core_t *c)
 size_t ingest_core_in_flight(const ingest_core_t *c)
 {
 	return c->in_flight;
+}
+
+void ingest_core_set_trust(ingest_core_t *c, const pith_trust_t *trust)
+{
+	pthread_mutex_lock(&c->mu);
+	if (trust != c->o.trust) {
+		c->o.trust = trust;
+		c->retired_users += c->trust_users;
+		c->trust_users = 0;
+	}
+	pthread_mutex_unlock(&c->mu);
+}
+
+int ingest_core_trust_retired(ingest_core_t *c)
+{
+	pthread_mutex_lock(&c->mu);
+	int done = c->retired_users == 0;
+	pthread_mutex_unlock(&c->mu);
+	return done;
 }
 
 void ingest_core_stats_get(ingest_core_t *c, ingest_stats_t *out)

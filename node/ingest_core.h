@@ -214,6 +214,13 @@ void ingest_core_wait(ingest_core_t *c);
 
 /* Jobs submitted and not yet handed back. */
 size_t ingest_core_in_flight(const ingest_core_t *c);
+/* Validates jobs taken from now on with trust (borrowed, as opts.trust;
+ * pithd's reload). Batches already being validated keep the store they
+ * started with: the caller frees a replaced store only once
+ * ingest_core_trust_retired says none is in use. */
+void ingest_core_set_trust(ingest_core_t *c, const pith_trust_t *trust);
+/* 1 when no validation runs with a trust store set_trust replaced. */
+int ingest_core_trust_retired(ingest_core_t *c);
 void ingest_core_stats_get(ingest_core_t *c, ingest_stats_t *out);
 
 /* Stops the pipeline: validators drop what they have not started; the

@@ -1,13 +1,18 @@
 /* The daemon's log lines: "2026-11-30T14:02:03.123Z WARN message". */
 #include "log.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/time.h>
 #include <time.h>
+#include <unistd.h>
 
-static log_level_t level = LOG_INFO;
+/* atomic: a reload sets it on the loop thread while workers log */
+static _Atomic log_level_t level = LOG_INFO;
 static const char *const names[] = {"ERROR", "WARN", "INFO", "DEBUG"};
 
 void log_set_level(log_level_t lvl)
@@ -27,6 +32,18 @@ int log_level_parse(const char *s)
 		if (!strcmp(s, lower[i]))
 			return i;
 	return -1;
+}
+
+int log_file_open(const char *path)
+{
+	int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOCTTY, 0640);
+	if (fd < 0)
+		return -errno;
+	/* dup2 swaps the file under stderr in one step: a thread writing a
+	 * line meanwhile writes it whole, to the old file or the new one */
+	int rc = dup2(fd, STDERR_FILENO) < 0 ? -errno : 0;
+	close(fd);
+	return rc;
 }
 
 static int64_t now_us(void)

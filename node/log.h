@@ -1,5 +1,5 @@
 /* pithd's log: one line per event worth an operator's attention, on
- * stderr, with a UTC timestamp and a level.
+ * stderr (or log_file, put in its place), with a UTC timestamp and a level.
  *
  * Peer-controlled text goes through log_escape (printable ASCII only,
  * truncated). Warnings that a peer can trigger go through a log_rl_t, a
@@ -23,6 +23,12 @@ void log_set_level(log_level_t lvl);
 log_level_t log_get_level(void);
 /* "error", "warn", "info" or "debug" to a level; -1 if none matches. */
 int log_level_parse(const char *s);
+
+/* Opens path for appending (created mode 0640 under the umask) and puts
+ * it in place of stderr, where every line goes: at start for log_file,
+ * and again on SIGHUP after logrotate moved the old one away. 0, or a
+ * negative errno (stderr unchanged). */
+int log_file_open(const char *path);
 
 void log_msg(log_level_t lvl, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 

@@ -87,38 +87,6 @@ static int identity_load(node_t *n, pith_err_t *err)
 	return rc;
 }
 
-static int trust_load(node_t *n, pith_err_t *err)
-{
-	n->trust = pith_trust_new();
-	if (!n->trust)
-		return pith_err_set(err, PITH_ENOMEM, "cannot initialise the trust store");
-	const char *note = pith_trust_fixed_key_note(n->trust);
-	if (note && getenv("PITH_ED25519"))
-		log_info("signatures: %s", note);
-	else if (note)
-		log_warn("signature self-test failed: %s; no fixed-key tables, every signature "
-			 "is verified by libsodium (docs/signatures.md)", note);
-	for (size_t i = 0; i < n->cfg->trust_keys.n; i++) {
-		const char *path = n->cfg->trust_keys.items[i];
-		FILE *f = fopen(path, "rb");
-		if (!f)
-			return pith_err_set(err, PITH_EIO, "trust_key %s: %s", path, strerror(errno));
-		uint8_t buf[65536];
-		size_t len = fread(buf, 1, sizeof(buf), f);
-		fclose(f);
-		pith_key_t k;
-		pith_err_t e = {0};
-		if (pith_keyfile_parse(buf, len, &k, NULL, NULL, &e) || pith_trust_key_check(&k, &e) ||
-		    pith_trust_add(n->trust, &k)) {
-			sodium_memzero(buf, sizeof(buf));
-			return pith_err_set(err, PITH_EINVAL, "trust_key %s: %s", path, e.msg);
-		}
-		sodium_memzero(buf, sizeof(buf));
-		log_info("trusting key %s (%s)%s", k.key_id, k.fp, k.is_registry ? " as a registry key" : "");
-	}
-	return 0;
-}
-
 /* ---- callbacks --------------------------------------------------------------------------- */
 
 static void set_nodelay(int fd)
@@ -209,6 +177,31 @@ static void store_probe_tick(node_t *n, int64_t now)
 			 (double)(now - n->store_down_us) / 1e6);
 }
 
+/* One info line a minute while the node stores anything, whatever brings
+ * it (gossip, catch-up, the follower, clients): the per-item lines are
+ * debug (docs/operations.md, "Logs"). */
+#define PROGRESS_US 60000000
+
+static void progress_tick(node_t *n, int64_t now)
+{
+	if (now - n->progress_us < PROGRESS_US)
+		return;
+	uint64_t ev = n->stats.events_stored - n->progress_events;
+	uint64_t bu = n->stats.bundles_stored - n->progress_bundles;
+	double s = (double)(now - n->progress_us) / 1e6;
+	n->progress_us = now;
+	n->progress_events = n->stats.events_stored;
+	n->progress_bundles = n->stats.bundles_stored;
+	if (!ev && !bu)
+		return;
+	store_counts_t c;
+	store_counts_get(n->store, &c);
+	log_info("stored %llu events (%.0f/s) and %llu bundles in the last %.0f s; the store holds "
+		 "%llu events in %llu records", (unsigned long long)ev, (double)ev / s,
+		 (unsigned long long)bu, s, (unsigned long long)c.events,
+		 (unsigned long long)c.records);
+}
+
 static void node_tick(node_t *n)
 {
 	int64_t now = node_now_us();
@@ -221,6 +214,8 @@ static void node_tick(node_t *n)
 	/* the index sits out a bulk catch-up, then takes it in one pass */
 	search_hold(n->search, sync_is_bulk(n->sync));
 	ban_prune(n->book, now);
+	node_trust_reap(n, 0);
+	progress_tick(n, now);
 	addrbook_save_tick(n->book, now);
 	addrbook_maintain(n->book, now);
 	pex_tick(n->book, now);
@@ -277,7 +272,19 @@ static void node_stop(node_t *n, int sig)
 static void signal_cb(evutil_socket_t sig, short what, void *arg)
 {
 	(void)what;
-	node_stop(arg, (int)sig);
+	node_t *n = arg;
+	if (sig == SIGHUP) {
+		if (!n->shutting_down)
+			node_reload(n);
+		return;
+	}
+	node_stop(n, (int)sig);
+}
+
+void node_set_config_reader(node_t *n, node_config_read_fn fn, void *arg)
+{
+	n->reread = fn;
+	n->reread_arg = arg;
 }
 
 /* ---- the wiring: what each floor tells the ones above ------------------------------ */
@@ -335,10 +342,10 @@ static int site_start(node_t *n, pith_err_t *err)
 	return rc;
 }
 
-/* The follower, when the node has upstreams or a follow list. */
-static int follower_start(node_t *n, pith_err_t *err)
+int node_follower_start(node_t *n, const node_config_t *c, uint64_t first_serial,
+			follower_t **out, pith_err_t *err)
 {
-	const node_config_t *c = n->cfg;
+	*out = NULL;
 	if (!c->upstreams.n) {
 		if (c->follow[0])
 			return pith_err_set(err, PITH_EINVAL,
@@ -354,10 +361,11 @@ static int follower_start(node_t *n, pith_err_t *err)
 			     .data_dir = c->data_dir, .refresh_s = c->upstream_refresh,
 			     .max_inflight = (size_t)c->upstream_inflight,
 			     .negative_ttl_s = c->upstream_negative_ttl,
-			     .max_body = (size_t)c->max_frame, .stall_s = c->upstream_stall_s};
+			     .max_body = (size_t)c->max_frame, .stall_s = c->upstream_stall_s,
+			     .first_serial = first_serial};
 	follower_deps_t d = {.base = n->base, .store = n->store, .ingest = n->ingest,
 			     .want_done = node_http_want_done, .want_arg = n};
-	return follower_new(&d, &o, &n->follower, err);
+	return follower_new(&d, &o, out, err);
 }
 
 static int listen_start(node_t *n, pith_err_t *err)
@@ -476,7 +484,7 @@ int node_new(node_config_t *cfg, node_t **out, pith_err_t *err)
 	if (!n)
 		return pith_err_set(err, PITH_ENOMEM, "out of memory");
 	n->cfg = cfg;
-	n->started_us = node_now_us();
+	n->started_us = n->progress_us = node_now_us();
 	n->wlim = wire_limits_default;
 	n->wlim.max_frame = (size_t)cfg->max_frame;
 	n->wlim.max_buffer = (size_t)cfg->max_frame + WIRE_HEADER_LEN + (64u << 10);
@@ -488,8 +496,9 @@ int node_new(node_config_t *cfg, node_t **out, pith_err_t *err)
 		rc = pith_err_set(err, PITH_EIO, "cannot create %s: %s", cfg->data_dir, strerror(errno));
 		goto fail;
 	}
-	if ((rc = identity_load(n, err)) || (rc = trust_load(n, err)))
+	if ((rc = identity_load(n, err)) || (rc = node_trust_build(cfg, 1, &n->trust, err)))
 		goto fail;
+	n->trust_live = n->trust;
 	pith_hex_encode(n->pk, 32, n->id_hex);
 	snprintf(path, sizeof(path), "%s/%s", cfg->data_dir, STORE_SUBDIR);
 	so.registry = n->trust;
@@ -554,15 +563,16 @@ int node_new(node_config_t *cfg, node_t **out, pith_err_t *err)
 		goto fail;
 	}
 	addrbook_set_resolver(n->book, n->resolver, on_control_reply, n);
-	n->ingest = ingest_new(n->base, n->trust, n->store, (int)cfg->validate_threads,
+	n->ingest = ingest_new(n->base, n->trust_live, n->store, (int)cfg->validate_threads,
 			       (int)cfg->worker_nice,
 			       (size_t)cfg->max_frame, cfg->trace_stored, on_ingest_done, n);
 	if (!n->ingest) {
 		rc = pith_err_set(err, PITH_EIO, "cannot start the validation threads");
 		goto fail;
 	}
-	if ((rc = follower_start(n, err)))
+	if ((rc = node_follower_start(n, cfg, 0, &n->follower, err)))
 		goto fail;
+	n->started_follower = n->follower != NULL;
 	relay_deps_t rd = {.base = n->base, .net = n->net, .store = n->store, .ingest = n->ingest,
 			   .cfg = cfg, .stats = &n->stats,
 			   .hooks = mesh_relay_hooks(&n->mesh)};
@@ -580,9 +590,9 @@ int node_new(node_config_t *cfg, node_t **out, pith_err_t *err)
 	n->mesh.sync = n->sync;
 	if ((rc = listen_start(n, err)))
 		goto fail;
-	n->control = node_control_new(n);
+	n->control = node_control_new(n, err);
 	if (!n->control) {
-		rc = pith_err_set(err, PITH_EIO, "cannot open the control socket %s", cfg->control);
+		rc = err->code ? err->code : PITH_EIO;
 		goto fail;
 	}
 	if ((rc = node_http_start(n, err)))
@@ -594,15 +604,17 @@ int node_new(node_config_t *cfg, node_t **out, pith_err_t *err)
 	addrbook_load(n->book); /* addresses and bans of the last run (DATA/peers.json) */
 	n->sig_term = evsignal_new(n->base, SIGTERM, signal_cb, n);
 	n->sig_int = evsignal_new(n->base, SIGINT, signal_cb, n);
+	n->sig_hup = evsignal_new(n->base, SIGHUP, signal_cb, n);
 	n->tick_ev = event_new(n->base, -1, EV_PERSIST, tick_cb, n);
 	n->stop_ev = evtimer_new(n->base, stop_cb, n);
-	if (!n->sig_term || !n->sig_int || !n->tick_ev || !n->stop_ev) {
+	if (!n->sig_term || !n->sig_int || !n->sig_hup || !n->tick_ev || !n->stop_ev) {
 		rc = pith_err_set(err, PITH_ENOMEM, "out of memory");
 		goto fail;
 	}
 	struct timeval tick = {0, TICK_MS * 1000};
 	event_add(n->sig_term, NULL);
 	event_add(n->sig_int, NULL);
+	event_add(n->sig_hup, NULL);
 	event_add(n->tick_ev, &tick);
 	*out = n;
 	return 0;
@@ -642,6 +654,7 @@ void node_free_(node_t *n)
 	search_free(n->search); /* its thread reads the store */
 	site_feed_free(n->site); /* so does this one: joined before the store closes */
 	follower_free(n->follower); /* after the pipeline handed its jobs back */
+	free(n->follow_cfg);
 	resolver_free(n->resolver); /* no lookup answers from here on */
 	if (n->net) {
 		for (peer_t *p = net_peers(n->net); p; p = p->next)
@@ -653,6 +666,8 @@ void node_free_(node_t *n)
 		event_free(n->sig_term);
 	if (n->sig_int)
 		event_free(n->sig_int);
+	if (n->sig_hup)
+		event_free(n->sig_hup);
 	if (n->tick_ev)
 		event_free(n->tick_ev);
 	if (n->stop_ev)
@@ -678,6 +693,7 @@ void node_free_(node_t *n)
 		store_close(n->store);
 		log_info("store closed");
 	}
+	node_trust_reap(n, 1); /* the validators are gone (ingest_free) */
 	pith_trust_free(n->trust);
 	sodium_memzero(n->sk, sizeof(n->sk));
 	ingest_job_cache_release(); /* the loop's spare job blocks */

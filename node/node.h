@@ -1,5 +1,5 @@
 /* pithd: the replica node. Build it from a finished config, run it until
- * SIGTERM/SIGINT, free it. */
+ * SIGTERM/SIGINT (SIGHUP reloads: node_config.c), free it. */
 #ifndef PITH_NODE_H
 #define PITH_NODE_H
 
@@ -12,6 +12,14 @@ typedef struct node node_t;
  * control socket, and starts the validation threads. cfg is borrowed and
  * must outlive the node. */
 int node_new(node_config_t *cfg, node_t **out, pith_err_t *err);
+
+/* How the node reads its config again on SIGHUP (docs/operations.md):
+ * fills out from scratch (defaults, the file, the flags over it, finished)
+ * as at start, or returns negative with err saying why. */
+typedef int (*node_config_read_fn)(void *arg, node_config_t *out, pith_err_t *err);
+/* Sets it (pithd: its command line again); without one SIGHUP only
+ * reopens the log file. */
+void node_set_config_reader(node_t *n, node_config_read_fn fn, void *arg);
 
 /* Runs the event loop until a signal stops the node. 0, or negative if the
  * loop failed. */

@@ -387,7 +387,7 @@ static int op_search(void *arg, ctl_call_t *call)
 
 /* ---- the table ------------------------------------------------------------------------------ */
 
-control_t *node_control_new(node_t *n)
+control_t *node_control_new(node_t *n, pith_err_t *err)
 {
 	const ctl_cmd_t cmds[] = {
 		{"status", CTL_ARG_IGNORED, op_status, n, "status"},
@@ -406,5 +406,5 @@ control_t *node_control_new(node_t *n)
 		{"follow", CTL_ARG_STRING, op_follow, n, "follow ID"},
 		{"search", CTL_ARG_STRING, op_search, n, "search LIMIT OFFSET QUERY"},
 	};
-	return control_new(n->base, n->cfg->control, cmds, sizeof(cmds) / sizeof(cmds[0]));
+	return control_new(n->base, n->cfg->control, cmds, sizeof(cmds) / sizeof(cmds[0]), err);
 }

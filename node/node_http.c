@@ -304,8 +304,12 @@ void node_apply_mirror_identity(node_t *n)
 {
 	char name[CONFIG_MIRROR_NAME_MAX + 1];
 	node_mirror_name(n, name);
-	if (n->http)
+	if (n->http) {
 		http_set_identity(n->http, name, n->cfg->mirror_operator, n->cfg->mirror_contact);
+		/* every page shows the name: a client that asks by date alone
+		 * must not keep the old one */
+		http_dates_restart(n->http);
+	}
 	if (n->site)
 		site_feed_set_identity(n->site, name, n->cfg->mirror_operator, n->cfg->mirror_contact);
 }

@@ -20,6 +20,7 @@
 #include "follower.h"
 #include "idmap.h"
 #include "mesh.h"
+#include "node.h"
 #include "ingest.h"
 #include "peer.h"
 #include "relay.h"
@@ -40,10 +41,15 @@ struct node {
 	node_config_t *cfg;
 	struct event_base *base;
 	struct evconnlistener *listener;
-	struct event *sig_term, *sig_int;
+	struct event *sig_term, *sig_int, *sig_hup;
 	struct event *tick_ev, *stop_ev;
 	store_t *store;
-	pith_trust_t *trust;
+	pith_trust_t *trust;        /* the store's (its merges' registry keys), for the whole run */
+	pith_trust_t *trust_live;   /* the validators': trust, or a reload's (node_config.c) */
+	pith_trust_t **trust_old;   /* replaced by reloads, freed once no validation uses them */
+	size_t ntrust_old;
+	node_config_read_fn reread; /* SIGHUP's config reader (node_set_config_reader) */
+	void *reread_arg;
 	ingest_t *ingest;
 	resolver_t *resolver;       /* HOST:PORT names off the loop (resolve.c) */
 	mesh_t mesh;                /* the protocol floor's wiring (mesh.c) */
@@ -53,6 +59,9 @@ struct node {
 	sync_t *sync;               /* reconciliation set and sessions (sync.c) */
 	control_t *control;
 	follower_t *follower;       /* --upstream: follower.c (NULL when none) */
+	node_config_t *follow_cfg;  /* the settings a reload's follower reads (its strings), or NULL: cfg's */
+	uint64_t follow_serials;    /* serials given by followers a reload replaced */
+	int started_follower;       /* a follower at start: HTTP's read-through is on */
 	struct http *http;          /* --http: node_http.c (NULL when off) */
 	struct search *search;      /* DATA/search.sqlite (search.h); NULL if it failed */
 	struct site_feed *site;     /* --site-dir: site_feed.h (NULL when off) */
@@ -66,6 +75,8 @@ struct node {
 	char listen_str[80];
 	uint16_t listen_port;
 	int64_t started_us;
+	int64_t progress_us;        /* the last "stored" progress line (node.c, progress_tick) */
+	uint64_t progress_events, progress_bundles; /* the stats then */
 	int shutting_down;
 	int64_t store_down_us;      /* since when the store has refused writes (0: it takes them) */
 	int64_t store_probe_us;     /* the last write probe (node.c, store_probe_tick) */
@@ -82,6 +93,25 @@ struct node {
 int node_status_json(node_t *n, pith_buf_t *out);
 /* Appends one peer's object of the status "peers" list. */
 void node_peer_json(const peer_t *p, int64_t now, pith_buf_t *out);
+
+/* ---- node.c, for the reload ------------------------------------------------------ */
+/* A follower of c's upstreams into *out (NULL and 0 when c has none; an
+ * error when c has a follow list without upstreams); its jobs' serials
+ * start above first_serial. c must outlive it (it keeps c's strings). */
+int node_follower_start(node_t *n, const node_config_t *c, uint64_t first_serial,
+			follower_t **out, pith_err_t *err);
+
+/* ---- node_config.c: the config at start and on SIGHUP ------------------------ */
+/* The trust store of cfg's trust_key files besides the registry key;
+ * logs each key (a line per key) when loud. */
+int node_trust_build(const node_config_t *cfg, int loud, pith_trust_t **out, pith_err_t *err);
+/* SIGHUP: reopens the log file, reads the config again, applies what can
+ * change while running, logs a line per change, keeps the running config
+ * when the new one does not parse. */
+void node_reload(node_t *n);
+/* Frees the trust stores reloads replaced once no validation uses them
+ * (every tick; all of them, whatever is left, when stopping). */
+void node_trust_reap(node_t *n, int stopping);
 
 /* ---- node_http.c ------------------------------------------------------------- */
 /* Peer p became ready or, having been ready, left (p->state tells): the
@@ -107,8 +137,9 @@ void node_http_stop(node_t *n);
 void node_http_want_done(void *arg, uint64_t token, up_answer_t answer, const char *pith);
 
 /* ---- node_ctl.c: the control socket's commands ----------------------------- */
-/* The control socket at cfg->control with every command (a table). */
-control_t *node_control_new(node_t *n);
+/* The control socket at cfg->control with every command (a table); NULL
+ * with err saying why. */
+control_t *node_control_new(node_t *n, pith_err_t *err);
 /* Waits for a backup in progress and frees what the commands keep. */
 void node_ctl_free(node_t *n);
 

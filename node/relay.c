@@ -706,6 +706,13 @@ static int done_event(relay_t *r, ingest_job_t *job, peer_t *p)
 		switch (job->outcome) {
 		case STORE_STORED:
 			r->d.stats->events_stored++;
+			/* per item: debug; the progress lines count them at info */
+			if (log_get_level() >= LOG_DEBUG) {
+				char hex[65];
+				pith_hex_encode(job->id, 32, hex);
+				log_debug("stored event %.16s of %s (from %s)", hex, job->subject,
+					  p ? p->addr : job->peer ? "a peer gone since" : "this node's client or upstream");
+			}
 			if (job->peer)
 				relay_queue_announce(r, job->id, job->peer);
 			else

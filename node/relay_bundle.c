@@ -368,7 +368,10 @@ void relay_bundle_done(relay_t *r, ingest_job_t *job, peer_t *p)
 			r->d.stats->bundles_stored++;
 			bundle_remember(r, job->subject, job->built_us, job->sha);
 			queue_bundle_announce(r, job->subject, job->built_us, job->sha);
-			log_info("stored bundle of %s (%zu events)", job->subject, job->n_event_ids);
+			/* per item: debug (a catch-up of the registry is millions
+			 * of these; the sync's and the node's progress lines say
+			 * how many at info) */
+			log_debug("stored bundle of %s (%zu events)", job->subject, job->n_event_ids);
 		} else {
 			r->d.stats->bundles_older++;
 		}

@@ -459,14 +459,20 @@ static void progress_tick(sync_t *sy, int64_t now)
 	sy->rate = (double)(stored - sy->stored_at_log) / dt;
 	sy->last_log_us = now;
 	sy->stored_at_log = stored;
+	store_counts_t c;
+	store_counts_get(sy->d.store, &c);
 	if (sy->rate > 0)
-		log_info("sync: %llu events stored (%.0f/s), about %llu remaining (%.0f s)",
+		log_info("sync: %llu events stored (%.0f/s), about %llu remaining (%.0f s); "
+			 "the store holds %llu events in %llu records",
 			 (unsigned long long)(stored - sy->stored_at_start), sy->rate,
-			 (unsigned long long)remaining, (double)remaining / sy->rate);
+			 (unsigned long long)remaining, (double)remaining / sy->rate,
+			 (unsigned long long)c.events, (unsigned long long)c.records);
 	else
-		log_info("sync: %llu events stored, about %llu remaining, none in the last %.0f s",
+		log_info("sync: %llu events stored, about %llu remaining, none in the last %.0f s; "
+			 "the store holds %llu events in %llu records",
 			 (unsigned long long)(stored - sy->stored_at_start),
-			 (unsigned long long)remaining, dt);
+			 (unsigned long long)remaining, dt, (unsigned long long)c.events,
+			 (unsigned long long)c.records);
 }
 
 /* ---- the backlog and the fetcher ------------------------------------------------------ */
