@@ -39,12 +39,14 @@ MODULES = {
     "relay": ["relay.c", "relay_bundle.c", "relay_inv.c"],
     "sync": ["sync.c", "sync_ctl.c"],
     "follower": ["follower.c", "follower_feed.c"],
-    "node": ["node.c", "node_ctl.c", "node_http.c"],
+    "node": ["node.c", "node_ctl.c", "node_http.c", "node_config.c"],
     "ingest": ["ingest.c", "ingest_core.c", "ingest_validate.c"],
     "http": ["http.c", "http_conn.c", "http_resolve.c", "http_post.c", "http_want.c",
              "http_pool.c"],
     "render": ["http_render.c", "http_uri.c", "http_doc.c", "http_views.c", "http_page.c",
-               "http_browse.c", "http_search.c"],
+               "http_browse.c", "http_search.c", "http_bib.c", "http_accept.c", "http_date.c"],
+    "search": ["search.c", "search_query.c", "search_text.c"],
+    "metrics": ["metrics.c", "metrics_process.c"],
 }
 
 NODE_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "node")
