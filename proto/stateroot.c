@@ -8,6 +8,7 @@
 #include <string.h>
 
 #define NIL UINT32_MAX
+#define F_DIRTY 1 /* hash stale; a bucket's bits maybe shorter than its leaves share */
 
 /* 64 bytes. child[0] == NIL marks a bucket; free nodes chain through
  * child[0] too, with count 0. */
@@ -15,7 +16,8 @@ typedef struct node {
 	uint8_t hash[32];
 	uint8_t key[PITH_SR_KEY_BYTES]; /* some leaf's key: its first `bits` bits are the node's prefix */
 	uint8_t bits;                   /* common prefix length of the node's leaves (130: one leaf) */
-	uint8_t pad[2];
+	uint8_t flags;                  /* F_DIRTY */
+	uint8_t pad;
 	uint32_t count;
 	uint32_t child[2];
 } node_t;
@@ -156,7 +158,8 @@ static uint32_t node_alloc(pith_sr_t *t)
 	if (t->used == t->cap) {
 		if (t->cap >= NIL / 2)
 			return NIL;
-		uint32_t nc = t->cap ? t->cap * 2 : 64;
+		/* by half: at 10M records the pool is the tree's memory */
+		uint32_t nc = t->cap ? t->cap + t->cap / 2 : 64;
 		node_t *nn = realloc(t->n, (size_t)nc * sizeof(node_t));
 		if (!nn)
 			return NIL;
@@ -214,6 +217,7 @@ static uint32_t build_range(pith_sr_t *t, const pith_sr_leaf_t *leaves,
 	node_t *x = &t->n[i]; /* after the children: the pool may have moved */
 	memcpy(x->key, keys[lo], PITH_SR_KEY_BYTES);
 	x->bits = (uint8_t)bits;
+	x->flags = 0;
 	x->count = (uint32_t)(hi - lo);
 	x->child[0] = c[0];
 	x->child[1] = c[1];
@@ -333,6 +337,12 @@ int pith_sr_build(pith_sr_t *t, const pith_sr_leaf_t *leaves, size_t n, pith_err
 		return pith_err_set(err, PITH_ENOMEM, "state root: out of memory building %zu leaves", n);
 	}
 	free(t->n);
+	/* no room past what was built: the next change grows it by half */
+	node_t *fit = nt.used ? realloc(nt.n, (size_t)nt.used * sizeof(node_t)) : NULL;
+	if (fit) {
+		nt.n = fit;
+		nt.cap = nt.used;
+	}
 	t->n = nt.n;
 	t->cap = nt.cap;
 	t->used = nt.used;
@@ -356,7 +366,8 @@ static void path_push(path_t *p, const pith_sr_t *t, uint32_t i, const uint8_t *
 }
 
 /* Puts repl where the path's last turn led (or at the root), and updates
- * counts (by delta) and hashes of every node on the path. */
+ * the counts (by delta) of every node on the path and marks them dirty:
+ * hashes wait for pith_sr_flush. */
 static void path_attach(pith_sr_t *t, const path_t *p, unsigned depth, uint32_t repl, int delta)
 {
 	if (!depth)
@@ -364,24 +375,25 @@ static void path_attach(pith_sr_t *t, const path_t *p, unsigned depth, uint32_t 
 	else
 		t->n[p->node[depth - 1]].child[p->dir[depth - 1]] = repl;
 	for (unsigned i = depth; i-- > 0;) {
-		t->n[p->node[i]].count = (uint32_t)((int64_t)t->n[p->node[i]].count + delta);
-		node_rehash(t, p->node[i]);
+		node_t *x = &t->n[p->node[i]];
+		x->count = (uint32_t)((int64_t)x->count + delta);
+		x->flags |= F_DIRTY;
 	}
 }
 
-/* Rehashes node i (at the end of path p) from the leaves under its prefix,
- * which must now be its count + delta, and puts the result in its place. */
-static int node_redo(pith_sr_t *t, const path_t *p, uint32_t i, int delta)
+/* A new dirty bucket of one leaf, or NIL on OOM. */
+static uint32_t leaf_new(pith_sr_t *t, const uint8_t *key)
 {
-	uint8_t pre[PITH_SR_KEY_BYTES];
-	uint32_t repl;
-	memcpy(pre, t->n[i].key, sizeof(pre));
-	int rc = rebuild(t, pre, t->n[i].bits, (size_t)((int64_t)t->n[i].count + delta), &repl);
-	if (rc)
-		return rc;
-	subtree_free(t, i);
-	path_attach(t, p, p->depth, repl, delta);
-	return 0;
+	uint32_t i = node_alloc(t);
+	if (i == NIL)
+		return NIL;
+	node_t *x = &t->n[i];
+	memcpy(x->key, key, PITH_SR_KEY_BYTES);
+	x->bits = PITH_SR_KEY_BITS;
+	x->count = 1;
+	x->flags = F_DIRTY;
+	x->child[0] = x->child[1] = NIL;
+	return i;
 }
 
 int pith_sr_insert(pith_sr_t *t, const char *pith)
@@ -393,29 +405,29 @@ int pith_sr_insert(pith_sr_t *t, const char *pith)
 	uint32_t i = t->root, repl = NIL;
 	int rc;
 	if (i == NIL) {
-		if ((rc = rebuild(t, key, PITH_SR_KEY_BITS, 1, &repl)))
-			return rc;
+		if ((repl = leaf_new(t, key)) == NIL)
+			return PITH_ENOMEM;
 		t->root = repl;
 		return 0;
 	}
 	for (;;) {
-		const node_t *x = &t->n[i];
+		node_t *x = &t->n[i];
 		unsigned d = pith_sr_common(key, x->key, x->bits);
 		if (d < x->bits) {
-			/* the key leaves this node's prefix at bit d: a new node
-			 * splitting there, over this one and the new leaf */
+			/* the key leaves this node's prefix at bit d */
 			uint32_t cnt = x->count + 1;
-			if (cnt <= t->bucket) {
-				if ((rc = rebuild(t, key, d, cnt, &repl)))
-					return rc;
-				subtree_free(t, i);
+			if (cnt <= t->bucket) { /* a bucket still: wider */
+				x->bits = (uint8_t)d;
+				x->count = cnt;
+				x->flags |= F_DIRTY;
+				repl = i;
 				break;
 			}
-			uint32_t leaf, m;
-			if ((rc = rebuild(t, key, PITH_SR_KEY_BITS, 1, &leaf)))
-				return rc;
-			if ((m = node_alloc(t)) == NIL) {
-				subtree_free(t, leaf);
+			/* a new node splitting there, over this one and the leaf */
+			uint32_t leaf = leaf_new(t, key), m = leaf == NIL ? NIL : node_alloc(t);
+			if (m == NIL) {
+				if (leaf != NIL)
+					node_release(t, leaf);
 				return PITH_ENOMEM;
 			}
 			node_t *y = &t->n[m];
@@ -423,16 +435,29 @@ int pith_sr_insert(pith_sr_t *t, const char *pith)
 			memcpy(y->key, key, PITH_SR_KEY_BYTES);
 			y->bits = (uint8_t)d;
 			y->count = cnt;
+			y->flags = F_DIRTY;
 			y->child[side] = leaf;
 			y->child[!side] = i;
-			node_rehash(t, m);
 			repl = m;
 			break;
 		}
 		if (x->child[0] == NIL) { /* the bucket the key falls in */
 			if (x->bits == PITH_SR_KEY_BITS)
 				return PITH_EEXIST;
-			return node_redo(t, &p, i, 1);
+			if (x->count < t->bucket) {
+				x->count++;
+				x->flags |= F_DIRTY;
+				repl = i;
+				break;
+			}
+			/* one more than a bucket holds: split it now, from the
+			 * leaves (once every `bucket` inserts or so) */
+			uint8_t pre[PITH_SR_KEY_BYTES];
+			memcpy(pre, x->key, sizeof(pre));
+			if ((rc = rebuild(t, pre, x->bits, (size_t)x->count + 1, &repl)))
+				return rc;
+			subtree_free(t, i);
+			break;
 		}
 		path_push(&p, t, i, key);
 		i = x->child[p.dir[p.depth - 1]];
@@ -471,7 +496,11 @@ int pith_sr_update(pith_sr_t *t, const char *pith)
 	path_t p = {0};
 	uint32_t i;
 	int rc = walk_to(t, pith, key, 0, &p, &i);
-	return rc ? rc : node_redo(t, &p, i, 0);
+	if (rc)
+		return rc;
+	t->n[i].flags |= F_DIRTY;
+	path_attach(t, &p, p.depth, i, 0);
+	return 0;
 }
 
 int pith_sr_delete(pith_sr_t *t, const char *pith)
@@ -484,9 +513,12 @@ int pith_sr_delete(pith_sr_t *t, const char *pith)
 	int rc = walk_to(t, pith, key, t->bucket + 1, &p, &i);
 	if (rc)
 		return rc;
-	const node_t *x = &t->n[i];
+	node_t *x = &t->n[i];
 	if (x->count == 1) {
-		if ((rc = list_expect(t, key, PITH_SR_KEY_BITS, 0)))
+		/* nothing may be left under its prefix */
+		uint8_t pre[PITH_SR_KEY_BYTES];
+		memcpy(pre, x->key, sizeof(pre));
+		if ((rc = list_expect(t, pre, x->bits, 0)))
 			return rc;
 		if (!p.depth) {
 			subtree_free(t, i);
@@ -500,15 +532,60 @@ int pith_sr_delete(pith_sr_t *t, const char *pith)
 		path_attach(t, &p, p.depth - 1, sib, -1);
 		return 0;
 	}
-	return node_redo(t, &p, i, -1);
+	/* its prefix stays a common prefix of what is left (perhaps not the
+	 * longest until the flush lists them) */
+	if (x->child[0] != NIL) {
+		subtree_free(t, x->child[0]);
+		subtree_free(t, x->child[1]);
+		x->child[0] = x->child[1] = NIL;
+	}
+	x->count--;
+	x->flags |= F_DIRTY;
+	path_attach(t, &p, p.depth, i, -1);
+	return 0;
 }
 
-void pith_sr_root(const pith_sr_t *t, uint8_t out[32])
+/* Rehashes the dirty nodes under i, buckets from their leaves. */
+static int flush_node(pith_sr_t *t, uint32_t i)
 {
+	node_t *x = &t->n[i];
+	if (!(x->flags & F_DIRTY))
+		return 0;
+	int rc;
+	if (x->child[0] == NIL) {
+		uint8_t pre[PITH_SR_KEY_BYTES];
+		memcpy(pre, x->key, sizeof(pre));
+		if ((rc = list_expect(t, pre, x->bits, x->count)))
+			return rc;
+		const uint8_t (*keys)[PITH_SR_KEY_BYTES] = (const uint8_t (*)[PITH_SR_KEY_BYTES])t->keys;
+		x = &t->n[i];
+		x->bits = (uint8_t)range_bits(keys, 0, x->count);
+		memcpy(x->key, keys[0], PITH_SR_KEY_BYTES);
+		hash_range(t->leaves, keys, 0, x->count, x->hash);
+	} else {
+		if ((rc = flush_node(t, x->child[0])) || (rc = flush_node(t, x->child[1])))
+			return rc;
+		node_rehash(t, i);
+	}
+	t->n[i].flags &= (uint8_t)~F_DIRTY;
+	return 0;
+}
+
+int pith_sr_flush(pith_sr_t *t)
+{
+	return t->root == NIL ? 0 : flush_node(t, t->root);
+}
+
+int pith_sr_root(pith_sr_t *t, uint8_t out[32])
+{
+	int rc = pith_sr_flush(t);
+	if (rc)
+		return rc;
 	if (t->root == NIL)
 		pith_sr_empty_root(out);
 	else
 		memcpy(out, t->n[t->root].hash, 32);
+	return 0;
 }
 
 uint64_t pith_sr_count(const pith_sr_t *t)
@@ -531,7 +608,9 @@ int pith_sr_prove(pith_sr_t *t, const char *pith, pith_sr_proof_t *out)
 	if (pith_sr_key(pith, key))
 		return PITH_EINVAL;
 	memcpy(out->asked, pith, PITH_NUMBER_LEN + 1);
-	pith_sr_root(t, out->root);
+	int rc = pith_sr_root(t, out->root);
+	if (rc)
+		return rc;
 	out->count = pith_sr_count(t);
 	uint32_t i = t->root;
 	if (i == NIL)
@@ -548,8 +627,7 @@ int pith_sr_prove(pith_sr_t *t, const char *pith, pith_sr_proof_t *out)
 	/* then inside the bucket, from its leaves */
 	uint8_t pre[PITH_SR_KEY_BYTES];
 	memcpy(pre, t->n[i].key, sizeof(pre));
-	int rc = list_expect(t, pre, t->n[i].bits, t->n[i].count);
-	if (rc)
+	if ((rc = list_expect(t, pre, t->n[i].bits, t->n[i].count)))
 		return rc;
 	const uint8_t (*keys)[PITH_SR_KEY_BYTES] = (const uint8_t (*)[PITH_SR_KEY_BYTES])t->keys;
 	size_t lo = 0, hi = t->n[i].count;
@@ -669,7 +747,9 @@ int pith_sr_range(pith_sr_t *t, const uint8_t prefix[PITH_SR_KEY_BYTES], unsigne
 	for (unsigned b = plen; b < PITH_SR_KEY_BYTES * 8; b++)
 		out->prefix[b >> 3] &= (uint8_t)~(0x80u >> (b & 7));
 	out->plen = plen;
-	pith_sr_root(t, out->root);
+	int rc = pith_sr_root(t, out->root);
+	if (rc)
+		return rc;
 	out->total = pith_sr_count(t);
 	const uint8_t (*keys)[PITH_SR_KEY_BYTES] = (const uint8_t (*)[PITH_SR_KEY_BYTES])t->keys;
 	for (uint32_t i = t->root; i != NIL;) {
@@ -677,7 +757,6 @@ int pith_sr_range(pith_sr_t *t, const uint8_t prefix[PITH_SR_KEY_BYTES], unsigne
 		unsigned m = plen < x->bits ? plen : x->bits;
 		if (pith_sr_common(out->prefix, x->key, m) < m)
 			return 0; /* nothing under the prefix */
-		int rc;
 		if (x->child[0] == NIL) { /* a bucket: from its leaves under the prefix */
 			unsigned under = plen > x->bits ? plen : x->bits;
 			const uint8_t *pre = plen > x->bits ? out->prefix : x->key;

@@ -13,9 +13,13 @@
  *
  * Contract for changes: the caller changes its leaf set first (the list
  * callback must already answer with the new leaves), then tells the tree
- * with pith_sr_insert / _update / _delete. A tree that finds the callback
- * disagreeing with what it was told returns PITH_EMISMATCH and is left as
- * it was; rebuild it (pith_sr_build) from the leaf set. */
+ * with pith_sr_insert / _update / _delete. Those only walk one path and
+ * mark it dirty (a bucket that outgrows `bucket` is split from its leaves
+ * at once); hashes are recomputed, once for any number of changes, by
+ * pith_sr_flush, which pith_sr_root, _prove and _range call. A tree that
+ * finds the callback disagreeing with what it was told returns
+ * PITH_EMISMATCH (from the change or from the flush); it must then be
+ * rebuilt (pith_sr_build) from the leaf set. */
 #ifndef PITH_STATEROOT_H
 #define PITH_STATEROOT_H
 
@@ -89,15 +93,24 @@ void pith_sr_free_(pith_sr_t *t);
  * number. O(n). */
 int pith_sr_build(pith_sr_t *t, const pith_sr_leaf_t *leaves, size_t n, pith_err_t *err);
 /* A record was added to the leaf set / its state changed / it was removed.
- * O(log n) node hashes plus one bucket's. PITH_EEXIST (insert of a key
- * the tree has), PITH_ENOTFOUND (update or delete of one it lacks),
- * PITH_EMISMATCH (the list callback disagrees), PITH_EINVAL (bad pith
- * number), PITH_ENOMEM; on any error the tree is unchanged. */
+ * O(log n) steps, no hashing (but for the split of a full bucket: one
+ * listing and 2 x bucket hashes). PITH_EEXIST (insert of a key the tree
+ * has, when it can tell), PITH_ENOTFOUND (update or delete of a key
+ * outside every prefix), PITH_EMISMATCH (the list callback disagrees),
+ * PITH_EINVAL (bad pith number), PITH_ENOMEM; on these errors the tree is
+ * unchanged. A change the leaf set does not show is otherwise found by
+ * the next flush. */
 int pith_sr_insert(pith_sr_t *t, const char *pith);
 int pith_sr_update(pith_sr_t *t, const char *pith);
 int pith_sr_delete(pith_sr_t *t, const char *pith);
 
-void pith_sr_root(const pith_sr_t *t, uint8_t out[32]);
+/* Rehashes what the changes since the last flush left dirty: each dirty
+ * bucket from its leaves (one listing each), then the dirty nodes above.
+ * 0, PITH_EMISMATCH (the leaves are not what the tree was told: rebuild),
+ * or the callback's error. */
+int pith_sr_flush(pith_sr_t *t);
+/* The root (after a flush); the empty tree's for no leaves. 0 or as flush. */
+int pith_sr_root(pith_sr_t *t, uint8_t out[32]);
 uint64_t pith_sr_count(const pith_sr_t *t);
 /* Bytes the tree holds (its node pool), for metrics and the benchmark. */
 size_t pith_sr_mem_bytes(const pith_sr_t *t);
