@@ -209,6 +209,12 @@ int pith_sr_doc_sign(pith_sr_doc_t *d, const pith_key_t *key, const uint8_t secr
 int pith_sr_doc_verify(const uint8_t *buf, size_t len, const pith_key_t *key,
 		       pith_sr_doc_t *d, pith_err_t *err);
 
+/* The answer to one case of the corpus (tests/conformance/state-root/,
+ * docs/state-root.md section 9) of kind state_root, state_root_proof or
+ * state_root_document, as canonical JSON into out (null when refused):
+ * 1, or 0 (out untouched) for any other kind. pith_conform_answer asks. */
+int pith_sr_conform_answer(const char *kind, const json_value_t *c, pith_buf_t *out);
+
 /* ---- finding where two trees differ (the audit's descent) ---- */
 
 /* Asks side (0 or 1) for the range answer under a prefix. 0 or negative. */

@@ -4,6 +4,7 @@
 #include "stateroot.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define SR_JSON_MAX_BYTES (64u << 10)
@@ -427,4 +428,114 @@ int pith_sr_doc_verify(const uint8_t *buf, size_t len, const pith_key_t *key,
 	}
 	json_doc_free(doc);
 	return rc;
+}
+
+/* ---- the conformance corpus (tests/conformance/state-root/) ---- */
+
+static int cmp_entry(const void *a, const void *b)
+{
+	return memcmp((const uint8_t *)a + sizeof(pith_sr_leaf_t), (const uint8_t *)b + sizeof(pith_sr_leaf_t),
+		      PITH_SR_KEY_BYTES);
+}
+
+/* kind state_root: the root of c's leaves, given in any order. */
+static void answer_root(const json_value_t *c, pith_buf_t *out)
+{
+	const json_value_t *lv = json_get_type(c, "leaves", JSON_ARRAY);
+	size_t n = lv ? lv->len : 0;
+	const size_t esz = sizeof(pith_sr_leaf_t) + PITH_SR_KEY_BYTES;
+	uint8_t *e = lv ? calloc(n + 1, esz) : NULL;
+	pith_sr_leaf_t *l = e ? calloc(n + 1, sizeof(*l)) : NULL;
+	uint8_t (*k)[PITH_SR_KEY_BYTES] = l ? calloc(n + 1, PITH_SR_KEY_BYTES) : NULL;
+	int ok = k != NULL;
+	for (size_t i = 0; ok && i < n; i++) {
+		pith_sr_leaf_t leaf;
+		ok = !get_leaf(lv->u.items[i], &leaf) && !pith_sr_key(leaf.pith, e + i * esz + sizeof(leaf));
+		memcpy(e + i * esz, &leaf, sizeof(leaf));
+	}
+	if (ok) {
+		qsort(e, n, esz, cmp_entry);
+		for (size_t i = 0; i < n; i++) {
+			memcpy(&l[i], e + i * esz, sizeof(*l));
+			memcpy(k[i], e + i * esz + sizeof(*l), PITH_SR_KEY_BYTES);
+			ok &= !i || memcmp(k[i - 1], k[i], PITH_SR_KEY_BYTES) != 0;
+		}
+	}
+	if (ok) {
+		uint8_t r[32];
+		char hex[65];
+		pith_sr_hash_sorted(l, (const uint8_t (*)[PITH_SR_KEY_BYTES])k, n, r);
+		pith_hex_encode(r, 32, hex);
+		pith_buf_printf(out, "{\"record_count\":%zu,\"root_sha256\":\"%s\"}", n, hex);
+	} else {
+		pith_buf_puts(out, "null");
+	}
+	free(k);
+	free(l);
+	free(e);
+}
+
+/* kind state_root_proof: c's proof against c's root_sha256. */
+static void answer_proof(const json_value_t *c, pith_buf_t *out)
+{
+	const json_value_t *pv = json_get(c, "proof");
+	uint8_t root[32];
+	pith_buf_t b = PITH_BUF_INIT;
+	pith_sr_proof_t *p = malloc(sizeof(*p));
+	int present = 0;
+	if (p && pv && !get_hex(c, "root_sha256", root) && !json_canon_write(pv, &b) &&
+	    !pith_sr_proof_parse(b.data, b.len, p, NULL) && !pith_sr_proof_check(p, root, &present, NULL)) {
+		char hex[65];
+		pith_hex_encode(p->leaf.state, 32, hex);
+		if (present)
+			pith_buf_printf(out, "{\"present\":true,\"state_sha256\":\"%s\"}", hex);
+		else
+			pith_buf_puts(out, "{\"present\":false}");
+	} else {
+		pith_buf_puts(out, "null");
+	}
+	free(p);
+	pith_buf_release(&b);
+}
+
+/* kind state_root_document: c's text verified against its key. */
+static void answer_document(const json_value_t *c, pith_buf_t *out)
+{
+	const char *pk = json_get_str(c, "public_key_hex"), *kid = json_get_str(c, "key_id");
+	const json_value_t *text = json_get_type(c, "text", JSON_STRING);
+	pith_key_t k = {0};
+	pith_sr_doc_t d;
+	if (!pk || !kid || strlen(kid) >= sizeof(k.key_id) || !text ||
+	    pith_hex_decode(pk, strlen(pk), k.pk, 32)) {
+		pith_buf_puts(out, "null");
+		return;
+	}
+	snprintf(k.key_id, sizeof(k.key_id), "%s", kid);
+	pith_key_fingerprint(k.pk, k.fp);
+	k.rotates_at_us = PITH_NO_ROTATION;
+	if (pith_sr_doc_verify((const uint8_t *)text->u.str, text->len, &k, &d, NULL)) {
+		pith_buf_puts(out, "null");
+		return;
+	}
+	char hex[65];
+	pith_hex_encode(d.root, 32, hex);
+	pith_buf_puts(out, "{\"feed_cursor\":");
+	if (d.cursor[0])
+		json_write_string(out, d.cursor, strlen(d.cursor));
+	else
+		pith_buf_puts(out, "null");
+	pith_buf_printf(out, ",\"record_count\":%llu,\"root_sha256\":\"%s\"}", (unsigned long long)d.count, hex);
+}
+
+int pith_sr_conform_answer(const char *kind, const json_value_t *c, pith_buf_t *out)
+{
+	if (!strcmp(kind, "state_root"))
+		answer_root(c, out);
+	else if (!strcmp(kind, "state_root_proof"))
+		answer_proof(c, out);
+	else if (!strcmp(kind, "state_root_document"))
+		answer_document(c, out);
+	else
+		return 0;
+	return 1;
 }

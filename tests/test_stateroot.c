@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "conform.h"
 #include "sr_leafset.h"
 #include "stateroot.h"
 #include "test_util.h"
@@ -547,125 +548,30 @@ static json_doc_t *read_json(const char *name)
 	return d;
 }
 
-static int no_list(void *ctx, const uint8_t key[PITH_SR_KEY_BYTES], unsigned plen,
-		   pith_sr_leaf_t *out, size_t cap, size_t *n)
+static void corpus_fail(void *arg, const char *name, const char *what)
 {
-	(void)ctx, (void)key, (void)plen, (void)out, (void)cap;
-	*n = 0;
-	return PITH_ENOTSUP;
+	test_fail_(__FILE__, __LINE__, "%s: %s: %s", (const char *)arg, name, what);
 }
 
-TEST(conformance_roots, "tests/conformance/state-root/roots.json: every case's root")
+/* A corpus file through pith_conform_check, as `pithctl conformance` runs it. */
+static void corpus_file(const char *file, size_t min_cases)
 {
-	json_doc_t *d = read_json("roots.json");
-	const json_value_t *cases = d ? json_get_type(json_doc_root(d), "cases", JSON_ARRAY) : NULL;
-	CHECK(cases && cases->len >= 5);
-	for (size_t c = 0; cases && c < cases->len; c++) {
-		const json_value_t *cs = cases->u.items[c], *lv = json_get_type(cs, "leaves", JSON_ARRAY);
-		const char *want = json_get_str(cs, "expect_root_sha256"), *name = json_get_str(cs, "name");
-		size_t n = lv ? lv->len : 0;
-		pith_sr_leaf_t *l = calloc(n + 1, sizeof(*l));
-		uint8_t (*k)[PITH_SR_KEY_BYTES] = calloc(n + 1, PITH_SR_KEY_BYTES);
-		for (size_t i = 0; i < n; i++) {
-			const char *p = json_get_str(lv->u.items[i], "pith_number");
-			const char *s = json_get_str(lv->u.items[i], "state_sha256");
-			CHECK(p && s && strlen(p) == PITH_NUMBER_LEN);
-			if (p && s) {
-				memcpy(l[i].pith, p, PITH_NUMBER_LEN);
-				pith_hex_decode(s, 64, l[i].state, 32);
-			}
-		}
-		/* the corpus lists leaves in any order: sort them by key */
-		sr_entry_t *e = calloc(n + 1, sizeof(*e));
-		for (size_t i = 0; i < n; i++) {
-			e[i].leaf = l[i];
-			pith_sr_key(l[i].pith, e[i].key);
-		}
-		qsort(e, n, sizeof(*e), sr_entry_cmp);
-		for (size_t i = 0; i < n; i++) {
-			l[i] = e[i].leaf;
-			memcpy(k[i], e[i].key, PITH_SR_KEY_BYTES);
-		}
-		uint8_t r[32];
-		char hex[65];
-		pith_sr_hash_sorted(l, (const uint8_t (*)[PITH_SR_KEY_BYTES])k, n, r);
-		pith_hex_encode(r, 32, hex);
-		if (!want || strcmp(hex, want))
-			test_fail_(__FILE__, __LINE__, "%s: root %s, expected %s", name ? name : "?", hex,
-				   want ? want : "?");
-		/* and the kept tree built from them, any bucket size */
-		pith_sr_t *t = pith_sr_new(1, no_list, NULL);
-		CHECK(!pith_sr_build(t, l, n, NULL));
-		CHECK(!pith_sr_root(t, r));
-		pith_hex_encode(r, 32, hex);
-		CHECK(want && !strcmp(hex, want));
-		pith_sr_free(t);
-		free(e);
-		free(k);
-		free(l);
-	}
+	json_doc_t *d = read_json(file);
+	size_t cases = 0, failed = 0;
+	pith_err_t err = {0};
+	if (d && pith_conform_check(json_doc_root(d), corpus_fail, (void *)file, &cases, &failed, &err))
+		test_fail_(__FILE__, __LINE__, "%s: %s", file, err.msg);
+	if (cases < min_cases)
+		test_fail_(__FILE__, __LINE__, "%s: %zu cases, expected at least %zu", file, cases, min_cases);
 	json_doc_free(d);
 }
 
-TEST(conformance_proofs, "tests/conformance/state-root/proofs.json: every proof verifies or fails as stated")
+TEST(conformance_corpus,
+     "tests/conformance/state-root/: every root, proof and signed document answers as the corpus expects")
 {
-	json_doc_t *d = read_json("proofs.json");
-	const json_value_t *cases = d ? json_get_type(json_doc_root(d), "cases", JSON_ARRAY) : NULL;
-	CHECK(cases && cases->len >= 5);
-	pith_buf_t b = PITH_BUF_INIT;
-	for (size_t c = 0; cases && c < cases->len; c++) {
-		const json_value_t *cs = cases->u.items[c], *pv = json_get(cs, "proof");
-		const char *name = json_get_str(cs, "name"), *expect = json_get_str(cs, "expect");
-		const char *roothex = json_get_str(cs, "root_sha256");
-		uint8_t root[32] = {0};
-		pith_sr_proof_t p;
-		int present = -1;
-		const char *got = "invalid";
-		pith_buf_reset(&b);
-		if (roothex && !pith_hex_decode(roothex, strlen(roothex), root, 32) && pv &&
-		    !json_canon_write(pv, &b) && !pith_sr_proof_parse(b.data, b.len, &p, NULL) &&
-		    !pith_sr_proof_check(&p, root, &present, NULL))
-			got = present ? "present" : "absent";
-		if (!expect || strcmp(got, expect))
-			test_fail_(__FILE__, __LINE__, "%s: %s, expected %s", name ? name : "?", got,
-				   expect ? expect : "?");
-	}
-	pith_buf_release(&b);
-	json_doc_free(d);
-}
-
-TEST(conformance_documents, "tests/conformance/state-root/documents.json: every document verifies or fails as stated")
-{
-	json_doc_t *d = read_json("documents.json");
-	const json_value_t *top = d ? json_doc_root(d) : NULL;
-	const json_value_t *cases = json_get_type(top, "cases", JSON_ARRAY);
-	pith_key_t k = {0};
-	const char *pk = json_get_str(top, "public_key_hex"), *kid = json_get_str(top, "key_id");
-	CHECK(pk && kid && !pith_hex_decode(pk, 64, k.pk, 32));
-	if (kid)
-		snprintf(k.key_id, sizeof(k.key_id), "%s", kid);
-	pith_key_fingerprint(k.pk, k.fp);
-	k.rotates_at_us = PITH_NO_ROTATION;
-	CHECK(cases && cases->len >= 4);
-	for (size_t c = 0; cases && c < cases->len; c++) {
-		const json_value_t *cs = cases->u.items[c];
-		const char *name = json_get_str(cs, "name"), *expect = json_get_str(cs, "expect");
-		const json_value_t *text = json_get_type(cs, "text", JSON_STRING);
-		pith_sr_doc_t got;
-		int rc = text ? pith_sr_doc_verify((const uint8_t *)text->u.str, text->len, &k, &got, NULL)
-			      : PITH_EINVAL;
-		const char *g = rc ? "invalid" : "valid";
-		if (!expect || strcmp(g, expect))
-			test_fail_(__FILE__, __LINE__, "%s: %s, expected %s", name ? name : "?", g,
-				   expect ? expect : "?");
-		const char *root = json_get_str(cs, "expect_root_sha256");
-		if (!rc && root) {
-			char hex[65];
-			pith_hex_encode(got.root, 32, hex);
-			CHECK(!strcmp(hex, root));
-		}
-	}
-	json_doc_free(d);
+	corpus_file("roots.json", 10);
+	corpus_file("proofs.json", 10);
+	corpus_file("documents.json", 4);
 }
 
 /* Writes documents.json: one key from a fixed seed, a valid document and
@@ -704,20 +610,23 @@ static int write_documents(const char *path)
 	p = strstr(sig, "\"signature_b64\":\"");
 	if (p)
 		p[17] = p[17] == 'A' ? 'B' : 'A';
-	pith_buf_printf(&out, "{\n\"kind\": \"state_root_documents\",\n"
-			      "\"description\": \"signed root documents (docs/state-root.md, section 5) by one key; "
-			      "expect valid or invalid\",\n"
-			      "\"key_id\": \"%s\",\n\"public_key_hex\": \"%s\",\n\"cases\": [\n",
-			k.key_id, pkhex);
+	pith_buf_puts(&out, "{\n\"kind\": \"state_root_document\",\n"
+			    "\"description\": \"signed root documents (docs/state-root.md, section 5) verified against "
+			    "the key given; null: refused\",\n\"cases\": [\n");
 	const char *names[] = {"valid", "valid-empty-tree-no-cursor", "count-changed", "signature-changed"};
 	const char *texts[] = {(char *)good.data, (char *)nul.data, count, sig};
-	const char *exp[] = {"valid", "valid", "invalid", "invalid"};
-	const char *roots[] = {roothex, emptyhex, NULL, NULL};
 	for (int i = 0; i < 4; i++) {
-		pith_buf_printf(&out, "{\"name\": \"%s\", \"expect\": \"%s\", ", names[i], exp[i]);
-		if (roots[i])
-			pith_buf_printf(&out, "\"expect_root_sha256\": \"%s\", ", roots[i]);
-		pith_buf_puts(&out, "\"text\": ");
+		pith_buf_printf(&out, "{\"name\": \"%s\", \"rule\": \"SR-DOC\", \"key_id\": \"%s\", "
+				      "\"public_key_hex\": \"%s\",\n \"expect\": ", names[i], k.key_id, pkhex);
+		if (i == 0)
+			pith_buf_printf(&out, "{\"feed_cursor\": \"42\", \"record_count\": 3, \"root_sha256\": \"%s\"}",
+					roothex);
+		else if (i == 1)
+			pith_buf_printf(&out, "{\"feed_cursor\": null, \"record_count\": 0, \"root_sha256\": \"%s\"}",
+					emptyhex);
+		else
+			pith_buf_puts(&out, "null");
+		pith_buf_puts(&out, ",\n \"text\": ");
 		json_write_string(&out, texts[i], strlen(texts[i]));
 		pith_buf_puts(&out, i < 3 ? "},\n" : "}\n");
 	}
@@ -747,8 +656,6 @@ int main(int argc, char **argv)
 	RUN(descent_disjoint_trees);
 	RUN(range_answers_checked);
 	RUN(signed_document_verifies);
-	RUN(conformance_roots);
-	RUN(conformance_proofs);
-	RUN(conformance_documents);
+	RUN(conformance_corpus);
 	return test_done();
 }

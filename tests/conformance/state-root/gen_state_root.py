@@ -126,11 +126,18 @@ def main():
         ("hundred", "100 leaves", leaves_of("hundred", 100)),
         ("many", "300 leaves", leaves_of("many", 300)),
     ]
-    rcases = [{"name": n, "description": d, "leaves": [{"pith_number": p, "state_sha256": s} for p, s in l],
-               "expect_root_sha256": root(l).hex(), "expect_record_count": len(l)} for n, d, l in roots]
+    rcases = [{"name": n, "rule": "SR-TREE", "description": d,
+               "leaves": [{"pith_number": p, "state_sha256": s} for p, s in l],
+               "expect": {"record_count": len(l), "root_sha256": root(l).hex()}} for n, d, l in roots]
+    # refused: the same key twice, a malformed pith number
+    rcases.append({"name": "repeated-key", "rule": "SR-TREE", "description": "one key twice: refused (null)",
+                   "leaves": [{"pith_number": sample, "state_sha256": st}, {"pith_number": sample, "state_sha256": st2}],
+                   "expect": None})
+    rcases.append({"name": "not-a-pith-number", "rule": "SR-KEY", "description": "a short pith number: refused (null)",
+                   "leaves": [{"pith_number": "pith:AR7B3DEV", "state_sha256": st}], "expect": None})
     with open(os.path.join(out, "roots.json"), "w") as f:
-        json.dump({"kind": "state_root_roots",
-                   "description": "leaves in, root out (docs/state-root.md, sections 2 and 3)",
+        json.dump({"kind": "state_root",
+                   "description": "leaves in, root out (docs/state-root.md, sections 2 and 3); null: refused",
                    "cases": rcases}, f, indent=1, sort_keys=True)
         f.write("\n")
 
@@ -141,7 +148,14 @@ def main():
     pcases = []
 
     def case(name, desc, proof, expect, rt=r):
-        pcases.append({"name": name, "description": desc, "root_sha256": rt, "proof": proof, "expect": expect})
+        if expect == "present":
+            expect = {"present": True, "state_sha256": proof["leaf"]["state_sha256"]}
+        elif expect == "absent":
+            expect = {"present": False}
+        else:
+            expect = None
+        pcases.append({"name": name, "rule": "SR-PROOF", "description": desc, "root_sha256": rt, "proof": proof,
+                       "expect": expect})
 
     good = prove(tree, present)
     case("present", "a record in the tree", good, "present")
@@ -171,8 +185,8 @@ def main():
     case("present-claimed-absent", "another record's proof offered as the absence of a present one", t, "invalid")
     case("wrong-root", "a good proof against another root", good, "invalid", root(tree[1:]).hex())
     with open(os.path.join(out, "proofs.json"), "w") as f:
-        json.dump({"kind": "state_root_proofs",
-                   "description": "proofs against a root (docs/state-root.md, section 6); expect present, absent or invalid",
+        json.dump({"kind": "state_root_proof",
+                   "description": "proofs against a trusted root (docs/state-root.md, section 6); null: does not verify",
                    "cases": pcases}, f, indent=1, sort_keys=True)
         f.write("\n")
 
