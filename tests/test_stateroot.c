@@ -523,6 +523,94 @@ TEST(signed_document_verifies, "a signed root document verifies; a tampered one 
 	pith_buf_release(&c);
 }
 
+/* Each byte of text changed in turn (and cut at every length): the
+ * parser must refuse or accept, never crash (run under ASan). Returns how
+ * many mutants were accepted. */
+static size_t mutate_all(const pith_buf_t *text, int (*parse)(const uint8_t *, size_t, void *), void *out)
+{
+	size_t accepted = 0;
+	uint8_t *m = malloc(text->len + 1);
+	for (size_t i = 0; m && i < text->len; i++) {
+		memcpy(m, text->data, text->len);
+		m[i] ^= (uint8_t)(1u << (i % 8));
+		accepted += parse(m, text->len, out) == 0;
+		accepted += parse(text->data, i, out) == 0;
+	}
+	free(m);
+	return accepted;
+}
+
+static int parse_proof(const uint8_t *b, size_t n, void *out)
+{
+	return pith_sr_proof_parse(b, n, out, NULL);
+}
+
+static int parse_range(const uint8_t *b, size_t n, void *out)
+{
+	return pith_sr_range_parse(b, n, out, NULL);
+}
+
+static pith_key_t mut_key;
+
+static int parse_doc(const uint8_t *b, size_t n, void *out)
+{
+	return pith_sr_doc_verify(b, n, &mut_key, out, NULL);
+}
+
+static void fixed_key(pith_key_t *k, uint8_t sk[64], uint8_t seedbyte);
+
+TEST(mutated_documents_refused, "every one-bit change or cut of a proof, range answer or root document is refused or harmless")
+{
+	sr_leafset_t ls;
+	CHECK(!sr_leafset_init(&ls, 100, 3));
+	for (size_t i = 0; i < ls.n; i++)
+		sr_leafset_set(&ls, i, 1);
+	size_t n;
+	pith_sr_leaf_t *l = scratch_leaves(&ls, &n);
+	pith_sr_t *t = pith_sr_new(0, sr_leafset_list, &ls);
+	CHECK(!pith_sr_build(t, l, n, NULL));
+	pith_sr_proof_t *p = malloc(sizeof(*p)), *q = malloc(sizeof(*q));
+	pith_sr_range_t *r = malloc(sizeof(*r)), *x = malloc(sizeof(*x));
+	pith_buf_t b = PITH_BUF_INIT;
+	uint8_t root[32], sk[64], pre[PITH_SR_KEY_BYTES] = {0};
+	CHECK(!pith_sr_root(t, root));
+	/* a proof: a mutant that parses must not verify as anything else */
+	CHECK(!pith_sr_prove(t, ls.e[5].leaf.pith, p) && !pith_sr_proof_json(p, &b));
+	mutate_all(&b, parse_proof, q);
+	for (size_t i = 0; i < b.len; i++) {
+		b.data[i] ^= (uint8_t)(1u << (i % 8));
+		int present = 0;
+		if (!pith_sr_proof_parse(b.data, b.len, q, NULL) && !pith_sr_proof_check(q, root, &present, NULL))
+			CHECK(!present || (!strcmp(q->asked, p->asked) && !memcmp(q->leaf.state, p->leaf.state, 32)));
+		b.data[i] ^= (uint8_t)(1u << (i % 8));
+	}
+	/* a range answer (the root's and a small one with leaves) */
+	for (unsigned plen = 0; plen <= 6; plen += 6) {
+		pith_buf_reset(&b);
+		memcpy(pre, ls.e[9].key, sizeof(pre));
+		CHECK(!pith_sr_range(t, pre, plen, r) && !pith_sr_range_json(r, &b));
+		mutate_all(&b, parse_range, x);
+	}
+	/* a signed root document: no mutant verifies but those that change
+	 * nothing signed (none: every member is hashed or is the signature) */
+	pith_sr_doc_t d = {0}, got;
+	fixed_key(&mut_key, sk, 9);
+	memcpy(d.root, root, 32);
+	d.count = n;
+	snprintf(d.signed_at, sizeof(d.signed_at), "2026-12-07T09:10:00Z");
+	pith_buf_reset(&b);
+	CHECK(!pith_sr_doc_sign(&d, &mut_key, sk, &b, NULL));
+	CHECK_INT_EQ(mutate_all(&b, parse_doc, &got), 0);
+	pith_buf_release(&b);
+	free(p);
+	free(q);
+	free(r);
+	free(x);
+	pith_sr_free(t);
+	free(l);
+	sr_leafset_free(&ls);
+}
+
 /* ---- the conformance corpus ---- */
 
 static json_doc_t *read_json(const char *name)
@@ -656,6 +744,7 @@ int main(int argc, char **argv)
 	RUN(descent_disjoint_trees);
 	RUN(range_answers_checked);
 	RUN(signed_document_verifies);
+	RUN(mutated_documents_refused);
 	RUN(conformance_corpus);
 	return test_done();
 }
