@@ -10,6 +10,7 @@
 #include "event.h"
 #include "ids.h"
 #include "merge.h"
+#include "stateroot.h"
 #include "trust.h"
 
 #define BUNDLE_MAX_DEPTH (PITH_EVENT_MAX_DEPTH + 8)
@@ -266,6 +267,8 @@ void pith_conform_answer(const char *kind, const json_value_t *c, pith_buf_t *ou
 {
 	pith_buf_t inb = PITH_BUF_INIT;
 	pith_buf_reset(out);
+	if (pith_sr_conform_answer(kind, c, out)) /* the state root's kinds: no input */
+		return;
 	if (case_bytes(c, "input", &inb) || pith_buf_cstr(&inb)) {
 		pith_buf_puts(out, "malformed");
 		pith_buf_release(&inb);

@@ -32,7 +32,8 @@ int pith_conform_merge_eval(const json_value_t *c, pith_conform_merge_t *out, pi
 void pith_conform_merge_release(pith_conform_merge_t *out);
 
 /* The answer of this implementation to one case of a list file (kind
- * canonical_json, timestamp, record_identity, key_fingerprint, ed25519),
+ * canonical_json, timestamp, record_identity, key_fingerprint, ed25519;
+ * state_root, state_root_proof, state_root_document: stateroot.h),
  * as canonical JSON text into out (reset first); null when the input is
  * refused. */
 void pith_conform_answer(const char *kind, const json_value_t *c, pith_buf_t *out);
