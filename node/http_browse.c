@@ -433,9 +433,10 @@ void view_home(http_ctx_t *c)
 		html_text(b, h->o.network_id);
 		pith_buf_puts(b, "</code></dd>\n");
 	}
-	pith_buf_printf(b, "<dt>Holds</dt><dd>%llu records, %llu events, %llu registry bundles</dd>\n",
-			(unsigned long long)sc.records, (unsigned long long)sc.events,
-			(unsigned long long)sc.bundles);
+	pith_buf_printf(b, "<dt>Holds</dt><dd>%llu record%s, %llu event%s, %llu registry bundle%s</dd>\n",
+			(unsigned long long)sc.records, sc.records == 1 ? "" : "s",
+			(unsigned long long)sc.events, sc.events == 1 ? "" : "s",
+			(unsigned long long)sc.bundles, sc.bundles == 1 ? "" : "s");
 	if (h->hooks.about) {
 		http_about_t ab = {0};
 		h->hooks.about(h->hooks.arg, &ab);

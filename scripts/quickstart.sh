@@ -90,7 +90,9 @@ node_check() {
     why="$url answers $code"
     return 1
   fi
-  line=$(printf 'node-%d  %d events, %d records  %s' "$i" "$1" "$2" "$url")
+  local rs=s
+  [ "$2" = 1 ] && rs=
+  line=$(printf 'node-%d  %d events, %d record%s  %s' "$i" "$1" "$2" "$rs" "$url")
 }
 
 lines=()

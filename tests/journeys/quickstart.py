@@ -150,7 +150,7 @@ def main():
         with open(os.path.join(root, "quickstart.out"), "w") as f:
             f.write(r.stdout)
         printed = {}
-        for m in re.finditer(r"^\s*node-(\d+)\s+(\d+) events, (\d+) records\s+(\S+)$",
+        for m in re.finditer(r"^\s*node-(\d+)\s+(\d+) events, (\d+) records?\s+(\S+)$",
                              r.stdout, re.M):
             printed[int(m.group(1))] = (int(m.group(2)), int(m.group(3)), m.group(4))
         check(sorted(printed) == list(range(NODES)),
