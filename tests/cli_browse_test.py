@@ -175,8 +175,9 @@ def run_cases(args, root, node, gen, key):
             title = "The Case for Co-Designing Model Architectures with Hardware"
             assert lines[0] == "pith:%s  %s" % (AR7B[-26:][:8], title), (where, lines)
             assert "Stella Biderman" in lines[1] and "cs.DC" in lines[1], lines
-            js = [json.loads(l) for l in ctl(*where, "--json", "search", "--limit", "1",
-                                             "co-designing").stdout.splitlines()]
+            r = ctl(*where, "--json", "search", "--limit", "1", "co-designing")
+            js = json.loads(r.stdout)  # one array, one hit a line
+            assert r.stdout.startswith("[\n{") and r.stdout.endswith("}\n]\n"), r.stdout
             assert len(js) == 1 and js[0]["pith_number"] == AR7B, js
             assert set(js[0]) == {"pith_number", "short_pith_number", "title", "authors",
                                   "primary_cat", "categories", "submitted_at", "score"}, js

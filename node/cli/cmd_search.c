@@ -4,7 +4,8 @@
  * change log, and queries it; when a running pithd holds the store, the
  * index is that pithd's to write: it is opened read-only and queried as
  * it is. With --node SOCKET the running pithd answers from its own
- * index. No hit: "[]" with --json, a line saying so without. */
+ * index. --json: one array, a hit a line, "[]" for none (man pithctl,
+ * "--json"); without it, a line saying none matched. */
 #include "cli_node.h"
 #include "cli_store.h"
 
@@ -16,7 +17,7 @@
 
 typedef struct out {
 	const cli_ctx_t *ctx;
-	size_t n; /* hits printed */
+	cli_list_t list; /* hits printed; --json: one array */
 } out_t;
 
 /* One hit: "pith:SHORT  title" and an indented line of authors,
@@ -25,11 +26,10 @@ static int print_hit(void *arg, const search_hit_t *h)
 {
 	out_t *o = arg;
 	const cli_ctx_t *ctx = o->ctx;
-	o->n++;
+	cli_list_item(&o->list);
 	if (ctx->json) {
 		pith_buf_t b = PITH_BUF_INIT;
 		search_hit_json(h, &b);
-		pith_buf_putc(&b, '\n');
 		if (!b.oom)
 			fwrite(b.data, 1, b.len, stdout);
 		pith_buf_release(&b);
@@ -49,15 +49,15 @@ static int print_hit(void *arg, const search_hit_t *h)
 	return ferror(stdout) ? 1 : 0;
 }
 
-/* After the hits: none is "[]" (--json: an empty result is never
- * nothing) or a line saying so; exit status 0 either way. */
-static void print_none(const out_t *o, size_t offset)
+/* After the hits: the array's end, "[]" for none (--json: an empty
+ * result is never nothing), or a line saying none matched; exit status
+ * 0 either way. */
+static void print_end(out_t *o, size_t offset)
 {
-	if (o->n)
+	cli_list_end(&o->list);
+	if (o->list.n || o->ctx->json)
 		return;
-	if (o->ctx->json)
-		printf("[]\n");
-	else if (offset)
+	if (offset)
 		printf("no more records matched (offset %zu)\n", offset);
 	else
 		printf("no records matched\n");
@@ -122,7 +122,7 @@ static int run_node(cli_ctx_t *ctx, sopts_t *o)
 	if (rc)
 		return 1;
 	const json_value_t *res = json_get_type(json_doc_root(doc), "results", JSON_ARRAY);
-	out_t out = {ctx, 0};
+	out_t out = {ctx, {ctx->json, 0}};
 	if (!res)
 		rc = cli_fail("search", "the node's answer has no \"results\"");
 	for (size_t i = 0; !rc && i < res->len; i++) {
@@ -143,7 +143,7 @@ static int run_node(cli_ctx_t *ctx, sopts_t *o)
 			rc = cli_fail("search", "cannot write to stdout");
 	}
 	if (!rc)
-		print_none(&out, o->offset);
+		print_end(&out, o->offset);
 	json_doc_free(doc);
 	return rc;
 }
@@ -173,13 +173,13 @@ static int run_beside_node(cli_ctx_t *ctx, sopts_t *o, const char *path, long pi
 		return cli_fail("search", "a running pithd (pid %ld) holds %s, and its index %s cannot "
 				"be read (%s); use --node %s search", pid, ctx->store_dir, path, err.msg,
 				sock);
-	out_t out = {ctx, 0};
+	out_t out = {ctx, {ctx->json, 0}};
 	int rc = 0, more = 0;
 	if (search_query(s, (const char *)o->q.data, o->limit, o->offset, print_hit, &out, &more,
 			 &err))
 		rc = cli_fail("search", "%s", err.msg);
 	if (!rc)
-		print_none(&out, o->offset);
+		print_end(&out, o->offset);
 	/* after the answer: a refusal stays one line */
 	if (!rc && !ctx->json)
 		fprintf(stderr, "pithctl search: a running pithd holds this store: answered from its "
@@ -219,7 +219,7 @@ static int run(cli_ctx_t *ctx, int argc, char **argv)
 	}
 	uint64_t n = 0;
 	int more = 0;
-	out_t out = {ctx, 0};
+	out_t out = {ctx, {ctx->json, 0}};
 	double t0 = cli_now();
 	if (search_open(path, st, &s, &err) || search_refresh(s, &n, &err))
 		rc = cli_fail("search", "%s", err.msg);
@@ -230,7 +230,7 @@ static int run(cli_ctx_t *ctx, int argc, char **argv)
 				&more, &err))
 		rc = cli_fail("search", "%s", err.msg);
 	if (!rc)
-		print_none(&out, o.offset);
+		print_end(&out, o.offset);
 	if (!rc && (fflush(stdout) || ferror(stdout)))
 		rc = cli_fail("search", "cannot write to stdout");
 	search_free(s);
@@ -260,7 +260,7 @@ const cli_cmd_t cli_cmd_search = {
 	"read-only (a line on stderr says so). With --node, the running pithd\n"
 	"answers from its index. One line per record (pith:SHORT and the title,\n"
 	"then authors, categories and date), or \"no records matched\"; --json:\n"
-	"one object per line, or [] when none matched. Exit status 0 with hits\n"
+	"one array, an object a line, [] when none matched. Exit status 0 with hits\n"
 	"or without; 1 for a query refused (not UTF-8, a control character, no\n"
 	"word at all, too long) or an index that cannot be read.\n",
 	run,

@@ -16,7 +16,8 @@ running node with a peer and an upstream (the stand-in over plain HTTP):
 
 And the exact bytes of what a person types: `pithctl resolve 2401.14489`
 (the number and a newline) and its --json, from the store and the node;
-`records --json` of an empty store is "[]". A command with no case here
+`records --json` of an empty store is "[]"; `search --json` with a hit is
+an array, its element a line, from the store and the node. A command with no case here
 fails the journey, so a new command gets its row. The table is written to
 OUT/cli_json.txt.
 """
@@ -36,9 +37,6 @@ from pithtest import Node, wait_for  # noqa: E402
 from upstream_standin import write_feed, write_tree  # noqa: E402
 
 SAMPLE = "pith:2024:AR7B3DEVMOTSBRCCVXUCLYSRRE"
-# `search` is another branch's (issue 51: its empty --json printed nothing);
-# until that lands an empty search may print nothing: said, not failed.
-LATER = {("search", "empty")}
 
 
 def fail(msg):
@@ -129,6 +127,17 @@ def body(args, tmp, procs, nodes):
     r = run(["--store", E, "--json", "records"])
     if r.stdout != b"[]\n":
         fail("records --json of an empty store: %r" % r.stdout)
+    # a hit: an array, not JSON Lines (the node's index follows its store on a thread)
+    for where in (["--store", S], N):
+        def hit():
+            r = run(where + ["--json", "search", "co-designing"])
+            return r if r.returncode == 0 and r.stdout != b"[]\n" else None
+        r = wait_for(hit, 15, what="%s search to find the sample" % where[0])
+        doc = json.loads(r.stdout)
+        if not (r.stdout.startswith(b"[\n{") and r.stdout.endswith(b"}\n]\n")
+                and isinstance(doc, list) and [h["pith_number"] for h in doc] == [SAMPLE]):
+            fail("%s --json search co-designing: %r, not one array of the sample" %
+                 (where[0], r.stdout[:300]))
 
     gone = "pith:2024:" + "A" * 26
     key = os.path.join(tmp, "key.json")
@@ -172,7 +181,10 @@ def body(args, tmp, procs, nodes):
         ("show", "ok", ["--store", S, "--json", "show", SAMPLE], b""),
         ("show", "ok", N + ["--json", "show", "2401.14489"], b""),
         ("show", "error", ["--store", E, "--json", "show", SAMPLE], b""),
+        ("search", "ok", ["--store", S, "--json", "search", "co-designing"], b""),
+        ("search", "ok", N + ["search", "--json", "co-designing"], b""),
         ("search", "empty", ["--store", S, "--json", "search", "xyzzyq"], b""),
+        ("search", "empty", N + ["--json", "search", "xyzzyq"], b""),
         ("search", "error", ["--json", "search", "x"], b""),
         ("resolve", "ok", ["--store", S, "--json", "resolve", "2401.14489"], b""),
         ("resolve", "ok", N + ["resolve", "--json", "pith:AR7B3DEV"], b""),
@@ -202,7 +214,7 @@ def body(args, tmp, procs, nodes):
     missing = sorted(set(commands) - {c[0] for c in cases})
     if missing:
         fail("commands with no --json case here: %s" % ", ".join(missing))
-    table, later = [], []
+    table = []
     for cmd, kind, argv, stdin in cases:
         r = run(argv, stdin)
         out, err = r.stdout.decode(errors="replace"), r.stderr.decode(errors="replace")
@@ -225,16 +237,11 @@ def body(args, tmp, procs, nodes):
                 (r.returncode == 0 and parsed and isinstance(doc, dict))
         else:
             good = r.returncode == 0 and parsed
-        if not good and (cmd, kind) in LATER:
-            later.append(row)
-            continue
         if not good:
             fail("%s (%s): exit %d, stdout %r, stderr %r" % (" ".join(argv), kind, r.returncode,
                                                           out[:300], err[:300]))
     with open(os.path.join(args.out, "cli_json.txt"), "w") as f:
         f.write("\n".join(table) + "\n")
-    for row in later:
-        print("# not yet one JSON document (another branch's): %s" % row)
 
 
 if __name__ == "__main__":

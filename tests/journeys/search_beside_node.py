@@ -60,8 +60,8 @@ def body(args, root, nodes):
     assert r.stdout.startswith("pith:%s  Kernel methods revisited\n" % ids["muller"][10:18]), r
     assert "running pithd holds this store" in r.stderr and "read-only" in r.stderr, r.stderr
     r = pithctl("--json", "search", "学习")
-    assert r.returncode == 0 and [json.loads(l)["pith_number"] for l in
-                                  r.stdout.splitlines()] == [ids["zh"]], r
+    assert r.returncode == 0 and [h["pith_number"] for h in json.loads(r.stdout)] == \
+        [ids["zh"]], r
     r = pithctl("search", "nothing-matches-this")
     assert r.returncode == 0 and r.stdout == "no records matched\n", r
     r = pithctl("--json", "search", "nothing-matches-this")
