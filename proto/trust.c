@@ -81,8 +81,12 @@ int pith_trust_add(pith_trust_t *t, const pith_key_t *k)
 	if (pith_trust_key_check(k, NULL))
 		return PITH_EINVAL;
 	for (size_t i = 0; i < t->n; i++) {
+		/* one entry per (public key, key id), whatever the order the
+		 * files come in (docs/merge.md, K-SET): a registry entry if
+		 * any file says so, the earliest rotates_at of them */
 		if (!memcmp(t->keys[i].pk, k->pk, 32) && !strcmp(t->keys[i].key_id, k->key_id)) {
-			t->keys[i].rotates_at_us = k->rotates_at_us;
+			if (k->rotates_at_us < t->keys[i].rotates_at_us)
+				t->keys[i].rotates_at_us = k->rotates_at_us;
 			t->keys[i].is_registry |= k->is_registry;
 			return 0;
 		}
@@ -111,6 +115,14 @@ const pith_key_t *pith_trust_find(const pith_trust_t *t, const char *fp)
 		if (!strcmp(t->keys[i].fp, fp))
 			return &t->keys[i];
 	return NULL;
+}
+
+int pith_trust_fp_is_registry(const pith_trust_t *t, const char *fp)
+{
+	for (size_t i = 0; i < t->n; i++)
+		if (t->keys[i].is_registry && !strcmp(t->keys[i].fp, fp))
+			return 1;
+	return 0;
 }
 
 size_t pith_trust_count(const pith_trust_t *t)

@@ -22,16 +22,24 @@
 #define SIGNED_AT "2026-06-01T00:00:00.000000Z"
 #define MAXDOCS 64
 
-enum { K_REG, K_OP1, K_OP2, K_STRANGER, K_OLDREG, K_OPROT, NKEYS };
+/* The last five share public keys with others (docs/merge.md, K-SET and
+ * K-ROLE): K_REGASOP is K_REG's key and key id without the registry role,
+ * K_DUALOP and K_DUALREG one key under an operator and a registry key id,
+ * K_OPROTLATE K_OPROT's key and id with a later rotates_at. */
+enum { K_REG, K_OP1, K_OP2, K_STRANGER, K_OLDREG, K_OPROT, K_REGASOP, K_DUALOP, K_DUALREG,
+       K_OPROTLATE, K_REG2, NKEYS };
+static const char *rot_at[NKEYS]; /* rotates_at as written in the case, or NULL */
 static tg_key_t keys[NKEYS];
 static const char *outdir;
 static int failures;
 static size_t written;
+static pith_buf_t last_state; /* the state of the case case_emit wrote last */
 
 typedef struct gcase {
 	char name[128], rule[40], desc[400];
 	char pith[PITH_NUMBER_LEN + 1];
 	unsigned trust; /* bit mask of keys in T (the built-in key always is) */
+	int trust_reversed; /* list them last key first */
 	struct {
 		const char *type;
 		pith_buf_t text;
@@ -49,9 +57,18 @@ static void keys_init(void)
 	tg_key_make(&keys[K_OP2], 3, "op-two", 0);
 	tg_key_make(&keys[K_STRANGER], 4, "stranger", 0);
 	tg_key_make(&keys[K_OLDREG], 5, "old-registry", 1);
-	pith_time_parse("2020-01-01T00:00:00Z", &keys[K_OLDREG].key.rotates_at_us);
 	tg_key_make(&keys[K_OPROT], 6, "op-rotating", 0);
-	pith_time_parse("2026-03-01T00:00:00Z", &keys[K_OPROT].key.rotates_at_us);
+	tg_key_make(&keys[K_REGASOP], 1, "test-registry", 0);
+	tg_key_make(&keys[K_DUALOP], 40, "dual-as-operator", 0);
+	tg_key_make(&keys[K_DUALREG], 40, "dual-as-registry", 1);
+	tg_key_make(&keys[K_OPROTLATE], 6, "op-rotating", 0);
+	tg_key_make(&keys[K_REG2], 8, "second-registry", 1);
+	rot_at[K_OLDREG] = "2020-01-01T00:00:00Z";
+	rot_at[K_OPROT] = "2026-03-01T00:00:00Z";
+	rot_at[K_OPROTLATE] = "2026-05-01T00:00:00Z";
+	for (int i = 0; i < NKEYS; i++)
+		if (rot_at[i])
+			pith_time_parse_valid(rot_at[i], PITH_TIME_FRACTION, &keys[i].key.rotates_at_us);
 }
 
 #define T_STD ((1u << K_REG) | (1u << K_OP1) | (1u << K_OP2))
@@ -67,15 +84,12 @@ static pith_trust_t *trust_of(unsigned mask)
 
 static void key_json(pith_buf_t *b, const tg_key_t *k)
 {
-	char hex[65], rot[32] = "";
+	char hex[65];
+	const char *rot = rot_at[k - keys];
 	pith_hex_encode(k->key.pk, 32, hex);
-	if (k == &keys[K_OLDREG])
-		snprintf(rot, sizeof(rot), "2020-01-01T00:00:00Z");
-	else if (k == &keys[K_OPROT])
-		snprintf(rot, sizeof(rot), "2026-03-01T00:00:00Z");
 	pith_buf_printf(b, "{\"key_id\":\"%s\",\"public_key_hex\":\"%s\"%s", k->key.key_id, hex,
 			k->key.is_registry ? ",\"role\":\"registry\"" : "");
-	if (rot[0])
+	if (rot)
 		pith_buf_printf(b, ",\"rotates_at\":\"%s\"", rot);
 	pith_buf_putc(b, '}');
 }
@@ -423,12 +437,14 @@ static void case_emit(gcase_t *c)
 	put_str(&b, c->desc, strlen(c->desc));
 	pith_buf_printf(&b, ",\"pith_number\":\"%s\",\"trust\":[", c->pith);
 	int first = 1;
-	for (int i = 0; i < NKEYS; i++)
+	for (int j = 0; j < NKEYS; j++) {
+		int i = c->trust_reversed ? NKEYS - 1 - j : j;
 		if (c->trust & (1u << i)) {
 			pith_buf_puts(&b, first ? "" : ",");
 			key_json(&b, &keys[i]);
 			first = 0;
 		}
+	}
 	pith_buf_puts(&b, "],\"documents\":[");
 	for (size_t i = 0; i < c->n; i++) {
 		pith_buf_printf(&b, "%s{\"type\":\"%s\",\"expect\":\"%s\",", i ? "," : "",
@@ -461,6 +477,8 @@ static void case_emit(gcase_t *c)
 			ok = 0;
 		}
 	if (ok) {
+		pith_buf_reset(&last_state);
+		pith_buf_append(&last_state, out.state.data, out.state.len);
 		/* one member per line, one document per line: readable diffs */
 		pith_buf_t f = PITH_BUF_INIT;
 		const json_value_t *r = json_doc_root(d);
@@ -1702,7 +1720,7 @@ static void cases_ids(const char *data_dir)
 		   "32-byte key (input: 64 lower-case hex), or null when the input is no key");
 	list_add(&l, "registry-key", "FINGERPRINT", PITH_REGISTRY_KEY_HEX, 64, NULL,
 		 "\"8d4b5ee74e4693bcd1df2446408b0d54\"", 1);
-	for (int i = 0; i < NKEYS; i++) {
+	for (int i = 0; i <= K_OPROT; i++) { /* the others share these keys */
 		char hex[65], want[40];
 		pith_hex_encode(keys[i].key.pk, 32, hex);
 		snprintf(want, sizeof(want), "\"%s\"", keys[i].key.fp);
@@ -1767,6 +1785,76 @@ static void cases_sig_encoding(void)
 	}
 }
 
+/* K-SET, K-ROLE: the trust store is a set; a key listed twice (two key
+ * ids and two roles, or one key id with two roles or two rotation times)
+ * gives one state whatever the order of the list. Each pair of cases
+ * lists T in both orders and must give the same bytes. */
+static void cases_keys(void)
+{
+	static const struct {
+		const char *rule, *name, *desc;
+		unsigned extra;
+		int variant;
+	} ks[] = {
+		{"K-ROLE", "dual-key-supersedes",
+		 "one public key trusted as dual-as-operator and as dual-as-registry: an event it signs "
+		 "under the operator key id supersedes another signer's event (its fingerprint is a "
+		 "registry fingerprint), whichever entry T lists first",
+		 (1u << K_DUALOP) | (1u << K_DUALREG), 0},
+		{"K-SET", "same-key-id-two-roles",
+		 "test-registry's key and key id listed twice, as a registry key and without the role: one "
+		 "entry, a registry key, so its receipt holds and its bundle verifies, in either order",
+		 1u << K_REGASOP, 1},
+		{"K-SET", "same-key-id-two-rotations",
+		 "op-rotating's key and key id listed with rotates_at 2026-03-01 and 2026-05-01: one entry "
+		 "rotating at the earlier, so an event of 2026-04-01 is refused (V-ROTATED) in either order",
+		 (1u << K_OPROT) | (1u << K_OPROTLATE), 2},
+	};
+	for (size_t i = 0; i < sizeof(ks) / sizeof(ks[0]); i++) {
+		pith_buf_t state0 = PITH_BUF_INIT;
+		for (int rev = 0; rev < 2; rev++) {
+			gcase_t c;
+			char name[96], a[PITH_EVENT_ID_LEN + 1], q[80];
+			static char must[200];
+			snprintf(name, sizeof(name), "%s.%s", ks[i].name, rev ? "listed-backwards" : "listed-forwards");
+			case_init(&c, ks[i].rule, name, ks[i].desc);
+			c.trust |= ks[i].extra;
+			c.trust_reversed = rev;
+			recno = 900 + (unsigned)i; /* the two orders: one record */
+			if (ks[i].variant == 0) {
+				add_record(&c, recno, T0, NULL);
+				add_ev(&c, K_OP1, "correction", "record", T1, "{\"v\":1}", NULL, NULL, "accepted", a);
+				add_ev(&c, K_DUALOP, "correction", "x", T2, "{\"v\":2}", NULL,
+				       quoted(q, sizeof(q), a), "accepted", NULL);
+				snprintf(must, sizeof(must), "\"superseded_event_ids\":[\"%s\"]", a);
+				case_must(&c, must);
+			} else if (ks[i].variant == 1) {
+				add_record(&c, recno, T0, NULL);
+				add_bundle(&c, 0, 1, "2026-02-01T00:00:00Z", K_REG, NULL, NULL, 0, "accepted");
+				case_must(&c, "\"invalid_event_count\":0");
+				case_must(&c, "\"alias_kind\":\"arxiv\"");
+			} else {
+				add_record(&c, recno, T0, NULL);
+				add_ev_edit(&c, K_OPROT, "correction", "2026-02-01T00:00:00Z", "{}",
+					    "signature.signed_at", "\"2026-02-01T00:00:00Z\"", "accepted");
+				add_ev_edit(&c, K_OPROT, "correction", "2026-04-01T00:00:00Z", "{}",
+					    "signature.signed_at", "\"2026-04-01T00:00:00Z\"", "V-ROTATED");
+				case_must(&c, "\"event_count\":2");
+			}
+			case_emit(&c);
+			if (!rev) {
+				pith_buf_append(&state0, last_state.data, last_state.len);
+			} else if (state0.len != last_state.len ||
+				   memcmp(state0.data, last_state.data, state0.len)) {
+				fprintf(stderr, "gen_conformance: %s: the two orders of T give two states\n",
+					c.name);
+				failures++;
+			}
+		}
+		pith_buf_release(&state0);
+	}
+}
+
 int main(int argc, char **argv)
 {
 	if (argc != 3) {
@@ -1792,6 +1880,7 @@ int main(int argc, char **argv)
 	cases_canon();
 	cases_ids(argv[2]);
 	cases_sig_encoding();
+	cases_keys();
 	fprintf(stderr, "gen_conformance: %zu cases written, %d refused\n", written, failures);
 	return failures ? 1 : 0;
 }
