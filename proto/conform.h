@@ -20,6 +20,11 @@ typedef struct pith_conform_merge {
 	 * (V-JSON ... V-SIGNATURE for events, B-JSON ... B-STATE for bundles);
 	 * static strings */
 	const char *outcome[PITH_CONFORM_MAX_DOCS];
+	/* per document: "accepted" or the refusal's name, as pithctl import
+	 * counts it ("json", "too_big", "shape", ... "bundle_state") */
+	const char *reason[PITH_CONFORM_MAX_DOCS];
+	/* per document: "event" or "bundle", as read (an "item" by D-KIND) */
+	const char *kind[PITH_CONFORM_MAX_DOCS];
 	pith_buf_t state;     /* canonical bytes of the state */
 	char state_sha256[65];
 } pith_conform_merge_t;

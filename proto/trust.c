@@ -270,9 +270,10 @@ int pith_key_from_json(const json_value_t *o, pith_key_t *key, pith_err_t *err)
 	memset(key, 0, sizeof(*key));
 	const char *hex = json_get_str(o, "public_key_hex");
 	const char *b64 = json_get_str(o, "public_key_b64");
-	const char *kid = json_get_str(o, "key_id");
-	if (!kid || !*kid || strlen(kid) >= PITH_KEY_ID_MAX)
-		return pith_err_set(err, PITH_EINVAL, "key: key_id missing or longer than %d",
+	const json_value_t *kv = json_get_type(o, "key_id", JSON_STRING);
+	const char *kid = kv ? kv->u.str : NULL;
+	if (!kid || !*kid || kv->len >= PITH_KEY_ID_MAX || strlen(kid) != kv->len)
+		return pith_err_set(err, PITH_EINVAL, "key: key_id missing, longer than %d or with a NUL",
 				    PITH_KEY_ID_MAX - 1);
 	if (hex) {
 		if (pith_hex_decode(hex, strlen(hex), key->pk, 32))
@@ -300,8 +301,15 @@ int pith_key_from_json(const json_value_t *o, pith_key_t *key, pith_err_t *err)
 	key->is_registry = role && !strcmp(role, "registry");
 	const json_value_t *rot = json_get(o, "rotates_at");
 	if (rot && rot->type == JSON_STRING) {
-		if (pith_time_parse(rot->u.str, &key->rotates_at_us))
-			return pith_err_set(err, PITH_EINVAL, "key: rotates_at is not a timestamp");
+		/* K-ROTATES-AT: the one rule of every timestamp (T-GRAMMAR,
+		 * T-CALENDAR, T-YEARS), so that two nodes never read one key
+		 * file as two rotation times, or one as none */
+		if (strlen(rot->u.str) != rot->len ||
+		    pith_time_parse_valid(rot->u.str, PITH_TIME_FRACTION, &key->rotates_at_us))
+			return pith_err_set(err, PITH_EINVAL,
+					    "key %.64s: rotates_at '%.40s' is not a timestamp "
+					    "(YYYY-MM-DDThh:mm:ss[.F]Z, a real date, years 0829-3110)",
+					    kid, rot->u.str);
 	} else if (rot && rot->type != JSON_NULL) {
 		return pith_err_set(err, PITH_EINVAL, "key: rotates_at must be a string or null");
 	}

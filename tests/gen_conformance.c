@@ -199,13 +199,18 @@ static void add_ev_edit(gcase_t *c, int key, const char *type, const char *creat
 /* ---- records and receipts ---------------------------------------------------- */
 
 /* A record with submitted_at given as raw JSON (NULL: no submitted_at). */
+/* The source.kind and source.version of the records made next, as raw
+ * JSON (B-ALIASES-DERIVED cases change them). */
+static const char *rec_kind = "\"arxiv\"", *rec_version = "1";
+
 static void record_text(pith_buf_t *b, unsigned n, const char *submitted_json)
 {
 	pith_buf_reset(b);
 	pith_buf_printf(b, "{\"metadata\":{\"license\":\"\",\"primary_cat\":\"cs.DC\"%s%s,"
 			"\"title_canon_sha256\":\"%064u\"},\"schema_version\":\"1.0\","
-			"\"source\":{\"id\":\"2401.%05u\",\"kind\":\"arxiv\",\"version\":1}}",
-			submitted_json ? ",\"submitted_at\":" : "", submitted_json ? submitted_json : "", n, n);
+			"\"source\":{\"id\":\"2401.%05u\",\"kind\":%s,\"version\":%s}}",
+			submitted_json ? ",\"submitted_at\":" : "", submitted_json ? submitted_json : "", n, n,
+			rec_kind, rec_version);
 	pith_buf_cstr(b);
 }
 
@@ -346,7 +351,13 @@ static int make_bundle(gcase_t *c, size_t from, size_t to, const char *built_at,
 	/* deterministic: the bundle signature's signed_at is built_at */
 	if (edit) {
 		json_parse(&e, (const uint8_t *)edit_json, strlen(edit_json), NULL, NULL);
-		json_object_set(d, b, edit, json_clone(d, json_doc_root(e)));
+		json_value_t *o = b;
+		const char *m = edit;
+		if (!strncmp(edit, "bundle_signature.", 17)) { /* outside the hash */
+			o = (json_value_t *)json_get(b, "bundle_signature");
+			m = edit + 17;
+		}
+		json_object_set(d, o, m, json_clone(d, json_doc_root(e)));
 	}
 	if (edit && !strcmp(edit, "source_aliases")) {
 		/* the state the bundle carries has A: merge again with the new one */
@@ -425,6 +436,26 @@ static void put_bytes(pith_buf_t *b, const char *name, const uint8_t *p, size_t 
 	pith_buf_putc(b, '"');
 }
 
+/* The refusal name a rule id gives (docs/merge.md, "Names of refusals");
+ * V-JSON and B-JSON say "json", which is "too_big" over the byte bound. */
+static const char *reason_of_rule(const char *rule, const char *kind)
+{
+	static const char *const map[][2] = {
+		{"accepted", "accepted"}, {"V-JSON", "json"}, {"V-SHAPE", "shape"},
+		{"V-CONTENT-HASH", "content_sha256"}, {"V-EVENT-ID", "event_id"}, {"V-KEY", "key"},
+		{"V-ROTATED", "rotated_key"}, {"V-SIGNATURE", "signature"}, {"B-JSON", "json"},
+		{"B-TYPE", "bundle_type"}, {"B-BUILT-AT", "bundle_built_at"},
+		{"B-RECORD", "bundle_record"}, {"B-ALIASES", "bundle_aliases"},
+		{"B-HASH", "bundle_hash"}, {"B-SIGNATURE", "bundle_signature"},
+		{"B-EVENTS", "bundle_events"}, {"B-STATE", "bundle_state"},
+	};
+	(void)kind;
+	for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++)
+		if (!strcmp(rule, map[i][0]))
+			return map[i][1];
+	return "?";
+}
+
 /* Evaluates c, checks what it intends, writes DIR/merge/NAME.json. */
 static void case_emit(gcase_t *c)
 {
@@ -462,6 +493,21 @@ static void case_emit(gcase_t *c)
 		fprintf(stderr, "gen_conformance: %s: %s\n", c->name, err.msg);
 		failures++;
 		goto done;
+	}
+	/* each document's refusal name, this build's, checked against the
+	 * rule the case expects (docs/merge.md, "Names of refusals") */
+	for (size_t i = 0; i < c->n; i++) {
+		const char *want = reason_of_rule(c->doc[i].expect, out.kind[i]);
+		if (strcmp(want, out.reason[i]) &&
+		    !(!strcmp(want, "json") && !strcmp(out.reason[i], "too_big"))) {
+			fprintf(stderr, "gen_conformance: %s: documents[%zu] refused as %s, the rule says %s\n",
+				c->name, i, out.reason[i], want);
+			failures++;
+			pith_conform_merge_release(&out);
+			goto done;
+		}
+		json_value_t *dv = json_get(json_doc_root(d), "documents")->u.items[i];
+		json_object_set(d, dv, "expect_reason", json_new_string(d, out.reason[i]));
 	}
 	int ok = 1;
 	for (size_t i = 0; i < c->n; i++)
@@ -1855,6 +1901,284 @@ static void cases_keys(void)
 	}
 }
 
+/* A document whose text is given as is. */
+static void add_text(gcase_t *c, const char *type, const char *text, size_t len, const char *expect)
+{
+	pith_buf_t t = PITH_BUF_INIT;
+	pith_buf_append(&t, text, len);
+	add_doc(c, type, &t, expect);
+	pith_buf_release(&t);
+}
+
+/* n nested arrays, as JSON text */
+static void nested(pith_buf_t *b, int n)
+{
+	pith_buf_reset(b);
+	for (int i = 0; i < n; i++)
+		pith_buf_putc(b, '[');
+	for (int i = 0; i < n; i++)
+		pith_buf_putc(b, ']');
+	pith_buf_cstr(b);
+}
+
+/* The points issue 54 closed: D-KIND, the bounds of V-JSON and B-JSON,
+ * B-ALIASES (order, elements, derivation), B-SIGNATURE's signed_at and
+ * rotation, the T of B-STATE, V-ROTATED's equality. Last, so that the
+ * records of the other cases keep their numbers. */
+static void cases_issue54(void)
+{
+	gcase_t c;
+	pith_buf_t t = PITH_BUF_INIT, sd = PITH_BUF_INIT;
+
+	/* D-KIND: documents of type "item", read as the rule says */
+	case_init(&c, "D-KIND", "event-with-nested-bundle_type",
+		  "an item whose text holds \"bundle_type\", but not as a top-level member: an event");
+	add_record(&c, recno++, T0, NULL);
+	add_ev(&c, K_OP1, "correction", "record", T1, "{\"bundle_type\":\"x\"}", NULL, NULL, "accepted", NULL);
+	c.doc[1].type = "item";
+	case_must(&c, "\"bundle_type\":\"x\"");
+	case_emit(&c);
+
+	case_init(&c, "D-KIND", "event-with-top-level-bundle_signature-null",
+		  "an event with a top-level bundle_signature member (null): read as a bundle, which has "
+		  "no bundle_type (B-TYPE)");
+	add_record(&c, recno++, T0, NULL);
+	add_ev_edit(&c, K_OP1, "correction", T1, "{}", "bundle_signature", "null", "B-TYPE");
+	c.doc[1].type = "item";
+	case_must(&c, "\"event_count\":1");
+	case_emit(&c);
+
+	case_init(&c, "D-KIND", "bundle-as-item", "a whole bundle as an item: a bundle");
+	add_record(&c, recno++, T0, NULL);
+	add_bundle(&c, 0, 1, "2026-02-01T00:00:00Z", K_REG, NULL, NULL, 0, "accepted");
+	c.doc[1].type = "item";
+	case_must(&c, "\"alias_kind\":\"arxiv\"");
+	case_emit(&c);
+
+	case_init(&c, "D-KIND", "unparsable-naming-bundle",
+		  "an item that names bundle_type and is no JSON: a bundle, refused as B-JSON (json)");
+	add_record(&c, recno++, T0, NULL);
+	add_text(&c, "item", "{\"bundle_type\":\"pith_open_graph_bundle\",", 40, "B-JSON");
+	case_emit(&c);
+
+	case_init(&c, "D-KIND", "unparsable-event", "an item that names no bundle member and is no JSON: "
+		  "an event, refused as V-JSON (json)");
+	add_record(&c, recno++, T0, NULL);
+	add_text(&c, "item", "{\"event_type\":\"correction\",", 27, "V-JSON");
+	case_emit(&c);
+
+	/* V-JSON and B-JSON: nesting, the outermost container counting 1 */
+	for (int over = 0; over < 2; over++) {
+		pith_buf_t deep = PITH_BUF_INIT, pl = PITH_BUF_INIT;
+		case_init(&c, "V-JSON", over ? "nesting-33" : "nesting-32",
+			  "an event nesting 32 arrays and objects (the event 1, payload 2, 30 arrays) is "
+			  "accepted; one more is refused (json)");
+		add_record(&c, recno++, T0, NULL);
+		nested(&deep, 30 + over);
+		pith_buf_printf(&pl, "{\"x\":%s}", (const char *)deep.data);
+		pith_buf_cstr(&pl);
+		add_ev(&c, K_OP1, "correction", "record", T1, (const char *)pl.data, NULL, NULL,
+		       over ? "V-JSON" : "accepted", NULL);
+		case_emit(&c);
+
+		case_init(&c, "B-JSON", over ? "nesting-41" : "nesting-40",
+			  "a bundle nesting 40 (the bundle 1, a member of 39 arrays) is accepted; 41 is refused "
+			  "(json)");
+		add_record(&c, recno++, T0, NULL);
+		nested(&deep, 39 + over);
+		add_bundle(&c, 0, 1, "2026-02-01T00:00:00Z", K_REG, "x_deep", (const char *)deep.data, 1,
+			   over ? "B-JSON" : "accepted");
+		case_emit(&c);
+		pith_buf_release(&deep);
+		pith_buf_release(&pl);
+	}
+	/* V-JSON's byte bound: exactly 1 MiB is read, one byte more is too_big */
+	for (int over = 0; over < 2; over++) {
+		case_init(&c, "V-JSON", over ? "one-byte-over-1-MiB" : "exactly-1-MiB",
+			  "a valid event padded with spaces to 1,048,576 bytes is accepted; to 1,048,577 "
+			  "it is refused before parsing (too_big)");
+		add_record(&c, recno++, T0, NULL);
+		ev_text(&t, "correction", c.pith, "record", T1, "{}", NULL, NULL);
+		pith_buf_cstr(&t);
+		ev_sign((const char *)t.data, &keys[K_OP1], NULL, NULL, &sd, NULL);
+		while (sd.len < PITH_EVENT_MAX_BYTES + (size_t)over)
+			pith_buf_putc(&sd, ' ');
+		add_doc(&c, "event", &sd, over ? "V-JSON" : "accepted");
+		case_emit(&c);
+	}
+
+	/* B-ALIASES: order, elements, what is derived */
+	static const struct {
+		const char *name, *desc, *kind, *version, *aliases;
+		int ok;
+	} al[] = {
+		{"equal-kinds-allowed", "two elements of one alias_kind: ascending allows equal kinds",
+		 "\"arxiv\"", "1", "[{\"alias_kind\":\"x\",\"alias_value\":\"a\"},{\"alias_kind\":\"x\",\"alias_value\":\"b\"}]", 1},
+		{"element-string", "an element that is not an object: refused",
+		 "\"arxiv\"", "1", "[\"arxiv\"]", 0},
+		{"element-null", "an element null: refused", "\"arxiv\"", "1", "[null]", 0},
+		{"alias_kind-number", "alias_kind not a string: refused",
+		 "\"arxiv\"", "1", "[{\"alias_kind\":1,\"alias_value\":\"a\"}]", 0},
+		{"byte-order", "ascending by bytes: \"Z\" (0x5A) before \"a\" (0x61)",
+		 "\"arxiv\"", "1", "[{\"alias_kind\":\"Z\",\"alias_value\":\"a\"},{\"alias_kind\":\"a\",\"alias_value\":\"b\"}]", 1},
+		{"arxiv_version-integer-right", "source.version 1: arxiv_version is ID + \"v1\"",
+		 "\"arxiv\"", "1", "[{\"alias_kind\":\"arxiv_version\",\"alias_value\":\"ID" "v1\"}]", 1},
+		{"arxiv_version-integer-wrong", "source.version 1: arxiv_version ID + \"v2\" is refused",
+		 "\"arxiv\"", "1", "[{\"alias_kind\":\"arxiv_version\",\"alias_value\":\"ID" "v2\"}]", 0},
+		{"arxiv_version-string-not-derived", "source.version the string \"2\": no arxiv_version is "
+		 "derived, so any listed value stands", "\"arxiv\"", "\"2\"",
+		 "[{\"alias_kind\":\"arxiv_version\",\"alias_value\":\"anything\"}]", 1},
+		{"arxiv_version-float-not-derived", "source.version 1.0 (not an integer): none derived",
+		 "\"arxiv\"", "1.0", "[{\"alias_kind\":\"arxiv_version\",\"alias_value\":\"anything\"}]", 1},
+		{"arxiv_version-21-digits-not-derived", "source.version of 21 digits: none derived",
+		 "\"arxiv\"", "100000000000000000000", "[{\"alias_kind\":\"arxiv_version\",\"alias_value\":\"anything\"}]", 1},
+		{"arxiv_version-20-digits", "source.version of 20 digits: derived, and checked",
+		 "\"arxiv\"", "10000000000000000000", "[{\"alias_kind\":\"arxiv_version\",\"alias_value\":\"anything\"}]", 0},
+		{"kind-not-arxiv", "source.kind \"ARXIV\": not an arXiv record, no arxiv alias derived",
+		 "\"ARXIV\"", "1", "[{\"alias_kind\":\"arxiv\",\"alias_value\":\"anything\"}]", 1},
+		{"arxiv-wrong", "an arXiv record: a listed arxiv alias must be its id",
+		 "\"arxiv\"", "1", "[{\"alias_kind\":\"arxiv\",\"alias_value\":\"anything\"}]", 0},
+	};
+	for (size_t i = 0; i < sizeof(al) / sizeof(al[0]); i++) {
+		char list[400], id[16];
+		case_init(&c, "B-ALIASES", al[i].name, al[i].desc);
+		rec_kind = al[i].kind;
+		rec_version = al[i].version;
+		unsigned n = recno++;
+		add_record(&c, n, T0, NULL);
+		rec_kind = "\"arxiv\"";
+		rec_version = "1";
+		snprintf(id, sizeof(id), "2401.%05u", n);
+		const char *at = strstr(al[i].aliases, "ID");
+		if (at)
+			snprintf(list, sizeof(list), "%.*s%s%s", (int)(at - al[i].aliases), al[i].aliases, id, at + 2);
+		else
+			snprintf(list, sizeof(list), "%s", al[i].aliases);
+		add_bundle(&c, 0, 1, "2026-02-01T00:00:00Z", K_REG, "source_aliases", list, 1,
+			   al[i].ok ? "accepted" : "B-ALIASES");
+		case_emit(&c);
+	}
+
+	/* B-SIGNATURE: signed_at, and rotation by max(built_at, signed_at) */
+	static const struct {
+		const char *name, *desc, *json;
+		int key, ok;
+	} sa[] = {
+		{"signed_at-number", "bundle_signature.signed_at 5, not a string: as if absent", "5", K_REG, 1},
+		{"signed_at-null", "bundle_signature.signed_at null: as if absent", "null", K_REG, 1},
+		{"signed_at-absent", "no bundle_signature.signed_at: time 0", NULL, K_REG, 1},
+		{"signed_at-not-a-timestamp", "bundle_signature.signed_at \"yesterday\": refused",
+		 "\"yesterday\"", K_REG, 0},
+		{"signed_at-nul", "bundle_signature.signed_at a timestamp followed by NUL: refused",
+		 "\"2026-02-01T00:00:00Z\\u0000\"", K_REG, 0},
+		{"rotated-key-signed_at-absent", "a bundle by a registry key rotated in 2020, built in 2026, "
+		 "signed_at absent: refused (built_at counts)", NULL, K_OLDREG, 0},
+		{"rotated-key-signed-before", "a bundle by a registry key rotated in 2020, built in 2026, "
+		 "signed_at 2019: refused (built_at counts)", "\"2019-01-01T00:00:00Z\"", K_OLDREG, 0},
+	};
+	for (size_t i = 0; i < sizeof(sa) / sizeof(sa[0]); i++) {
+		pith_buf_t b = PITH_BUF_INIT;
+		case_init(&c, "B-SIGNATURE", sa[i].name, sa[i].desc);
+		c.trust |= 1u << K_OLDREG;
+		add_record(&c, recno++, T0, NULL);
+		make_bundle(&c, 0, 1, "2026-02-01T00:00:00Z", sa[i].key,
+			    sa[i].json ? "bundle_signature.signed_at" : NULL, sa[i].json, 0, &b);
+		if (!sa[i].json) { /* the first signed_at of the text is bundle_signature's */
+			pith_buf_cstr(&b);
+			char *p = strstr((char *)b.data, "\"signed_at\":\""), *q = p ? strchr(p + 13, '"') : NULL;
+			if (q && q[1] == ',') {
+				memmove(p, q + 2, strlen(q + 2) + 1);
+				b.len = strlen((char *)b.data);
+			}
+		}
+		add_doc(&c, "bundle", &b, sa[i].ok ? "accepted" : "B-SIGNATURE");
+		pith_buf_release(&b);
+		case_emit(&c);
+	}
+
+	/* B-STATE: the merge is made with the verifier's T (its registry
+	 * entries), not the builder's, nor the bundle's public_keys */
+	for (int here = 0; here < 2; here++) {
+		pith_buf_t b = PITH_BUF_INIT;
+		case_init(&c, "B-STATE", here ? "receipt-key-no-registry-here" : "receipt-key-registry-here",
+			  "a bundle signed by second-registry whose record_created has a receipt by "
+			  "test-registry: accepted where T holds test-registry as a registry key; where T "
+			  "holds it without the role, its merge finds bad_receipt and the state differs");
+		c.trust = (1u << K_REG) | (1u << K_OP1) | (1u << K_REG2);
+		add_record(&c, 950, T0, NULL);
+		make_bundle(&c, 0, 1, "2026-02-01T00:00:00Z", K_REG2, NULL, NULL, 0, &b);
+		pith_buf_release(&c.doc[0].text);
+		c.n = 0;
+		if (here)
+			c.trust = (1u << K_REGASOP) | (1u << K_OP1) | (1u << K_REG2);
+		add_doc(&c, "bundle", &b, here ? "B-STATE" : "accepted");
+		case_must(&c, here ? "\"event_count\":0" : "\"event_count\":1");
+		pith_buf_release(&b);
+		case_emit(&c);
+	}
+
+	/* V-ROTATED: a time equal to rotates_at is not before it */
+	static const struct {
+		const char *name, *created, *signed_at;
+		int ok;
+	} rt[] = {
+		{"signed-one-microsecond-before", "2026-02-28T23:59:59Z", "\"2026-02-28T23:59:59.999999Z\"", 1},
+		{"signed-at-rotates_at", "2026-02-28T23:59:59Z", "\"2026-03-01T00:00:00Z\"", 0},
+		{"signed-at-rotates_at-offset-form", "2026-02-28T23:59:59Z", "\"2026-03-01T00:00:00+00:00\"", 0},
+	};
+	for (size_t i = 0; i < sizeof(rt) / sizeof(rt[0]); i++) {
+		case_init(&c, "V-ROTATED", rt[i].name, "op-rotating's rotates_at is 2026-03-01T00:00:00Z: a "
+			  "signature is valid only strictly before it");
+		c.trust |= 1u << K_OPROT;
+		add_record(&c, recno++, T0, NULL);
+		add_ev_edit(&c, K_OPROT, "correction", rt[i].created, "{}", "signature.signed_at",
+			    rt[i].signed_at, rt[i].ok ? "accepted" : "V-ROTATED");
+		case_emit(&c);
+	}
+	pith_buf_release(&t);
+	pith_buf_release(&sd);
+
+	/* K-FILE, K-ROTATES-AT: trusted key files, read or refused at start */
+	listfile_t l;
+	list_begin(&l, "key_file", "docs/merge.md K-FILE and K-ROTATES-AT: a trusted key file (JSON "
+		   "text); expected its fingerprint, key_id, role and rotates_at in microseconds (null: "
+		   "never), or null when the file is refused at start");
+	char hex[65];
+	pith_hex_encode(keys[K_OP1].key.pk, 32, hex);
+	static const struct {
+		const char *name, *rule, *members, *want;
+		int ok;
+	} kf[] = {
+		{"rotates_at-null", "K-ROTATES-AT", ",\"rotates_at\":null", NULL, 1},
+		{"rotates_at-absent", "K-ROTATES-AT", "", NULL, 1},
+		{"rotates_at-seconds", "K-ROTATES-AT", ",\"rotates_at\":\"2026-03-01T00:00:00Z\"", NULL, 1},
+		{"rotates_at-fraction-offset", "K-ROTATES-AT", ",\"rotates_at\":\"2026-03-01T00:00:00.5+00:00\"", NULL, 1},
+		{"rotates_at-year-3110", "K-ROTATES-AT", ",\"rotates_at\":\"3110-12-31T23:59:59Z\"", NULL, 1},
+		{"rotates_at-year-9999", "K-ROTATES-AT", ",\"rotates_at\":\"9999-12-31T23:59:59Z\"", NULL, 0},
+		{"rotates_at-year-0001", "K-ROTATES-AT", ",\"rotates_at\":\"0001-01-01T00:00:00Z\"", NULL, 0},
+		{"rotates_at-no-leap-day", "K-ROTATES-AT", ",\"rotates_at\":\"2025-02-29T00:00:00Z\"", NULL, 0},
+		{"rotates_at-leap-day", "K-ROTATES-AT", ",\"rotates_at\":\"2024-02-29T00:00:00Z\"", NULL, 1},
+		{"rotates_at-date-only", "K-ROTATES-AT", ",\"rotates_at\":\"2026-03-01\"", NULL, 0},
+		{"rotates_at-no-zone", "K-ROTATES-AT", ",\"rotates_at\":\"2026-03-01T00:00:00\"", NULL, 0},
+		{"rotates_at-number", "K-ROTATES-AT", ",\"rotates_at\":1767225600", NULL, 0},
+		{"rotates_at-nul", "K-ROTATES-AT", ",\"rotates_at\":\"2026-03-01T00:00:00Z\\u0000\"", NULL, 0},
+		{"role-registry", "K-FILE", ",\"role\":\"registry\"", NULL, 1},
+		{"role-other-case", "K-FILE", ",\"role\":\"Registry\"", NULL, 1},
+		{"role-operator", "K-FILE", ",\"role\":\"operator\"", NULL, 1},
+		{"key_id-nul", "K-FILE", ",\"key_id\":\"op\\u0000x\"", NULL, 0},
+		{"fingerprint-wrong", "K-FILE", ",\"fingerprint_sha256_hex\":\"00000000000000000000000000000000\"", NULL, 0},
+	};
+	for (size_t i = 0; i < sizeof(kf) / sizeof(kf[0]); i++) {
+		char text[400];
+		/* members naming key_id replace the usual one */
+		snprintf(text, sizeof(text), "{%s\"public_key_hex\":\"%s\"%s}",
+			 strstr(kf[i].members, "\"key_id\"") ? "" : "\"key_id\":\"op-one\",", hex,
+			 kf[i].members);
+		list_add(&l, kf[i].name, kf[i].rule, text, strlen(text), NULL, kf[i].want, kf[i].ok);
+	}
+	list_end(&l, "key_files.json");
+}
+
 int main(int argc, char **argv)
 {
 	if (argc != 3) {
@@ -1881,6 +2205,7 @@ int main(int argc, char **argv)
 	cases_ids(argv[2]);
 	cases_sig_encoding();
 	cases_keys();
+	cases_issue54();
 	fprintf(stderr, "gen_conformance: %zu cases written, %d refused\n", written, failures);
 	return failures ? 1 : 0;
 }
