@@ -28,7 +28,6 @@
  * K_OPROTLATE K_OPROT's key and id with a later rotates_at. */
 enum { K_REG, K_OP1, K_OP2, K_STRANGER, K_OLDREG, K_OPROT, K_REGASOP, K_DUALOP, K_DUALREG,
        K_OPROTLATE, K_REG2, NKEYS };
-static const char *rot_at[NKEYS]; /* rotates_at as written in the case, or NULL */
 static tg_key_t keys[NKEYS];
 static const char *outdir;
 static int failures;
@@ -50,25 +49,24 @@ typedef struct gcase {
 	size_t nmust;
 } gcase_t;
 
+/* in the order of the enum */
+static const tg_key_spec_t key_specs[NKEYS] = {
+	{1, "test-registry", 1, NULL},
+	{2, "op-one", 0, NULL},
+	{3, "op-two", 0, NULL},
+	{4, "stranger", 0, NULL},
+	{5, "old-registry", 1, "2020-01-01T00:00:00Z"},
+	{6, "op-rotating", 0, "2026-03-01T00:00:00Z"},
+	{1, "test-registry", 0, NULL},
+	{40, "dual-as-operator", 0, NULL},
+	{40, "dual-as-registry", 1, NULL},
+	{6, "op-rotating", 0, "2026-05-01T00:00:00Z"},
+	{8, "second-registry", 1, NULL},
+};
+
 static void keys_init(void)
 {
-	tg_key_make(&keys[K_REG], 1, "test-registry", 1);
-	tg_key_make(&keys[K_OP1], 2, "op-one", 0);
-	tg_key_make(&keys[K_OP2], 3, "op-two", 0);
-	tg_key_make(&keys[K_STRANGER], 4, "stranger", 0);
-	tg_key_make(&keys[K_OLDREG], 5, "old-registry", 1);
-	tg_key_make(&keys[K_OPROT], 6, "op-rotating", 0);
-	tg_key_make(&keys[K_REGASOP], 1, "test-registry", 0);
-	tg_key_make(&keys[K_DUALOP], 40, "dual-as-operator", 0);
-	tg_key_make(&keys[K_DUALREG], 40, "dual-as-registry", 1);
-	tg_key_make(&keys[K_OPROTLATE], 6, "op-rotating", 0);
-	tg_key_make(&keys[K_REG2], 8, "second-registry", 1);
-	rot_at[K_OLDREG] = "2020-01-01T00:00:00Z";
-	rot_at[K_OPROT] = "2026-03-01T00:00:00Z";
-	rot_at[K_OPROTLATE] = "2026-05-01T00:00:00Z";
-	for (int i = 0; i < NKEYS; i++)
-		if (rot_at[i])
-			pith_time_parse_valid(rot_at[i], PITH_TIME_FRACTION, &keys[i].key.rotates_at_us);
+	tg_keys_make(keys, key_specs, NKEYS);
 }
 
 #define T_STD ((1u << K_REG) | (1u << K_OP1) | (1u << K_OP2))
@@ -85,7 +83,7 @@ static pith_trust_t *trust_of(unsigned mask)
 static void key_json(pith_buf_t *b, const tg_key_t *k)
 {
 	char hex[65];
-	const char *rot = rot_at[k - keys];
+	const char *rot = key_specs[k - keys].rotates_at;
 	pith_hex_encode(k->key.pk, 32, hex);
 	pith_buf_printf(b, "{\"key_id\":\"%s\",\"public_key_hex\":\"%s\"%s", k->key.key_id, hex,
 			k->key.is_registry ? ",\"role\":\"registry\"" : "");
@@ -311,21 +309,6 @@ static void add_record(gcase_t *c, unsigned n, const char *created, char *id)
 
 /* ---- bundles ------------------------------------------------------------------ */
 
-/* Re-hashes and re-signs a bundle document with k. */
-static void bundle_resign(json_doc_t *d, json_value_t *b, const tg_key_t *k)
-{
-	uint8_t h[32];
-	char hex[65], sig[89];
-	pith_bundle_hash(b, h);
-	pith_hex_encode(h, 32, hex);
-	pith_sig_sign_b64(k->sk, h, sig);
-	json_value_t *s = (json_value_t *)json_get(b, "bundle_signature");
-	json_object_set(d, s, "bundle_sha256", json_new_string(d, hex));
-	json_object_set(d, s, "signature_b64", json_new_string(d, sig));
-	json_object_set(d, s, "key_id", json_new_string(d, k->key.key_id));
-	json_object_set(d, s, "public_key_fingerprint", json_new_string(d, k->key.fp));
-}
-
 /* A bundle of c's event documents [from, to) (verified with c's trust),
  * built at built_at and signed by key; edit (may be NULL) sets a top-level
  * member to raw JSON and re-signs (resign 1) or not. */
@@ -368,7 +351,7 @@ static int make_bundle(gcase_t *c, size_t from, size_t to, const char *built_at,
 		}
 	}
 	if (resign)
-		bundle_resign(d, b, &keys[key]);
+		tg_bundle_resign(d, b, &keys[key]);
 	pith_buf_reset(out);
 	rc = json_canon_write(b, out);
 	json_doc_free(d);
