@@ -111,6 +111,7 @@ static void add_doc(gcase_t *c, const char *type, const pith_buf_t *text, const 
 	c->doc[c->n].type = type;
 	c->doc[c->n].expect = expect;
 	pith_buf_append(&c->doc[c->n].text, text->data, text->len);
+	pith_buf_cstr(&c->doc[c->n].text); /* cases_mixed looks into it with strstr */
 	c->n++;
 }
 

@@ -34,8 +34,14 @@ NAMES = {"json", "too_big", "shape", "content_sha256", "event_id", "key", "rotat
          "bundle_hash", "bundle_signature", "bundle_events", "bundle_state"}
 
 
+# under the sanitizers an error must not pass for an import's exit status 1
+ENV = dict(os.environ, ASAN_OPTIONS=os.environ.get("ASAN_OPTIONS", "") + ":exitcode=86")
+
+
 def run(cmd, ok=(0,)):
-    r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=ENV)
+    if b"Sanitizer" in r.stderr or b"runtime error:" in r.stderr:
+        sys.exit("FAIL: %s: %s" % (" ".join(cmd[:6]), r.stderr.decode(errors="replace")[-3000:]))
     if r.returncode not in ok:
         sys.exit("FAIL: %s exited %d: %s" % (" ".join(cmd[:6]), r.returncode,
                                               r.stderr.decode(errors="replace")[-2000:]))

@@ -623,9 +623,28 @@ static int node_send(import_t *im, const char *file, size_t line, const uint8_t 
 	return 0;
 }
 
+/* The lines of text (a whole file read as one) as items from line first
+ * on, as reader_next would have given them. */
+static int add_lines(import_t *im, const char *file, size_t first, const uint8_t *p, size_t n)
+{
+	int rc = 0;
+	for (size_t at = 0, line = first; !rc && at < n; line++) {
+		const uint8_t *nl = memchr(p + at, '\n', n - at);
+		size_t len = nl ? (size_t)(nl - (p + at)) : n - at;
+		int oversize = len > LINE_MAX_BYTES;
+		if (oversize || !is_blank(p + at, len))
+			rc = add_item(im, file, line, p + at, oversize ? 0 : len, oversize);
+		at += len + 1;
+	}
+	return rc;
+}
+
 /* A file is JSON Lines unless its first line is the start of a longer
- * document (a pretty-printed bundle or event): then the whole file is one
- * item. */
+ * document and the whole file is that one document (a pretty-printed
+ * bundle or event): then the whole file is one item (docs/merge.md,
+ * D-ITEM). A first line cut short in JSON Lines does not make the rest of
+ * the file one item, which would store other documents in one order of
+ * the lines and not in another. */
 static int import_file(import_t *im, const char *path)
 {
 	reader_t r;
@@ -656,7 +675,13 @@ static int import_file(import_t *im, const char *path)
 					r.done += r.end - r.start;
 					r.start = r.end;
 				}
-				rc = add_item(im, r.name, 1, all.data, big ? 0 : all.len, big);
+				json_doc_t *whole = NULL;
+				json_limits_t lim = {CLI_MAX_INPUT, JSON_MAX_DEPTH_DEFAULT, JSON_MAX_INT_DIGITS};
+				if (big || !json_parse(&whole, all.data, all.len, &lim, NULL))
+					rc = add_item(im, r.name, r.line, all.data, big ? 0 : all.len, big);
+				else
+					rc = add_lines(im, r.name, r.line, all.data, all.len);
+				json_doc_free(whole);
 				pith_buf_release(&all);
 				json_doc_free(d);
 				break;
