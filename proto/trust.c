@@ -268,19 +268,20 @@ void pith_sig_sign_b64(const uint8_t secret[64], const uint8_t digest[static 32]
 int pith_key_from_json(const json_value_t *o, pith_key_t *key, pith_err_t *err)
 {
 	memset(key, 0, sizeof(*key));
-	const char *hex = json_get_str(o, "public_key_hex");
-	const char *b64 = json_get_str(o, "public_key_b64");
+	const json_value_t *hv = json_get_type(o, "public_key_hex", JSON_STRING);
+	const json_value_t *bv = json_get_type(o, "public_key_b64", JSON_STRING);
+	const char *hex = hv ? hv->u.str : NULL, *b64 = bv ? bv->u.str : NULL;
 	const json_value_t *kv = json_get_type(o, "key_id", JSON_STRING);
 	const char *kid = kv ? kv->u.str : NULL;
 	if (!kid || !*kid || kv->len >= PITH_KEY_ID_MAX || strlen(kid) != kv->len)
 		return pith_err_set(err, PITH_EINVAL, "key: key_id missing, longer than %d or with a NUL",
 				    PITH_KEY_ID_MAX - 1);
 	if (hex) {
-		if (pith_hex_decode(hex, strlen(hex), key->pk, 32))
+		if (pith_hex_decode(hex, hv->len, key->pk, 32)) /* a NUL is no hex digit */
 			return pith_err_set(err, PITH_EINVAL, "key: public_key_hex is not 64 lower-case hex");
 	} else if (b64) {
 		size_t n = 0;
-		if (sodium_base642bin(key->pk, 32, b64, strlen(b64), NULL, &n, NULL,
+		if (sodium_base642bin(key->pk, 32, b64, bv->len, NULL, &n, NULL,
 				      sodium_base64_VARIANT_ORIGINAL) || n != 32)
 			return pith_err_set(err, PITH_EINVAL, "key: public_key_b64 is not 32 bytes of base64");
 	} else {
