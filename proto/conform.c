@@ -389,3 +389,43 @@ int pith_conform_check(const json_value_t *root, pith_conform_fail_fn fail, void
 	check_list(&k, kind, cases_v);
 	return 0;
 }
+
+int pith_conform_answer_file(const json_value_t *root, pith_buf_t *out, pith_err_t *err)
+{
+	const char *kind = json_get_str(root, "kind");
+	pith_buf_reset(out);
+	if (!kind)
+		return pith_err_set(err, PITH_EINVAL, "not a case file: no kind");
+	if (!strcmp(kind, "merge")) {
+		pith_conform_merge_t m;
+		int rc = pith_conform_merge_eval(root, &m, err);
+		if (rc)
+			return rc;
+		pith_buf_puts(out, "{\"documents\":[");
+		for (size_t i = 0; i < m.ndocs; i++)
+			pith_buf_printf(out, "%s{\"expect\":\"%s\",\"expect_reason\":\"%s\"}", i ? "," : "",
+					m.outcome[i], m.reason[i]);
+		pith_buf_puts(out, "],\"expect_state\":");
+		json_write_string(out, (const char *)m.state.data, m.state.len);
+		pith_buf_printf(out, ",\"expect_state_sha256\":\"%s\"}", m.state_sha256);
+		pith_conform_merge_release(&m);
+		return 0;
+	}
+	const json_value_t *cases = json_get_type(root, "cases", JSON_ARRAY);
+	if (!cases)
+		return pith_err_set(err, PITH_EINVAL, "case file of kind %.40s without cases", kind);
+	pith_buf_t a = PITH_BUF_INIT;
+	pith_buf_puts(out, "{\"cases\":[");
+	for (size_t i = 0; i < cases->len; i++) {
+		const char *name = json_get_str(cases->u.items[i], "name");
+		pith_conform_answer(kind, cases->u.items[i], &a);
+		pith_buf_puts(out, i ? ",{\"name\":" : "{\"name\":");
+		json_write_string(out, name ? name : "", name ? strlen(name) : 0);
+		pith_buf_puts(out, ",\"expect\":");
+		pith_buf_append(out, a.data, a.len);
+		pith_buf_putc(out, '}');
+	}
+	pith_buf_puts(out, "]}");
+	pith_buf_release(&a);
+	return 0;
+}

@@ -49,4 +49,12 @@ typedef void (*pith_conform_fail_fn)(void *arg, const char *case_name, const cha
 int pith_conform_check(const json_value_t *root, pith_conform_fail_fn fail, void *arg,
 		       size_t *cases, size_t *failed, pith_err_t *err);
 
+/* This implementation's answers to one case file (any kind), as JSON in
+ * the case's own member names, so that a runner compares them member by
+ * member (tests/conformance/run.py): for a merge case
+ * {"documents":[{"expect","expect_reason"}...],"expect_state",
+ * "expect_state_sha256"}; for a list file {"cases":[{"name","expect"}...]}.
+ * 0, or a negative code when root is no case file (err says why). */
+int pith_conform_answer_file(const json_value_t *root, pith_buf_t *out, pith_err_t *err);
+
 #endif
