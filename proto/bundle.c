@@ -454,6 +454,39 @@ void pith_receipt_precheck_finish(const pith_receipt_pre_t *pre, const pith_sig_
 		memo_put(pre->slot, pre->mk);
 }
 
+/* Nesting of v (docs/merge.md section 0: the outermost container 1). */
+static unsigned nesting(const json_value_t *v)
+{
+	unsigned d = 0;
+	if (v->type == JSON_ARRAY)
+		for (size_t i = 0; i < v->len; i++) {
+			unsigned k = nesting(v->u.items[i]);
+			d = k > d ? k : d;
+		}
+	else if (v->type == JSON_OBJECT)
+		for (size_t i = 0; i < v->len; i++) {
+			unsigned k = nesting(v->u.members[i].value);
+			d = k > d ? k : d;
+		}
+	else
+		return 0;
+	return d + 1;
+}
+
+/* B-EVENTS: an element must be an event a node would take alone too
+ * (V-JSON's bounds on its canonical JSON, the bytes peers send it as),
+ * else a node could store it from a bundle that a newer one replaces and
+ * never give it to a peer that comes later. NULL, or why not. */
+static const char *event_bound_fault(const json_value_t *ev)
+{
+	if (nesting(ev) > PITH_EVENT_MAX_DEPTH)
+		return "the event nests deeper than an event may (32)";
+	pith_buf_t b = PITH_BUF_INIT;
+	int big = json_canon_write(ev, &b) || b.len > PITH_EVENT_MAX_BYTES;
+	pith_buf_release(&b);
+	return big ? "the event's canonical JSON is over an event's 1 MiB" : NULL;
+}
+
 int pith_bundle_verify(const json_value_t *b, const pith_trust_t *trust,
 		       pith_report_t *rep)
 {
@@ -492,6 +525,12 @@ int pith_bundle_verify(const json_value_t *b, const pith_trust_t *trust,
 	for (size_t i = 0; list && i < nev; i++) {
 		pith_err_t err = {0};
 		pith_event_check_t failed;
+		const char *bound = event_bound_fault(evs->u.items[i]);
+		if (bound) {
+			snprintf(name, sizeof(name), "events[%zu].json", i);
+			pith_report_add(rep, name, 0, "%s", bound);
+			continue;
+		}
 		snprintf(name, sizeof(name), "events[%zu]", i);
 		if (pith_event_verify_value(evs->u.items[i], trust, &list[nok], &failed, &err)) {
 			snprintf(name, sizeof(name), "events[%zu].%s", i, pith_event_check_name(failed));

@@ -2119,6 +2119,44 @@ static void cases_issue54(void)
 			    rt[i].signed_at, rt[i].ok ? "accepted" : "V-ROTATED");
 		case_emit(&c);
 	}
+	/* B-EVENTS: an element is held to V-JSON's bounds, as it would be
+	 * alone (signed, and merged into the bundle's state, all the same) */
+	for (int over = 0; over < 2; over++) {
+		pith_buf_t deep = PITH_BUF_INIT, pl = PITH_BUF_INIT, b = PITH_BUF_INIT;
+		pith_event_t *evs[2] = {NULL, NULL};
+		json_doc_t *dd = NULL;
+		pith_err_t err = {0};
+		case_init(&c, "B-EVENTS", over ? "element-nesting-33" : "element-nesting-32",
+			  "a bundle whose event element nests 32 is accepted; one nesting 33 (an event no "
+			  "node takes alone) refuses the bundle, though its signature and the state hold");
+		add_record(&c, recno++, T0, NULL);
+		nested(&deep, 30 + over);
+		pith_buf_printf(&pl, "{\"x\":%s}", (const char *)deep.data);
+		pith_buf_cstr(&pl);
+		ev_text(&t, "correction", c.pith, "record", T1, (const char *)pl.data, NULL, NULL);
+		pith_buf_cstr(&t);
+		ev_sign((const char *)t.data, &keys[K_OP1], NULL, NULL, &sd, NULL);
+		pith_trust_t *tr = trust_of(c.trust);
+		if (pith_event_parse(c.doc[0].text.data, c.doc[0].text.len, tr, &evs[0], NULL, NULL) ||
+		    json_parse(&dd, sd.data, sd.len, NULL, NULL) ||
+		    pith_event_verify_value(json_doc_root(dd), tr, &evs[1], NULL, NULL) ||
+		    tg_bundle(c.pith, evs, 2, &keys[K_REG], tr, "2026-02-01T00:00:00Z", &b, &err)) {
+			fprintf(stderr, "gen_conformance: %s: cannot build the bundle %s\n", c.name, err.msg);
+			failures++;
+		}
+		pith_buf_release(&c.doc[0].text);
+		c.n = 0;
+		add_doc(&c, "bundle", &b, over ? "B-EVENTS" : "accepted");
+		case_must(&c, over ? "\"event_count\":0" : "\"event_count\":2");
+		case_emit(&c);
+		pith_event_free(evs[0]);
+		pith_event_free(evs[1]);
+		json_doc_free(dd);
+		pith_trust_free(tr);
+		pith_buf_release(&deep);
+		pith_buf_release(&pl);
+		pith_buf_release(&b);
+	}
 	pith_buf_release(&t);
 	pith_buf_release(&sd);
 
