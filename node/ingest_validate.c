@@ -145,7 +145,7 @@ static void reject_check(ingest_job_t *j, pith_event_check_t failed, int rc, con
 static int reject_other_doc(ingest_job_t *j)
 {
 	json_doc_t *d = NULL;
-	json_limits_t lim = {INGEST_OTHER_DOC_MAX, PITH_EVENT_MAX_DEPTH + 8, JSON_MAX_INT_DIGITS};
+	json_limits_t lim = {INGEST_OTHER_DOC_MAX, PITH_BUNDLE_MAX_DEPTH, JSON_MAX_INT_DIGITS};
 	if (json_parse(&d, j->bytes, j->len, &lim, NULL))
 		return 0;
 	const json_value_t *root = json_doc_root(d);
@@ -263,6 +263,7 @@ static void bundle_failure(ingest_job_t *j, const pith_report_t *rep)
 		return;
 	}
 	ingest_job_reject(j, INGEST_FAIL_BUNDLE, PITH_EMISMATCH, "");
+	j->reason = pith_bundle_refusal(rep); /* the import's name, docs/merge.md */
 	size_t w = 0, cap = sizeof(j->msg);
 	for (size_t i = 0; i < rep->n && w < cap - 1; i++)
 		if (!rep->checks[i].ok)
@@ -321,8 +322,11 @@ static void bundle_facts(ingest_job_t *j, const json_value_t *root)
 static int validate_bundle(ingest_job_t *j, const pith_trust_t *trust, size_t max_bytes)
 {
 	pith_err_t err = {0};
-	json_limits_t lim = {max_bytes, PITH_EVENT_MAX_DEPTH + 8, JSON_MAX_INT_DIGITS};
-	int rc = json_parse(&j->doc, j->bytes, j->len, j->kind == INGEST_ANY ? NULL : &lim, &err);
+	/* B-JSON (docs/merge.md): a file's item too, which the default
+	 * limits once let nest 128 deep where every node refused past 40 */
+	json_limits_t lim = {j->kind == INGEST_ANY ? PITH_BUNDLE_MAX_BYTES : max_bytes,
+			     PITH_BUNDLE_MAX_DEPTH, JSON_MAX_INT_DIGITS};
+	int rc = json_parse(&j->doc, j->bytes, j->len, &lim, &err);
 	if (rc) {
 		ingest_job_reject(j, INGEST_FAIL_JSON, rc, err.msg);
 		return 0;
@@ -356,18 +360,10 @@ static int validate_bundle(ingest_job_t *j, const pith_trust_t *trust, size_t ma
 }
 
 /* Does a file's item name itself a bundle ("bundle_type" or
- * "bundle_signature" anywhere)? Anything else must be one event. One
- * pass over the bytes: an event has no "bundle_ at all. */
+ * "bundle_signature" anywhere: D-KIND)? Anything else must be one event. */
 static int looks_like_bundle(const ingest_job_t *j)
 {
-	const uint8_t *p = j->bytes, *end = j->bytes + j->len;
-	while ((p = memmem(p, (size_t)(end - p), "\"bundle_", 8))) {
-		p += 8;
-		size_t left = (size_t)(end - p);
-		if ((left >= 5 && !memcmp(p, "type\"", 5)) || (left >= 10 && !memcmp(p, "signature\"", 10)))
-			return 1;
-	}
-	return 0;
+	return pith_text_names_bundle(j->bytes, j->len);
 }
 
 void ingest_validate(const pith_trust_t *trust, size_t max_bundle_bytes, ingest_job_t **js,

@@ -1,4 +1,5 @@
 /* Verification of bundles, events and record views as named checks. */
+#define _GNU_SOURCE /* memmem */
 #include "bundle.h"
 
 #include <pthread.h>
@@ -67,6 +68,77 @@ pith_doc_kind_t pith_doc_kind(const json_value_t *root)
 	if (json_get(root, "event_type") && json_get(root, "subject_pith_number"))
 		return PITH_DOC_EVENT;
 	return PITH_DOC_UNKNOWN;
+}
+
+int pith_text_names_bundle(const uint8_t *p, size_t len)
+{
+	const uint8_t *end = p + len;
+	while ((p = memmem(p, (size_t)(end - p), "\"bundle_", 8))) {
+		p += 8;
+		size_t left = (size_t)(end - p);
+		if ((left >= 5 && !memcmp(p, "type\"", 5)) || (left >= 10 && !memcmp(p, "signature\"", 10)))
+			return 1;
+	}
+	return 0;
+}
+
+pith_doc_kind_t pith_item_kind(const uint8_t *p, size_t len)
+{
+	if (!pith_text_names_bundle(p, len))
+		return PITH_DOC_EVENT;
+	json_limits_t lim = {PITH_BUNDLE_MAX_BYTES, PITH_BUNDLE_MAX_DEPTH, JSON_MAX_INT_DIGITS};
+	json_doc_t *d = NULL;
+	if (json_parse(&d, p, len, &lim, NULL))
+		return PITH_DOC_BUNDLE; /* refused as B-JSON */
+	pith_doc_kind_t k = pith_doc_kind(json_doc_root(d)) == PITH_DOC_BUNDLE ? PITH_DOC_BUNDLE
+										: PITH_DOC_EVENT;
+	json_doc_free(d);
+	return k;
+}
+
+/* The checks pith_bundle_verify writes, by name prefix, with the rule of
+ * docs/merge.md section 4 each belongs to and the refusal's name. */
+static const struct {
+	const char *prefix, *rule, *refusal;
+} bundle_checks[] = {
+	{"bundle_type", "B-TYPE", "bundle_type"},
+	{"built_at", "B-BUILT-AT", "bundle_built_at"},
+	{"canonical_sha256", "B-RECORD", "bundle_record"},
+	{"pith_number", "B-RECORD", "bundle_record"},
+	{"short_pith_number", "B-RECORD", "bundle_record"},
+	{"source_aliases", "B-ALIASES", "bundle_aliases"},
+	{"bundle_sha256", "B-HASH", "bundle_hash"},
+	{"bundle_signature", "B-SIGNATURE", "bundle_signature"},
+	{"events", "B-EVENTS", "bundle_events"},
+	{"state", "B-STATE", "bundle_state"},
+};
+
+static int bundle_check_index(const char *check)
+{
+	for (size_t i = 0; i < sizeof(bundle_checks) / sizeof(bundle_checks[0]); i++)
+		if (!strncmp(check, bundle_checks[i].prefix, strlen(bundle_checks[i].prefix)))
+			return (int)i;
+	return -1;
+}
+
+const char *pith_bundle_check_rule(const char *check)
+{
+	int i = bundle_check_index(check);
+	return i < 0 ? "B-UNKNOWN" : bundle_checks[i].rule;
+}
+
+const char *pith_bundle_check_refusal(const char *check)
+{
+	int i = bundle_check_index(check);
+	return i < 0 ? "bundle" : bundle_checks[i].refusal;
+}
+
+const char *pith_bundle_refusal(const pith_report_t *rep)
+{
+	for (size_t i = 0; i < rep->n; i++)
+		if (!rep->checks[i].ok)
+			return pith_bundle_check_refusal(rep->checks[i].name);
+	return "bundle";
 }
 
 /* A receipt check costs one Ed25519 verification, and every recomputation
@@ -227,6 +299,23 @@ static void check_record_ids(const json_value_t *o, const json_value_t *rec,
 	}
 }
 
+/* Two JSON strings compared as docs/merge.md section 0 says: bytes,
+ * unsigned, the shorter first on a common prefix (NUL is a byte). */
+static int str_cmp(const json_value_t *a, const json_value_t *b)
+{
+	size_t n = a->len < b->len ? a->len : b->len;
+	int c = n ? memcmp(a->u.str, b->u.str, n) : 0;
+	return c ? c : (a->len > b->len) - (a->len < b->len);
+}
+
+/* A JSON string without NUL, as a C string; NULL for anything else (a
+ * timestamp with a NUL is no timestamp: nothing may follow it). */
+static const char *str_no_nul(const json_value_t *o, const char *key)
+{
+	const json_value_t *v = json_get_type(o, key, JSON_STRING);
+	return v && strlen(v->u.str) == v->len ? v->u.str : NULL;
+}
+
 static void check_aliases(const json_value_t *list, const json_value_t *rec,
 			  const char *pith, const char *name, pith_report_t *rep)
 {
@@ -237,21 +326,25 @@ static void check_aliases(const json_value_t *list, const json_value_t *rec,
 	pith_alias_t derived[6];
 	int nd = pith_record_aliases(rec, pith, derived);
 	size_t bad = 0, checked = 0;
-	const char *prev_kind = "";
+	const json_value_t *prev = NULL;
 	for (size_t i = 0; i < list->len; i++) {
-		const char *k = json_get_str(list->u.items[i], "alias_kind");
-		const char *v = json_get_str(list->u.items[i], "alias_value");
+		/* an element that is no object has no alias_kind: bad */
+		const json_value_t *k = json_get_type(list->u.items[i], "alias_kind", JSON_STRING);
+		const json_value_t *v = json_get_type(list->u.items[i], "alias_value", JSON_STRING);
 		if (!k || !v) {
 			bad++;
 			continue;
 		}
-		if (strcmp(prev_kind, k) > 0)
-			bad++; /* published lists are ordered by alias_kind */
-		prev_kind = k;
+		/* published lists are ordered by alias_kind: ascending, equal
+		 * kinds allowed (B-ALIASES), compared as bytes */
+		if (prev && str_cmp(prev, k) > 0)
+			bad++;
+		prev = k;
 		for (int j = 0; j < nd; j++) {
-			if (!strcmp(derived[j].kind, k)) {
+			if (strlen(derived[j].kind) == k->len && !memcmp(derived[j].kind, k->u.str, k->len)) {
 				checked++;
-				if (strcmp(derived[j].value, v))
+				if (strlen(derived[j].value) != v->len ||
+				    memcmp(derived[j].value, v->u.str, v->len))
 					bad++;
 			}
 		}
@@ -260,16 +353,23 @@ static void check_aliases(const json_value_t *list, const json_value_t *rec,
 			: "%zu derived alias(es) agree", bad ? bad : checked);
 }
 
+/* A bundle's signature block (B-SIGNATURE). signed_at is outside the
+ * signed hash, so the key must not have rotated at signed_at nor at
+ * signed_floor, a signed time (the bundle's built_at; 0 when it has none). */
 static int signature_block_check(const json_value_t *sigblk, const uint8_t digest[32],
 				 const char *expect_msg, const pith_trust_t *trust,
-				 int need_registry, const char *name, pith_report_t *rep)
+				 int need_registry, int64_t signed_floor, const char *name,
+				 pith_report_t *rep)
 {
 	pith_err_t err = {0};
 	const char *fp = json_get_str(sigblk, "public_key_fingerprint");
 	const char *kid = json_get_str(sigblk, "key_id");
 	const char *sig = json_get_str(sigblk, "signature_b64");
 	const char *msg = json_get_str(sigblk, "signed_message");
+	/* B-SIGNATURE: signed_at not a string is as if absent (time 0); a
+	 * string must be a timestamp, without NUL */
 	const char *sa = json_get_str(sigblk, "signed_at");
+	int sa_nul = sa && !str_no_nul(sigblk, "signed_at");
 	int64_t us = 0;
 	if (!fp || !kid || !sig) {
 		pith_report_add(rep, name, 0, "signature block missing or incomplete");
@@ -284,11 +384,13 @@ static int signature_block_check(const json_value_t *sigblk, const uint8_t diges
 		pith_report_add(rep, name, 0, "signed_message is %.40s, expected %s", msg, expect_msg);
 		return -1;
 	}
-	if (sa && pith_time_parse_valid(sa, PITH_TIME_FRACTION, &us)) {
+	if (sa && (sa_nul || pith_time_parse_valid(sa, PITH_TIME_FRACTION, &us))) {
 		pith_report_add(rep, name, 0, "signed_at is not a timestamp");
 		return -1;
 	}
 	const pith_key_t *k;
+	if (us < signed_floor)
+		us = signed_floor;
 	if (pith_trust_check(trust, fp, kid, us, &k, &err)) {
 		pith_report_add(rep, name, 0, "%s", err.msg);
 		report_mark_untrusted(rep);
@@ -352,6 +454,39 @@ void pith_receipt_precheck_finish(const pith_receipt_pre_t *pre, const pith_sig_
 		memo_put(pre->slot, pre->mk);
 }
 
+/* Nesting of v (docs/merge.md section 0: the outermost container 1). */
+static unsigned nesting(const json_value_t *v)
+{
+	unsigned d = 0;
+	if (v->type == JSON_ARRAY)
+		for (size_t i = 0; i < v->len; i++) {
+			unsigned k = nesting(v->u.items[i]);
+			d = k > d ? k : d;
+		}
+	else if (v->type == JSON_OBJECT)
+		for (size_t i = 0; i < v->len; i++) {
+			unsigned k = nesting(v->u.members[i].value);
+			d = k > d ? k : d;
+		}
+	else
+		return 0;
+	return d + 1;
+}
+
+/* B-EVENTS: an element must be an event a node would take alone too
+ * (V-JSON's bounds on its canonical JSON, the bytes peers send it as),
+ * else a node could store it from a bundle that a newer one replaces and
+ * never give it to a peer that comes later. NULL, or why not. */
+static const char *event_bound_fault(const json_value_t *ev)
+{
+	if (nesting(ev) > PITH_EVENT_MAX_DEPTH)
+		return "the event nests deeper than an event may (32)";
+	pith_buf_t b = PITH_BUF_INIT;
+	int big = json_canon_write(ev, &b) || b.len > PITH_EVENT_MAX_BYTES;
+	pith_buf_release(&b);
+	return big ? "the event's canonical JSON is over an event's 1 MiB" : NULL;
+}
+
 int pith_bundle_verify(const json_value_t *b, const pith_trust_t *trust,
 		       pith_report_t *rep)
 {
@@ -360,10 +495,12 @@ int pith_bundle_verify(const json_value_t *b, const pith_trust_t *trust,
 	const char *t = json_get_str(b, "bundle_type"), *v = json_get_str(b, "bundle_version");
 	pith_report_add(rep, "bundle_type", t && v && !strcmp(t, "pith_open_graph_bundle") &&
 			!strcmp(v, "1.0"), "%s %s", t ? t : "(missing)", v ? v : "(missing)");
-	const char *built = json_get_str(b, "built_at");
-	int64_t built_us;
-	pith_report_add(rep, "built_at", built && !pith_time_parse_valid(built, PITH_TIME_FRACTION, &built_us),
-			"%.40s", built ? built : "(missing or not a string)");
+	const char *built = str_no_nul(b, "built_at");
+	int64_t built_us = 0;
+	int built_ok = built && !pith_time_parse_valid(built, PITH_TIME_FRACTION, &built_us);
+	pith_report_add(rep, "built_at", built_ok, "%.40s", built ? built : "(missing or not a string)");
+	if (!built_ok)
+		built_us = 0;
 	const json_value_t *rec = json_get_type(b, "canonical_record", JSON_OBJECT);
 	check_record_ids(b, rec, rep, hex, pith);
 	check_aliases(json_get(b, "source_aliases"), rec, pith, "source_aliases", rep);
@@ -377,7 +514,7 @@ int pith_bundle_verify(const json_value_t *b, const pith_trust_t *trust,
 			bclaim && strcmp(bclaim, bhex) ? " recomputed, claimed " : "",
 			bclaim && strcmp(bclaim, bhex) ? bclaim : "");
 	signature_block_check(json_get(b, "bundle_signature"), bh, "bundle_sha256_bytes",
-			      trust, 1, "bundle_signature", rep);
+			      trust, 1, built_us, "bundle_signature", rep);
 
 	const json_value_t *evs = json_get_type(b, "events", JSON_ARRAY);
 	size_t nev = evs ? evs->len : 0;
@@ -388,6 +525,12 @@ int pith_bundle_verify(const json_value_t *b, const pith_trust_t *trust,
 	for (size_t i = 0; list && i < nev; i++) {
 		pith_err_t err = {0};
 		pith_event_check_t failed;
+		const char *bound = event_bound_fault(evs->u.items[i]);
+		if (bound) {
+			snprintf(name, sizeof(name), "events[%zu].json", i);
+			pith_report_add(rep, name, 0, "%s", bound);
+			continue;
+		}
 		snprintf(name, sizeof(name), "events[%zu]", i);
 		if (pith_event_verify_value(evs->u.items[i], trust, &list[nok], &failed, &err)) {
 			snprintf(name, sizeof(name), "events[%zu].%s", i, pith_event_check_name(failed));

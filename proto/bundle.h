@@ -35,6 +35,14 @@ int pith_report_add(pith_report_t *r, const char *name, int ok, const char *fmt,
  * (docs/pithd.md, "Budgets and misbehaviour"). */
 int pith_report_is_untrusted_only(const pith_report_t *r);
 
+/* B-JSON (docs/merge.md): a bundle is at most 64 MiB, and nests at most
+ * 40 arrays and objects, the outermost counting 1: the events' 32
+ * (PITH_EVENT_MAX_DEPTH) plus the 8 levels a bundle puts around an event's
+ * content (bundle, events, and in its state: state, current, a list, a
+ * projection, the payload). */
+#define PITH_BUNDLE_MAX_BYTES (64u << 20)
+#define PITH_BUNDLE_MAX_DEPTH (PITH_EVENT_MAX_DEPTH + 8)
+
 typedef enum pith_doc_kind {
 	PITH_DOC_UNKNOWN = 0,
 	PITH_DOC_BUNDLE,
@@ -44,8 +52,31 @@ typedef enum pith_doc_kind {
 	PITH_DOC_RECEIPT,  /* a receipt: kind pith_receipt */
 } pith_doc_kind_t;
 
-/* What kind of signed object root looks like. */
+/* What kind of signed object root looks like. A bundle is an object with
+ * a top-level bundle_type or bundle_signature member, whatever its value
+ * (docs/merge.md, D-KIND). */
 pith_doc_kind_t pith_doc_kind(const json_value_t *root);
+
+/* Whether the text of an item holds the bytes "bundle_type" or
+ * "bundle_signature" (quotes included): only such an item may be a bundle
+ * (D-KIND); every other one is read as an event without parsing it twice. */
+int pith_text_names_bundle(const uint8_t *p, size_t len);
+
+/* D-KIND: PITH_DOC_BUNDLE when the item is to be checked as a bundle (its
+ * text names one, and it does not parse within B-JSON's bounds or parses
+ * to an object pith_doc_kind calls a bundle), else PITH_DOC_EVENT. */
+pith_doc_kind_t pith_item_kind(const uint8_t *p, size_t len);
+
+/* The refusal name (docs/merge.md, "Names of refusals") of a bundle that
+ * failed pith_bundle_verify: that of the first failed check in rep, which
+ * is the first failing rule B-TYPE ... B-STATE; "bundle" when rep holds
+ * no failed check. Static strings. */
+const char *pith_bundle_refusal(const pith_report_t *rep);
+/* The rule id ("B-TYPE" ... "B-STATE") and the refusal name of one check
+ * name of a report ("built_at", "events[3].signature", ...); "B-UNKNOWN"
+ * and "bundle" for a name pith_bundle_verify does not write. */
+const char *pith_bundle_check_rule(const char *check);
+const char *pith_bundle_check_refusal(const char *check);
 
 /* Runs every check of a bundle into rep. Returns 0 if all passed, else
  * PITH_EMISMATCH (the report names the failing checks). */

@@ -13,8 +13,6 @@
 #include "stateroot.h"
 #include "trust.h"
 
-#define BUNDLE_MAX_DEPTH (PITH_EVENT_MAX_DEPTH + 8)
-
 static const char *event_rule(pith_event_check_t c)
 {
 	static const char *const rules[] = {
@@ -22,24 +20,6 @@ static const char *event_rule(pith_event_check_t c)
 		"V-KEY", "V-ROTATED", "V-SIGNATURE",
 	};
 	return c < PITH_CHECK_NCHECKS ? rules[c] : "V-UNKNOWN";
-}
-
-/* The B- rule of a pith_bundle_verify check name (docs/merge.md section 4). */
-static const char *bundle_rule(const char *check)
-{
-	static const struct {
-		const char *prefix, *rule;
-	} map[] = {
-		{"bundle_type", "B-TYPE"},       {"built_at", "B-BUILT-AT"},
-		{"canonical_sha256", "B-RECORD"}, {"pith_number", "B-RECORD"},
-		{"short_pith_number", "B-RECORD"}, {"source_aliases", "B-ALIASES"},
-		{"bundle_sha256", "B-HASH"},     {"bundle_signature", "B-SIGNATURE"},
-		{"events", "B-EVENTS"},          {"state", "B-STATE"},
-	};
-	for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++)
-		if (!strncmp(check, map[i].prefix, strlen(map[i].prefix)))
-			return map[i].rule;
-	return "B-UNKNOWN";
 }
 
 /* A case's bytes: member name as a string, or name + "_hex" as the hex of
@@ -93,12 +73,16 @@ static int push_event(merge_ctx_t *m, pith_event_t *ev)
 
 /* A bundle document: B- checks, then its events join E and, when it is
  * the record's newest (B-NEWEST), its aliases become A. */
-static const char *eval_bundle(merge_ctx_t *m, const char *pith, const pith_buf_t *text)
+static const char *eval_bundle(merge_ctx_t *m, const char *pith, const pith_buf_t *text,
+			       const char **reason)
 {
-	json_limits_t lim = {JSON_MAX_BYTES_DEFAULT, BUNDLE_MAX_DEPTH, JSON_MAX_INT_DIGITS};
+	json_limits_t lim = {PITH_BUNDLE_MAX_BYTES, PITH_BUNDLE_MAX_DEPTH, JSON_MAX_INT_DIGITS};
 	json_doc_t *d = NULL;
-	if (json_parse(&d, text->data, text->len, &lim, NULL))
+	*reason = "accepted";
+	if (json_parse(&d, text->data, text->len, &lim, NULL)) {
+		*reason = text->len > PITH_BUNDLE_MAX_BYTES ? "too_big" : "json";
 		return "B-JSON";
+	}
 	m->docs[m->ndocs++] = d;
 	const json_value_t *b = json_doc_root(d);
 	pith_report_t rep = {0};
@@ -106,9 +90,10 @@ static const char *eval_bundle(merge_ctx_t *m, const char *pith, const pith_buf_
 		const char *rule = "B-UNKNOWN";
 		for (size_t i = 0; i < rep.n; i++)
 			if (!rep.checks[i].ok) {
-				rule = bundle_rule(rep.checks[i].name);
+				rule = pith_bundle_check_rule(rep.checks[i].name);
 				break;
 			}
+		*reason = pith_bundle_refusal(&rep);
 		pith_report_release(&rep);
 		return rule;
 	}
@@ -175,8 +160,12 @@ int pith_conform_merge_eval(const json_value_t *c, pith_conform_merge_t *out, pi
 			rc = pith_err_set(err, PITH_EINVAL, "documents[%zu]: type or text missing", i);
 			goto done;
 		}
+		/* "item": the document says nothing of its kind; D-KIND decides */
+		if (!strcmp(type, "item"))
+			type = pith_item_kind(text.data, text.len) == PITH_DOC_BUNDLE ? "bundle" : "event";
+		out->kind[i] = !strcmp(type, "bundle") ? "bundle" : "event";
 		if (!strcmp(type, "bundle")) {
-			out->outcome[i] = eval_bundle(&m, pith, &text);
+			out->outcome[i] = eval_bundle(&m, pith, &text, &out->reason[i]);
 		} else {
 			pith_event_t *ev = NULL;
 			pith_event_check_t failed = PITH_CHECK_OK;
@@ -187,6 +176,10 @@ int pith_conform_merge_eval(const json_value_t *c, pith_conform_merge_t *out, pi
 				goto done;
 			}
 			out->outcome[i] = event_rule(failed);
+			/* the refusal's name: pithctl import's (docs/merge.md) */
+			out->reason[i] = failed == PITH_CHECK_OK ? "accepted"
+					 : failed == PITH_CHECK_JSON && text.len > PITH_EVENT_MAX_BYTES
+					 ? "too_big" : pith_event_check_name(failed);
 		}
 		out->ndocs = i + 1;
 	}
@@ -246,9 +239,15 @@ static void check_merge(checker_t *k, const json_value_t *c)
 	const json_value_t *docs = json_get(c, "documents");
 	for (size_t i = 0; i < out.ndocs; i++) {
 		const char *want = json_get_str(docs->u.items[i], "expect");
+		const char *want_reason = json_get_str(docs->u.items[i], "expect_reason");
 		if (!want || strcmp(want, out.outcome[i])) {
 			failf(k, name, "documents[%zu]: %s, expected %s", i, out.outcome[i],
 			      want ? want : "(no expect)");
+			goto done;
+		}
+		if (!want_reason || strcmp(want_reason, out.reason[i])) {
+			failf(k, name, "documents[%zu]: refused as %s, expected %s", i, out.reason[i],
+			      want_reason ? want_reason : "(no expect_reason)");
 			goto done;
 		}
 	}
@@ -315,6 +314,27 @@ void pith_conform_answer(const char *kind, const json_value_t *c, pith_buf_t *ou
 			pith_key_fingerprint(pk, fp);
 			pith_buf_printf(out, "\"%s\"", fp);
 		}
+	} else if (!strcmp(kind, "key_file")) {
+		/* K-FILE, K-ROTATES-AT: what a trusted key file says, or null
+		 * when it is refused at start */
+		json_doc_t *d = NULL;
+		pith_key_t k;
+		if (json_parse(&d, (const uint8_t *)in->u.str, in->len, NULL, NULL) ||
+		    !json_is(json_doc_root(d), JSON_OBJECT) ||
+		    pith_key_from_json(json_doc_root(d), &k, NULL) || pith_trust_key_check(&k, NULL)) {
+			pith_buf_puts(out, "null");
+		} else {
+			pith_buf_puts(out, "{\"fingerprint\":");
+			json_write_string(out, k.fp, strlen(k.fp));
+			pith_buf_puts(out, ",\"key_id\":");
+			json_write_string(out, k.key_id, strlen(k.key_id));
+			pith_buf_printf(out, ",\"registry\":%s,\"rotates_at_us\":", k.is_registry ? "true" : "false");
+			if (k.rotates_at_us == PITH_NO_ROTATION)
+				pith_buf_puts(out, "null}");
+			else
+				pith_buf_printf(out, "%lld}", (long long)k.rotates_at_us);
+		}
+		json_doc_free(d);
 	} else if (!strcmp(kind, "ed25519")) {
 		/* input: the hex digest signed; the key and signature beside it */
 		const char *pk_hex = json_get_str(c, "public_key_hex");
@@ -370,5 +390,45 @@ int pith_conform_check(const json_value_t *root, pith_conform_fail_fn fail, void
 	if (!cases_v)
 		return pith_err_set(err, PITH_EINVAL, "case file of kind %.40s without cases", kind);
 	check_list(&k, kind, cases_v);
+	return 0;
+}
+
+int pith_conform_answer_file(const json_value_t *root, pith_buf_t *out, pith_err_t *err)
+{
+	const char *kind = json_get_str(root, "kind");
+	pith_buf_reset(out);
+	if (!kind)
+		return pith_err_set(err, PITH_EINVAL, "not a case file: no kind");
+	if (!strcmp(kind, "merge")) {
+		pith_conform_merge_t m;
+		int rc = pith_conform_merge_eval(root, &m, err);
+		if (rc)
+			return rc;
+		pith_buf_puts(out, "{\"documents\":[");
+		for (size_t i = 0; i < m.ndocs; i++)
+			pith_buf_printf(out, "%s{\"expect\":\"%s\",\"expect_reason\":\"%s\"}", i ? "," : "",
+					m.outcome[i], m.reason[i]);
+		pith_buf_puts(out, "],\"expect_state\":");
+		json_write_string(out, (const char *)m.state.data, m.state.len);
+		pith_buf_printf(out, ",\"expect_state_sha256\":\"%s\"}", m.state_sha256);
+		pith_conform_merge_release(&m);
+		return 0;
+	}
+	const json_value_t *cases = json_get_type(root, "cases", JSON_ARRAY);
+	if (!cases)
+		return pith_err_set(err, PITH_EINVAL, "case file of kind %.40s without cases", kind);
+	pith_buf_t a = PITH_BUF_INIT;
+	pith_buf_puts(out, "{\"cases\":[");
+	for (size_t i = 0; i < cases->len; i++) {
+		const char *name = json_get_str(cases->u.items[i], "name");
+		pith_conform_answer(kind, cases->u.items[i], &a);
+		pith_buf_puts(out, i ? ",{\"name\":" : "{\"name\":");
+		json_write_string(out, name ? name : "", name ? strlen(name) : 0);
+		pith_buf_puts(out, ",\"expect\":");
+		pith_buf_append(out, a.data, a.len);
+		pith_buf_putc(out, '}');
+	}
+	pith_buf_puts(out, "]}");
+	pith_buf_release(&a);
 	return 0;
 }

@@ -20,6 +20,11 @@ typedef struct pith_conform_merge {
 	 * (V-JSON ... V-SIGNATURE for events, B-JSON ... B-STATE for bundles);
 	 * static strings */
 	const char *outcome[PITH_CONFORM_MAX_DOCS];
+	/* per document: "accepted" or the refusal's name, as pithctl import
+	 * counts it ("json", "too_big", "shape", ... "bundle_state") */
+	const char *reason[PITH_CONFORM_MAX_DOCS];
+	/* per document: "event" or "bundle", as read (an "item" by D-KIND) */
+	const char *kind[PITH_CONFORM_MAX_DOCS];
 	pith_buf_t state;     /* canonical bytes of the state */
 	char state_sha256[65];
 } pith_conform_merge_t;
@@ -44,5 +49,13 @@ void pith_conform_answer(const char *kind, const json_value_t *c, pith_buf_t *ou
 typedef void (*pith_conform_fail_fn)(void *arg, const char *case_name, const char *what);
 int pith_conform_check(const json_value_t *root, pith_conform_fail_fn fail, void *arg,
 		       size_t *cases, size_t *failed, pith_err_t *err);
+
+/* This implementation's answers to one case file (any kind), as JSON in
+ * the case's own member names, so that a runner compares them member by
+ * member (tests/conformance/run.py): for a merge case
+ * {"documents":[{"expect","expect_reason"}...],"expect_state",
+ * "expect_state_sha256"}; for a list file {"cases":[{"name","expect"}...]}.
+ * 0, or a negative code when root is no case file (err says why). */
+int pith_conform_answer_file(const json_value_t *root, pith_buf_t *out, pith_err_t *err);
 
 #endif

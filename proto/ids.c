@@ -172,17 +172,26 @@ int pith_record_aliases(const json_value_t *record, const char *pith_number,
 			pith_alias_t out[static 6])
 {
 	int n = 0;
-	const json_value_t *src = json_get(record, "source");
-	const char *kind = json_get_str(src, "kind");
-	const char *id = json_get_str(src, "id");
+	/* an arXiv record (docs/merge.md, B-ALIASES-DERIVED): source an
+	 * object whose kind is the string "arxiv" and whose id is a string
+	 * of 1 to 99 bytes without NUL; arxiv_version only when version is an
+	 * integer whose canonical text (-0 is 0) has at most 20 bytes */
+	const json_value_t *src = json_get_type(record, "source", JSON_OBJECT);
+	const json_value_t *kv = json_get_type(src, "kind", JSON_STRING);
+	const json_value_t *iv = json_get_type(src, "id", JSON_STRING);
 	const json_value_t *ver = json_get_type(src, "version", JSON_INT);
-	if (kind && id && !strcmp(kind, "arxiv") && strlen(id) < 100) {
+	const char *id = iv ? iv->u.str : NULL;
+	if (kv && iv && kv->len == 5 && !memcmp(kv->u.str, "arxiv", 5) && iv->len >= 1 &&
+	    iv->len < 100 && strlen(id) == iv->len) {
 		out[n].kind = "arxiv";
 		snprintf(out[n++].value, sizeof(out[0].value), "%s", id);
-		if (ver) {
+		pith_buf_t vt = PITH_BUF_INIT;
+		if (ver && !json_canon_write(ver, &vt) && vt.len <= 20) {
 			out[n].kind = "arxiv_version";
-			snprintf(out[n++].value, sizeof(out[0].value), "%sv%s", id, ver->u.str);
+			snprintf(out[n++].value, sizeof(out[0].value), "%sv%.*s", id, (int)vt.len,
+				 (const char *)vt.data);
 		}
+		pith_buf_release(&vt);
 		out[n].kind = "doi";
 		snprintf(out[n++].value, sizeof(out[0].value), "10.48550/arxiv.%s", id);
 	}

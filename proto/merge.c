@@ -245,8 +245,11 @@ int pith_merge_ex(const char *subject, pith_event_t *const *events, size_t n,
 			indexed = 1;
 		}
 		const char *sfp = items[i].ev->signer_fp;
-		const pith_key_t *rk = registry ? pith_trust_find(registry, sfp) : NULL;
-		int by_registry = !strcmp(sfp, registry_fp()) || (rk && rk->is_registry);
+		/* by fingerprint, any entry (K-ROLE): not the first one
+		 * listed, which would make the state depend on the order of
+		 * --trust-key */
+		int by_registry = !strcmp(sfp, registry_fp()) ||
+				  (registry && pith_trust_fp_is_registry(registry, sfp));
 		for (size_t k = 0; k < sup->len; k++) {
 			item_t *x = find_item(byid, m, sup->u.items[k]->u.str);
 			if (!x || x >= &items[i] || x->fate == EV_INVALID)

@@ -81,8 +81,12 @@ int pith_trust_add(pith_trust_t *t, const pith_key_t *k)
 	if (pith_trust_key_check(k, NULL))
 		return PITH_EINVAL;
 	for (size_t i = 0; i < t->n; i++) {
+		/* one entry per (public key, key id), whatever the order the
+		 * files come in (docs/merge.md, K-SET): a registry entry if
+		 * any file says so, the earliest rotates_at of them */
 		if (!memcmp(t->keys[i].pk, k->pk, 32) && !strcmp(t->keys[i].key_id, k->key_id)) {
-			t->keys[i].rotates_at_us = k->rotates_at_us;
+			if (k->rotates_at_us < t->keys[i].rotates_at_us)
+				t->keys[i].rotates_at_us = k->rotates_at_us;
 			t->keys[i].is_registry |= k->is_registry;
 			return 0;
 		}
@@ -111,6 +115,14 @@ const pith_key_t *pith_trust_find(const pith_trust_t *t, const char *fp)
 		if (!strcmp(t->keys[i].fp, fp))
 			return &t->keys[i];
 	return NULL;
+}
+
+int pith_trust_fp_is_registry(const pith_trust_t *t, const char *fp)
+{
+	for (size_t i = 0; i < t->n; i++)
+		if (t->keys[i].is_registry && !strcmp(t->keys[i].fp, fp))
+			return 1;
+	return 0;
 }
 
 size_t pith_trust_count(const pith_trust_t *t)
@@ -256,18 +268,20 @@ void pith_sig_sign_b64(const uint8_t secret[64], const uint8_t digest[static 32]
 int pith_key_from_json(const json_value_t *o, pith_key_t *key, pith_err_t *err)
 {
 	memset(key, 0, sizeof(*key));
-	const char *hex = json_get_str(o, "public_key_hex");
-	const char *b64 = json_get_str(o, "public_key_b64");
-	const char *kid = json_get_str(o, "key_id");
-	if (!kid || !*kid || strlen(kid) >= PITH_KEY_ID_MAX)
-		return pith_err_set(err, PITH_EINVAL, "key: key_id missing or longer than %d",
+	const json_value_t *hv = json_get_type(o, "public_key_hex", JSON_STRING);
+	const json_value_t *bv = json_get_type(o, "public_key_b64", JSON_STRING);
+	const char *hex = hv ? hv->u.str : NULL, *b64 = bv ? bv->u.str : NULL;
+	const json_value_t *kv = json_get_type(o, "key_id", JSON_STRING);
+	const char *kid = kv ? kv->u.str : NULL;
+	if (!kid || !*kid || kv->len >= PITH_KEY_ID_MAX || strlen(kid) != kv->len)
+		return pith_err_set(err, PITH_EINVAL, "key: key_id missing, longer than %d or with a NUL",
 				    PITH_KEY_ID_MAX - 1);
 	if (hex) {
-		if (pith_hex_decode(hex, strlen(hex), key->pk, 32))
+		if (pith_hex_decode(hex, hv->len, key->pk, 32)) /* a NUL is no hex digit */
 			return pith_err_set(err, PITH_EINVAL, "key: public_key_hex is not 64 lower-case hex");
 	} else if (b64) {
 		size_t n = 0;
-		if (sodium_base642bin(key->pk, 32, b64, strlen(b64), NULL, &n, NULL,
+		if (sodium_base642bin(key->pk, 32, b64, bv->len, NULL, &n, NULL,
 				      sodium_base64_VARIANT_ORIGINAL) || n != 32)
 			return pith_err_set(err, PITH_EINVAL, "key: public_key_b64 is not 32 bytes of base64");
 	} else {
@@ -288,8 +302,15 @@ int pith_key_from_json(const json_value_t *o, pith_key_t *key, pith_err_t *err)
 	key->is_registry = role && !strcmp(role, "registry");
 	const json_value_t *rot = json_get(o, "rotates_at");
 	if (rot && rot->type == JSON_STRING) {
-		if (pith_time_parse(rot->u.str, &key->rotates_at_us))
-			return pith_err_set(err, PITH_EINVAL, "key: rotates_at is not a timestamp");
+		/* K-ROTATES-AT: the one rule of every timestamp (T-GRAMMAR,
+		 * T-CALENDAR, T-YEARS), so that two nodes never read one key
+		 * file as two rotation times, or one as none */
+		if (strlen(rot->u.str) != rot->len ||
+		    pith_time_parse_valid(rot->u.str, PITH_TIME_FRACTION, &key->rotates_at_us))
+			return pith_err_set(err, PITH_EINVAL,
+					    "key %.64s: rotates_at '%.40s' is not a timestamp "
+					    "(YYYY-MM-DDThh:mm:ss[.F]Z, a real date, years 0829-3110)",
+					    kid, rot->u.str);
 	} else if (rot && rot->type != JSON_NULL) {
 		return pith_err_set(err, PITH_EINVAL, "key: rotates_at must be a string or null");
 	}

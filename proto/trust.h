@@ -38,11 +38,14 @@ typedef struct pith_trust pith_trust_t;
 pith_trust_t *pith_trust_new(void);
 void pith_trust_free_(pith_trust_t *t);
 #define pith_trust_free(t) do { pith_trust_free_(t); (t) = NULL; } while (0)
-/* Adds (or updates the rotation time of) a key, and builds its
+/* Adds a key, and builds its
  * fixed-key verification tables (ed25519.h) unless the environment says
  * PITH_ED25519=libsodium or the verifier's self-test failed
  * (docs/signatures.md); a key without tables is verified by libsodium.
- * PITH_EINVAL, and nothing added, for a key pith_trust_key_check refuses. */
+ * PITH_EINVAL, and nothing added, for a key pith_trust_key_check refuses.
+ * The store is a set (docs/merge.md, K-SET): a key already held under
+ * the same key_id stays one entry, a registry key if either says so,
+ * with the earlier rotates_at; the order of the calls never matters. */
 int pith_trust_add(pith_trust_t *t, const pith_key_t *k);
 /* 0 when k's public key may be trusted (pith_ed_key_check: canonical, not
  * of small order, in the prime-order subgroup); else PITH_EINVAL with err
@@ -52,8 +55,13 @@ int pith_trust_key_check(const pith_key_t *k, pith_err_t *err);
  * for the caller to log (PITH_ED25519=libsodium, or the self-test's
  * failure: pith_ed_selftest). Decided when the store is made. */
 const char *pith_trust_fixed_key_note(const pith_trust_t *t);
-/* The trusted key with this fingerprint, or NULL. */
+/* The first trusted key with this fingerprint, or NULL: which one
+ * depends on the order keys were added, so no rule may read its role or
+ * rotation (pith_trust_check, pith_trust_fp_is_registry do). */
 const pith_key_t *pith_trust_find(const pith_trust_t *t, const char *fp);
+/* 1 when some registry key of t has this fingerprint, whatever key ids it
+ * is also trusted under (docs/merge.md, K-ROLE), else 0. */
+int pith_trust_fp_is_registry(const pith_trust_t *t, const char *fp);
 size_t pith_trust_count(const pith_trust_t *t);
 const pith_key_t *pith_trust_at(const pith_trust_t *t, size_t i);
 

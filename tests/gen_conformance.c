@@ -22,16 +22,23 @@
 #define SIGNED_AT "2026-06-01T00:00:00.000000Z"
 #define MAXDOCS 64
 
-enum { K_REG, K_OP1, K_OP2, K_STRANGER, K_OLDREG, K_OPROT, NKEYS };
+/* The last five share public keys with others (docs/merge.md, K-SET and
+ * K-ROLE): K_REGASOP is K_REG's key and key id without the registry role,
+ * K_DUALOP and K_DUALREG one key under an operator and a registry key id,
+ * K_OPROTLATE K_OPROT's key and id with a later rotates_at. */
+enum { K_REG, K_OP1, K_OP2, K_STRANGER, K_OLDREG, K_OPROT, K_REGASOP, K_DUALOP, K_DUALREG,
+       K_OPROTLATE, K_REG2, NKEYS };
 static tg_key_t keys[NKEYS];
 static const char *outdir;
 static int failures;
 static size_t written;
+static pith_buf_t last_state; /* the state of the case case_emit wrote last */
 
 typedef struct gcase {
 	char name[128], rule[40], desc[400];
 	char pith[PITH_NUMBER_LEN + 1];
 	unsigned trust; /* bit mask of keys in T (the built-in key always is) */
+	int trust_reversed; /* list them last key first */
 	struct {
 		const char *type;
 		pith_buf_t text;
@@ -42,16 +49,24 @@ typedef struct gcase {
 	size_t nmust;
 } gcase_t;
 
+/* in the order of the enum */
+static const tg_key_spec_t key_specs[NKEYS] = {
+	{1, "test-registry", 1, NULL},
+	{2, "op-one", 0, NULL},
+	{3, "op-two", 0, NULL},
+	{4, "stranger", 0, NULL},
+	{5, "old-registry", 1, "2020-01-01T00:00:00Z"},
+	{6, "op-rotating", 0, "2026-03-01T00:00:00Z"},
+	{1, "test-registry", 0, NULL},
+	{40, "dual-as-operator", 0, NULL},
+	{40, "dual-as-registry", 1, NULL},
+	{6, "op-rotating", 0, "2026-05-01T00:00:00Z"},
+	{8, "second-registry", 1, NULL},
+};
+
 static void keys_init(void)
 {
-	tg_key_make(&keys[K_REG], 1, "test-registry", 1);
-	tg_key_make(&keys[K_OP1], 2, "op-one", 0);
-	tg_key_make(&keys[K_OP2], 3, "op-two", 0);
-	tg_key_make(&keys[K_STRANGER], 4, "stranger", 0);
-	tg_key_make(&keys[K_OLDREG], 5, "old-registry", 1);
-	pith_time_parse("2020-01-01T00:00:00Z", &keys[K_OLDREG].key.rotates_at_us);
-	tg_key_make(&keys[K_OPROT], 6, "op-rotating", 0);
-	pith_time_parse("2026-03-01T00:00:00Z", &keys[K_OPROT].key.rotates_at_us);
+	tg_keys_make(keys, key_specs, NKEYS);
 }
 
 #define T_STD ((1u << K_REG) | (1u << K_OP1) | (1u << K_OP2))
@@ -67,15 +82,12 @@ static pith_trust_t *trust_of(unsigned mask)
 
 static void key_json(pith_buf_t *b, const tg_key_t *k)
 {
-	char hex[65], rot[32] = "";
+	char hex[65];
+	const char *rot = key_specs[k - keys].rotates_at;
 	pith_hex_encode(k->key.pk, 32, hex);
-	if (k == &keys[K_OLDREG])
-		snprintf(rot, sizeof(rot), "2020-01-01T00:00:00Z");
-	else if (k == &keys[K_OPROT])
-		snprintf(rot, sizeof(rot), "2026-03-01T00:00:00Z");
 	pith_buf_printf(b, "{\"key_id\":\"%s\",\"public_key_hex\":\"%s\"%s", k->key.key_id, hex,
 			k->key.is_registry ? ",\"role\":\"registry\"" : "");
-	if (rot[0])
+	if (rot)
 		pith_buf_printf(b, ",\"rotates_at\":\"%s\"", rot);
 	pith_buf_putc(b, '}');
 }
@@ -99,6 +111,7 @@ static void add_doc(gcase_t *c, const char *type, const pith_buf_t *text, const 
 	c->doc[c->n].type = type;
 	c->doc[c->n].expect = expect;
 	pith_buf_append(&c->doc[c->n].text, text->data, text->len);
+	pith_buf_cstr(&c->doc[c->n].text); /* cases_mixed looks into it with strstr */
 	c->n++;
 }
 
@@ -185,13 +198,18 @@ static void add_ev_edit(gcase_t *c, int key, const char *type, const char *creat
 /* ---- records and receipts ---------------------------------------------------- */
 
 /* A record with submitted_at given as raw JSON (NULL: no submitted_at). */
+/* The source.kind and source.version of the records made next, as raw
+ * JSON (B-ALIASES-DERIVED cases change them). */
+static const char *rec_kind = "\"arxiv\"", *rec_version = "1";
+
 static void record_text(pith_buf_t *b, unsigned n, const char *submitted_json)
 {
 	pith_buf_reset(b);
 	pith_buf_printf(b, "{\"metadata\":{\"license\":\"\",\"primary_cat\":\"cs.DC\"%s%s,"
 			"\"title_canon_sha256\":\"%064u\"},\"schema_version\":\"1.0\","
-			"\"source\":{\"id\":\"2401.%05u\",\"kind\":\"arxiv\",\"version\":1}}",
-			submitted_json ? ",\"submitted_at\":" : "", submitted_json ? submitted_json : "", n, n);
+			"\"source\":{\"id\":\"2401.%05u\",\"kind\":%s,\"version\":%s}}",
+			submitted_json ? ",\"submitted_at\":" : "", submitted_json ? submitted_json : "", n, n,
+			rec_kind, rec_version);
 	pith_buf_cstr(b);
 }
 
@@ -292,21 +310,6 @@ static void add_record(gcase_t *c, unsigned n, const char *created, char *id)
 
 /* ---- bundles ------------------------------------------------------------------ */
 
-/* Re-hashes and re-signs a bundle document with k. */
-static void bundle_resign(json_doc_t *d, json_value_t *b, const tg_key_t *k)
-{
-	uint8_t h[32];
-	char hex[65], sig[89];
-	pith_bundle_hash(b, h);
-	pith_hex_encode(h, 32, hex);
-	pith_sig_sign_b64(k->sk, h, sig);
-	json_value_t *s = (json_value_t *)json_get(b, "bundle_signature");
-	json_object_set(d, s, "bundle_sha256", json_new_string(d, hex));
-	json_object_set(d, s, "signature_b64", json_new_string(d, sig));
-	json_object_set(d, s, "key_id", json_new_string(d, k->key.key_id));
-	json_object_set(d, s, "public_key_fingerprint", json_new_string(d, k->key.fp));
-}
-
 /* A bundle of c's event documents [from, to) (verified with c's trust),
  * built at built_at and signed by key; edit (may be NULL) sets a top-level
  * member to raw JSON and re-signs (resign 1) or not. */
@@ -332,7 +335,13 @@ static int make_bundle(gcase_t *c, size_t from, size_t to, const char *built_at,
 	/* deterministic: the bundle signature's signed_at is built_at */
 	if (edit) {
 		json_parse(&e, (const uint8_t *)edit_json, strlen(edit_json), NULL, NULL);
-		json_object_set(d, b, edit, json_clone(d, json_doc_root(e)));
+		json_value_t *o = b;
+		const char *m = edit;
+		if (!strncmp(edit, "bundle_signature.", 17)) { /* outside the hash */
+			o = (json_value_t *)json_get(b, "bundle_signature");
+			m = edit + 17;
+		}
+		json_object_set(d, o, m, json_clone(d, json_doc_root(e)));
 	}
 	if (edit && !strcmp(edit, "source_aliases")) {
 		/* the state the bundle carries has A: merge again with the new one */
@@ -343,7 +352,7 @@ static int make_bundle(gcase_t *c, size_t from, size_t to, const char *built_at,
 		}
 	}
 	if (resign)
-		bundle_resign(d, b, &keys[key]);
+		tg_bundle_resign(d, b, &keys[key]);
 	pith_buf_reset(out);
 	rc = json_canon_write(b, out);
 	json_doc_free(d);
@@ -411,6 +420,26 @@ static void put_bytes(pith_buf_t *b, const char *name, const uint8_t *p, size_t 
 	pith_buf_putc(b, '"');
 }
 
+/* The refusal name a rule id gives (docs/merge.md, "Names of refusals");
+ * V-JSON and B-JSON say "json", which is "too_big" over the byte bound. */
+static const char *reason_of_rule(const char *rule, const char *kind)
+{
+	static const char *const map[][2] = {
+		{"accepted", "accepted"}, {"V-JSON", "json"}, {"V-SHAPE", "shape"},
+		{"V-CONTENT-HASH", "content_sha256"}, {"V-EVENT-ID", "event_id"}, {"V-KEY", "key"},
+		{"V-ROTATED", "rotated_key"}, {"V-SIGNATURE", "signature"}, {"B-JSON", "json"},
+		{"B-TYPE", "bundle_type"}, {"B-BUILT-AT", "bundle_built_at"},
+		{"B-RECORD", "bundle_record"}, {"B-ALIASES", "bundle_aliases"},
+		{"B-HASH", "bundle_hash"}, {"B-SIGNATURE", "bundle_signature"},
+		{"B-EVENTS", "bundle_events"}, {"B-STATE", "bundle_state"},
+	};
+	(void)kind;
+	for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++)
+		if (!strcmp(rule, map[i][0]))
+			return map[i][1];
+	return "?";
+}
+
 /* Evaluates c, checks what it intends, writes DIR/merge/NAME.json. */
 static void case_emit(gcase_t *c)
 {
@@ -423,12 +452,14 @@ static void case_emit(gcase_t *c)
 	put_str(&b, c->desc, strlen(c->desc));
 	pith_buf_printf(&b, ",\"pith_number\":\"%s\",\"trust\":[", c->pith);
 	int first = 1;
-	for (int i = 0; i < NKEYS; i++)
+	for (int j = 0; j < NKEYS; j++) {
+		int i = c->trust_reversed ? NKEYS - 1 - j : j;
 		if (c->trust & (1u << i)) {
 			pith_buf_puts(&b, first ? "" : ",");
 			key_json(&b, &keys[i]);
 			first = 0;
 		}
+	}
 	pith_buf_puts(&b, "],\"documents\":[");
 	for (size_t i = 0; i < c->n; i++) {
 		pith_buf_printf(&b, "%s{\"type\":\"%s\",\"expect\":\"%s\",", i ? "," : "",
@@ -447,6 +478,21 @@ static void case_emit(gcase_t *c)
 		failures++;
 		goto done;
 	}
+	/* each document's refusal name, this build's, checked against the
+	 * rule the case expects (docs/merge.md, "Names of refusals") */
+	for (size_t i = 0; i < c->n; i++) {
+		const char *want = reason_of_rule(c->doc[i].expect, out.kind[i]);
+		if (strcmp(want, out.reason[i]) &&
+		    !(!strcmp(want, "json") && !strcmp(out.reason[i], "too_big"))) {
+			fprintf(stderr, "gen_conformance: %s: documents[%zu] refused as %s, the rule says %s\n",
+				c->name, i, out.reason[i], want);
+			failures++;
+			pith_conform_merge_release(&out);
+			goto done;
+		}
+		json_value_t *dv = json_get(json_doc_root(d), "documents")->u.items[i];
+		json_object_set(d, dv, "expect_reason", json_new_string(d, out.reason[i]));
+	}
 	int ok = 1;
 	for (size_t i = 0; i < c->n; i++)
 		if (strcmp(out.outcome[i], c->doc[i].expect)) {
@@ -461,6 +507,8 @@ static void case_emit(gcase_t *c)
 			ok = 0;
 		}
 	if (ok) {
+		pith_buf_reset(&last_state);
+		pith_buf_append(&last_state, out.state.data, out.state.len);
 		/* one member per line, one document per line: readable diffs */
 		pith_buf_t f = PITH_BUF_INIT;
 		const json_value_t *r = json_doc_root(d);
@@ -1702,7 +1750,7 @@ static void cases_ids(const char *data_dir)
 		   "32-byte key (input: 64 lower-case hex), or null when the input is no key");
 	list_add(&l, "registry-key", "FINGERPRINT", PITH_REGISTRY_KEY_HEX, 64, NULL,
 		 "\"8d4b5ee74e4693bcd1df2446408b0d54\"", 1);
-	for (int i = 0; i < NKEYS; i++) {
+	for (int i = 0; i <= K_OPROT; i++) { /* the others share these keys */
 		char hex[65], want[40];
 		pith_hex_encode(keys[i].key.pk, 32, hex);
 		snprintf(want, sizeof(want), "\"%s\"", keys[i].key.fp);
@@ -1767,6 +1815,392 @@ static void cases_sig_encoding(void)
 	}
 }
 
+/* K-SET, K-ROLE: the trust store is a set; a key listed twice (two key
+ * ids and two roles, or one key id with two roles or two rotation times)
+ * gives one state whatever the order of the list. Each pair of cases
+ * lists T in both orders and must give the same bytes. */
+static void cases_keys(void)
+{
+	static const struct {
+		const char *rule, *name, *desc;
+		unsigned extra;
+		int variant;
+	} ks[] = {
+		{"K-ROLE", "dual-key-supersedes",
+		 "one public key trusted as dual-as-operator and as dual-as-registry: an event it signs "
+		 "under the operator key id supersedes another signer's event (its fingerprint is a "
+		 "registry fingerprint), whichever entry T lists first",
+		 (1u << K_DUALOP) | (1u << K_DUALREG), 0},
+		{"K-SET", "same-key-id-two-roles",
+		 "test-registry's key and key id listed twice, as a registry key and without the role: one "
+		 "entry, a registry key, so its receipt holds and its bundle verifies, in either order",
+		 1u << K_REGASOP, 1},
+		{"K-SET", "same-key-id-two-rotations",
+		 "op-rotating's key and key id listed with rotates_at 2026-03-01 and 2026-05-01: one entry "
+		 "rotating at the earlier, so an event of 2026-04-01 is refused (V-ROTATED) in either order",
+		 (1u << K_OPROT) | (1u << K_OPROTLATE), 2},
+	};
+	for (size_t i = 0; i < sizeof(ks) / sizeof(ks[0]); i++) {
+		pith_buf_t state0 = PITH_BUF_INIT;
+		for (int rev = 0; rev < 2; rev++) {
+			gcase_t c;
+			char name[96], a[PITH_EVENT_ID_LEN + 1], q[80];
+			static char must[200];
+			snprintf(name, sizeof(name), "%s.%s", ks[i].name, rev ? "listed-backwards" : "listed-forwards");
+			case_init(&c, ks[i].rule, name, ks[i].desc);
+			c.trust |= ks[i].extra;
+			c.trust_reversed = rev;
+			recno = 900 + (unsigned)i; /* the two orders: one record */
+			if (ks[i].variant == 0) {
+				add_record(&c, recno, T0, NULL);
+				add_ev(&c, K_OP1, "correction", "record", T1, "{\"v\":1}", NULL, NULL, "accepted", a);
+				add_ev(&c, K_DUALOP, "correction", "x", T2, "{\"v\":2}", NULL,
+				       quoted(q, sizeof(q), a), "accepted", NULL);
+				snprintf(must, sizeof(must), "\"superseded_event_ids\":[\"%s\"]", a);
+				case_must(&c, must);
+			} else if (ks[i].variant == 1) {
+				add_record(&c, recno, T0, NULL);
+				add_bundle(&c, 0, 1, "2026-02-01T00:00:00Z", K_REG, NULL, NULL, 0, "accepted");
+				case_must(&c, "\"invalid_event_count\":0");
+				case_must(&c, "\"alias_kind\":\"arxiv\"");
+			} else {
+				add_record(&c, recno, T0, NULL);
+				add_ev_edit(&c, K_OPROT, "correction", "2026-02-01T00:00:00Z", "{}",
+					    "signature.signed_at", "\"2026-02-01T00:00:00Z\"", "accepted");
+				add_ev_edit(&c, K_OPROT, "correction", "2026-04-01T00:00:00Z", "{}",
+					    "signature.signed_at", "\"2026-04-01T00:00:00Z\"", "V-ROTATED");
+				case_must(&c, "\"event_count\":2");
+			}
+			case_emit(&c);
+			if (!rev) {
+				pith_buf_append(&state0, last_state.data, last_state.len);
+			} else if (state0.len != last_state.len ||
+				   memcmp(state0.data, last_state.data, state0.len)) {
+				fprintf(stderr, "gen_conformance: %s: the two orders of T give two states\n",
+					c.name);
+				failures++;
+			}
+		}
+		pith_buf_release(&state0);
+	}
+}
+
+/* A document whose text is given as is. */
+static void add_text(gcase_t *c, const char *type, const char *text, size_t len, const char *expect)
+{
+	pith_buf_t t = PITH_BUF_INIT;
+	pith_buf_append(&t, text, len);
+	add_doc(c, type, &t, expect);
+	pith_buf_release(&t);
+}
+
+/* n nested arrays, as JSON text */
+static void nested(pith_buf_t *b, int n)
+{
+	pith_buf_reset(b);
+	for (int i = 0; i < n; i++)
+		pith_buf_putc(b, '[');
+	for (int i = 0; i < n; i++)
+		pith_buf_putc(b, ']');
+	pith_buf_cstr(b);
+}
+
+/* The points issue 54 closed: D-KIND, the bounds of V-JSON and B-JSON,
+ * B-ALIASES (order, elements, derivation), B-SIGNATURE's signed_at and
+ * rotation, the T of B-STATE, V-ROTATED's equality. Last, so that the
+ * records of the other cases keep their numbers. */
+static void cases_issue54(void)
+{
+	gcase_t c;
+	pith_buf_t t = PITH_BUF_INIT, sd = PITH_BUF_INIT;
+
+	/* D-KIND: documents of type "item", read as the rule says */
+	case_init(&c, "D-KIND", "event-with-nested-bundle_type",
+		  "an item whose text holds \"bundle_type\", but not as a top-level member: an event");
+	add_record(&c, recno++, T0, NULL);
+	add_ev(&c, K_OP1, "correction", "record", T1, "{\"bundle_type\":\"x\"}", NULL, NULL, "accepted", NULL);
+	c.doc[1].type = "item";
+	case_must(&c, "\"bundle_type\":\"x\"");
+	case_emit(&c);
+
+	case_init(&c, "D-KIND", "event-with-top-level-bundle_signature-null",
+		  "an event with a top-level bundle_signature member (null): read as a bundle, which has "
+		  "no bundle_type (B-TYPE)");
+	add_record(&c, recno++, T0, NULL);
+	add_ev_edit(&c, K_OP1, "correction", T1, "{}", "bundle_signature", "null", "B-TYPE");
+	c.doc[1].type = "item";
+	case_must(&c, "\"event_count\":1");
+	case_emit(&c);
+
+	case_init(&c, "D-KIND", "bundle-as-item", "a whole bundle as an item: a bundle");
+	add_record(&c, recno++, T0, NULL);
+	add_bundle(&c, 0, 1, "2026-02-01T00:00:00Z", K_REG, NULL, NULL, 0, "accepted");
+	c.doc[1].type = "item";
+	case_must(&c, "\"alias_kind\":\"arxiv\"");
+	case_emit(&c);
+
+	case_init(&c, "D-KIND", "unparsable-naming-bundle",
+		  "an item that names bundle_type and is no JSON: a bundle, refused as B-JSON (json)");
+	add_record(&c, recno++, T0, NULL);
+	add_text(&c, "item", "{\"bundle_type\":\"pith_open_graph_bundle\",", 40, "B-JSON");
+	case_emit(&c);
+
+	case_init(&c, "D-KIND", "unparsable-event", "an item that names no bundle member and is no JSON: "
+		  "an event, refused as V-JSON (json)");
+	add_record(&c, recno++, T0, NULL);
+	add_text(&c, "item", "{\"event_type\":\"correction\",", 27, "V-JSON");
+	case_emit(&c);
+
+	/* V-JSON and B-JSON: nesting, the outermost container counting 1 */
+	for (int over = 0; over < 2; over++) {
+		pith_buf_t deep = PITH_BUF_INIT, pl = PITH_BUF_INIT;
+		case_init(&c, "V-JSON", over ? "nesting-33" : "nesting-32",
+			  "an event nesting 32 arrays and objects (the event 1, payload 2, 30 arrays) is "
+			  "accepted; one more is refused (json)");
+		add_record(&c, recno++, T0, NULL);
+		nested(&deep, 30 + over);
+		pith_buf_printf(&pl, "{\"x\":%s}", (const char *)deep.data);
+		pith_buf_cstr(&pl);
+		add_ev(&c, K_OP1, "correction", "record", T1, (const char *)pl.data, NULL, NULL,
+		       over ? "V-JSON" : "accepted", NULL);
+		case_emit(&c);
+
+		case_init(&c, "B-JSON", over ? "nesting-41" : "nesting-40",
+			  "a bundle nesting 40 (the bundle 1, a member of 39 arrays) is accepted; 41 is refused "
+			  "(json)");
+		add_record(&c, recno++, T0, NULL);
+		nested(&deep, 39 + over);
+		add_bundle(&c, 0, 1, "2026-02-01T00:00:00Z", K_REG, "x_deep", (const char *)deep.data, 1,
+			   over ? "B-JSON" : "accepted");
+		case_emit(&c);
+		pith_buf_release(&deep);
+		pith_buf_release(&pl);
+	}
+	/* V-JSON's byte bound: exactly 1 MiB is read, one byte more is too_big */
+	for (int over = 0; over < 2; over++) {
+		case_init(&c, "V-JSON", over ? "one-byte-over-1-MiB" : "exactly-1-MiB",
+			  "a valid event padded with spaces to 1,048,576 bytes is accepted; to 1,048,577 "
+			  "it is refused before parsing (too_big)");
+		add_record(&c, recno++, T0, NULL);
+		ev_text(&t, "correction", c.pith, "record", T1, "{}", NULL, NULL);
+		pith_buf_cstr(&t);
+		ev_sign((const char *)t.data, &keys[K_OP1], NULL, NULL, &sd, NULL);
+		while (sd.len < PITH_EVENT_MAX_BYTES + (size_t)over)
+			pith_buf_putc(&sd, ' ');
+		add_doc(&c, "event", &sd, over ? "V-JSON" : "accepted");
+		case_emit(&c);
+	}
+
+	/* B-ALIASES: order, elements, what is derived */
+	static const struct {
+		const char *name, *desc, *kind, *version, *aliases;
+		int ok;
+	} al[] = {
+		{"equal-kinds-allowed", "two elements of one alias_kind: ascending allows equal kinds",
+		 "\"arxiv\"", "1", "[{\"alias_kind\":\"x\",\"alias_value\":\"a\"},{\"alias_kind\":\"x\",\"alias_value\":\"b\"}]", 1},
+		{"element-string", "an element that is not an object: refused",
+		 "\"arxiv\"", "1", "[\"arxiv\"]", 0},
+		{"element-null", "an element null: refused", "\"arxiv\"", "1", "[null]", 0},
+		{"alias_kind-number", "alias_kind not a string: refused",
+		 "\"arxiv\"", "1", "[{\"alias_kind\":1,\"alias_value\":\"a\"}]", 0},
+		{"byte-order", "ascending by bytes: \"Z\" (0x5A) before \"a\" (0x61)",
+		 "\"arxiv\"", "1", "[{\"alias_kind\":\"Z\",\"alias_value\":\"a\"},{\"alias_kind\":\"a\",\"alias_value\":\"b\"}]", 1},
+		{"arxiv_version-integer-right", "source.version 1: arxiv_version is ID + \"v1\"",
+		 "\"arxiv\"", "1", "[{\"alias_kind\":\"arxiv_version\",\"alias_value\":\"ID" "v1\"}]", 1},
+		{"arxiv_version-integer-wrong", "source.version 1: arxiv_version ID + \"v2\" is refused",
+		 "\"arxiv\"", "1", "[{\"alias_kind\":\"arxiv_version\",\"alias_value\":\"ID" "v2\"}]", 0},
+		{"arxiv_version-string-not-derived", "source.version the string \"2\": no arxiv_version is "
+		 "derived, so any listed value stands", "\"arxiv\"", "\"2\"",
+		 "[{\"alias_kind\":\"arxiv_version\",\"alias_value\":\"anything\"}]", 1},
+		{"arxiv_version-float-not-derived", "source.version 1.0 (not an integer): none derived",
+		 "\"arxiv\"", "1.0", "[{\"alias_kind\":\"arxiv_version\",\"alias_value\":\"anything\"}]", 1},
+		{"arxiv_version-21-digits-not-derived", "source.version of 21 digits: none derived",
+		 "\"arxiv\"", "100000000000000000000", "[{\"alias_kind\":\"arxiv_version\",\"alias_value\":\"anything\"}]", 1},
+		{"arxiv_version-20-digits", "source.version of 20 digits: derived, and checked",
+		 "\"arxiv\"", "10000000000000000000", "[{\"alias_kind\":\"arxiv_version\",\"alias_value\":\"anything\"}]", 0},
+		{"kind-not-arxiv", "source.kind \"ARXIV\": not an arXiv record, no arxiv alias derived",
+		 "\"ARXIV\"", "1", "[{\"alias_kind\":\"arxiv\",\"alias_value\":\"anything\"}]", 1},
+		{"arxiv-wrong", "an arXiv record: a listed arxiv alias must be its id",
+		 "\"arxiv\"", "1", "[{\"alias_kind\":\"arxiv\",\"alias_value\":\"anything\"}]", 0},
+	};
+	for (size_t i = 0; i < sizeof(al) / sizeof(al[0]); i++) {
+		char list[400], id[16];
+		case_init(&c, "B-ALIASES", al[i].name, al[i].desc);
+		rec_kind = al[i].kind;
+		rec_version = al[i].version;
+		unsigned n = recno++;
+		add_record(&c, n, T0, NULL);
+		rec_kind = "\"arxiv\"";
+		rec_version = "1";
+		snprintf(id, sizeof(id), "2401.%05u", n);
+		const char *at = strstr(al[i].aliases, "ID");
+		if (at)
+			snprintf(list, sizeof(list), "%.*s%s%s", (int)(at - al[i].aliases), al[i].aliases, id, at + 2);
+		else
+			snprintf(list, sizeof(list), "%s", al[i].aliases);
+		add_bundle(&c, 0, 1, "2026-02-01T00:00:00Z", K_REG, "source_aliases", list, 1,
+			   al[i].ok ? "accepted" : "B-ALIASES");
+		case_emit(&c);
+	}
+
+	/* B-SIGNATURE: signed_at, and rotation by max(built_at, signed_at) */
+	static const struct {
+		const char *name, *desc, *json;
+		int key, ok;
+	} sa[] = {
+		{"signed_at-number", "bundle_signature.signed_at 5, not a string: as if absent", "5", K_REG, 1},
+		{"signed_at-null", "bundle_signature.signed_at null: as if absent", "null", K_REG, 1},
+		{"signed_at-absent", "no bundle_signature.signed_at: time 0", NULL, K_REG, 1},
+		{"signed_at-not-a-timestamp", "bundle_signature.signed_at \"yesterday\": refused",
+		 "\"yesterday\"", K_REG, 0},
+		{"signed_at-nul", "bundle_signature.signed_at a timestamp followed by NUL: refused",
+		 "\"2026-02-01T00:00:00Z\\u0000\"", K_REG, 0},
+		{"rotated-key-signed_at-absent", "a bundle by a registry key rotated in 2020, built in 2026, "
+		 "signed_at absent: refused (built_at counts)", NULL, K_OLDREG, 0},
+		{"rotated-key-signed-before", "a bundle by a registry key rotated in 2020, built in 2026, "
+		 "signed_at 2019: refused (built_at counts)", "\"2019-01-01T00:00:00Z\"", K_OLDREG, 0},
+	};
+	for (size_t i = 0; i < sizeof(sa) / sizeof(sa[0]); i++) {
+		pith_buf_t b = PITH_BUF_INIT;
+		case_init(&c, "B-SIGNATURE", sa[i].name, sa[i].desc);
+		c.trust |= 1u << K_OLDREG;
+		add_record(&c, recno++, T0, NULL);
+		make_bundle(&c, 0, 1, "2026-02-01T00:00:00Z", sa[i].key,
+			    sa[i].json ? "bundle_signature.signed_at" : NULL, sa[i].json, 0, &b);
+		if (!sa[i].json) { /* the first signed_at of the text is bundle_signature's */
+			pith_buf_cstr(&b);
+			char *p = strstr((char *)b.data, "\"signed_at\":\""), *q = p ? strchr(p + 13, '"') : NULL;
+			if (q && q[1] == ',') {
+				memmove(p, q + 2, strlen(q + 2) + 1);
+				b.len = strlen((char *)b.data);
+			}
+		}
+		add_doc(&c, "bundle", &b, sa[i].ok ? "accepted" : "B-SIGNATURE");
+		pith_buf_release(&b);
+		case_emit(&c);
+	}
+
+	/* B-STATE: the merge is made with the verifier's T (its registry
+	 * entries), not the builder's, nor the bundle's public_keys */
+	for (int here = 0; here < 2; here++) {
+		pith_buf_t b = PITH_BUF_INIT;
+		case_init(&c, "B-STATE", here ? "receipt-key-no-registry-here" : "receipt-key-registry-here",
+			  "a bundle signed by second-registry whose record_created has a receipt by "
+			  "test-registry: accepted where T holds test-registry as a registry key; where T "
+			  "holds it without the role, its merge finds bad_receipt and the state differs");
+		c.trust = (1u << K_REG) | (1u << K_OP1) | (1u << K_REG2);
+		add_record(&c, 950, T0, NULL);
+		make_bundle(&c, 0, 1, "2026-02-01T00:00:00Z", K_REG2, NULL, NULL, 0, &b);
+		pith_buf_release(&c.doc[0].text);
+		c.n = 0;
+		if (here)
+			c.trust = (1u << K_REGASOP) | (1u << K_OP1) | (1u << K_REG2);
+		add_doc(&c, "bundle", &b, here ? "B-STATE" : "accepted");
+		case_must(&c, here ? "\"event_count\":0" : "\"event_count\":1");
+		pith_buf_release(&b);
+		case_emit(&c);
+	}
+
+	/* V-ROTATED: a time equal to rotates_at is not before it */
+	static const struct {
+		const char *name, *created, *signed_at;
+		int ok;
+	} rt[] = {
+		{"signed-one-microsecond-before", "2026-02-28T23:59:59Z", "\"2026-02-28T23:59:59.999999Z\"", 1},
+		{"signed-at-rotates_at", "2026-02-28T23:59:59Z", "\"2026-03-01T00:00:00Z\"", 0},
+		{"signed-at-rotates_at-offset-form", "2026-02-28T23:59:59Z", "\"2026-03-01T00:00:00+00:00\"", 0},
+	};
+	for (size_t i = 0; i < sizeof(rt) / sizeof(rt[0]); i++) {
+		case_init(&c, "V-ROTATED", rt[i].name, "op-rotating's rotates_at is 2026-03-01T00:00:00Z: a "
+			  "signature is valid only strictly before it");
+		c.trust |= 1u << K_OPROT;
+		add_record(&c, recno++, T0, NULL);
+		add_ev_edit(&c, K_OPROT, "correction", rt[i].created, "{}", "signature.signed_at",
+			    rt[i].signed_at, rt[i].ok ? "accepted" : "V-ROTATED");
+		case_emit(&c);
+	}
+	/* B-EVENTS: an element is held to V-JSON's bounds, as it would be
+	 * alone (signed, and merged into the bundle's state, all the same) */
+	for (int over = 0; over < 2; over++) {
+		pith_buf_t deep = PITH_BUF_INIT, pl = PITH_BUF_INIT, b = PITH_BUF_INIT;
+		pith_event_t *evs[2] = {NULL, NULL};
+		json_doc_t *dd = NULL;
+		pith_err_t err = {0};
+		case_init(&c, "B-EVENTS", over ? "element-nesting-33" : "element-nesting-32",
+			  "a bundle whose event element nests 32 is accepted; one nesting 33 (an event no "
+			  "node takes alone) refuses the bundle, though its signature and the state hold");
+		add_record(&c, recno++, T0, NULL);
+		nested(&deep, 30 + over);
+		pith_buf_printf(&pl, "{\"x\":%s}", (const char *)deep.data);
+		pith_buf_cstr(&pl);
+		ev_text(&t, "correction", c.pith, "record", T1, (const char *)pl.data, NULL, NULL);
+		pith_buf_cstr(&t);
+		ev_sign((const char *)t.data, &keys[K_OP1], NULL, NULL, &sd, NULL);
+		pith_trust_t *tr = trust_of(c.trust);
+		if (pith_event_parse(c.doc[0].text.data, c.doc[0].text.len, tr, &evs[0], NULL, NULL) ||
+		    json_parse(&dd, sd.data, sd.len, NULL, NULL) ||
+		    pith_event_verify_value(json_doc_root(dd), tr, &evs[1], NULL, NULL) ||
+		    tg_bundle(c.pith, evs, 2, &keys[K_REG], tr, "2026-02-01T00:00:00Z", &b, &err)) {
+			fprintf(stderr, "gen_conformance: %s: cannot build the bundle %s\n", c.name, err.msg);
+			failures++;
+		}
+		pith_buf_release(&c.doc[0].text);
+		c.n = 0;
+		add_doc(&c, "bundle", &b, over ? "B-EVENTS" : "accepted");
+		case_must(&c, over ? "\"event_count\":0" : "\"event_count\":2");
+		case_emit(&c);
+		pith_event_free(evs[0]);
+		pith_event_free(evs[1]);
+		json_doc_free(dd);
+		pith_trust_free(tr);
+		pith_buf_release(&deep);
+		pith_buf_release(&pl);
+		pith_buf_release(&b);
+	}
+	pith_buf_release(&t);
+	pith_buf_release(&sd);
+
+	/* K-FILE, K-ROTATES-AT: trusted key files, read or refused at start */
+	listfile_t l;
+	list_begin(&l, "key_file", "docs/merge.md K-FILE and K-ROTATES-AT: a trusted key file (JSON "
+		   "text); expected its fingerprint, key_id, role and rotates_at in microseconds (null: "
+		   "never), or null when the file is refused at start");
+	char hex[65];
+	pith_hex_encode(keys[K_OP1].key.pk, 32, hex);
+	static const struct {
+		const char *name, *rule, *members, *want;
+		int ok;
+	} kf[] = {
+		{"rotates_at-null", "K-ROTATES-AT", ",\"rotates_at\":null", NULL, 1},
+		{"rotates_at-absent", "K-ROTATES-AT", "", NULL, 1},
+		{"rotates_at-seconds", "K-ROTATES-AT", ",\"rotates_at\":\"2026-03-01T00:00:00Z\"", NULL, 1},
+		{"rotates_at-fraction-offset", "K-ROTATES-AT", ",\"rotates_at\":\"2026-03-01T00:00:00.5+00:00\"", NULL, 1},
+		{"rotates_at-year-3110", "K-ROTATES-AT", ",\"rotates_at\":\"3110-12-31T23:59:59Z\"", NULL, 1},
+		{"rotates_at-year-9999", "K-ROTATES-AT", ",\"rotates_at\":\"9999-12-31T23:59:59Z\"", NULL, 0},
+		{"rotates_at-year-0001", "K-ROTATES-AT", ",\"rotates_at\":\"0001-01-01T00:00:00Z\"", NULL, 0},
+		{"rotates_at-no-leap-day", "K-ROTATES-AT", ",\"rotates_at\":\"2025-02-29T00:00:00Z\"", NULL, 0},
+		{"rotates_at-leap-day", "K-ROTATES-AT", ",\"rotates_at\":\"2024-02-29T00:00:00Z\"", NULL, 1},
+		{"rotates_at-date-only", "K-ROTATES-AT", ",\"rotates_at\":\"2026-03-01\"", NULL, 0},
+		{"rotates_at-no-zone", "K-ROTATES-AT", ",\"rotates_at\":\"2026-03-01T00:00:00\"", NULL, 0},
+		{"rotates_at-number", "K-ROTATES-AT", ",\"rotates_at\":1767225600", NULL, 0},
+		{"rotates_at-nul", "K-ROTATES-AT", ",\"rotates_at\":\"2026-03-01T00:00:00Z\\u0000\"", NULL, 0},
+		{"role-registry", "K-FILE", ",\"role\":\"registry\"", NULL, 1},
+		{"role-other-case", "K-FILE", ",\"role\":\"Registry\"", NULL, 1},
+		{"role-operator", "K-FILE", ",\"role\":\"operator\"", NULL, 1},
+		{"key_id-nul", "K-FILE", ",\"key_id\":\"op\\u0000x\"", NULL, 0},
+		{"fingerprint-wrong", "K-FILE", ",\"fingerprint_sha256_hex\":\"00000000000000000000000000000000\"", NULL, 0},
+	};
+	for (size_t i = 0; i < sizeof(kf) / sizeof(kf[0]); i++) {
+		char text[400];
+		/* members naming key_id replace the usual one */
+		snprintf(text, sizeof(text), "{%s\"public_key_hex\":\"%s\"%s}",
+			 strstr(kf[i].members, "\"key_id\"") ? "" : "\"key_id\":\"op-one\",", hex,
+			 kf[i].members);
+		list_add(&l, kf[i].name, kf[i].rule, text, strlen(text), NULL, kf[i].want, kf[i].ok);
+	}
+	list_end(&l, "key_files.json");
+}
+
 int main(int argc, char **argv)
 {
 	if (argc != 3) {
@@ -1792,6 +2226,8 @@ int main(int argc, char **argv)
 	cases_canon();
 	cases_ids(argv[2]);
 	cases_sig_encoding();
+	cases_keys();
+	cases_issue54();
 	fprintf(stderr, "gen_conformance: %zu cases written, %d refused\n", written, failures);
 	return failures ? 1 : 0;
 }

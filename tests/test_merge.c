@@ -400,6 +400,76 @@ TEST(m3_supersedes, "M3: a later event supersedes its signer's earlier one, not 
 	free(s);
 }
 
+static void shuffle(size_t *a, size_t n, uint64_t *rng);
+
+/* The trust store is a set (docs/merge.md, K-SET, K-ROLE): one public key
+ * trusted under an operator key id and under a registry key id, or under
+ * one key id with two roles or two rotation times, gives the same states
+ * and checks in every order of --trust-key. */
+TEST(k_set_trust_order, "K-SET: a key trusted twice, with two roles, in either order: one state")
+{
+	tg_key_t dual_op, dual_reg, same_op, rot_late, rot_early;
+	tg_key_make(&dual_op, 40, "dual-as-operator", 0);
+	tg_key_make(&dual_reg, 40, "dual-as-registry", 1);
+	tg_key_make(&same_op, 1, "test-registry", 0); /* reg's key and id, no role */
+	tg_key_make(&rot_late, 41, "rotating", 0);
+	tg_key_make(&rot_early, 41, "rotating", 0);
+	pith_time_parse_valid("2026-05-01T00:00:00Z", PITH_TIME_FRACTION, &rot_late.key.rotates_at_us);
+	pith_time_parse_valid("2026-03-01T00:00:00Z", PITH_TIME_FRACTION, &rot_early.key.rotates_at_us);
+	const pith_key_t *ks[] = {&reg.key, &op1.key, &op2.key, &dual_op.key, &dual_reg.key,
+				  &same_op.key, &rot_late.key, &rot_early.key};
+	enum { NK = sizeof(ks) / sizeof(ks[0]) };
+	evset_t *s = calloc(1, sizeof(*s));
+	char a[80], b[80];
+	record_subject(7);
+	add(s, &reg, "record_created", subj, "record", "2026-01-01T00:00:00Z", NULL, NULL, NULL, 7, NULL);
+	add(s, &op1, "correction", subj, "record", "2026-02-01T00:00:00Z", "{\"n\":1}", NULL, NULL, -1, a);
+	/* signed under the operator key id of a key that is also a registry
+	 * key: supersedes another signer's event (K-ROLE), in every order */
+	add(s, &dual_op, "correction", subj, "x", "2026-02-02T00:00:00Z", "{\"n\":2}", NULL, a, -1, b);
+	pith_trust_t *saved = trust;
+	pith_buf_t first = PITH_BUF_INIT, other = PITH_BUF_INIT;
+	uint64_t rng = 54;
+	int differ = 0, rot_wrong = 0, role_wrong = 0;
+	for (int t = 0; t < 24; t++) {
+		size_t order[NK];
+		for (size_t i = 0; i < NK; i++)
+			order[i] = i;
+		if (t == 1)
+			for (size_t i = 0; i < NK; i++)
+				order[i] = NK - 1 - i;
+		else if (t > 1)
+			shuffle(order, NK, &rng);
+		trust = pith_trust_new();
+		for (size_t i = 0; i < NK; i++)
+			pith_trust_add(trust, ks[order[i]]);
+		merge_bytes(subj, s, NULL, t ? &other : &first);
+		if (t)
+			differ += strcmp((char *)first.data, (char *)other.data) != 0;
+		/* one entry (key, "rotating"), rotating at the earlier time */
+		int64_t apr;
+		pith_time_parse_valid("2026-04-01T00:00:00Z", PITH_TIME_FRACTION, &apr);
+		rot_wrong += pith_trust_check(trust, rot_late.key.fp, "rotating", apr, NULL, NULL) !=
+			     PITH_EROTATED;
+		/* reg's (key, id) listed again without the role stays a registry key */
+		const pith_key_t *k = NULL;
+		role_wrong += pith_trust_check(trust, reg.key.fp, "test-registry", 0, &k, NULL) ||
+			      !k->is_registry || !pith_trust_fp_is_registry(trust, dual_op.key.fp) ||
+			      pith_trust_fp_is_registry(trust, op1.key.fp);
+		pith_trust_free(trust);
+	}
+	trust = saved;
+	CHECK_INT_EQ(differ, 0);
+	CHECK_INT_EQ(rot_wrong, 0);
+	CHECK_INT_EQ(role_wrong, 0);
+	CHECK(strstr((char *)first.data, "\"superseded_event_ids\":[\"") != NULL);
+	CHECK(strstr((char *)first.data, a) != NULL);
+	pith_buf_release(&first);
+	pith_buf_release(&other);
+	set_clear(s);
+	free(s);
+}
+
 /* Many events each superseding 64 earlier ones: the lookups are by id, so
  * this stays milliseconds (a linear scan per id made it m * 64 * m). */
 TEST(m3_many_supersedes, "M3 at scale: 4,000 events each naming 64 earlier ones")
@@ -684,6 +754,7 @@ int main(void)
 	RUN(receipt_precheck_batched);
 	RUN(m3_supersedes);
 	RUN(m3_many_supersedes);
+	RUN(k_set_trust_order);
 	RUN(m4_equivocation);
 	RUN(bundle_untrusted_only);
 	RUN(bundle_receipt_untrusted);

@@ -32,6 +32,16 @@ uint64_t tg_rand(uint64_t *s)
 	return z ^ (z >> 31);
 }
 
+void tg_keys_make(tg_key_t *keys, const tg_key_spec_t *specs, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		tg_key_make(&keys[i], specs[i].seed, specs[i].key_id, specs[i].registry);
+		if (specs[i].rotates_at)
+			pith_time_parse_valid(specs[i].rotates_at, PITH_TIME_FRACTION,
+					      &keys[i].key.rotates_at_us);
+	}
+}
+
 void tg_record(unsigned n, pith_buf_t *out, char pith[static PITH_NUMBER_LEN + 1])
 {
 	uint8_t th[32], ah[32];
@@ -219,6 +229,20 @@ done:
 	pith_state_release(&st);
 	json_doc_free(d);
 	return rc;
+}
+
+void tg_bundle_resign(json_doc_t *d, json_value_t *b, const tg_key_t *k)
+{
+	uint8_t h[32];
+	char hex[65], sig[89];
+	pith_bundle_hash(b, h);
+	pith_hex_encode(h, 32, hex);
+	pith_sig_sign_b64(k->sk, h, sig);
+	json_value_t *s = (json_value_t *)json_get(b, "bundle_signature");
+	json_object_set(d, s, "bundle_sha256", json_new_string(d, hex));
+	json_object_set(d, s, "signature_b64", json_new_string(d, sig));
+	json_object_set(d, s, "key_id", json_new_string(d, k->key.key_id));
+	json_object_set(d, s, "public_key_fingerprint", json_new_string(d, k->key.fp));
 }
 
 pith_trust_t *tg_trust_pair(tg_key_t *reg, tg_key_t *op)

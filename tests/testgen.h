@@ -18,6 +18,18 @@ typedef struct tg_key {
  * key (may sign receipts). */
 void tg_key_make(tg_key_t *k, unsigned n, const char *key_id, int registry);
 
+/* A key of a table: tg_key_make's seed, key id and role, and rotates_at
+ * (a timestamp, or NULL for never). */
+typedef struct tg_key_spec {
+	unsigned seed;
+	const char *key_id;
+	int registry;
+	const char *rotates_at;
+} tg_key_spec_t;
+
+/* Makes keys[i] from specs[i] for i < n, rotation times included. */
+void tg_keys_make(tg_key_t *keys, const tg_key_spec_t *specs, size_t n);
+
 /* The tests' usual pair: reg, the test registry key (1, "test-registry"),
  * and op, an operator key (2, "op-one"), and a trust store holding both
  * (the caller frees it); NULL on OOM. */
@@ -52,5 +64,9 @@ int tg_resign(const uint8_t *ev, size_t len, const tg_key_t *k, const char *sign
 int tg_bundle(const char *pith, pith_event_t *const *evs, size_t n, const tg_key_t *k,
 	      const pith_trust_t *trust, const char *built_at, pith_buf_t *out,
 	      pith_err_t *err);
+
+/* Re-hashes bundle b (of doc d) and signs it again with k, after an edit:
+ * its bundle_signature's hash, signature, key id and fingerprint. */
+void tg_bundle_resign(json_doc_t *d, json_value_t *b, const tg_key_t *k);
 
 #endif

@@ -94,12 +94,34 @@ static void run_dir(run_state_t *r, const char *dir)
 	free(names);
 }
 
+/* --answer FILE: this build's answers to one case file, for a runner of
+ * another implementation's kind (tests/conformance/run.py). */
+static int answer_file(const char *path)
+{
+	pith_buf_t b = PITH_BUF_INIT, out = PITH_BUF_INIT;
+	json_doc_t *doc = NULL;
+	pith_err_t err = {0};
+	int rc = cli_read_file(path, CLI_MAX_INPUT, &b);
+	if (!rc && (json_parse(&doc, b.data, b.len, NULL, &err) ||
+		    pith_conform_answer_file(json_doc_root(doc), &out, &err)))
+		rc = cli_fail("conformance", "%s: %s", path, err.msg);
+	if (!rc)
+		printf("%.*s\n", (int)out.len, (const char *)out.data);
+	json_doc_free(doc);
+	pith_buf_release(&b);
+	pith_buf_release(&out);
+	return rc ? 1 : 0;
+}
+
 static int run(cli_ctx_t *ctx, int argc, char **argv)
 {
 	const char *dir = NULL;
-	for (int i = 1; i < argc; i++)
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--answer") && i + 1 < argc)
+			return answer_file(argv[i + 1]);
 		if (strcmp(argv[i], "--json"))
 			dir = argv[i];
+	}
 	if (!dir)
 		return cli_fail("conformance", "missing DIR (the corpus, e.g. tests/conformance)");
 	run_state_t r = {.json = ctx->json, .problems = PITH_BUF_INIT};
@@ -120,13 +142,17 @@ static int run(cli_ctx_t *ctx, int argc, char **argv)
 
 const cli_cmd_t cli_cmd_conformance = {
 	"conformance", "run a conformance corpus against this build",
-	"usage: pithctl conformance [--json] DIR\n\n"
+	"usage: pithctl conformance [--json] DIR\n"
+	"       pithctl conformance --answer FILE\n\n"
 	"Runs every case file (*.json) under DIR, in name order: merge cases\n"
 	"(documents accepted or refused by the rule they break, then the state\n"
 	"bytes and state_sha256), and canonical JSON, timestamp, record identity\n"
 	"and key fingerprint cases. Prints one line per failing case and a summary;\n"
 	"exits 0 only if every case passes (--json: one object, ok, cases, files,\n"
 	"passed, failed, broken and the lines as \"problems\"). The corpus and its format:\n"
-	"tests/conformance/README.md; the rules: docs/merge.md.\n",
+	"tests/conformance/README.md; the rules: docs/merge.md.\n\n"
+	"--answer FILE  print this build's answers to one case file as JSON, in\n"
+	"               the case's member names (what tests/conformance/run.py\n"
+	"               asks of any implementation).\n",
 	run,
 };

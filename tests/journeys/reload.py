@@ -104,7 +104,7 @@ def body(args, root, nodes):
                 return resp.status
         sock_arg = ["--node", sock]
         r = ctl(*sock_arg, "import", "--no-progress", evfile)
-        check(r.returncode != 0 and "untrusted" in (r.stdout + r.stderr),
+        check(r.returncode != 0 and "is not trusted" in (r.stdout + r.stderr),
               "the event signed by the new key is refused (untrusted key)")
         events0 = status()["store"]["events"]
 
