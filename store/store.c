@@ -626,7 +626,7 @@ static void store_create(const char *dir, const store_opts_t *opts)
  * a descriptor limit, then a quarter of it, so that a store larger than
  * the limit allows closes and reopens its least used files instead of
  * failing reads and writes with "Too many open files"; the rest is the
- * sockets' (pithd raises its soft limit to 65536 first: node/prio.h). */
+ * sockets' (pithd raises its soft limit to 65536 first: node/base/prio.h). */
 static int max_open_files(void)
 {
 	struct rlimit rl;

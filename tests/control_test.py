@@ -181,7 +181,7 @@ def body(args, root, nodes):
     assert b.addr in human and "kept" in human, human
     log("connect: A dials B and keeps it; peers lists B and C")
 
-    # 2b. names are looked up off the loop (node/resolve.c): `connect
+    # 2b. names are looked up off the loop (node/loop/resolve.c): `connect
     # localhost:PORT` is answered once the name resolved, to B's entry; a
     # name that does not resolve is refused with the resolver's words,
     # and the node answers status meanwhile

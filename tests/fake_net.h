@@ -1,9 +1,9 @@
 /* A connection layer without sockets, for unit tests of the protocol
  * floors (relay, sync, the address book): tests/fake_net.c implements
- * every function of node/peer.h, and this header adds what a test needs
+ * every function of node/net/peer.h, and this header adds what a test needs
  * to play the network's part.
  *
- * What it models, as node/peer.c does it:
+ * What it models, as node/net/peer.c does it:
  *   - the peer table: serial numbers, net_peers/net_peer_by_serial, the
  *     inbound/outbound counts, the limits, config and stats it was given;
  *   - the ready event when a test finishes a peer's handshake

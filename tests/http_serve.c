@@ -12,12 +12,12 @@
  *                   [--hup-name NAME [--hup-operator WHO] [--hup-contact HOW]]
  *
  * Opens (or creates) the store with the trusted keys as registry keys, as
- * pithd does; starts the validation pipeline of node/ingest.c (the one
+ * pithd does; starts the validation pipeline of node/ingest/ingest.c (the one
  * pithd uses) with N threads (default 2) as the submit hook of
  * POST /events; serves until SIGTERM or SIGINT. Prints "listening on
  * IP:PORT" on stdout once serving and, with --port-file, writes the port
  * there. --no-submit leaves POST /events without a pipeline (503).
- * --search FILE keeps the search index (node/search.h) in FILE, fed by
+ * --search FILE keeps the search index (node/search/search.h) in FILE, fed by
  * its thread as pithd's is (without it, /search answers 503).
  * --worker-nice N (default 0) runs the validators, the writer and
  * RocksDB's background threads N nice steps below the loop, as pithd's

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""HTTP views (issue 6) against the http_serve harness (node/http.c over a
-store, with node/ingest.c as the POST /events pipeline), python3 standard
+"""HTTP views (issue 6) against the http_serve harness (node/http/http.c over a
+store, with node/ingest/ingest.c as the POST /events pipeline), python3 standard
 library only: http.client for ordinary requests, raw sockets for the
 malformed ones.
 

@@ -1,4 +1,4 @@
-/* The address book (node/addrbook.c, addrbook_file.c, addrbook_inbound.c)
+/* The address book (node/mesh/addrbook.c, addrbook_file.c, addrbook_inbound.c)
  * over the fake transport: adding and finding addresses, network groups,
  * the new and tried tables (bucket placement, what one poisoning source
  * can fill, terrible entries, the bound), dialling pinned and learnt

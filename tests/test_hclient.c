@@ -1,4 +1,4 @@
-/* node/hclient.c: the HTTP(S) client on a real loop against real servers.
+/* node/loop/hclient.c: the HTTP(S) client on a real loop against real servers.
  *
  * Plain HTTP cases talk to an evhttp server in this process, on the same
  * event_base as the client (every route below: statuses, ETag and 304,

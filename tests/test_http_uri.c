@@ -1,4 +1,4 @@
-/* node/http_uri.c, the strict request-target parser, and node/metrics.c,
+/* node/render/http_uri.c, the strict request-target parser, and node/http/metrics.c,
  * the metrics registry: what they accept, how they decode and render, and
  * every trick the parser refuses. */
 #include <stdio.h>

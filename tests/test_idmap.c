@@ -1,4 +1,4 @@
-/* node/idmap.c's map against a plain array: random puts, gets, removals
+/* node/base/idmap.c's map against a plain array: random puts, gets, removals
  * and walks that remove, with many ids landing near one another. */
 #include <sodium.h>
 #include <stdlib.h>

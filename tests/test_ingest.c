@@ -1,4 +1,4 @@
-/* The ingest pipeline (pith_ingest, node/ingest_core.h) on a real store:
+/* The ingest pipeline (pith_ingest, node/ingest/ingest_core.h) on a real store:
  * validation and its names for each failure, groups committed whole and in
  * order, single jobs, and what a shutdown hands back. */
 #include <stdlib.h>

@@ -1,4 +1,4 @@
-/* node/peer.c, the connection layer, over real sockets on one libevent
+/* node/net/peer.c, the connection layer, over real sockets on one libevent
  * base in one process: a net_t with recording events, and either the test
  * playing the remote node over a socketpair (frames it encodes itself and
  * reads back with a wire_reader) or two nets talking over 127.0.0.1.

@@ -1,4 +1,4 @@
-/* The relay (node/relay.c) over the fake transport: announce then fetch,
+/* The relay (node/mesh/relay.c) over the fake transport: announce then fetch,
  * fallbacks (NOTFOUND, a disconnect, a timeout), what unasked data costs,
  * the bounds on what is queued and in flight, the path of an EVENT
  * through the real ingest pipeline into a real store and onward, and

@@ -1,5 +1,5 @@
-/* The relay's bundle path (node/relay_bundle.c) and its INV catch-up
- * listing (node/relay_inv.c) over the fake transport: which announced
+/* The relay's bundle path (node/mesh/relay_bundle.c) and its INV catch-up
+ * listing (node/mesh/relay_inv.c) over the fake transport: which announced
  * bundles are asked for, a BUNDLE's way through the real ingest pipeline
  * into the store and onward, what unasked, invalid and untrusted bundles
  * cost, serving BUNDLE_GETs and their bounds; the INV pages asked of a

@@ -1,4 +1,4 @@
-/* node/resolve.c: HOST:PORT splitting, numeric addresses answered at once,
+/* node/loop/resolve.c: HOST:PORT splitting, numeric addresses answered at once,
  * names on a worker thread with the answer on the loop thread, and the
  * limits: cancellation, requests in flight, the timeout, freeing the
  * resolver with lookups under way.

@@ -1,4 +1,4 @@
-/* The search index's two ways in (node/search.h): from the change log, a
+/* The search index's two ways in (node/search/search.h): from the change log, a
  * state read per changed record, and the first pass over all the states in
  * key order (store_states_each). Both must give the same index, byte for
  * byte in what a query can see; the pass resumes where it was saved and

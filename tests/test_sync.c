@@ -1,4 +1,4 @@
-/* Reconciliation sessions (node/sync.c) between two test nodes, each with
+/* Reconciliation sessions (node/mesh/sync.c) between two test nodes, each with
  * its own store and fake transport, joined by a link that carries what
  * one side sent the other: sessions find exactly what each side lacks,
  * the fetches that follow bring both stores to the same events; a peer

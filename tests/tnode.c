@@ -1,5 +1,5 @@
 /* A test node over the fake transport (tnode.h). The on_* functions
- * below are node/node.c's wiring, less what belongs to HTTP and the
+ * below are node/daemon/node.c's wiring, less what belongs to HTTP and the
  * control socket: keep them in step with it. */
 #include "tnode.h"
 
@@ -46,7 +46,7 @@ void tnode_global_free(void)
 	test_trust = NULL;
 }
 
-/* ---- the wiring: node/mesh.c, as node.c uses it ------------------------------------ */
+/* ---- the wiring: node/mesh/mesh.c, as node.c uses it ------------------------------------ */
 
 static void on_ingest_done(void *arg, ingest_job_t *job)
 {

@@ -1,6 +1,6 @@
 /* A node for unit tests: the protocol floors (address book, ingest
  * pipeline, relay, reconciliation) over the fake transport
- * (tests/fake_net.h), wired by node/mesh.c as node/node.c wires them,
+ * (tests/fake_net.h), wired by node/mesh/mesh.c as node/daemon/node.c wires them,
  * with a real store in a temporary directory. No
  * sockets, no HTTP, no control socket.
  *
@@ -38,7 +38,7 @@ typedef struct tnode {
 	const pith_trust_t *trust;
 	store_t *store;
 	struct event_base *base;
-	mesh_t mesh;               /* the wiring (node/mesh.c) */
+	mesh_t mesh;               /* the wiring (node/mesh/mesh.c) */
 	net_t *net;
 	addrbook_t *book;
 	ingest_t *ingest;

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """pithd's worker_nice (issue 6): the store writer runs that many nice steps
 below the event loop, the validators and RocksDB's background threads 5
-more (node/prio.h, PRIO_BELOW_WRITER; issue 17, session 32), capped at 19.
+more (node/base/prio.h, PRIO_BELOW_WRITER; issue 17, session 32), capped at 19.
 
 Reads /proc/PID/task/*/stat of a running pithd (with --http, events stored
 through the control socket so that every pipeline thread has worked):

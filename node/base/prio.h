@@ -26,7 +26,7 @@
 /* How many steps further than the writer a node's validators and RocksDB's
  * threads go: PRIO_BELOW_WRITER when the workers are lowered at all
  * (worker_nice > 0), none when everything runs at the loop's value. The
- * one place pithd says it (node/ingest.c, node/node.c). */
+ * one place pithd says it (node/ingest/ingest.c, node/daemon/node.c). */
 static inline int prio_below_writer(int worker_nice)
 {
 	return worker_nice > 0 ? PRIO_BELOW_WRITER : 0;

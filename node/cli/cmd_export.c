@@ -1,5 +1,5 @@
 /* pithctl export: every stored event as JSON Lines, the newest bundles
- * as files, or (--site) the mirror as a static site (node/site.h). */
+ * as files, or (--site) the mirror as a static site (node/site/site.h). */
 #include "cli_store.h"
 #include "config.h"
 #include "site.h"

@@ -2,7 +2,7 @@
  * store.
  *
  * The main thread reads lines into chunks and hands each chunk to the
- * ingest pipeline (node/ingest_core.h, the one pithd runs) as one group:
+ * ingest pipeline (node/ingest/ingest_core.h, the one pithd runs) as one group:
  * its validators (one per core) parse and verify every item (JSON, hashes,
  * trust, Ed25519) and compute its canonical bytes, and its writer commits
  * each chunk in input order as one store batch (one atomic WriteBatch,

@@ -1,4 +1,4 @@
-/* pithctl search WORDS: the search index (node/search.h), ranked. With
+/* pithctl search WORDS: the search index (node/search/search.h), ranked. With
  * --store DIR it opens the index beside the store (DATA/search.sqlite for
  * DATA/store, or --index FILE), brings it up to date from the store's
  * change log, and queries it; when a running pithd holds the store, the

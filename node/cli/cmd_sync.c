@@ -1,6 +1,6 @@
 /* pithctl sync: one reconciliation session between a running pithd and
  * one of its peers, on demand, through the node's control socket (the
- * `sync PEER` command, node/sync.c). Prints what the session learnt. */
+ * `sync PEER` command, node/mesh/sync.c). Prints what the session learnt. */
 #include "cli_node.h"
 
 static void print_result(const json_value_t *r)

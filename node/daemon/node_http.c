@@ -1,4 +1,4 @@
-/* pithd's HTTP server (--http HOST:PORT): node/http.c on the node's event
+/* pithd's HTTP server (--http HOST:PORT): node/http/http.c on the node's event
  * loop, POST /events through the node's own ingest pipeline (so events
  * arriving over HTTP are validated, stored and announced to peers exactly
  * like gossip), and the node's counters in /metrics. */

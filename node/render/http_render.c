@@ -1,5 +1,5 @@
 /* The views without a server: error and ETag helpers, gzip, routing and
- * the dispatch of the document routes, shared by node/http.c (pithd's
+ * the dispatch of the document routes, shared by node/http/http.c (pithd's
  * server) and render-only contexts (http_render.h: `pithctl export
  * --site`). Nothing here includes event2/: a view reads the store and
  * the request's parsed target and Accept header, and fills c->body and

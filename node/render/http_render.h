@@ -1,5 +1,5 @@
 /* The read views rendered without a server: the same code that answers
- * GET requests in pithd (node/http.c), run over a store into a buffer.
+ * GET requests in pithd (node/http/http.c), run over a store into a buffer.
  * `pithctl export --site` publishes a mirror as a static tree with it, so
  * that a web server serves the very bytes pithd would (docs/site.md).
  *

@@ -26,7 +26,7 @@
 # keeps its default: pithd 10 (its worker_nice setting), http_serve 0.
 # --nice-workers 0 with --pithd measures pithd without the setting.
 #
-# The server is tests/http_serve (node/http.c + node/ingest.c over the
+# The server is tests/http_serve (node/http/http.c + node/ingest/ingest.c over the
 # store), or with --pithd the daemon itself (pithd --data DIR --http ...,
 # no peers), POST /events going through its ingest pipeline.
 #

@@ -1,5 +1,5 @@
 /* libFuzzer harness for the weighted lists of Accept and Accept-Encoding
- * (node/http_accept.c), what the server reads of every request's headers
+ * (node/render/http_accept.c), what the server reads of every request's headers
  * to choose JSON or an HTML error page, JSON-LD or HTML, gzip or not.
  *
  * The input is one header value (cut at its first NUL, as evhttp's
