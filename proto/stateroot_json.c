@@ -197,11 +197,13 @@ int pith_sr_proof_parse(const uint8_t *buf, size_t len, pith_sr_proof_t *p, pith
 		rc = 0;
 	p->has_leaf = leaf && !json_is(leaf, JSON_NULL);
 	for (size_t i = 0; !rc && i < path->len; i++) {
-		uint64_t b;
+		uint64_t b = 0;
 		const json_value_t *s = path->u.items[i];
 		if (!json_is(s, JSON_OBJECT) || get_u64(s, "bit", PITH_SR_KEY_BITS - 1, &b) ||
-		    get_hex(s, "sibling", p->path[i].sib))
+		    get_hex(s, "sibling", p->path[i].sib)) {
 			rc = pith_err_set(err, PITH_EINVAL, "proof: path step %zu is not {bit, sibling}", i);
+			break;
+		}
 		p->path[i].bit = (uint8_t)b;
 		p->n = (unsigned)i + 1;
 	}
