@@ -1,4 +1,4 @@
-/* node/net/peer.h without sockets: see fake_net.h for what it models and what
+/* node/net/net.h without sockets: see fake_net.h for what it models and what
  * it does not. */
 #include "fake_net.h"
 

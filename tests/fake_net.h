@@ -1,6 +1,6 @@
 /* A connection layer without sockets, for unit tests of the protocol
  * floors (relay, sync, the address book): tests/fake_net.c implements
- * every function of node/net/peer.h, and this header adds what a test needs
+ * every function of node/net/net.h, and this header adds what a test needs
  * to play the network's part.
  *
  * What it models, as node/net/peer.c does it:
@@ -42,7 +42,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "peer.h"
+#include "net.h"
 
 /* ---- peers ---- */
 

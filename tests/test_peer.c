@@ -22,7 +22,7 @@
 
 #include "config.h"
 #include "log.h"
-#include "peer.h"
+#include "net.h"
 #include "stats.h"
 #include "test_util.h"
 

@@ -22,7 +22,7 @@
 #include "mesh.h"
 #include "node.h"
 #include "ingest.h"
-#include "peer.h"
+#include "net.h"
 #include "relay.h"
 #include "resolve.h"
 #include "stats.h"

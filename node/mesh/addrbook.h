@@ -1,6 +1,6 @@
 /* The address book: where peers may be found and when to try them next,
  * the bans, peer exchange (PEERS_REQ/PEERS) and which inbound peers may
- * stay. It stands on the connection layer (peer.h): it dials through it
+ * stay. It stands on the connection layer (net.h): it dials through it
  * and reads its table, and is told of peers by the node's wiring (mesh.c).
  * DATA/peers.json keeps the book and the bans across restarts
  * (addrbook_file.c). Loop thread only.
@@ -24,7 +24,7 @@
 #include "buf.h"
 #include "config.h"
 #include "err.h"
-#include "peer.h"
+#include "net.h"
 #include "resolve.h"
 
 typedef struct addrbook addrbook_t;

@@ -22,7 +22,7 @@
 
 #include "addrbook.h"
 #include "ingest.h"
-#include "peer.h"
+#include "net.h"
 #include "relay.h"
 #include "sync.h"
 

@@ -1,7 +1,7 @@
 /* The relay: announce-then-fetch gossip of events and bundles, serving
  * what peers ask for, and the interim catch-up listing (INV) for peers
  * that do not speak reconciliation. It stands on the connection layer
- * (peer.h) and the ingest pipeline; reconciliation (sync.h) stands on it.
+ * (net.h) and the ingest pipeline; reconciliation (sync.h) stands on it.
  *
  * Files: relay.c (announce, fetch, serve, timeouts, results of events),
  * relay_bundle.c (bundle relay), relay_inv.c (INV catch-up); relay_int.h
@@ -16,7 +16,7 @@
 #include "config.h"
 #include "idmap.h"
 #include "ingest.h"
-#include "peer.h"
+#include "net.h"
 #include "store.h"
 
 struct event_base;

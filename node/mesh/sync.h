@@ -34,7 +34,7 @@
 
 #include "addrbook.h"
 #include "ingest.h"
-#include "peer.h"
+#include "net.h"
 #include "relay.h"
 #include "resolve.h"
 #include "store.h"

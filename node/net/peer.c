@@ -1,4 +1,4 @@
-/* Peer connections (peer.h): dialling and accepting, the handshake,
+/* Peer connections (net.h): dialling and accepting, the handshake,
  * reading with budgets, sending, timeouts, misbehaviour, and closing; the
  * rest of the protocol is told through peer_events_t.
  *
@@ -6,7 +6,7 @@
  * never freed inside its own callbacks: peer_close marks it, and
  * net_reap frees it after the loop turn (once its BYE is flushed or its
  * linger ran out). */
-#include "peer.h"
+#include "net.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
