@@ -201,7 +201,7 @@ int main(int argc, char **argv)
 			usage(stdout);
 			return 0;
 		} else if (!strcmp(a, "--version")) {
-			pith_version_print(stdout, "pithctl");
+			version_print(stdout, "pithctl");
 			return 0;
 		} else if (!strcmp(a, "--commands")) {
 			/* the command names, one a line: bash completion reads them */

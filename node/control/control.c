@@ -179,7 +179,7 @@ static void handle_line(ctl_client_t *cl, char *line, size_t len)
 		reply_error(r, "out of memory");
 }
 
-int ctl_fail(pith_buf_t *b, const char *fmt, ...)
+int control_fail(pith_buf_t *b, const char *fmt, ...)
 {
 	char msg[512];
 	va_list ap;
@@ -193,7 +193,7 @@ int ctl_fail(pith_buf_t *b, const char *fmt, ...)
 	return CTL_DONE;
 }
 
-void ctl_key_str(pith_buf_t *b, const char *key, const char *val, size_t len)
+void control_key_str(pith_buf_t *b, const char *key, const char *val, size_t len)
 {
 	pith_buf_printf(b, ",\"%s\":", key);
 	json_write_string(b, val, len);

@@ -65,8 +65,8 @@ void control_reply(control_t *c, uint64_t serial, const char *json, size_t len);
  * outcome ({"ok":true,"event_id":...,"outcome":"stored"} once durable). */
 void control_job_done(control_t *c, ingest_job_t *job);
 /* Appends {"ok":false,"error":WHAT} to b; returns CTL_DONE. */
-int ctl_fail(pith_buf_t *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+int control_fail(pith_buf_t *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Appends ,"key":"val" (val escaped) to b. */
-void ctl_key_str(pith_buf_t *b, const char *key, const char *val, size_t len);
+void control_key_str(pith_buf_t *b, const char *key, const char *val, size_t len);
 
 #endif

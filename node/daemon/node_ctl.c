@@ -121,7 +121,7 @@ static int op_records(void *arg, ctl_call_t *call)
 	pith_err_t err = {0};
 	pith_buf_puts(call->reply, "{\"records\":[");
 	if (store_records_each(n->store, record_line, call->reply, &err) < 0)
-		return ctl_fail(call->reply, "%s", err.msg);
+		return control_fail(call->reply, "%s", err.msg);
 	pith_buf_puts(call->reply, "]}");
 	return CTL_DONE;
 }
@@ -132,7 +132,7 @@ static int submit(node_t *n, ctl_call_t *call, ingest_kind_t kind)
 {
 	ingest_job_t *job = ingest_job_new(kind, (const uint8_t *)call->arg, call->arglen);
 	if (!job)
-		return ctl_fail(call->reply, "out of memory");
+		return control_fail(call->reply, "out of memory");
 	job->ctl = call->serial;
 	job->durable = 1;
 	ingest_submit(n->ingest, job);
@@ -169,11 +169,11 @@ static void backup_done(ctlops_t *o)
 	long long ms = (long long)((node_now_us() - o->started_us) / 1000);
 	if (o->rc) {
 		log_error("backup into %s failed: %s", o->dir, o->err.msg);
-		ctl_fail(&b, "%s", o->err.msg);
+		control_fail(&b, "%s", o->err.msg);
 	} else {
 		log_info("backup written to %s in %lld ms", o->dir, ms);
 		pith_buf_puts(&b, "{\"ok\":true");
-		ctl_key_str(&b, "dir", o->dir, strlen(o->dir));
+		control_key_str(&b, "dir", o->dir, strlen(o->dir));
 		pith_buf_printf(&b, ",\"ms\":%lld}", ms);
 	}
 	if (n->control)
@@ -214,15 +214,15 @@ static int op_backup(void *arg, ctl_call_t *call)
 	ctlops_t *o = ops_get(n);
 	struct stat st;
 	if (!o)
-		return ctl_fail(b, "out of memory");
+		return control_fail(b, "out of memory");
 	if (o->running)
-		return ctl_fail(b, "a backup into %s is in progress", o->dir);
+		return control_fail(b, "a backup into %s is in progress", o->dir);
 	if (dir[0] != '/')
-		return ctl_fail(b, "'%s' is not an absolute path", dir);
+		return control_fail(b, "'%s' is not an absolute path", dir);
 	if (strlen(dir) >= sizeof(o->dir))
-		return ctl_fail(b, "the path is longer than %zu bytes", sizeof(o->dir) - 1);
+		return control_fail(b, "the path is longer than %zu bytes", sizeof(o->dir) - 1);
 	if (lstat(dir, &st) == 0)
-		return ctl_fail(b, "%s exists (the backup makes a new directory)", dir);
+		return control_fail(b, "%s exists (the backup makes a new directory)", dir);
 	char parent[PATH_MAX];
 	snprintf(parent, sizeof(parent), "%s", dir);
 	char *slash = strrchr(parent, '/');
@@ -231,16 +231,16 @@ static int op_backup(void *arg, ctl_call_t *call)
 	else
 		*slash = 0;
 	if (stat(parent, &st))
-		return ctl_fail(b, "%s: %s", parent, strerror(errno));
+		return control_fail(b, "%s: %s", parent, strerror(errno));
 	if (!S_ISDIR(st.st_mode))
-		return ctl_fail(b, "%s is not a directory", parent);
+		return control_fail(b, "%s is not a directory", parent);
 	snprintf(o->dir, sizeof(o->dir), "%s", dir);
 	o->serial = serial;
 	o->started_us = node_now_us();
 	o->rc = 0;
 	memset(&o->err, 0, sizeof(o->err));
 	if (pthread_create(&o->th, NULL, backup_thread, o))
-		return ctl_fail(b, "cannot start a thread: %s", strerror(errno));
+		return control_fail(b, "cannot start a thread: %s", strerror(errno));
 	o->running = 1;
 	log_info("backup into %s started", dir);
 	return CTL_LATER;
@@ -264,7 +264,7 @@ void node_ctl_free(node_t *n)
 
 static int store_fail(pith_buf_t *b, const pith_err_t *err)
 {
-	ctl_fail(b, "%s", err->msg);
+	control_fail(b, "%s", err->msg);
 	if (err->code == PITH_ENOTFOUND && b->len && b->data[b->len - 1] == '}') {
 		b->len--; /* the CLI tells "not found" from other failures */
 		pith_buf_puts(b, ",\"not_found\":true}");
@@ -284,12 +284,12 @@ static int state_or_resolve(node_t *n, const char *id, int state, pith_buf_t *b)
 	}
 	pith_buf_printf(b, "{\"ok\":true,\"pith_number\":\"%s\"", pith);
 	if (state) {
-		ctl_key_str(b, "json", (const char *)doc.data, doc.len);
+		control_key_str(b, "json", (const char *)doc.data, doc.len);
 		/* the newest bundle's built_at (pithctl show), from the change log's
 		 * entry: no bundle to read and parse */
 		char built[STORE_BUILT_AT_MAX + 1];
 		if (store_built_at_get(n->store, pith, built, NULL) == 0)
-			ctl_key_str(b, "built_at", built, strlen(built));
+			control_key_str(b, "built_at", built, strlen(built));
 	}
 	pith_buf_puts(b, "}");
 	pith_buf_release(&doc);
@@ -311,7 +311,7 @@ static int op_get_event(void *arg, ctl_call_t *call)
 	}
 	pith_hex_encode(digest, 32, hex);
 	pith_buf_printf(b, "{\"ok\":true,\"event_id\":\"sha256:%s\"", hex);
-	ctl_key_str(b, "json", (const char *)ev.data, ev.len);
+	control_key_str(b, "json", (const char *)ev.data, ev.len);
 	pith_buf_puts(b, "}");
 	pith_buf_release(&ev);
 	return CTL_DONE;
@@ -333,10 +333,10 @@ static int op_follow(void *arg, ctl_call_t *call)
 	node_t *n = arg;
 	pith_err_t err = {0};
 	if (!n->follower)
-		return ctl_fail(call->reply, "this node has no upstreams (start it with --upstream URL)");
+		return control_fail(call->reply, "this node has no upstreams (start it with --upstream URL)");
 	int rc = follower_follow(n->follower, call->arg, &err);
 	if (rc < 0)
-		return ctl_fail(call->reply, "%s", err.msg);
+		return control_fail(call->reply, "%s", err.msg);
 	pith_buf_printf(call->reply, "{\"ok\":true,\"already\":%d}", rc == 1);
 	return CTL_DONE;
 }
@@ -363,14 +363,14 @@ static int op_search(void *arg, ctl_call_t *call)
 	char *end;
 	const char *p = call->arg;
 	if (!n->search)
-		return ctl_fail(b, "this node keeps no search index (see its log)");
+		return control_fail(b, "this node keeps no search index (see its log)");
 	unsigned long limit = strtoul(p, &end, 10);
 	if (end == p || *end != ' ')
-		return ctl_fail(b, "usage: search LIMIT OFFSET QUERY");
+		return control_fail(b, "usage: search LIMIT OFFSET QUERY");
 	p = end + 1;
 	unsigned long offset = strtoul(p, &end, 10);
 	if (end == p || *end != ' ')
-		return ctl_fail(b, "usage: search LIMIT OFFSET QUERY");
+		return control_fail(b, "usage: search LIMIT OFFSET QUERY");
 	size_t at = b->len;
 	pith_buf_puts(b, "{\"ok\":true,\"results\":[");
 	ctl_hits_t h = {.b = b};
@@ -378,7 +378,7 @@ static int op_search(void *arg, ctl_call_t *call)
 	int more = 0;
 	if (search_query(n->search, end + 1, limit, offset, ctl_hit, &h, &more, &err)) {
 		b->len = at;
-		return ctl_fail(b, "%s", err.msg);
+		return control_fail(b, "%s", err.msg);
 	}
 	pith_buf_printf(b, "],\"more\":%s,\"indexed_through\":%llu}", more ? "true" : "false",
 			(unsigned long long)search_seq(n->search));

@@ -128,9 +128,9 @@ static void collect(void *arg, metrics_out_t *o)
 	/* what runs, as every exporter says it: a series of value 1 */
 	pith_buf_t bl = PITH_BUF_INIT;
 	pith_buf_puts(&bl, "version=\"");
-	metrics_label_escape(&bl, pith_version());
+	metrics_label_escape(&bl, version_project());
 	pith_buf_puts(&bl, "\",commit=\"");
-	metrics_label_escape(&bl, pith_git_commit());
+	metrics_label_escape(&bl, version_commit());
 	pith_buf_putc(&bl, '"');
 	if (!bl.oom) {
 		metrics_out_family(o, "pith_build_info", METRIC_INFO,

@@ -46,7 +46,7 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	if (ask == CONFIG_ASK_VERSION) {
-		pith_version_print(stdout, "pithd");
+		version_print(stdout, "pithd");
 		return 0;
 	}
 	if (config_finish(&cfg, &err)) {

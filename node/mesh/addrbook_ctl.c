@@ -28,13 +28,13 @@ static int connect_answer(addrbook_t *ab, const char *arg, int rc, const pith_er
 {
 	pith_err_t err = {0};
 	if (rc)
-		return ctl_fail(b, "%s", err_in->msg);
+		return control_fail(b, "%s", err_in->msg);
 	if (addrbook_save(ab, &err))
-		return ctl_fail(b, "%s is dialled but not kept across restarts: %s", arg,
+		return control_fail(b, "%s is dialled but not kept across restarts: %s", arg,
 				  err.msg);
 	addrbook_maintain(ab, node_now_us());
 	pith_buf_puts(b, "{\"ok\":true");
-	ctl_key_str(b, "addr", arg, strlen(arg));
+	control_key_str(b, "addr", arg, strlen(arg));
 	pith_buf_puts(b, ",\"kept\":true}");
 	return CTL_DONE;
 }
@@ -72,8 +72,8 @@ static int peer_target(addrbook_t *ab, const char *peer, uint8_t ip[16], uint8_t
 	for (size_t i = 0; hex && i < len; i++)
 		hex = (peer[i] >= '0' && peer[i] <= '9') || (peer[i] >= 'a' && peer[i] <= 'f');
 	if (!hex) {
-		ctl_fail(b, "'%s' is neither an IP address nor a node id (%d to 64 lower-case hex "
-			      "digits)", peer, NODE_ID_PREFIX_MIN);
+		control_fail(b, "'%s' is neither an IP address nor a node id (%d to 64 lower-case "
+				"hex digits)", peer, NODE_ID_PREFIX_MIN);
 		return -1;
 	}
 	const peer_t *found = NULL;
@@ -85,13 +85,13 @@ static int peer_target(addrbook_t *ab, const char *peer, uint8_t ip[16], uint8_t
 		if (strncmp(id, peer, len))
 			continue;
 		if (found && memcmp(found->pk, p->pk, 32)) {
-			ctl_fail(b, "node id %s names more than one connected peer", peer);
+			control_fail(b, "node id %s names more than one connected peer", peer);
 			return -1;
 		}
 		found = p;
 	}
 	if (!found || peer_ip(found, ip, il)) {
-		ctl_fail(b, "no connected peer has a node id starting with %s", peer);
+		control_fail(b, "no connected peer has a node id starting with %s", peer);
 		return -1;
 	}
 	return 0;
@@ -118,7 +118,7 @@ int addrbook_ctl_ban(void *arg_, ctl_call_t *call)
 	const char *reason = "banned by the operator";
 	int used = 0;
 	if (sscanf(arg, "%127s %n", peer, &used) != 1)
-		return ctl_fail(b, "which PEER?");
+		return control_fail(b, "which PEER?");
 	const char *rest = arg + used;
 	if (*rest) {
 		used = 0;
@@ -128,7 +128,7 @@ int addrbook_ctl_ban(void *arg_, ctl_call_t *call)
 	}
 	long long seconds = ab->cfg->ban_seconds;
 	if (*secs && strcmp(secs, "0") && parse_seconds(secs, &seconds)) /* 0: ban_seconds */
-		return ctl_fail(b, "'%s' is not a number of seconds from 1 to %lld", secs,
+		return control_fail(b, "'%s' is not a number of seconds from 1 to %lld", secs,
 				  BAN_SECONDS_MAX);
 	uint8_t ip[16], il;
 	if (peer_target(ab, peer, ip, &il, b))
@@ -136,7 +136,8 @@ int addrbook_ctl_ban(void *arg_, ctl_call_t *call)
 	int64_t until = node_now_us() + seconds * 1000000;
 	int rc = ban_set(ab, ip, il, until, reason);
 	if (rc)
-		return ctl_fail(b, "%s", rc == PITH_ETOOBIG ? "too many bans" : "out of memory");
+		return control_fail(b, "%s",
+				    rc == PITH_ETOOBIG ? "too many bans" : "out of memory");
 	ab->stats->bans++;
 	size_t closed = 0;
 	for (peer_t *p = net_peers(ab->net); p; p = p->next) {
@@ -154,11 +155,11 @@ int addrbook_ctl_ban(void *arg_, ctl_call_t *call)
 		 reason, closed);
 	pith_err_t err = {0};
 	if (addrbook_save(ab, &err))
-		return ctl_fail(b, "%s is banned until the node stops, but not saved: %s",
+		return control_fail(b, "%s is banned until the node stops, but not saved: %s",
 				  bn->ip_str, err.msg);
 	pith_buf_printf(b, "{\"ok\":true,\"ip\":\"%s\",\"seconds\":%lld,\"until_us\":%lld",
 			bn->ip_str, seconds, (long long)until);
-	ctl_key_str(b, "reason", bn->reason, strlen(bn->reason));
+	control_key_str(b, "reason", bn->reason, strlen(bn->reason));
 	pith_buf_printf(b, ",\"closed\":%zu}", closed);
 	return CTL_DONE;
 }
@@ -170,16 +171,16 @@ int addrbook_ctl_unban(void *arg_, ctl_call_t *call)
 	pith_buf_t *b = call->reply;
 	uint8_t ip[16], il;
 	if (addr_parse_ip(arg, ip, &il))
-		return ctl_fail(b, "'%s' is not an IP address (IP, IP:PORT or [IPv6]:PORT)",
+		return control_fail(b, "'%s' is not an IP address (IP, IP:PORT or [IPv6]:PORT)",
 				  arg);
 	char s[48];
 	inet_ntop(il == 4 ? AF_INET : AF_INET6, ip, s, sizeof(s));
 	if (!ban_lift(ab, ip, il))
-		return ctl_fail(b, "%s is not banned", s);
+		return control_fail(b, "%s is not banned", s);
 	log_info("operator lifted the ban on %s", s);
 	pith_err_t err = {0};
 	if (addrbook_save(ab, &err))
-		return ctl_fail(b, "the ban on %s is lifted until the node stops, but not "
+		return control_fail(b, "the ban on %s is lifted until the node stops, but not "
 				     "saved: %s", s, err.msg);
 	pith_buf_printf(b, "{\"ok\":true,\"ip\":\"%s\"}", s);
 	addrbook_maintain(ab, node_now_us());

@@ -219,6 +219,6 @@ int sync_ctl_sync(void *arg, ctl_call_t *call)
 {
 	pith_err_t err = {0};
 	if (sync_control_start(arg, call->arg, call->serial, &err))
-		return ctl_fail(call->reply, "%s", err.msg);
+		return control_fail(call->reply, "%s", err.msg);
 	return CTL_LATER;
 }

@@ -11,12 +11,12 @@
 #include "trust.h"
 #include "version_git.h"
 
-const char *pith_version(void)
+const char *version_project(void)
 {
 	return PITH_VERSION;
 }
 
-const char *pith_git_commit(void)
+const char *version_commit(void)
 {
 	return PITH_GIT_COMMIT;
 }
@@ -35,7 +35,7 @@ static void print_ed25519(FILE *f)
 	pith_trust_free(t);
 }
 
-void pith_version_print(FILE *f, const char *prog)
+void version_print(FILE *f, const char *prog)
 {
 	const curl_version_info_data *cv = curl_version_info(CURLVERSION_NOW);
 	fprintf(f, "%s %s\n", prog, PITH_VERSION);

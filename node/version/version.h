@@ -7,16 +7,16 @@
 #include <stdio.h>
 
 /* The project version (CMake's project version), e.g. "0.1.0". */
-const char *pith_version(void);
+const char *version_project(void);
 
 /* The git commit built (12 hex digits, "-dirty" when the tree had
  * uncommitted changes), or "unknown" outside git. */
-const char *pith_git_commit(void);
+const char *version_commit(void);
 
 /* Prints the version report for program prog ("pithd", "pithctl") to f:
  * a first line "PROG VERSION", then "key: value" lines (commit, each
  * library's version, ed25519). The Ed25519 line runs the verifier's
  * self-test and reads PITH_ED25519, as a trust store does. */
-void pith_version_print(FILE *f, const char *prog);
+void version_print(FILE *f, const char *prog);
 
 #endif
