@@ -23,8 +23,8 @@ The check fails (exit 1), one line a violation, when
                 that it does not declare);
   include-up    a file in folder A includes a header of folder B, and B's
                 library is not among the link dependencies of A's targets;
-  cycle         folders that call or link each other, directly or round a
-                circle (one line a circle, with its edges);
+  cycle         folders that call, include or link each other, directly or
+                round a circle (one line a circle, with its edges);
   private       a file in folder A includes a header of folder B that is
                 private to B: a header is public only when B's README.md
                 names it on its "Public header" line; every other header,
@@ -219,16 +219,23 @@ def sccs(nodes, succ):
 
 
 def readme_line(text, key):
-    """The value of a README's "Key: value" line (the first), or None."""
-    m = re.search(r"^\*{0,2}%s\*{0,2}:\*{0,2}\s*(.*)$" % re.escape(key), text or "", re.M | re.I)
+    """The value of a README's "Key: value" line (the first), or None; the
+    line may be a list item and the key bold: "- **Owns:** ..."."""
+    m = re.search(r"^(?:[-*] )?\**%s:\**[ \t]*(.*)$" % re.escape(key), text or "", re.M | re.I)
     return m.group(1).strip() if m else None
+
+
+def unparenthesized(line):
+    """line without its (asides): what a README line names, not what it says of it."""
+    return re.sub(r"\([^()]*\)", "", line or "")
 
 
 def public_headers(model, folder):
     """The headers README.md names on its "Public header(s)" line (no *_int.h)."""
     text = model["readmes"].get(folder)
     line = readme_line(text, "Public headers") or readme_line(text, "Public header") or ""
-    return set(h for h in re.findall(r"[A-Za-z0-9_]+\.h", line) if not h.endswith("_int.h"))
+    return set(h for h in re.findall(r"[A-Za-z0-9_]+\.h", unparenthesized(line))
+               if not h.endswith("_int.h"))
 
 
 def link_graph(model):
@@ -326,6 +333,7 @@ def check(model):
         if path.endswith(".h"):
             by_name.setdefault(os.path.basename(path), []).append(path)
     linked = link_graph(model)
+    includes = {}  # (folder a, folder b) -> [(file a, header b)]
     for path, incs in sorted(model["files"].items()):
         fa = path.split(os.sep)[0]
         for inc in incs:
@@ -341,6 +349,7 @@ def check(model):
             fb = target.split(os.sep)[0]
             if fb == fa or os.sep not in target:
                 continue
+            includes.setdefault((fa, fb), []).append((path, target))
             if os.path.basename(target) not in public_headers(model, fb):
                 out.append("private: node/%s includes node/%s, private to %s/"
                            % (path, target, fb))
@@ -348,9 +357,9 @@ def check(model):
                 out.append("include-up: node/%s includes node/%s, but no target of %s/ links %s/'s"
                            " library" % (path, target, fa, fb))
 
-    # cycles: folders that call or link each other
+    # cycles: folders that call, include or link each other
     succ = {f: set(ds) for f, ds in linked.items()}
-    for (fa, fb) in calls:
+    for (fa, fb) in list(calls) + list(includes):
         succ.setdefault(fa, set()).add(fb)
         succ.setdefault(fb, set())
     for comp in sccs(sorted(succ), succ):
@@ -368,6 +377,10 @@ def check(model):
                     how.append("calls: %s -> %s %s%s" % (a, b, sorted(syms)[0],
                                                          " ..." if len(by_file) > 1 or len(syms) > 1
                                                          else ""))
+                incs = includes.get((fa, fb), [])
+                if incs:
+                    how.append("includes: %s -> %s%s" % (incs[0][0], incs[0][1],
+                                                         " ..." if len(incs) > 1 else ""))
                 edges.append("%s -> %s (%s)" % (fa, fb, "; ".join(how)))
         out.append("cycle: %s: %s" % (" ".join(comp), ", ".join(edges)))
 
@@ -382,7 +395,7 @@ def check(model):
         if line is None:
             out.append("readme: node/%s/README.md has no \"May call:\" line" % folder)
             continue
-        said = set(w for w in re.findall(r"[a-z]+", line.split("(")[0]) if w in model["folders"])
+        said = set(w for w in re.findall(r"[a-z]+", unparenthesized(line)) if w in model["folders"])
         if said != lower.get(folder, set()):
             out.append("readme: node/%s/README.md says it may call %s; CMake links %s"
                        % (folder, " ".join(sorted(said)) or "nothing",
@@ -507,6 +520,7 @@ def self_test():
     def include_up(m):
         m["files"]["base/log.c"].append("net.h")
     case("including a header of a folder not linked is caught", "include-up", include_up)
+    case("an include against the links is also a circle", "cycle", include_up)
 
     def two_libs(m):
         m["targets"]["pith_net2"] = {"type": "STATIC_LIBRARY", "folder": "net",
