@@ -411,11 +411,14 @@ def doc_block(model):
     lower = direct(link_graph(model))
     fl = floors(model)
     lib_of = {}
+    below = {}  # folder -> the libraries outside node/ it links (proto, store)
     for name, t in sorted(tg.items()):
-        if t["type"] in LIBRARY_TYPES or name not in PROGRAMS:
-            lib_of.setdefault(t["folder"], []).append(name)
-        else:
-            lib_of.setdefault(t["folder"], []).append(name + " (program)")
+        if t["type"] in LIBRARY_TYPES:
+            lib_of.setdefault(t["folder"], []).append("`%s`" % name)
+        elif t["type"] == "EXECUTABLE":
+            lib_of.setdefault(t["folder"], []).append("`%s` (program)" % name)
+        below.setdefault(t["folder"], set()).update(
+            d[len("pith_"):] for d in t["deps"] if d.startswith("pith_") and d not in tg)
     lines = [BEGIN, "", "```"]
     width = max((len(" ".join("[%s]" % " ".join(c) for c in comps)) for _, comps in fl), default=0)
     for n, comps in reversed(fl):
@@ -432,7 +435,9 @@ def doc_block(model):
                 lines.append("| %d | [node/%s/](../node/%s/README.md) | %s | %s | %s | %s |" % (
                     n, folder, folder, ", ".join(lib_of.get(folder, [])) or "-",
                     readme_line(text, "Owns") or "?",
-                    ", ".join(sorted(lower.get(folder, ()))) or "proto, store only",
+                    "; ".join(x for x in (", ".join(sorted(lower.get(folder, ()))),
+                                          ", ".join("`%s/`" % b for b in sorted(below.get(folder, ()))))
+                              if x) or "-",
                     readme_line(text, "Threads") or "?"))
     lines += ["", END]
     return "\n".join(lines) + "\n"
