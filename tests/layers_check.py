@@ -12,6 +12,9 @@ the reply is missing this script asks for it and reruns `cmake BUILD_DIR`,
 which regenerates the build files and builds nothing). A target's
 "dependencies" there are the targets it links, directly or through others
 (and any add_dependencies(), which this project uses for no library).
+Those are CMake's build-order dependencies: round a circle of static
+libraries CMake leaves some of the circle's edges out of them, so when a
+cycle is reported, calls-up lines about its members may be its echo.
 The calls come from the objects built: `nm` ($NM if set, ctest passes
 CMake's) lists each object's defined and undefined global symbols. The
 includes come from the sources: every #include "..." line in node/**.c/.h.
