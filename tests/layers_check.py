@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Layering check for node/: the folders against CMake's own graph (issues 13, 52).
 
-usage: layers_check.py BUILD_DIR [--floors] [--write-doc] [--quiet]
+usage: layers_check.py BUILD_DIR [--floors] [--write-doc] [--prefixes] [--quiet]
        layers_check.py --self-test
 
 A folder under node/ is a library: node/F/ holds the sources of one CMake
@@ -51,7 +51,10 @@ executables allowed among node/'s folders.
 --floors prints the folders bottom first: floor 0 links no other node/
 folder, floor N links only folders below N (from the CMake graph; a cycle
 counts as one entry, written {a b c}). --write-doc rewrites the block of
-docs/architecture.md between the markers. --quiet leaves out the summary.
+docs/architecture.md between the markers. --prefixes also lists the
+global symbols whose names carry none of their folder's prefixes (its
+name, a header's, a type's its headers declare, the file's; a list to
+work from, not a failure). --quiet leaves out the summary.
 --self-test runs the check on fabricated graphs, one per kind of violation.
 """
 import glob
@@ -406,6 +409,32 @@ def check(model):
     return out
 
 
+def unprefixed(model, src=SRC):
+    """[(file, symbol)]: global symbols defined in node/ whose name starts with
+    none of its folder's prefixes (docs/STYLE.md, "Names"): the folder's
+    name, a header's name in the folder, a type (NAME_t) its headers
+    declare, or the file's own name. Reported by --prefixes, not a failure."""
+    prefixes = {}
+    for path in model["files"]:
+        folder = path.split(os.sep)[0]
+        p = prefixes.setdefault(folder, {folder})
+        if path.endswith(".h"):
+            p.add(os.path.basename(path)[:-2])
+            try:
+                with open(os.path.join(src, "node", path), errors="replace") as f:
+                    p.update(re.findall(r"\b([a-z][a-z0-9_]*)_t\b", f.read()))
+            except OSError:
+                pass
+    out = []
+    for path, (_, defs, _) in sorted(model["objects"].items()):
+        folder = path.split(os.sep)[0]
+        own = prefixes.get(folder, set()) | {os.path.basename(path)[:-2]}
+        for sym in sorted(defs):
+            if sym != "main" and not any(sym == q or sym.startswith(q + "_") for q in own):
+                out.append((path, sym))
+    return out
+
+
 # ---------------------------------------------------------------- the doc
 
 def doc_block(model):
@@ -574,7 +603,7 @@ def main(argv):
     flags = set(a for a in argv if a.startswith("--"))
     if flags == {"--self-test"} and not args:
         return self_test()
-    if len(args) != 1 or flags - {"--floors", "--quiet", "--write-doc"}:
+    if len(args) != 1 or flags - {"--floors", "--quiet", "--write-doc", "--prefixes"}:
         print(__doc__.strip().splitlines()[2], file=sys.stderr)
         return 2
     model = load(args[0])
@@ -592,6 +621,10 @@ def main(argv):
     if "--quiet" not in flags:
         print("layers_check: %d folders, %d targets, %d objects, %d violation(s)"
               % (len(model["folders"]), len(model["targets"]), len(model["objects"]), len(bad)))
+    if "--prefixes" in flags:
+        for path, sym in unprefixed(model):
+            print("prefix: node/%s defines %s, which starts with none of its folder's prefixes"
+                  % (path, sym))
     if "--floors" in flags:
         for n, comps in floors(model):
             print("floor %d: %s" % (n, " ".join("{%s}" % " ".join(c) if len(c) > 1 else c[0]
