@@ -452,11 +452,11 @@ def doc_block(model):
         below.setdefault(t["folder"], set()).update(
             d[len("pith_"):] for d in t["deps"] if d.startswith("pith_") and d not in tg)
     lines = [BEGIN, "", "```"]
-    width = max((len(" ".join("[%s]" % " ".join(c) for c in comps)) for _, comps in fl), default=0)
     for n, comps in reversed(fl):
-        row = "  ".join("[%s]" % " ".join(c) for c in comps)
-        lines.append("floor %d  %s" % (n, row.center(width).rstrip()))
-    lines.append("         %s" % ("proto/  store/  (below node/: no libevent)".center(width).rstrip()))
+        for k, folder in enumerate(f for c in comps for f in c):
+            lines.append("%-9s %-8s -> %s" % ("floor %d" % n if k == 0 else "", folder,
+                                               " ".join(sorted(lower.get(folder, ()))) or "(no folder)"))
+    lines.append("%-9s %s" % ("below", "proto/  store/  (no libevent)"))
     lines += ["```", "",
               "| floor | folder | library | owns | may call (directly; and all they call) | threads |",
               "|---|---|---|---|---|---|"]
