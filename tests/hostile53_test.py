@@ -52,9 +52,10 @@ import urllib.request
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from pithtest import Node, make_events, run_test, wait_for  # noqa: E402
+from pithtest import Node, free_port, make_events, run_test, wait_for  # noqa: E402
 from adversarial_relay_test import rss_mib  # noqa: E402,F401
 from follow_test import http_get  # noqa: E402,F401
+from pull_test import Standin  # noqa: E402
 
 SKIP = 77
 SKIPPED = []
@@ -144,8 +145,330 @@ def case_control_line(args, root, nodes):
     assert n.status()["node_id"]
 
 
+# ---- 10: the static site's alias map ------------------------------------------------------
+
+HOSTILE_IDS = ["~.*", "~(", "include", "default", "hostnames", "volatile"]
+
+
+def case_site_aliases(args, root, nodes):
+    exe = shutil.which("nginx") or ("/usr/sbin/nginx" if os.path.exists("/usr/sbin/nginx") else None)
+    if not exe:
+        return skip("nginx is not installed (apt-get install -y nginx-light)")
+    from site_test import Client, Nginx, nginx_conf
+    key = os.path.join(root, "key.pub")
+    ev = os.path.join(root, "events.jsonl")
+    cmd = [args.gen_events, "--records", "10", "--per-record", "2", "--key-out", key]
+    for i in HOSTILE_IDS:
+        cmd += ["--arxiv-id", i]
+    subprocess.run(cmd + [ev], check=True, stdout=subprocess.DEVNULL)
+    store, site = os.path.join(root, "store"), os.path.join(root, "site")
+    subprocess.run([args.pithctl, "--store", store, "--trust-key", key, "import", "--no-progress",
+                    ev], check=True, capture_output=True)
+    r = subprocess.run([args.pithctl, "--store", store, "--json", "export", "--site", site,
+                        "--base-url", "http://127.0.0.1:1"], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    log("export: %s" % r.stdout.strip()[:300])
+    with open(os.path.join(site, ".pith-site", "aliases.map")) as f:
+        amap = f.read()
+    log("the map's lines for the hostile ids: %s" % [l for l in amap.splitlines()
+                                                      if any(i in l for i in HOSTILE_IDS)][:8])
+    port = free_port()
+    d = os.path.join(root, "nginx")
+    os.makedirs(d)
+    conf = nginx_conf(d, os.path.join(HERE, "..", "deploy", "nginx.conf"), site, port)
+    t = subprocess.run([exe, "-p", d, "-c", conf, "-e", os.path.join(d, "error.log"), "-t"],
+                       capture_output=True, text=True)
+    emerg = [x for x in t.stderr.splitlines() if "[emerg]" in x or "[warn]" in x]
+    verdict("site_aliases", "nginx -t exit %d%s" % (t.returncode, (": " + emerg[0]) if emerg else ""),
+            "nginx -t passes with arXiv ids %s" % HOSTILE_IDS, t.returncode == 0 and not emerg)
+    ngx = Nginx(exe, d, conf)
+    try:
+        wait_for(lambda: port_open(port), 10, what="nginx to listen")
+        c = Client(port)
+        # an unknown alias stays unknown (`~.*` as a regular expression took every key)
+        st, _, _ = c.get("/pith/arxiv:9999.99999")
+        assert st == 404, "an unknown alias answered %d, not 404: a key hijacks the map" % st
+        # each hostile id is an alias of its own record, literally
+        bodies = {}
+        for line in open(os.path.join(site, ".pith-site", "claims")):
+            b, k = line.rstrip("\n").split(" ", 1)
+            bodies.setdefault(k, b)
+        for i in ["~.*", "include", "default"]:
+            st, h, _ = c.get("/pith/arxiv:" + urllib.request.quote(i, safe=""))
+            assert st == 302 and bodies.get(i) and h["location"] == "/pith/" + bodies[i], \
+                "alias %r: %d %s (its record %s)" % (i, st, h.get("location"), bodies.get(i))
+        log("nginx serves: an unknown alias 404; the aliases ~.*, include, default redirect to "
+            "their own records")
+    finally:
+        ngx.stop()
+
+
+def port_open(port):
+    try:
+        socket.create_connection(("127.0.0.1", port), 0.2).close()
+        return True
+    except OSError:
+        return False
+
+
+# ---- the upstream attacks (3 to 8), on tests/hostile_upstream.py -------------------------
+
+
+class Upstream(Standin):
+    """tests/hostile_upstream.py serving root (the stand-in's layout), over
+    HTTPS when tls (its CA in .ca), with the hostile options opts; open,
+    stats, control and stop as the stand-in's (tests/pull_test.py)."""
+
+    def __init__(self, root, name, opts=(), tls=True, host="127.0.0.1"):
+        d = os.path.join(root, name)
+        os.makedirs(d, exist_ok=True)
+        self.root = os.path.join(d, "tree")
+        port_file = os.path.join(d, "port")
+        cmd = [sys.executable, os.path.join(HERE, "hostile_upstream.py"), "--root", self.root,
+               "--port-file", port_file, "--host", host] + list(opts)
+        if tls:
+            cmd += ["--tls-dir", os.path.join(d, "tls")]
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL)
+        wait_for(lambda: os.path.exists(port_file) or self.proc.poll() is not None, 20,
+                 what="the upstream %s to start" % name)
+        assert self.proc.poll() is None, "the upstream %s exited" % name
+        with open(port_file) as f:
+            self.origin = "%s://%s:%d" % ("https" if tls else "http", host, int(f.read()))
+        self.ca = os.path.join(d, "tls", "ca.pem") if tls else None
+
+    def by_path(self):
+        with self.open("/_stats?paths=1") as r:
+            return json.loads(r.read())
+
+
+def records_tree(args, root, n, feed=False):
+    """n signed records (2 events each) as bundles: (key file, bundles, events
+    lines, pith numbers, arXiv index) for an upstream's tree."""
+    from upstream_standin import write_tree
+    key = os.path.join(root, "key.pub")
+    ev = os.path.join(root, "events.jsonl")
+    bu = os.path.join(root, "bundles.jsonl")
+    subprocess.run([args.gen_events, "--records", str(n), "--per-record", "2", "--key-out", key,
+                    ev], check=True, capture_output=True)
+    subprocess.run([args.gen_bundles, ev, bu], check=True, capture_output=True)
+    with open(bu, "rb") as f:
+        bundles = [l.rstrip(b"\n") for l in f if l.strip()]
+    return key, bundles, write_tree
+
+
+def publish(up, bundles, feed=False):
+    """Lays bundles out in up's tree (and its change feed with feed)."""
+    from upstream_standin import write_feed, write_tree
+    numbers, index = write_tree(up.root, bundles, feed=feed)
+    if feed:
+        write_feed(up.root, [{"pith_number": p, "state_sha256": "%064x" % (i + 1),
+                              "event_count": 2} for i, p in enumerate(numbers)])
+    return numbers, index
+
+
+def follow_node(args, root, nodes, name, key, ups, ids=(), extra=()):
+    """A node following the upstreams ups (in that order) and the ids."""
+    cmd = ["--trust-key", key, "--http", "127.0.0.1:0", "--log-level", "info",
+           "--upstream-refresh", "1", "--upstream-stall-s", "2"]
+    for u in ups:
+        cmd += ["--upstream", u.origin]
+    cas = [u.ca for u in ups if u.ca]
+    if cas:
+        bundle = os.path.join(root, name + "-ca.pem")
+        with open(bundle, "w") as f:
+            for c in cas:
+                f.write(open(c).read())
+        cmd += ["--upstream-ca-file", bundle]
+    if ids:
+        fp = os.path.join(root, name + "-ids.txt")
+        with open(fp, "w") as f:
+            f.write("".join("%s\n" % i for i in ids))
+        cmd += ["--follow", fp]
+    n = Node(args.pithd, root, name, extra=cmd + list(extra))
+    nodes.append(n)
+    return n.start()
+
+
+def case_upstream_rest(args, root, nodes):
+    """3: one 503 with Retry-After for one record; the other records asked
+    meanwhile must not answer 404 (200, or 503 "try again")."""
+    key, bundles, _ = records_tree(args, root, 12)
+    up = Upstream(root, "up")
+    try:
+        numbers, _ = publish(up, bundles)
+        n = follow_node(args, root, nodes, "n", key, [up], extra=["--readthrough-ms", "5000"])
+        base = "http://" + n.status()["http"]
+        up.control(path_faults={numbers[0][10:]: "503"}, retry_after=30)
+        st0, _, h0 = http_get("%s/pith/%s.json" % (base, numbers[0][10:]))
+        log("the resting record: %d (Retry-After %s)" % (st0, h0.get("Retry-After")))
+        got = {}
+        for p in numbers[1:11]:
+            got[p] = http_get("%s/pith/%s.json" % (base, p[10:]))[0]
+        n404 = sum(1 for v in got.values() if v == 404)
+        log("10 other records read through while the upstream rests: %s" %
+            sorted(got.values()))
+        verdict("upstream_rest", "%d of 10 other records answered 404 (the resting record %d)"
+                % (n404, st0), "none 404; the resting record 503 with Retry-After",
+                n404 == 0 and st0 == 503 and h0.get("Retry-After"))
+    finally:
+        up.stop()
+
+
+def case_slow_drip(args, root, nodes):
+    """4: an upstream listed first drips its bundles at 2 KB/s; 24 followed
+    records must all be stored from the honest second, within 2 x the time
+    the honest one alone takes."""
+    key, bundles, _ = records_tree(args, root, 24)
+    honest = Upstream(root, "honest")
+    drip = Upstream(root, "drip", ["--drip", "2048"])
+    try:
+        numbers, _ = publish(honest, bundles)
+        publish(drip, bundles)
+        t0 = time.time()
+        h = follow_node(args, root, nodes, "h", key, [honest], ids=numbers)
+        wait_for(lambda: len(h.records()) == len(numbers), 60, what="the honest follow")
+        th = max(time.time() - t0, 1.0)
+        h.stop()
+        log("honest upstream alone: %d records in %.1f s" % (len(numbers), th))
+        t0 = time.time()
+        s = follow_node(args, root, nodes, "s", key, [drip, honest], ids=numbers)
+        limit = max(2 * th, 10.0)
+        try:
+            wait_for(lambda: len(s.records()) == len(numbers), limit, what="all records")
+        except AssertionError:
+            pass
+        got = len(s.records())
+        log("drip listed first: %d of %d stored in %.1f s (drip requests %d)" % (
+            got, len(numbers), time.time() - t0, drip.stats()["requests"]))
+        verdict("slow_drip", "%d of %d followed records stored in %.0f s" % (got, len(numbers),
+                                                                            limit),
+                "all within 2 x the honest time (%.1f s)" % th, got == len(numbers))
+    finally:
+        honest.stop()
+        drip.stop()
+
+
+def rate_after(up, counter, pid, settle, window):
+    """(requests of counter a second, the node's CPU share) over window
+    seconds, after settle seconds for the node to detect the attack."""
+    time.sleep(settle)
+    s0, c0, t0 = up.stats()[counter], cpu_s(pid), time.time()
+    time.sleep(window)
+    s1, c1, t1 = up.stats()[counter], cpu_s(pid), time.time()
+    return (s1 - s0) / (t1 - t0), (c1 - c0) / (t1 - t0)
+
+
+def case_endless_paging(args, root, nodes):
+    """5: events.json's next_offset always moves by one: < 5 requests/s after
+    detection."""
+    key, bundles, _ = records_tree(args, root, 2)
+    up = Upstream(root, "up", ["--endless-events"], tls=False)
+    try:
+        from upstream_standin import write_feed
+        numbers, _ = publish(up, bundles, feed=True)
+        # one record whose state the node never reaches, with no bundle: events only
+        write_feed(up.root, [{"pith_number": numbers[0], "state_sha256": "ab" * 32}])
+        n = follow_node(args, root, nodes, "n", key, [up])
+        rate, cpu = rate_after(up, "fault", n.proc.pid, 3, 5)
+        log("events pages: %.0f requests/s, the node at %.0f%% CPU" % (rate, 100 * cpu))
+        verdict("endless_paging", "%.0f requests/s, %.0f%% CPU" % (rate, 100 * cpu),
+                "< 5 requests/s after detection", rate < 5)
+    finally:
+        up.stop()
+
+
+def case_stuck_cursor(args, root, nodes):
+    """6: the change feed's cursor stands still: < 5 pages/s after detection,
+    the cursor file not saved on every page."""
+    key, bundles, _ = records_tree(args, root, 5)
+    up = Upstream(root, "up", ["--feed-cursor", "same"], tls=False)
+    try:
+        numbers, _ = publish(up, bundles, feed=True)
+        n = follow_node(args, root, nodes, "n", key, [up])
+        io0 = write_bytes(n.proc.pid)
+        rate, cpu = rate_after(up, "changes", n.proc.pid, 3, 5)
+        written = (write_bytes(n.proc.pid) - io0) / 8.0
+        log("feed pages: %.0f/s, the node at %.0f%% CPU, %.0f KB/s written" % (
+            rate, 100 * cpu, written / 1e3))
+        verdict("stuck_cursor", "%.0f pages/s, %.0f KB/s written" % (rate, written / 1e3),
+                "< 5 pages/s after detection", rate < 5)
+    finally:
+        up.stop()
+
+
+def write_bytes(pid):
+    with open("/proc/%d/io" % pid) as f:
+        for line in f:
+            if line.startswith("write_bytes:"):
+                return int(line.split()[1])
+    return 0
+
+
+def case_downgrade(args, root, nodes):
+    """7: an https upstream's manifest names plain http:// bundle and feed
+    URLs (a twin on plain HTTP counts what it is asked): no request there."""
+    key, bundles, _ = records_tree(args, root, 6)
+    twin = Upstream(root, "twin", tls=False)
+    try:
+        numbers, _ = publish(twin, bundles, feed=True)
+        up = Upstream(root, "up", ["--mirror-origin", twin.origin])
+        try:
+            publish(up, bundles, feed=True)
+            n = follow_node(args, root, nodes, "n", key, [up], ids=numbers[:3])
+            time.sleep(4)
+            plain = twin.stats()["requests"]
+            log("https upstream, manifest naming %s: %d plain-http requests, %d records stored"
+                % (twin.origin, plain, len(n.records())))
+            verdict("downgrade", "%d requests over plain http" % plain,
+                    "0: never from https to http", plain == 0)
+        finally:
+            up.stop()
+    finally:
+        twin.stop()
+
+
+def case_ssrf(args, root, nodes):
+    """8: manifest patterns and redirects name another loopback address and
+    port, where an admin service counts requests; read-through by an
+    anonymous reader too: no request may reach it."""
+    key, bundles, _ = records_tree(args, root, 8)
+    admin = Upstream(root, "admin", ["--admin"], tls=False, host="127.0.0.2")
+    try:
+        up = Upstream(root, "up", ["--mirror-origin", admin.origin], tls=False)
+        red = Upstream(root, "red", ["--redirect-to", admin.origin], tls=False)
+        try:
+            numbers, _ = publish(up, bundles)
+            publish(red, bundles)
+            n = follow_node(args, root, nodes, "n", key, [up], ids=numbers[:3],
+                            extra=["--readthrough-ms", "3000"])
+            m = follow_node(args, root, nodes, "m", key, [red], ids=numbers[:3],
+                            extra=["--readthrough-ms", "3000"])
+            for node in (n, m):
+                base = "http://" + node.status()["http"]
+                for p in numbers[4:6]:
+                    http_get("%s/pith/%s.json" % (base, p[10:]))
+            time.sleep(3)
+            got = admin.by_path()
+            log("admin service on %s: %d requests: %s" % (admin.origin, got["requests"],
+                                                          sorted(got.get("by_path", {}))[:6]))
+            verdict("ssrf", "%d requests reached the admin service" % got["requests"],
+                    "0: no origin the operator did not name", got["requests"] == 0)
+        finally:
+            up.stop()
+            red.stop()
+    finally:
+        admin.stop()
+
+
 CASES = {
     "control_line": case_control_line,
+    "site_aliases": case_site_aliases,
+    "upstream_rest": case_upstream_rest,
+    "slow_drip": case_slow_drip,
+    "endless_paging": case_endless_paging,
+    "stuck_cursor": case_stuck_cursor,
+    "downgrade": case_downgrade,
+    "ssrf": case_ssrf,
 }
 
 
