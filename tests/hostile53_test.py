@@ -460,8 +460,128 @@ def case_ssrf(args, root, nodes):
         admin.stop()
 
 
+# ---- 1 and 2: greedy readers ---------------------------------------------------------------
+
+
+def big_node(args, root, nodes, records, per_record):
+    """A node serving HTTP over a store of records (imported before it starts)."""
+    key = os.path.join(root, "key.pub")
+    ev = os.path.join(root, "events.jsonl")
+    subprocess.run([args.gen_events, "--records", str(records), "--per-record", str(per_record),
+                    "--key-out", key, ev], check=True, stdout=subprocess.DEVNULL)
+    n = Node(args.pithd, root, "n", extra=["--trust-key", key, "--http", "127.0.0.1:0"])
+    os.makedirs(n.dir)
+    subprocess.run([args.pithctl, "--store", os.path.join(n.dir, "store"), "--trust-key", key,
+                    "import", "--no-progress", ev], check=True, capture_output=True)
+    nodes.append(n)
+    n.start(wait=60)
+    host, port = n.status()["http"].rsplit(":", 1)
+    return n, host, int(port)
+
+
+def case_unread_pages(args, root, nodes):
+    """1: 400 connections ask /api/changes?limit=10000 and never read: RSS <
+    baseline + 128 MiB."""
+    n, host, port = big_node(args, root, nodes, 10000, 1)
+    st, b, _ = http_get("http://%s:%d/api/changes?limit=10000" % (host, port), timeout=60)
+    assert st == 200, st
+    base = rss_mib(n.proc.pid)
+    log("10,000 records; one page of 10,000 changes is %.1f MiB; RSS %.0f MiB" % (
+        len(b) / 2**20, base))
+    socks = []
+    peak = base
+    try:
+        for i in range(400):
+            c = socket.socket()
+            c.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+            try:
+                c.connect((host, port))
+                c.sendall(b"GET /api/changes?limit=10000 HTTP/1.1\r\nHost: x\r\n\r\n")
+            except OSError:
+                c.close()
+                continue
+            socks.append(c)
+            if i % 50 == 49:
+                peak = max(peak, rss_mib(n.proc.pid))
+        for _ in range(20):
+            time.sleep(0.25)
+            peak = max(peak, rss_mib(n.proc.pid))
+        log("%d connections asked and read nothing: RSS up to %.0f MiB (+%.0f)" % (
+            len(socks), peak, peak - base))
+        t0 = time.time()
+        st, _, _ = http_get("http://%s:%d/healthz" % (host, port), timeout=30)
+        log("meanwhile /healthz: %d in %.0f ms" % (st, 1000 * (time.time() - t0)))
+    finally:
+        for c in socks:
+            c.close()
+    time.sleep(3)
+    after = rss_mib(n.proc.pid)
+    log("3 s after they closed: RSS %.0f MiB" % after)
+    verdict("unread_pages", "RSS %.0f MiB -> %.0f MiB (+%.0f) under %d unread connections, "
+            "%.0f MiB after" % (base, peak, peak - base, len(socks), after),
+            "< baseline + 128 MiB", peak - base < 128)
+
+
+# the costliest search found (256 bytes): long phrases of the tokens of
+# every record's categories (cs.DC cs.AI), each matched at every position
+# of every record; it runs into the index's 200 ms budget and is answered 503
+COSTLY = " ".join(["cs.dc.cs.ai." * 4 + "cs.dc.cs.ai"] * 4)[:256]
+
+
+def case_search_healthz(args, root, nodes):
+    """2: /healthz p99 while two clients send the costliest search back to
+    back: < 50 ms."""
+    n, host, port = big_node(args, root, nodes, 20000, 4)
+    wait_for(lambda: (n.status().get("search") or {}).get("behind") == 0 and
+             not (n.status().get("search") or {}).get("pass_records"), 120, interval=0.5,
+             what="the search index to catch up")
+    import http.client
+    url = "/api/search?q=%s&offset=0&limit=20" % urllib.request.quote(COSTLY)
+    c = http.client.HTTPConnection(host, port, timeout=60)
+    times = []
+    for _ in range(3):
+        t0 = time.time()
+        c.request("GET", url)
+        r = c.getresponse()
+        r.read()
+        times.append(time.time() - t0)
+    log("the costly search alone: %d, %s ms" % (r.status, [round(1000 * t) for t in times]))
+    stop = threading.Event()
+    sent = [0, 0]
+
+    def client(i):
+        cc = http.client.HTTPConnection(host, port, timeout=60)
+        while not stop.is_set():
+            cc.request("GET", url)
+            cc.getresponse().read()
+            sent[i] += 1
+    ths = [threading.Thread(target=client, args=(i,), daemon=True) for i in range(2)]
+    for t in ths:
+        t.start()
+    lat = []
+    hc = http.client.HTTPConnection(host, port, timeout=60)
+    t_end = time.time() + 10
+    while time.time() < t_end:
+        t0 = time.time()
+        hc.request("GET", "/healthz")
+        hc.getresponse().read()
+        lat.append(time.time() - t0)
+        time.sleep(0.02)
+    stop.set()
+    for t in ths:
+        t.join(60)
+    lat.sort()
+    p99 = lat[min(len(lat) - 1, int(len(lat) * 0.99))] * 1000
+    log("%d /healthz while two clients sent %d searches: median %.0f ms, p99 %.0f ms" % (
+        len(lat), sum(sent), lat[len(lat) // 2] * 1000, p99))
+    verdict("search_healthz", "/healthz p99 %.0f ms (the search alone %.0f ms)" % (
+        p99, 1000 * min(times)), "< 50 ms", p99 < 50)
+
+
 CASES = {
     "control_line": case_control_line,
+    "unread_pages": case_unread_pages,
+    "search_healthz": case_search_healthz,
     "site_aliases": case_site_aliases,
     "upstream_rest": case_upstream_rest,
     "slow_drip": case_slow_drip,
