@@ -150,17 +150,13 @@ def case_control_line(args, root, nodes):
 HOSTILE_IDS = ["~.*", "~(", "include", "default", "hostnames", "volatile"]
 
 
-def case_site_aliases(args, root, nodes):
-    exe = shutil.which("nginx") or ("/usr/sbin/nginx" if os.path.exists("/usr/sbin/nginx") else None)
-    if not exe:
-        return skip("nginx is not installed (apt-get install -y nginx-light)")
-    from site_test import Client, Nginx, nginx_conf
+def exported_site(args, root, gen):
+    """Events of gen_events with the arguments gen, imported into a store
+    and exported as a static site: (events file, site directory)."""
     key = os.path.join(root, "key.pub")
     ev = os.path.join(root, "events.jsonl")
-    cmd = [args.gen_events, "--records", "10", "--per-record", "2", "--key-out", key]
-    for i in HOSTILE_IDS:
-        cmd += ["--arxiv-id", i]
-    subprocess.run(cmd + [ev], check=True, stdout=subprocess.DEVNULL)
+    subprocess.run([args.gen_events, "--key-out", key] + gen + [ev], check=True,
+                   stdout=subprocess.DEVNULL)
     store, site = os.path.join(root, "store"), os.path.join(root, "site")
     subprocess.run([args.pithctl, "--store", store, "--trust-key", key, "import", "--no-progress",
                     ev], check=True, capture_output=True)
@@ -168,6 +164,18 @@ def case_site_aliases(args, root, nodes):
                         "--base-url", "http://127.0.0.1:1"], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     log("export: %s" % r.stdout.strip()[:300])
+    return ev, site
+
+
+def case_site_aliases(args, root, nodes):
+    exe = shutil.which("nginx") or ("/usr/sbin/nginx" if os.path.exists("/usr/sbin/nginx") else None)
+    if not exe:
+        return skip("nginx is not installed (apt-get install -y nginx-light)")
+    from site_test import Client, Nginx, nginx_conf
+    gen = ["--records", "10", "--per-record", "2"]
+    for i in HOSTILE_IDS:
+        gen += ["--arxiv-id", i]
+    _, site = exported_site(args, root, gen)
     with open(os.path.join(site, ".pith-site", "aliases.map")) as f:
         amap = f.read()
     log("the map's lines for the hostile ids: %s" % [l for l in amap.splitlines()
@@ -648,17 +656,8 @@ def case_amplify(args, root, nodes):
     """11: one trusted key's 5,000 one-event records on new pith numbers:
     the static site's bytes per record against the events' own bytes
     (goal: < 8 x; the issue's measure was 46 x, 59 KB a record)."""
-    key = os.path.join(root, "key.pub")
-    ev = os.path.join(root, "events.jsonl")
-    subprocess.run([args.gen_events, "--records", "5000", "--per-record", "1", "--key-out", key,
-                    ev], check=True, stdout=subprocess.DEVNULL)
+    ev, site = exported_site(args, root, ["--records", "5000", "--per-record", "1"])
     evbytes = os.path.getsize(ev)
-    store, site = os.path.join(root, "store"), os.path.join(root, "site")
-    subprocess.run([args.pithctl, "--store", store, "--trust-key", key, "import", "--no-progress",
-                    ev], check=True, capture_output=True)
-    r = subprocess.run([args.pithctl, "--store", store, "--json", "export", "--site", site,
-                        "--base-url", "http://127.0.0.1:1"], capture_output=True, text=True)
-    assert r.returncode == 0, r.stderr
     total = 0
     for d, _, fs in os.walk(site):
         for f in fs:
