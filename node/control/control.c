@@ -309,8 +309,8 @@ static void client_read(ctl_client_t *cl)
 	char *line;
 	size_t len;
 	struct evbuffer *out = bufferevent_get_output(cl->bev);
-	while (!cl->closing && cl->pending < CTL_PENDING_MAX && evbuffer_get_length(out) < CTL_OUT_HIGH &&
-	       (line = line_next(cl, in, &len)) != NULL) {
+	while (!cl->closing && cl->pending < CTL_PENDING_MAX &&
+	       evbuffer_get_length(out) < CTL_OUT_HIGH && (line = line_next(cl, in, &len)) != NULL) {
 		handle_line(cl, line, len);
 		line_done(cl);
 		client_flush(cl);
@@ -331,6 +331,7 @@ static void client_read(ctl_client_t *cl)
 			reply_error(r, "line too long: the control socket takes lines of at most "
 				       "64 MiB; closing this connection");
 		cl->closing = 1;
+		cl->read_off = 0; /* nothing turns reading on again */
 		bufferevent_disable(cl->bev, EV_READ);
 		evbuffer_drain(in, evbuffer_get_length(in));
 		pith_buf_release(&cl->part);
