@@ -3,7 +3,7 @@
 attack of the issue, each asserting the figure the issue asks for.
 
 usage: hostile53_test.py --case NAME --pithd D --pithctl P --gen-events G
-                         [--gen-bundles B] [--serve S]
+                         [--gen-bundles B]
 
 Cases (the issue's attack numbers):
   control_line    12: a 64 MiB line on the control socket; the node's CPU
@@ -688,7 +688,6 @@ CASES = {
 def add_args(ap):
     ap.add_argument("--case", choices=sorted(CASES), required=True)
     ap.add_argument("--gen-bundles")
-    ap.add_argument("--serve")
 
 
 def body(args, root, nodes):
