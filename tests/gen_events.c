@@ -1,6 +1,6 @@
 /* gen_events: JSON Lines of signed events for store tests and benchmarks.
  *
- * usage: gen_events [--records R] [--per-record E] [--seed N] [--threads T]
+ * usage: gen_events [--records R] [--per-record E] [--seed N] [--threads T] [--arxiv-id ID]...
  *                   [--pad BYTES] [--created-at TEXT] [--key-out FILE] OUT|-
  *
  * R records (default 1000) of E events each (default 10, at least 1): a
@@ -18,7 +18,10 @@
  * every event but record_created (large events for budget tests).
  * --created-at TEXT gives every event but record_created that created_at,
  * whatever it is (a timestamp outside the rule of docs/merge.md, T-*, for
- * the adversarial_timestamp test): they are signed all the same. */
+ * the adversarial_timestamp test): they are signed all the same.
+ * --arxiv-id ID (repeatable): the first records have these arXiv ids,
+ * whatever they are (`~.*`, `include`: hostile ids for the static site's
+ * alias map, issue 53); no quote or backslash in ID. */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -241,6 +244,8 @@ int main(int argc, char **argv)
 	size_t pad = 0;
 	uint64_t seed = 1;
 	const char *out = NULL, *key_out = NULL, *created_at = NULL;
+	const char *ids[64];
+	size_t nids = 0;
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--records") && i + 1 < argc)
 			records = (unsigned)strtoul(argv[++i], NULL, 10);
@@ -256,6 +261,8 @@ int main(int argc, char **argv)
 			key_out = argv[++i];
 		else if (!strcmp(argv[i], "--created-at") && i + 1 < argc)
 			created_at = argv[++i];
+		else if (!strcmp(argv[i], "--arxiv-id") && i + 1 < argc && nids < 64)
+			ids[nids++] = argv[++i];
 		else if (!out && (argv[i][0] != '-' || !strcmp(argv[i], "-")))
 			out = argv[i];
 		else {
@@ -265,9 +272,11 @@ int main(int argc, char **argv)
 	}
 	if (!out || records == 0 || per == 0) {
 		fprintf(stderr, "usage: gen_events [--records R] [--per-record E] [--seed N] "
-				"[--threads T] [--pad BYTES] [--created-at TEXT] [--key-out FILE] OUT|-\n");
+				"[--threads T] [--pad BYTES] [--created-at TEXT] [--arxiv-id ID]... "
+				"[--key-out FILE] OUT|-\n");
 		return 2;
 	}
+	tg_set_arxiv_ids(ids, nids);
 	if (threads < 1 || threads > 64)
 		threads = 2;
 	if (threads > records)

@@ -42,6 +42,15 @@ void tg_keys_make(tg_key_t *keys, const tg_key_spec_t *specs, size_t n)
 	}
 }
 
+static const char *const *arxiv_ids;
+static size_t narxiv_ids;
+
+void tg_set_arxiv_ids(const char *const *ids, size_t n)
+{
+	arxiv_ids = ids;
+	narxiv_ids = n;
+}
+
 void tg_record(unsigned n, pith_buf_t *out, char pith[static PITH_NUMBER_LEN + 1])
 {
 	uint8_t th[32], ah[32];
@@ -59,8 +68,12 @@ void tg_record(unsigned n, pith_buf_t *out, char pith[static PITH_NUMBER_LEN + 1
 		"{\"metadata\":{\"abstract_canon_sha256\":\"%s\",\"cross_cats_sorted\":[\"cs.AI\"],"
 		"\"license\":\"http://creativecommons.org/licenses/by/4.0/\",\"primary_cat\":\"cs.DC\","
 		"\"submitted_at\":\"%u-0%u-1%uT10:00:00Z\",\"title_canon_sha256\":\"%s\"},"
-		"\"schema_version\":\"1.0\",\"source\":{\"id\":\"%02u%02u.%05u\",\"kind\":\"arxiv\",\"version\":%u}}",
-		ax, year, 1 + n % 9, n % 10, tx, year % 100, 1 + n % 12, n % 100000, 1 + n % 3);
+		"\"schema_version\":\"1.0\",\"source\":{\"id\":\"", ax, year, 1 + n % 9, n % 10, tx);
+	if (n < narxiv_ids)
+		pith_buf_puts(out, arxiv_ids[n]);
+	else
+		pith_buf_printf(out, "%02u%02u.%05u", year % 100, 1 + n % 12, n % 100000);
+	pith_buf_printf(out, "\",\"kind\":\"arxiv\",\"version\":%u}}", 1 + n % 3);
 	json_doc_t *d = NULL;
 	uint8_t dig[32];
 	json_parse(&d, out->data, out->len, NULL, NULL);

@@ -41,6 +41,10 @@ uint64_t tg_rand(uint64_t *state);
 /* Writes a canonical record for record number n into out (JSON text) and
  * its pith number into pith. */
 void tg_record(unsigned n, pith_buf_t *out, char pith[static PITH_NUMBER_LEN + 1]);
+/* From now on records 0 to n-1 have the arXiv ids ids[0..n-1] (JSON
+ * string contents, not escaped), whatever they are: hostile ids for the
+ * tests (gen_events --arxiv-id). ids must outlive the calls. */
+void tg_set_arxiv_ids(const char *const *ids, size_t n);
 
 /* Appends one signed event as canonical JSON (no newline) to out.
  * type: any event type (unknown ones are allowed); payload_json: the

@@ -598,7 +598,8 @@ class Server(http.server.ThreadingHTTPServer):
             super().handle_error(request, client_address)
 
 
-def main():
+def parser():
+    """The stand-in's options (tests/hostile_upstream.py adds its own)."""
     ap = argparse.ArgumentParser()
     ap.add_argument("--root", required=True)
     ap.add_argument("--port", type=int, default=0)
@@ -610,9 +611,15 @@ def main():
     ap.add_argument("--delay", type=float, default=0.0)
     ap.add_argument("--stall", type=float, default=120.0)
     ap.add_argument("--redirect", action="store_true")
-    a = ap.parse_args()
-    srv = Server(("127.0.0.1", a.port), Handler)
+    return ap
+
+
+def serve(a, handler=None, host="127.0.0.1"):
+    """Serves the options a with handler (Handler by default) on host until
+    interrupted; the origin is printed and the port written to --port-file."""
+    srv = Server((host, a.port), handler or Handler)
     srv.state = State(a.root, a)
+    srv.options = a
     scheme = "http"
     if a.tls_dir:
         ctx = make_tls(a.tls_dir)
@@ -620,7 +627,7 @@ def main():
         srv.socket = ctx.wrap_socket(srv.socket, server_side=True, do_handshake_on_connect=False)
         scheme = "https"
     port = srv.server_address[1]
-    srv.state.origin = "%s://127.0.0.1:%d" % (scheme, port)
+    srv.state.origin = "%s://%s:%d" % (scheme, host, port)
     if a.port_file:
         tmp = a.port_file + ".tmp"
         with open(tmp, "w") as f:
@@ -631,6 +638,10 @@ def main():
         srv.serve_forever()
     except KeyboardInterrupt:
         pass
+
+
+def main():
+    serve(parser().parse_args())
 
 
 if __name__ == "__main__":

@@ -45,7 +45,9 @@ struct ctl_client {
 	struct bufferevent *bev;
 	ctl_req_t *head, *tail;
 	size_t pending;
+	pith_buf_t part; /* the line being read: what came before its newline */
 	int read_off;
+	int closing; /* a line over CTL_LINE_MAX: closed once the replies are out */
 	ctl_client_t *prev, *next;
 };
 
@@ -269,7 +271,36 @@ static void client_free(ctl_client_t *cl)
 			r->client = NULL; /* freed when its job comes back */
 	}
 	bufferevent_free(cl->bev);
+	pith_buf_release(&cl->part);
 	free(cl);
+}
+
+/* The next line of the input, NUL-terminated in cl->part (NULL: none
+ * whole yet). Bytes before a newline move from the input to cl->part, so
+ * each byte is searched once: a long line arriving in many reads costs
+ * time linear in its length, not quadratic. */
+static char *line_next(ctl_client_t *cl, struct evbuffer *in, size_t *len)
+{
+	struct evbuffer_ptr p = evbuffer_search(in, "\n", 1, NULL);
+	size_t n = p.pos < 0 ? evbuffer_get_length(in) : (size_t)p.pos + 1;
+	if (cl->part.len + n > CTL_LINE_MAX + 1 || pith_buf_reserve(&cl->part, n))
+		return NULL; /* over the limit (the caller tells), or out of memory */
+	evbuffer_remove(in, cl->part.data + cl->part.len, n);
+	cl->part.len += n;
+	if (p.pos < 0)
+		return NULL;
+	*len = --cl->part.len;
+	cl->part.data[*len] = 0;
+	return (char *)cl->part.data;
+}
+
+/* After a line was handled: a large buffer is not kept. */
+static void line_done(ctl_client_t *cl)
+{
+	if (cl->part.cap > (1u << 20))
+		pith_buf_release(&cl->part);
+	else
+		pith_buf_reset(&cl->part);
 }
 
 static void client_read(ctl_client_t *cl)
@@ -278,21 +309,35 @@ static void client_read(ctl_client_t *cl)
 	char *line;
 	size_t len;
 	struct evbuffer *out = bufferevent_get_output(cl->bev);
-	while (cl->pending < CTL_PENDING_MAX && evbuffer_get_length(out) < CTL_OUT_HIGH &&
-	       (line = evbuffer_readln(in, &len, EVBUFFER_EOL_LF)) != NULL) {
+	while (!cl->closing && cl->pending < CTL_PENDING_MAX &&
+	       evbuffer_get_length(out) < CTL_OUT_HIGH && (line = line_next(cl, in, &len)) != NULL) {
 		handle_line(cl, line, len);
-		free(line);
+		line_done(cl);
 		client_flush(cl);
 	}
 	client_flush(cl);
+	if (cl->closing)
+		return;
 	if (cl->pending >= CTL_PENDING_MAX || evbuffer_get_length(out) >= CTL_OUT_HIGH) {
 		/* resumed by client_flush, or by the write callback as the
 		 * replies drain (the write watermark is CTL_OUT_LOW) */
 		cl->read_off = 1;
 		bufferevent_disable(cl->bev, EV_READ);
-	} else if (evbuffer_get_length(in) > CTL_LINE_MAX) {
+	} else if (cl->part.len + evbuffer_get_length(in) > CTL_LINE_MAX) {
+		/* the replies before it, then this error, then the connection closes */
 		log_warn("control: a line longer than %u bytes; closing that client", CTL_LINE_MAX);
-		client_free(cl);
+		ctl_req_t *r = req_new(cl);
+		if (r)
+			reply_error(r, "line too long: the control socket takes lines of at most "
+				       "64 MiB; closing this connection");
+		cl->closing = 1;
+		cl->read_off = 0; /* nothing turns reading on again */
+		bufferevent_disable(cl->bev, EV_READ);
+		evbuffer_drain(in, evbuffer_get_length(in));
+		pith_buf_release(&cl->part);
+		client_flush(cl);
+		if (!r || (!cl->head && !evbuffer_get_length(out)))
+			client_free(cl);
 	}
 }
 
@@ -307,6 +352,11 @@ static void client_write_cb(struct bufferevent *bev, void *arg)
 {
 	(void)bev;
 	ctl_client_t *cl = arg;
+	if (cl->closing) {
+		if (!cl->head && !evbuffer_get_length(bufferevent_get_output(cl->bev)))
+			client_free(cl);
+		return;
+	}
 	if (cl->read_off && cl->pending < CTL_PENDING_MAX / 2) {
 		cl->read_off = 0;
 		bufferevent_enable(cl->bev, EV_READ);

@@ -747,8 +747,11 @@ static int export_aliases(site_t *s)
 		int others = (i && !strcmp(s->claims[i - 1].key, c->key)) ||
 			     (i + 1 < s->nclaims && !strcmp(s->claims[i + 1].key, c->key) &&
 			      strcmp(s->claims[i + 1].body, c->body));
+		/* "\\KEY": nginx unquotes it to \KEY, and map takes a key after
+		 * a backslash as the literal string, never as a regular
+		 * expression (~...) or a parameter (default, include, ...) */
 		if (!others)
-			pith_buf_printf(&m, "\"%s\" %s;\n", c->key, c->body);
+			pith_buf_printf(&m, "\"\\\\%s\" %s;\n", c->key, c->body);
 	}
 	if (b.oom || m.oom) {
 		rc = pith_err_set(s->err, PITH_ENOMEM, "site: out of memory");
