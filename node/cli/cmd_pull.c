@@ -42,6 +42,7 @@
 #include <event2/thread.h>
 
 #include "hclient.h"
+#include "store_file.h"
 #include "ingest.h"
 #include "upstream.h"
 
@@ -238,12 +239,12 @@ static etag_entry_t *etag_find(pull_t *p, const char *body)
 
 static int etags_save(pull_t *p)
 {
-	char path[4096], tmp[4096];
+	char path[4096];
 	etag_path(p, path, sizeof(path), "");
-	etag_path(p, tmp, sizeof(tmp), ".tmp");
-	FILE *f = fopen(tmp, "w");
-	if (!f)
-		return cli_fail("pull", "cannot write %s: %s", tmp, strerror(errno));
+	store_file_t out;
+	if (store_file_begin(&out, path, NULL, 0666, 0))
+		return cli_fail("pull", "cannot write %s.tmp: %s", path, strerror(errno));
+	FILE *f = out.fp;
 	for (size_t i = 0; i < p->netags; i++)
 		if (!p->etags[i].gone)
 			fprintf(f, "%s %s %s\n", p->etags[i].pith, p->etags[i].etag, p->etags[i].url);
@@ -253,19 +254,8 @@ static int etags_save(pull_t *p)
 		    it->pith[0])
 			fprintf(f, "%s %s %s\n", it->pith, it->etag, it->url);
 	}
-	int bad = fflush(f) || ferror(f) || fsync(fileno(f));
-	if (fclose(f))
-		bad = 1;
-	if (bad || rename(tmp, path)) {
-		cli_fail("pull", "cannot write %s: %s", path, strerror(errno));
-		unlink(tmp);
-		return 1;
-	}
-	int dfd = open(p->ctx->store_dir, O_RDONLY | O_DIRECTORY);
-	if (dfd >= 0) {
-		(void)fsync(dfd);
-		close(dfd);
-	}
+	if (store_file_commit(&out))
+		return cli_fail("pull", "cannot write %s: %s", path, strerror(errno));
 	return 0;
 }
 

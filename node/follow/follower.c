@@ -36,6 +36,7 @@
 #include "log.h"
 #include "metrics.h"
 #include "stats.h"
+#include "store_file.h"
 #include "upstream.h"
 
 const char *const follower_cause_names[NCAUSES] = {
@@ -957,26 +958,23 @@ static int save_one(void *arg, const uint8_t id[32], void *val)
 	return 0;
 }
 
-/* DATA/upstream-etags, whole: "BODY ETAG URL" a line (temp, fsync, rename). */
+/* DATA/upstream-etags, whole: "BODY ETAG URL" a line (store_file.h). */
 static int etags_save(follower_t *f)
 {
-	char path[600], tmp[640];
+	char path[600];
 	snprintf(path, sizeof(path), "%s/%s", f->data_dir, ETAG_FILE);
-	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
 	f->etags_saved_us = node_now_us();
-	save_ctx_t c = {.fp = fopen(tmp, "w")};
-	if (!c.fp) {
-		log_warn("cannot write %s: %s", tmp, strerror(errno));
+	store_file_t out;
+	if (store_file_begin(&out, path, NULL, 0666, 0)) {
+		log_warn("cannot write %s.tmp: %s", path, strerror(errno));
 		return PITH_EIO;
 	}
+	save_ctx_t c = {.fp = out.fp};
 	idmap_each(f->recs, save_one, &c);
-	if (fflush(c.fp) || fsync(fileno(c.fp)))
-		c.err = 1;
-	if (fclose(c.fp))
-		c.err = 1;
-	if (c.err || rename(tmp, path)) {
+	if (c.err)
+		store_file_abort(&out);
+	if (c.err || store_file_commit(&out)) {
 		log_warn("cannot write %s: %s", path, strerror(errno));
-		unlink(tmp);
 		return PITH_EIO;
 	}
 	f->etags_dirty = 0;
