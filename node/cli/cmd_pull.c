@@ -41,8 +41,8 @@
 #include <event2/http.h>
 #include <event2/thread.h>
 
+#include "follow_etags.h"
 #include "hclient.h"
-#include "store_file.h"
 #include "ingest.h"
 #include "upstream.h"
 
@@ -81,13 +81,6 @@ typedef enum pull_result {
 	RES_REJECTED,
 	RES_FAILED,
 } pull_result_t;
-
-typedef struct etag_entry {
-	char pith[PITH_NUMBER_LEN + 1];
-	char etag[HC_ETAG_MAX + 1];
-	char url[PULL_URL_CAP];
-	int gone; /* replaced or dropped by this run */
-} etag_entry_t;
 
 typedef struct pull pull_t;
 
@@ -129,7 +122,8 @@ typedef struct pull_item {
 	char msg[2048];
 	int candidate;                  /* which bundle URL is tried */
 	char url[PULL_URL_CAP];
-	etag_entry_t *old_etag;         /* what the ETag file had, if used */
+	int has_old;                    /* the ETag file's entry was sent: */
+	char old_pith[PITH_NUMBER_LEN + 1], old_etag[HC_ETAG_MAX + 1];
 	char etag[HC_ETAG_MAX + 1];   /* the answer's ETag, "" if none */
 	pith_buf_t resp;                /* a bundle's body, lent to the pipeline */
 	pull_group_t *group;            /* the group it went in, NULL if alone */
@@ -161,8 +155,7 @@ struct pull {
 	struct event *pause_ev;        /* starts them when the pause is over */
 	unsigned down_streak; /* requests in a row failed after their retries */
 	int down;             /* it reached PULL_DOWN_AFTER: nothing more is asked */
-	etag_entry_t *etags;
-	size_t netags;
+	follow_etags_t *etags; /* the ETag file (follow_etags.h) */
 	int tty;
 	double t0, last_draw;
 	uint64_t stored, unchanged, not_found, rejected, failed;
@@ -171,17 +164,12 @@ struct pull {
 };
 
 /* ---- the ETag file ----------------------------------------------------------
- * One line per record: "PITH_NUMBER ETAG URL". Written whole at the end of
- * a run (temp file, fsync, rename, fsync of the directory). */
+ * One line per record: "PITH_NUMBER ETAG URL" (follow_etags.h). Written
+ * whole at the end of a run. */
 
-static int etag_cmp(const void *a, const void *b)
+static void etag_path(const pull_t *p, char *out, size_t cap)
 {
-	return strcmp(((const etag_entry_t *)a)->pith + 10, ((const etag_entry_t *)b)->pith + 10);
-}
-
-static void etag_path(const pull_t *p, char *out, size_t cap, const char *suffix)
-{
-	snprintf(out, cap, "%s/%s%s", p->ctx->store_dir, PULL_ETAG_FILE, suffix);
+	snprintf(out, cap, "%s/%s", p->ctx->store_dir, PULL_ETAG_FILE);
 }
 
 /* Reads the ETag file; lines that do not parse are dropped (it is only a
@@ -189,72 +177,27 @@ static void etag_path(const pull_t *p, char *out, size_t cap, const char *suffix
 static int etags_load(pull_t *p)
 {
 	char path[4096];
-	etag_path(p, path, sizeof(path), "");
-	FILE *f = fopen(path, "r");
-	if (!f)
-		return errno == ENOENT ? 0 : cli_fail("pull", "cannot open %s: %s", path, strerror(errno));
-	char line[PITH_NUMBER_LEN + HC_ETAG_MAX + PULL_URL_CAP + 8];
-	size_t cap = 0;
-	while (fgets(line, sizeof(line), f)) {
-		char *pith = strtok(line, " \n"), *etag = strtok(NULL, " \n"), *url = strtok(NULL, " \n");
-		if (!pith || !etag || !url || !pith_number_is_valid(pith) ||
-		    !hc_etag_is_ok(etag, strlen(etag)) || strlen(url) >= PULL_URL_CAP)
-			continue;
-		if (p->netags == cap) {
-			size_t ncap = cap ? cap * 2 : 256;
-			etag_entry_t *n = realloc(p->etags, ncap * sizeof(*n));
-			if (!n) {
-				fclose(f);
-				return cli_fail("pull", "out of memory");
-			}
-			p->etags = n;
-			cap = ncap;
-		}
-		etag_entry_t *e = &p->etags[p->netags++];
-		memset(e, 0, sizeof(*e));
-		snprintf(e->pith, sizeof(e->pith), "%s", pith);
-		snprintf(e->etag, sizeof(e->etag), "%s", etag);
-		snprintf(e->url, sizeof(e->url), "%s", url);
-	}
-	fclose(f);
-	if (p->netags)
-		qsort(p->etags, p->netags, sizeof(*p->etags), etag_cmp);
-	/* the last line of a record wins */
-	size_t k = 0;
-	for (size_t i = 0; i < p->netags; i++) {
-		if (k && !etag_cmp(&p->etags[k - 1], &p->etags[i]))
-			k--;
-		p->etags[k++] = p->etags[i];
-	}
-	p->netags = k;
+	etag_path(p, path, sizeof(path));
+	if (!(p->etags = follow_etags_new()))
+		return cli_fail("pull", "out of memory");
+	if (follow_etags_load(p->etags, path))
+		return errno == ENOMEM ? cli_fail("pull", "out of memory")
+				       : cli_fail("pull", "cannot open %s: %s", path, strerror(errno));
 	return 0;
 }
 
-static etag_entry_t *etag_find(pull_t *p, const char *body)
-{
-	etag_entry_t key;
-	snprintf(key.pith, sizeof(key.pith), "pith:0000:%s", body);
-	return p->netags ? bsearch(&key, p->etags, p->netags, sizeof(key), etag_cmp) : NULL;
-}
-
+/* The file gets what this run stored or found unchanged (an ETag each). */
 static int etags_save(pull_t *p)
 {
 	char path[4096];
-	etag_path(p, path, sizeof(path), "");
-	store_file_t out;
-	if (store_file_begin(&out, path, NULL, 0666, 0))
-		return cli_fail("pull", "cannot write %s.tmp: %s", path, strerror(errno));
-	FILE *f = out.fp;
-	for (size_t i = 0; i < p->netags; i++)
-		if (!p->etags[i].gone)
-			fprintf(f, "%s %s %s\n", p->etags[i].pith, p->etags[i].etag, p->etags[i].url);
+	etag_path(p, path, sizeof(path));
 	for (size_t i = 0; i < p->nitems; i++) {
 		const pull_item_t *it = &p->items[i];
 		if ((it->result == RES_STORED || it->result == RES_UNCHANGED) && it->etag[0] &&
-		    it->pith[0])
-			fprintf(f, "%s %s %s\n", it->pith, it->etag, it->url);
+		    it->pith[0] && follow_etags_put(p->etags, it->pith, it->etag, it->url) == PITH_ENOMEM)
+			return cli_fail("pull", "out of memory");
 	}
-	if (store_file_commit(&out))
+	if (follow_etags_save(p->etags, path))
 		return cli_fail("pull", "cannot write %s: %s", path, strerror(errno));
 	return 0;
 }
@@ -303,8 +246,8 @@ static void item_finish(pull_t *p, pull_item_t *it, pull_result_t res)
 	case RES_FAILED: p->failed++; what = "failed"; break;
 	case RES_NONE: break;
 	}
-	if (res == RES_REJECTED && it->old_etag)
-		it->old_etag->gone = 1; /* never answer 304 for what we refused */
+	if (res == RES_REJECTED && it->has_old)
+		follow_etags_drop(p->etags, it->body); /* never answer 304 for what we refused */
 	if (what) {
 		if (p->tty)
 			fputs("\r\033[K", stderr);
@@ -553,15 +496,19 @@ static void on_answer(void *arg, const hc_result_t *r);
  * URL and while the store still holds a bundle of the record. */
 static const char *item_if_none_match(pull_t *p, pull_item_t *it)
 {
-	it->old_etag = etag_find(p, it->body);
-	if (it->old_etag && !it->old_etag->gone && !strcmp(it->old_etag->url, it->url)) {
+	const follow_etag_t *e = follow_etags_get(p->etags, it->body);
+	it->has_old = 0;
+	if (e && !strcmp(e->url, it->url) && strlen(e->name) == PITH_NUMBER_LEN) {
 		int64_t us;
 		uint8_t sha[32];
 		pith_err_t err = {0};
-		if (!store_bundle_newest(p->st, it->old_etag->pith, &us, sha, &err))
-			return it->old_etag->etag;
+		if (!store_bundle_newest(p->st, e->name, &us, sha, &err)) {
+			it->has_old = 1;
+			snprintf(it->old_pith, sizeof(it->old_pith), "%s", e->name);
+			snprintf(it->old_etag, sizeof(it->old_etag), "%s", e->etag);
+			return it->old_etag;
+		}
 	}
-	it->old_etag = NULL;
 	return NULL;
 }
 
@@ -703,11 +650,11 @@ static void gather_add(pull_t *p, pull_item_t *it)
 static void bundle_done(pull_t *p, pull_item_t *it, const hc_result_t *r)
 {
 	long status = r->status;
-	if (status == 304 && it->old_etag) {
+	if (status == 304 && it->has_old) {
 		p->not_modified++;
-		snprintf(it->pith, sizeof(it->pith), "%s", it->old_etag->pith);
-		snprintf(it->etag, sizeof(it->etag), "%s", it->old_etag->etag);
-		it->old_etag->gone = 1; /* written again from the item */
+		snprintf(it->pith, sizeof(it->pith), "%s", it->old_pith);
+		snprintf(it->etag, sizeof(it->etag), "%s", it->old_etag);
+		follow_etags_drop(p->etags, it->body); /* written again from the item */
 		item_finish(p, it, RES_UNCHANGED);
 		return;
 	}
@@ -777,8 +724,8 @@ static void job_done(void *arg, ingest_job_t *job)
 		item_finish(p, it, RES_REJECTED);
 	} else {
 		snprintf(it->pith, sizeof(it->pith), "%s", job->subject);
-		if (it->old_etag)
-			it->old_etag->gone = 1;
+		if (it->has_old)
+			follow_etags_drop(p->etags, it->body);
 		item_finish(p, it, job->bundle_outcome == STORE_BUNDLE_NEWER ? RES_STORED :
 			    RES_UNCHANGED);
 	}
@@ -1092,7 +1039,7 @@ out:
 			event_free(p.items[i].get.wait);
 	}
 	free(p.items);
-	free(p.etags);
+	follow_etags_free(p.etags);
 	pith_buf_release(&ids_text);
 	store_close(p.st);
 	pith_trust_free(trust);

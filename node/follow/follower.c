@@ -175,8 +175,6 @@ static void rec_free(rec_t *r)
 		free(w);
 	}
 	free(r->alias);
-	free(r->etag);
-	free(r->etag_url);
 	free(r->new_etag);
 	free(r->url);
 	free(r);
@@ -409,6 +407,8 @@ static void rec_finish(follower_t *f, rec_t *r, up_answer_t a)
 	int64_t now = node_now_us();
 	if (!r->followed) {
 		idmap_del(f->recs, r->key);
+		if (r->body[0])
+			follow_etags_drop(f->etags, r->body); /* its ETag went with it */
 		rec_free(r);
 	} else if (a == UP_FAILED) {
 		/* retried when the first upstream rests no more, within one interval */
@@ -455,9 +455,9 @@ static void bundle_request(follower_t *f, rec_t *r)
 		return;
 	}
 	r->step = ST_BUNDLE;
-	const char *inm = NULL;
-	if (r->etag && r->etag_url && !strcmp(r->etag_url, r->url) && have_bundle(f, r))
-		inm = r->etag;
+	const char *inm = r->body[0] ? follow_etags_match(f->etags, r->body, r->url) : NULL;
+	if (inm && !have_bundle(f, r))
+		inm = NULL;
 	if (rec_get(f, r, inm, f->o.max_body, on_bundle))
 		rec_finish(f, r, UP_FAILED);
 }
@@ -679,11 +679,11 @@ int follower_job_done(follower_t *f, const ingest_job_t *job)
 			s->unchanged++;
 		if (!r->pith[0] && job->subject[0])
 			rec_set_pith(r, job->subject);
-		free(r->etag);
-		free(r->etag_url);
-		r->etag = r->new_etag;
+		if (r->body[0] &&
+		    (!r->new_etag || follow_etags_put(f->etags, r->body, r->new_etag, r->url)))
+			follow_etags_drop(f->etags, r->body);
+		free(r->new_etag);
 		r->new_etag = NULL;
-		r->etag_url = r->etag ? strdup(r->url) : NULL;
 		f->etags_dirty = 1;
 		rec_finish(f, r, UP_FOUND);
 		return 1;
@@ -942,38 +942,13 @@ static int follow_load(follower_t *f, const char *path, int strict, pith_err_t *
 	return rc;
 }
 
-typedef struct save_ctx {
-	FILE *fp;
-	int err;
-} save_ctx_t;
-
-static int save_one(void *arg, const uint8_t id[32], void *val)
-{
-	(void)id;
-	save_ctx_t *c = arg;
-	rec_t *r = val;
-	if (r->etag && r->etag_url && r->body[0] &&
-	    fprintf(c->fp, "%s %s %s\n", r->body, r->etag, r->etag_url) < 0)
-		c->err = 1;
-	return 0;
-}
-
-/* DATA/upstream-etags, whole: "BODY ETAG URL" a line (store_file.h). */
+/* DATA/upstream-etags, whole: "BODY ETAG URL" a line (follow_etags.h). */
 static int etags_save(follower_t *f)
 {
 	char path[600];
 	snprintf(path, sizeof(path), "%s/%s", f->data_dir, ETAG_FILE);
 	f->etags_saved_us = node_now_us();
-	store_file_t out;
-	if (store_file_begin(&out, path, NULL, 0666, 0)) {
-		log_warn("cannot write %s.tmp: %s", path, strerror(errno));
-		return PITH_EIO;
-	}
-	save_ctx_t c = {.fp = out.fp};
-	idmap_each(f->recs, save_one, &c);
-	if (c.err)
-		store_file_abort(&out);
-	if (c.err || store_file_commit(&out)) {
+	if (follow_etags_save(f->etags, path)) {
 		log_warn("cannot write %s: %s", path, strerror(errno));
 		return PITH_EIO;
 	}
@@ -981,31 +956,22 @@ static int etags_save(follower_t *f)
 	return 0;
 }
 
-/* Loads the ETags of followed records; lines that do not parse are
- * dropped (an ETag only saves a download). */
+static int is_followed_body(void *arg, const char *body)
+{
+	uint8_t key[32];
+	key_body(body, key);
+	return idmap_get(arg, key) != NULL;
+}
+
+/* Loads the ETags of followed records; lines that do not parse, or of
+ * records not followed, are dropped (an ETag only saves a download). */
 static void etags_load(follower_t *f)
 {
 	char path[600];
 	snprintf(path, sizeof(path), "%s/%s", f->data_dir, ETAG_FILE);
-	FILE *fp = fopen(path, "r");
-	if (!fp)
-		return;
-	char line[PITH_BODY_LEN + ETAG_MAX + URL_CAP + 8];
-	while (fgets(line, sizeof(line), fp)) {
-		char *sp1 = strchr(line, ' '), *sp2 = sp1 ? strchr(sp1 + 1, ' ') : NULL;
-		char *nl = strchr(line, '\n');
-		if (!sp1 || !sp2 || !nl || sp1 - line != PITH_BODY_LEN || sp2 - sp1 - 1 > ETAG_MAX)
-			continue;
-		*sp1 = *sp2 = *nl = 0;
-		uint8_t key[32];
-		key_body(line, key);
-		rec_t *r = idmap_get(f->recs, key);
-		if (!r || r->etag)
-			continue;
-		r->etag = strdup(sp1 + 1);
-		r->etag_url = strdup(sp2 + 1);
-	}
-	fclose(fp);
+	if (follow_etags_load(f->etags, path))
+		log_warn("cannot read %s: %s", path, strerror(errno));
+	follow_etags_filter(f->etags, is_followed_body, f->recs);
 }
 
 /* ---- the API ---------------------------------------------------------------------- */
@@ -1034,9 +1000,10 @@ int follower_new(const follower_deps_t *d, const follower_opts_t *o, follower_t 
 	f->active = idmap_new();
 	f->neg = idmap_new();
 	f->logged = idmap_new();
+	f->etags = follow_etags_new();
 	f->srcs = calloc(o->n_urls ? o->n_urls : 1, sizeof(*f->srcs));
 	f->tick = event_new(d->base, -1, EV_PERSIST, tick_cb, f);
-	if (!f->recs || !f->active || !f->neg || !f->logged || !f->srcs || !f->tick) {
+	if (!f->recs || !f->active || !f->neg || !f->logged || !f->etags || !f->srcs || !f->tick) {
 		rc = pith_err_set(err, PITH_ENOMEM, "out of memory");
 		goto fail;
 	}
@@ -1104,6 +1071,7 @@ void follower_free_(follower_t *f)
 	idmap_free(f->active);
 	idmap_free(f->neg);
 	idmap_free(f->logged);
+	follow_etags_free(f->etags);
 	free(f->heap);
 	free(f->srcs);
 	free(f);

@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "follow_etags.h"
 #include "follower.h"
 #include "hclient.h"
 #include "idmap.h"
@@ -57,8 +58,7 @@ typedef struct rec {
 	char body[PITH_BODY_LEN + 1];   /* "" until known */
 	char pith[PITH_NUMBER_LEN + 1]; /* the full number, "" until known */
 	char *alias;                    /* the id as given, while unresolved */
-	char *etag, *etag_url;          /* of the last 200 that was kept */
-	char *new_etag;                 /* of the 200 in the pipeline */
+	char *new_etag;                 /* of the 200 in the pipeline (kept: f->etags) */
 	step_t step;
 	uint8_t followed;
 	uint8_t src, cand;              /* upstream and bundle layout being tried */
@@ -113,6 +113,7 @@ struct follower {
 	size_t nactive, nwaiters, nfollowed;
 	uint64_t next_serial;
 	struct event *tick;
+	follow_etags_t *etags; /* body -> the ETag of the last 200 kept, and its URL */
 	int etags_dirty;
 	int64_t etags_saved_us;
 	uint64_t answered[4];
