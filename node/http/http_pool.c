@@ -47,6 +47,7 @@
 #include "http_int.h"
 #include "config.h"
 #include "log.h"
+#include "store_pool.h"
 #include "wake.h"
 
 #define HTTP_POOL_JOBS_PER_THREAD 64
@@ -75,14 +76,13 @@ typedef struct pool_worker {
 	http_pool_t *pool;
 	http_t *ctx;                /* this thread's render context */
 	uint64_t ident_gen;         /* the pool's ident_gen its context holds */
-	pthread_t thread;
-	int started;
 } pool_worker_t;
 
 struct http_pool {
 	http_t *h;
 	pool_worker_t *w;
 	size_t nw;
+	store_pool_t threads;       /* thread i runs worker_main(&w[i]) */
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
 	render_job_t *head, *tail; /* waiting for a worker (under mu) */
@@ -153,6 +153,9 @@ static void *worker_main(void *arg)
 {
 	pool_worker_t *me = arg;
 	http_pool_t *p = me->pool;
+	char name[32]; /* < HTTP_POOL_THREADS_MAX workers: at most 15 bytes */
+	snprintf(name, sizeof(name), "pith-render%zu", (size_t)(me - p->w));
+	pthread_setname_np(pthread_self(), name);
 	pthread_mutex_lock(&p->mu);
 	for (;;) {
 		while (!p->stop && !p->head)
@@ -424,15 +427,9 @@ int http_pool_start(http_t *h, int nthreads, pith_err_t *err)
 		w->pool = p;
 		if (!(w->ctx = http_render_ctx_of(h)))
 			return pith_err_set(err, PITH_ENOMEM, "out of memory");
-		int rc = pthread_create(&w->thread, NULL, worker_main, w);
-		if (rc)
-			return pith_err_set(err, PITH_EIO, "http: render pool: starting a thread: %s",
-					    strerror(rc));
-		w->started = 1;
-		char name[32]; /* i < HTTP_POOL_THREADS_MAX: at most 15 bytes */
-		snprintf(name, sizeof(name), "pith-render%zu", i);
-		pthread_setname_np(w->thread, name);
 	}
+	if (store_pool_start(&p->threads, p->nw, worker_main, p->w, sizeof(*p->w)) < p->nw)
+		return pith_err_set(err, PITH_EIO, "http: render pool: cannot start its threads");
 	return 0;
 }
 
@@ -473,11 +470,9 @@ void http_pool_stop(http_t *h)
 	p->stop = 1;
 	pthread_cond_broadcast(&p->cv);
 	pthread_mutex_unlock(&p->mu);
-	for (size_t i = 0; i < p->nw; i++) {
-		if (p->w[i].started)
-			pthread_join(p->w[i].thread, NULL);
+	store_pool_join(&p->threads);
+	for (size_t i = 0; i < p->nw; i++)
 		http_render_free_(p->w[i].ctx);
-	}
 	/* every job is now waiting or done: neither will be sent (after
 	 * http_pool_refuse none has a request: all were answered) */
 	for (render_job_t *j = p->head, *nx; j; j = nx) {

@@ -29,6 +29,7 @@
 #include "json.h"
 #include "log.h"
 #include "store_file.h"
+#include "store_pool.h"
 
 #define PAGE_LIMIT 50 /* the browse pages' default page (http_browse.c) */
 
@@ -782,8 +783,7 @@ typedef struct worker {
 	site_t own;             /* a thread's (s points here); worker 0 is the run's */
 	pith_err_t err;
 	run_t *run;
-	pthread_t thread;
-	int started;
+	int ready;              /* its render context was made: it runs */
 } worker_t;
 
 static void run_fail(run_t *r, const pith_err_t *e)
@@ -821,7 +821,10 @@ static void records_work(worker_t *w)
 
 static void *records_thread(void *arg)
 {
-	records_work(arg);
+	worker_t *w = arg;
+	if (!w->ready)
+		return NULL; /* its share goes to the others */
+	records_work(w);
 	http_gzip_thread_end(); /* the deflate state lives as long as the thread */
 	return NULL;
 }
@@ -887,16 +890,13 @@ static int export_records(site_t *s, const pith_list_t *l, const http_render_opt
 		w[k].s = &w[k].own;
 		w[k].own = (site_t){.st = s->st, .err = &w[k].err};
 		memcpy(w[k].own.dir, s->dir, sizeof(s->dir));
-		/* a thread that cannot be had leaves its share to the others */
-		if (http_render_new(s->st, ro, &w[k].own.r, &w[k].err) ||
-		    pthread_create(&w[k].thread, NULL, records_thread, &w[k]))
-			continue;
-		w[k].started = 1;
+		w[k].ready = !http_render_new(s->st, ro, &w[k].own.r, &w[k].err);
 	}
+	/* a thread that cannot be had leaves its share to the others */
+	store_pool_t pool;
+	store_pool_start(&pool, (size_t)jobs - 1, records_thread, w + 1, sizeof(*w));
 	records_work(&w[0]);
-	for (int k = 1; k < jobs; k++)
-		if (w[k].started)
-			pthread_join(w[k].thread, NULL);
+	store_pool_join(&pool);
 	for (int k = 1; k < jobs; k++) {
 		if (!rc && worker_merge(s, &w[k].own))
 			rc = -1;
