@@ -152,7 +152,7 @@ static void item_done(fitem_t *it)
 	if (++fd->done == fd->n)
 		page_finish(fd);
 	else
-		feed_tick(fd->f);
+		follower_feed_tick(fd->f);
 }
 
 /* Starts records of the page while under the follower's fetch bound. */
@@ -346,7 +346,7 @@ static void on_events(void *arg, const hc_result_t *res)
 	item_step(it); /* the next page, once this one's jobs are back */
 }
 
-void feed_job_done(follower_t *f, void *obj, const ingest_job_t *job)
+void follower_feed_job_done(follower_t *f, void *obj, const ingest_job_t *job)
 {
 	(void)f;
 	fitem_t *it = obj;
@@ -438,7 +438,7 @@ static void poll_page(feed_t *fd)
 		fd->next_poll_us = node_now_us() + FEED_RETRY_US;
 }
 
-void feed_tick(follower_t *f)
+void follower_feed_tick(follower_t *f)
 {
 	int64_t now = node_now_us();
 	for (size_t i = 0; i < f->nsrcs; i++) {
@@ -452,7 +452,7 @@ void feed_tick(follower_t *f)
 	}
 }
 
-void feed_start(follower_t *f, src_t *s)
+void follower_feed_start(follower_t *f, src_t *s)
 {
 	feed_t *fd = calloc(1, sizeof(*fd));
 	if (!fd) {
@@ -468,7 +468,7 @@ void feed_start(follower_t *f, src_t *s)
 	poll_page(fd);
 }
 
-void feed_free(follower_t *f, src_t *s)
+void follower_feed_free(follower_t *f, src_t *s)
 {
 	(void)f;
 	feed_t *fd = s->feed;
@@ -480,7 +480,7 @@ void feed_free(follower_t *f, src_t *s)
 	s->feed = NULL;
 }
 
-void feed_status_json(const src_t *s, pith_buf_t *b)
+void follower_feed_status_json(const src_t *s, pith_buf_t *b)
 {
 	const feed_t *fd = s->feed;
 	if (!fd)
