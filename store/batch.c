@@ -64,7 +64,7 @@ typedef struct group {
 typedef struct lanes {
 	pthread_mutex_t mu;
 	pthread_cond_t go, idle;
-	pthread_t *th;
+	store_pool_t threads;      /* running lane_main */
 	int n;                     /* helper threads running */
 	int stop;
 	uint64_t gen;              /* a new window to work on */
@@ -928,12 +928,10 @@ static void lanes_stop(store_batch_t *b)
 	l->stop = 1;
 	pthread_cond_broadcast(&l->go);
 	pthread_mutex_unlock(&l->mu);
-	for (int i = 0; i < l->n; i++)
-		pthread_join(l->th[i], NULL);
+	store_pool_join(&l->threads);
 	pthread_mutex_destroy(&l->mu);
 	pthread_cond_destroy(&l->go);
 	pthread_cond_destroy(&l->idle);
-	free(l->th);
 	free(l);
 	b->lanes = NULL;
 }
@@ -944,20 +942,18 @@ int store_batch_set_lanes(store_batch_t *b, int n, pith_err_t *err)
 	if (n <= 1)
 		return 0;
 	lanes_t *l = calloc(1, sizeof(*l));
-	if (!l || !(l->th = calloc((size_t)n - 1, sizeof(*l->th)))) {
-		free(l);
+	if (!l)
 		return pith_err_set(err, PITH_ENOMEM, "store: out of memory");
-	}
 	pthread_mutex_init(&l->mu, NULL);
 	pthread_cond_init(&l->go, NULL);
 	pthread_cond_init(&l->idle, NULL);
 	l->b = b;
 	b->lanes = l;
-	for (; l->n < n - 1; l->n++)
-		if (pthread_create(&l->th[l->n], NULL, lane_main, l)) {
-			lanes_stop(b);
-			return pith_err_set(err, PITH_EIO, "store: cannot start a merge lane");
-		}
+	l->n = (int)store_pool_start(&l->threads, (size_t)n - 1, lane_main, l, 0);
+	if (l->n < n - 1) {
+		lanes_stop(b);
+		return pith_err_set(err, PITH_EIO, "store: cannot start a merge lane");
+	}
 	return 0;
 }
 

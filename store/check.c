@@ -305,7 +305,7 @@ typedef struct pool {
 	chunk_t *ring, *cur;
 	size_t cap, submitted, taken, emitted;
 	int quit, rc, nth;
-	pthread_t *th;
+	store_pool_t threads; /* nth of them run pool_worker */
 } pool_t;
 
 static void line_to_chunk(void *arg, const char *line)
@@ -393,17 +393,11 @@ static int pool_start(pool_t *p, audit_t *a, item_fn work, int threads)
 	p->work = work;
 	p->cap = (size_t)threads * CHECK_INFLIGHT;
 	p->ring = calloc(p->cap, sizeof(*p->ring));
-	p->th = calloc((size_t)threads, sizeof(*p->th));
-	if (!p->ring || !p->th) {
-		free(p->ring);
-		free(p->th);
+	if (!p->ring)
 		return pith_err_set(a->err, PITH_ENOMEM, "check: out of memory");
-	}
 	pthread_mutex_init(&p->mu, NULL);
 	pthread_cond_init(&p->cv, NULL);
-	for (int i = 0; i < threads; i++)
-		if (!pthread_create(&p->th[p->nth], NULL, pool_worker, p))
-			p->nth++;
+	p->nth = (int)store_pool_start(&p->threads, (size_t)threads, pool_worker, p, 0);
 	return 0;
 }
 
@@ -461,8 +455,7 @@ static int pool_finish(pool_t *p, int rc)
 	p->quit = 1;
 	pthread_cond_broadcast(&p->cv);
 	pthread_mutex_unlock(&p->mu);
-	for (int i = 0; i < p->nth; i++)
-		pthread_join(p->th[i], NULL);
+	store_pool_join(&p->threads);
 	for (size_t i = 0; i < p->cap; i++) {
 		pith_buf_release(&p->ring[i].data);
 		pith_buf_release(&p->ring[i].lines);
@@ -470,7 +463,6 @@ static int pool_finish(pool_t *p, int rc)
 	pthread_cond_destroy(&p->cv);
 	pthread_mutex_destroy(&p->mu);
 	free(p->ring);
-	free(p->th);
 	return rc ? rc : p->rc;
 }
 

@@ -19,6 +19,7 @@
 
 #include "bundle.h"
 #include "ids.h"
+#include "store_file.h"
 
 /* RocksDB reports errors as malloc'd strings; this turns one into err. */
 int store_db_error(pith_err_t *err, char *msg, const char *what)
@@ -570,17 +571,6 @@ static void remove_stale_creations(const char *base)
 	closedir(d);
 }
 
-static void fsync_parent(const char *base)
-{
-	char parent[4096];
-	parent_of(base, parent, sizeof(parent));
-	int fd = open(parent, O_RDONLY | O_DIRECTORY);
-	if (fd >= 0) {
-		fsync(fd);
-		close(fd);
-	}
-}
-
 static int store_open_dir(const char *dir, const store_opts_t *opts, store_t **out,
 			  pith_err_t *err);
 
@@ -616,10 +606,9 @@ static void store_create(const char *dir, const store_opts_t *opts)
 		return;
 	}
 	store_close_(st);
-	if (rename(tmp, base))
+	/* renamed, then the parent directory fsynced (store_file.h) */
+	if (store_file_rename(tmp, base, 0))
 		remove_db_dir(tmp);
-	else
-		fsync_parent(base);
 }
 
 /* Table files RocksDB keeps open: all of them (-1) unless the process has

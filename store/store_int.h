@@ -9,6 +9,7 @@
 #include "keys.h"
 #include "hmap.h"
 #include "store.h"
+#include "store_pool.h"
 
 /* Write-ahead logs kept at most (RocksDB's max_total_wal_size): bounds the
  * disk they take and the replay at the next open (4 s for 0.9 GB after a

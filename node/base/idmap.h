@@ -2,7 +2,14 @@
  *
  * Ids come from peers, who choose them freely, so slots are picked with a
  * keyed hash (SipHash, a random key per process): no peer can aim ids at
- * one chain of the table. */
+ * one chain of the table.
+ *
+ * The node's one id map (the follower, the relay, the HTTP side, the
+ * peers and the validator cache use it). store/hmap.h is the other map of
+ * the tree, kept apart on purpose (issue 52; its header says why): a
+ * batch-long map of short keys to ints on the store's hot path, cleared
+ * between batches, with nothing removed; store/ is below node/base and
+ * cannot call this one. */
 #ifndef PITH_NODE_IDMAP_H
 #define PITH_NODE_IDMAP_H
 

@@ -3,6 +3,7 @@
 #include "cli_store.h"
 #include "config.h"
 #include "site.h"
+#include "store_file.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -44,25 +45,19 @@ static int note_bundle(void *arg, const store_record_info_t *rec)
 }
 
 /* DIR/BODY.json: the newest verified registry bundle, byte for byte as it
- * was verified, so that anyone can check its signature. Written to a
- * temporary name and renamed, so a reader never sees half a file. */
+ * was verified, so that anyone can check its signature. Replaced
+ * atomically (store_file.h), so a reader never sees half a file. */
 static int write_bundle(store_t *st, const char *dir, const char *pith, pith_err_t *err)
 {
 	pith_buf_t b = PITH_BUF_INIT;
-	char path[4096], tmp[4200];
+	char path[4096];
 	int rc = store_bundle_get(st, pith, &b, err);
 	if (rc) {
 		pith_buf_release(&b);
 		return cli_fail("export", "%s: %s", pith, err->msg);
 	}
 	snprintf(path, sizeof(path), "%s/%s.json", dir, pith + 10);
-	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-	FILE *f = fopen(tmp, "wb");
-	rc = !f || fwrite(b.data, 1, b.len, f) != b.len;
-	if (f && fclose(f))
-		rc = 1;
-	if (!rc && rename(tmp, path))
-		rc = 1;
+	rc = store_file_replace(path, b.data, b.len, 0666, 0);
 	pith_buf_release(&b);
 	return rc ? cli_fail("export", "cannot write %s: %s", path, strerror(errno)) : 0;
 }

@@ -27,7 +27,7 @@
  * When PULL_DOWN_AFTER requests in a row fail after their retries, the
  * upstream is taken for down: nothing more is asked, the IDs not started
  * are counted as not attempted, and one stderr line says so. */
-#include "cli_store.h"
+#include "cmd_pull_int.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -37,150 +37,16 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <event2/event.h>
 #include <event2/http.h>
 #include <event2/thread.h>
 
-#include "hclient.h"
-#include "ingest.h"
-#include "upstream.h"
-
-#define PULL_INFLIGHT 16           /* transfers at once */
-#define PULL_BODY_MAX (16u << 20)  /* a bundle's body, at most */
-#define PULL_SMALL_MAX (1u << 20)  /* a manifest or resolve answer */
-#define PULL_IDS_MAX 1000000       /* IDs per run */
-#define PULL_ETAG_FILE "pull-etags"
-#define PULL_URL_CAP (PITH_URL_MAX + 256)
-#define PULL_RETRIES 4                          /* default --retries */
-#define PULL_RETRIES_MAX 10
-#define PULL_RETRY_FIRST_US INT64_C(500000)     /* 0.5 s, 1 s, 2 s, 4 s, ... */
-#define PULL_RETRY_STEP_MAX_US INT64_C(30000000) /*   jittered, at most 30 s */
-#define PULL_RETRY_AFTER_MAX_S 60               /* a longer Retry-After: not retried */
-#define PULL_DOWN_AFTER 8 /* requests in a row failed after their retries: upstream down */
-#ifndef PULL_GROUP_MAX
-#define PULL_GROUP_MAX 256          /* bundles handed to the pipeline at once, */
-#endif
-#define PULL_GROUP_BYTES (8u << 20) /*   or this many bytes of them, */
-#ifndef PULL_GROUP_WAIT_MS
-#define PULL_GROUP_WAIT_MS 50       /*   or when the first has waited this long */
-#endif
-
-typedef enum pull_step {
-	STEP_RESOLVE = 1, /* waiting for / doing the resolve request */
-	STEP_BUNDLE,      /* waiting for / doing the bundle request */
-	STEP_INGEST,      /* in the pipeline */
-	STEP_DONE,
-} pull_step_t;
-
-typedef enum pull_result {
-	RES_NONE = 0,
-	RES_STORED,
-	RES_UNCHANGED,
-	RES_NOT_FOUND,
-	RES_REJECTED,
-	RES_FAILED,
-} pull_result_t;
-
-typedef struct etag_entry {
-	char pith[PITH_NUMBER_LEN + 1];
-	char etag[HC_ETAG_MAX + 1];
-	char url[PULL_URL_CAP];
-	int gone; /* replaced or dropped by this run */
-} etag_entry_t;
-
-typedef struct pull pull_t;
-
-/* One GET with its retries. done sees only the final answer: a success,
- * one not worth asking again, or the last attempt's; note then says why
- * the asking stopped ("" when the first answer was final). */
-typedef struct pull_get {
-	pull_t *p;
-	hc_req_t req;          /* req.done and req.arg are the retrier's */
-	hc_done_fn done;
-	void *arg;
-	unsigned attempt;      /* of the transfer running or waited for, from 1 */
-	struct event *wait;    /* the retry timer, made when first needed */
-	struct pull_get *next; /* in the run's queue of attempts held by a pause */
-	char note[128];
-} pull_get_t;
-
-/* Downloaded bundles gathered for the pipeline: handed over as one group,
- * so that the validators verify full batches of signatures and the writer
- * commits them at once, as `import` hands over its chunks. Freed when its
- * last job is back. */
-typedef struct pull_group {
-	ingest_group_t g;
-	size_t n, back, bytes;
-	ingest_job_t *jobs[PULL_GROUP_MAX];
-} pull_group_t;
-
-typedef struct pull_item {
-	ingest_job_t job; /* first: the pipeline hands it back */
-	pull_t *p;
-	const char *text; /* the ID as given */
-	pith_id_t id;
-	char body[PITH_BODY_LEN + 1];   /* once known */
-	char pith[PITH_NUMBER_LEN + 1]; /* the full number, once known */
-	pull_step_t step;
-	pull_get_t get;                 /* its request of the moment */
-	pull_result_t result;
-	const char *reason;             /* rejected: the pipeline's name */
-	char msg[2048];
-	int candidate;                  /* which bundle URL is tried */
-	char url[PULL_URL_CAP];
-	etag_entry_t *old_etag;         /* what the ETag file had, if used */
-	char etag[HC_ETAG_MAX + 1];   /* the answer's ETag, "" if none */
-	pith_buf_t resp;                /* a bundle's body, lent to the pipeline */
-	pull_group_t *group;            /* the group it went in, NULL if alone */
-} pull_item_t;
-
-struct pull {
-	const cli_ctx_t *ctx;
-	store_t *st;
-	struct event_base *loop;
-	hc_t *hc;
-	ingest_t *pipe;
-	pull_group_t *gather;    /* bundles not yet handed to the pipeline */
-	struct event *gather_ev; /* hands them over PULL_GROUP_WAIT_MS after the first */
-	long stall_s; /* --stall-timeout */
-	unsigned retries; /* --retries */
-	const char *base; /* without a trailing '/' */
-	char base_buf[PITH_URL_MAX];
-	const char *ca_file;
-	char pattern[PITH_URL_MAX]; /* the manifest's bundle_pattern, or "" */
-	pull_item_t *items;
-	size_t nitems;
-	size_t done;
-	size_t next;  /* items[next..] are not started */
-	int items_go; /* the manifest is read: items may start */
-	int finished; /* every started item is done, and none is left to start */
-	size_t busy; /* requests between their start and their final answer */
-	pull_get_t *queue, *queue_end; /* attempts waiting for the pause to end */
-	double pause_until;            /* cli_now() before which none starts */
-	struct event *pause_ev;        /* starts them when the pause is over */
-	unsigned down_streak; /* requests in a row failed after their retries */
-	int down;             /* it reached PULL_DOWN_AFTER: nothing more is asked */
-	etag_entry_t *etags;
-	size_t netags;
-	int tty;
-	double t0, last_draw;
-	uint64_t stored, unchanged, not_found, rejected, failed;
-	uint64_t requests, retried, not_modified, full_bundles, bytes;
-	cli_reasons_t reasons;
-};
-
 /* ---- the ETag file ----------------------------------------------------------
- * One line per record: "PITH_NUMBER ETAG URL". Written whole at the end of
- * a run (temp file, fsync, rename, fsync of the directory). */
+ * One line per record: "PITH_NUMBER ETAG URL" (follow_etags.h). Written
+ * whole at the end of a run. */
 
-static int etag_cmp(const void *a, const void *b)
+static void etag_path(const pull_t *p, char *out, size_t cap)
 {
-	return strcmp(((const etag_entry_t *)a)->pith + 10, ((const etag_entry_t *)b)->pith + 10);
-}
-
-static void etag_path(const pull_t *p, char *out, size_t cap, const char *suffix)
-{
-	snprintf(out, cap, "%s/%s%s", p->ctx->store_dir, PULL_ETAG_FILE, suffix);
+	snprintf(out, cap, "%s/%s", p->ctx->store_dir, PULL_ETAG_FILE);
 }
 
 /* Reads the ETag file; lines that do not parse are dropped (it is only a
@@ -188,84 +54,28 @@ static void etag_path(const pull_t *p, char *out, size_t cap, const char *suffix
 static int etags_load(pull_t *p)
 {
 	char path[4096];
-	etag_path(p, path, sizeof(path), "");
-	FILE *f = fopen(path, "r");
-	if (!f)
-		return errno == ENOENT ? 0 : cli_fail("pull", "cannot open %s: %s", path, strerror(errno));
-	char line[PITH_NUMBER_LEN + HC_ETAG_MAX + PULL_URL_CAP + 8];
-	size_t cap = 0;
-	while (fgets(line, sizeof(line), f)) {
-		char *pith = strtok(line, " \n"), *etag = strtok(NULL, " \n"), *url = strtok(NULL, " \n");
-		if (!pith || !etag || !url || !pith_number_is_valid(pith) ||
-		    !hc_etag_is_ok(etag, strlen(etag)) || strlen(url) >= PULL_URL_CAP)
-			continue;
-		if (p->netags == cap) {
-			size_t ncap = cap ? cap * 2 : 256;
-			etag_entry_t *n = realloc(p->etags, ncap * sizeof(*n));
-			if (!n) {
-				fclose(f);
-				return cli_fail("pull", "out of memory");
-			}
-			p->etags = n;
-			cap = ncap;
-		}
-		etag_entry_t *e = &p->etags[p->netags++];
-		memset(e, 0, sizeof(*e));
-		snprintf(e->pith, sizeof(e->pith), "%s", pith);
-		snprintf(e->etag, sizeof(e->etag), "%s", etag);
-		snprintf(e->url, sizeof(e->url), "%s", url);
-	}
-	fclose(f);
-	if (p->netags)
-		qsort(p->etags, p->netags, sizeof(*p->etags), etag_cmp);
-	/* the last line of a record wins */
-	size_t k = 0;
-	for (size_t i = 0; i < p->netags; i++) {
-		if (k && !etag_cmp(&p->etags[k - 1], &p->etags[i]))
-			k--;
-		p->etags[k++] = p->etags[i];
-	}
-	p->netags = k;
+	etag_path(p, path, sizeof(path));
+	if (!(p->etags = follow_etags_new()))
+		return cli_fail("pull", "out of memory");
+	if (follow_etags_load(p->etags, path))
+		return errno == ENOMEM ? cli_fail("pull", "out of memory")
+				       : cli_fail("pull", "cannot open %s: %s", path, strerror(errno));
 	return 0;
 }
 
-static etag_entry_t *etag_find(pull_t *p, const char *body)
-{
-	etag_entry_t key;
-	snprintf(key.pith, sizeof(key.pith), "pith:0000:%s", body);
-	return p->netags ? bsearch(&key, p->etags, p->netags, sizeof(key), etag_cmp) : NULL;
-}
-
+/* The file gets what this run stored or found unchanged (an ETag each). */
 static int etags_save(pull_t *p)
 {
-	char path[4096], tmp[4096];
-	etag_path(p, path, sizeof(path), "");
-	etag_path(p, tmp, sizeof(tmp), ".tmp");
-	FILE *f = fopen(tmp, "w");
-	if (!f)
-		return cli_fail("pull", "cannot write %s: %s", tmp, strerror(errno));
-	for (size_t i = 0; i < p->netags; i++)
-		if (!p->etags[i].gone)
-			fprintf(f, "%s %s %s\n", p->etags[i].pith, p->etags[i].etag, p->etags[i].url);
+	char path[4096];
+	etag_path(p, path, sizeof(path));
 	for (size_t i = 0; i < p->nitems; i++) {
 		const pull_item_t *it = &p->items[i];
 		if ((it->result == RES_STORED || it->result == RES_UNCHANGED) && it->etag[0] &&
-		    it->pith[0])
-			fprintf(f, "%s %s %s\n", it->pith, it->etag, it->url);
+		    it->pith[0] && follow_etags_put(p->etags, it->pith, it->etag, it->url) == PITH_ENOMEM)
+			return cli_fail("pull", "out of memory");
 	}
-	int bad = fflush(f) || ferror(f) || fsync(fileno(f));
-	if (fclose(f))
-		bad = 1;
-	if (bad || rename(tmp, path)) {
-		cli_fail("pull", "cannot write %s: %s", path, strerror(errno));
-		unlink(tmp);
-		return 1;
-	}
-	int dfd = open(p->ctx->store_dir, O_RDONLY | O_DIRECTORY);
-	if (dfd >= 0) {
-		(void)fsync(dfd);
-		close(dfd);
-	}
+	if (follow_etags_save(p->etags, path))
+		return cli_fail("pull", "cannot write %s: %s", path, strerror(errno));
 	return 0;
 }
 
@@ -287,7 +97,7 @@ static void draw_progress(pull_t *p, int final)
 
 /* Whether the run is over: every item started is done, and no other will
  * start (all started, or the upstream is down). */
-static void pull_check_finished(pull_t *p)
+void pull_check_finished(pull_t *p)
 {
 	p->finished = p->done == (p->down ? p->next : p->nitems);
 }
@@ -313,8 +123,8 @@ static void item_finish(pull_t *p, pull_item_t *it, pull_result_t res)
 	case RES_FAILED: p->failed++; what = "failed"; break;
 	case RES_NONE: break;
 	}
-	if (res == RES_REJECTED && it->old_etag)
-		it->old_etag->gone = 1; /* never answer 304 for what we refused */
+	if (res == RES_REJECTED && it->has_old)
+		follow_etags_drop(p->etags, it->body); /* never answer 304 for what we refused */
 	if (what) {
 		if (p->tty)
 			fputs("\r\033[K", stderr);
@@ -325,221 +135,6 @@ static void item_finish(pull_t *p, pull_item_t *it, pull_result_t res)
 			fprintf(stderr, "pithctl pull: %s: %s: %s\n", it->text, what, it->msg);
 	}
 	draw_progress(p, 0);
-}
-
-/* ---- HTTP -------------------------------------------------------------------- */
-
-static void get_answer(void *arg, const hc_result_t *r);
-
-/* Passes g's final answer on; its place is free then. */
-static void get_end(pull_get_t *g, const hc_result_t *r)
-{
-	g->p->busy--;
-	g->done(g->arg, r);
-}
-
-/* Ends g at once with a network-level failure that is not one of the
- * upstream's: error and note say why. */
-static void get_fail(pull_get_t *g, const char *error)
-{
-	hc_result_t r = {.url = g->req.url, .curl_code = -1, .etag = "",
-			 .location = "", .retry_after_s = -1, .error = error};
-	get_end(g, &r);
-}
-
-/* Hands g's current attempt to the client. A transfer that cannot start
- * ends with a result like any other, at once. */
-static void get_start(pull_get_t *g)
-{
-	g->req.done = get_answer;
-	g->req.arg = g;
-	if (hc_get(g->p->hc, &g->req)) {
-		g->p->requests++;
-		if (g->attempt > 1)
-			g->p->retried++; /* counted when made: one abandoned is not */
-		return;
-	}
-	get_fail(g, "cannot start a request (out of memory)");
-}
-
-/* Ends g unasked: the upstream appears down. */
-static void get_abandon(pull_get_t *g)
-{
-	unsigned made = g->attempt - 1; /* the retry waited for is not made */
-	if (made)
-		snprintf(g->note, sizeof(g->note), " (after %u attempt%s)", made, made == 1 ? "" : "s");
-	get_fail(g, made ? "not asked again: the upstream appears down" :
-		 "not asked: the upstream appears down");
-}
-
-static void pull_pump(pull_t *p);
-
-static void on_pause_timer(evutil_socket_t fd, short what, void *arg)
-{
-	pull_pump(arg);
-}
-
-/* Whether a Retry-After holds the run back; if so, the pause timer is set
- * to its end. */
-static int pull_is_paused(pull_t *p)
-{
-	double left = p->pause_until - cli_now();
-	if (left <= 0)
-		return 0;
-	int64_t us = (int64_t)(left * 1e6) + 1;
-	struct timeval tv = {(time_t)(us / 1000000), (suseconds_t)(us % 1000000)};
-	evtimer_add(p->pause_ev, &tv);
-	return 1;
-}
-
-/* Starts g's current attempt unless a Retry-After holds the run back;
- * then queues it (pull_pump starts it at the pause's end). */
-static void get_send(pull_get_t *g)
-{
-	pull_t *p = g->p;
-	if (p->down) {
-		get_abandon(g);
-		return;
-	}
-	if (!p->queue && !pull_is_paused(p)) {
-		get_start(g);
-		return;
-	}
-	g->next = NULL;
-	if (p->queue_end)
-		p->queue_end->next = g;
-	else
-		p->queue = g;
-	p->queue_end = g;
-}
-
-static void on_retry_timer(evutil_socket_t fd, short what, void *arg)
-{
-	get_send(arg);
-}
-
-/* GETs req (its url and if_none_match must outlive the answer), done(arg,
- * result) with the final answer. */
-static void pull_get(pull_t *p, pull_get_t *g, const hc_req_t *req, hc_done_fn done, void *arg)
-{
-	g->p = p;
-	g->req = *req;
-	g->done = done;
-	g->arg = arg;
-	g->attempt = 1;
-	g->note[0] = 0;
-	p->busy++;
-	get_send(g);
-}
-
-static void item_start(pull_t *p, pull_item_t *it);
-
-/* Unless a Retry-After holds the run back: starts what waits for the pause,
- * oldest first, then new items while fewer than PULL_INFLIGHT requests
- * are busy. A request waiting for its retry keeps its place, so that a
- * failing upstream is not sent every ID in the meantime. Once the upstream
- * is down, ends what waits unasked and starts nothing. */
-static void pull_pump(pull_t *p)
-{
-	while (p->queue && (p->down || !pull_is_paused(p))) {
-		pull_get_t *g = p->queue;
-		if (!(p->queue = g->next))
-			p->queue_end = NULL;
-		if (p->down)
-			get_abandon(g);
-		else
-			get_start(g);
-	}
-	while (p->items_go && !p->down && !p->queue && p->next < p->nitems &&
-	       p->busy < PULL_INFLIGHT && !pull_is_paused(p))
-		item_start(p, &p->items[p->next++]);
-}
-
-/* The upstream is taken for down: the retries waiting on their timers end
- * now, unasked (on the next loop turn), and pull_pump starts nothing. */
-static void pull_trip(pull_t *p)
-{
-	p->down = 1;
-	for (size_t i = 0; i < p->next; i++) {
-		struct event *w = p->items[i].get.wait;
-		if (w && evtimer_pending(w, NULL)) {
-			evtimer_del(w);
-			event_active(w, EV_TIMEOUT, 1);
-		}
-	}
-	pull_check_finished(p);
-}
-
-/* The breaker sees each request's final answer: a failure that may mend,
- * after every retry it was allowed (or not retried: a Retry-After over
- * PULL_RETRY_AFTER_MAX_S), counts; any other answer, even a 404, shows
- * the upstream up and starts the count again. */
-static void pull_breaker(pull_t *p, const hc_result_t *r)
-{
-	if (!hc_result_is_transient(r))
-		p->down_streak = 0;
-	else if (++p->down_streak == PULL_DOWN_AFTER && !p->down)
-		pull_trip(p);
-}
-
-/* Whether g is asked again after r (its timer set, one stderr line); if
- * not, g->note says why when that is not plain. */
-static int get_retry(pull_get_t *g, const hc_result_t *r, int64_t ra)
-{
-	pull_t *p = g->p;
-	if (!hc_result_is_transient(r) || !p->retries)
-		return 0;
-	if (ra > PULL_RETRY_AFTER_MAX_S) {
-		snprintf(g->note, sizeof(g->note), " (Retry-After %lld s is over the %d s pull "
-			 "waits: not retried)", (long long)ra, PULL_RETRY_AFTER_MAX_S);
-		return 0;
-	}
-	if (g->attempt > p->retries || p->down) {
-		snprintf(g->note, sizeof(g->note), " (after %u attempt%s%s)", g->attempt,
-			 g->attempt == 1 ? "" : "s",
-			 p->down ? "; not asked again: the upstream appears down" : "");
-		return 0;
-	}
-	if (!g->wait && !(g->wait = evtimer_new(p->loop, on_retry_timer, g))) {
-		snprintf(g->note, sizeof(g->note), " (out of memory: not retried)");
-		return 0;
-	}
-	int64_t us = ra >= 0 ? ra * INT64_C(1000000) :
-		hc_backoff_us(PULL_RETRY_FIRST_US, g->attempt, PULL_RETRY_STEP_MAX_US);
-	g->attempt++;
-	char what[2200], ras[48] = "";
-	if (r->curl_code) {
-		snprintf(what, sizeof(what), "%s: %s", r->url, r->error);
-	} else {
-		if (ra >= 0)
-			snprintf(ras, sizeof(ras), " with Retry-After: %lld", (long long)ra);
-		snprintf(what, sizeof(what), "%s answered %ld%s", r->url, r->status, ras);
-	}
-	if (p->tty)
-		fputs("\r\033[K", stderr);
-	fprintf(stderr, "pithctl pull: %s; retrying in %.1f s (attempt %u of %u)\n", what,
-		(double)us / 1e6, g->attempt, p->retries + 1);
-	struct timeval tv = {(time_t)(us / 1000000), (suseconds_t)(us % 1000000)};
-	evtimer_add(g->wait, &tv);
-	return 1;
-}
-
-/* An attempt's answer: a Retry-After in it holds back the whole run; then
- * the next attempt, or the final answer passed on (the breaker sees it),
- * and what waits is started in the slot freed. */
-static void get_answer(void *arg, const hc_result_t *r)
-{
-	pull_get_t *g = arg;
-	pull_t *p = g->p;
-	p->bytes += r->bytes;
-	int64_t ra = hc_result_retry_after_s(r);
-	if (ra > 0 && ra <= PULL_RETRY_AFTER_MAX_S && cli_now() + (double)ra > p->pause_until)
-		p->pause_until = cli_now() + (double)ra;
-	if (!get_retry(g, r, ra)) {
-		pull_breaker(p, r);
-		get_end(g, r);
-	}
-	pull_pump(p);
 }
 
 /* The URL of candidate it->candidate: the manifest's pattern, else the
@@ -563,15 +158,19 @@ static void on_answer(void *arg, const hc_result_t *r);
  * URL and while the store still holds a bundle of the record. */
 static const char *item_if_none_match(pull_t *p, pull_item_t *it)
 {
-	it->old_etag = etag_find(p, it->body);
-	if (it->old_etag && !it->old_etag->gone && !strcmp(it->old_etag->url, it->url)) {
+	const follow_etag_t *e = follow_etags_get(p->etags, it->body);
+	it->has_old = 0;
+	if (e && !strcmp(e->url, it->url) && strlen(e->name) == PITH_NUMBER_LEN) {
 		int64_t us;
 		uint8_t sha[32];
 		pith_err_t err = {0};
-		if (!store_bundle_newest(p->st, it->old_etag->pith, &us, sha, &err))
-			return it->old_etag->etag;
+		if (!store_bundle_newest(p->st, e->name, &us, sha, &err)) {
+			it->has_old = 1;
+			snprintf(it->old_pith, sizeof(it->old_pith), "%s", e->name);
+			snprintf(it->old_etag, sizeof(it->old_etag), "%s", e->etag);
+			return it->old_etag;
+		}
 	}
-	it->old_etag = NULL;
 	return NULL;
 }
 
@@ -613,7 +212,7 @@ static void set_pith(pull_item_t *it, const pith_id_t *id)
 
 /* Starts it: a full pith number at its bundle, anything else at the
  * resolve. */
-static void item_start(pull_t *p, pull_item_t *it)
+void pull_item_start(pull_t *p, pull_item_t *it)
 {
 	it->p = p;
 	if (it->id.kind == PITH_ID_FULL) {
@@ -713,11 +312,11 @@ static void gather_add(pull_t *p, pull_item_t *it)
 static void bundle_done(pull_t *p, pull_item_t *it, const hc_result_t *r)
 {
 	long status = r->status;
-	if (status == 304 && it->old_etag) {
+	if (status == 304 && it->has_old) {
 		p->not_modified++;
-		snprintf(it->pith, sizeof(it->pith), "%s", it->old_etag->pith);
-		snprintf(it->etag, sizeof(it->etag), "%s", it->old_etag->etag);
-		it->old_etag->gone = 1; /* written again from the item */
+		snprintf(it->pith, sizeof(it->pith), "%s", it->old_pith);
+		snprintf(it->etag, sizeof(it->etag), "%s", it->old_etag);
+		follow_etags_drop(p->etags, it->body); /* written again from the item */
 		item_finish(p, it, RES_UNCHANGED);
 		return;
 	}
@@ -787,8 +386,8 @@ static void job_done(void *arg, ingest_job_t *job)
 		item_finish(p, it, RES_REJECTED);
 	} else {
 		snprintf(it->pith, sizeof(it->pith), "%s", job->subject);
-		if (it->old_etag)
-			it->old_etag->gone = 1;
+		if (it->has_old)
+			follow_etags_drop(p->etags, it->body);
 		item_finish(p, it, job->bundle_outcome == STORE_BUNDLE_NEWER ? RES_STORED :
 			    RES_UNCHANGED);
 	}
@@ -809,16 +408,6 @@ static void pull_run(pull_t *p, const int *done)
 }
 
 /* ---- the manifest ------------------------------------------------------------ */
-
-static int url_same(const char *a, const char *b)
-{
-	size_t la = strlen(a), lb = strlen(b);
-	while (la && a[la - 1] == '/')
-		la--;
-	while (lb && b[lb - 1] == '/')
-		lb--;
-	return la == lb && !strncasecmp(a, b, la);
-}
 
 typedef struct manifest_get {
 	pull_t *p;
@@ -849,7 +438,7 @@ static void on_manifest(void *arg, const hc_result_t *r)
 	} else {
 		const pith_mirror_t *mi = man->n_mirrors ? &man->mirrors[0] : NULL;
 		for (size_t i = 0; i < man->n_mirrors; i++)
-			if (url_same(man->mirrors[i].base_url, p->base)) {
+			if (hc_url_same(man->mirrors[i].base_url, p->base)) {
 				mi = &man->mirrors[i];
 				break;
 			}
@@ -1042,7 +631,7 @@ static int run(cli_ctx_t *ctx, int argc, char **argv)
 	    !(tick = event_new(p.loop, -1, EV_PERSIST, on_tick, &p)) ||
 	    event_add(tick, &(struct timeval){0, 250000}) ||
 	    !(p.gather_ev = evtimer_new(p.loop, on_gather_timer, &p)) ||
-	    !(p.pause_ev = evtimer_new(p.loop, on_pause_timer, &p))) {
+	    !(p.pause_ev = evtimer_new(p.loop, pull_pause_cb, &p))) {
 		cli_fail("pull", "cannot set up an event loop");
 		goto out;
 	}
@@ -1102,7 +691,7 @@ out:
 			event_free(p.items[i].get.wait);
 	}
 	free(p.items);
-	free(p.etags);
+	follow_etags_free(p.etags);
 	pith_buf_release(&ids_text);
 	store_close(p.st);
 	pith_trust_free(trust);

@@ -37,10 +37,11 @@
 #include "log.h"
 #include "prio.h"
 #include "search.h"
+#include "wake.h"
 
 typedef struct ctlops {
 	node_t *node;
-	struct event *done_ev;
+	loop_wake_t *done; /* the backup thread fires it at its end */
 	/* the backup in progress, if running */
 	int running;
 	pthread_t th;
@@ -156,7 +157,7 @@ static void *backup_thread(void *arg)
 	ctlops_t *o = arg;
 	prio_lower_thread(0, (int)o->node->cfg->worker_nice); /* a worker like the others */
 	o->rc = store_checkpoint(o->node->store, o->dir, &o->err);
-	event_active(o->done_ev, EV_READ, 0);
+	loop_wake_fire(o->done);
 	return NULL;
 }
 
@@ -181,10 +182,8 @@ static void backup_done(ctlops_t *o)
 	pith_buf_release(&b);
 }
 
-static void backup_done_cb(evutil_socket_t fd, short what, void *arg)
+static void backup_done_cb(void *arg)
 {
-	(void)fd;
-	(void)what;
 	backup_done(arg);
 }
 
@@ -196,8 +195,8 @@ static ctlops_t *ops_get(node_t *n)
 	if (!o)
 		return NULL;
 	o->node = n;
-	o->done_ev = event_new(n->base, -1, 0, backup_done_cb, o);
-	if (!o->done_ev) {
+	o->done = loop_wake_new(n->base, backup_done_cb, o);
+	if (!o->done) {
 		free(o);
 		return NULL;
 	}
@@ -255,7 +254,7 @@ void node_ctl_free(node_t *n)
 		pthread_join(o->th, NULL);
 		log_info("backup into %s %s", o->dir, o->rc ? "failed" : "finished");
 	}
-	event_free(o->done_ev);
+	loop_wake_free(o->done);
 	free(o);
 	n->ctlops = NULL;
 }

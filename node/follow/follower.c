@@ -38,15 +38,8 @@
 #include "stats.h"
 #include "upstream.h"
 
-const char *const follower_cause_names[NCAUSES] = {
-	"http_5xx", "http_429", "http_4xx", "redirect", "timeout", "dns", "connect", "tls",
-	"too_big", "bad_answer", "network",
-};
-#define cause_names follower_cause_names
-
 static void rec_start(follower_t *f, rec_t *r);
 static void rec_next_src(follower_t *f, rec_t *r);
-static void pump(follower_t *f);
 
 /* ---- keys, the heap ---------------------------------------------------------------- */
 
@@ -174,8 +167,6 @@ static void rec_free(rec_t *r)
 		free(w);
 	}
 	free(r->alias);
-	free(r->etag);
-	free(r->etag_url);
 	free(r->new_etag);
 	free(r->url);
 	free(r);
@@ -239,97 +230,6 @@ static int have_bundle(follower_t *f, const rec_t *r)
 }
 
 /* ---- counting and logging --------------------------------------------------------- */
-
-/* Counts a failure of cause at url, keeps it as the upstream's last error,
- * and logs it the first time this cause is seen at this URL. */
-void follower_src_error(follower_t *f, src_t *s, int cause, const char *url, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(s->last_error, sizeof(s->last_error), fmt, ap);
-	va_end(ap);
-	s->last_error_us = node_now_us();
-	if (cause >= 0)
-		s->failed[cause]++;
-	uint8_t key[32];
-	crypto_generichash_state st;
-	crypto_generichash_init(&st, NULL, 0, 32);
-	const char *cn = cause >= 0 ? cause_names[cause] : "rejected";
-	crypto_generichash_update(&st, (const uint8_t *)cn, strlen(cn) + 1);
-	crypto_generichash_update(&st, (const uint8_t *)url, strlen(url));
-	crypto_generichash_final(&st, key, 32);
-	if (idmap_get(f->logged, key))
-		return;
-	if (idmap_count(f->logged) < LOGGED_MAX)
-		idmap_put(f->logged, key, (void *)1);
-	log_warn("upstream %s: %s (%s; said once per cause and URL)", s->base, s->last_error, cn);
-}
-
-void follower_count_rejected(src_t *s, const char *reason)
-{
-	s->rejected_total++;
-	for (int i = 0; i < REASONS_MAX; i++) {
-		if (!s->rejected[i].reason) {
-			s->rejected[i].reason = reason;
-			s->rejected[i].n = 1;
-			return;
-		}
-		if (!strcmp(s->rejected[i].reason, reason)) {
-			s->rejected[i].n++;
-			return;
-		}
-	}
-}
-
-/* The upstream's own trouble (5xx, 429, network): it rests a while,
- * doubling to BACKOFF_MAX_S, jittered; Retry-After, when given, rules. */
-void follower_src_backoff(src_t *s, int64_t retry_after_s)
-{
-	int64_t now = node_now_us();
-	s->fails++;
-	int64_t us;
-	if (retry_after_s >= 0) {
-		us = (retry_after_s > RETRY_AFTER_MAX_S ? RETRY_AFTER_MAX_S : retry_after_s) *
-		     INT64_C(1000000);
-	} else {
-		us = hc_backoff_us(INT64_C(1000000), s->fails, BACKOFF_MAX_S * INT64_C(1000000));
-	}
-	if (now + us > s->blocked_until_us)
-		s->blocked_until_us = now + us;
-}
-
-int follower_classify(const hc_result_t *res)
-{
-	if (res->over_cap)
-		return C_TOO_BIG;
-	switch (res->curl_code) {
-	case 0: break;
-	case CURLE_OPERATION_TIMEDOUT: return C_TIMEOUT;
-	case CURLE_COULDNT_RESOLVE_HOST:
-	case CURLE_COULDNT_RESOLVE_PROXY: return C_DNS;
-	case CURLE_COULDNT_CONNECT: return C_CONNECT;
-	case CURLE_PEER_FAILED_VERIFICATION:
-	case CURLE_SSL_CONNECT_ERROR:
-	case CURLE_SSL_CACERT_BADFILE:
-	case CURLE_SSL_CERTPROBLEM: return C_TLS;
-	case CURLE_TOO_MANY_REDIRECTS: return C_REDIRECT;
-	case CURLE_FILESIZE_EXCEEDED: return C_TOO_BIG;
-	default: return C_NETWORK;
-	}
-	if (res->status == 429)
-		return C_HTTP_429;
-	if (res->status >= 500)
-		return C_HTTP_5XX;
-	if (res->status >= 300 && res->status < 400)
-		return C_REDIRECT;
-	return C_HTTP_4XX;
-}
-
-int follower_cause_backs_off(int cause)
-{
-	return cause != C_TOO_BIG && cause != C_HTTP_4XX && cause != C_REDIRECT &&
-	       cause != C_BAD_ANSWER;
-}
 
 /* A failed request of r at its upstream: counted, the upstream backed off
  * when the fault is its own, and the next upstream tried. */
@@ -408,6 +308,8 @@ static void rec_finish(follower_t *f, rec_t *r, up_answer_t a)
 	int64_t now = node_now_us();
 	if (!r->followed) {
 		idmap_del(f->recs, r->key);
+		if (r->body[0])
+			follow_etags_drop(f->etags, r->body); /* its ETag went with it */
 		rec_free(r);
 	} else if (a == UP_FAILED) {
 		/* retried when the first upstream rests no more, within one interval */
@@ -454,9 +356,9 @@ static void bundle_request(follower_t *f, rec_t *r)
 		return;
 	}
 	r->step = ST_BUNDLE;
-	const char *inm = NULL;
-	if (r->etag && r->etag_url && !strcmp(r->etag_url, r->url) && have_bundle(f, r))
-		inm = r->etag;
+	const char *inm = r->body[0] ? follow_etags_match(f->etags, r->body, r->url) : NULL;
+	if (inm && !have_bundle(f, r))
+		inm = NULL;
 	if (rec_get(f, r, inm, f->o.max_body, on_bundle))
 		rec_finish(f, r, UP_FAILED);
 }
@@ -535,7 +437,7 @@ static void rec_resolved(follower_t *f, rec_t *r, const char *pith)
 		rec_finish(f, r, UP_FOUND); /* frees r: nothing waits on it now */
 		if (o->step == ST_IDLE) {
 			schedule(f, o, 0);
-			pump(f);
+			follower_pump(f);
 		}
 		return;
 	}
@@ -664,7 +566,7 @@ int follower_job_done(follower_t *f, const ingest_job_t *job)
 	idmap_key_u64(job->follow, key);
 	int *act = idmap_get(f->active, key);
 	if (act && *act == ACT_FEED_ITEM) {
-		feed_job_done(f, act, job);
+		follower_feed_job_done(f, act, job);
 		return 1;
 	}
 	rec_t *r = (rec_t *)act;
@@ -678,11 +580,11 @@ int follower_job_done(follower_t *f, const ingest_job_t *job)
 			s->unchanged++;
 		if (!r->pith[0] && job->subject[0])
 			rec_set_pith(r, job->subject);
-		free(r->etag);
-		free(r->etag_url);
-		r->etag = r->new_etag;
+		if (r->body[0] &&
+		    (!r->new_etag || follow_etags_put(f->etags, r->body, r->new_etag, r->url)))
+			follow_etags_drop(f->etags, r->body);
+		free(r->new_etag);
 		r->new_etag = NULL;
-		r->etag_url = r->etag ? strdup(r->url) : NULL;
 		f->etags_dirty = 1;
 		rec_finish(f, r, UP_FOUND);
 		return 1;
@@ -701,93 +603,6 @@ int follower_job_done(follower_t *f, const ingest_job_t *job)
 	r->src++; /* another upstream may hold a good one */
 	rec_next_src(f, r);
 	return 1;
-}
-
-/* ---- the manifest -------------------------------------------------------------------- */
-
-static int url_same(const char *a, const char *b)
-{
-	size_t la = strlen(a), lb = strlen(b);
-	while (la && a[la - 1] == '/')
-		la--;
-	while (lb && b[lb - 1] == '/')
-		lb--;
-	return la == lb && !strncasecmp(a, b, la);
-}
-
-/* The manifest was read or failed: follow the change feed it names, or
- * with feed_default the one every pithd serves at BASE/api/changes. */
-static void manifest_feed(follower_t *f, src_t *s)
-{
-	static const char path[] = "/api/changes";
-	size_t n = strlen(s->base);
-	if (f->o.feed_default && !s->changes_url[0] && n + sizeof(path) <= sizeof(s->changes_url)) {
-		memcpy(s->changes_url, s->base, n);
-		memcpy(s->changes_url + n, path, sizeof(path));
-	}
-	if (s->changes_url[0] && !s->feed)
-		feed_start(f, s);
-}
-
-static void on_manifest(void *arg, const hc_result_t *res)
-{
-	src_t *s = arg;
-	follower_t *f = s->f;
-	s->manifest_req = 0;
-	s->manifest = 2;
-	s->manifest_seen = 1;
-	s->bytes += res->bytes;
-	s->manifest_next_us = node_now_us() + f->o.refresh_s * INT64_C(1000000);
-	if (res->curl_code || res->status != 200) {
-		if (res->status != 404 && res->status != 0)
-			follower_src_error(f, s, follower_classify(res), res->url, "%s answered HTTP %ld: using the registry's layouts",
-				  res->url, res->status);
-		else if (res->curl_code)
-			follower_src_error(f, s, follower_classify(res), res->url, "%s: %s: using the registry's layouts",
-				  res->url, res->error ? res->error : "failed");
-		manifest_feed(f, s);
-		pump(f);
-		return;
-	}
-	pith_manifest_t *m = malloc(sizeof(*m));
-	pith_err_t e = {0};
-	if (!m || pith_manifest_parse(res->body, res->body_len, NULL, m, &e)) {
-		follower_src_error(f, s, C_BAD_ANSWER, res->url, "%s: %s: using the registry's layouts",
-			  res->url, m ? e.msg : "out of memory");
-		free(m);
-		manifest_feed(f, s);
-		pump(f);
-		return;
-	}
-	const pith_mirror_t *pick = &m->mirrors[0];
-	for (size_t i = 0; i < m->n_mirrors; i++)
-		if (url_same(m->mirrors[i].base_url, s->base)) {
-			pick = &m->mirrors[i];
-			break;
-		}
-	s->has_manifest = 1;
-	snprintf(s->pattern, sizeof(s->pattern), "%s", pick->bundle_pattern);
-	/* a feed being read keeps its URL when a re-read manifest names none */
-	if (pick->changes_url[0] || !s->feed)
-		snprintf(s->changes_url, sizeof(s->changes_url), "%s", pick->changes_url);
-	manifest_feed(f, s);
-	log_info("upstream %s: manifest read, bundles at %s", s->base,
-		 s->pattern[0] ? s->pattern : "the registry's layouts");
-	free(m);
-	pump(f);
-}
-
-static void manifest_ask(follower_t *f, size_t i)
-{
-	src_t *s = &f->srcs[i];
-	char url[URL_CAP];
-	snprintf(url, sizeof(url), "%s/pith-mirrors.json", s->base);
-	hc_req_t q = {.url = url, .body_cap = SMALL_MAX, .done = on_manifest, .arg = s};
-	s->requests++;
-	s->manifest = 1;
-	s->manifest_req = hc_get(f->hc, &q);
-	if (!s->manifest_req)
-		s->manifest = 2, s->manifest_seen = 1;
 }
 
 /* ---- running ------------------------------------------------------------------------ */
@@ -823,7 +638,7 @@ static void rec_start(follower_t *f, rec_t *r)
 	rec_next_src(f, r);
 }
 
-static void pump(follower_t *f)
+void follower_pump(follower_t *f)
 {
 	for (size_t i = 0; i < f->nsrcs; i++)
 		if (!f->srcs[i].manifest_seen)
@@ -846,9 +661,9 @@ static void tick_cb(evutil_socket_t fd, short what, void *arg)
 	int64_t now = node_now_us();
 	for (size_t i = 0; i < f->nsrcs; i++)
 		if (f->srcs[i].manifest == 2 && now >= f->srcs[i].manifest_next_us)
-			manifest_ask(f, i); /* the layouts may have moved */
-	pump(f);
-	feed_tick(f);
+			follower_manifest_ask(f, i); /* the layouts may have moved */
+	follower_pump(f);
+	follower_feed_tick(f);
 	if (f->etags_dirty && now - f->etags_saved_us > ETAG_SAVE_US)
 		etags_save(f);
 }
@@ -941,73 +756,36 @@ static int follow_load(follower_t *f, const char *path, int strict, pith_err_t *
 	return rc;
 }
 
-typedef struct save_ctx {
-	FILE *fp;
-	int err;
-} save_ctx_t;
-
-static int save_one(void *arg, const uint8_t id[32], void *val)
-{
-	(void)id;
-	save_ctx_t *c = arg;
-	rec_t *r = val;
-	if (r->etag && r->etag_url && r->body[0] &&
-	    fprintf(c->fp, "%s %s %s\n", r->body, r->etag, r->etag_url) < 0)
-		c->err = 1;
-	return 0;
-}
-
-/* DATA/upstream-etags, whole: "BODY ETAG URL" a line (temp, fsync, rename). */
+/* DATA/upstream-etags, whole: "BODY ETAG URL" a line (follow_etags.h). */
 static int etags_save(follower_t *f)
 {
-	char path[600], tmp[640];
+	char path[600];
 	snprintf(path, sizeof(path), "%s/%s", f->data_dir, ETAG_FILE);
-	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
 	f->etags_saved_us = node_now_us();
-	save_ctx_t c = {.fp = fopen(tmp, "w")};
-	if (!c.fp) {
-		log_warn("cannot write %s: %s", tmp, strerror(errno));
-		return PITH_EIO;
-	}
-	idmap_each(f->recs, save_one, &c);
-	if (fflush(c.fp) || fsync(fileno(c.fp)))
-		c.err = 1;
-	if (fclose(c.fp))
-		c.err = 1;
-	if (c.err || rename(tmp, path)) {
+	if (follow_etags_save(f->etags, path)) {
 		log_warn("cannot write %s: %s", path, strerror(errno));
-		unlink(tmp);
 		return PITH_EIO;
 	}
 	f->etags_dirty = 0;
 	return 0;
 }
 
-/* Loads the ETags of followed records; lines that do not parse are
- * dropped (an ETag only saves a download). */
+static int is_followed_body(void *arg, const char *body)
+{
+	uint8_t key[32];
+	key_body(body, key);
+	return idmap_get(arg, key) != NULL;
+}
+
+/* Loads the ETags of followed records; lines that do not parse, or of
+ * records not followed, are dropped (an ETag only saves a download). */
 static void etags_load(follower_t *f)
 {
 	char path[600];
 	snprintf(path, sizeof(path), "%s/%s", f->data_dir, ETAG_FILE);
-	FILE *fp = fopen(path, "r");
-	if (!fp)
-		return;
-	char line[PITH_BODY_LEN + ETAG_MAX + URL_CAP + 8];
-	while (fgets(line, sizeof(line), fp)) {
-		char *sp1 = strchr(line, ' '), *sp2 = sp1 ? strchr(sp1 + 1, ' ') : NULL;
-		char *nl = strchr(line, '\n');
-		if (!sp1 || !sp2 || !nl || sp1 - line != PITH_BODY_LEN || sp2 - sp1 - 1 > ETAG_MAX)
-			continue;
-		*sp1 = *sp2 = *nl = 0;
-		uint8_t key[32];
-		key_body(line, key);
-		rec_t *r = idmap_get(f->recs, key);
-		if (!r || r->etag)
-			continue;
-		r->etag = strdup(sp1 + 1);
-		r->etag_url = strdup(sp2 + 1);
-	}
-	fclose(fp);
+	if (follow_etags_load(f->etags, path))
+		log_warn("cannot read %s: %s", path, strerror(errno));
+	follow_etags_filter(f->etags, is_followed_body, f->recs);
 }
 
 /* ---- the API ---------------------------------------------------------------------- */
@@ -1036,9 +814,10 @@ int follower_new(const follower_deps_t *d, const follower_opts_t *o, follower_t 
 	f->active = idmap_new();
 	f->neg = idmap_new();
 	f->logged = idmap_new();
+	f->etags = follow_etags_new();
 	f->srcs = calloc(o->n_urls ? o->n_urls : 1, sizeof(*f->srcs));
 	f->tick = event_new(d->base, -1, EV_PERSIST, tick_cb, f);
-	if (!f->recs || !f->active || !f->neg || !f->logged || !f->srcs || !f->tick) {
+	if (!f->recs || !f->active || !f->neg || !f->logged || !f->etags || !f->srcs || !f->tick) {
 		rc = pith_err_set(err, PITH_ENOMEM, "out of memory");
 		goto fail;
 	}
@@ -1068,7 +847,7 @@ int follower_new(const follower_deps_t *d, const follower_opts_t *o, follower_t 
 		goto fail;
 	etags_load(f);
 	for (size_t i = 0; i < f->nsrcs; i++)
-		manifest_ask(f, i);
+		follower_manifest_ask(f, i);
 	struct timeval tv = {0, TICK_MS * 1000};
 	event_add(f->tick, &tv);
 	if (f->nsrcs)
@@ -1097,7 +876,7 @@ void follower_free_(follower_t *f)
 		etags_save(f);
 	hc_free(f->hc); /* no callbacks from here on */
 	for (size_t i = 0; f->srcs && i < f->nsrcs; i++)
-		feed_free(f, &f->srcs[i]);
+		follower_feed_free(f, &f->srcs[i]);
 	if (f->tick)
 		event_free(f->tick);
 	if (f->recs)
@@ -1106,6 +885,7 @@ void follower_free_(follower_t *f)
 	idmap_free(f->active);
 	idmap_free(f->neg);
 	idmap_free(f->logged);
+	follow_etags_free(f->etags);
 	free(f->heap);
 	free(f->srcs);
 	free(f);
@@ -1121,7 +901,7 @@ int follower_follow(follower_t *f, const char *text, pith_err_t *err)
 	int rc = follow_add(f, text, 1, err);
 	if (rc == 0) {
 		follow_append(f, text);
-		pump(f);
+		follower_pump(f);
 	}
 	return rc;
 }
@@ -1163,109 +943,4 @@ int follower_want(follower_t *f, const char *text, uint64_t token)
 		schedule(f, r, 0);
 	event_active(f->tick, 0, 0); /* started from the loop, never inside this call */
 	return 0;
-}
-
-/* ---- status and metrics -------------------------------------------------------------- */
-
-void follower_status_json(follower_t *f, pith_buf_t *b)
-{
-	int64_t now = node_now_us();
-	pith_buf_printf(b, "\"followed\":%zu,\"fetching\":%zu,\"scheduled\":%zu,\"waiting_readers\":%zu,"
-			"\"refresh_seconds\":%lld,\"upstreams\":[",
-			f->nfollowed, f->nactive, f->nheap, f->nwaiters, (long long)f->o.refresh_s);
-	for (size_t i = 0; i < f->nsrcs; i++) {
-		src_t *s = &f->srcs[i];
-		pith_buf_printf(b, "%s{\"url\":", i ? "," : "");
-		json_write_string(b, s->base, strlen(s->base));
-		pith_buf_printf(b, ",\"manifest\":\"%s\",\"bundle_pattern\":",
-				s->manifest == 1 ? "asking" : s->has_manifest ? "read" : "none");
-		json_write_string(b, s->pattern, strlen(s->pattern));
-		pith_buf_printf(b, ",\"requests\":%llu,\"not_modified\":%llu,\"bytes\":%llu,"
-				"\"bundles_downloaded\":%llu,\"records_pulled\":%llu,\"unchanged\":%llu,"
-				"\"not_found\":%llu,\"backing_off_seconds\":%.1f,\"rejected\":{",
-				(unsigned long long)s->requests, (unsigned long long)s->not_modified,
-				(unsigned long long)s->bytes, (unsigned long long)s->bundles,
-				(unsigned long long)s->stored, (unsigned long long)s->unchanged,
-				(unsigned long long)s->not_found,
-				s->blocked_until_us > now ? (double)(s->blocked_until_us - now) / 1e6 : 0.0);
-		for (int j = 0; j < REASONS_MAX && s->rejected[j].reason; j++)
-			pith_buf_printf(b, "%s\"%s\":%llu", j ? "," : "", s->rejected[j].reason,
-					(unsigned long long)s->rejected[j].n);
-		pith_buf_puts(b, "},\"failed\":{");
-		int first = 1;
-		for (int c = 0; c < NCAUSES; c++)
-			if (s->failed[c]) {
-				pith_buf_printf(b, "%s\"%s\":%llu", first ? "" : ",", cause_names[c],
-						(unsigned long long)s->failed[c]);
-				first = 0;
-			}
-		pith_buf_puts(b, "}");
-		feed_status_json(s, b);
-		pith_buf_puts(b, ",\"last_error\":");
-		if (s->last_error[0]) {
-			json_write_string(b, s->last_error, strlen(s->last_error));
-			pith_buf_printf(b, ",\"last_error_age_seconds\":%.1f",
-					(double)(now - s->last_error_us) / 1e6);
-		} else {
-			pith_buf_puts(b, "null");
-		}
-		pith_buf_puts(b, "}");
-	}
-	pith_buf_puts(b, "]");
-}
-
-static void family_each(follower_t *f, metrics_out_t *o, const char *name, const char *help,
-			size_t off)
-{
-	char l[PITH_URL_MAX + 32];
-	metrics_out_family(o, name, METRIC_COUNTER, help);
-	for (size_t i = 0; i < f->nsrcs; i++) {
-		pith_buf_t esc = {0};
-		metrics_label_escape(&esc, f->srcs[i].base);
-		pith_buf_cstr(&esc);
-		snprintf(l, sizeof(l), "upstream=\"%s\"", esc.data ? (char *)esc.data : "");
-		metrics_out_sample_u64(o, name, l, *(const uint64_t *)((const char *)&f->srcs[i] + off));
-		pith_buf_release(&esc);
-	}
-}
-
-void follower_metrics(follower_t *f, metrics_out_t *o)
-{
-	char l[PITH_URL_MAX + 96];
-	metrics_out_family(o, "pith_upstream_followed_records", METRIC_GAUGE,
-			   "Records kept current from HTTP(S) upstreams");
-	metrics_out_sample_u64(o, "pith_upstream_followed_records", NULL, f->nfollowed);
-	metrics_out_family(o, "pith_upstream_fetching_records", METRIC_GAUGE,
-			   "Records being fetched from upstreams now");
-	metrics_out_sample_u64(o, "pith_upstream_fetching_records", NULL, f->nactive);
-	family_each(f, o, "pith_upstream_requests_total", "HTTP requests sent to the upstream",
-		    offsetof(src_t, requests));
-	family_each(f, o, "pith_upstream_not_modified_total", "304 answers (no download, no verification)",
-		    offsetof(src_t, not_modified));
-	family_each(f, o, "pith_upstream_bytes_total", "Body bytes received from the upstream",
-		    offsetof(src_t, bytes));
-	family_each(f, o, "pith_upstream_records_pulled_total",
-		    "Bundles from the upstream stored as newer", offsetof(src_t, stored));
-	family_each(f, o, "pith_upstream_not_found_total", "Records the upstream does not know",
-		    offsetof(src_t, not_found));
-	metrics_out_family(o, "pith_upstream_rejected_total", METRIC_COUNTER,
-			   "Bundles from the upstream refused by verification, by reason");
-	metrics_out_family(o, "pith_upstream_failed_total", METRIC_COUNTER,
-			   "Requests to the upstream that failed, by cause");
-	for (size_t i = 0; i < f->nsrcs; i++) {
-		src_t *s = &f->srcs[i];
-		pith_buf_t esc = {0};
-		metrics_label_escape(&esc, s->base);
-		pith_buf_cstr(&esc);
-		const char *u = esc.data ? (char *)esc.data : "";
-		for (int j = 0; j < REASONS_MAX && s->rejected[j].reason; j++) {
-			snprintf(l, sizeof(l), "upstream=\"%s\",reason=\"%s\"", u, s->rejected[j].reason);
-			metrics_out_sample_u64(o, "pith_upstream_rejected_total", l, s->rejected[j].n);
-		}
-		for (int c = 0; c < NCAUSES; c++) {
-			snprintf(l, sizeof(l), "upstream=\"%s\",cause=\"%s\"", u, cause_names[c]);
-			metrics_out_sample_u64(o, "pith_upstream_failed_total", l, s->failed[c]);
-		}
-		pith_buf_release(&esc);
-	}
 }

@@ -24,6 +24,7 @@
 #include "follower_int.h"
 #include "json.h"
 #include "log.h"
+#include "store_file.h"
 
 #define CURSOR_FILE "upstream-cursors"
 #define EVENTS_PAGE_MAX 1000    /* events per events.json page */
@@ -87,34 +88,23 @@ static void cursor_load(feed_t *fd)
 	fclose(fp);
 }
 
-/* Rewrites the file whole (temp, fsync, rename) with every feed's cursor. */
+/* Rewrites the file whole (store_file.h) with every feed's cursor. */
 static void cursors_save(follower_t *f)
 {
-	char path[600], tmp[640];
+	char path[600];
 	cursors_path(f, path, sizeof(path));
-	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-	FILE *fp = fopen(tmp, "w");
-	int bad = !fp;
-	for (size_t i = 0; fp && i < f->nsrcs; i++) {
+	store_file_t out;
+	int bad = store_file_begin(&out, path, NULL, 0666, 0);
+	for (size_t i = 0; !bad && i < f->nsrcs; i++) {
 		feed_t *fd = f->srcs[i].feed;
-		if (fd && fd->cursor[0] && fprintf(fp, "%s %s\n", f->srcs[i].base, fd->cursor) < 0)
+		if (fd && fd->cursor[0] &&
+		    fprintf(out.fp, "%s %s\n", f->srcs[i].base, fd->cursor) < 0) {
+			store_file_abort(&out);
 			bad = 1;
+		}
 	}
-	if (fp && (fflush(fp) || fsync(fileno(fp))))
-		bad = 1;
-	if (fp && fclose(fp))
-		bad = 1;
-	if (bad || rename(tmp, path)) {
+	if (bad || store_file_commit(&out))
 		log_warn("cannot write %s: %s", path, strerror(errno));
-		unlink(tmp);
-		return;
-	}
-	/* the rename itself survives a crash once the directory is synced */
-	int dfd = open(f->data_dir, O_RDONLY | O_DIRECTORY);
-	if (dfd < 0 || fsync(dfd))
-		log_warn("cannot sync %s: %s", f->data_dir, strerror(errno));
-	if (dfd >= 0)
-		close(dfd);
 }
 
 /* ---- a page --------------------------------------------------------------------------- */
@@ -162,7 +152,7 @@ static void item_done(fitem_t *it)
 	if (++fd->done == fd->n)
 		page_finish(fd);
 	else
-		feed_tick(fd->f);
+		follower_feed_tick(fd->f);
 }
 
 /* Starts records of the page while under the follower's fetch bound. */
@@ -356,7 +346,7 @@ static void on_events(void *arg, const hc_result_t *res)
 	item_step(it); /* the next page, once this one's jobs are back */
 }
 
-void feed_job_done(follower_t *f, void *obj, const ingest_job_t *job)
+void follower_feed_job_done(follower_t *f, void *obj, const ingest_job_t *job)
 {
 	(void)f;
 	fitem_t *it = obj;
@@ -448,7 +438,7 @@ static void poll_page(feed_t *fd)
 		fd->next_poll_us = node_now_us() + FEED_RETRY_US;
 }
 
-void feed_tick(follower_t *f)
+void follower_feed_tick(follower_t *f)
 {
 	int64_t now = node_now_us();
 	for (size_t i = 0; i < f->nsrcs; i++) {
@@ -462,7 +452,7 @@ void feed_tick(follower_t *f)
 	}
 }
 
-void feed_start(follower_t *f, src_t *s)
+void follower_feed_start(follower_t *f, src_t *s)
 {
 	feed_t *fd = calloc(1, sizeof(*fd));
 	if (!fd) {
@@ -478,7 +468,7 @@ void feed_start(follower_t *f, src_t *s)
 	poll_page(fd);
 }
 
-void feed_free(follower_t *f, src_t *s)
+void follower_feed_free(follower_t *f, src_t *s)
 {
 	(void)f;
 	feed_t *fd = s->feed;
@@ -490,7 +480,7 @@ void feed_free(follower_t *f, src_t *s)
 	s->feed = NULL;
 }
 
-void feed_status_json(const src_t *s, pith_buf_t *b)
+void follower_feed_status_json(const src_t *s, pith_buf_t *b)
 {
 	const feed_t *fd = s->feed;
 	if (!fd)

@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "follow_etags.h"
 #include "follower.h"
 #include "hclient.h"
 #include "idmap.h"
@@ -57,8 +58,7 @@ typedef struct rec {
 	char body[PITH_BODY_LEN + 1];   /* "" until known */
 	char pith[PITH_NUMBER_LEN + 1]; /* the full number, "" until known */
 	char *alias;                    /* the id as given, while unresolved */
-	char *etag, *etag_url;          /* of the last 200 that was kept */
-	char *new_etag;                 /* of the 200 in the pipeline */
+	char *new_etag;                 /* of the 200 in the pipeline (kept: f->etags) */
 	step_t step;
 	uint8_t followed;
 	uint8_t src, cand;              /* upstream and bundle layout being tried */
@@ -113,12 +113,13 @@ struct follower {
 	size_t nactive, nwaiters, nfollowed;
 	uint64_t next_serial;
 	struct event *tick;
+	follow_etags_t *etags; /* body -> the ETag of the last 200 kept, and its URL */
 	int etags_dirty;
 	int64_t etags_saved_us;
 	uint64_t answered[4];
 };
 
-/* ---- follower.c, for follower_feed.c ---- */
+/* ---- follower.c, for follower_feed.c and follower_upstream.c ---- */
 /* Counts a failure (cause >= 0; -1: a refused bundle) at url as the
  * upstream's last error, logged once per cause and URL. */
 void follower_src_error(follower_t *f, src_t *s, int cause, const char *url, const char *fmt, ...)
@@ -133,17 +134,23 @@ void follower_count_rejected(src_t *s, const char *reason);
 /* Adds obj to f->active under a new serial (returned; 0 when memory is short). */
 uint64_t follower_active_add(follower_t *f, void *obj);
 void follower_active_del(follower_t *f, uint64_t serial);
+/* Starts what is due and fits (records waiting for a fetch slot). */
+void follower_pump(follower_t *f);
+
+/* ---- follower_upstream.c ---- */
+/* Asks upstream i for its manifest (pith-mirrors.json). */
+void follower_manifest_ask(follower_t *f, size_t i);
 
 /* ---- follower_feed.c ---- */
 /* s's manifest named a change feed: follow it (cursor from DATA). */
-void feed_start(follower_t *f, src_t *s);
+void follower_feed_start(follower_t *f, src_t *s);
 /* Polls feeds that are due. */
-void feed_tick(follower_t *f);
+void follower_feed_tick(follower_t *f);
 /* A job of a feed item came back (obj from f->active). */
-void feed_job_done(follower_t *f, void *obj, const ingest_job_t *job);
+void follower_feed_job_done(follower_t *f, void *obj, const ingest_job_t *job);
 /* Appends ,"feed":{...} for s (nothing without a feed). */
-void feed_status_json(const src_t *s, pith_buf_t *b);
+void follower_feed_status_json(const src_t *s, pith_buf_t *b);
 /* Cancels s's feed and frees it. */
-void feed_free(follower_t *f, src_t *s);
+void follower_feed_free(follower_t *f, src_t *s);
 
 #endif

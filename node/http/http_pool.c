@@ -9,8 +9,8 @@
  * scan, most of a state.json request's time when the cache misses) and
  * the record's view (the store reads and the body building: the same
  * code `pithctl export --site --jobs N` runs in several threads). The
- * worker renders into the job's own buffer and queues the job as done; an
- * eventfd wakes the loop, which sends the reply exactly as an inline
+ * worker renders into the job's own buffer and queues the job as done; a
+ * loop_wake (wake.h) wakes the loop, which sends the reply exactly as an inline
  * render would (http_send: 304, ETag, gzip and its cache, headers,
  * metrics). Workers never touch an evhttp object, the body cache, the
  * read-through or the metrics: those stay on the loop. So a job whose
@@ -41,13 +41,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/eventfd.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "http_int.h"
 #include "config.h"
 #include "log.h"
+#include "store_pool.h"
+#include "wake.h"
 
 #define HTTP_POOL_JOBS_PER_THREAD 64
 #define HTTP_POOL_THREADS_MAX 64
@@ -75,19 +76,18 @@ typedef struct pool_worker {
 	http_pool_t *pool;
 	http_t *ctx;                /* this thread's render context */
 	uint64_t ident_gen;         /* the pool's ident_gen its context holds */
-	pthread_t thread;
-	int started;
 } pool_worker_t;
 
 struct http_pool {
 	http_t *h;
 	pool_worker_t *w;
 	size_t nw;
+	store_pool_t threads;       /* thread i runs worker_main(&w[i]) */
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
 	render_job_t *head, *tail; /* waiting for a worker (under mu) */
 	render_job_t *done;         /* rendered, for the loop (under mu) */
-	int signalled;              /* the eventfd holds a wake-up not yet taken (under mu) */
+	int signalled;              /* done was fired, not yet taken (under mu) */
 	int stop;                   /* under mu */
 	/* who the mirror is, for the workers' contexts (http_set_identity):
 	 * a worker that took a job copies it when ident_gen moved (under mu) */
@@ -95,8 +95,7 @@ struct http_pool {
 	char name[HTTP_NAME_MAX + 1], operator_name[HTTP_NAME_MAX + 1];
 	char contact[HTTP_CONTACT_MAX + 1];
 	int64_t delay_us;           /* test only: PITH_TEST_RENDER_DELAY_MS before each job */
-	int efd;
-	struct event *done_ev;
+	loop_wake_t *done_wake;
 	/* the loop thread's */
 	size_t outstanding, max_outstanding;
 	render_job_t *out;          /* the outstanding jobs */
@@ -154,6 +153,9 @@ static void *worker_main(void *arg)
 {
 	pool_worker_t *me = arg;
 	http_pool_t *p = me->pool;
+	char name[32]; /* < HTTP_POOL_THREADS_MAX workers: at most 15 bytes */
+	snprintf(name, sizeof(name), "pith-render%zu", (size_t)(me - p->w));
+	pthread_setname_np(pthread_self(), name);
 	pthread_mutex_lock(&p->mu);
 	for (;;) {
 		while (!p->stop && !p->head)
@@ -179,10 +181,7 @@ static void *worker_main(void *arg)
 		p->done = j;
 		if (!p->signalled) {
 			p->signalled = 1;
-			uint64_t one = 1;
-			/* the counter cannot overflow: the loop reads it */
-			if (write(p->efd, &one, sizeof(one)) < 0 && errno != EAGAIN)
-				log_warn("http: render pool: waking the loop: %s", strerror(errno));
+			loop_wake_fire(p->done_wake);
 		}
 	}
 	pthread_mutex_unlock(&p->mu);
@@ -244,12 +243,9 @@ static void job_finish(http_pool_t *p, render_job_t *j)
 /* Sends the replies of the jobs rendered so far. */
 static void done_take(http_pool_t *p)
 {
-	uint64_t n;
-	/* read before taking the list: a job queued after the read either
+	/* the wake was taken before this call: a job queued after it either
 	 * finds signalled still set (and is in the list taken below) or wakes
 	 * us again */
-	if (read(p->efd, &n, sizeof(n)) < 0 && errno != EAGAIN)
-		log_warn("http: render pool: reading its eventfd: %s", strerror(errno));
 	pthread_mutex_lock(&p->mu);
 	render_job_t *j = p->done;
 	p->done = NULL;
@@ -262,10 +258,8 @@ static void done_take(http_pool_t *p)
 	}
 }
 
-static void done_cb(evutil_socket_t fd, short what, void *arg)
+static void done_cb(void *arg)
 {
-	(void)fd;
-	(void)what;
 	done_take(arg);
 }
 
@@ -416,18 +410,16 @@ int http_pool_start(http_t *h, int nthreads, pith_err_t *err)
 	if (!p)
 		return pith_err_set(err, PITH_ENOMEM, "out of memory");
 	p->h = h;
-	p->efd = -1;
 	pthread_mutex_init(&p->mu, NULL);
 	pthread_cond_init(&p->cv, NULL);
 	p->delay_us = config_test_knob("PITH_TEST_RENDER_DELAY_MS", 60000) * 1000;
 	h->pool = p; /* from here on http_pool_stop undoes what was done */
 	p->max_outstanding = (size_t)nthreads * HTTP_POOL_JOBS_PER_THREAD;
-	p->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	if (p->efd < 0)
-		return pith_err_set(err, PITH_EIO, "http: render pool: eventfd: %s", strerror(errno));
-	p->done_ev = event_new(h->base, p->efd, EV_READ | EV_PERSIST, done_cb, p);
+	p->done_wake = loop_wake_new(h->base, done_cb, p);
+	if (!p->done_wake)
+		return pith_err_set(err, PITH_EIO, "http: render pool: a wake: %s", strerror(errno));
 	p->w = calloc((size_t)nthreads, sizeof(*p->w));
-	if (!p->done_ev || !p->w || event_add(p->done_ev, NULL))
+	if (!p->w)
 		return pith_err_set(err, PITH_ENOMEM, "out of memory");
 	p->nw = (size_t)nthreads;
 	for (size_t i = 0; i < p->nw; i++) {
@@ -435,15 +427,9 @@ int http_pool_start(http_t *h, int nthreads, pith_err_t *err)
 		w->pool = p;
 		if (!(w->ctx = http_render_ctx_of(h)))
 			return pith_err_set(err, PITH_ENOMEM, "out of memory");
-		int rc = pthread_create(&w->thread, NULL, worker_main, w);
-		if (rc)
-			return pith_err_set(err, PITH_EIO, "http: render pool: starting a thread: %s",
-					    strerror(rc));
-		w->started = 1;
-		char name[32]; /* i < HTTP_POOL_THREADS_MAX: at most 15 bytes */
-		snprintf(name, sizeof(name), "pith-render%zu", i);
-		pthread_setname_np(w->thread, name);
 	}
+	if (store_pool_start(&p->threads, p->nw, worker_main, p->w, sizeof(*p->w)) < p->nw)
+		return pith_err_set(err, PITH_EIO, "http: render pool: cannot start its threads");
 	return 0;
 }
 
@@ -484,11 +470,9 @@ void http_pool_stop(http_t *h)
 	p->stop = 1;
 	pthread_cond_broadcast(&p->cv);
 	pthread_mutex_unlock(&p->mu);
-	for (size_t i = 0; i < p->nw; i++) {
-		if (p->w[i].started)
-			pthread_join(p->w[i].thread, NULL);
+	store_pool_join(&p->threads);
+	for (size_t i = 0; i < p->nw; i++)
 		http_render_free_(p->w[i].ctx);
-	}
 	/* every job is now waiting or done: neither will be sent (after
 	 * http_pool_refuse none has a request: all were answered) */
 	for (render_job_t *j = p->head, *nx; j; j = nx) {
@@ -503,10 +487,7 @@ void http_pool_stop(http_t *h)
 		nx = j->next;
 		job_free(j);
 	}
-	if (p->done_ev)
-		event_free(p->done_ev);
-	if (p->efd >= 0)
-		close(p->efd);
+	loop_wake_free(p->done_wake);
 	pthread_mutex_destroy(&p->mu);
 	pthread_cond_destroy(&p->cv);
 	free(p->w);

@@ -1,28 +1,27 @@
 /* The libevent side of pithd's ingest: the writer's "jobs are done" wakes
- * the loop through an event made active from the writer thread, and its
- * callback delivers them there. The rest is ingest_core.c. */
+ * the loop (loop_wake, wake.h) from the writer thread, and its callback
+ * delivers them there. The rest is ingest_core.c. */
 #include "ingest.h"
 
 #include <event2/event.h>
 #include <stdlib.h>
 
 #include "prio.h"
+#include "wake.h"
 
 struct ingest {
 	ingest_core_t *core;
-	struct event *done_ev;
+	loop_wake_t *done;
 };
 
 /* On the writer thread: only wakes the loop. */
 static void wake_loop(void *arg)
 {
-	event_active(arg, EV_READ, 0);
+	loop_wake_fire(arg);
 }
 
-static void done_cb(evutil_socket_t fd, short what, void *arg)
+static void done_cb(void *arg)
 {
-	(void)fd;
-	(void)what;
 	ingest_t *in = arg;
 	ingest_core_deliver(in->core);
 }
@@ -34,15 +33,15 @@ ingest_t *ingest_new(struct event_base *base, const pith_trust_t *trust, store_t
 	ingest_t *in = calloc(1, sizeof(*in));
 	if (!in)
 		return NULL;
-	in->done_ev = event_new(base, -1, 0, done_cb, in);
-	if (!in->done_ev)
+	in->done = loop_wake_new(base, done_cb, in);
+	if (!in->done)
 		goto fail;
 	ingest_opts_t o = {
 		.trust = trust, .st = st, .nthreads = nthreads, .worker_nice = worker_nice,
 		.max_bundle_bytes = max_bundle_bytes, .trace_path = trace_path,
 		/* lowered workers: the validators below the writer */
 		.validator_nice = prio_below_writer(worker_nice),
-		.notify = wake_loop, .notify_arg = in->done_ev, .on_done = on_done, .done_arg = arg,
+		.notify = wake_loop, .notify_arg = in->done, .on_done = on_done, .done_arg = arg,
 	};
 	if (!(in->core = ingest_core_new(&o)))
 		goto fail;
@@ -86,9 +85,8 @@ void ingest_free_(ingest_t *in)
 {
 	if (!in)
 		return;
-	/* joins the writer, the only thread that activates done_ev */
+	/* joins the writer, the only thread that fires done */
 	ingest_core_free(in->core);
-	if (in->done_ev)
-		event_free(in->done_ev);
+	loop_wake_free(in->done);
 	free(in);
 }

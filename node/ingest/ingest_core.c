@@ -15,6 +15,7 @@
 #include "config.h"
 #include "log.h"
 #include "prio.h"
+#include "store_pool.h"
 
 #define WRITER_BATCH_MAX 2048 /* single jobs per commit */
 
@@ -85,9 +86,8 @@ struct ingest_core {
 	int stop_validators, stop_writer;
 	int group_failed;       /* a group's commit failed: commit no later one */
 	int writing;            /* the writer is committing */
-	pthread_t *vth;
-	int nv;
-	pthread_t wth;
+	store_pool_t validators; /* running validator_main */
+	pthread_t wth;          /* the one writer: a thread of its own role */
 	int writer_started;
 	size_t in_flight;       /* delivering thread only */
 	/* validations running with o.trust, and with trust stores that
@@ -419,8 +419,7 @@ ingest_core_t *ingest_core_new(const ingest_opts_t *opts)
 	pthread_cond_init(&c->wwake, NULL);
 	pthread_cond_init(&c->dwake, NULL);
 	c->batch = store_batch_new(opts->st);
-	c->vth = calloc(opts->nthreads > 0 ? (size_t)opts->nthreads : 1, sizeof(pthread_t));
-	if (!c->batch || !c->vth)
+	if (!c->batch)
 		goto fail;
 	if (opts->trace_path && *opts->trace_path) {
 		c->trace = fopen(opts->trace_path, "a");
@@ -429,9 +428,9 @@ ingest_core_t *ingest_core_new(const ingest_opts_t *opts)
 			goto fail;
 		}
 	}
-	for (; c->nv < opts->nthreads; c->nv++)
-		if (pthread_create(&c->vth[c->nv], NULL, validator_main, c))
-			goto fail;
+	size_t nv = opts->nthreads > 0 ? (size_t)opts->nthreads : 0;
+	if (store_pool_start(&c->validators, nv, validator_main, c, 0) < nv)
+		goto fail;
 	if (pthread_create(&c->wth, NULL, writer_main, c))
 		goto fail;
 	c->writer_started = 1;
@@ -549,8 +548,7 @@ void ingest_core_free_(ingest_core_t *c)
 	c->stop_validators = 1;
 	pthread_cond_broadcast(&c->vwake);
 	pthread_mutex_unlock(&c->mu);
-	for (int i = 0; i < c->nv; i++)
-		pthread_join(c->vth[i], NULL);
+	store_pool_join(&c->validators);
 	/* validators are gone: the writer drains what they passed on */
 	pthread_mutex_lock(&c->mu);
 	c->stop_writer = 1;
@@ -575,7 +573,6 @@ void ingest_core_free_(ingest_core_t *c)
 	if (c->trace)
 		fclose(c->trace);
 	store_batch_free(c->batch);
-	free(c->vth);
 	pthread_cond_destroy(&c->vwake);
 	pthread_cond_destroy(&c->wwake);
 	pthread_cond_destroy(&c->dwake);

@@ -105,6 +105,16 @@ void hc_global_cleanup(void)
 	curl_global_cleanup();
 }
 
+int hc_url_same(const char *a, const char *b)
+{
+	size_t la = strlen(a), lb = strlen(b);
+	while (la && a[la - 1] == '/')
+		la--;
+	while (lb && b[lb - 1] == '/')
+		lb--;
+	return la == lb && !strncasecmp(a, b, la);
+}
+
 int hc_etag_is_ok(const char *s, size_t n)
 {
 	if (!n || n > HC_ETAG_MAX || (n >= 2 && s[0] == 'W' && s[1] == '/'))

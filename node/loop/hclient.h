@@ -125,6 +125,10 @@ size_t hc_queued(const hc_t *c);
  * (no blanks), 1 to HC_ETAG_MAX bytes ("W/..." is not strong). */
 int hc_etag_is_ok(const char *s, size_t n);
 
+/* Whether two base URLs are one (a manifest's mirror and the upstream
+ * asked): equal but for trailing slashes and letter case. */
+int hc_url_same(const char *a, const char *b);
+
 /* Retrying: what callers that ask again share (pull's retries, the
  * follower's upstream backoff). */
 

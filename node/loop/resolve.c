@@ -4,9 +4,9 @@
  *   - the loop thread creates it, fills host/port, starts its thread, and
  *     keeps it on r->live until the thread has posted it back;
  *   - the worker thread writes only the result fields (gai, addr), then
- *     posts the request on the hub's done list under the hub's mutex and
- *     writes a byte to the hub's pipe;
- *   - the loop thread drains the pipe, takes the done list, and for each
+ *     posts the request on the hub's done list under the hub's mutex and,
+ *     still under it, fires the resolver's wake (wake.h);
+ *   - the loop thread, woken, takes the done list, and for each
  *     request calls back (unless it was cancelled or timed out) and frees it.
  * The hub outlives the resolver while threads run: resolver_free marks it
  * dead, and from then on each thread frees its own request and the last
@@ -16,6 +16,7 @@
 #include "resolve.h"
 
 #include "config.h"
+#include "wake.h"
 
 #include <errno.h>
 #include <event2/event.h>
@@ -37,7 +38,7 @@ typedef struct hub {
 	unsigned refs;       /* the resolver, plus one per running thread */
 	int dead;            /* resolver_free ran: threads free their own requests */
 	resolve_req_t *done; /* posted by threads, taken by the loop */
-	int fds[2];          /* wake-up pipe: [0] loop reads, [1] threads write */
+	loop_wake_t *wake;   /* the resolver's, fired under mu while !dead */
 } hub_t;
 
 struct resolve_req {
@@ -63,7 +64,7 @@ struct resolver {
 	struct event_base *base;
 	resolve_limits_t lim;
 	hub_t *hub;
-	struct event *wake;
+	loop_wake_t *wake;
 	resolve_req_t *live; /* every request whose thread has not been seen back */
 	unsigned inflight;
 	int dispatching;  /* in on_wake's callbacks */
@@ -113,8 +114,6 @@ static void hub_unref(hub_t *h)
 	pthread_mutex_unlock(&h->mu);
 	if (!last)
 		return;
-	close(h->fds[0]);
-	close(h->fds[1]);
 	pthread_mutex_destroy(&h->mu);
 	free(h);
 }
@@ -133,12 +132,10 @@ static void *worker_main(void *p)
 		int wake = !h->done;
 		q->done_next = h->done;
 		h->done = q;
+		/* under mu: resolver_destroy frees the wake only once dead is set */
+		if (wake)
+			loop_wake_fire(h->wake);
 		pthread_mutex_unlock(&h->mu);
-		/* a full pipe already holds a wake-up; nothing else can fail here */
-		if (wake) {
-			ssize_t w = write(h->fds[1], "", 1);
-			(void)w;
-		}
 	}
 	hub_unref(h);
 	return NULL;
@@ -192,9 +189,6 @@ static void resolver_destroy(resolver_t *r);
 /* Threads have posted answers: hand each to its requester. */
 static void dispatch_done(resolver_t *r)
 {
-	char drain[64];
-	while (read(r->hub->fds[0], drain, sizeof(drain)) > 0)
-		;
 	pthread_mutex_lock(&r->hub->mu);
 	resolve_req_t *list = r->hub->done;
 	r->hub->done = NULL;
@@ -213,10 +207,8 @@ static void dispatch_done(resolver_t *r)
 		resolver_destroy(r);
 }
 
-static void on_wake(evutil_socket_t fd, short what, void *arg)
+static void on_wake(void *arg)
 {
-	(void)fd;
-	(void)what;
 	dispatch_done(arg);
 }
 
@@ -240,9 +232,6 @@ resolver_t *resolver_new(struct event_base *base, const resolve_limits_t *lim)
 	hub_t *h = calloc(1, sizeof(*h));
 	if (!r || !h)
 		goto fail;
-	h->fds[0] = h->fds[1] = -1;
-	if (pipe2(h->fds, O_CLOEXEC | O_NONBLOCK))
-		goto fail;
 	pthread_mutex_init(&h->mu, NULL);
 	h->refs = 1;
 	r->hub = h;
@@ -255,29 +244,21 @@ resolver_t *resolver_new(struct event_base *base, const resolve_limits_t *lim)
 		r->lim.timeout_ms = RESOLVE_TIMEOUT_MS_DEFAULT;
 	if (!r->lim.gai)
 		r->lim.gai = getaddrinfo;
-	r->wake = event_new(base, h->fds[0], EV_READ | EV_PERSIST, on_wake, r);
-	if (!r->wake || event_add(r->wake, NULL))
+	r->wake = h->wake = loop_wake_new(base, on_wake, r);
+	if (!r->wake)
 		goto fail;
 	return r;
 fail:
-	if (r && r->wake)
-		event_free(r->wake);
-	if (r && r->hub) {
+	if (r && r->hub)
 		hub_unref(h);
-	} else if (h) {
-		if (h->fds[0] >= 0) {
-			close(h->fds[0]);
-			close(h->fds[1]);
-		}
+	else
 		free(h);
-	}
 	free(r);
 	return NULL;
 }
 
 static void resolver_destroy(resolver_t *r)
 {
-	event_free(r->wake);
 	/* requests whose thread still runs: the thread frees them now */
 	for (resolve_req_t *q = r->live; q; q = q->next)
 		req_drop(q);
@@ -292,6 +273,9 @@ static void resolver_destroy(resolver_t *r)
 		list = q->done_next;
 		free(q);
 	}
+	/* dead is set: no thread fires it any more */
+	r->hub->wake = NULL;
+	loop_wake_free(r->wake);
 	hub_unref(r->hub);
 	free(r);
 }

@@ -36,6 +36,7 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "store_file.h"
 
 #define PEERS_FILE "peers.json"
 #define PEERS_FILE_MAX (8u << 20)
@@ -119,53 +120,19 @@ static void write_json(const addrbook_t *ab, pith_buf_t *b)
 	pith_buf_puts(b, "]}\n");
 }
 
-static int write_all(int fd, const uint8_t *p, size_t len)
-{
-	while (len) {
-		ssize_t w = write(fd, p, len);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			return -1;
-		p += w;
-		len -= (size_t)w;
-	}
-	return 0;
-}
-
 int addrbook_save(addrbook_t *ab, pith_err_t *err)
 {
-	char tmp[CONFIG_STR_MAX + 32], path[CONFIG_STR_MAX + 32];
-	file_path(ab, ".tmp", tmp, sizeof(tmp));
+	char path[CONFIG_STR_MAX + 32];
 	file_path(ab, "", path, sizeof(path));
 	pith_buf_t b = PITH_BUF_INIT;
 	write_json(ab, &b);
-	int rc = 0, fd = -1;
-	if (b.oom) {
+	int rc = 0;
+	if (b.oom)
 		rc = pith_err_set(err, PITH_ENOMEM, "%s: out of memory", path);
-		goto done;
-	}
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
-	if (fd < 0 || write_all(fd, b.data, b.len) || fsync(fd)) {
-		rc = pith_err_set(err, PITH_EIO, "cannot write %s: %s", tmp, strerror(errno));
-		goto done;
-	}
-	close(fd);
-	fd = -1;
-	if (rename(tmp, path)) {
-		rc = pith_err_set(err, PITH_EIO, "cannot rename %s to %s: %s", tmp, path,
-				  strerror(errno));
-		goto done;
-	}
-	/* the rename itself is durable once the directory is synced */
-	fd = open(ab->cfg->data_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0 || fsync(fd))
-		rc = pith_err_set(err, PITH_EIO, "cannot sync %s: %s", ab->cfg->data_dir, strerror(errno));
+	else if (store_file_replace(path, b.data, b.len, 0600, STORE_FILE_NOFOLLOW))
+		rc = pith_err_set(err, PITH_EIO, "cannot write %s: %s", path, strerror(errno));
 	else
 		ab->dirty_us = 0;
-done:
-	if (fd >= 0)
-		close(fd);
 	pith_buf_release(&b);
 	return rc;
 }

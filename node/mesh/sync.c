@@ -1136,7 +1136,7 @@ uint64_t sync_features(const sync_t *sy)
  * The sets are loaded on a thread of their own, so that the node serves
  * HTTP, the control socket and gossip at once (a 10M-event store takes
  * seconds). The loader touches only its own fields (l*, load_ms) and the
- * store, and activates loaded_ev when done; the loop thread joins it there
+ * store, and fires loaded (wake.h) when done; the loop thread joins it there
  * before reading them, so nothing is shared while it runs.
  *
  * Nothing is missed: updates are queued from sync_new on (set_state is
@@ -1172,7 +1172,7 @@ static void *loader_main(void *arg)
 		struct timespec ts = {0, 10 * 1000 * 1000};
 		nanosleep(&ts, NULL);
 	}
-	event_active(sy->loaded_ev, EV_READ, 0);
+	loop_wake_fire(sy->loaded);
 	return NULL;
 }
 
@@ -1277,10 +1277,8 @@ static void load_applied(sync_t *sy)
 	deferred_run(sy);
 }
 
-static void loaded_cb(evutil_socket_t fd, short what, void *arg)
+static void loaded_cb(void *arg)
 {
-	(void)fd;
-	(void)what;
 	load_apply(arg);
 }
 
@@ -1333,8 +1331,8 @@ int sync_new(const sync_deps_t *d, sync_t **out, pith_err_t *err)
 	}
 	sy->load_delay_ms = load_delay_ms();
 	sy->load_start_us = node_now_us();
-	sy->loaded_ev = event_new(sy->d.base, -1, 0, loaded_cb, sy);
-	if (!sy->loaded_ev) {
+	sy->loaded = loop_wake_new(sy->d.base, loaded_cb, sy);
+	if (!sy->loaded) {
 		sync_free(sy);
 		return pith_err_set(err, PITH_ENOMEM, "out of memory");
 	}
@@ -1360,8 +1358,7 @@ void sync_free_(sync_t *sy)
 		pthread_join(sy->loader, NULL);
 		sy->loader_running = 0;
 	}
-	if (sy->loaded_ev)
-		event_free(sy->loaded_ev);
+	loop_wake_free(sy->loaded);
 	sync_lookups_cancel(sy);
 	recon_set_free(sy->lset);
 	recon_set_free(sy->lbset);

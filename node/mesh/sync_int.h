@@ -11,6 +11,7 @@
 #include "resolve.h"
 #include "idmap.h"
 #include "sync.h"
+#include "wake.h"
 
 typedef struct sync_peer sync_peer_t;
 
@@ -137,7 +138,7 @@ struct sync {
 	int loader_running;      /* loader started and not joined yet */
 	pthread_t loader;
 	atomic_int load_stop;    /* sync_free: give the load up */
-	struct event *loaded_ev; /* the loader activates it when done */
+	loop_wake_t *loaded;     /* the loader fires it when done */
 	int64_t load_delay_ms;   /* PITH_TEST_RECON_LOAD_DELAY_MS (tests only) */
 	int64_t load_start_us, load_ms, bload_ms;
 	recon_set_t *lset, *lbset;

@@ -28,6 +28,8 @@
 #include "idmap.h"
 #include "json.h"
 #include "log.h"
+#include "store_file.h"
+#include "store_pool.h"
 
 #define PAGE_LIMIT 50 /* the browse pages' default page (http_browse.c) */
 
@@ -88,34 +90,25 @@ static int same_bytes(site_t *s, const char *path, const uint8_t *data, size_t n
 	return same;
 }
 
-/* Writes path by a temporary file and a rename: a reader sees the old
- * bytes or the new ones. */
+/* Writes path by a temporary file and a rename (store_file.h): a reader
+ * sees the old bytes or the new ones. Not synced: the tree is made again
+ * from the store (docs/site.md). */
 static int put_raw(site_t *s, const char *path, const uint8_t *data, size_t n)
 {
-	char tmp[4200];
-	snprintf(tmp, sizeof(tmp), "%s.tmp~", path);
-	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-	if (fd < 0 && errno == ENOENT && !mkdirs(s, path))
-		fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-	if (fd < 0)
-		return pith_err_set(s->err, PITH_EIO, "site: cannot write %s: %s", tmp, strerror(errno));
-	size_t done = 0;
-	while (done < n) {
-		ssize_t k = write(fd, data + done, n - done);
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k <= 0)
-			break;
-		done += (size_t)k;
+	store_file_t out;
+	int rc = store_file_begin(&out, path, ".tmp~", 0644, STORE_FILE_NOSYNC);
+	if (rc && errno == ENOENT && !mkdirs(s, path))
+		rc = store_file_begin(&out, path, ".tmp~", 0644, STORE_FILE_NOSYNC);
+	if (rc)
+		return pith_err_set(s->err, PITH_EIO, "site: cannot write %s.tmp~: %s", path,
+				    strerror(errno));
+	if (n && fwrite(data, 1, n, out.fp) != n) {
+		store_file_abort(&out);
+		rc = -1;
 	}
-	int bad = done != n;
-	if (close(fd))
-		bad = 1;
-	if (bad || rename(tmp, path)) {
-		int e = errno;
-		unlink(tmp);
-		return pith_err_set(s->err, PITH_EIO, "site: cannot write %s: %s", path, strerror(e));
-	}
+	if (rc || store_file_commit(&out))
+		return pith_err_set(s->err, PITH_EIO, "site: cannot write %s: %s", path,
+				    strerror(errno));
 	s->s.written++;
 	s->s.bytes += n;
 	return 0;
@@ -162,7 +155,7 @@ static int link_one(site_t *s, const char *from, const char *path)
 	char tmp[4200];
 	if (stat(from, &a))
 		return -1;
-	/* rename() of two links to one file does nothing and leaves tmp */
+	/* a rename of two links to one file does nothing and leaves tmp */
 	if (!stat(path, &b) && a.st_ino == b.st_ino && a.st_dev == b.st_dev)
 		return 1;
 	snprintf(tmp, sizeof(tmp), "%s.tmp~", path);
@@ -170,7 +163,7 @@ static int link_one(site_t *s, const char *from, const char *path)
 	int rc = link(from, tmp);
 	if (rc && errno == ENOENT && !mkdirs(s, path))
 		rc = link(from, tmp);
-	if (!rc && rename(tmp, path)) {
+	if (!rc && store_file_rename(tmp, path, STORE_FILE_NOSYNC)) {
 		int e = errno;
 		unlink(tmp);
 		errno = e;
@@ -793,8 +786,7 @@ typedef struct worker {
 	site_t own;             /* a thread's (s points here); worker 0 is the run's */
 	pith_err_t err;
 	run_t *run;
-	pthread_t thread;
-	int started;
+	int ready;              /* its render context was made: it runs */
 } worker_t;
 
 static void run_fail(run_t *r, const pith_err_t *e)
@@ -832,7 +824,10 @@ static void records_work(worker_t *w)
 
 static void *records_thread(void *arg)
 {
-	records_work(arg);
+	worker_t *w = arg;
+	if (!w->ready)
+		return NULL; /* its share goes to the others */
+	records_work(w);
 	http_gzip_thread_end(); /* the deflate state lives as long as the thread */
 	return NULL;
 }
@@ -898,16 +893,13 @@ static int export_records(site_t *s, const pith_list_t *l, const http_render_opt
 		w[k].s = &w[k].own;
 		w[k].own = (site_t){.st = s->st, .err = &w[k].err};
 		memcpy(w[k].own.dir, s->dir, sizeof(s->dir));
-		/* a thread that cannot be had leaves its share to the others */
-		if (http_render_new(s->st, ro, &w[k].own.r, &w[k].err) ||
-		    pthread_create(&w[k].thread, NULL, records_thread, &w[k]))
-			continue;
-		w[k].started = 1;
+		w[k].ready = !http_render_new(s->st, ro, &w[k].own.r, &w[k].err);
 	}
+	/* a thread that cannot be had leaves its share to the others */
+	store_pool_t pool;
+	store_pool_start(&pool, (size_t)jobs - 1, records_thread, w + 1, sizeof(*w));
 	records_work(&w[0]);
-	for (int k = 1; k < jobs; k++)
-		if (w[k].started)
-			pthread_join(w[k].thread, NULL);
+	store_pool_join(&pool);
 	for (int k = 1; k < jobs; k++) {
 		if (!rc && worker_merge(s, &w[k].own))
 			rc = -1;
