@@ -13,7 +13,8 @@
 /* OpenSSL's SHA-256 uses the CPU's SHA extensions where there are some:
  * about 5 times libsodium's portable code on this project's machines, and
  * hashing is most of the cost of validating an event besides the signature
- * (docs/performance.md). The result is the same SHA-256 either way. */
+ * (docs/performance.md, "Validating one event: the verifier"). The result is
+ * the same SHA-256 either way. */
 static EVP_MD *sha256_md;
 static pthread_once_t sha256_once = PTHREAD_ONCE_INIT;
 static pthread_key_t sha256_key;

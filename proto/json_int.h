@@ -3,7 +3,8 @@
  * Private to proto/: not installed, not included by json.h.
  *
  * The scan is inline on purpose: it is the inner loop of both parsing and
- * writing strings (docs/performance.md, bench_verify). */
+ * writing strings (docs/performance.md, "Validating one event:
+ * the verifier"). */
 #ifndef PITH_JSON_INT_H
 #define PITH_JSON_INT_H
 

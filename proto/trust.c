@@ -171,7 +171,7 @@ int pith_trust_check(const pith_trust_t *t, const char *fp, const char *key_id,
  * the same answers but for bytes from 0x80 up, each of which 1.0.18 reads
  * as '/' and RFC 4648 refuses. Not constant-time: a signature is public.
  * libsodium's decoder, which is, was 7% of a validator's time
- * (docs/performance.md, issue 17, session 33); tests/test_ed25519.c
+ * (docs/performance.md at 262f3c4, issue 17, session 33); tests/test_ed25519.c
  * compares the two on mutated signatures. */
 static const int8_t b64_val[256] = {
 	['A'] = 1, ['B'] = 2, ['C'] = 3, ['D'] = 4, ['E'] = 5, ['F'] = 6, ['G'] = 7, ['H'] = 8,

@@ -65,7 +65,7 @@ def body(args, root, nodes):
     for s in (sa, sb):
         assert [p["score"] for p in s["peers"]] == [0], s["peers"]
     # 1.5x the old pace's time at the very least (a loaded sanitizer
-    # build); a release build is 10x or more (docs/performance.md)
+    # build); a release build is 10x or more (docs/performance.md, "Bundles and bundle catch-up")
     assert took < old_pace / 1.5, "%.1f s for %d bundles" % (took, args.records)
     log("1. B stored %d bundles in %.1f s (%.0f/s; the old pace needs %.0f s), "
         "no points on either side" % (args.records, took, args.records / took, old_pace))

@@ -278,7 +278,7 @@ def main():
         # a wide fetch window against a strict peer budget. (The flood ban a
         # 500,000-event sync with max_inflight 4096 met - a GET per few ids -
         # does not show at this size: this checks the wide window works, the
-        # bench_sync run in docs/performance.md is the reproduction.)
+        # bench_sync run in docs/performance.md at 262f3c4 is the reproduction.)
         wide = ["--max-inflight", "4096", "--peer-msg-rate", "200", "--peer-msg-burst", "600"]
         a, b, res, _ = scenario(env, "wide-window", big, range(0, len(big), 8), range(len(big)),
                                 extra=wide)

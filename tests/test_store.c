@@ -2169,7 +2169,7 @@ TEST(wal_bounded, "keeps its write-ahead logs near the bound, flushing the colum
 	 * the unbounded store's logs hold all 2.9 MB. What is checked is that
 	 * they stay a small fraction of what was written. At 256 MiB (the
 	 * default until session 14), the 500,000-event sync of
-	 * docs/performance.md ended with one log. */
+	 * docs/performance.md at 262f3c4 ended with one log. */
 	if (4 * end > unbounded || 2 * most > unbounded)
 		fprintf(stderr, "  logs: at most %zu bytes, %zu at the end; bound %zu, %zu unbounded\n",
 			most, end, limit, unbounded);

@@ -4,7 +4,7 @@
  * store writer and RocksDB's flushes and compactions can wait a little.
  * On a machine with few cores, running the workers at a higher nice value
  * than the loop keeps the loop's latency down while ingest runs
- * (docs/performance.md, issue 6). Linux nice values are per thread. */
+ * (docs/performance.md at 262f3c4, issue 6). Linux nice values are per thread. */
 #ifndef PITH_NODE_PRIO_H
 #define PITH_NODE_PRIO_H
 
@@ -19,7 +19,7 @@
  * writer. The writer is the one thread a catch-up or an import cannot
  * share out: with both cores busy it waited for one behind them, and
  * later ran alone while they, every fetched event validated, had nothing
- * to do (a core idle 8-10% of a 4M-event catch-up; docs/performance.md,
+ * to do (a core idle 8-10% of a 4M-event catch-up; docs/performance.md at 262f3c4,
  * issue 17, sessions 23, 32). */
 #define PRIO_BELOW_WRITER 5
 

@@ -855,7 +855,7 @@ static int run(cli_ctx_t *ctx, int argc, char **argv)
 		fprintf(stderr, "pithctl import: %s (importing with the usual compactions)\n", berr.msg);
 	/* the validators below the writer: with both cores busy, the writer
 	 * (which every chunk waits for) waited 6 s of a 1M-event import's 26
-	 * for a core (docs/performance.md, issue 17, session 23) */
+	 * for a core (docs/performance.md at 262f3c4, issue 17, session 23) */
 	ingest_opts_t o = {.trust = trust, .st = im.st, .nthreads = threads,
 			   .validator_nice = PRIO_BELOW_WRITER, .on_done = item_done};
 	if (!(im.pipe = ingest_core_new(&o))) {

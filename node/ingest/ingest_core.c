@@ -112,7 +112,7 @@ static void worker_start(ingest_core_t *c, const char *name, int nice)
 /* Takes up to INGEST_VALIDATE_BATCH jobs off the validators' queue: a lone
  * event is not held back to wait for others, and the other validators take
  * what arrives meanwhile (taking only a fair share of the queue made smaller
- * batches and a slower sync, docs/performance.md). Lock held. */
+ * batches and a slower sync, docs/performance.md at 262f3c4). Lock held. */
 static size_t take_to_validate(ingest_core_t *c, ingest_job_t **js)
 {
 	size_t n = 0;
@@ -495,7 +495,7 @@ void ingest_core_wait(ingest_core_t *c)
 	pthread_mutex_lock(&c->mu);
 	while (!c->dq.head) {
 		/* not while the writer commits: the commit is the slowest
-		 * stage when records are small (docs/performance.md, issue 13),
+		 * stage when records are small (docs/performance.md at 262f3c4, issue 13),
 		 * and a third busy thread would take a share of its core */
 		ingest_job_t *js[INGEST_VALIDATE_BATCH];
 		size_t n = c->writing ? 0 : take_to_validate(c, js);

@@ -58,7 +58,7 @@ typedef struct ingest_job {
 	/* ---- private, first: the writer walks 2,048 jobs a commit, a few
 	 * times, just after a validator on the other core wrote them; these
 	 * and rc, durable, outcome share the jobs' first cache lines
-	 * (docs/performance.md, issue 17, session 32) ---- */
+	 * (docs/performance.md at 262f3c4, issue 17, session 32) ---- */
 	struct ingest_job *next, *prev;
 	uint64_t seq;            /* submission order */
 	struct ingest_group *group;

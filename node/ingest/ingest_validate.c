@@ -16,8 +16,8 @@
  * thousands a second) and frees it when the job comes back from the
  * writer, a commit's worth at once. Two mallocs and two frees an event, of
  * sizes that vary with the event, kept the loop in glibc's bins for 18% of
- * its time (docs/performance.md, issue 17, session 33): a job and its bytes
- * are one block, and blocks of the one size that holds INGEST_JOB_INLINE
+ * its time (docs/performance.md at 262f3c4, issue 17, session 33): a job
+ * and its bytes are one block, and blocks of the one size that holds INGEST_JOB_INLINE
  * bytes (the registry's events are 0.9-1.9 KB) are kept for reuse by the
  * thread that freed them. */
 typedef struct job_cache {

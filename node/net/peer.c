@@ -494,7 +494,7 @@ static void dispatch(peer_t *p, const wire_msg_t *m, int64_t now)
  * and reports it as ever), -1 if p was closed on an error. libevent 2.1
  * reads at most 4 KiB a wakeup (EVBUFFER_MAX_READ), each an epoll_wait,
  * an ioctl and a readv: a catch-up's 40 MB a second cost the loop some
- * 12,000 wakeups a second (docs/performance.md, session 26). */
+ * 12,000 wakeups a second (docs/performance.md at 262f3c4, session 26). */
 static ssize_t read_socket(peer_t *p, uint8_t *buf, size_t n)
 {
 	evutil_socket_t fd = bufferevent_getfd(p->bev);

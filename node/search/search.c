@@ -23,7 +23,7 @@
 #define REFRESH_BATCH 4096   /* records per transaction at most: a backlog (a catch-up,
 			      * a rebuild) in large ones, each FTS5 and b-tree page
 			      * written once per transaction, not once per 256
-			      * records (docs/performance.md, issue 17: 30% less
+			      * records (docs/performance.md at 262f3c4, issue 17: 30% less
 			      * CPU per record) */
 #define TITLE_MAX 2000       /* bytes of a title indexed */
 #define AUTHORS_MAX 8000     /* and of the author list */
@@ -556,7 +556,7 @@ static int log_run(search_t *s, uint64_t *indexed, pith_err_t *err)
  * a fresh node's catch-up, which the index sits out: search_hold). Each
  * of those must be read anyway; in the log's order every read loads and
  * decompresses a table block of its own, in key order each block is read
- * once (docs/performance.md, issue 17, session 13). The pass indexes at
+ * once (docs/performance.md at 262f3c4, issue 17, session 13). The pass indexes at
  * most twice the records that needed it. rec's largest id stands for the
  * records indexed: ids are given in order and rows never deleted. */
 static int scan_wanted(search_t *s)

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Bundle catch-up of a fresh node (issue 5, docs/performance.md).
+"""Bundle catch-up of a fresh node (issue 5, docs/performance.md, "Bundles and bundle catch-up").
 
 Node A holds R records of E events each and one registry bundle per record
 (gen_events + gen_bundles, imported offline with `pithctl import`); a

@@ -122,7 +122,7 @@ int main(int argc, char **argv)
 	       vcpu / icpu);
 	/* Each record_created carries a receipt: a record of per events needs
 	 * per + 1 verifications, which caps the ratio at per / (per + 1) for
-	 * any import verifying with the bare verifier (docs/performance.md). */
+	 * any import verifying with the bare verifier (docs/performance.md, "Import"). */
 	double spe = per ? 1.0 + 1.0 / (double)per : 1.0;
 	printf("per signature verified      %.3f CPU-bound (%.2f signatures per event; the ratio's "
 	       "ceiling for an import verifying with libsodium is %.3f)\n",

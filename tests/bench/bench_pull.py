@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """`pithctl pull` against `pithctl import` of the same bundles (issue 14's
-benchmark, docs/performance.md: "pull of 10,000 registry-shaped bundles from
-a local stand-in over HTTPS at least 0.8 of the import rate").
+benchmark, its target "pull of 10,000 registry-shaped bundles from a local
+stand-in over HTTPS at least 0.8 of the import rate"; the figures:
+docs/performance.md, "Pull and follow").
 
 usage: bench_pull.py --bin BUILD_DIR [--records 10000] [--rounds 5] [--dir DIR]
                      [--keep] [--http2] [--workers 1] [--nginx PATH] [--no-arxiv]

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """p50/p99 of GET paths against a running http_serve (one client, sequential).
 
-usage: bench_search.py PORT N PATH...  (issue 18, docs/performance.md)
+usage: bench_search.py PORT N PATH...  (issue 18, docs/performance.md, "Search index")
 """
 import http.client, json, sys, time, urllib.parse
 port = int(sys.argv[1]); n = int(sys.argv[2]) if len(sys.argv) > 2 else 200

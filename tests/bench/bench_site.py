@@ -144,7 +144,7 @@ def main():
         # state.json files (what wrk asks for) and the store's files, read
         # once; right after the export the tree's first-written files have
         # been pushed out by the later ones, which measured the disk
-        # (docs/performance.md, issue 19)
+        # (docs/performance.md at 262f3c4, issue 19)
         if not a.cold:
             t0 = time.time()
             for r in recs:

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """How fast a new node answers reads during its first catch-up (on demand,
-not in the suite; docs/performance.md, issue 17, session 29).
+not in the suite; docs/performance.md at 262f3c4, issue 17, session 29).
 
     tests/bench/catchup_reads.py BUILD N [--data DIR] [--per-sample K] [--config FILE]
                                   [--burst C]

@@ -2,7 +2,7 @@
 """Drops the page cache's copy of every file under the given directories
 (posix_fadvise DONTNEED; clean pages only, without root), so that a run
 after it reads them from the disk, as a node long up reads a store it has
-not touched lately. On demand, not in the suite (docs/performance.md,
+not touched lately. On demand, not in the suite (docs/performance.md at 262f3c4,
 issue 17, session 31: the serving peer cold and warm).
 
 usage: evict_cache.py DIR...

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Compaction cost per column family, from RocksDB's LOG (on demand, not in
-the suite; docs/performance.md, issue 17).
+the suite; docs/performance.md at 262f3c4, issue 17).
 
     tests/bench/rocksdb_log_cf.py [--until TIME] LOG [LOG.old.* ...]
 
@@ -14,7 +14,7 @@ write amplification).
 --until TIME counts only the jobs that ended by TIME, as pithd's log writes
 it (2026-12-06T01:12:51.271Z: the "sync: caught up" line of a catch-up),
 so that what ran inside a catch-up's window is told from what its end put
-off (docs/performance.md, issue 17, session 36).
+off (docs/performance.md at 262f3c4, issue 17, session 36).
 """
 import json
 import re

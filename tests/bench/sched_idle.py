@@ -6,7 +6,7 @@ and which of the node's threads were asleep meanwhile.
 
 A catch-up that is CPU-bound on every core has no idle time; one whose
 single serial thread (the writer) runs while the others have nothing left
-to do shows it here (docs/performance.md, issue 17, session 32).
+to do shows it here (docs/performance.md at 262f3c4, issue 17, session 32).
 
 usage (on demand, root or perf_event_paranoid <= 0):
   perf sched record -a -o sched.data -- sleep 4     # during the catch-up

@@ -1,6 +1,6 @@
 #!/bin/bash
 # Where a fresh node's catch-up spends its CPU, as the store grows (on
-# demand, not in the suite; docs/performance.md, issue 17, "Session 11").
+# demand, not in the suite; docs/performance.md at 262f3c4, issue 17, "Session 11").
 #
 #   tests/bench/sync_trace.sh BUILD N [--data DIR] [--step EVENTS] [--config FILE]
 #

@@ -2,7 +2,7 @@
 # Where a process's time went, thread by thread: time on a CPU, time
 # runnable but waiting for a core (the run queue), and the rest of its
 # life (asleep: waiting for work, a lock or the disk). On demand, for
-# profiling (docs/performance.md "Where a 1M import's time went").
+# profiling (docs/performance.md at 262f3c4, "Where a 1M import's time went").
 #
 # usage: threads.sh [--interval S] -- COMMAND [ARG...]
 #        threads.sh [--interval S] --pid PID
