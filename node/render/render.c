@@ -1,10 +1,10 @@
-/* The views without a server: error and ETag helpers, gzip, routing and
- * the dispatch of the document routes, shared by node/http/http.c (pithd's
- * server) and render-only contexts (http_render.h: `pithctl export
- * --site`). Nothing here includes event2/: a view reads the store and
- * the request's parsed target and Accept header, and fills c->body and
- * c->r. */
-#include "http_render.h"
+/* The views without a server: the render context, error and ETag
+ * helpers, gzip, routing and the dispatch of the document routes, run by
+ * pithd's server (node/http) and `pithctl export --site` (node/site)
+ * alike (render.h). Nothing here includes event2/: a view reads the
+ * store and the request's parsed target and Accept header, and fills
+ * c->body and c->r. */
+#include "render.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -12,26 +12,10 @@
 #include <string.h>
 #include <zlib.h>
 
-#include "http_int.h"
+#include "render_int.h"
 #include "json.h"
 #include "log.h"
 #include "wire.h"
-
-void http_opts_default(http_opts_t *o)
-{
-	memset(o, 0, sizeof(*o));
-	o->name = "pith-mirror";
-	o->max_header_bytes = 8192;
-	o->max_body_bytes = 4u << 20;
-	o->max_post_events = 2000;
-	o->max_inflight = 8192;
-	o->max_buffered_bytes = 64u << 20;
-	o->timeout_s = 10;
-	o->request_timeout_s = 30;
-	o->max_connections = 4096;
-	o->events_page_max = 1000;
-	o->list_registry = 1;
-}
 
 static const char *status_code_name(int s)
 {
@@ -68,7 +52,7 @@ static const char *status_title(int s)
 
 /* The error as a page for people: what went wrong, where to go from
  * here (the header has home and the search box). */
-static void error_page(http_ctx_t *c, int status, const char *msg)
+static void error_page(render_ctx_t *c, int status, const char *msg)
 {
 	pith_buf_t *b = c->body;
 	char title[64];
@@ -86,15 +70,15 @@ static void error_page(http_ctx_t *c, int status, const char *msg)
 		pith_buf_puts(b, "<p>A record is found by its pith number (<code>pith:2024:&hellip;</code>, "
 				 "or its first 8, 12 or 16 characters), its arXiv id or its DOI.</p>\n");
 	pith_buf_puts(b, "<p><a href=\"");
-	html_text(b, c->h->base_url);
+	html_text(b, c->rd->base_url);
 	pith_buf_puts(b, "/\">Back to the home page</a> &middot; <a href=\"");
-	html_text(b, c->h->base_url);
+	html_text(b, c->rd->base_url);
 	pith_buf_puts(b, "/pith/\">All records</a></p>\n</main></body></html>\n");
 	c->r.ctype = "text/html; charset=utf-8";
 	c->r.is_html = 1;
 }
 
-void http_error(http_ctx_t *c, int status, const char *fmt, ...)
+void render_error(render_ctx_t *c, int status, const char *fmt, ...)
 {
 	char msg[sizeof(c->r.message)];
 	va_list ap;
@@ -113,7 +97,7 @@ void http_error(http_ctx_t *c, int status, const char *fmt, ...)
 	c->r.vary_accept = 1;
 	c->r.is_html = 0;
 	memcpy(c->r.message, msg, sizeof(msg));
-	if (http_prefers_html(c->accept)) {
+	if (render_prefers_html(c->accept)) {
 		error_page(c, status, msg);
 		if (!c->body->oom)
 			return;
@@ -125,18 +109,18 @@ void http_error(http_ctx_t *c, int status, const char *fmt, ...)
 	c->r.ctype = "application/json";
 }
 
-void http_set_etag_hex(http_ctx_t *c, const char *hex64)
+void render_etag_hex(render_ctx_t *c, const char *hex64)
 {
 	snprintf(c->r.etag, sizeof(c->r.etag), "\"%.64s\"", hex64);
 }
 
-void http_set_etag_body(http_ctx_t *c)
+void render_etag_body(render_ctx_t *c)
 {
 	uint8_t d[32];
 	char hex[65];
 	pith_sha256(c->body->data ? c->body->data : (uint8_t *)"", c->body->len, d);
 	pith_hex_encode(d, 32, hex);
-	http_set_etag_hex(c, hex);
+	render_etag_hex(c, hex);
 }
 
 
@@ -148,7 +132,7 @@ void http_set_etag_body(http_ctx_t *c)
 static __thread z_stream gz_z;
 static __thread int gz_ready;
 
-int http_gzip(pith_buf_t *out, const uint8_t *in, size_t n)
+int render_gzip(pith_buf_t *out, const uint8_t *in, size_t n)
 {
 	z_stream *z = &gz_z;
 	if (!gz_ready) {
@@ -173,7 +157,7 @@ int http_gzip(pith_buf_t *out, const uint8_t *in, size_t n)
 	return rc == Z_STREAM_END ? 0 : -1;
 }
 
-void http_gzip_thread_end(void)
+void render_gzip_thread_end(void)
 {
 	if (gz_ready)
 		deflateEnd(&gz_z);
@@ -190,17 +174,17 @@ static int ends_with(const char *s, const char *suffix, size_t *stem)
 }
 
 /* Picks the route for the parsed target; *id gets the {ID} segment (or
- * NULL). Returns ROUTE_OTHER for a path no route serves. */
-http_route_t http_route_match(const http_target_t *t, char *id, size_t idcap, int *id_seg)
+ * NULL). Returns RENDER_ROUTE_OTHER for a path no route serves. */
+render_route_t render_route_match(const render_target_t *t, char *id, size_t idcap, int *id_seg)
 {
 	const char *const *s = t->seg;
 	size_t n = t->nseg, stem;
 	id[0] = 0;
 	*id_seg = -1;
 	if (n == 0)
-		return ROUTE_HOME;
+		return RENDER_ROUTE_HOME;
 	if (n == 1 && t->trailing_slash && !strcmp(s[0], "pith"))
-		return ROUTE_LIST;
+		return RENDER_ROUTE_LIST;
 #define SET_ID(p, len) (*id_seg = (int)((p) == s[1] ? 1 : 2), \
 			snprintf(id, idcap, "%.*s", (int)(len), (p)))
 	if (n == 2 && t->trailing_slash && !strcmp(s[0], "pith")) {
@@ -209,129 +193,129 @@ http_route_t http_route_match(const http_target_t *t, char *id, size_t idcap, in
 		 * pith/{ID}/state.json instead of a file in the directory's
 		 * place (docs/http.md, "Mirroring with wget") */
 		SET_ID(s[1], strlen(s[1]));
-		return ROUTE_PAGE;
+		return RENDER_ROUTE_PAGE;
 	}
 	if (t->trailing_slash)
-		return ROUTE_OTHER;
+		return RENDER_ROUTE_OTHER;
 	if (n == 1) {
 		if (!strcmp(s[0], "pith-mirrors.json"))
-			return ROUTE_MIRRORS;
+			return RENDER_ROUTE_MIRRORS;
 		if (!strcmp(s[0], "pith-signing-key.json"))
-			return ROUTE_SIGNING_KEY;
+			return RENDER_ROUTE_SIGNING_KEY;
 		if (!strcmp(s[0], "events"))
-			return ROUTE_POST_EVENTS;
+			return RENDER_ROUTE_POST_EVENTS;
 		if (!strcmp(s[0], "metrics"))
-			return ROUTE_METRICS;
+			return RENDER_ROUTE_METRICS;
 		if (!strcmp(s[0], "healthz"))
-			return ROUTE_HEALTHZ;
+			return RENDER_ROUTE_HEALTHZ;
 		if (!strcmp(s[0], "search"))
-			return ROUTE_SEARCH;
-		return ROUTE_OTHER;
+			return RENDER_ROUTE_SEARCH;
+		return RENDER_ROUTE_OTHER;
 	}
 	if (!strcmp(s[0], "pith")) {
 		if (n == 2) {
 			if (ends_with(s[1], ".json", &stem)) {
 				SET_ID(s[1], stem);
-				return ROUTE_RECORD;
+				return RENDER_ROUTE_RECORD;
 			}
 			if (ends_with(s[1], ".bib", &stem)) {
 				SET_ID(s[1], stem);
-				return ROUTE_BIB;
+				return RENDER_ROUTE_BIB;
 			}
 			SET_ID(s[1], strlen(s[1]));
-			return ROUTE_PAGE;
+			return RENDER_ROUTE_PAGE;
 		}
 		if (n == 3 && !strcmp(s[2], "bundle.json")) {
 			SET_ID(s[1], strlen(s[1]));
-			return ROUTE_BUNDLE;
+			return RENDER_ROUTE_BUNDLE;
 		}
 		if (n == 3 && !strcmp(s[2], "state.json")) {
 			SET_ID(s[1], strlen(s[1]));
-			return ROUTE_STATE;
+			return RENDER_ROUTE_STATE;
 		}
-		return ROUTE_OTHER;
+		return RENDER_ROUTE_OTHER;
 	}
 	if (n == 4 && !strcmp(s[0], ".well-known") && !strcmp(s[1], "pith") &&
 	    !strcmp(s[3], "bundle.json")) {
 		SET_ID(s[2], strlen(s[2]));
-		return ROUTE_WELL_KNOWN;
+		return RENDER_ROUTE_WELL_KNOWN;
 	}
 	if (n == 2 && !strcmp(s[0], "api") && !strcmp(s[1], "changes"))
-		return ROUTE_CHANGES;
+		return RENDER_ROUTE_CHANGES;
 	if (n == 2 && !strcmp(s[0], "api") && !strcmp(s[1], "records"))
-		return ROUTE_RECORDS;
+		return RENDER_ROUTE_RECORDS;
 	if (n == 2 && !strcmp(s[0], "api") && !strcmp(s[1], "search"))
-		return ROUTE_SEARCH_API;
+		return RENDER_ROUTE_SEARCH_API;
 	if (!strcmp(s[0], "api") && !strcmp(s[1], "pith-number")) {
 		if (n == 3 && !strcmp(s[2], "resolve"))
-			return ROUTE_RESOLVE;
+			return RENDER_ROUTE_RESOLVE;
 		if (n == 4 && !strcmp(s[3], "events.json")) {
 			SET_ID(s[2], strlen(s[2]));
-			return ROUTE_EVENTS;
+			return RENDER_ROUTE_EVENTS;
 		}
 		if (n == 4 && !strcmp(s[3], "graph.json")) {
 			SET_ID(s[2], strlen(s[2]));
-			return ROUTE_GRAPH;
+			return RENDER_ROUTE_GRAPH;
 		}
 	}
 #undef SET_ID
-	return ROUTE_OTHER;
+	return RENDER_ROUTE_OTHER;
 }
 
 
 /* The date of a document of no record (http_date.c): the lists by the
  * change log's end, the mirror list by when it last changed, the signing
  * key (this build's) by the server's start. */
-static void date_note_global(http_ctx_t *c)
+static void date_note_global(render_ctx_t *c)
 {
 	int64_t us;
 	switch (c->route) {
-	case ROUTE_LIST:
-	case ROUTE_RECORDS: http_date_note_seq(c, store_changes_last(c->h->store)); break;
-	case ROUTE_MIRRORS:
-		if (!pith_time_parse(c->h->mirrors_at, &us))
+	case RENDER_ROUTE_LIST:
+	case RENDER_ROUTE_RECORDS: render_date_note_seq(c, store_changes_last(c->rd->store)); break;
+	case RENDER_ROUTE_MIRRORS:
+		if (!pith_time_parse(c->rd->mirrors_at, &us))
 			c->r.lm_fixed = us / 1000000;
 		break;
-	case ROUTE_SIGNING_KEY: c->r.lm_fixed = c->h->dates ? c->h->dates[0].t : 0; break;
+	case RENDER_ROUTE_SIGNING_KEY: c->r.lm_fixed = c->rd->started; break;
 	default: break;
 	}
 }
 
-int http_view_run_global(http_ctx_t *c)
+int render_view_run_global(render_ctx_t *c)
 {
 	date_note_global(c);
 	switch (c->route) {
-	case ROUTE_MIRRORS: view_mirrors(c); return 1;
-	case ROUTE_SIGNING_KEY: view_signing_key(c); return 1;
-	case ROUTE_HOME: view_home(c); return 1;
-	case ROUTE_LIST: view_records_html(c); return 1;
-	case ROUTE_RECORDS: view_records_json(c); return 1;
-	case ROUTE_CHANGES: view_changes(c); return 1;
-	case ROUTE_SEARCH: view_search_html(c); return 1;
-	case ROUTE_SEARCH_API: view_search_json(c); return 1;
+	case RENDER_ROUTE_MIRRORS: view_mirrors(c); return 1;
+	case RENDER_ROUTE_SIGNING_KEY: view_signing_key(c); return 1;
+	case RENDER_ROUTE_HOME: view_home(c); return 1;
+	case RENDER_ROUTE_LIST: view_records_html(c); return 1;
+	case RENDER_ROUTE_RECORDS: view_records_json(c); return 1;
+	case RENDER_ROUTE_CHANGES: view_changes(c); return 1;
+	case RENDER_ROUTE_SEARCH: view_search_html(c); return 1;
+	case RENDER_ROUTE_SEARCH_API: view_search_json(c); return 1;
 	default: return 0;
 	}
 }
 
-void http_view_run(http_ctx_t *c, const char *pith)
+void render_view_run(render_ctx_t *c, const char *pith)
 {
-	http_date_note_record(c, pith);
+	render_date_note_record(c, pith);
 	switch (c->route) {
-	case ROUTE_PAGE: view_page(c, pith); break;
-	case ROUTE_RECORD: view_record(c, pith); break;
-	case ROUTE_BUNDLE:
-	case ROUTE_WELL_KNOWN: view_bundle(c, pith); break;
-	case ROUTE_STATE: view_state(c, pith); break;
-	case ROUTE_EVENTS: view_events(c, pith); break;
-	case ROUTE_GRAPH: view_graph(c, pith); break;
-	case ROUTE_BIB: view_bib(c, pith); break;
-	default: http_error(c, 404, "no such resource"); break;
+	case RENDER_ROUTE_PAGE: view_page(c, pith); break;
+	case RENDER_ROUTE_RECORD: view_record(c, pith); break;
+	case RENDER_ROUTE_BUNDLE:
+	case RENDER_ROUTE_WELL_KNOWN: view_bundle(c, pith); break;
+	case RENDER_ROUTE_STATE: view_state(c, pith); break;
+	case RENDER_ROUTE_EVENTS: view_events(c, pith); break;
+	case RENDER_ROUTE_GRAPH: view_graph(c, pith); break;
+	case RENDER_ROUTE_BIB: view_bib(c, pith); break;
+	default: render_error(c, 404, "no such resource"); break;
 	}
 }
 
 /* ---- render-only contexts ------------------------------------------------------------ */
 
-void http_text_copy(char *out, size_t cap, const char *s)
+void render_text_copy(char *out, size_t cap, const char *s)
 {
 	size_t n = s ? strlen(s) : 0;
 	if (n >= cap) {
@@ -344,16 +328,23 @@ void http_text_copy(char *out, size_t cap, const char *s)
 	out[n] = 0;
 }
 
-void http_identity_copy(http_t *h, const char *name, const char *operator_name,
-			const char *contact)
+void render_identity_set(render_t *h, const char *name, const char *operator_name,
+			 const char *contact)
 {
-	http_text_copy(h->name, sizeof(h->name), name && *name ? name : "pith-mirror");
-	http_text_copy(h->operator_name, sizeof(h->operator_name), operator_name);
-	http_text_copy(h->contact, sizeof(h->contact), contact);
-	h->o.name = h->name;
+	render_text_copy(h->name, sizeof(h->name), name && *name ? name : "pith-mirror");
+	render_text_copy(h->operator_name, sizeof(h->operator_name), operator_name);
+	render_text_copy(h->contact, sizeof(h->contact), contact);
 }
 
-void http_render_set_list_cache(http_t *h, const http_list_cache_t *c)
+void render_identity(const render_t *h, const char **name, const char **operator_name,
+		     const char **contact)
+{
+	*name = h->name;
+	*operator_name = h->operator_name;
+	*contact = h->contact;
+}
+
+void render_set_list_cache(render_t *h, const render_list_cache_t *c)
 {
 	if (c)
 		h->list_cache = *c;
@@ -361,50 +352,61 @@ void http_render_set_list_cache(http_t *h, const http_list_cache_t *c)
 		memset(&h->list_cache, 0, sizeof(h->list_cache));
 }
 
-int http_render_new(store_t *store, const http_render_opts_t *o, http_t **out, pith_err_t *err)
+int render_url_trim(const char *u, char out[static RENDER_URL_MAX + 1])
 {
-	*out = NULL;
-	const char *u = o->base_url ? o->base_url : "";
 	size_t n = strlen(u);
 	while (n && u[n - 1] == '/')
 		n--;
-	char base[WIRE_HTTP_URL_MAX + 1];
-	if (!n || n > WIRE_HTTP_URL_MAX)
-		return pith_err_set(err, PITH_EINVAL, "base URL '%.200s': not a plain http(s) URL of at "
-				    "most %d bytes", u, WIRE_HTTP_URL_MAX);
-	memcpy(base, u, n);
-	base[n] = 0;
-	if (!wire_http_url_is_valid(base))
-		return pith_err_set(err, PITH_EINVAL, "base URL '%.200s': not a plain http(s) URL (host, "
-				    "optional port and path; no credentials, query or fragment)", u);
-	http_t *h = calloc(1, sizeof(*h));
+	if (!n || n > RENDER_URL_MAX)
+		return 0;
+	memcpy(out, u, n);
+	out[n] = 0;
+	return wire_http_url_is_valid(out);
+}
+
+/* render_url_trim of an option, with the error saying why not: 0 or
+ * PITH_EINVAL. */
+static int opt_url(const char *what, const char *u, const char *rule,
+		   char out[static RENDER_URL_MAX + 1], pith_err_t *err)
+{
+	size_t n = strlen(u);
+	while (n && u[n - 1] == '/')
+		n--;
+	if (!n || n > RENDER_URL_MAX)
+		return pith_err_set(err, PITH_EINVAL, "%s '%.200s': not a plain http(s) URL of at "
+				    "most %d bytes", what, u, RENDER_URL_MAX);
+	if (!render_url_trim(u, out))
+		return pith_err_set(err, PITH_EINVAL, "%s '%.200s': not a plain http(s) URL (%s)",
+				    what, u, rule);
+	return 0;
+}
+
+int render_new(store_t *store, const render_opts_t *o, render_t **out, pith_err_t *err)
+{
+	*out = NULL;
+	char base[RENDER_URL_MAX + 1], search[RENDER_URL_MAX + 1] = "";
+	int rc = opt_url("base URL", o->base_url ? o->base_url : "",
+			 "host, optional port and path; no credentials, query or fragment", base, err);
+	if (!rc && o->search_url && *o->search_url)
+		rc = opt_url("search URL", o->search_url, "host, optional port and path", search, err);
+	if (rc)
+		return rc;
+	render_t *h = calloc(1, sizeof(*h));
 	if (!h)
 		return pith_err_set(err, PITH_ENOMEM, "out of memory");
-	http_opts_default(&h->o);
 	h->store = store;
-	http_identity_copy(h, o->name, o->operator_name, o->contact);
-	h->files_only = 1;
-	h->o.node_id = h->node_id;
-	h->o.network_id = h->network_id;
-	h->o.list_registry = o->list_registry;
-	snprintf(h->base_url, sizeof(h->base_url), "%s", base);
-	if (o->search_url && *o->search_url) {
-		n = strlen(o->search_url);
-		while (n && o->search_url[n - 1] == '/')
-			n--;
-		if (!n || n > WIRE_HTTP_URL_MAX || n >= sizeof(h->search_url)) {
-			free(h);
-			return pith_err_set(err, PITH_EINVAL, "search URL '%.200s': not a plain http(s) "
-					    "URL of at most %d bytes", o->search_url, WIRE_HTTP_URL_MAX);
-		}
-		memcpy(h->search_url, o->search_url, n);
-		h->search_url[n] = 0;
-		if (!wire_http_url_is_valid(h->search_url)) {
-			free(h);
-			return pith_err_set(err, PITH_EINVAL, "search URL '%.200s': not a plain http(s) "
-					    "URL (host, optional port and path)", o->search_url);
-		}
-	}
+	h->search = o->search;
+	h->events_page_max = o->events_page_max ? o->events_page_max : 1000;
+	h->list_registry = o->list_registry;
+	h->files_only = o->files_only;
+	h->started = o->started;
+	h->about = o->about;
+	h->about_arg = o->about_arg;
+	render_identity_set(h, o->name, o->operator_name, o->contact);
+	memcpy(h->base_url, base, sizeof(base));
+	memcpy(h->search_url, search, sizeof(search));
+	snprintf(h->node_id, sizeof(h->node_id), "%s", o->node_id ? o->node_id : "");
+	snprintf(h->network_id, sizeof(h->network_id), "%s", o->network_id ? o->network_id : "");
 	if (o->mirrors_at)
 		snprintf(h->mirrors_at, sizeof(h->mirrors_at), "%s", o->mirrors_at);
 	else
@@ -413,50 +415,83 @@ int http_render_new(store_t *store, const http_render_opts_t *o, http_t **out, p
 	return 0;
 }
 
-http_t *http_render_ctx_of(const http_t *srv)
+render_t *render_clone(const render_t *src)
 {
-	http_t *h = calloc(1, sizeof(*h));
+	render_t *h = calloc(1, sizeof(*h));
 	if (!h)
 		return NULL;
-	h->store = srv->store;
-	h->o = srv->o;
-	h->o.listen = NULL;
-	h->o.public_url = NULL;
-	memcpy(h->name, srv->name, sizeof(h->name));
-	memcpy(h->operator_name, srv->operator_name, sizeof(h->operator_name));
-	memcpy(h->contact, srv->contact, sizeof(h->contact));
-	memcpy(h->search_url, srv->search_url, sizeof(h->search_url));
-	memcpy(h->node_id, srv->node_id, sizeof(h->node_id));
-	memcpy(h->network_id, srv->network_id, sizeof(h->network_id));
-	memcpy(h->base_url, srv->base_url, sizeof(h->base_url));
-	memcpy(h->mirrors_at, srv->mirrors_at, sizeof(h->mirrors_at));
-	h->o.name = h->name;
-	h->o.node_id = h->node_id;
-	h->o.network_id = h->network_id;
+	h->store = src->store;
+	h->search = src->search;
+	h->events_page_max = src->events_page_max;
+	h->list_registry = src->list_registry;
+	h->files_only = src->files_only;
+	h->started = src->started;
+	h->about = src->about;
+	h->about_arg = src->about_arg;
+	memcpy(h->name, src->name, sizeof(h->name));
+	memcpy(h->operator_name, src->operator_name, sizeof(h->operator_name));
+	memcpy(h->contact, src->contact, sizeof(h->contact));
+	memcpy(h->base_url, src->base_url, sizeof(h->base_url));
+	memcpy(h->search_url, src->search_url, sizeof(h->search_url));
+	memcpy(h->node_id, src->node_id, sizeof(h->node_id));
+	memcpy(h->network_id, src->network_id, sizeof(h->network_id));
+	memcpy(h->mirrors_at, src->mirrors_at, sizeof(h->mirrors_at));
 	return h;
 }
 
-const char *http_base_url(const http_t *h)
+const char *render_base_url(const render_t *h)
 {
 	return h->base_url;
 }
 
-/* Also the end of http_free_: what both kinds of context hold. */
-void http_render_free_(http_t *h)
+int render_mirrors_set(render_t *h, const render_mirror_t *m, size_t n)
+{
+	render_mirror_entry_t *v = calloc(n ? n : 1, sizeof(*v));
+	if (!v)
+		return PITH_ENOMEM;
+	size_t k = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (!m[i].base_url || !render_url_trim(m[i].base_url, v[k].base_url))
+			continue;
+		/* names are peer text: printable ASCII only, truncated */
+		const char *nm = m[i].name && *m[i].name ? m[i].name : v[k].base_url;
+		size_t j = 0;
+		for (; *nm && j + 1 < sizeof(v[k].name); nm++)
+			if ((unsigned char)*nm >= 0x20 && (unsigned char)*nm < 0x7f)
+				v[k].name[j++] = *nm;
+		v[k].name[j] = 0;
+		k++;
+	}
+	/* generated_at says when the list last changed, not when it was set */
+	int same = k == h->nmirrors && (!k || !memcmp(v, h->mirrors, k * sizeof(*v)));
+	free(h->mirrors);
+	h->mirrors = v;
+	h->nmirrors = k;
+	if (!same)
+		pith_time_now(h->mirrors_at, 0);
+	return (int)k;
+}
+
+size_t render_mirrors_count(const render_t *h)
+{
+	return h->nmirrors;
+}
+
+void render_free_(render_t *h)
 {
 	if (!h)
 		return;
 	pith_buf_release(&h->body);
 	pith_buf_release(&h->tmp);
 	pith_buf_release(&h->tmp2);
-	pith_buf_release(&h->gz);
 	free(h->mirrors);
 	free(h);
 }
 
-int http_render(http_t *h, const char *target, const char *accept, http_doc_t *out)
+int render_get(render_t *h, const render_req_t *req, render_doc_t *out)
 {
-	http_ctx_t c = {.h = h, .route = ROUTE_OTHER, .accept = accept};
+	const char *target = req->target;
+	render_ctx_t c = {.rd = h, .route = RENDER_ROUTE_OTHER, .accept = req->accept};
 	c.t = &h->target;
 	c.body = &h->body;
 	pith_buf_reset(c.body);
@@ -464,27 +499,27 @@ int http_render(http_t *h, const char *target, const char *accept, http_doc_t *o
 	const char *why = "";
 	int id_seg;
 	memset(out, 0, sizeof(*out));
-	if (http_target_parse(target, strlen(target), c.t, &why) || c.t->bad_why) {
-		http_error(&c, 400, "malformed request target: %s", *why ? why : c.t->bad_why);
+	if (render_target_parse(target, strlen(target), c.t, &why) || c.t->bad_why) {
+		render_error(&c, 400, "malformed request target: %s", *why ? why : c.t->bad_why);
 		goto done;
 	}
-	c.route = http_route_match(c.t, id, sizeof(id), &id_seg);
+	c.route = render_route_match(c.t, id, sizeof(id), &id_seg);
 	c.r.status = 200;
-	if (http_view_run_global(&c))
+	if (render_view_run_global(&c))
 		goto done;
 	switch (c.route) {
-	case ROUTE_PAGE: case ROUTE_RECORD: case ROUTE_BUNDLE: case ROUTE_WELL_KNOWN:
-	case ROUTE_STATE: case ROUTE_EVENTS: case ROUTE_GRAPH: case ROUTE_BIB: break;
-	default: http_error(&c, 404, "no such resource"); goto done;
+	case RENDER_ROUTE_PAGE: case RENDER_ROUTE_RECORD: case RENDER_ROUTE_BUNDLE: case RENDER_ROUTE_WELL_KNOWN:
+	case RENDER_ROUTE_STATE: case RENDER_ROUTE_EVENTS: case RENDER_ROUTE_GRAPH: case RENDER_ROUTE_BIB: break;
+	default: render_error(&c, 404, "no such resource"); goto done;
 	}
 	pith_err_t err = {0};
 	int rc = store_resolve(h->store, id, pith, &err);
 	if (rc == PITH_ENOTFOUND)
-		http_error(&c, 404, "no record for %s on this mirror", id);
+		render_error(&c, 404, "no record for %s on this mirror", id);
 	else if (rc)
-		http_error(&c, rc == PITH_EINVAL ? 400 : 500, "%s", err.msg);
+		render_error(&c, rc == PITH_EINVAL ? 400 : 500, "%s", err.msg);
 	else
-		http_view_run(&c, pith);
+		render_view_run(&c, pith);
 done:
 	if (c.body->oom)
 		return PITH_ENOMEM;

@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "http_int.h"
+#include "render_int.h"
 #include "json.h"
 
 int rec_author_next(const char **cursor, const char **s, size_t *n)
@@ -86,7 +86,7 @@ static void cite_of(const rec_t *r, cite_t *f)
 		f->date = NULL;
 }
 
-void bib_entry(pith_buf_t *out, http_t *h, const rec_t *r)
+void bib_entry(pith_buf_t *out, render_t *h, const rec_t *r)
 {
 	cite_t f;
 	cite_of(r, &f);
@@ -124,21 +124,21 @@ void bib_entry(pith_buf_t *out, http_t *h, const rec_t *r)
 	pith_buf_printf(out, ",\n  %-13s = {Pith Number %s}\n}\n", "note", r->pith);
 }
 
-void view_bib(http_ctx_t *c, const char *pith)
+void view_bib(render_ctx_t *c, const char *pith)
 {
 	rec_t r;
 	if (rec_load(c, pith, &r))
 		return;
 	pith_buf_reset(c->body);
-	bib_entry(c->body, c->h, &r);
+	bib_entry(c->body, c->rd, &r);
 	rec_release(&r);
 	if (c->body->oom) {
-		http_error(c, 500, "out of memory");
+		render_error(c, 500, "out of memory");
 		return;
 	}
 	c->r.ctype = "application/x-bibtex; charset=utf-8";
 	c->r.cors = 1;
-	http_set_etag_body(c);
+	render_etag_body(c);
 }
 
 static void meta(pith_buf_t *b, const char *name, const char *v, size_t n)

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "http_int.h"
+#include "render_int.h"
 #include "log.h"
 
 /* A record as a line of a list: the parts of its state people scan. */
@@ -41,21 +41,21 @@ static int line_add(void *arg, const store_change_t *ch)
 /* The page of at most limit records changed before cursor before (0: the
  * newest); *next: the cursor of the page after it, 0 at the end. -1 with
  * the error reply set. */
-static int page_read(http_ctx_t *c, uint64_t before, size_t limit, line_page_t *p, uint64_t *next)
+static int page_read(render_ctx_t *c, uint64_t before, size_t limit, line_page_t *p, uint64_t *next)
 {
 	pith_err_t err = {0};
 	p->n = 0;
 	p->cap = limit;
 	p->v = calloc(limit ? limit : 1, sizeof(*p->v));
 	if (!p->v) {
-		http_error(c, 500, "out of memory");
+		render_error(c, 500, "out of memory");
 		return -1;
 	}
 	uint64_t last = 0;
-	int rc = store_changes_each_before(c->h->store, before, limit, line_add, p, &last, &err);
+	int rc = store_changes_each_before(c->rd->store, before, limit, line_add, p, &last, &err);
 	if (rc < 0) {
 		log_warn("http: the record list before %llu: %s", (unsigned long long)before, err.msg);
-		http_error(c, rc == PITH_EINVAL ? 503 : 500, "%s",
+		render_error(c, rc == PITH_EINVAL ? 503 : 500, "%s",
 			   rc == PITH_EINVAL ? "this store has no change log yet" : "store error");
 		free(p->v);
 		p->v = NULL;
@@ -68,7 +68,7 @@ static int page_read(http_ctx_t *c, uint64_t before, size_t limit, line_page_t *
 
 /* The facts of a listed record from its state: what rec_load finds. */
 typedef struct rec_facts {
-	http_list_facts_t v;
+	render_list_facts_t v;
 	char author[256];
 } rec_facts_t;
 
@@ -94,13 +94,13 @@ static void facts_of(const rec_t *r, rec_facts_t *f)
  * which is loaded without touching the reply (a record that cannot be
  * read is listed by its number alone). 1 when *r was loaded: release it
  * once f is no longer read. */
-static int line_facts(http_ctx_t *c, const char *pith, rec_t *r, rec_facts_t *f)
+static int line_facts(render_ctx_t *c, const char *pith, rec_t *r, rec_facts_t *f)
 {
-	const http_list_cache_t *lc = &c->h->list_cache;
+	const render_list_cache_t *lc = &c->rd->list_cache;
 	memset(f, 0, sizeof(*f));
 	if (lc->get && !lc->get(lc->arg, pith, &f->v))
 		return 0;
-	http_resp_t saved = c->r;
+	render_resp_t saved = c->r;
 	int rc = rec_load(c, pith, r);
 	c->r = saved;
 	if (rc)
@@ -117,11 +117,11 @@ static int line_facts(http_ctx_t *c, const char *pith, rec_t *r, rec_facts_t *f)
 #define LIST_MAX 200
 #define HOME_RECENT 20
 
-static int cursor_arg(http_ctx_t *c, uint64_t *before)
+static int cursor_arg(render_ctx_t *c, uint64_t *before)
 {
 	int count = 0;
 	*before = 0;
-	const char *a = http_target_query(c->t, "after", &count);
+	const char *a = render_target_query(c->t, "after", &count);
 	if (!a)
 		return 0;
 	uint64_t x = 0;
@@ -134,7 +134,7 @@ static int cursor_arg(http_ctx_t *c, uint64_t *before)
 			x = x * 10 + (uint64_t)(a[i] - '0');
 	}
 	if (bad || !x) {
-		http_error(c, 400, "after: not a cursor of this list (give back a \"next\" it served, "
+		render_error(c, 400, "after: not a cursor of this list (give back a \"next\" it served, "
 			   "or leave it out to start from the newest)");
 		return -1;
 	}
@@ -142,11 +142,11 @@ static int cursor_arg(http_ctx_t *c, uint64_t *before)
 	return 0;
 }
 
-int http_arg_count(http_ctx_t *c, const char *key, size_t dflt, size_t min, size_t max,
+int render_arg_count(render_ctx_t *c, const char *key, size_t dflt, size_t min, size_t max,
 		   size_t *out)
 {
 	int count = 0;
-	const char *v = http_target_query(c->t, key, &count);
+	const char *v = render_target_query(c->t, key, &count);
 	*out = dflt;
 	if (!v)
 		return 0;
@@ -159,23 +159,23 @@ int http_arg_count(http_ctx_t *c, const char *key, size_t dflt, size_t min, size
 			x = x * 10 + (size_t)(v[i] - '0');
 	}
 	if (bad || x < min) {
-		http_error(c, 400, "%s: a whole number from %zu (at most %zu are served)", key, min, max);
+		render_error(c, 400, "%s: a whole number from %zu (at most %zu are served)", key, min, max);
 		return -1;
 	}
 	*out = x > max ? max : x;
 	return 0;
 }
 
-static int limit_arg(http_ctx_t *c, size_t *limit)
+static int limit_arg(render_ctx_t *c, size_t *limit)
 {
-	return http_arg_count(c, "limit", LIST_DEFAULT, 1, LIST_MAX, limit);
+	return render_arg_count(c, "limit", LIST_DEFAULT, 1, LIST_MAX, limit);
 }
 
 /* ---- /api/records ------------------------------------------------------------------ */
 
-void view_records_json(http_ctx_t *c)
+void view_records_json(render_ctx_t *c)
 {
-	http_t *h = c->h;
+	render_t *h = c->rd;
 	uint64_t before, next;
 	size_t limit;
 	line_page_t p;
@@ -247,7 +247,7 @@ static const char page_style[] =
 	".status .ok{background:#dff3e4}.links a{display:inline-block;margin:0 .8rem .3rem 0}"
 	"@media (max-width:40rem){.wide{display:none}h1{font-size:1.6rem}}</style>";
 
-void html_begin(http_ctx_t *c, const char *title)
+void html_begin(render_ctx_t *c, const char *title)
 {
 	pith_buf_t *b = c->body;
 	pith_buf_puts(b, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
@@ -257,7 +257,7 @@ void html_begin(http_ctx_t *c, const char *title)
 		html_text(b, title);
 		pith_buf_puts(b, " &middot; ");
 	}
-	html_text(b, c->h->name);
+	html_text(b, c->rd->name);
 	pith_buf_puts(b, "</title>\n");
 }
 
@@ -278,9 +278,9 @@ static void contact_html(pith_buf_t *b, const char *contact)
 	pith_buf_puts(b, "</a>");
 }
 
-void html_body(http_ctx_t *c, const char *q)
+void html_body(render_ctx_t *c, const char *q)
 {
-	http_t *h = c->h;
+	render_t *h = c->rd;
 	pith_buf_t *b = c->body;
 	pith_buf_puts(b, page_style);
 	pith_buf_puts(b, "</head>\n<body>\n<header><a class=\"site\" href=\"");
@@ -323,14 +323,14 @@ void html_body(http_ctx_t *c, const char *q)
 	pith_buf_puts(b, "</header>\n<main>\n");
 }
 
-void html_head(http_ctx_t *c, const char *title, const char *q)
+void html_head(render_ctx_t *c, const char *title, const char *q)
 {
 	html_begin(c, title);
 	html_body(c, q);
 }
 
 /* The table of a page of records. */
-static void html_table(http_ctx_t *c, const line_page_t *p)
+static void html_table(render_ctx_t *c, const line_page_t *p)
 {
 	pith_buf_t *b = c->body;
 	pith_buf_puts(b, "<table>\n<tr><th>Record</th><th>Title</th><th class=\"wide\">First author"
@@ -342,7 +342,7 @@ static void html_table(http_ctx_t *c, const line_page_t *p)
 		rec_facts_t f;
 		int loaded = line_facts(c, l->pith, &r, &f);
 		pith_buf_puts(b, "<tr><td><a href=\"");
-		html_text(b, c->h->base_url);
+		html_text(b, c->rd->base_url);
 		pith_buf_printf(b, "/pith/%s/\"><code>pith:%.8s</code></a></td><td>", body, body);
 		if (f.v.title && *f.v.title)
 			html_text(b, f.v.title);
@@ -362,20 +362,20 @@ static void html_table(http_ctx_t *c, const line_page_t *p)
 	pith_buf_puts(b, "</table>\n");
 }
 
-void html_done(http_ctx_t *c)
+void html_done(render_ctx_t *c)
 {
 	pith_buf_puts(c->body, "</main></body></html>\n");
 	if (c->body->oom) {
-		http_error(c, 500, "out of memory");
+		render_error(c, 500, "out of memory");
 		return;
 	}
 	c->r.ctype = "text/html; charset=utf-8";
 	c->r.is_html = 1;
-	http_set_etag_body(c);
+	render_etag_body(c);
 }
 
 /* /pith/: every record, newest change first, LIST_DEFAULT a page. */
-void view_records_html(http_ctx_t *c)
+void view_records_html(render_ctx_t *c)
 {
 	uint64_t before, next;
 	size_t limit;
@@ -386,27 +386,27 @@ void view_records_html(http_ctx_t *c)
 	pith_buf_reset(b);
 	html_head(c, "All records", NULL);
 	store_counts_t sc;
-	store_counts_get(c->h->store, &sc);
+	store_counts_get(c->rd->store, &sc);
 	pith_buf_printf(b, "<h1>All records</h1>\n<p class=\"muted\">%llu records on this mirror, "
 			   "the most recently changed first.</p>\n", (unsigned long long)sc.records);
 	html_table(c, &p);
 	if (next) {
 		pith_buf_puts(b, "<p><a rel=\"next\" href=\"");
-		html_text(b, c->h->base_url);
+		html_text(b, c->rd->base_url);
 		pith_buf_printf(b, "/pith/?after=%llu&amp;limit=%zu\">Older records &rarr;</a></p>\n",
 				(unsigned long long)next, limit);
 	}
 	pith_buf_puts(b, "<p class=\"muted\">The same as JSON: <a href=\"");
-	html_text(b, c->h->base_url);
+	html_text(b, c->rd->base_url);
 	pith_buf_puts(b, "/api/records\">/api/records</a></p>\n");
 	free(p.v);
 	html_done(c);
 }
 
 /* /: what this mirror is, what changed last, and the search box. */
-void view_home(http_ctx_t *c)
+void view_home(render_ctx_t *c)
 {
-	http_t *h = c->h;
+	render_t *h = c->rd;
 	line_page_t p;
 	uint64_t next;
 	if (page_read(c, 0, HOME_RECENT, &p, &next))
@@ -423,23 +423,23 @@ void view_home(http_ctx_t *c)
 	store_counts_t sc;
 	store_counts_get(h->store, &sc);
 	pith_buf_puts(b, "<dl>\n");
-	if (h->o.node_id && *h->o.node_id) {
+	if (*h->node_id) {
 		pith_buf_puts(b, "<dt>Node id</dt><dd><code>");
-		html_text(b, h->o.node_id);
+		html_text(b, h->node_id);
 		pith_buf_puts(b, "</code></dd>\n");
 	}
-	if (h->o.network_id && *h->o.network_id) {
+	if (*h->network_id) {
 		pith_buf_puts(b, "<dt>Network</dt><dd><code>");
-		html_text(b, h->o.network_id);
+		html_text(b, h->network_id);
 		pith_buf_puts(b, "</code></dd>\n");
 	}
 	pith_buf_printf(b, "<dt>Holds</dt><dd>%llu record%s, %llu event%s, %llu registry bundle%s</dd>\n",
 			(unsigned long long)sc.records, sc.records == 1 ? "" : "s",
 			(unsigned long long)sc.events, sc.events == 1 ? "" : "s",
 			(unsigned long long)sc.bundles, sc.bundles == 1 ? "" : "s");
-	if (h->hooks.about) {
-		http_about_t ab = {0};
-		h->hooks.about(h->hooks.arg, &ab);
+	if (h->about) {
+		render_about_t ab = {0};
+		h->about(h->about_arg, &ab);
 		pith_buf_printf(b, "<dt>Peers</dt><dd>%zu connected</dd>\n", ab.peers);
 		pith_buf_puts(b, "<dt>Upstreams</dt><dd>");
 		for (size_t i = 0; i < ab.nupstreams && i < 16; i++) {

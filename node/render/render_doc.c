@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "http_int.h"
+#include "render_int.h"
 #include "log.h"
 
 #define STATE_PARSE_MAX (64u << 20)
@@ -60,7 +60,7 @@ void jb_push(jb_t *b, json_value_t *a, const json_value_t *v)
 }
 
 /* "BASE" + path formatted. */
-json_value_t *jb_url(jb_t *b, http_t *h, const char *fmt, const char *arg)
+json_value_t *jb_url(jb_t *b, render_t *h, const char *fmt, const char *arg)
 {
 	char path[512], url[800];
 	snprintf(path, sizeof(path), fmt, arg);
@@ -82,7 +82,7 @@ size_t rec_list_len(const rec_t *r, const char *key)
 }
 
 /* Loads and parses the record's state. Sets the error reply on failure. */
-int rec_doc_begin(http_ctx_t *c, const char *pith, rec_t *r, jb_t *b)
+int rec_doc_begin(render_ctx_t *c, const char *pith, rec_t *r, jb_t *b)
 {
 	if (rec_load(c, pith, r))
 		return -1;
@@ -93,21 +93,21 @@ int rec_doc_begin(http_ctx_t *c, const char *pith, rec_t *r, jb_t *b)
 	return 0;
 }
 
-int rec_load(http_ctx_t *c, const char *pith, rec_t *r)
+int rec_load(render_ctx_t *c, const char *pith, rec_t *r)
 {
 	memset(r, 0, sizeof(*r));
 	pith_err_t err = {0};
-	pith_buf_t *raw = &c->h->tmp;
+	pith_buf_t *raw = &c->rd->tmp;
 	pith_buf_reset(raw);
-	int rc = store_state_get(c->h->store, pith, raw, &err);
+	int rc = store_state_get(c->rd->store, pith, raw, &err);
 	if (rc == PITH_ENOTFOUND) {
-		http_error(c, 404, "no state for %s", pith);
+		render_error(c, 404, "no state for %s", pith);
 		return -1;
 	}
 	json_limits_t lim = {STATE_PARSE_MAX, JSON_MAX_DEPTH_DEFAULT, JSON_MAX_INT_DIGITS};
 	if (rc || json_parse(&r->doc, raw->data, raw->len, &lim, &err)) {
 		log_warn("http: the state of %s: %s", pith, err.msg);
-		http_error(c, 500, "cannot read the state of %s", pith);
+		render_error(c, 500, "cannot read the state of %s", pith);
 		return -1;
 	}
 	snprintf(r->pith, sizeof(r->pith), "%s", pith);
@@ -160,39 +160,39 @@ const char *rec_paper_str(const rec_t *r, const char *key)
 }
 
 /* The canonical bytes of v into the body, ETag from them. */
-void view_send_json(http_ctx_t *c, const json_value_t *v, const char *ctype)
+void view_send_json(render_ctx_t *c, const json_value_t *v, const char *ctype)
 {
 	pith_buf_reset(c->body);
 	if (json_canon_write(v, c->body) || c->body->oom) {
-		http_error(c, 500, "out of memory");
+		render_error(c, 500, "out of memory");
 		return;
 	}
 	c->r.ctype = ctype;
 	c->r.cors = 1;
-	http_set_etag_body(c);
+	render_etag_body(c);
 }
 
-int jb_begin(http_ctx_t *c, jb_t *b)
+int jb_begin(render_ctx_t *c, jb_t *b)
 {
 	b->oom = 0;
 	b->d = json_doc_new();
 	if (!b->d) {
-		http_error(c, 500, "out of memory");
+		render_error(c, 500, "out of memory");
 		return -1;
 	}
 	return 0;
 }
 
-void jb_finish(http_ctx_t *c, jb_t *b, const json_value_t *root, const char *ctype)
+void jb_finish(render_ctx_t *c, jb_t *b, const json_value_t *root, const char *ctype)
 {
 	if (b->oom)
-		http_error(c, 500, "out of memory");
+		render_error(c, 500, "out of memory");
 	else
 		view_send_json(c, root, ctype);
 	json_doc_free(b->d);
 }
 
-json_value_t *rec_links(jb_t *b, http_t *h, const rec_t *r)
+json_value_t *rec_links(jb_t *b, render_t *h, const rec_t *r)
 {
 	json_value_t *l = jb_obj(b);
 	jb_set(b, l, "html", jb_url(b, h, "/pith/%s", r->body));

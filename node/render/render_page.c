@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "http_int.h"
+#include "render_int.h"
 #include "json.h"
 #include "search.h"
 #include "utf8.h"
@@ -14,25 +14,25 @@
 
 /* JSON-LD when the client prefers application/ld+json (or plain JSON)
  * to HTML; a browser's Accept asks for text/html first. */
-static int wants_ld(http_ctx_t *c)
+static int wants_ld(render_ctx_t *c)
 {
 	const char *a = c->accept;
 	if (!a)
 		return 0;
-	double ld = http_accept_q(a, "application/ld+json", 1);
-	double js = http_accept_q(a, "application/json", 1);
+	double ld = render_accept_q(a, "application/ld+json", 1);
+	double js = render_accept_q(a, "application/json", 1);
 	if (js > ld)
 		ld = js;
-	double html = http_accept_q(a, "text/html", 1);
-	double any = http_accept_q(a, "*/*", 1);
+	double html = render_accept_q(a, "text/html", 1);
+	double any = render_accept_q(a, "*/*", 1);
 	if (any > html)
 		html = any;
 	return ld > 0 && ld >= html;
 }
 
-static void page_ld(http_ctx_t *c, const rec_t *r)
+static void page_ld(render_ctx_t *c, const rec_t *r)
 {
-	http_t *h = c->h;
+	render_t *h = c->rd;
 	jb_t b;
 	if (jb_begin(c, &b))
 		return;
@@ -194,7 +194,7 @@ static void json_indent(pith_buf_t *out, const uint8_t *p, size_t n)
 	}
 }
 
-static void html_link(pith_buf_t *b, http_t *h, const char *path_fmt, const char *body,
+static void html_link(pith_buf_t *b, render_t *h, const char *path_fmt, const char *body,
 		      const char *text)
 {
 	char path[300];
@@ -238,7 +238,7 @@ static void page_status(pith_buf_t *b, const rec_t *r)
 
 /* The paper (arXiv, DOI) and every document of the record this mirror
  * has (the bundle only when it holds one: no link answers 404). */
-static void page_links(pith_buf_t *b, http_t *h, const rec_t *r, int has_bundle)
+static void page_links(pith_buf_t *b, render_t *h, const rec_t *r, int has_bundle)
 {
 	const char *arxiv = rec_alias(r, "arxiv_version");
 	const char *doi = rec_alias(r, "doi");
@@ -289,7 +289,7 @@ static void page_abstract(pith_buf_t *b, const rec_t *r)
 
 /* The LaTeX snippet and a link to embed (the mirror has no badge image:
  * the registry's badge route is not published). */
-static void page_cite(pith_buf_t *b, http_t *h, const rec_t *r)
+static void page_cite(pith_buf_t *b, render_t *h, const rec_t *r)
 {
 	pith_buf_puts(b, "<h3>Add to your LaTeX paper</h3>\n<pre>\\usepackage{pith}\n\\pithnumber{");
 	html_text(b, r->body);
@@ -316,9 +316,9 @@ static void page_cite(pith_buf_t *b, http_t *h, const rec_t *r)
 }
 
 /* The registry's completeness list: what the record has, what is open. */
-static void page_completeness(http_ctx_t *c, const rec_t *r, const char *built)
+static void page_completeness(render_ctx_t *c, const rec_t *r, const char *built)
 {
-	http_t *h = c->h;
+	render_t *h = c->rd;
 	pith_buf_t *b = c->body;
 	static const char *const lists[][3] = {
 		{"timestamp_anchors", "Bitcoin timestamp", "anchor"},
@@ -357,7 +357,7 @@ static void page_completeness(http_ctx_t *c, const rec_t *r, const char *built)
 #define CITED_BY_SHOWN 20
 
 typedef struct cited {
-	http_ctx_t *c;
+	render_ctx_t *c;
 } cited_t;
 
 static int cited_line(void *arg, const search_hit_t *hit)
@@ -366,7 +366,7 @@ static int cited_line(void *arg, const search_hit_t *hit)
 	pith_buf_t *b = k->c->body;
 	const char *body = hit->pith + PITH_NUMBER_LEN - PITH_BODY_LEN;
 	pith_buf_puts(b, "<li>");
-	html_link(b, k->c->h, "/pith/%s/", body,
+	html_link(b, k->c->rd, "/pith/%s/", body,
 		  hit->title && *hit->title ? hit->title : hit->pith);
 	pith_buf_puts(b, "</li>\n");
 	return 0;
@@ -374,11 +374,11 @@ static int cited_line(void *arg, const search_hit_t *hit)
 
 /* "Cited by": the records whose applied citation_signature events name
  * this one, from the search index's citation table (search.h). */
-static void page_cited_by(http_ctx_t *c, const rec_t *r)
+static void page_cited_by(render_ctx_t *c, const rec_t *r)
 {
 	pith_buf_t *b = c->body;
 	pith_buf_puts(b, "<h3>Cited by</h3>\n");
-	if (!c->h->o.search) {
+	if (!c->rd->search) {
 		pith_buf_puts(b, "<p class=\"muted\">Not known: this mirror keeps no search index."
 				 "</p>\n");
 		return;
@@ -389,7 +389,7 @@ static void page_cited_by(http_ctx_t *c, const rec_t *r)
 	size_t at = mark->len;
 	pith_buf_puts(b, "<ul class=\"cited\">\n");
 	cited_t k = {.c = c};
-	if (search_cited_by(c->h->o.search, r->pith, CITED_BY_SHOWN, cited_line, &k, &total, &err)) {
+	if (search_cited_by(c->rd->search, r->pith, CITED_BY_SHOWN, cited_line, &k, &total, &err)) {
 		mark->len = at;
 		pith_buf_puts(b, "<p class=\"muted\">Not known: the search index failed.</p>\n");
 		return;
@@ -404,9 +404,9 @@ static void page_cited_by(http_ctx_t *c, const rec_t *r)
 			total == 1 ? "" : "s", total > CITED_BY_SHOWN ? " (the first 20 shown)" : "");
 }
 
-static void page_html(http_ctx_t *c, const rec_t *r)
+static void page_html(render_ctx_t *c, const rec_t *r)
 {
-	http_t *h = c->h;
+	render_t *h = c->rd;
 	pith_buf_t *b = c->body;
 	pith_buf_reset(b);
 	const char *title = rec_paper_str(r, "title");
@@ -571,15 +571,15 @@ static void page_html(http_ctx_t *c, const rec_t *r)
 	pith_buf_puts(b, " from its own store: the state above is its own deterministic merge of "
 			 "the signed events it holds.</p>\n</main></body></html>\n");
 	if (b->oom) {
-		http_error(c, 500, "out of memory");
+		render_error(c, 500, "out of memory");
 		return;
 	}
 	c->r.ctype = "text/html; charset=utf-8";
 	c->r.is_html = 1;
-	http_set_etag_body(c);
+	render_etag_body(c);
 }
 
-void view_page(http_ctx_t *c, const char *pith)
+void view_page(render_ctx_t *c, const char *pith)
 {
 	rec_t r;
 	c->r.vary_accept = 1;

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "http_int.h"
+#include "render_int.h"
 #include "json.h"
 #include "log.h"
 #include "trust.h"
@@ -33,18 +33,18 @@ typedef int (*store_doc_fn)(store_t *st, const char *pith, pith_buf_t *out, pith
 
 /* Reads a stored document into the body as it is; the error reply on
  * failure. */
-static int read_doc(http_ctx_t *c, store_doc_fn get, const char *pith, const char *what)
+static int read_doc(render_ctx_t *c, store_doc_fn get, const char *pith, const char *what)
 {
 	pith_err_t err = {0};
 	pith_buf_reset(c->body);
-	int rc = get(c->h->store, pith, c->body, &err);
+	int rc = get(c->rd->store, pith, c->body, &err);
 	if (rc == PITH_ENOTFOUND) {
-		http_error(c, 404, "no %s of %s on this mirror", what, pith);
+		render_error(c, 404, "no %s of %s on this mirror", what, pith);
 		return rc;
 	}
 	if (rc) {
 		log_warn("http: %s of %s: %s", what, pith, err.msg);
-		http_error(c, 500, "store error");
+		render_error(c, 500, "store error");
 		return rc;
 	}
 	c->r.ctype = "application/json";
@@ -52,21 +52,21 @@ static int read_doc(http_ctx_t *c, store_doc_fn get, const char *pith, const cha
 	return 0;
 }
 
-void view_state(http_ctx_t *c, const char *pith)
+void view_state(render_ctx_t *c, const char *pith)
 {
 	if (read_doc(c, store_state_get, pith, "state"))
 		return;
 	const char *hex = state_hash_in(c->body->data, c->body->len);
 	if (hex)
-		http_set_etag_hex(c, hex);
+		render_etag_hex(c, hex);
 	else
-		http_set_etag_body(c);
+		render_etag_body(c);
 }
 
-void view_bundle(http_ctx_t *c, const char *pith)
+void view_bundle(render_ctx_t *c, const char *pith)
 {
 	if (!read_doc(c, store_bundle_get, pith, "verified registry bundle"))
-		http_set_etag_body(c);
+		render_etag_body(c);
 }
 
 /* ---- /pith/{ID}.json: the record view --------------------------------------------------- */
@@ -105,9 +105,9 @@ static void other_events(jb_t *b, const rec_t *r, json_value_t **list, json_valu
 	}
 }
 
-void view_record(http_ctx_t *c, const char *pith)
+void view_record(render_ctx_t *c, const char *pith)
 {
-	http_t *h = c->h;
+	render_t *h = c->rd;
 	rec_t r;
 	jb_t b;
 	if (rec_doc_begin(c, pith, &r, &b))
@@ -187,7 +187,7 @@ void view_record(http_ctx_t *c, const char *pith)
 
 /* ---- /api/pith-number/{ID}/graph.json ------------------------------------------------ */
 
-void view_graph(http_ctx_t *c, const char *pith)
+void view_graph(render_ctx_t *c, const char *pith)
 {
 	rec_t r;
 	jb_t b;
@@ -217,7 +217,7 @@ void view_graph(http_ctx_t *c, const char *pith)
 		const json_value_t *a = json_get_type(r.cur, lists[i], JSON_ARRAY);
 		jb_set(&b, o, lists[i], a ? a : jb_arr(&b));
 	}
-	jb_set(&b, o, "links", rec_links(&b, c->h, &r));
+	jb_set(&b, o, "links", rec_links(&b, c->rd, &r));
 	jb_finish(c, &b, o, "application/json");
 	rec_release(&r);
 }
@@ -247,10 +247,10 @@ static int ev_page_add(void *arg, const uint8_t id[32], const uint8_t *bytes, si
 }
 
 /* A non-negative decimal query parameter; def when absent. -1 malformed. */
-static int64_t query_u64(http_ctx_t *c, const char *key, int64_t def)
+static int64_t query_u64(render_ctx_t *c, const char *key, int64_t def)
 {
 	int count;
-	const char *v = http_target_query(c->t, key, &count);
+	const char *v = render_target_query(c->t, key, &count);
 	if (!v)
 		return def;
 	if (count > 1 || !*v || strlen(v) > 12)
@@ -264,22 +264,22 @@ static int64_t query_u64(http_ctx_t *c, const char *key, int64_t def)
 	return x;
 }
 
-void view_events(http_ctx_t *c, const char *pith)
+void view_events(render_ctx_t *c, const char *pith)
 {
-	http_t *h = c->h;
+	render_t *h = c->rd;
 	pith_err_t err = {0};
 	int64_t offset = query_u64(c, "offset", 0);
-	int64_t limit = query_u64(c, "limit", (int64_t)h->o.events_page_max);
+	int64_t limit = query_u64(c, "limit", (int64_t)h->events_page_max);
 	if (offset < 0 || limit < 0) {
-		http_error(c, 400, "offset and limit are non-negative integers");
+		render_error(c, 400, "offset and limit are non-negative integers");
 		return;
 	}
-	if (limit > (int64_t)h->o.events_page_max)
-		limit = (int64_t)h->o.events_page_max;
+	if (limit > (int64_t)h->events_page_max)
+		limit = (int64_t)h->events_page_max;
 	store_record_info_t info;
 	int rc = store_record_get(h->store, pith, &info, &err);
 	if (rc) {
-		http_error(c, rc == PITH_ENOTFOUND ? 404 : 500, "no record %s", pith);
+		render_error(c, rc == PITH_ENOTFOUND ? 404 : 500, "no record %s", pith);
 		return;
 	}
 	pith_buf_t *b = c->body;
@@ -292,7 +292,7 @@ void view_events(http_ctx_t *c, const char *pith)
 	rc = store_events_each(h->store, pith, ev_page_add, &p, &err);
 	if (rc < 0 || b->oom) {
 		log_warn("http: events of %s: %s", pith, err.msg);
-		http_error(c, 500, "store error");
+		render_error(c, 500, "store error");
 		return;
 	}
 	uint64_t next = (uint64_t)offset + p.n;
@@ -304,12 +304,12 @@ void view_events(http_ctx_t *c, const char *pith)
 	pith_buf_printf(b, ",\"offset\":%lld,\"pith_number\":\"%s\",\"state_sha256\":\"%s\"}",
 			(long long)offset, pith, hex);
 	if (b->oom) {
-		http_error(c, 500, "out of memory");
+		render_error(c, 500, "out of memory");
 		return;
 	}
 	c->r.ctype = "application/json";
 	c->r.cors = 1;
-	http_set_etag_body(c);
+	render_etag_body(c);
 }
 
 /* ---- /pith-mirrors.json ----------------------------------------------------------------- */
@@ -362,7 +362,7 @@ static json_value_t *registry_key(jb_t *b)
 	return k;
 }
 
-void view_signing_key(http_ctx_t *c)
+void view_signing_key(render_ctx_t *c)
 {
 	jb_t b;
 	if (jb_begin(c, &b))
@@ -375,9 +375,9 @@ static const char *scheme_type(const char *url)
 	return strncmp(url, "https://", 8) ? "http" : "https";
 }
 
-void view_mirrors(http_ctx_t *c)
+void view_mirrors(render_ctx_t *c)
 {
-	http_t *h = c->h;
+	render_t *h = c->rd;
 	jb_t b;
 	if (jb_begin(c, &b))
 		return;
@@ -399,7 +399,7 @@ void view_mirrors(http_ctx_t *c)
 	for (size_t i = 0; i < h->nmirrors; i++)
 		mirror_entry(&b, list, h->mirrors[i].name, scheme_type(h->mirrors[i].base_url),
 			     h->mirrors[i].base_url, "peer", key, 0);
-	if (h->o.list_registry)
+	if (h->list_registry)
 		mirror_entry(&b, list, "Pith Resolver", "https", "https://pith.science", "primary", key, 0);
 	jb_set(&b, o, "mirrors", list);
 	jb_set(&b, o, "notes",
@@ -455,19 +455,19 @@ static int feed_add(void *arg, const store_change_t *ch)
 	return p->out->oom ? -1 : 0;
 }
 
-void view_changes(http_ctx_t *c)
+void view_changes(render_ctx_t *c)
 {
 	int count = 0;
 	uint64_t after = 0, next = 0;
-	const char *a = http_target_query(c->t, "after", &count);
+	const char *a = render_target_query(c->t, "after", &count);
 	if (a && (count > 1 || cursor_parse(a, &after))) {
-		http_error(c, 400, "after: not a cursor of this feed (give back a \"cursor\" or \"next\" "
+		render_error(c, 400, "after: not a cursor of this feed (give back a \"cursor\" or \"next\" "
 			   "it served, or leave it out to start from the beginning)");
 		return;
 	}
 	int64_t limit = query_u64(c, "limit", HTTP_CHANGES_DEFAULT);
 	if (limit < 1) {
-		http_error(c, 400, "limit: a whole number from 1 (at most %d are served)", HTTP_CHANGES_MAX);
+		render_error(c, 400, "limit: a whole number from 1 (at most %d are served)", HTTP_CHANGES_MAX);
 		return;
 	}
 	if (limit > HTTP_CHANGES_MAX)
@@ -477,17 +477,17 @@ void view_changes(http_ctx_t *c)
 	pith_buf_puts(b, "{\"changes\":[");
 	feed_page_t p = {b, 0};
 	pith_err_t err = {0};
-	int rc = store_changes_each(c->h->store, after, (size_t)limit, feed_add, &p, &next, &err);
+	int rc = store_changes_each(c->rd->store, after, (size_t)limit, feed_add, &p, &next, &err);
 	if (rc || b->oom) {
 		log_warn("http: change feed after %llu: %s", (unsigned long long)after,
 			 rc ? err.msg : "out of memory");
-		http_error(c, rc == PITH_EINVAL ? 503 : 500, "%s",
+		render_error(c, rc == PITH_EINVAL ? 503 : 500, "%s",
 			   rc == PITH_EINVAL ? "this store has no change log yet" : "store error");
 		return;
 	}
 	pith_buf_printf(b, "],\"next\":\"%llu\"}", (unsigned long long)next);
 	if (b->oom) {
-		http_error(c, 500, "out of memory");
+		render_error(c, 500, "out of memory");
 		return;
 	}
 	c->r.ctype = "application/json";

@@ -10,7 +10,7 @@
  *   /, /pith/, /api/records       index.html, pith/index.html, api/records/index.json
  *   ...?after=N                   pith/after/N.html, api/records/after/N.json
  *   /pith-mirrors.json, /pith-signing-key.json
- * and FILE.gz beside every file of HTTP_GZIP_MIN bytes or more. */
+ * and FILE.gz beside every file of RENDER_GZIP_MIN bytes or more. */
 #include "site.h"
 
 #include <assert.h>
@@ -24,12 +24,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "http_render.h"
+#include "render.h"
 #include "idmap.h"
 #include "json.h"
 #include "log.h"
 
-#define PAGE_LIMIT 50 /* the browse pages' default page (http_browse.c) */
+#define PAGE_LIMIT 50 /* the browse pages' default page (render_browse.c) */
 
 typedef struct claim {
 	char body[PITH_BODY_LEN + 1];
@@ -38,7 +38,7 @@ typedef struct claim {
 
 typedef struct site {
 	store_t *st;
-	http_t *r;
+	render_t *r;
 	char dir[3072];
 	site_stats_t s;
 	pith_buf_t gz, old;
@@ -143,8 +143,8 @@ static int put(site_t *s, const char *rel, const uint8_t *data, size_t n)
 	int meta = !strncmp(rel, SITE_META_DIR "/", sizeof(SITE_META_DIR));
 	if (meta) {
 		/* nothing */
-	} else if (n >= HTTP_GZIP_MIN) {
-		if (http_gzip(&s->gz, data, n))
+	} else if (n >= RENDER_GZIP_MIN) {
+		if (render_gzip(&s->gz, data, n))
 			return pith_err_set(s->err, PITH_ENOMEM, "site: out of memory");
 		if (put_raw(s, gzp, s->gz.data, s->gz.len))
 			return -1;
@@ -201,7 +201,7 @@ static int put_link(site_t *s, const char *src, const char *rel, const uint8_t *
 		return 0;
 	}
 	/* the .gz first, as put does */
-	int rc = n >= HTTP_GZIP_MIN ? link_one(s, fromgz, gzp) : (drop(s, gzp), 0);
+	int rc = n >= RENDER_GZIP_MIN ? link_one(s, fromgz, gzp) : (drop(s, gzp), 0);
 	if (rc >= 0)
 		rc = link_one(s, from, path);
 	if (rc >= 0)
@@ -241,7 +241,7 @@ static int read_rel(site_t *s, const char *rel, pith_buf_t *out)
 
 /* ---- the list facts ---------------------------------------------------------------------- */
 
-/* What the record lists show of each record (http_list_facts_t), kept in
+/* What the record lists show of each record (render_list_facts_t), kept in
  * OUT/.pith-site/facts between runs so that the list pages, which every
  * change shifts, are rendered again without reading the states of the
  * records that did not change (docs/site.md, "Keeping it current"). A
@@ -309,7 +309,7 @@ static int fact_set(site_t *s, fact_t *f)
 	return 0;
 }
 
-static int facts_get(void *arg, const char *pith, http_list_facts_t *out)
+static int facts_get(void *arg, const char *pith, render_list_facts_t *out)
 {
 	site_t *s = arg;
 	uint8_t key[32];
@@ -317,11 +317,11 @@ static int facts_get(void *arg, const char *pith, http_list_facts_t *out)
 	const fact_t *f = idmap_get(s->facts, key);
 	if (!f)
 		return -1;
-	*out = (http_list_facts_t){f->v[0], f->v[1], f->v[2], f->v[3], f->v[4]};
+	*out = (render_list_facts_t){f->v[0], f->v[1], f->v[2], f->v[3], f->v[4]};
 	return 0;
 }
 
-static void facts_put(void *arg, const char *pith, const http_list_facts_t *in)
+static void facts_put(void *arg, const char *pith, const render_list_facts_t *in)
 {
 	site_t *s = arg;
 	const char *v[NFACTS] = {in->title, in->first_author, in->primary_cat, in->submitted_at,
@@ -442,10 +442,10 @@ static int fact_free(void *arg, const uint8_t id[32], void *val)
 /* Renders target into OUT/rel. 1 if the server answers 404 for it (the
  * file is removed), 0 when written, -1 on error. */
 static int render_to(site_t *s, const char *target, const char *accept, const char *rel,
-		     http_doc_t *out)
+		     render_doc_t *out)
 {
-	http_doc_t d;
-	if (http_render(s->r, target, accept, &d))
+	render_doc_t d;
+	if (render_get(s->r, &(render_req_t){.target = target, .accept = accept}, &d))
 		return pith_err_set(s->err, PITH_ENOMEM, "site: out of memory rendering %s", target);
 	if (d.status == 404) {
 		drop_rel(s, rel);
@@ -463,8 +463,8 @@ static int render_to(site_t *s, const char *target, const char *accept, const ch
  * serve, header and all (deploy/nginx.conf's error_page). 0, or -1. */
 static int export_error_page(site_t *s)
 {
-	http_doc_t d;
-	if (http_render(s->r, "/404.html", "text/html", &d))
+	render_doc_t d;
+	if (render_get(s->r, &(render_req_t){.target = "/404.html", .accept = "text/html"}, &d))
 		return pith_err_set(s->err, PITH_ENOMEM, "site: out of memory rendering 404.html");
 	return put(s, "404.html", d.body, d.len) ? -1 : 0;
 }
@@ -519,7 +519,7 @@ static int claims_of(site_t *s, const char *body, const uint8_t *view, size_t n)
 }
 
 /* same: the earlier document whose bytes this one has (the same view:
- * http_view_run answers both bundle routes with view_bundle), written as
+ * render_view_run answers both bundle routes with view_bundle), written as
  * a hard link to it; -1 for none. */
 static const struct {
 	const char *target, *accept, *rel;
@@ -545,7 +545,7 @@ static int export_record(site_t *s, const char *pith)
 {
 	const char *body = pith + PITH_NUMBER_LEN - PITH_BODY_LEN;
 	char target[160], rel[NRECORD_DOCS][160];
-	http_doc_t d;
+	render_doc_t d;
 	int got[NRECORD_DOCS]; /* render_to's answer per document */
 	store_record_info_t info;
 	pith_err_t e = {0};
@@ -658,7 +658,7 @@ static void prune_pages(site_t *s, const char *rel, const char *ext, idmap_t *ke
 static int export_pages(site_t *s)
 {
 	char target[128], rel[128];
-	http_doc_t d;
+	render_doc_t d;
 	if (render_to(s, "/", NULL, "index.html", NULL) < 0 ||
 	    render_to(s, "/pith/", NULL, "pith/index.html", NULL) < 0 ||
 	    render_to(s, "/api/records", NULL, "api/records/index.json", &d) < 0)
@@ -830,7 +830,7 @@ static void records_work(worker_t *w)
 static void *records_thread(void *arg)
 {
 	records_work(arg);
-	http_gzip_thread_end(); /* the deflate state lives as long as the thread */
+	render_gzip_thread_end(); /* the deflate state lives as long as the thread */
 	return NULL;
 }
 
@@ -864,12 +864,12 @@ static void worker_release(site_t *w)
 	free(w->claims);
 	pith_buf_release(&w->gz);
 	pith_buf_release(&w->old);
-	http_render_free(w->r);
+	render_free(w->r);
 }
 
 /* The records of l in jobs workers (the calling thread one of them; 1:
  * it alone). 0, or the first error (in s->err). */
-static int export_records(site_t *s, const pith_list_t *l, const http_render_opts_t *ro,
+static int export_records(site_t *s, const pith_list_t *l, const render_opts_t *ro,
 			  int jobs, const atomic_int *cancel)
 {
 	run_t r = {.l = l, .cancel = cancel};
@@ -896,7 +896,7 @@ static int export_records(site_t *s, const pith_list_t *l, const http_render_opt
 		w[k].own = (site_t){.st = s->st, .err = &w[k].err};
 		memcpy(w[k].own.dir, s->dir, sizeof(s->dir));
 		/* a thread that cannot be had leaves its share to the others */
-		if (http_render_new(s->st, ro, &w[k].own.r, &w[k].err) ||
+		if (render_new(s->st, ro, &w[k].own.r, &w[k].err) ||
 		    pthread_create(&w[k].thread, NULL, records_thread, &w[k]))
 			continue;
 		w[k].started = 1;
@@ -946,7 +946,7 @@ static int meta_put(site_t *s, const char *name, const char *val)
 
 /* A digest of what every page's header shows (name, operator, contact,
  * search URL), to know when the tree must be rendered again. */
-static void page_head_hash(const http_render_opts_t *ro, char hex[65])
+static void page_head_hash(const render_opts_t *ro, char hex[65])
 {
 	const char *v[] = {ro->name ? ro->name : "", ro->operator_name ? ro->operator_name : "",
 			   ro->contact ? ro->contact : "", ro->search_url ? ro->search_url : ""};
@@ -995,11 +995,11 @@ int site_export(store_t *st, const site_opts_t *o, site_stats_t *stats, pith_err
 		snprintf(was_search, sizeof(was_search), "%s", o->search_url);
 	if (!strcmp(was_search, "none"))
 		was_search[0] = 0;
-	http_render_opts_t ro = {.base_url = o->base_url ? o->base_url : was_url, .name = o->name,
+	render_opts_t ro = {.base_url = o->base_url ? o->base_url : was_url, .name = o->name,
 				 .operator_name = o->operator_name, .contact = o->contact,
 				 .search_url = was_search, .mirrors_at = mirrors_at,
-				 .list_registry = 1};
-	if ((rc = http_render_new(st, &ro, &s.r, err)))
+				 .list_registry = 1, .files_only = 1};
+	if ((rc = render_new(st, &ro, &s.r, err)))
 		goto out;
 	/* every page's header shows these: when one changes, every page again */
 	char head[65];
@@ -1011,14 +1011,14 @@ int site_export(store_t *st, const site_opts_t *o, site_stats_t *stats, pith_err
 		goto out;
 	}
 	/* another base URL changes every link: everything again */
-	int full = o->full || !cursor[0] || strcmp(was_url, http_base_url(s.r)) ||
+	int full = o->full || !cursor[0] || strcmp(was_url, render_base_url(s.r)) ||
 		   strcmp(was_head, head);
 	s.s.from = full ? 0 : strtoull(cursor, NULL, 10);
 	s.s.to = store_changes_last(st);
 	if (!full)
 		facts_load(&s);
-	http_list_cache_t lc = {facts_get, facts_put, &s};
-	http_render_set_list_cache(s.r, &lc);
+	render_list_cache_t lc = {facts_get, facts_put, &s};
+	render_set_list_cache(s.r, &lc);
 	rc = store_changes_each(st, s.s.from, 0, note_change, &l, NULL, err);
 	if (rc) {
 		rc = rc < 0 ? rc : pith_err_set(err, PITH_ENOMEM, "site: out of memory");
@@ -1050,7 +1050,7 @@ int site_export(store_t *st, const site_opts_t *o, site_stats_t *stats, pith_err
 		goto out;
 	/* the cursor last: a run that stopped is redone from the old one */
 	snprintf(cursor, sizeof(cursor), "%llu", (unsigned long long)s.s.to);
-	if (meta_put(&s, "base_url", http_base_url(s.r)) || meta_put(&s, "mirrors_at", mirrors_at) ||
+	if (meta_put(&s, "base_url", render_base_url(s.r)) || meta_put(&s, "mirrors_at", mirrors_at) ||
 	    meta_put(&s, "search_url", was_search[0] ? was_search : "none") ||
 	    meta_put(&s, "page_head", head) || meta_put(&s, "cursor", cursor))
 		rc = -1;
@@ -1067,6 +1067,6 @@ out:
 	idmap_free(s.facts);
 	pith_buf_release(&s.gz);
 	pith_buf_release(&s.old);
-	http_render_free(s.r);
+	render_free(s.r);
 	return rc;
 }
