@@ -1,4 +1,4 @@
-/* node/render/http_uri.c, the strict request-target parser, and node/http/metrics.c,
+/* node/render/render_target.c, the strict request-target parser, and node/http/metrics.c,
  * the metrics registry: what they accept, how they decode and render, and
  * every trick the parser refuses. */
 #include <stdio.h>

@@ -1,6 +1,6 @@
 /* The HTTP server: set-up and limits, routing, conditional requests,
- * replies and their metrics. The views are in http_views.c, POST /events
- * in http_post.c. */
+ * replies and their metrics. The documents are node/render's (render.h),
+ * POST /events is in http_post.c. */
 #include "http.h"
 
 #include <errno.h>
@@ -380,17 +380,17 @@ static int route_run(http_ctx_t *c, const char *id, int use_pool)
 	case RENDER_ROUTE_RESOLVE:
 		if (use_pool && http_pool_has_room(c->h)) {
 			http_id_plan_t plan;
-			if (view_resolve_plan(c, &plan))
+			if (http_view_resolve_plan(c, &plan))
 				return 0; /* a 400 */
 			if (!http_pool_submit(c, &plan))
 				return 1; /* answered by the pool, sent from done_cb */
 		} else if (use_pool && pool_full_in_catch_up(c)) {
 			return 0;
 		}
-		return view_resolve(c);
-	case RENDER_ROUTE_METRICS: view_metrics(c); return 0;
-	case RENDER_ROUTE_HEALTHZ: view_healthz(c); return 0;
-	case RENDER_ROUTE_POST_EVENTS: post_events(c); return 1;
+		return http_view_resolve(c);
+	case RENDER_ROUTE_METRICS: http_view_metrics(c); return 0;
+	case RENDER_ROUTE_HEALTHZ: http_view_healthz(c); return 0;
+	case RENDER_ROUTE_POST_EVENTS: http_post_events(c); return 1;
 	default: break;
 	}
 	if (render_view_run_global(&c->v))
@@ -426,7 +426,7 @@ static void handle(http_t *h, struct evhttp_request *req, int64_t t0_us, http_wa
 	if (c.v.body->cap > (8u << 20))
 		pith_buf_release(c.v.body); /* one huge events.json must not pin its buffer */
 	if (!rerun && !again)
-		conn_request_started(h, req);
+		http_conn_request_started(h, req);
 	enum evhttp_cmd_type cmd = evhttp_request_get_command(req);
 	c.head = cmd == EVHTTP_REQ_HEAD;
 	c.v.accept = http_header(&c, "Accept");
@@ -529,7 +529,7 @@ static void accept_resume_cb(evutil_socket_t fd, short what, void *arg)
 	(void)what;
 	http_t *h = arg;
 	h->accept_error_pause = 0;
-	conn_listener_update(h);
+	http_conn_listener_update(h);
 }
 
 /* Out of descriptors: evhttp's listener would spin on the ready socket.
@@ -543,7 +543,7 @@ static void accept_error_cb(struct evconnlistener *l, void *arg)
 	       evutil_socket_error_to_string(e), ACCEPT_PAUSE_MS);
 	(void)l;
 	h->accept_error_pause = 1;
-	conn_listener_update(h);
+	http_conn_listener_update(h);
 	if (!h->accept_resume_ev)
 		h->accept_resume_ev = evtimer_new(h->base, accept_resume_cb, h);
 	struct timeval tv = {0, ACCEPT_PAUSE_MS * 1000};
@@ -591,7 +591,7 @@ static void metrics_init(http_t *h)
 	h->body_waits = metrics_counter(h->metrics, "pith_http_body_waits_total",
 				      "Times request bodies had to wait for a turn (max_buffered_bytes)",
 				      NULL);
-	post_metrics_init(h);
+	http_post_metrics_init(h);
 }
 
 /* The store's totals and the POST backlog, at scrape time. */
@@ -757,7 +757,7 @@ int http_new(struct event_base *base, store_t *store, metrics_t *metrics, const 
 	}
 	struct evconnlistener *l = evhttp_bound_socket_get_listener(h->bound);
 	evconnlistener_set_error_cb(l, accept_error_cb);
-	if (conn_init(h)) {
+	if (http_conn_init(h)) {
 		rc = pith_err_set(err, PITH_ENOMEM, "out of memory");
 		goto fail;
 	}
@@ -804,13 +804,13 @@ void http_free_(http_t *h)
 	/* before evhttp_free: it frees the requests our posts and render
 	 * jobs point to */
 	http_pool_stop(h);
-	post_drop_all(h);
-	want_drop_all(h);
-	conn_stop_sweep(h);
+	http_post_drop_all(h);
+	http_want_drop_all(h);
+	http_conn_stop_sweep(h);
 	h->bound = NULL; /* evhttp_free frees it before the connections */
 	if (h->evh)
 		evhttp_free(h->evh);
-	conn_free_all(h);
+	http_conn_free_all(h);
 	if (h->accept_resume_ev)
 		event_free(h->accept_resume_ev);
 	if (h->dates_ev)
@@ -859,9 +859,9 @@ int http_stop_wait(http_t *h)
 	if (!h->stopping) {
 		h->stopping = 1;
 		h->stop_until_us = now + HTTP_STOP_WAIT_MS * INT64_C(1000);
-		conn_listener_update(h);
+		http_conn_listener_update(h);
 	}
-	if (!conn_owed(h) && !http_pool_owed(h))
+	if (!http_conn_owed(h) && !http_pool_owed(h))
 		return 0;
 	if (now < h->stop_until_us)
 		return 1;

@@ -158,19 +158,19 @@ int64_t http_date_of(http_t *h, const render_resp_t *r);
 
 /* ---- http_conn.c --------------------------------------------------------------- */
 /* Starts tracking connections (evhttp_set_bevcb) and the sweep timer. */
-int conn_init(http_t *h);
+int http_conn_init(http_t *h);
 /* A request of a tracked connection reached the handler. */
-void conn_request_started(http_t *h, struct evhttp_request *req);
+void http_conn_request_started(http_t *h, struct evhttp_request *req);
 /* Admits connections with a body coming while the bodies fit in
  * max_buffered_bytes with the POSTed events in validation. */
-void conn_budget(http_t *h);
+void http_conn_budget(http_t *h);
 /* Enables or disables the listener for the cap and accept errors. */
-void conn_listener_update(http_t *h);
-void conn_stop_sweep(http_t *h);
+void http_conn_listener_update(http_t *h);
+void http_conn_stop_sweep(http_t *h);
 /* Connections with a request being handled or a reply not yet written. */
-size_t conn_owed(const http_t *h);
+size_t http_conn_owed(const http_t *h);
 /* After evhttp_free: drops the last references. */
-void conn_free_all(http_t *h);
+void http_conn_free_all(http_t *h);
 /* ---- http_resolve.c ------------------------------------------------------------ */
 /* Resolves an {ID} path segment or query value to a stored record's full
  * pith number: 0; -1 with the error reply set (400 malformed or
@@ -205,21 +205,21 @@ void http_resolve_fail(http_ctx_t *c, const char *id, int rc, const pith_err_t *
 /* Adds a resolved body's number to the body cache (the loop's only). */
 void http_body_cache_add(http_t *h, const char *pith);
 /* 1 when the reply waits for a read-through */
-int view_resolve(http_ctx_t *c);
+int http_view_resolve(http_ctx_t *c);
 /* /api/pith-number/resolve in the render pool: the loop checks the query
  * and plans its identifier (-1: a 400 is set), the worker answers for the
  * number the plan resolved to (any thread); a record not stored goes back
- * to the loop's view_resolve, which has the read-through. */
-int view_resolve_plan(http_ctx_t *c, http_id_plan_t *plan);
-void view_resolve_answer(http_ctx_t *c, const char *pith);
-void view_healthz(http_ctx_t *c);
-void view_metrics(http_ctx_t *c);
+ * to the loop's http_view_resolve, which has the read-through. */
+int http_view_resolve_plan(http_ctx_t *c, http_id_plan_t *plan);
+void http_view_resolve_answer(http_ctx_t *c, const char *pith);
+void http_view_healthz(http_ctx_t *c);
+void http_view_metrics(http_ctx_t *c);
 
 /* ---- http_post.c --------------------------------------------------------------- */
 /* Handles POST /events; replies now (errors) or when the events are back. */
-void post_events(http_ctx_t *c);
+void http_post_events(http_ctx_t *c);
 /* Drops every waiting request (server shutting down). */
-void post_drop_all(http_t *h);
+void http_post_drop_all(http_t *h);
 
 /* ---- http_pool.c: the render pool ------------------------------------------------------ */
 /* Starts nthreads render threads (0: none, the loop renders). 0, or an
@@ -263,8 +263,8 @@ int http_pool_submit(http_ctx_t *c, const http_id_plan_t *plan);
  * -1 if an error reply is set. */
 int http_want(http_ctx_t *c, const char *id);
 /* Drops every waiting request (the server is going away). */
-void want_drop_all(http_t *h);
+void http_want_drop_all(http_t *h);
 /* Registers the POST metrics. */
-void post_metrics_init(http_t *h);
+void http_post_metrics_init(http_t *h);
 
 #endif

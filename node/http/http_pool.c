@@ -146,7 +146,7 @@ static void job_render(pool_worker_t *w, render_job_t *j)
 	} else {
 		c.v.r.status = 200;
 		if (j->route == RENDER_ROUTE_RESOLVE)
-			view_resolve_answer(&c, j->pith);
+			http_view_resolve_answer(&c, j->pith);
 		else
 			render_view_run(&c.v, j->pith);
 	}
@@ -472,7 +472,7 @@ void http_set_identity(http_t *h, const char *name, const char *operator_name,
 }
 
 /* A job never sent: its request is evhttp's to free with the connection,
- * unless the client left (then it is ours, as in post_drop_all). */
+ * unless the client left (then it is ours, as in http_post_drop_all). */
 static void job_drop(render_job_t *j)
 {
 	if (j->req && !evhttp_request_get_connection(j->req))

@@ -43,7 +43,7 @@ struct post {
 
 enum { OUT_STORED = 0, OUT_DUPLICATE, OUT_RESIGNED, OUT_REJECTED };
 
-void post_metrics_init(http_t *h)
+void http_post_metrics_init(http_t *h)
 {
 	static const char *const names[] = {"stored", "duplicate", "resigned", "rejected"};
 	for (int i = 0; i < 4; i++) {
@@ -245,7 +245,7 @@ int http_job_done(http_t *h, const ingest_job_t *job)
 
 /* ---- the request ------------------------------------------------------------------------ */
 
-void post_events(http_ctx_t *c)
+void http_post_events(http_ctx_t *c)
 {
 	http_t *h = c->h;
 	struct evbuffer *in = evhttp_request_get_input_buffer(c->req);
@@ -341,10 +341,10 @@ void post_events(http_ctx_t *c)
 	/* the jobs hold their own copies: the body goes now, not with the reply */
 	evbuffer_drain(in, len);
 	post_settle(p);
-	conn_budget(h);
+	http_conn_budget(h);
 }
 
-void post_drop_all(http_t *h)
+void http_post_drop_all(http_t *h)
 {
 	while (h->posts) {
 		post_t *p = h->posts;

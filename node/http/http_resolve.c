@@ -1,8 +1,8 @@
 /* What the server answers beyond the shared documents: identifiers
  * resolved with the body cache and the read-through (http_want.c),
  * /api/pith-number/resolve, /healthz and /metrics. The documents
- * themselves are rendered by http_views.c, http_page.c and
- * http_browse.c, which `pithctl export --site` renders too. */
+ * themselves are rendered by node/render (render.h), which `pithctl
+ * export --site` runs too. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -213,7 +213,7 @@ static int resolve_query(http_ctx_t *c, const char **key, const char **val, char
 	return 0;
 }
 
-int view_resolve_plan(http_ctx_t *c, http_id_plan_t *plan)
+int http_view_resolve_plan(http_ctx_t *c, http_id_plan_t *plan)
 {
 	const char *key, *val;
 	char q[256];
@@ -225,7 +225,7 @@ int view_resolve_plan(http_ctx_t *c, http_id_plan_t *plan)
 static void resolve_answer(http_ctx_t *c, const char *pith, const char *key, const char *val,
 			   const char *q);
 
-int view_resolve(http_ctx_t *c)
+int http_view_resolve(http_ctx_t *c)
 {
 	const char *key, *val;
 	char q[256], pith[PITH_NUMBER_LEN + 1];
@@ -238,7 +238,7 @@ int view_resolve(http_ctx_t *c)
 	return 0;
 }
 
-void view_resolve_answer(http_ctx_t *c, const char *pith)
+void http_view_resolve_answer(http_ctx_t *c, const char *pith)
 {
 	const char *key, *val;
 	char q[256];
@@ -304,7 +304,7 @@ static void resolve_answer(http_ctx_t *c, const char *pith, const char *key, con
 
 /* ---- /healthz and /metrics ---------------------------------------------------------- */
 
-void view_healthz(http_ctx_t *c)
+void http_view_healthz(http_ctx_t *c)
 {
 	store_counts_t sc;
 	store_errors_t se;
@@ -357,7 +357,7 @@ static int wants_openmetrics(const char *accept)
 	return 0;
 }
 
-void view_metrics(http_ctx_t *c)
+void http_view_metrics(http_ctx_t *c)
 {
 	int om = wants_openmetrics(c->v.accept);
 	pith_buf_reset(c->v.body);

@@ -118,7 +118,7 @@ static int drop_one(void *arg, const uint8_t id[32], void *val)
 	return 0;
 }
 
-void want_drop_all(http_t *h)
+void http_want_drop_all(http_t *h)
 {
 	if (!h->waits)
 		return;

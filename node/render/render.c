@@ -57,22 +57,22 @@ static void error_page(render_ctx_t *c, int status, const char *msg)
 	pith_buf_t *b = c->body;
 	char title[64];
 	snprintf(title, sizeof(title), "%d %s", status, status_title(status));
-	html_head(c, title, NULL);
+	render_html_head(c, title, NULL);
 	pith_buf_puts(b, "<h1>");
-	html_text(b, title);
+	render_html_text(b, title);
 	/* a sentence for people: the message's first letter capitalised */
 	char first[2] = {msg[0] >= 'a' && msg[0] <= 'z' ? (char)(msg[0] - 'a' + 'A') : msg[0], 0};
 	pith_buf_puts(b, "</h1>\n<p>");
-	html_text(b, first);
-	html_text(b, msg[0] ? msg + 1 : msg);
+	render_html_text(b, first);
+	render_html_text(b, msg[0] ? msg + 1 : msg);
 	pith_buf_puts(b, "</p>\n");
 	if (status == 404)
 		pith_buf_puts(b, "<p>A record is found by its pith number (<code>pith:2024:&hellip;</code>, "
 				 "or its first 8, 12 or 16 characters), its arXiv id or its DOI.</p>\n");
 	pith_buf_puts(b, "<p><a href=\"");
-	html_text(b, c->rd->base_url);
+	render_html_text(b, c->rd->base_url);
 	pith_buf_puts(b, "/\">Back to the home page</a> &middot; <a href=\"");
-	html_text(b, c->rd->base_url);
+	render_html_text(b, c->rd->base_url);
 	pith_buf_puts(b, "/pith/\">All records</a></p>\n</main></body></html>\n");
 	c->r.ctype = "text/html; charset=utf-8";
 	c->r.is_html = 1;
@@ -263,7 +263,7 @@ render_route_t render_route_match(const render_target_t *t, char *id, size_t idc
 }
 
 
-/* The date of a document of no record (http_date.c): the lists by the
+/* The date of a document of no record (render_date.c): the lists by the
  * change log's end, the mirror list by when it last changed, the signing
  * key (this build's) by the server's start. */
 static void date_note_global(render_ctx_t *c)
@@ -285,14 +285,14 @@ int render_view_run_global(render_ctx_t *c)
 {
 	date_note_global(c);
 	switch (c->route) {
-	case RENDER_ROUTE_MIRRORS: view_mirrors(c); return 1;
-	case RENDER_ROUTE_SIGNING_KEY: view_signing_key(c); return 1;
-	case RENDER_ROUTE_HOME: view_home(c); return 1;
-	case RENDER_ROUTE_LIST: view_records_html(c); return 1;
-	case RENDER_ROUTE_RECORDS: view_records_json(c); return 1;
-	case RENDER_ROUTE_CHANGES: view_changes(c); return 1;
-	case RENDER_ROUTE_SEARCH: view_search_html(c); return 1;
-	case RENDER_ROUTE_SEARCH_API: view_search_json(c); return 1;
+	case RENDER_ROUTE_MIRRORS: render_view_mirrors(c); return 1;
+	case RENDER_ROUTE_SIGNING_KEY: render_view_signing_key(c); return 1;
+	case RENDER_ROUTE_HOME: render_view_home(c); return 1;
+	case RENDER_ROUTE_LIST: render_view_records_html(c); return 1;
+	case RENDER_ROUTE_RECORDS: render_view_records_json(c); return 1;
+	case RENDER_ROUTE_CHANGES: render_view_changes(c); return 1;
+	case RENDER_ROUTE_SEARCH: render_view_search_html(c); return 1;
+	case RENDER_ROUTE_SEARCH_API: render_view_search_json(c); return 1;
 	default: return 0;
 	}
 }
@@ -301,14 +301,14 @@ void render_view_run(render_ctx_t *c, const char *pith)
 {
 	render_date_note_record(c, pith);
 	switch (c->route) {
-	case RENDER_ROUTE_PAGE: view_page(c, pith); break;
-	case RENDER_ROUTE_RECORD: view_record(c, pith); break;
+	case RENDER_ROUTE_PAGE: render_view_page(c, pith); break;
+	case RENDER_ROUTE_RECORD: render_view_record(c, pith); break;
 	case RENDER_ROUTE_BUNDLE:
-	case RENDER_ROUTE_WELL_KNOWN: view_bundle(c, pith); break;
-	case RENDER_ROUTE_STATE: view_state(c, pith); break;
-	case RENDER_ROUTE_EVENTS: view_events(c, pith); break;
-	case RENDER_ROUTE_GRAPH: view_graph(c, pith); break;
-	case RENDER_ROUTE_BIB: view_bib(c, pith); break;
+	case RENDER_ROUTE_WELL_KNOWN: render_view_bundle(c, pith); break;
+	case RENDER_ROUTE_STATE: render_view_state(c, pith); break;
+	case RENDER_ROUTE_EVENTS: render_view_events(c, pith); break;
+	case RENDER_ROUTE_GRAPH: render_view_graph(c, pith); break;
+	case RENDER_ROUTE_BIB: render_view_bib(c, pith); break;
 	default: render_error(c, 404, "no such resource"); break;
 	}
 }

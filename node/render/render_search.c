@@ -35,7 +35,7 @@ static int search_args(render_ctx_t *c, sargs_t *a)
 		render_error(c, 400, "q: given more than once");
 		return -1;
 	}
-	if (c->t->bad_why) { /* http_uri.c: a value that is not text */
+	if (c->t->bad_why) { /* render_target.c: a value that is not text */
 		render_error(c, 400, "%s: %s (type words only)", c->t->bad_key, c->t->bad_why);
 		return -1;
 	}
@@ -85,7 +85,7 @@ static int no_index(render_ctx_t *c)
 /* ---- JSON ---------------------------------------------------------------------------- */
 
 typedef struct jhits {
-	jb_t *b;
+	render_jb_t *b;
 	render_t *h;
 	json_value_t *list;
 } jhits_t;
@@ -93,40 +93,40 @@ typedef struct jhits {
 static int jhit(void *arg, const search_hit_t *hit)
 {
 	jhits_t *j = arg;
-	jb_t *b = j->b;
-	json_value_t *e = jb_obj(b);
+	render_jb_t *b = j->b;
+	json_value_t *e = render_jb_obj(b);
 	const char *body = hit->pith + PITH_NUMBER_LEN - PITH_BODY_LEN;
 	char short_num[14];
 	snprintf(short_num, sizeof(short_num), "pith:%.8s", body);
-	jb_set(b, e, "pith_number", jb_str(b, hit->pith));
-	jb_set(b, e, "short_pith_number", jb_str(b, short_num));
-	jb_set(b, e, "title", jb_str(b, hit->title));
-	jb_set(b, e, "authors", jb_str(b, hit->authors));
-	jb_set(b, e, "primary_cat", jb_str(b, hit->primary_cat));
-	jb_set(b, e, "categories", jb_str(b, hit->cats));
-	jb_set(b, e, "submitted_at", jb_str(b, hit->submitted_at));
+	render_jb_set(b, e, "pith_number", render_jb_str(b, hit->pith));
+	render_jb_set(b, e, "short_pith_number", render_jb_str(b, short_num));
+	render_jb_set(b, e, "title", render_jb_str(b, hit->title));
+	render_jb_set(b, e, "authors", render_jb_str(b, hit->authors));
+	render_jb_set(b, e, "primary_cat", render_jb_str(b, hit->primary_cat));
+	render_jb_set(b, e, "categories", render_jb_str(b, hit->cats));
+	render_jb_set(b, e, "submitted_at", render_jb_str(b, hit->submitted_at));
 	/* bm25, lower is better; as an integer (millionths) so that the
 	 * canonical body has no float */
-	jb_set(b, e, "score", jb_int(b, (int64_t)(hit->score * 1e6)));
-	jb_set(b, e, "url", jb_url(b, j->h, "/pith/%s", body));
-	jb_push(b, j->list, e);
+	render_jb_set(b, e, "score", render_jb_int(b, (int64_t)(hit->score * 1e6)));
+	render_jb_set(b, e, "url", render_jb_url(b, j->h, "/pith/%s", body));
+	render_jb_push(b, j->list, e);
 	return 0;
 }
 
-void view_search_json(render_ctx_t *c)
+void render_view_search_json(render_ctx_t *c)
 {
 	sargs_t a;
-	jb_t b;
+	render_jb_t b;
 	if (no_index(c) || search_args(c, &a))
 		return;
 	if (!a.q) {
 		render_error(c, 400, "q: missing (words of a title or an author's name, cat:X)");
 		return;
 	}
-	if (jb_begin(c, &b))
+	if (render_jb_begin(c, &b))
 		return;
-	json_value_t *o = jb_obj(&b);
-	jhits_t j = {.b = &b, .h = c->rd, .list = jb_arr(&b)};
+	json_value_t *o = render_jb_obj(&b);
+	jhits_t j = {.b = &b, .h = c->rd, .list = render_jb_arr(&b)};
 	pith_err_t err = {0};
 	int more = 0, rc = 0;
 	/* an identifier finds its record ("record"), not words */
@@ -137,15 +137,15 @@ void view_search_json(render_ctx_t *c)
 		search_failed(c, rc, &err);
 		return;
 	}
-	jb_set(&b, o, "query", jb_str(&b, a.q));
-	jb_set(&b, o, "record", a.pith[0] ? jb_url(&b, c->rd, "/pith/%s",
+	render_jb_set(&b, o, "query", render_jb_str(&b, a.q));
+	render_jb_set(&b, o, "record", a.pith[0] ? render_jb_url(&b, c->rd, "/pith/%s",
 						    a.pith + PITH_NUMBER_LEN - PITH_BODY_LEN) : NULL);
-	jb_set(&b, o, "results", j.list);
-	jb_set(&b, o, "limit", jb_int(&b, (int64_t)a.limit));
-	jb_set(&b, o, "offset", jb_int(&b, (int64_t)a.offset));
-	jb_set(&b, o, "next_offset", more ? jb_int(&b, (int64_t)(a.offset + a.limit)) : NULL);
-	jb_set(&b, o, "indexed_through", jb_int(&b, (int64_t)search_seq(c->rd->search)));
-	jb_finish(c, &b, o, "application/json");
+	render_jb_set(&b, o, "results", j.list);
+	render_jb_set(&b, o, "limit", render_jb_int(&b, (int64_t)a.limit));
+	render_jb_set(&b, o, "offset", render_jb_int(&b, (int64_t)a.offset));
+	render_jb_set(&b, o, "next_offset", more ? render_jb_int(&b, (int64_t)(a.offset + a.limit)) : NULL);
+	render_jb_set(&b, o, "indexed_through", render_jb_int(&b, (int64_t)search_seq(c->rd->search)));
+	render_jb_finish(c, &b, o, "application/json");
 }
 
 /* ---- HTML ---------------------------------------------------------------------------- */
@@ -163,22 +163,22 @@ static int hhit(void *arg, const search_hit_t *hit)
 	if (!hh->n++)
 		pith_buf_puts(b, "<ol class=\"hits\">\n");
 	pith_buf_puts(b, "<li><a href=\"");
-	html_text(b, hh->c->rd->base_url);
+	render_html_text(b, hh->c->rd->base_url);
 	pith_buf_printf(b, "/pith/%s/\">", body);
 	if (hit->title && *hit->title)
-		html_text(b, hit->title);
+		render_html_text(b, hit->title);
 	else
 		pith_buf_printf(b, "pith:%.8s", body);
 	pith_buf_puts(b, "</a><br><span class=\"muted\">");
-	html_text(b, hit->authors);
+	render_html_text(b, hit->authors);
 	pith_buf_printf(b, "</span><br><code>pith:%.8s</code>", body);
 	if (hit->cats && *hit->cats) {
 		pith_buf_puts(b, " &middot; ");
-		html_text(b, hit->cats);
+		render_html_text(b, hit->cats);
 	}
 	if (hit->submitted_at && strlen(hit->submitted_at) >= 10) {
 		pith_buf_puts(b, " &middot; ");
-		html_escape(b, hit->submitted_at, 10);
+		render_html_escape(b, hit->submitted_at, 10);
 	}
 	pith_buf_puts(b, "</li>\n");
 	return 0;
@@ -198,21 +198,21 @@ static void search_refused(render_ctx_t *c, const sargs_t *a)
 	memcpy(msg, c->r.message, sizeof(msg));
 	pith_buf_t *b = c->body;
 	pith_buf_reset(b);
-	html_head(c, "Search: not searched", a->q && a->q_text ? a->q : NULL);
+	render_html_head(c, "Search: not searched", a->q && a->q_text ? a->q : NULL);
 	pith_buf_puts(b, "<h1>Search</h1>\n");
 	pith_buf_puts(b, "<p role=\"alert\"><strong>Not searched:</strong> ");
-	html_text(b, strncmp(msg, "q: ", 3) ? msg : msg + 3); /* the box is q */
+	render_html_text(b, strncmp(msg, "q: ", 3) ? msg : msg + 3); /* the box is q */
 	pith_buf_puts(b, "</p>\n<p class=\"muted\">A query is words of a title or of an author's "
 			 "name, in any script (at most 256 bytes and 12 words); punctuation and "
 			 "search syntax are taken as plain text.</p>\n");
-	html_done(c);
-	if (c->r.status == 200) /* not html_done's 500 */
+	render_html_done(c);
+	if (c->r.status == 200) /* not render_html_done's 500 */
 		c->r.status = status;
 	c->r.etag[0] = 0;
 	c->r.no_store = 1;
 }
 
-void view_search_html(render_ctx_t *c)
+void render_view_search_html(render_ctx_t *c)
 {
 	render_t *h = c->rd;
 	sargs_t a;
@@ -231,14 +231,14 @@ void view_search_html(render_ctx_t *c)
 	}
 	pith_buf_t *b = c->body;
 	pith_buf_reset(b);
-	html_head(c, a.q && *a.q ? a.q : "Search", a.q);
+	render_html_head(c, a.q && *a.q ? a.q : "Search", a.q);
 	pith_buf_puts(b, "<h1>Search</h1>\n");
 	if (!a.q || !*a.q) {
 		pith_buf_puts(b, "<p class=\"muted\">Words of a title or of an author's name (every "
 				 "word must match; title words count most), <code>cat:cs.LG</code> for a "
 				 "category, <code>author:NAME</code>, or any identifier: an arXiv id or "
 				 "URL, a DOI, a pith number.</p>\n");
-		html_done(c);
+		render_html_done(c);
 		return;
 	}
 	hhits_t hh = {.c = c};
@@ -270,14 +270,14 @@ void view_search_html(render_ctx_t *c)
 		pith_buf_putc(qe, 0);
 		if (a.offset) {
 			pith_buf_puts(b, "<a rel=\"prev\" href=\"");
-			html_text(b, h->base_url);
+			render_html_text(b, h->base_url);
 			pith_buf_printf(b, "/search?q=%s&amp;offset=%zu&amp;limit=%zu\">&larr; Better "
 					"matches</a> ", qe->oom ? "" : (const char *)qe->data,
 					a.offset > a.limit ? a.offset - a.limit : 0, a.limit);
 		}
 		if (more) {
 			pith_buf_puts(b, "<a rel=\"next\" href=\"");
-			html_text(b, h->base_url);
+			render_html_text(b, h->base_url);
 			pith_buf_printf(b, "/search?q=%s&amp;offset=%zu&amp;limit=%zu\">More &rarr;</a>",
 					qe->oom ? "" : (const char *)qe->data, a.offset + a.limit, a.limit);
 		}
@@ -285,5 +285,5 @@ void view_search_html(render_ctx_t *c)
 	}
 	pith_buf_puts(b, "<p class=\"muted\">The same as JSON: <code>/api/search?q=&hellip;</code>"
 			 "</p>\n");
-	html_done(c);
+	render_html_done(c);
 }

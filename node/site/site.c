@@ -251,7 +251,7 @@ static int export_error_page(site_t *s)
 }
 
 /* same: the earlier document whose bytes this one has (the same view:
- * render_view_run answers both bundle routes with view_bundle), written as
+ * render_view_run answers both bundle routes with render_view_bundle), written as
  * a hard link to it; -1 for none. */
 static const struct {
 	const char *target, *accept, *rel;

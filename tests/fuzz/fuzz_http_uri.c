@@ -1,4 +1,4 @@
-/* libFuzzer harness for the HTTP request-target parser (node/render/http_uri.c),
+/* libFuzzer harness for the HTTP request-target parser (node/render/render_target.c),
  * the function the server runs on every request target a client sends.
  *
  * The input is one request target. Invariants (any broken one aborts):
