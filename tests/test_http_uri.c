@@ -269,6 +269,22 @@ TEST(http_dates, "formats IMF-fixdates and parses RFC 9110's three forms, refusi
 	CHECK_INT_EQ(render_date_parse(NULL, &when), -1);
 }
 
+TEST(conditional, "answers 304 when If-None-Match lists the ETag, else by If-Modified-Since alone")
+{
+	const char *tag = "\"abc\"";
+	CHECK(render_is_not_modified(tag, 0, "\"abc\"", NULL));
+	CHECK(render_is_not_modified(tag, 0, "\"x\", W/\"abc\"", NULL));
+	CHECK(render_is_not_modified(tag, 0, "*", NULL));
+	CHECK(!render_is_not_modified(tag, 0, "\"abcd\"", NULL));
+	CHECK(!render_is_not_modified("", 0, "*", NULL));
+	/* If-None-Match decides alone, even when the date would match */
+	CHECK(!render_is_not_modified(tag, 784111777, "\"x\"", "Sun, 06 Nov 1994 08:49:37 GMT"));
+	CHECK(render_is_not_modified(tag, 784111777, NULL, "Sun, 06 Nov 1994 08:49:37 GMT"));
+	CHECK(!render_is_not_modified(tag, 784111778, NULL, "Sun, 06 Nov 1994 08:49:37 GMT"));
+	CHECK(!render_is_not_modified(tag, 0, NULL, "Sun, 06 Nov 1994 08:49:37 GMT"));
+	CHECK(!render_is_not_modified(tag, 784111777, NULL, "yesterday"));
+}
+
 int main(void)
 {
 	RUN(splits_paths);
@@ -283,5 +299,6 @@ int main(void)
 	RUN(worst_case_fits);
 	RUN(renders_metrics);
 	RUN(http_dates);
+	RUN(conditional);
 	return test_done();
 }

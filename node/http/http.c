@@ -78,40 +78,6 @@ const char *http_header(http_ctx_t *c, const char *name)
 	return evhttp_find_header(evhttp_request_get_input_headers(c->req), name);
 }
 
-/* If-None-Match (RFC 9110 13.1.2): "*" or a list of entity tags, compared
- * weakly (a W/ prefix is ignored). */
-static int etag_listed(const char *inm, const char *etag)
-{
-	size_t elen = strlen(etag);
-	const char *p = inm;
-	while (*p) {
-		while (*p == ' ' || *p == '\t' || *p == ',')
-			p++;
-		if (!*p)
-			break;
-		if (*p == '*')
-			return 1;
-		if (p[0] == 'W' && p[1] == '/')
-			p += 2;
-		const char *s = p;
-		if (*p == '"') {
-			p++;
-			while (*p && *p != '"')
-				p++;
-			if (*p == '"')
-				p++;
-		} else {
-			while (*p && *p != ',')
-				p++;
-		}
-		if ((size_t)(p - s) == elen && !memcmp(s, etag, elen))
-			return 1;
-		while (*p && *p != ',')
-			p++;
-	}
-	return 0;
-}
-
 static size_t code_index(int status)
 {
 	for (size_t i = 0; i < HTTP_NCODES - 1; i++)
@@ -258,16 +224,9 @@ void http_send(http_ctx_t *c)
 			memcpy(r->etag + el - 1, "-gzip\"", 7);
 	}
 	int64_t lm = status == 200 ? http_date_of(h, r) : 0;
-	if (status == 200 && r->etag[0]) {
-		/* If-None-Match, when sent, decides alone (RFC 9110 13.2.2);
-		 * If-Modified-Since only without it, on GET and HEAD */
-		const char *inm = http_header(c, "If-None-Match");
-		const char *ims = http_header(c, "If-Modified-Since");
-		int64_t since;
-		if (inm ? etag_listed(inm, r->etag)
-			: lm && ims && !render_date_parse(ims, &since) && lm <= since)
-			status = 304;
-	}
+	if (status == 200 && render_is_not_modified(r->etag, lm, http_header(c, "If-None-Match"),
+						    http_header(c, "If-Modified-Since")))
+		status = 304;
 	int has_body = status != 304 && status != 204;
 	if (r->etag[0])
 		evhttp_add_header(oh, "ETag", r->etag);

@@ -70,9 +70,7 @@ int64_t http_date_of(http_t *h, const render_resp_t *r)
 {
 	int64_t now = (int64_t)time(NULL);
 	if (r->lm_fixed > 0)
-		/* as below, only a second that has ended (and so never after
-		 * Date, RFC 9110 8.8.2.1: a date in the future is not sent) */
-		return r->lm_fixed < now ? r->lm_fixed : 0;
+		return render_date_own(r, now);
 	if (!r->lm_seq || !h->dates || !h->store)
 		return 0;
 	int64_t t = date_of_seq(h, r->lm_seq, now);

@@ -67,7 +67,7 @@ struct render_job {
 	int back;                   /* not resolved: the loop answers it anew */
 	pith_buf_t in;              /* the request target, NUL, the Accept header, NUL */
 	size_t accept_off;          /* 0: no Accept header */
-	render_resp_t r;              /* what the view set */
+	render_resp_t r;            /* what the view set */
 	pith_buf_t body;            /* what it rendered */
 };
 

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <zlib.h>
 
 #include "render_int.h"
@@ -527,6 +528,12 @@ done:
 	out->ctype = c.r.ctype;
 	out->body = c.body->data ? c.body->data : (const uint8_t *)"";
 	out->len = c.body->len;
+	out->last_modified = out->status == 200 ? render_date_own(&c.r, (int64_t)time(NULL)) : 0;
+	if (out->status == 200 && render_is_not_modified(c.r.etag, out->last_modified,
+							 req->if_none_match, req->if_modified_since)) {
+		out->status = 304;
+		out->len = 0;
+	}
 	memcpy(out->etag, c.r.etag, sizeof(out->etag));
 	out->cors = c.r.cors;
 	out->is_html = c.r.is_html;

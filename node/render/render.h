@@ -131,6 +131,8 @@ typedef struct render_req {
 	const char *target; /* origin form: path and query, as a client sends it */
 	const char *accept; /* the Accept header (NULL: none; it picks JSON-LD or
 			     * HTML for /pith/{ID}) */
+	const char *if_none_match, *if_modified_since; /* conditional headers
+			     * (NULL: not sent): a 200 they match is a 304 */
 } render_req_t;
 
 /* A rendered document. body points into the context's buffer: valid
@@ -141,10 +143,13 @@ typedef struct render_doc {
 	const uint8_t *body;
 	size_t len;
 	char etag[72];          /* the identity ETag pithd sends, quoted, or "" */
+	int64_t last_modified;  /* unix seconds, 0: none (a render context keeps
+				 * no date table: only a document's own date) */
 	int cors, is_html, vary_accept;
 } render_doc_t;
 
-/* Renders what a GET of req answers. Only the documents of the store are
+/* Renders what a GET of req answers (304 with no body when its
+ * conditional headers match). Only the documents of the store are
  * rendered; anything else is a 404. Returns 0 with *out filled
  * (out->status may be an error status, as the server's), or
  * PITH_ENOMEM. */
@@ -297,6 +302,18 @@ void render_date_format(int64_t t, char out[static RENDER_DATE_LEN + 1]);
 /* An HTTP-date in any of RFC 9110's three forms to unix seconds: 0, or -1
  * if s is not one. */
 int render_date_parse(const char *s, int64_t *out);
+
+/* Conditional requests (render_date.c, docs/http.md "Conditional
+ * requests"): whether a 200 with this ETag (quoted; "": none, never
+ * matched) and Last-Modified (unix seconds, 0: none) is answered 304 for
+ * the request's If-None-Match and If-Modified-Since (NULL: not sent).
+ * If-None-Match, when sent, decides alone (weak comparison, "*"). */
+int render_is_not_modified(const char *etag, int64_t last_modified, const char *if_none_match,
+			   const char *if_modified_since);
+/* The date a document has of its own (r->lm_fixed: a bundle's built_at,
+ * the mirror list's generated_at, the renderer's start), if that second
+ * has ended by now, else 0. */
+int64_t render_date_own(const render_resp_t *r, int64_t now);
 
 /* Copies the C string s (NULL: "") into out[0..cap), cap >= 1, cut at a
  * UTF-8 character boundary when it does not fit: how the names shown on

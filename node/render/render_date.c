@@ -162,3 +162,60 @@ void render_date_note_record(render_ctx_t *c, const char *pith)
 	if (!store_change_seq_get(c->rd->store, pith, &seq, NULL))
 		render_date_note_seq(c, seq);
 }
+
+/* ---- conditional requests ------------------------------------------------------------ */
+
+/* If-None-Match (RFC 9110 13.1.2): "*" or a list of entity tags, compared
+ * weakly (a W/ prefix is ignored). */
+static int etag_listed(const char *inm, const char *etag)
+{
+	size_t elen = strlen(etag);
+	const char *p = inm;
+	while (*p) {
+		while (*p == ' ' || *p == '\t' || *p == ',')
+			p++;
+		if (!*p)
+			break;
+		if (*p == '*')
+			return 1;
+		if (p[0] == 'W' && p[1] == '/')
+			p += 2;
+		const char *s = p;
+		if (*p == '"') {
+			p++;
+			while (*p && *p != '"')
+				p++;
+			if (*p == '"')
+				p++;
+		} else {
+			while (*p && *p != ',')
+				p++;
+		}
+		if ((size_t)(p - s) == elen && !memcmp(s, etag, elen))
+			return 1;
+		while (*p && *p != ',')
+			p++;
+	}
+	return 0;
+}
+
+int render_is_not_modified(const char *etag, int64_t last_modified, const char *if_none_match,
+			   const char *if_modified_since)
+{
+	/* If-None-Match, when sent, decides alone (RFC 9110 13.2.2);
+	 * If-Modified-Since only without it */
+	int64_t since;
+	if (!etag[0])
+		return 0;
+	if (if_none_match)
+		return etag_listed(if_none_match, etag);
+	return last_modified && if_modified_since && !render_date_parse(if_modified_since, &since) &&
+	       last_modified <= since;
+}
+
+int64_t render_date_own(const render_resp_t *r, int64_t now)
+{
+	/* only a second that has ended (and so never after Date, RFC 9110
+	 * 8.8.2.1: a date in the future is not sent) */
+	return r->lm_fixed > 0 && r->lm_fixed < now ? r->lm_fixed : 0;
+}
