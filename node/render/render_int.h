@@ -86,7 +86,7 @@ json_value_t *render_jb_arr(render_jb_t *b);
 /* o[k] = v, linking v (which may belong to another live doc); NULL v gives null. */
 void render_jb_set(render_jb_t *b, json_value_t *o, const char *k, const json_value_t *v);
 void render_jb_push(render_jb_t *b, json_value_t *a, const json_value_t *v);
-/* The server's base URL + fmt formatted with arg. */
+/* The context's base URL + fmt formatted with arg. */
 json_value_t *render_jb_url(render_jb_t *b, render_t *h, const char *fmt, const char *arg);
 
 /* A record as the store knows it: its merged state, parsed, and the parts

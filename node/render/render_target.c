@@ -11,8 +11,8 @@
  *   let through, raw or percent-encoded, but a value that is not valid
  *   UTF-8 or holds a control character (C0, DEL, C1) or NUL is marked
  *   (bad_key, bad_why) rather than refused here: the search views say
- *   why in their own page, and http.c refuses it on every other route
- *   as before;
+ *   why in their own page, and the server (node/http/http.c) refuses
+ *   it on every other route as before;
  * - an encoded slash is let through but marked (enc_slash), and only where
  *   the pieces it separates hold no dot segment ("%2F..%2F"): the router
  *   takes it in an {ID} segment alone (a pasted URL or DOI), so that one
