@@ -426,9 +426,7 @@ render_t *render_clone(const render_t *src)
 	h->events_page_max = src->events_page_max;
 	h->list_registry = src->list_registry;
 	h->files_only = src->files_only;
-	h->started = src->started;
-	h->about = src->about;
-	h->about_arg = src->about_arg;
+	h->started = src->started; /* not the about hook: it is the loop's */
 	memcpy(h->name, src->name, sizeof(h->name));
 	memcpy(h->operator_name, src->operator_name, sizeof(h->operator_name));
 	memcpy(h->contact, src->contact, sizeof(h->contact));

@@ -68,8 +68,8 @@ int render_new(store_t *store, const render_opts_t *o, render_t **out, pith_err_
 void render_free_(render_t *rd);
 #define render_free(x) do { render_free_(x); (x) = NULL; } while (0)
 /* Another context rendering what rd renders (the same store, search
- * index, names and base URL; no list cache, no mirror list; scratch of
- * its own), for another thread; NULL (out of memory). */
+ * index, names and base URL; no list cache, no mirror list, no about
+ * hook; scratch of its own), for another thread; NULL (out of memory). */
 render_t *render_clone(const render_t *rd);
 
 /* u without trailing slashes into out, if it is then a plain http(s) URL
