@@ -1,58 +1,58 @@
-/* node/render/http_uri.c, the strict request-target parser, and node/http/metrics.c,
+/* node/render/render_target.c, the strict request-target parser, and node/http/metrics.c,
  * the metrics registry: what they accept, how they decode and render, and
  * every trick the parser refuses. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "http_int.h"
+#include "render.h"
 #include "metrics.h"
 #include "test_util.h"
 
-static http_target_t t;
+static render_target_t t;
 
 static int parse(const char *uri)
 {
 	const char *why;
-	return http_target_parse(uri, strlen(uri), &t, &why);
+	return render_target_parse(uri, strlen(uri), &t, &why);
 }
 
 TEST(splits_paths, "splits a path into decoded segments")
 {
-	CHECK_INT_EQ(parse("/pith/AR7B3DEVMOTSBRCCVXUCLYSRRE/state.json"), HTTP_TARGET_OK);
+	CHECK_INT_EQ(parse("/pith/AR7B3DEVMOTSBRCCVXUCLYSRRE/state.json"), RENDER_TARGET_OK);
 	CHECK_INT_EQ(t.nseg, 3);
 	CHECK_STR_EQ(t.seg[0], "pith");
 	CHECK_STR_EQ(t.seg[1], "AR7B3DEVMOTSBRCCVXUCLYSRRE");
 	CHECK_STR_EQ(t.seg[2], "state.json");
 	CHECK_INT_EQ(t.trailing_slash, 0);
-	CHECK_INT_EQ(parse("/"), HTTP_TARGET_OK);
+	CHECK_INT_EQ(parse("/"), RENDER_TARGET_OK);
 	CHECK_INT_EQ(t.nseg, 0);
-	CHECK_INT_EQ(parse("/pith/"), HTTP_TARGET_OK);
+	CHECK_INT_EQ(parse("/pith/"), RENDER_TARGET_OK);
 	CHECK_INT_EQ(t.nseg, 1);
 	CHECK_INT_EQ(t.trailing_slash, 1);
 }
 
 TEST(decodes_escapes, "decodes percent escapes and keeps colons")
 {
-	CHECK_INT_EQ(parse("/pith/pith%3A2024%3aAR7B3DEVMOTSBRCCVXUCLYSRRE"), HTTP_TARGET_OK);
+	CHECK_INT_EQ(parse("/pith/pith%3A2024%3aAR7B3DEVMOTSBRCCVXUCLYSRRE"), RENDER_TARGET_OK);
 	CHECK_STR_EQ(t.seg[1], "pith:2024:AR7B3DEVMOTSBRCCVXUCLYSRRE");
-	CHECK_INT_EQ(parse("/pith/pith:2024:AR7B3DEVMOTSBRCCVXUCLYSRRE.json"), HTTP_TARGET_OK);
+	CHECK_INT_EQ(parse("/pith/pith:2024:AR7B3DEVMOTSBRCCVXUCLYSRRE.json"), RENDER_TARGET_OK);
 	CHECK_STR_EQ(t.seg[1], "pith:2024:AR7B3DEVMOTSBRCCVXUCLYSRRE.json");
 }
 
 TEST(parses_queries, "parses a query: pairs, '+' as space, slashes in values, bare keys")
 {
 	CHECK_INT_EQ(parse("/api/pith-number/resolve?arxiv=math/0702322&json=true&x&y=a+b%2Fc"),
-		     HTTP_TARGET_OK);
+		     RENDER_TARGET_OK);
 	CHECK_INT_EQ(t.nq, 4);
-	CHECK_STR_EQ(http_target_query(&t, "arxiv", NULL), "math/0702322");
-	CHECK_STR_EQ(http_target_query(&t, "json", NULL), "true");
-	CHECK_STR_EQ(http_target_query(&t, "x", NULL), "");
-	CHECK_STR_EQ(http_target_query(&t, "y", NULL), "a b/c");
-	CHECK(http_target_query(&t, "doi", NULL) == NULL);
+	CHECK_STR_EQ(render_target_query(&t, "arxiv", NULL), "math/0702322");
+	CHECK_STR_EQ(render_target_query(&t, "json", NULL), "true");
+	CHECK_STR_EQ(render_target_query(&t, "x", NULL), "");
+	CHECK_STR_EQ(render_target_query(&t, "y", NULL), "a b/c");
+	CHECK(render_target_query(&t, "doi", NULL) == NULL);
 	int n = 0;
-	CHECK_INT_EQ(parse("/r?a=1&a=2&&"), HTTP_TARGET_OK);
-	CHECK_STR_EQ(http_target_query(&t, "a", &n), "1");
+	CHECK_INT_EQ(parse("/r?a=1&a=2&&"), RENDER_TARGET_OK);
+	CHECK_STR_EQ(render_target_query(&t, "a", &n), "1");
 	CHECK_INT_EQ(n, 2);
 }
 
@@ -63,25 +63,25 @@ TEST(refuses_traversal, "refuses dot segments, raw or encoded, and empty segment
 		"/pith/%2E%2E", "/pith/.%2e/x", "/pith/%2e", "//pith", "/pith//x",
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
-		if (parse(bad[i]) != HTTP_TARGET_BAD)
+		if (parse(bad[i]) != RENDER_TARGET_BAD)
 			test_fail_(__FILE__, __LINE__, "accepted %s", bad[i]);
 }
 
 TEST(marks_encoded_slashes, "marks a segment with an encoded slash; refuses dot pieces around it")
 {
 	CHECK_INT_EQ(parse("/pith/https%3A%2F%2Farxiv.org%2Fabs%2F2401.14489v2/state.json"),
-		     HTTP_TARGET_OK);
+		     RENDER_TARGET_OK);
 	CHECK_INT_EQ(t.nseg, 3);
 	CHECK_STR_EQ(t.seg[1], "https://arxiv.org/abs/2401.14489v2");
 	CHECK_INT_EQ(t.enc_slash, 2);
-	CHECK_INT_EQ(parse("/pith/a%2fb"), HTTP_TARGET_OK);
+	CHECK_INT_EQ(parse("/pith/a%2fb"), RENDER_TARGET_OK);
 	CHECK_INT_EQ(t.enc_slash, 2);
-	CHECK_INT_EQ(parse("/pith/ab"), HTTP_TARGET_OK);
+	CHECK_INT_EQ(parse("/pith/ab"), RENDER_TARGET_OK);
 	CHECK_INT_EQ(t.enc_slash, 0);
 	const char *bad[] = {"/pith/a%2F..%2Fb", "/pith/..%2Fb", "/pith/a%2F.", "/pith/a%2F.%2Fb",
 			     "/pith/%2E%2E%2Fx"};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
-		if (parse(bad[i]) != HTTP_TARGET_BAD)
+		if (parse(bad[i]) != RENDER_TARGET_BAD)
 			test_fail_(__FILE__, __LINE__, "accepted %s", bad[i]);
 }
 
@@ -93,22 +93,22 @@ TEST(refuses_encoded_separators, "refuses encoded backslashes, NUL and controls"
 		"/r?%0a=1",
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
-		if (parse(bad[i]) != HTTP_TARGET_BAD)
+		if (parse(bad[i]) != RENDER_TARGET_BAD)
 			test_fail_(__FILE__, __LINE__, "accepted %s", bad[i]);
 	const char nul[] = "/pith/a\0b";
 	const char *why;
-	CHECK_INT_EQ(http_target_parse(nul, sizeof(nul) - 1, &t, &why), HTTP_TARGET_BAD);
+	CHECK_INT_EQ(render_target_parse(nul, sizeof(nul) - 1, &t, &why), RENDER_TARGET_BAD);
 }
 
 TEST(marks_values_not_text, "lets UTF-8 through in query values; marks values that are not "
      "text (controls, NUL, invalid UTF-8) for the views to refuse")
 {
-	CHECK_INT_EQ(parse("/search?q=M%C3%BCller+%E6%B7%B1%E5%BA%A6&limit=5"), HTTP_TARGET_OK);
-	CHECK_STR_EQ(http_target_query(&t, "q", NULL), "M\xc3\xbcller \xe6\xb7\xb1\xe5\xba\xa6");
+	CHECK_INT_EQ(parse("/search?q=M%C3%BCller+%E6%B7%B1%E5%BA%A6&limit=5"), RENDER_TARGET_OK);
+	CHECK_STR_EQ(render_target_query(&t, "q", NULL), "M\xc3\xbcller \xe6\xb7\xb1\xe5\xba\xa6");
 	CHECK(t.bad_why == NULL);
 	/* raw UTF-8, as curl sends what it is given */
-	CHECK_INT_EQ(parse("/search?q=\xd0\x9c\xd0\xb8\xd1\x80"), HTTP_TARGET_OK);
-	CHECK_STR_EQ(http_target_query(&t, "q", NULL), "\xd0\x9c\xd0\xb8\xd1\x80");
+	CHECK_INT_EQ(parse("/search?q=\xd0\x9c\xd0\xb8\xd1\x80"), RENDER_TARGET_OK);
+	CHECK_STR_EQ(render_target_query(&t, "q", NULL), "\xd0\x9c\xd0\xb8\xd1\x80");
 	CHECK(t.bad_why == NULL);
 	static const struct {
 		const char *uri, *why;
@@ -123,7 +123,7 @@ TEST(marks_values_not_text, "lets UTF-8 through in query values; marks values th
 		{"/r?x=\xff", "text that is not valid UTF-8"},
 	};
 	for (size_t i = 0; i < sizeof(marked) / sizeof(marked[0]); i++) {
-		if (parse(marked[i].uri) != HTTP_TARGET_OK) {
+		if (parse(marked[i].uri) != RENDER_TARGET_OK) {
 			test_fail_(__FILE__, __LINE__, "refused %s", marked[i].uri);
 			continue;
 		}
@@ -131,7 +131,7 @@ TEST(marks_values_not_text, "lets UTF-8 through in query values; marks values th
 			test_fail_(__FILE__, __LINE__, "%s: marked %s (%s)", marked[i].uri,
 				   t.bad_why ? t.bad_why : "nothing", t.bad_key ? t.bad_key : "-");
 		/* no NUL or control byte reaches a value, marked or not */
-		const char *v = http_target_query(&t, "x", NULL);
+		const char *v = render_target_query(&t, "x", NULL);
 		for (const char *p = v; p && *p; p++)
 			if ((unsigned char)*p < 0x20 || *p == 0x7f)
 				test_fail_(__FILE__, __LINE__, "%s: a control byte in the value",
@@ -147,48 +147,48 @@ TEST(refuses_malformed, "refuses malformed escapes, raw specials, fragments and 
 		"pith/X", "/r?a=<", "/r?a=1#x", "/r?%=1", "/r?a=%g0",
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
-		if (parse(bad[i]) != HTTP_TARGET_BAD)
+		if (parse(bad[i]) != RENDER_TARGET_BAD)
 			test_fail_(__FILE__, __LINE__, "accepted '%s'", bad[i]);
 }
 
 TEST(limits, "refuses too long targets (414), too many segments and parameters")
 {
-	char *u = malloc(HTTP_TARGET_MAX + 2);
-	memset(u, 'a', HTTP_TARGET_MAX + 1);
+	char *u = malloc(RENDER_TARGET_MAX + 2);
+	memset(u, 'a', RENDER_TARGET_MAX + 1);
 	u[0] = '/';
-	u[HTTP_TARGET_MAX + 1] = 0;
-	CHECK_INT_EQ(parse(u), HTTP_TARGET_TOO_LONG);
-	u[HTTP_TARGET_MAX] = 0;
-	CHECK_INT_EQ(parse(u), HTTP_TARGET_OK);
+	u[RENDER_TARGET_MAX + 1] = 0;
+	CHECK_INT_EQ(parse(u), RENDER_TARGET_TOO_LONG);
+	u[RENDER_TARGET_MAX] = 0;
+	CHECK_INT_EQ(parse(u), RENDER_TARGET_OK);
 	free(u);
-	CHECK_INT_EQ(parse("/1/2/3/4/5/6/7/8"), HTTP_TARGET_OK);
-	CHECK_INT_EQ(parse("/1/2/3/4/5/6/7/8/9"), HTTP_TARGET_BAD);
+	CHECK_INT_EQ(parse("/1/2/3/4/5/6/7/8"), RENDER_TARGET_OK);
+	CHECK_INT_EQ(parse("/1/2/3/4/5/6/7/8/9"), RENDER_TARGET_BAD);
 	char q[512] = "/r?";
-	for (int i = 0; i < HTTP_QUERY_MAX; i++)
+	for (int i = 0; i < RENDER_QUERY_MAX; i++)
 		strcat(q, "a=1&");
-	CHECK_INT_EQ(parse(q), HTTP_TARGET_OK);
+	CHECK_INT_EQ(parse(q), RENDER_TARGET_OK);
 	strcat(q, "b=2");
-	CHECK_INT_EQ(parse(q), HTTP_TARGET_BAD);
+	CHECK_INT_EQ(parse(q), RENDER_TARGET_BAD);
 }
 
 TEST(worst_case_fits, "the decoding buffer holds the worst case (bare keys and empty values)")
 {
 	/* "?a&a&..." : every 2 input bytes make 3 output bytes; within the
 	 * parameter limit the target stays short, so also try long values */
-	char *u = malloc(HTTP_TARGET_MAX + 1);
+	char *u = malloc(RENDER_TARGET_MAX + 1);
 	strcpy(u, "/x?");
 	size_t n = strlen(u);
-	for (int i = 0; i < HTTP_QUERY_MAX - 1; i++) {
+	for (int i = 0; i < RENDER_QUERY_MAX - 1; i++) {
 		strcpy(u + n, "k&");
 		n += 2;
 	}
 	u[n++] = 'v';
 	u[n++] = '=';
-	while (n < HTTP_TARGET_MAX)
+	while (n < RENDER_TARGET_MAX)
 		u[n++] = 'z';
 	u[n] = 0;
-	CHECK_INT_EQ(parse(u), HTTP_TARGET_OK);
-	CHECK_INT_EQ(t.nq, HTTP_QUERY_MAX);
+	CHECK_INT_EQ(parse(u), RENDER_TARGET_OK);
+	CHECK_INT_EQ(t.nq, RENDER_QUERY_MAX);
 	free(u);
 }
 
@@ -246,18 +246,18 @@ TEST(renders_metrics, "renders counters, gauges, histograms and collector output
 
 TEST(http_dates, "formats IMF-fixdates and parses RFC 9110's three forms, refusing the rest")
 {
-	char d[HTTP_DATE_LEN + 1];
+	char d[RENDER_DATE_LEN + 1];
 	int64_t when = -1;
-	http_date_format(784111777, d);
+	render_date_format(784111777, d);
 	CHECK_STR_EQ(d, "Sun, 06 Nov 1994 08:49:37 GMT");
-	http_date_format(0, d);
+	render_date_format(0, d);
 	CHECK_STR_EQ(d, "Thu, 01 Jan 1970 00:00:00 GMT");
 	static const char *const good[] = {"Sun, 06 Nov 1994 08:49:37 GMT",
 					   "Sunday, 06-Nov-94 08:49:37 GMT",
 					   "Sun Nov  6 08:49:37 1994"};
 	for (size_t i = 0; i < 3; i++) {
 		when = -1;
-		CHECK_INT_EQ(http_date_parse(good[i], &when), 0);
+		CHECK_INT_EQ(render_date_parse(good[i], &when), 0);
 		CHECK_INT_EQ(when, 784111777);
 	}
 	static const char *const bad[] = {"", "Sun, 06 Nov 1994 08:49:37", "Sun, 6 Nov 1994 08:49:37 GMT",
@@ -265,8 +265,24 @@ TEST(http_dates, "formats IMF-fixdates and parses RFC 9110's three forms, refusi
 					  "Sun, 06 Nov 1994 08:49:37 GMT x", "1994-11-06T08:49:37Z",
 					  "Sun Nov 06 08:49:37", "\"Sun, 06 Nov 1994 08:49:37 GMT\""};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
-		CHECK_INT_EQ(http_date_parse(bad[i], &when), -1);
-	CHECK_INT_EQ(http_date_parse(NULL, &when), -1);
+		CHECK_INT_EQ(render_date_parse(bad[i], &when), -1);
+	CHECK_INT_EQ(render_date_parse(NULL, &when), -1);
+}
+
+TEST(conditional, "answers 304 when If-None-Match lists the ETag, else by If-Modified-Since alone")
+{
+	const char *tag = "\"abc\"";
+	CHECK(render_is_not_modified(tag, 0, "\"abc\"", NULL));
+	CHECK(render_is_not_modified(tag, 0, "\"x\", W/\"abc\"", NULL));
+	CHECK(render_is_not_modified(tag, 0, "*", NULL));
+	CHECK(!render_is_not_modified(tag, 0, "\"abcd\"", NULL));
+	CHECK(!render_is_not_modified("", 0, "*", NULL));
+	/* If-None-Match decides alone, even when the date would match */
+	CHECK(!render_is_not_modified(tag, 784111777, "\"x\"", "Sun, 06 Nov 1994 08:49:37 GMT"));
+	CHECK(render_is_not_modified(tag, 784111777, NULL, "Sun, 06 Nov 1994 08:49:37 GMT"));
+	CHECK(!render_is_not_modified(tag, 784111778, NULL, "Sun, 06 Nov 1994 08:49:37 GMT"));
+	CHECK(!render_is_not_modified(tag, 0, NULL, "Sun, 06 Nov 1994 08:49:37 GMT"));
+	CHECK(!render_is_not_modified(tag, 784111777, NULL, "yesterday"));
 }
 
 int main(void)
@@ -283,5 +299,6 @@ int main(void)
 	RUN(worst_case_fits);
 	RUN(renders_metrics);
 	RUN(http_dates);
+	RUN(conditional);
 	return test_done();
 }

@@ -1,6 +1,6 @@
 /* The HTTP server: set-up and limits, routing, conditional requests,
- * replies and their metrics. The views are in http_views.c, POST /events
- * in http_post.c. */
+ * replies and their metrics. The documents are node/render's (render.h),
+ * POST /events is in http_post.c. */
 #include "http.h"
 
 #include <errno.h>
@@ -33,15 +33,15 @@ int64_t http_now_us(void)
 	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
-static const char *const route_names[HTTP_NROUTES] = {
+static const char *const route_names[RENDER_NROUTES] = {
 	"page", "record", "bundle", "well_known_bundle", "state", "events", "graph",
 	"resolve", "mirrors", "post_events", "metrics", "healthz", "changes", "signing_key", "home",
 	"list", "records_api", "search", "search_api", "bib", "other",
 };
 
-const char *http_route_name(http_route_t r)
+const char *http_route_name(render_route_t r)
 {
-	return r < HTTP_NROUTES ? route_names[r] : "other";
+	return r < RENDER_NROUTES ? route_names[r] : "other";
 }
 
 /* Status codes counted on their own; index HTTP_NCODES - 1 is "other". */
@@ -78,40 +78,6 @@ const char *http_header(http_ctx_t *c, const char *name)
 	return evhttp_find_header(evhttp_request_get_input_headers(c->req), name);
 }
 
-/* If-None-Match (RFC 9110 13.1.2): "*" or a list of entity tags, compared
- * weakly (a W/ prefix is ignored). */
-static int etag_listed(const char *inm, const char *etag)
-{
-	size_t elen = strlen(etag);
-	const char *p = inm;
-	while (*p) {
-		while (*p == ' ' || *p == '\t' || *p == ',')
-			p++;
-		if (!*p)
-			break;
-		if (*p == '*')
-			return 1;
-		if (p[0] == 'W' && p[1] == '/')
-			p += 2;
-		const char *s = p;
-		if (*p == '"') {
-			p++;
-			while (*p && *p != '"')
-				p++;
-			if (*p == '"')
-				p++;
-		} else {
-			while (*p && *p != ',')
-				p++;
-		}
-		if ((size_t)(p - s) == elen && !memcmp(s, etag, elen))
-			return 1;
-		while (*p && *p != ',')
-			p++;
-	}
-	return 0;
-}
-
 static size_t code_index(int status)
 {
 	for (size_t i = 0; i < HTTP_NCODES - 1; i++)
@@ -120,7 +86,7 @@ static size_t code_index(int status)
 	return HTTP_NCODES - 1;
 }
 
-static void count_reply(http_t *h, http_route_t route, int status, int64_t t0_us, size_t bytes)
+static void count_reply(http_t *h, render_route_t route, int status, int64_t t0_us, size_t bytes)
 {
 	size_t ci = code_index(status);
 	metric_t **slot = &h->req_count[route][ci];
@@ -156,7 +122,7 @@ int http_accepts_gzip(const char *ae)
 	const char *p = ae, *s;
 	size_t n;
 	double q;
-	while (p && http_list_next(&p, &s, &n, &q)) {
+	while (p && render_list_next(&p, &s, &n, &q)) {
 		if ((n == 4 && !strncasecmp(s, "gzip", 4)) || (n == 6 && !strncasecmp(s, "x-gzip", 6)))
 			gzip = q > 0;
 		else if (n == 1 && *s == '*')
@@ -200,7 +166,7 @@ static int gz_cached(http_t *h, const char *tag, const pith_buf_t *body, pith_bu
 		*out = (pith_buf_t){.data = sl->data, .len = sl->len, .cap = sl->len};
 		return 0;
 	}
-	if (http_gzip(&h->gz, body->data, body->len))
+	if (render_gzip(&h->gz, body->data, body->len))
 		return -1;
 	*out = h->gz;
 	if (!sl || h->gz.len > GZ_ENTRY_MAX)
@@ -244,13 +210,13 @@ void http_send(http_ctx_t *c)
 	http_t *h = c->h;
 	struct evhttp_request *req = c->req;
 	struct evkeyvalq *oh = evhttp_request_get_output_headers(req);
-	http_resp_t *r = &c->r;
+	render_resp_t *r = &c->v.r;
 	int status = r->status ? r->status : 200;
 	/* gzip: decided before the conditional check, since the compressed
 	 * bytes have a tag of their own ("<hash>-gzip": different bytes,
 	 * different tag, RFC 9110 8.8.3) */
 	int compressible = (status == 200 || status >= 400) && ctype_compressible(r->ctype) &&
-			   c->body->len >= HTTP_GZIP_MIN;
+			   c->v.body->len >= RENDER_GZIP_MIN;
 	int gz = compressible && http_accepts_gzip(http_header(c, "Accept-Encoding"));
 	if (gz && r->etag[0]) {
 		size_t el = strlen(r->etag);
@@ -258,22 +224,15 @@ void http_send(http_ctx_t *c)
 			memcpy(r->etag + el - 1, "-gzip\"", 7);
 	}
 	int64_t lm = status == 200 ? http_date_of(h, r) : 0;
-	if (status == 200 && r->etag[0]) {
-		/* If-None-Match, when sent, decides alone (RFC 9110 13.2.2);
-		 * If-Modified-Since only without it, on GET and HEAD */
-		const char *inm = http_header(c, "If-None-Match");
-		const char *ims = http_header(c, "If-Modified-Since");
-		int64_t since;
-		if (inm ? etag_listed(inm, r->etag)
-			: lm && ims && !http_date_parse(ims, &since) && lm <= since)
-			status = 304;
-	}
+	if (status == 200 && render_is_not_modified(r->etag, lm, http_header(c, "If-None-Match"),
+						    http_header(c, "If-Modified-Since")))
+		status = 304;
 	int has_body = status != 304 && status != 204;
 	if (r->etag[0])
 		evhttp_add_header(oh, "ETag", r->etag);
 	if (lm) {
-		char d[HTTP_DATE_LEN + 1];
-		http_date_format(lm, d);
+		char d[RENDER_DATE_LEN + 1];
+		render_date_format(lm, d);
 		evhttp_add_header(oh, "Last-Modified", d);
 	}
 	if (has_body && r->ctype)
@@ -309,9 +268,9 @@ void http_send(http_ctx_t *c)
 	if (h->draining || r->close)
 		evhttp_add_header(oh, "Connection", "close");
 	size_t sent = 0;
-	pith_buf_t *body = c->body, gzbody;
+	pith_buf_t *body = c->v.body, gzbody;
 	if (has_body && gz) {
-		if (!gz_cached(h, r->etag, c->body, &gzbody)) {
+		if (!gz_cached(h, r->etag, c->v.body, &gzbody)) {
 			body = &gzbody;
 			evhttp_add_header(oh, "Content-Encoding", "gzip");
 		} else if (r->etag[0]) {
@@ -336,7 +295,7 @@ void http_send(http_ctx_t *c)
 	evhttp_send_reply(req, status, status_phrase(status), NULL);
 	if (h->gz.cap > (8u << 20))
 		pith_buf_release(&h->gz);
-	count_reply(h, c->route, status, c->t0_us, sent);
+	count_reply(h, c->v.route, status, c->t0_us, sent);
 }
 
 /* ---- routing --------------------------------------------------------------------- */
@@ -353,7 +312,7 @@ static size_t header_bytes(struct evhttp_request *req, size_t uri_len)
 }
 
 /* Runs the route's view; returns 1 if the reply is deferred. The
- * documents are rendered by the shared views (http_render.c), exactly as
+ * documents are rendered by the shared views (node/render), exactly as
  * `pithctl export --site` renders them; what needs the server (resolve's
  * read-through, POST, metrics, health) is handled here. A record route's
  * identifier is resolved by the pool's worker with its rendering, unless
@@ -367,35 +326,35 @@ static int pool_full_in_catch_up(http_ctx_t *c)
 {
 	if (!c->h->pool || !c->h->store || !store_side_active(c->h->store))
 		return 0;
-	http_error(c, 503, "this mirror is in its first catch-up and its readers are busy; "
+	render_error(&c->v, 503, "this mirror is in its first catch-up and its readers are busy; "
 		   "try again shortly");
-	c->r.retry_after = 1;
+	c->v.r.retry_after = 1;
 	return 1;
 }
 
 static int route_run(http_ctx_t *c, const char *id, int use_pool)
 {
 	char pith[PITH_NUMBER_LEN + 1];
-	switch (c->route) {
-	case ROUTE_RESOLVE:
+	switch (c->v.route) {
+	case RENDER_ROUTE_RESOLVE:
 		if (use_pool && http_pool_has_room(c->h)) {
 			http_id_plan_t plan;
-			if (view_resolve_plan(c, &plan))
+			if (http_view_resolve_plan(c, &plan))
 				return 0; /* a 400 */
 			if (!http_pool_submit(c, &plan))
 				return 1; /* answered by the pool, sent from done_cb */
 		} else if (use_pool && pool_full_in_catch_up(c)) {
 			return 0;
 		}
-		return view_resolve(c);
-	case ROUTE_METRICS: view_metrics(c); return 0;
-	case ROUTE_HEALTHZ: view_healthz(c); return 0;
-	case ROUTE_POST_EVENTS: post_events(c); return 1;
+		return http_view_resolve(c);
+	case RENDER_ROUTE_METRICS: http_view_metrics(c); return 0;
+	case RENDER_ROUTE_HEALTHZ: http_view_healthz(c); return 0;
+	case RENDER_ROUTE_POST_EVENTS: http_post_events(c); return 1;
 	default: break;
 	}
-	if (http_view_run_global(c))
+	if (render_view_run_global(&c->v))
 		return 0;
-	if (use_pool && http_pool_is_route(c->route)) {
+	if (use_pool && http_pool_is_route(c->v.route)) {
 		if (http_pool_has_room(c->h)) {
 			http_id_plan_t plan;
 			if (http_resolve_plan(c, id, &plan))
@@ -409,7 +368,7 @@ static int route_run(http_ctx_t *c, const char *id, int use_pool)
 	int rc = http_resolve_id(c, id, pith);
 	if (rc)
 		return rc > 0;
-	http_view_run(c, pith);
+	render_view_run(&c->v, pith);
 	return 0;
 }
 
@@ -418,18 +377,18 @@ static int route_run(http_ctx_t *c, const char *id, int use_pool)
 static void handle(http_t *h, struct evhttp_request *req, int64_t t0_us, http_want_answer_t rerun,
 		   int again)
 {
-	http_ctx_t c = {.h = h, .req = req, .route = ROUTE_OTHER, .t0_us = t0_us, .rerun = rerun,
-			.absent = again};
-	c.t = &h->target;
-	c.body = &h->body;
-	pith_buf_reset(c.body);
-	if (c.body->cap > (8u << 20))
-		pith_buf_release(c.body); /* one huge events.json must not pin its buffer */
+	http_ctx_t c = {.v = {.rd = h->rd, .route = RENDER_ROUTE_OTHER}, .h = h, .req = req,
+			.t0_us = t0_us, .rerun = rerun, .absent = again};
+	c.v.t = &h->target;
+	c.v.body = &h->body;
+	pith_buf_reset(c.v.body);
+	if (c.v.body->cap > (8u << 20))
+		pith_buf_release(c.v.body); /* one huge events.json must not pin its buffer */
 	if (!rerun && !again)
-		conn_request_started(h, req);
+		http_conn_request_started(h, req);
 	enum evhttp_cmd_type cmd = evhttp_request_get_command(req);
 	c.head = cmd == EVHTTP_REQ_HEAD;
-	c.accept = http_header(&c, "Accept");
+	c.v.accept = http_header(&c, "Accept");
 	const char *uri = evhttp_request_get_uri(req);
 	size_t ulen = strlen(uri);
 	const char *why = "";
@@ -438,67 +397,67 @@ static void handle(http_t *h, struct evhttp_request *req, int64_t t0_us, http_wa
 	 * these replies close the connection */
 	/* a target too long says so (a pasted 10 KB query), before the
 	 * headers it counts towards */
-	int rc = ulen > HTTP_TARGET_MAX ? HTTP_TARGET_TOO_LONG : HTTP_TARGET_OK;
-	if (rc == HTTP_TARGET_OK && header_bytes(req, ulen) > h->o.max_header_bytes) {
-		http_error(&c, 431, "request headers over %zu bytes", h->o.max_header_bytes);
-		c.r.close = 1;
+	int rc = ulen > RENDER_TARGET_MAX ? RENDER_TARGET_TOO_LONG : RENDER_TARGET_OK;
+	if (rc == RENDER_TARGET_OK && header_bytes(req, ulen) > h->o.max_header_bytes) {
+		render_error(&c.v, 431, "request headers over %zu bytes", h->o.max_header_bytes);
+		c.v.r.close = 1;
 		goto send;
 	}
-	if (rc == HTTP_TARGET_OK)
-		rc = http_target_parse(uri, ulen, c.t, &why);
-	if (rc == HTTP_TARGET_TOO_LONG) {
-		http_error(&c, 414, "request target over %d bytes", HTTP_TARGET_MAX);
-		c.r.close = 1;
+	if (rc == RENDER_TARGET_OK)
+		rc = render_target_parse(uri, ulen, c.v.t, &why);
+	if (rc == RENDER_TARGET_TOO_LONG) {
+		render_error(&c.v, 414, "request target over %d bytes", RENDER_TARGET_MAX);
+		c.v.r.close = 1;
 		goto send;
 	}
 	if (rc) {
-		http_error(&c, 400, "malformed request target: %s", why);
-		c.r.close = 1;
+		render_error(&c.v, 400, "malformed request target: %s", why);
+		c.v.r.close = 1;
 		goto send;
 	}
 	int id_seg;
-	c.route = http_route_match(c.t, id, sizeof(id), &id_seg);
-	if (c.t->enc_slash & ~(id_seg >= 0 ? 1u << id_seg : 0u)) {
+	c.v.route = render_route_match(c.v.t, id, sizeof(id), &id_seg);
+	if (c.v.t->enc_slash & ~(id_seg >= 0 ? 1u << id_seg : 0u)) {
 		/* only an identifier may hold one (a pasted URL or DOI) */
-		http_error(&c, 400, "malformed request target: an encoded slash");
-		c.route = ROUTE_OTHER;
-		c.r.close = 1;
+		render_error(&c.v, 400, "malformed request target: an encoded slash");
+		c.v.route = RENDER_ROUTE_OTHER;
+		c.v.r.close = 1;
 		goto send;
 	}
-	if (c.t->bad_why && c.route != ROUTE_SEARCH && c.route != ROUTE_SEARCH_API) {
+	if (c.v.t->bad_why && c.v.route != RENDER_ROUTE_SEARCH && c.v.route != RENDER_ROUTE_SEARCH_API) {
 		/* a query value that is not text: only the search views take
-		 * one, to say why in their own page (http_uri.c) */
-		http_error(&c, 400, "malformed request target: %s in %s=", c.t->bad_why,
-			   c.t->bad_key);
-		c.route = ROUTE_OTHER;
-		c.r.close = 1;
+		 * one, to say why in their own page (render_target.c) */
+		render_error(&c.v, 400, "malformed request target: %s in %s=", c.v.t->bad_why,
+			   c.v.t->bad_key);
+		c.v.route = RENDER_ROUTE_OTHER;
+		c.v.r.close = 1;
 		goto send;
 	}
-	if (c.route == ROUTE_OTHER) {
-		http_error(&c, 404, "no such resource");
+	if (c.v.route == RENDER_ROUTE_OTHER) {
+		render_error(&c.v, 404, "no such resource");
 		goto send;
 	}
-	int is_post = c.route == ROUTE_POST_EVENTS;
+	int is_post = c.v.route == RENDER_ROUTE_POST_EVENTS;
 	const char *allow = is_post ? "POST, OPTIONS" : "GET, HEAD, OPTIONS";
 	if (cmd == EVHTTP_REQ_OPTIONS) {
 		/* OPTIONS, and a browser's preflight (http_send adds the
 		 * Access-Control-Allow-* headers) */
-		c.r.status = 204;
-		c.r.allow = allow;
-		c.r.cors = 1;
+		c.v.r.status = 204;
+		c.v.r.allow = allow;
+		c.v.r.cors = 1;
 		goto send;
 	}
 	if (is_post ? cmd != EVHTTP_REQ_POST : (cmd != EVHTTP_REQ_GET && cmd != EVHTTP_REQ_HEAD)) {
-		http_error(&c, 405, "%s takes %s", route_names[c.route], is_post ? "POST" : "GET or HEAD");
-		c.r.allow = allow;
+		render_error(&c.v, 405, "%s takes %s", route_names[c.v.route], is_post ? "POST" : "GET or HEAD");
+		c.v.r.allow = allow;
 		goto send;
 	}
 	if (!is_post && evbuffer_get_length(evhttp_request_get_input_buffer(req))) {
-		http_error(&c, 400, "a %s request carries no body", c.head ? "HEAD" : "GET");
-		c.r.close = 1;
+		render_error(&c.v, 400, "a %s request carries no body", c.head ? "HEAD" : "GET");
+		c.v.r.close = 1;
 		goto send;
 	}
-	c.r.status = 200;
+	c.v.r.status = 200;
 	if (route_run(&c, id, !again))
 		return; /* POST /events, read-through, the render pool: answered later */
 send:
@@ -529,7 +488,7 @@ static void accept_resume_cb(evutil_socket_t fd, short what, void *arg)
 	(void)what;
 	http_t *h = arg;
 	h->accept_error_pause = 0;
-	conn_listener_update(h);
+	http_conn_listener_update(h);
 }
 
 /* Out of descriptors: evhttp's listener would spin on the ready socket.
@@ -543,7 +502,7 @@ static void accept_error_cb(struct evconnlistener *l, void *arg)
 	       evutil_socket_error_to_string(e), ACCEPT_PAUSE_MS);
 	(void)l;
 	h->accept_error_pause = 1;
-	conn_listener_update(h);
+	http_conn_listener_update(h);
 	if (!h->accept_resume_ev)
 		h->accept_resume_ev = evtimer_new(h->base, accept_resume_cb, h);
 	struct timeval tv = {0, ACCEPT_PAUSE_MS * 1000};
@@ -560,7 +519,7 @@ static void dates_tick_cb(evutil_socket_t fd, short what, void *arg)
 	http_dates_tick(arg);
 }
 
-/* The date table and its timer (http_date.c): 0, or -1 (out of memory). */
+/* The date table and its timer (http_dates.c): 0, or -1 (out of memory). */
 static int dates_start(http_t *h)
 {
 	struct timeval tv = {1, 0};
@@ -571,7 +530,7 @@ static int dates_start(http_t *h)
 
 static void metrics_init(http_t *h)
 {
-	for (int r = 0; r < HTTP_NROUTES; r++) {
+	for (int r = 0; r < RENDER_NROUTES; r++) {
 		char labels[64];
 		snprintf(labels, sizeof(labels), "route=\"%s\"", route_names[r]);
 		h->latency[r] = metrics_histogram(
@@ -591,7 +550,7 @@ static void metrics_init(http_t *h)
 	h->body_waits = metrics_counter(h->metrics, "pith_http_body_waits_total",
 				      "Times request bodies had to wait for a turn (max_buffered_bytes)",
 				      NULL);
-	post_metrics_init(h);
+	http_post_metrics_init(h);
 }
 
 /* The store's totals and the POST backlog, at scrape time. */
@@ -614,7 +573,7 @@ static void collect(void *arg, metrics_out_t *o)
 	metrics_out_sample_u64(o, "pith_http_post_events_inflight", NULL, h->inflight);
 	metrics_out_family(o, "pith_http_mirrors_listed", METRIC_GAUGE,
 			   "Peer HTTP mirrors listed in /pith-mirrors.json");
-	metrics_out_sample_u64(o, "pith_http_mirrors_listed", NULL, h->nmirrors);
+	metrics_out_sample_u64(o, "pith_http_mirrors_listed", NULL, render_mirrors_count(h->rd));
 	http_pool_stats_t ps;
 	http_pool_stats(h, &ps);
 	const struct {
@@ -647,19 +606,48 @@ static void collect(void *arg, metrics_out_t *o)
 	}
 }
 
-/* A base URL as this server prints it: u without trailing slashes into
- * out, if what remains is a plain http(s) URL (wire_http_url_is_valid: the
- * same rule HELLO's http_url follows). Returns 1, or 0 if it is not. */
-static int base_url_trim(const char *u, char out[static WIRE_HTTP_URL_MAX + 1])
+void http_opts_default(http_opts_t *o)
 {
-	size_t n = strlen(u);
-	while (n && u[n - 1] == '/')
-		n--;
-	if (!n || n > WIRE_HTTP_URL_MAX)
-		return 0;
-	memcpy(out, u, n);
-	out[n] = 0;
-	return wire_http_url_is_valid(out);
+	memset(o, 0, sizeof(*o));
+	o->name = "pith-mirror";
+	o->max_header_bytes = 8192;
+	o->max_body_bytes = 4u << 20;
+	o->max_post_events = 2000;
+	o->max_inflight = 8192;
+	o->max_buffered_bytes = 64u << 20;
+	o->timeout_s = 10;
+	o->request_timeout_s = 30;
+	o->max_connections = 4096;
+	o->events_page_max = 1000;
+	o->list_registry = 1;
+}
+
+/* "/" asks the hook what the node is connected to (render_opts_t.about). */
+static void about_cb(void *arg, render_about_t *out)
+{
+	http_t *h = arg;
+	h->hooks.about(h->hooks.arg, out);
+}
+
+/* The loop's render context, once the base URL is known. 0 or an error. */
+static int render_start(http_t *h, const http_opts_t *opts, pith_err_t *err)
+{
+	render_opts_t ro = {
+		.base_url = h->base_url,
+		.name = opts->name,
+		.operator_name = opts->operator_name,
+		.contact = opts->contact,
+		.search_url = h->base_url, /* it answers /search itself */
+		.list_registry = opts->list_registry,
+		.node_id = opts->node_id,
+		.network_id = opts->network_id,
+		.events_page_max = opts->events_page_max,
+		.search = opts->search,
+		.started = h->dates[0].t,
+		.about = h->hooks.about ? about_cb : NULL,
+		.about_arg = h,
+	};
+	return render_new(h->store, &ro, &h->rd, err);
 }
 
 int http_new(struct event_base *base, store_t *store, metrics_t *metrics, const http_opts_t *opts,
@@ -675,8 +663,8 @@ int http_new(struct event_base *base, store_t *store, metrics_t *metrics, const 
 	    !opts->max_inflight || opts->timeout_s < 1 || !opts->events_page_max ||
 	    opts->request_timeout_s < 1 || opts->max_connections < 1)
 		return pith_err_set(err, PITH_EINVAL, "http: a limit is out of range");
-	char pub[WIRE_HTTP_URL_MAX + 1] = "";
-	if (opts->public_url && *opts->public_url && !base_url_trim(opts->public_url, pub))
+	char pub[RENDER_URL_MAX + 1] = "";
+	if (opts->public_url && *opts->public_url && !render_url_trim(opts->public_url, pub))
 		return pith_err_set(err, PITH_EINVAL,
 				    "http: public URL '%.200s' is not a plain http(s) URL of at most %d "
 				    "bytes (host, optional port and path; no credentials, query or "
@@ -689,13 +677,10 @@ int http_new(struct event_base *base, store_t *store, metrics_t *metrics, const 
 	h->base = base;
 	h->store = store;
 	h->o = *opts;
-	http_identity_copy(h, opts->name, opts->operator_name, opts->contact);
 	h->o.listen = NULL;
 	h->o.public_url = NULL;
-	snprintf(h->node_id, sizeof(h->node_id), "%s", opts->node_id ? opts->node_id : "");
-	snprintf(h->network_id, sizeof(h->network_id), "%s", opts->network_id ? opts->network_id : "");
-	h->o.node_id = h->node_id;
-	h->o.network_id = h->network_id;
+	h->o.name = h->o.operator_name = h->o.contact = NULL; /* the render context's */
+	h->o.node_id = h->o.network_id = NULL;
 	if (hooks)
 		h->hooks = *hooks;
 	h->metrics = metrics;
@@ -711,7 +696,6 @@ int http_new(struct event_base *base, store_t *store, metrics_t *metrics, const 
 		rc = pith_err_set(err, PITH_ENOMEM, "out of memory");
 		goto fail;
 	}
-	pith_time_now(h->mirrors_at, 0);
 	evhttp_set_allowed_methods(h->evh, EVHTTP_REQ_GET | EVHTTP_REQ_HEAD | EVHTTP_REQ_POST |
 						   EVHTTP_REQ_PUT | EVHTTP_REQ_DELETE |
 						   EVHTTP_REQ_OPTIONS | EVHTTP_REQ_PATCH |
@@ -732,7 +716,7 @@ int http_new(struct event_base *base, store_t *store, metrics_t *metrics, const 
 	}
 	struct evconnlistener *l = evhttp_bound_socket_get_listener(h->bound);
 	evconnlistener_set_error_cb(l, accept_error_cb);
-	if (conn_init(h)) {
+	if (http_conn_init(h)) {
 		rc = pith_err_set(err, PITH_ENOMEM, "out of memory");
 		goto fail;
 	}
@@ -755,12 +739,13 @@ int http_new(struct event_base *base, store_t *store, metrics_t *metrics, const 
 		snprintf(h->base_url, sizeof(h->base_url), "%s", pub);
 	else
 		snprintf(h->base_url, sizeof(h->base_url), "http://%s", h->listen_str);
-	memcpy(h->search_url, h->base_url, sizeof(h->search_url)); /* it answers /search itself */
 	metrics_init(h);
 	if (dates_start(h) || metrics_add_collector(h->metrics, collect, h)) {
 		rc = pith_err_set(err, PITH_ENOMEM, "out of memory");
 		goto fail;
 	}
+	if ((rc = render_start(h, opts, err)))
+		goto fail;
 	/* last: the render contexts copy the names and base URL set above */
 	if ((rc = http_pool_start(h, opts->render_threads, err)))
 		goto fail;
@@ -778,13 +763,13 @@ void http_free_(http_t *h)
 	/* before evhttp_free: it frees the requests our posts and render
 	 * jobs point to */
 	http_pool_stop(h);
-	post_drop_all(h);
-	want_drop_all(h);
-	conn_stop_sweep(h);
+	http_post_drop_all(h);
+	http_want_drop_all(h);
+	http_conn_stop_sweep(h);
 	h->bound = NULL; /* evhttp_free frees it before the connections */
 	if (h->evh)
 		evhttp_free(h->evh);
-	conn_free_all(h);
+	http_conn_free_all(h);
 	if (h->accept_resume_ev)
 		event_free(h->accept_resume_ev);
 	if (h->dates_ev)
@@ -796,7 +781,15 @@ void http_free_(http_t *h)
 		metrics_free(h->metrics);
 	gz_cache_free(h);
 	free(h->dates);
-	http_render_free_(h); /* what a render-only context holds too */
+	render_free(h->rd);
+	pith_buf_release(&h->body);
+	pith_buf_release(&h->gz);
+	free(h);
+}
+
+const char *http_base_url(const http_t *h)
+{
+	return h->base_url;
 }
 
 const char *http_listen_str(const http_t *h)
@@ -825,9 +818,9 @@ int http_stop_wait(http_t *h)
 	if (!h->stopping) {
 		h->stopping = 1;
 		h->stop_until_us = now + HTTP_STOP_WAIT_MS * INT64_C(1000);
-		conn_listener_update(h);
+		http_conn_listener_update(h);
 	}
-	if (!conn_owed(h) && !http_pool_owed(h))
+	if (!http_conn_owed(h) && !http_pool_owed(h))
 		return 0;
 	if (now < h->stop_until_us)
 		return 1;
@@ -841,28 +834,5 @@ int http_stop_wait(http_t *h)
 
 int http_mirrors_set(http_t *h, const http_mirror_t *m, size_t n)
 {
-	http_mirror_entry_t *v = calloc(n ? n : 1, sizeof(*v));
-	if (!v)
-		return PITH_ENOMEM;
-	size_t k = 0;
-	for (size_t i = 0; i < n; i++) {
-		if (!m[i].base_url || !base_url_trim(m[i].base_url, v[k].base_url))
-			continue;
-		/* names are peer text: printable ASCII only, truncated */
-		const char *nm = m[i].name && *m[i].name ? m[i].name : v[k].base_url;
-		size_t j = 0;
-		for (; *nm && j + 1 < sizeof(v[k].name); nm++)
-			if ((unsigned char)*nm >= 0x20 && (unsigned char)*nm < 0x7f)
-				v[k].name[j++] = *nm;
-		v[k].name[j] = 0;
-		k++;
-	}
-	/* generated_at says when the list last changed, not when it was set */
-	int same = k == h->nmirrors && (!k || !memcmp(v, h->mirrors, k * sizeof(*v)));
-	free(h->mirrors);
-	h->mirrors = v;
-	h->nmirrors = k;
-	if (!same)
-		pith_time_now(h->mirrors_at, 0);
-	return (int)k;
+	return render_mirrors_set(h->rd, m, n);
 }

@@ -20,6 +20,7 @@
 #include "err.h"
 #include "ingest.h"
 #include "metrics.h"
+#include "render.h"
 #include "store.h"
 
 struct event_base;
@@ -70,12 +71,8 @@ typedef struct http_opts {
 
 /* What "/" says of the node beyond the store (http_hooks_t.about): filled
  * on the loop thread; the strings must stay valid until the page is
- * built (the node's own configuration). */
-typedef struct http_about {
-	size_t peers;              /* peers connected (ready) now */
-	const char *upstreams[16]; /* HTTP(S) upstreams followed (the first 16) */
-	size_t nupstreams;
-} http_about_t;
+ * built (the node's own configuration). The renderer's (render.h). */
+typedef render_about_t http_about_t;
 
 /* The defaults (docs/http.md, "Limits"); listen is NULL: set it. */
 void http_opts_default(http_opts_t *o);
@@ -142,10 +139,7 @@ int http_job_done(http_t *h, const ingest_job_t *job);
  * fragment or credentials; at most 200 bytes) are skipped. generated_at
  * moves only if the kept list differs from the last one. Returns how many
  * were kept, or PITH_ENOMEM. */
-typedef struct http_mirror {
-	const char *name;
-	const char *base_url;
-} http_mirror_t;
+typedef render_mirror_t http_mirror_t;
 int http_mirrors_set(http_t *h, const http_mirror_t *mirrors, size_t n);
 
 /* Sets who this mirror is (http_opts_t.name, operator_name, contact):
@@ -157,8 +151,8 @@ int http_mirrors_set(http_t *h, const http_mirror_t *mirrors, size_t n);
  * character boundary); the caller validates them first
  * (config_text_why: no control characters), and they are escaped
  * wherever they are shown. */
-#define HTTP_NAME_MAX 127
-#define HTTP_CONTACT_MAX 255
+#define HTTP_NAME_MAX RENDER_NAME_MAX
+#define HTTP_CONTACT_MAX RENDER_CONTACT_MAX
 void http_set_identity(http_t *h, const char *name, const char *operator_name,
 		       const char *contact);
 

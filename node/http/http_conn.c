@@ -47,12 +47,12 @@ struct hconn {
 	int busy;             /* a request dispatched, its reply not yet written */
 	int has_closecb;
 	int cut;              /* shut down by the deadline */
-	int admitted;         /* may read a body (conn_budget) */
+	int admitted;         /* may read a body (http_conn_budget) */
 	hconn_t *prev, *next;
 };
 
 /* Accept while below the cap and not paused by an accept error. */
-void conn_listener_update(http_t *h)
+void http_conn_listener_update(http_t *h)
 {
 	if (!h->bound)
 		return;
@@ -85,7 +85,7 @@ static void conn_release(http_t *h, hconn_t *c)
 		h->admitted--;
 	bufferevent_decref(c->bev);
 	free(c);
-	conn_listener_update(h);
+	http_conn_listener_update(h);
 }
 
 static size_t conn_read_wm(const http_t *h)
@@ -113,7 +113,7 @@ static void conn_admit(http_t *h, hconn_t *c, int admit)
  * max_buffered_bytes with the POSTed events in validation; a connection
  * whose input reached the idle watermark (a body is coming) waits, in
  * TCP, for a turn, oldest first. Requests without a body never wait. */
-void conn_budget(http_t *h)
+void http_conn_budget(http_t *h)
 {
 	size_t per = conn_read_wm(h);
 	size_t waiting = 0;
@@ -132,7 +132,7 @@ void conn_budget(http_t *h)
 	h->body_waiting = waiting;
 }
 
-struct bufferevent *conn_bev_cb(struct event_base *base, void *arg)
+struct bufferevent *http_conn_bev_cb(struct event_base *base, void *arg)
 {
 	http_t *h = arg;
 	struct bufferevent *bev = bufferevent_socket_new(base, -1, BEV_OPT_CLOSE_ON_FREE);
@@ -155,7 +155,7 @@ struct bufferevent *conn_bev_cb(struct event_base *base, void *arg)
 	h->conn_list = c;
 	h->nconns++;
 	metric_inc(h->conns_total);
-	conn_listener_update(h);
+	http_conn_listener_update(h);
 	return bev;
 }
 
@@ -187,11 +187,11 @@ static void conn_complete_cb(struct evhttp_request *req, void *arg)
 		c->busy = 0;
 		c->since_us = http_now_us();
 		conn_admit(h, c, 0); /* its next body waits for a turn again */
-		conn_budget(h);
+		http_conn_budget(h);
 	}
 }
 
-void conn_request_started(http_t *h, struct evhttp_request *req)
+void http_conn_request_started(http_t *h, struct evhttp_request *req)
 {
 	hconn_t *c = conn_of(h, req);
 	if (!c)
@@ -206,7 +206,7 @@ void conn_request_started(http_t *h, struct evhttp_request *req)
 
 static void sweep(http_t *h)
 {
-	conn_budget(h);
+	http_conn_budget(h);
 	int64_t now = http_now_us(), limit = (int64_t)h->o.request_timeout_s * 1000000;
 	for (hconn_t *c = h->conn_list, *nx; c; c = nx) {
 		nx = c->next;
@@ -234,7 +234,7 @@ static void sweep_cb(evutil_socket_t fd, short what, void *arg)
 	sweep(arg);
 }
 
-int conn_init(http_t *h)
+int http_conn_init(http_t *h)
 {
 	/* leave descriptors for the store, peers and the rest of the node */
 	struct rlimit rl;
@@ -251,11 +251,11 @@ int conn_init(http_t *h)
 	struct timeval tv = {0, SWEEP_MS * 1000};
 	event_add(h->sweep_ev, &tv);
 	h->accepting = 1;
-	evhttp_set_bevcb(h->evh, conn_bev_cb, h);
+	evhttp_set_bevcb(h->evh, http_conn_bev_cb, h);
 	return 0;
 }
 
-size_t conn_owed(const http_t *h)
+size_t http_conn_owed(const http_t *h)
 {
 	size_t n = 0;
 	for (const hconn_t *c = h->conn_list; c; c = c->next)
@@ -263,7 +263,7 @@ size_t conn_owed(const http_t *h)
 	return n;
 }
 
-void conn_stop_sweep(http_t *h)
+void http_conn_stop_sweep(http_t *h)
 {
 	if (h->sweep_ev) {
 		event_free(h->sweep_ev);
@@ -271,7 +271,7 @@ void conn_stop_sweep(http_t *h)
 	}
 }
 
-void conn_free_all(http_t *h)
+void http_conn_free_all(http_t *h)
 {
 	/* evhttp_free has freed every connection: ours are the last references */
 	while (h->conn_list)

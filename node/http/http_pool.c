@@ -59,7 +59,7 @@ struct render_job {
 	render_job_t *next;
 	render_job_t *oprev, *onext; /* outstanding jobs (the loop's list) */
 	struct evhttp_request *req; /* the loop thread's only; NULL once refused */
-	http_route_t route;
+	render_route_t route;
 	int head;
 	int64_t t0_us;
 	http_want_answer_t rerun;   /* as the request's http_ctx_t */
@@ -68,13 +68,14 @@ struct render_job {
 	int back;                   /* not resolved: the loop answers it anew */
 	pith_buf_t in;              /* the request target, NUL, the Accept header, NUL */
 	size_t accept_off;          /* 0: no Accept header */
-	http_resp_t r;              /* what the view set */
+	render_resp_t r;            /* what the view set */
 	pith_buf_t body;            /* what it rendered */
 };
 
 typedef struct pool_worker {
 	http_pool_t *pool;
-	http_t *ctx;                /* this thread's render context */
+	render_t *ctx;              /* this thread's render context */
+	render_target_t target;     /* its parse of a job's target */
 	uint64_t ident_gen;         /* the pool's ident_gen its context holds */
 } pool_worker_t;
 
@@ -116,37 +117,39 @@ static void job_free(render_job_t *j)
 
 /* ---- the workers ----------------------------------------------------------------- */
 
-/* Resolves the job's identifier and renders what http_view_run renders
+/* Resolves the job's identifier and renders what render_view_run renders
  * for it, into its buffer; or marks it back for the loop. The target was
  * parsed on the loop already; parsing it again here gives this thread its
  * own copy (the parsed form points into itself). */
-static void job_render(http_t *w, render_job_t *j)
+static void job_render(pool_worker_t *w, render_job_t *j)
 {
 	pith_err_t err = {0};
-	int rc = http_resolve_plan_run(w->store, &j->plan, j->pith, &err);
+	http_t *h = w->pool->h; /* only what does not change once it serves */
+	int rc = http_resolve_plan_run(h->store, &j->plan, j->pith, &err);
 	j->back = rc == PITH_ENOTFOUND;
 	if (j->back)
 		return;
 	if (rc)
 		j->pith[0] = 0; /* nothing for the body cache */
 	const char *uri = (const char *)j->in.data, *why = "";
-	http_ctx_t c = {.h = w, .route = j->route, .t0_us = j->t0_us, .head = j->head};
-	c.accept = j->accept_off ? uri + j->accept_off : NULL;
-	c.t = &w->target;
-	c.body = &j->body;
-	pith_buf_reset(c.body);
-	if (http_target_parse(uri, strlen(uri), c.t, &why)) {
-		http_error(&c, 500, "request target: %s", why); /* the loop parsed it: cannot happen */
+	http_ctx_t c = {.v = {.rd = w->ctx, .route = j->route}, .h = h, .t0_us = j->t0_us,
+			.head = j->head};
+	c.v.accept = j->accept_off ? uri + j->accept_off : NULL;
+	c.v.t = &w->target;
+	c.v.body = &j->body;
+	pith_buf_reset(c.v.body);
+	if (render_target_parse(uri, strlen(uri), c.v.t, &why)) {
+		render_error(&c.v, 500, "request target: %s", why); /* the loop parsed it: cannot happen */
 	} else if (rc) {
 		http_resolve_fail(&c, j->plan.id, rc, &err);
 	} else {
-		c.r.status = 200;
-		if (j->route == ROUTE_RESOLVE)
-			view_resolve_answer(&c, j->pith);
+		c.v.r.status = 200;
+		if (j->route == RENDER_ROUTE_RESOLVE)
+			http_view_resolve_answer(&c, j->pith);
 		else
-			http_view_run(&c, j->pith);
+			render_view_run(&c.v, j->pith);
 	}
-	j->r = c.r;
+	j->r = c.v.r;
 }
 
 static void *worker_main(void *arg)
@@ -167,7 +170,7 @@ static void *worker_main(void *arg)
 		if (!p->head)
 			p->tail = NULL;
 		if (me->ident_gen != p->ident_gen) {
-			http_identity_copy(me->ctx, p->name, p->operator_name, p->contact);
+			render_identity_set(me->ctx, p->name, p->operator_name, p->contact);
 			me->ident_gen = p->ident_gen;
 		}
 		pthread_mutex_unlock(&p->mu);
@@ -175,7 +178,7 @@ static void *worker_main(void *arg)
 			struct timespec ts = {p->delay_us / 1000000, p->delay_us % 1000000 * 1000};
 			nanosleep(&ts, NULL);
 		}
-		job_render(me->ctx, j);
+		job_render(me, j);
 		pthread_mutex_lock(&p->mu);
 		j->next = p->done;
 		p->done = j;
@@ -185,7 +188,7 @@ static void *worker_main(void *arg)
 		}
 	}
 	pthread_mutex_unlock(&p->mu);
-	http_gzip_thread_end();
+	render_gzip_thread_end();
 	return NULL;
 }
 
@@ -234,8 +237,8 @@ static void job_finish(http_pool_t *p, render_job_t *j)
 	}
 	if (j->plan.cache && j->pith[0])
 		http_body_cache_add(p->h, j->pith);
-	http_ctx_t c = {.h = p->h, .req = j->req, .route = j->route, .t0_us = j->t0_us,
-			.head = j->head, .r = j->r, .body = &j->body};
+	http_ctx_t c = {.v = {.rd = p->h->rd, .route = j->route, .r = j->r, .body = &j->body},
+			.h = p->h, .req = j->req, .t0_us = j->t0_us, .head = j->head};
 	http_send(&c);
 	job_recycle(p, j);
 }
@@ -305,9 +308,9 @@ int http_pool_submit(http_ctx_t *c, const http_id_plan_t *plan)
 	pith_buf_puts(&j->in, uri);
 	pith_buf_putc(&j->in, 0);
 	j->accept_off = 0;
-	if (c->accept) {
+	if (c->v.accept) {
 		j->accept_off = j->in.len;
-		pith_buf_puts(&j->in, c->accept);
+		pith_buf_puts(&j->in, c->v.accept);
 		pith_buf_putc(&j->in, 0);
 	}
 	if (j->in.oom) {
@@ -315,7 +318,7 @@ int http_pool_submit(http_ctx_t *c, const http_id_plan_t *plan)
 		return -1;
 	}
 	j->req = c->req;
-	j->route = c->route;
+	j->route = c->v.route;
 	j->head = c->head;
 	j->t0_us = c->t0_us;
 	j->rerun = c->rerun;
@@ -344,10 +347,10 @@ int http_pool_submit(http_ctx_t *c, const http_id_plan_t *plan)
 /* Answers a job's request 503 now, whatever its worker does with it. */
 static void job_refuse(http_pool_t *p, render_job_t *j)
 {
-	http_ctx_t c = {.h = p->h, .req = j->req, .route = j->route, .t0_us = j->t0_us,
-			.head = j->head, .body = &p->h->body};
-	http_error(&c, 503, "shutting down");
-	c.r.close = 1;
+	http_ctx_t c = {.v = {.rd = p->h->rd, .route = j->route, .body = &p->h->body},
+			.h = p->h, .req = j->req, .t0_us = j->t0_us, .head = j->head};
+	render_error(&c.v, 503, "shutting down");
+	c.v.r.close = 1;
 	http_send(&c);
 	j->req = NULL;
 }
@@ -389,11 +392,11 @@ size_t http_pool_owed(const http_t *h)
 	return n;
 }
 
-int http_pool_is_route(http_route_t r)
+int http_pool_is_route(render_route_t r)
 {
 	switch (r) {
-	case ROUTE_PAGE: case ROUTE_RECORD: case ROUTE_BUNDLE: case ROUTE_WELL_KNOWN:
-	case ROUTE_STATE: case ROUTE_EVENTS: case ROUTE_GRAPH: case ROUTE_BIB: return 1;
+	case RENDER_ROUTE_PAGE: case RENDER_ROUTE_RECORD: case RENDER_ROUTE_BUNDLE: case RENDER_ROUTE_WELL_KNOWN:
+	case RENDER_ROUTE_STATE: case RENDER_ROUTE_EVENTS: case RENDER_ROUTE_GRAPH: case RENDER_ROUTE_BIB: return 1;
 	default: return 0;
 	}
 }
@@ -425,7 +428,7 @@ int http_pool_start(http_t *h, int nthreads, pith_err_t *err)
 	for (size_t i = 0; i < p->nw; i++) {
 		pool_worker_t *w = &p->w[i];
 		w->pool = p;
-		if (!(w->ctx = http_render_ctx_of(h)))
+		if (!(w->ctx = render_clone(h->rd)))
 			return pith_err_set(err, PITH_ENOMEM, "out of memory");
 	}
 	if (store_pool_start(&p->threads, p->nw, worker_main, p->w, sizeof(*p->w)) < p->nw)
@@ -440,20 +443,22 @@ int http_pool_start(http_t *h, int nthreads, pith_err_t *err)
 void http_set_identity(http_t *h, const char *name, const char *operator_name,
 		       const char *contact)
 {
-	http_identity_copy(h, name, operator_name, contact);
+	render_identity_set(h->rd, name, operator_name, contact);
 	http_pool_t *p = h->pool;
 	if (!p)
 		return;
+	const char *nm, *op, *ct; /* as the loop's context cut them */
+	render_identity(h->rd, &nm, &op, &ct);
 	pthread_mutex_lock(&p->mu);
-	memcpy(p->name, h->name, sizeof(p->name));
-	memcpy(p->operator_name, h->operator_name, sizeof(p->operator_name));
-	memcpy(p->contact, h->contact, sizeof(p->contact));
+	snprintf(p->name, sizeof(p->name), "%s", nm);
+	snprintf(p->operator_name, sizeof(p->operator_name), "%s", op);
+	snprintf(p->contact, sizeof(p->contact), "%s", ct);
 	p->ident_gen++;
 	pthread_mutex_unlock(&p->mu);
 }
 
 /* A job never sent: its request is evhttp's to free with the connection,
- * unless the client left (then it is ours, as in post_drop_all). */
+ * unless the client left (then it is ours, as in http_post_drop_all). */
 static void job_drop(render_job_t *j)
 {
 	if (j->req && !evhttp_request_get_connection(j->req))
@@ -472,7 +477,7 @@ void http_pool_stop(http_t *h)
 	pthread_mutex_unlock(&p->mu);
 	store_pool_join(&p->threads);
 	for (size_t i = 0; i < p->nw; i++)
-		http_render_free_(p->w[i].ctx);
+		render_free_(p->w[i].ctx);
 	/* every job is now waiting or done: neither will be sent (after
 	 * http_pool_refuse none has a request: all were answered) */
 	for (render_job_t *j = p->head, *nx; j; j = nx) {

@@ -43,7 +43,7 @@ struct post {
 
 enum { OUT_STORED = 0, OUT_DUPLICATE, OUT_RESIGNED, OUT_REJECTED };
 
-void post_metrics_init(http_t *h)
+void http_post_metrics_init(http_t *h)
 {
 	static const char *const names[] = {"stored", "duplicate", "resigned", "rejected"};
 	for (int i = 0; i < 4; i++) {
@@ -138,9 +138,10 @@ static size_t split_items(const uint8_t *b, size_t len, span_t *out, size_t max)
 static void post_reply(post_t *p)
 {
 	http_t *h = p->h;
-	http_ctx_t c = {.h = h, .req = p->req, .route = ROUTE_POST_EVENTS, .t0_us = p->t0_us};
-	c.body = &h->body;
-	pith_buf_t *b = c.body;
+	http_ctx_t c = {.v = {.rd = h->rd, .route = RENDER_ROUTE_POST_EVENTS}, .h = h, .req = p->req,
+			.t0_us = p->t0_us};
+	c.v.body = &h->body;
+	pith_buf_t *b = c.v.body;
 	pith_buf_reset(b);
 	size_t count[4] = {0};
 	int ours = 0; /* a failure on this side (store, memory, shutdown) */
@@ -185,13 +186,13 @@ static void post_reply(post_t *p)
 	for (int k = 0; k < 4; k++)
 		metric_add(h->post_outcome[k], count[k]);
 	if (b->oom) {
-		http_error(&c, 500, "out of memory");
+		render_error(&c.v, 500, "out of memory");
 	} else {
-		c.r.status = ours ? 503 : count[OUT_REJECTED] ? 400 : 202;
-		c.r.ctype = "application/json";
-		c.r.no_store = 1;
+		c.v.r.status = ours ? 503 : count[OUT_REJECTED] ? 400 : 202;
+		c.v.r.ctype = "application/json";
+		c.v.r.no_store = 1;
 		if (ours)
-			c.r.retry_after = 1;
+			c.v.r.retry_after = 1;
 	}
 	http_send(&c);
 }
@@ -244,20 +245,20 @@ int http_job_done(http_t *h, const ingest_job_t *job)
 
 /* ---- the request ------------------------------------------------------------------------ */
 
-void post_events(http_ctx_t *c)
+void http_post_events(http_ctx_t *c)
 {
 	http_t *h = c->h;
 	struct evbuffer *in = evhttp_request_get_input_buffer(c->req);
 	size_t len = evbuffer_get_length(in);
 	if (!h->hooks.submit || h->draining) {
-		http_error(c, 503, "this server does not take events now");
-		c->r.retry_after = h->draining ? 0 : 60;
+		render_error(&c->v, 503, "this server does not take events now");
+		c->v.r.retry_after = h->draining ? 0 : 60;
 		http_send(c);
 		return;
 	}
 	if (len > h->o.max_body_bytes) {
-		http_error(c, 413, "body over %zu bytes", h->o.max_body_bytes);
-		c->r.close = 1;
+		render_error(&c->v, 413, "body over %zu bytes", h->o.max_body_bytes);
+		c->v.r.close = 1;
 		http_send(c);
 		return;
 	}
@@ -266,20 +267,20 @@ void post_events(http_ctx_t *c)
 	span_t *sp = malloc((max + 1) * sizeof(*sp));
 	if (!sp || (len && !body)) {
 		free(sp);
-		http_error(c, 500, "out of memory");
+		render_error(&c->v, 500, "out of memory");
 		http_send(c);
 		return;
 	}
 	size_t n = len ? split_items(body, len, sp, max) : 0;
 	if (n == 0) {
 		free(sp);
-		http_error(c, 400, "no events in the body (one JSON object, or JSON Lines)");
+		render_error(&c->v, 400, "no events in the body (one JSON object, or JSON Lines)");
 		http_send(c);
 		return;
 	}
 	if (n > max) {
 		free(sp);
-		http_error(c, 413, "more than %zu events in one request", max);
+		render_error(&c->v, 413, "more than %zu events in one request", max);
 		http_send(c);
 		return;
 	}
@@ -287,8 +288,8 @@ void post_events(http_ctx_t *c)
 	    h->inflight_bytes + len > h->o.max_buffered_bytes) {
 		free(sp);
 		metric_inc(h->post_busy);
-		http_error(c, 503, "the validation backlog is full; try again shortly");
-		c->r.retry_after = 1;
+		render_error(&c->v, 503, "the validation backlog is full; try again shortly");
+		c->v.r.retry_after = 1;
 		http_send(c);
 		return;
 	}
@@ -298,7 +299,7 @@ void post_events(http_ctx_t *c)
 		free(sp);
 		free(p);
 		free(items);
-		http_error(c, 500, "out of memory");
+		render_error(&c->v, 500, "out of memory");
 		http_send(c);
 		return;
 	}
@@ -340,10 +341,10 @@ void post_events(http_ctx_t *c)
 	/* the jobs hold their own copies: the body goes now, not with the reply */
 	evbuffer_drain(in, len);
 	post_settle(p);
-	conn_budget(h);
+	http_conn_budget(h);
 }
 
-void post_drop_all(http_t *h)
+void http_post_drop_all(http_t *h)
 {
 	while (h->posts) {
 		post_t *p = h->posts;

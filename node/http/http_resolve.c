@@ -1,8 +1,8 @@
 /* What the server answers beyond the shared documents: identifiers
  * resolved with the body cache and the read-through (http_want.c),
  * /api/pith-number/resolve, /healthz and /metrics. The documents
- * themselves are rendered by http_views.c, http_page.c and
- * http_browse.c, which `pithctl export --site` renders too. */
+ * themselves are rendered by node/render (render.h), which `pithctl
+ * export --site` runs too. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -73,12 +73,12 @@ static int id_parse(http_ctx_t *c, const char *id, pith_id_t *pid)
 {
 	pith_err_t err = {0};
 	if (!id || !*id) {
-		http_error(c, 400, "no identifier");
+		render_error(&c->v, 400, "no identifier");
 		return -1;
 	}
 	if (strlen(id) > 200 || pith_id_parse(id, pid, &err)) {
 		/* pith_id_parse's message names the identifier itself */
-		http_error(c, 400, "%s", err.msg[0] ? err.msg : "identifier: longer than 200 bytes");
+		render_error(&c->v, 400, "%s", err.msg[0] ? err.msg : "identifier: longer than 200 bytes");
 		return -1;
 	}
 	return 0;
@@ -126,11 +126,11 @@ int http_resolve_plan_run(store_t *st, const http_id_plan_t *plan,
 void http_resolve_fail(http_ctx_t *c, const char *id, int rc, const pith_err_t *err)
 {
 	if (rc == PITH_EINVAL) {
-		http_error(c, 400, "%s", err->msg);
+		render_error(&c->v, 400, "%s", err->msg);
 		return;
 	}
 	log_warn("http: resolving %s: %s", id, err->msg);
-	http_error(c, 500, "store error");
+	render_error(&c->v, 500, "store error");
 }
 
 int http_resolve_id(http_ctx_t *c, const char *id, char pith[static PITH_NUMBER_LEN + 1])
@@ -162,12 +162,12 @@ int http_resolve_id(http_ctx_t *c, const char *id, char pith[static PITH_NUMBER_
 		if (w)
 			return w;
 		if (c->rerun == HTTP_WANT_NOT_FOUND)
-			http_error(c, 404, "no record for %s on this mirror nor its upstreams", id);
+			render_error(&c->v, 404, "no record for %s on this mirror nor its upstreams", id);
 		else if (c->rerun == HTTP_WANT_FAILED)
-			http_error(c, 502, "no record for %s on this mirror, and its upstreams failed: %s", id,
+			render_error(&c->v, 502, "no record for %s on this mirror, and its upstreams failed: %s", id,
 				   c->rerun_msg ? c->rerun_msg : "see the node's status");
 		else
-			http_error(c, 404, "no record for %s on this mirror", id);
+			render_error(&c->v, 404, "no record for %s on this mirror", id);
 		return -1;
 	}
 	if (rc) {
@@ -190,18 +190,18 @@ static int resolve_query(http_ctx_t *c, const char **key, const char **val, char
 	*key = *val = NULL;
 	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
 		int count;
-		const char *v = http_target_query(c->t, keys[i], &count);
+		const char *v = render_target_query(c->v.t, keys[i], &count);
 		if (!v)
 			continue;
 		if (*key || count > 1) {
-			http_error(c, 400, "give exactly one of arxiv=, doi=, pith=, id=");
+			render_error(&c->v, 400, "give exactly one of arxiv=, doi=, pith=, id=");
 			return -1;
 		}
 		*key = keys[i];
 		*val = v;
 	}
 	if (!*key || !**val) {
-		http_error(c, 400, "give one of arxiv=, doi=, pith=, id=");
+		render_error(&c->v, 400, "give one of arxiv=, doi=, pith=, id=");
 		return -1;
 	}
 	if (!strcmp(*key, "arxiv") && strncmp(*val, "arxiv:", 6))
@@ -213,7 +213,7 @@ static int resolve_query(http_ctx_t *c, const char **key, const char **val, char
 	return 0;
 }
 
-int view_resolve_plan(http_ctx_t *c, http_id_plan_t *plan)
+int http_view_resolve_plan(http_ctx_t *c, http_id_plan_t *plan)
 {
 	const char *key, *val;
 	char q[256];
@@ -225,7 +225,7 @@ int view_resolve_plan(http_ctx_t *c, http_id_plan_t *plan)
 static void resolve_answer(http_ctx_t *c, const char *pith, const char *key, const char *val,
 			   const char *q);
 
-int view_resolve(http_ctx_t *c)
+int http_view_resolve(http_ctx_t *c)
 {
 	const char *key, *val;
 	char q[256], pith[PITH_NUMBER_LEN + 1];
@@ -238,7 +238,7 @@ int view_resolve(http_ctx_t *c)
 	return 0;
 }
 
-void view_resolve_answer(http_ctx_t *c, const char *pith)
+void http_view_resolve_answer(http_ctx_t *c, const char *pith)
 {
 	const char *key, *val;
 	char q[256];
@@ -253,7 +253,7 @@ static void resolve_answer(http_ctx_t *c, const char *pith, const char *key, con
 			   const char *q)
 {
 	http_t *h = c->h;
-	const char *js = http_target_query(c->t, "json", NULL);
+	const char *js = render_target_query(c->v.t, "json", NULL);
 	int want_json = js && (!strcmp(js, "true") || !strcmp(js, "1"));
 	const char *body = pith + PITH_NUMBER_LEN - PITH_BODY_LEN;
 	store_record_info_t info;
@@ -262,7 +262,7 @@ static void resolve_answer(http_ctx_t *c, const char *pith, const char *key, con
 	if (rc == PITH_ENOTFOUND) {
 		/* a full number not stored, on a mirror with no upstream: not
 		 * found, as any other identifier (not a redirect to a 404) */
-		http_error(c, 404, "no record for %s on this mirror", q);
+		render_error(&c->v, 404, "no record for %s on this mirror", q);
 		return;
 	}
 	if (rc) {
@@ -270,15 +270,15 @@ static void resolve_answer(http_ctx_t *c, const char *pith, const char *key, con
 		return;
 	}
 	if (!want_json) {
-		c->r.status = 302;
-		snprintf(c->r.location, sizeof(c->r.location), "%s/pith/%s", h->base_url, body);
-		pith_buf_reset(c->body);
-		c->r.ctype = NULL;
+		c->v.r.status = 302;
+		snprintf(c->v.r.location, sizeof(c->v.r.location), "%s/pith/%s", h->base_url, body);
+		pith_buf_reset(c->v.body);
+		c->v.r.ctype = NULL;
 		return;
 	}
 	char hex[65];
 	pith_hex_encode(info.state_hash, 32, hex);
-	pith_buf_t *b = c->body;
+	pith_buf_t *b = c->v.body;
 	pith_buf_reset(b);
 	/* canonical key order again */
 	pith_buf_printf(b, "{\"bundle_url\":\"%s/pith/%s/bundle.json\",\"event_count\":%llu,"
@@ -294,17 +294,17 @@ static void resolve_answer(http_ctx_t *c, const char *pith, const char *key, con
 			   "\"state_url\":\"%s/pith/%s/state.json\",\"url\":\"%s/pith/%s\"}",
 			body, hex, h->base_url, body, h->base_url, body);
 	if (b->oom) {
-		http_error(c, 500, "out of memory");
+		render_error(&c->v, 500, "out of memory");
 		return;
 	}
-	c->r.ctype = "application/json";
-	c->r.cors = 1;
-	http_set_etag_body(c);
+	c->v.r.ctype = "application/json";
+	c->v.r.cors = 1;
+	render_etag_body(&c->v);
 }
 
 /* ---- /healthz and /metrics ---------------------------------------------------------- */
 
-void view_healthz(http_ctx_t *c)
+void http_view_healthz(http_ctx_t *c)
 {
 	store_counts_t sc;
 	store_errors_t se;
@@ -315,22 +315,22 @@ void view_healthz(http_ctx_t *c)
 	 * a while after a read failed (docs/http.md) */
 	int store_ok = store_is_healthy(c->h->store, STORE_READ_ERROR_WINDOW_US, why, sizeof(why));
 	int ok = !c->h->draining && store_ok;
-	pith_buf_reset(c->body);
-	pith_buf_printf(c->body, "{\"ok\":%s,", ok ? "true" : "false");
+	pith_buf_reset(c->v.body);
+	pith_buf_printf(c->v.body, "{\"ok\":%s,", ok ? "true" : "false");
 	if (!ok) {
 		const char *r = c->h->draining ? "shutting down" : why;
-		pith_buf_puts(c->body, "\"reason\":");
-		json_write_string(c->body, r, strlen(r));
-		pith_buf_puts(c->body, ",");
+		pith_buf_puts(c->v.body, "\"reason\":");
+		json_write_string(c->v.body, r, strlen(r));
+		pith_buf_puts(c->v.body, ",");
 	}
-	pith_buf_printf(c->body, "\"store\":{\"bundles\":%llu,\"events\":%llu,\"records\":%llu,"
+	pith_buf_printf(c->v.body, "\"store\":{\"bundles\":%llu,\"events\":%llu,\"records\":%llu,"
 			"\"writable\":%s,\"read_errors\":%llu,\"write_errors\":%llu}}\n",
 			(unsigned long long)sc.bundles, (unsigned long long)sc.events,
 			(unsigned long long)sc.records, se.writable ? "true" : "false",
 			(unsigned long long)se.read_errors, (unsigned long long)se.write_errors);
-	c->r.status = ok ? 200 : 503;
-	c->r.ctype = "application/json";
-	c->r.no_store = 1;
+	c->v.r.status = ok ? 200 : 503;
+	c->v.r.ctype = "application/json";
+	c->v.r.no_store = 1;
 }
 
 /* Whether an Accept header asks for OpenMetrics: the media type listed
@@ -357,16 +357,16 @@ static int wants_openmetrics(const char *accept)
 	return 0;
 }
 
-void view_metrics(http_ctx_t *c)
+void http_view_metrics(http_ctx_t *c)
 {
-	int om = wants_openmetrics(c->accept);
-	pith_buf_reset(c->body);
-	if (metrics_render_as(c->h->metrics, c->body, om ? METRICS_OPENMETRICS : METRICS_PROMETHEUS)) {
-		http_error(c, 500, "out of memory");
+	int om = wants_openmetrics(c->v.accept);
+	pith_buf_reset(c->v.body);
+	if (metrics_render_as(c->h->metrics, c->v.body, om ? METRICS_OPENMETRICS : METRICS_PROMETHEUS)) {
+		render_error(&c->v, 500, "out of memory");
 		return;
 	}
-	c->r.ctype = om ? "application/openmetrics-text; version=1.0.0; charset=utf-8"
+	c->v.r.ctype = om ? "application/openmetrics-text; version=1.0.0; charset=utf-8"
 			: "text/plain; version=0.0.4; charset=utf-8";
-	c->r.vary_accept = 1;
-	c->r.no_store = 1;
+	c->v.r.vary_accept = 1;
+	c->v.r.no_store = 1;
 }

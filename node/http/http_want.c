@@ -16,7 +16,7 @@
 typedef struct want {
 	http_t *h;
 	struct evhttp_request *req;
-	http_route_t route;
+	render_route_t route;
 	int head;
 	int64_t t0_us;
 	uint64_t token;
@@ -49,11 +49,11 @@ static void deadline_cb(evutil_socket_t fd, short what, void *arg)
 	http_t *h = w->h;
 	if (!want_take(h, w->token))
 		return;
-	http_ctx_t c = {.h = h, .req = w->req, .route = w->route, .t0_us = w->t0_us,
-			.head = w->head, .t = &h->target, .body = &h->body};
-	http_error(&c, 503, "%s is being fetched from this mirror's upstreams; try again in a few seconds",
+	http_ctx_t c = {.v = {.rd = h->rd, .route = w->route, .t = &h->target, .body = &h->body},
+			.h = h, .req = w->req, .t0_us = w->t0_us, .head = w->head};
+	render_error(&c.v, 503, "%s is being fetched from this mirror's upstreams; try again in a few seconds",
 		   w->id);
-	c.r.retry_after = WANT_RETRY_AFTER_S;
+	c.v.r.retry_after = WANT_RETRY_AFTER_S;
 	http_send(&c);
 	want_free(w);
 }
@@ -65,12 +65,12 @@ int http_want(http_ctx_t *c, const char *id)
 		return 0;
 	want_t *w = calloc(1, sizeof(*w));
 	if (!w) {
-		http_error(c, 503, "out of memory");
+		render_error(&c->v, 503, "out of memory");
 		return -1;
 	}
 	w->h = h;
 	w->req = c->req;
-	w->route = c->route;
+	w->route = c->v.route;
 	w->head = c->head;
 	w->t0_us = c->t0_us;
 	w->token = ++h->next_token;
@@ -80,7 +80,7 @@ int http_want(http_ctx_t *c, const char *id)
 	idmap_key_u64(w->token, key);
 	if (!w->deadline || idmap_put(h->waits, key, w)) {
 		want_free(w);
-		http_error(c, 503, "out of memory");
+		render_error(&c->v, 503, "out of memory");
 		return -1;
 	}
 	h->nwaits++;
@@ -90,8 +90,8 @@ int http_want(http_ctx_t *c, const char *id)
 		want_free(w);
 		if (rc == PITH_ENOTFOUND)
 			return 0;
-		http_error(c, 503, "too many reads are waiting for this mirror's upstreams");
-		c->r.retry_after = WANT_RETRY_AFTER_S;
+		render_error(&c->v, 503, "too many reads are waiting for this mirror's upstreams");
+		c->v.r.retry_after = WANT_RETRY_AFTER_S;
 		return -1;
 	}
 	struct timeval tv = {h->o.readthrough_ms / 1000, (h->o.readthrough_ms % 1000) * 1000};
@@ -118,7 +118,7 @@ static int drop_one(void *arg, const uint8_t id[32], void *val)
 	return 0;
 }
 
-void want_drop_all(http_t *h)
+void http_want_drop_all(http_t *h)
 {
 	if (!h->waits)
 		return;

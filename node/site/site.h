@@ -1,7 +1,7 @@
 /* A mirror as a static site: every document the HTTP views serve for a
  * store, written under a directory in the registry's URL layout, so that
  * any web server, CDN or object store can serve it (docs/site.md). The
- * bytes are rendered by the views themselves (http_render.h): a file
+ * bytes are rendered by the views themselves (render.h): a file
  * holds what pithd answers for its URL.
  *
  * Incremental: OUT/.pith-site/cursor keeps the change log sequence

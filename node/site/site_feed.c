@@ -10,7 +10,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "http_render.h"
+#include "render.h"
 #include "json.h"
 #include "log.h"
 #include "prio.h"
@@ -150,7 +150,7 @@ static void *feed_main(void *arg)
 			tried = f->s.cursor;
 	}
 	pthread_mutex_unlock(&f->mu);
-	http_gzip_thread_end(); /* the exporter's compressor lives as long as its thread */
+	render_gzip_thread_end(); /* the exporter's compressor lives as long as its thread */
 	return NULL;
 }
 
@@ -194,9 +194,9 @@ void site_feed_set_identity(site_feed_t *f, const char *name, const char *operat
 	if (!f)
 		return;
 	pthread_mutex_lock(&f->mu);
-	http_text_copy(f->name, sizeof(f->name), name && *name ? name : "pith-mirror");
-	http_text_copy(f->operator_name, sizeof(f->operator_name), operator_name);
-	http_text_copy(f->contact, sizeof(f->contact), contact);
+	render_text_copy(f->name, sizeof(f->name), name && *name ? name : "pith-mirror");
+	render_text_copy(f->operator_name, sizeof(f->operator_name), operator_name);
+	render_text_copy(f->contact, sizeof(f->contact), contact);
 	f->renamed = f->kicked = 1;
 	pthread_cond_signal(&f->cv);
 	pthread_mutex_unlock(&f->mu);

@@ -1,16 +1,16 @@
 /* libFuzzer harness for the weighted lists of Accept and Accept-Encoding
- * (node/render/http_accept.c), what the server reads of every request's headers
+ * (node/render/render_accept.c), what the server reads of every request's headers
  * to choose JSON or an HTML error page, JSON-LD or HTML, gzip or not.
  *
  * The input is one header value (cut at its first NUL, as evhttp's
  * strings are). Invariants (any broken one aborts):
- * - http_list_next ends; each token lies inside the input, is not empty
+ * - render_list_next ends; each token lies inside the input, is not empty
  *   and holds no ',', ';', space or tab; each q is in 0..1; tokens come in
  *   order and the cursor only moves forward;
- * - http_accept_q is in 0..1; a type listed by name with a quality above
+ * - render_accept_q is in 0..1; a type listed by name with a quality above
  *   0 has that quality whether ranges count or not (the most specific
  *   entry decides);
- * - http_prefers_html implies text/html has a quality above 0 and above
+ * - render_prefers_html implies text/html has a quality above 0 and above
  *   both JSON types'; no header prefers nothing.
  * (http_accepts_gzip, in http.c with libevent, reads the same lists.) */
 #include <stdint.h>
@@ -18,7 +18,7 @@
 #include <string.h>
 
 #include "fuzz_check.h"
-#include "http_int.h"
+#include "render.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -34,7 +34,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	const char *p = in, *tok, *last = in;
 	size_t n, count = 0;
 	double q;
-	while (http_list_next(&p, &tok, &n, &q)) {
+	while (render_list_next(&p, &tok, &n, &q)) {
 		FUZZ_CHECK(tok >= last && n > 0 && tok + n <= in + len);
 		FUZZ_CHECK(p >= tok + n && p <= in + len);
 		for (size_t i = 0; i < n; i++)
@@ -46,17 +46,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	static const char *const types[] = {"text/html", "application/json", "application/ld+json",
 					    "image/png"};
 	for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++) {
-		double a = http_accept_q(in, types[i], 0), e = http_accept_q(in, types[i], 1);
+		double a = render_accept_q(in, types[i], 0), e = render_accept_q(in, types[i], 1);
 		FUZZ_CHECK(a >= 0 && a <= 1 && e >= 0 && e <= 1);
 		/* listed by name: that entry decides, ranges or not */
 		if (e > 0)
 			FUZZ_CHECK(a == e);
 	}
-	if (http_prefers_html(in)) {
-		double h = http_accept_q(in, "text/html", 0);
-		FUZZ_CHECK(h > 0 && h > http_accept_q(in, "application/json", 0) &&
-			   h > http_accept_q(in, "application/ld+json", 0));
+	if (render_prefers_html(in)) {
+		double h = render_accept_q(in, "text/html", 0);
+		FUZZ_CHECK(h > 0 && h > render_accept_q(in, "application/json", 0) &&
+			   h > render_accept_q(in, "application/ld+json", 0));
 	}
-	FUZZ_CHECK(http_accept_q(NULL, "text/html", 0) == 0 && !http_prefers_html(NULL));
+	FUZZ_CHECK(render_accept_q(NULL, "text/html", 0) == 0 && !render_prefers_html(NULL));
 	return 0;
 }

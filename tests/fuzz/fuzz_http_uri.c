@@ -1,9 +1,9 @@
-/* libFuzzer harness for the HTTP request-target parser (node/render/http_uri.c),
+/* libFuzzer harness for the HTTP request-target parser (node/render/render_target.c),
  * the function the server runs on every request target a client sends.
  *
  * The input is one request target. Invariants (any broken one aborts):
  * - the result is OK, BAD or TOO_LONG, and TOO_LONG exactly when the input
- *   is over HTTP_TARGET_MAX;
+ *   is over RENDER_TARGET_MAX;
  * - on OK, every segment is non-empty, is not "." or "..", holds '/' only
  *   when marked in enc_slash, and no '\\', NUL, control or non-ASCII byte; every query key
  *   holds no NUL, control or non-ASCII byte, every value no NUL, C0
@@ -18,14 +18,14 @@
 #include <string.h>
 
 #include "fuzz_check.h"
-#include "http_int.h"
+#include "render.h"
 #include "utf8.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-static http_target_t t1, t2;
+static render_target_t t1, t2;
 
-static int inside(const http_target_t *t, const char *p)
+static int inside(const render_target_t *t, const char *p)
 {
 	return p >= t->buf && p + strlen(p) < t->buf + sizeof(t->buf);
 }
@@ -61,13 +61,13 @@ static size_t enc(char *out, const char *s)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	const char *why = NULL;
-	int rc = http_target_parse((const char *)data, size, &t1, &why);
+	int rc = render_target_parse((const char *)data, size, &t1, &why);
 	FUZZ_CHECK(why != NULL);
-	FUZZ_CHECK(rc == HTTP_TARGET_OK || rc == HTTP_TARGET_BAD || rc == HTTP_TARGET_TOO_LONG);
-	FUZZ_CHECK((rc == HTTP_TARGET_TOO_LONG) == (size > HTTP_TARGET_MAX));
-	if (rc != HTTP_TARGET_OK)
+	FUZZ_CHECK(rc == RENDER_TARGET_OK || rc == RENDER_TARGET_BAD || rc == RENDER_TARGET_TOO_LONG);
+	FUZZ_CHECK((rc == RENDER_TARGET_TOO_LONG) == (size > RENDER_TARGET_MAX));
+	if (rc != RENDER_TARGET_OK)
 		return 0;
-	FUZZ_CHECK(t1.nseg <= HTTP_SEGS_MAX && t1.nq <= HTTP_QUERY_MAX);
+	FUZZ_CHECK(t1.nseg <= RENDER_SEGS_MAX && t1.nq <= RENDER_QUERY_MAX);
 	for (size_t i = 0; i < t1.nseg; i++) {
 		FUZZ_CHECK(inside(&t1, t1.seg[i]));
 		FUZZ_CHECK(t1.seg[i][0] != 0);
@@ -102,9 +102,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		again[n++] = '=';
 		n += enc(again + n, t1.q[i].val);
 	}
-	if (n > HTTP_TARGET_MAX)
+	if (n > RENDER_TARGET_MAX)
 		return 0; /* escaping grew it past the limit: nothing to compare */
-	FUZZ_CHECK(http_target_parse(again, n, &t2, &why) == HTTP_TARGET_OK);
+	FUZZ_CHECK(render_target_parse(again, n, &t2, &why) == RENDER_TARGET_OK);
 	FUZZ_CHECK(t2.nseg == t1.nseg && t2.nq == t1.nq);
 	FUZZ_CHECK(t2.trailing_slash == (t1.trailing_slash && t1.nseg > 0));
 	for (size_t i = 0; i < t1.nseg; i++)

@@ -11,8 +11,8 @@
  *   let through, raw or percent-encoded, but a value that is not valid
  *   UTF-8 or holds a control character (C0, DEL, C1) or NUL is marked
  *   (bad_key, bad_why) rather than refused here: the search views say
- *   why in their own page, and http.c refuses it on every other route
- *   as before;
+ *   why in their own page, and the server (node/http/http.c) refuses
+ *   it on every other route as before;
  * - an encoded slash is let through but marked (enc_slash), and only where
  *   the pieces it separates hold no dot segment ("%2F..%2F"): the router
  *   takes it in an {ID} segment alone (a pasted URL or DOI), so that one
@@ -20,11 +20,11 @@
  * - empty segments ("//") and the dot segments "." and "..", raw or
  *   encoded: nothing here maps paths to files, but no route should ever
  *   see a path that means something else once normalised;
- * - targets over HTTP_TARGET_MAX bytes (414), more than HTTP_SEGS_MAX
- *   segments or HTTP_QUERY_MAX parameters. */
+ * - targets over RENDER_TARGET_MAX bytes (414), more than RENDER_SEGS_MAX
+ *   segments or RENDER_QUERY_MAX parameters. */
 #include <string.h>
 
-#include "http_int.h"
+#include "render_int.h"
 #include "utf8.h"
 
 static int hexval(char c)
@@ -134,21 +134,21 @@ static int has_dot_piece(const char *s)
 	}
 }
 
-int http_target_parse(const char *uri, size_t len, http_target_t *t, const char **why)
+int render_target_parse(const char *uri, size_t len, render_target_t *t, const char **why)
 {
 	memset(t, 0, sizeof(*t));
 	*why = "";
-	if (len > HTTP_TARGET_MAX) {
+	if (len > RENDER_TARGET_MAX) {
 		*why = "the request target is too long";
-		return HTTP_TARGET_TOO_LONG;
+		return RENDER_TARGET_TOO_LONG;
 	}
 	if (len == 0 || uri[0] != '/') {
 		*why = "the request target is not an absolute path";
-		return HTTP_TARGET_BAD;
+		return RENDER_TARGET_BAD;
 	}
 	if (memchr(uri, 0, len)) {
 		*why = "a NUL byte in the request target";
-		return HTTP_TARGET_BAD;
+		return RENDER_TARGET_BAD;
 	}
 	const char *q = memchr(uri, '?', len);
 	size_t plen = q ? (size_t)(q - uri) : len;
@@ -168,27 +168,27 @@ int http_target_parse(const char *uri, size_t len, http_target_t *t, const char 
 					break;
 				}
 				*why = "an empty path segment";
-				return HTTP_TARGET_BAD;
+				return RENDER_TARGET_BAD;
 			}
 			for (size_t k = i; k < j; k++) {
 				unsigned char c = (unsigned char)uri[k];
 				if (c != '%' && !is_pchar(c)) {
 					*why = c == '#' ? "a fragment in the request target"
 						 : "a character not allowed in a path";
-					return HTTP_TARGET_BAD;
+					return RENDER_TARGET_BAD;
 				}
 			}
-			if (t->nseg == HTTP_SEGS_MAX) {
+			if (t->nseg == RENDER_SEGS_MAX) {
 				*why = "too many path segments";
-				return HTTP_TARGET_BAD;
+				return RENDER_TARGET_BAD;
 			}
 			long d = decode(uri + i, j - i, o, 0, 1, 0, NULL, why);
 			if (d < 0)
-				return HTTP_TARGET_BAD;
+				return RENDER_TARGET_BAD;
 			o[d] = 0;
 			if (has_dot_piece(o)) {
 				*why = "a dot segment";
-				return HTTP_TARGET_BAD;
+				return RENDER_TARGET_BAD;
 			}
 			if (memchr(o, '/', (size_t)d))
 				t->enc_slash |= 1u << t->nseg;
@@ -214,18 +214,18 @@ int http_target_parse(const char *uri, size_t len, http_target_t *t, const char 
 					if (c != '%' && c != '=' && !is_qchar(c)) {
 						*why = c == '#' ? "a fragment in the request target"
 							 : "a character not allowed in a query";
-						return HTTP_TARGET_BAD;
+						return RENDER_TARGET_BAD;
 					}
 				}
-				if (t->nq == HTTP_QUERY_MAX) {
+				if (t->nq == RENDER_QUERY_MAX) {
 					*why = "too many query parameters";
-					return HTTP_TARGET_BAD;
+					return RENDER_TARGET_BAD;
 				}
 				size_t klen = eq ? (size_t)(eq - (uri + k)) : e - k;
 				const char *soft = NULL;
 				long d = decode(uri + k, klen, o, 1, 1, 0, &soft, why);
 				if (d < 0)
-					return HTTP_TARGET_BAD;
+					return RENDER_TARGET_BAD;
 				o[d] = 0;
 				t->q[t->nq].key = o;
 				o += d + 1;
@@ -233,7 +233,7 @@ int http_target_parse(const char *uri, size_t len, http_target_t *t, const char 
 					d = decode(eq + 1, (size_t)(uri + e - (eq + 1)), o, 1, 1, 1, &soft,
 						   why);
 					if (d < 0)
-						return HTTP_TARGET_BAD;
+						return RENDER_TARGET_BAD;
 				} else {
 					d = 0;
 				}
@@ -251,10 +251,10 @@ int http_target_parse(const char *uri, size_t len, http_target_t *t, const char 
 			k = e + 1;
 		}
 	}
-	return HTTP_TARGET_OK;
+	return RENDER_TARGET_OK;
 }
 
-const char *http_target_query(const http_target_t *t, const char *key, int *count)
+const char *render_target_query(const render_target_t *t, const char *key, int *count)
 {
 	const char *v = NULL;
 	int n = 0;

@@ -5,9 +5,9 @@
 #include <string.h>
 #include <strings.h>
 
-#include "http_int.h"
+#include "render_int.h"
 
-int http_list_next(const char **cursor, const char **tok, size_t *n, double *q)
+int render_list_next(const char **cursor, const char **tok, size_t *n, double *q)
 {
 	const char *p = *cursor;
 	for (;;) {
@@ -46,7 +46,7 @@ int http_list_next(const char **cursor, const char **tok, size_t *n, double *q)
 	return 1;
 }
 
-double http_accept_q(const char *accept, const char *type, int explicit_only)
+double render_accept_q(const char *accept, const char *type, int explicit_only)
 {
 	const char *slash = strchr(type, '/');
 	size_t tl = strlen(type), major = slash ? (size_t)(slash - type) : tl;
@@ -54,7 +54,7 @@ double http_accept_q(const char *accept, const char *type, int explicit_only)
 	int best_rank = 0; /* 3: the type itself, 2: type/any, 1: any */
 	const char *p = accept, *s;
 	size_t n;
-	while (p && http_list_next(&p, &s, &n, &q)) {
+	while (p && render_list_next(&p, &s, &n, &q)) {
 		int rank = 0;
 		if (n == tl && !strncasecmp(s, type, n))
 			rank = 3;
@@ -71,10 +71,10 @@ double http_accept_q(const char *accept, const char *type, int explicit_only)
 	return best;
 }
 
-int http_prefers_html(const char *accept)
+int render_prefers_html(const char *accept)
 {
-	double html = http_accept_q(accept, "text/html", 0);
-	double json = http_accept_q(accept, "application/json", 0);
-	double ld = http_accept_q(accept, "application/ld+json", 0);
+	double html = render_accept_q(accept, "text/html", 0);
+	double json = render_accept_q(accept, "application/json", 0);
+	double ld = render_accept_q(accept, "application/ld+json", 0);
 	return html > 0 && html > json && html > ld;
 }

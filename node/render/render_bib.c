@@ -7,10 +7,10 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "http_int.h"
+#include "render_int.h"
 #include "json.h"
 
-int rec_author_next(const char **cursor, const char **s, size_t *n)
+int render_rec_author_next(const char **cursor, const char **s, size_t *n)
 {
 	const char *p = *cursor;
 	while (p && *p) {
@@ -42,7 +42,7 @@ static const char *const bib_esc[128] = {
 
 static void bib_text(pith_buf_t *out, const char *s, size_t n)
 {
-	text_escape(out, s, n, bib_esc);
+	render_text_escape(out, s, n, bib_esc);
 }
 
 /* An identifier or URL field (doi, eprint, url), which biblatex reads
@@ -73,20 +73,20 @@ typedef struct cite {
 	const char *date; /* YYYY-MM-DD... (submitted_at), or NULL */
 } cite_t;
 
-static void cite_of(const rec_t *r, cite_t *f)
+static void cite_of(const render_rec_t *r, cite_t *f)
 {
 	const json_value_t *md = json_get_type(r->record, "metadata", JSON_OBJECT);
-	f->title = rec_paper_str(r, "title");
-	f->authors = rec_paper_str(r, "authors_text");
-	f->arxiv = rec_alias(r, "arxiv");
-	f->doi = rec_alias(r, "doi");
+	f->title = render_rec_paper_str(r, "title");
+	f->authors = render_rec_paper_str(r, "authors_text");
+	f->arxiv = render_rec_alias(r, "arxiv");
+	f->doi = render_rec_alias(r, "doi");
 	f->cat = json_get_str(md, "primary_cat");
 	f->date = json_get_str(md, "submitted_at");
 	if (f->date && (strlen(f->date) < 10 || f->date[4] != '-' || f->date[7] != '-'))
 		f->date = NULL;
 }
 
-void bib_entry(pith_buf_t *out, http_t *h, const rec_t *r)
+void render_bib_entry(pith_buf_t *out, render_t *h, const render_rec_t *r)
 {
 	cite_t f;
 	cite_of(r, &f);
@@ -100,7 +100,7 @@ void bib_entry(pith_buf_t *out, http_t *h, const rec_t *r)
 		pith_buf_printf(out, ",\n  %-13s = {", "author");
 		const char *cur = authors, *a;
 		size_t n, k = 0;
-		while (rec_author_next(&cur, &a, &n)) {
+		while (render_rec_author_next(&cur, &a, &n)) {
 			pith_buf_puts(out, k++ ? " and " : "");
 			bib_text(out, a, n);
 		}
@@ -124,31 +124,31 @@ void bib_entry(pith_buf_t *out, http_t *h, const rec_t *r)
 	pith_buf_printf(out, ",\n  %-13s = {Pith Number %s}\n}\n", "note", r->pith);
 }
 
-void view_bib(http_ctx_t *c, const char *pith)
+void render_view_bib(render_ctx_t *c, const char *pith)
 {
-	rec_t r;
-	if (rec_load(c, pith, &r))
+	render_rec_t r;
+	if (render_rec_load(c, pith, &r))
 		return;
 	pith_buf_reset(c->body);
-	bib_entry(c->body, c->h, &r);
-	rec_release(&r);
+	render_bib_entry(c->body, c->rd, &r);
+	render_rec_release(&r);
 	if (c->body->oom) {
-		http_error(c, 500, "out of memory");
+		render_error(c, 500, "out of memory");
 		return;
 	}
 	c->r.ctype = "application/x-bibtex; charset=utf-8";
 	c->r.cors = 1;
-	http_set_etag_body(c);
+	render_etag_body(c);
 }
 
 static void meta(pith_buf_t *b, const char *name, const char *v, size_t n)
 {
 	pith_buf_printf(b, "<meta name=\"%s\" content=\"", name);
-	html_escape(b, v, n);
+	render_html_escape(b, v, n);
 	pith_buf_puts(b, "\">\n");
 }
 
-void html_citation_meta(pith_buf_t *b, const rec_t *r)
+void render_html_citation_meta(pith_buf_t *b, const render_rec_t *r)
 {
 	cite_t f;
 	cite_of(r, &f);
@@ -158,7 +158,7 @@ void html_citation_meta(pith_buf_t *b, const rec_t *r)
 		meta(b, "citation_title", title, strlen(title));
 	const char *cur = authors, *a;
 	size_t n;
-	while (rec_author_next(&cur, &a, &n))
+	while (render_rec_author_next(&cur, &a, &n))
 		meta(b, "citation_author", a, n);
 	if (sub) {
 		/* Google Scholar's form: YYYY/MM/DD */

@@ -2,25 +2,25 @@
  * changed last) and the record list, newest first ("/pith/" in HTML,
  * "/api/records" in JSON), both read from the store's change log
  * (store_changes_each_before) and each listed record's merged state.
- * Everything that came from an event is escaped (html_escape). */
+ * Everything that came from an event is escaped (render_html_escape). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "http_int.h"
+#include "render_int.h"
 #include "log.h"
 
 /* A record as a line of a list: the parts of its state people scan. */
-typedef struct rec_line {
+typedef struct render_rec_line {
 	char pith[PITH_NUMBER_LEN + 1];
 	uint64_t seq;
 	int has_bundle;
 	char built_at[STORE_BUILT_AT_MAX + 1];
 	char state_sha[65];
-} rec_line_t;
+} render_rec_line_t;
 
 typedef struct line_page {
-	rec_line_t *v;
+	render_rec_line_t *v;
 	size_t n, cap;
 } line_page_t;
 
@@ -29,7 +29,7 @@ static int line_add(void *arg, const store_change_t *ch)
 	line_page_t *p = arg;
 	if (p->n == p->cap)
 		return 1;
-	rec_line_t *l = &p->v[p->n++];
+	render_rec_line_t *l = &p->v[p->n++];
 	memcpy(l->pith, ch->pith_number, sizeof(l->pith));
 	l->seq = ch->seq;
 	l->has_bundle = ch->has_bundle;
@@ -41,21 +41,21 @@ static int line_add(void *arg, const store_change_t *ch)
 /* The page of at most limit records changed before cursor before (0: the
  * newest); *next: the cursor of the page after it, 0 at the end. -1 with
  * the error reply set. */
-static int page_read(http_ctx_t *c, uint64_t before, size_t limit, line_page_t *p, uint64_t *next)
+static int page_read(render_ctx_t *c, uint64_t before, size_t limit, line_page_t *p, uint64_t *next)
 {
 	pith_err_t err = {0};
 	p->n = 0;
 	p->cap = limit;
 	p->v = calloc(limit ? limit : 1, sizeof(*p->v));
 	if (!p->v) {
-		http_error(c, 500, "out of memory");
+		render_error(c, 500, "out of memory");
 		return -1;
 	}
 	uint64_t last = 0;
-	int rc = store_changes_each_before(c->h->store, before, limit, line_add, p, &last, &err);
+	int rc = store_changes_each_before(c->rd->store, before, limit, line_add, p, &last, &err);
 	if (rc < 0) {
 		log_warn("http: the record list before %llu: %s", (unsigned long long)before, err.msg);
-		http_error(c, rc == PITH_EINVAL ? 503 : 500, "%s",
+		render_error(c, rc == PITH_EINVAL ? 503 : 500, "%s",
 			   rc == PITH_EINVAL ? "this store has no change log yet" : "store error");
 		free(p->v);
 		p->v = NULL;
@@ -66,18 +66,18 @@ static int page_read(http_ctx_t *c, uint64_t before, size_t limit, line_page_t *
 	return 0;
 }
 
-/* The facts of a listed record from its state: what rec_load finds. */
-typedef struct rec_facts {
-	http_list_facts_t v;
+/* The facts of a listed record from its state: what render_rec_load finds. */
+typedef struct render_rec_facts {
+	render_list_facts_t v;
 	char author[256];
-} rec_facts_t;
+} render_rec_facts_t;
 
-static void facts_of(const rec_t *r, rec_facts_t *f)
+static void facts_of(const render_rec_t *r, render_rec_facts_t *f)
 {
 	memset(f, 0, sizeof(*f));
 	const json_value_t *md = json_get_type(r->record, "metadata", JSON_OBJECT);
-	f->v.title = rec_paper_str(r, "title");
-	const char *a = rec_paper_str(r, "authors_text");
+	f->v.title = render_rec_paper_str(r, "title");
+	const char *a = render_rec_paper_str(r, "authors_text");
 	if (a && *a) {
 		const char *e = strstr(a, ", ");
 		size_t n = e ? (size_t)(e - a) : strlen(a);
@@ -90,18 +90,18 @@ static void facts_of(const rec_t *r, rec_facts_t *f)
 }
 
 /* A listed record's facts: from the context's list cache when it knows
- * them (http_render.h), else from the record's state (told to the cache),
+ * them (render.h), else from the record's state (told to the cache),
  * which is loaded without touching the reply (a record that cannot be
  * read is listed by its number alone). 1 when *r was loaded: release it
  * once f is no longer read. */
-static int line_facts(http_ctx_t *c, const char *pith, rec_t *r, rec_facts_t *f)
+static int line_facts(render_ctx_t *c, const char *pith, render_rec_t *r, render_rec_facts_t *f)
 {
-	const http_list_cache_t *lc = &c->h->list_cache;
+	const render_list_cache_t *lc = &c->rd->list_cache;
 	memset(f, 0, sizeof(*f));
 	if (lc->get && !lc->get(lc->arg, pith, &f->v))
 		return 0;
-	http_resp_t saved = c->r;
-	int rc = rec_load(c, pith, r);
+	render_resp_t saved = c->r;
+	int rc = render_rec_load(c, pith, r);
 	c->r = saved;
 	if (rc)
 		return 0;
@@ -117,11 +117,11 @@ static int line_facts(http_ctx_t *c, const char *pith, rec_t *r, rec_facts_t *f)
 #define LIST_MAX 200
 #define HOME_RECENT 20
 
-static int cursor_arg(http_ctx_t *c, uint64_t *before)
+static int cursor_arg(render_ctx_t *c, uint64_t *before)
 {
 	int count = 0;
 	*before = 0;
-	const char *a = http_target_query(c->t, "after", &count);
+	const char *a = render_target_query(c->t, "after", &count);
 	if (!a)
 		return 0;
 	uint64_t x = 0;
@@ -134,7 +134,7 @@ static int cursor_arg(http_ctx_t *c, uint64_t *before)
 			x = x * 10 + (uint64_t)(a[i] - '0');
 	}
 	if (bad || !x) {
-		http_error(c, 400, "after: not a cursor of this list (give back a \"next\" it served, "
+		render_error(c, 400, "after: not a cursor of this list (give back a \"next\" it served, "
 			   "or leave it out to start from the newest)");
 		return -1;
 	}
@@ -142,11 +142,11 @@ static int cursor_arg(http_ctx_t *c, uint64_t *before)
 	return 0;
 }
 
-int http_arg_count(http_ctx_t *c, const char *key, size_t dflt, size_t min, size_t max,
+int render_arg_count(render_ctx_t *c, const char *key, size_t dflt, size_t min, size_t max,
 		   size_t *out)
 {
 	int count = 0;
-	const char *v = http_target_query(c->t, key, &count);
+	const char *v = render_target_query(c->t, key, &count);
 	*out = dflt;
 	if (!v)
 		return 0;
@@ -159,66 +159,66 @@ int http_arg_count(http_ctx_t *c, const char *key, size_t dflt, size_t min, size
 			x = x * 10 + (size_t)(v[i] - '0');
 	}
 	if (bad || x < min) {
-		http_error(c, 400, "%s: a whole number from %zu (at most %zu are served)", key, min, max);
+		render_error(c, 400, "%s: a whole number from %zu (at most %zu are served)", key, min, max);
 		return -1;
 	}
 	*out = x > max ? max : x;
 	return 0;
 }
 
-static int limit_arg(http_ctx_t *c, size_t *limit)
+static int limit_arg(render_ctx_t *c, size_t *limit)
 {
-	return http_arg_count(c, "limit", LIST_DEFAULT, 1, LIST_MAX, limit);
+	return render_arg_count(c, "limit", LIST_DEFAULT, 1, LIST_MAX, limit);
 }
 
 /* ---- /api/records ------------------------------------------------------------------ */
 
-void view_records_json(http_ctx_t *c)
+void render_view_records_json(render_ctx_t *c)
 {
-	http_t *h = c->h;
+	render_t *h = c->rd;
 	uint64_t before, next;
 	size_t limit;
 	line_page_t p;
-	jb_t b;
+	render_jb_t b;
 	if (cursor_arg(c, &before) || limit_arg(c, &limit) || page_read(c, before, limit, &p, &next))
 		return;
-	if (jb_begin(c, &b)) {
+	if (render_jb_begin(c, &b)) {
 		free(p.v);
 		return;
 	}
-	json_value_t *o = jb_obj(&b), *list = jb_arr(&b);
+	json_value_t *o = render_jb_obj(&b), *list = render_jb_arr(&b);
 	for (size_t i = 0; i < p.n; i++) {
-		const rec_line_t *l = &p.v[i];
-		rec_t r;
-		rec_facts_t f;
+		const render_rec_line_t *l = &p.v[i];
+		render_rec_t r;
+		render_rec_facts_t f;
 		int loaded = line_facts(c, l->pith, &r, &f);
-		json_value_t *e = jb_obj(&b);
+		json_value_t *e = render_jb_obj(&b);
 		char cur[24];
 		snprintf(cur, sizeof(cur), "%llu", (unsigned long long)l->seq);
-		jb_set(&b, e, "pith_number", jb_str(&b, l->pith));
+		render_jb_set(&b, e, "pith_number", render_jb_str(&b, l->pith));
 		char short_num[14];
 		snprintf(short_num, sizeof(short_num), "pith:%.8s", l->pith + PITH_NUMBER_LEN - PITH_BODY_LEN);
-		jb_set(&b, e, "short_pith_number", jb_str(&b, short_num));
-		jb_set(&b, e, "title", jb_str(&b, f.v.title));
-		jb_set(&b, e, "first_author", jb_str(&b, f.v.first_author));
-		jb_set(&b, e, "primary_cat", jb_str(&b, f.v.primary_cat));
-		jb_set(&b, e, "submitted_at", jb_str(&b, f.v.submitted_at));
-		jb_set(&b, e, "created_at", jb_str(&b, f.v.created_at));
-		jb_set(&b, e, "built_at", jb_str(&b, l->has_bundle ? l->built_at : NULL));
-		jb_set(&b, e, "state_sha256", jb_str(&b, l->state_sha));
-		jb_set(&b, e, "cursor", jb_str(&b, cur));
-		jb_set(&b, e, "url", jb_url(&b, h, "/pith/%s", l->pith + PITH_NUMBER_LEN - PITH_BODY_LEN));
-		jb_push(&b, list, e);
+		render_jb_set(&b, e, "short_pith_number", render_jb_str(&b, short_num));
+		render_jb_set(&b, e, "title", render_jb_str(&b, f.v.title));
+		render_jb_set(&b, e, "first_author", render_jb_str(&b, f.v.first_author));
+		render_jb_set(&b, e, "primary_cat", render_jb_str(&b, f.v.primary_cat));
+		render_jb_set(&b, e, "submitted_at", render_jb_str(&b, f.v.submitted_at));
+		render_jb_set(&b, e, "created_at", render_jb_str(&b, f.v.created_at));
+		render_jb_set(&b, e, "built_at", render_jb_str(&b, l->has_bundle ? l->built_at : NULL));
+		render_jb_set(&b, e, "state_sha256", render_jb_str(&b, l->state_sha));
+		render_jb_set(&b, e, "cursor", render_jb_str(&b, cur));
+		render_jb_set(&b, e, "url", render_jb_url(&b, h, "/pith/%s", l->pith + PITH_NUMBER_LEN - PITH_BODY_LEN));
+		render_jb_push(&b, list, e);
 		if (loaded)
-			rec_release(&r);
+			render_rec_release(&r);
 	}
 	char nx[24];
 	snprintf(nx, sizeof(nx), "%llu", (unsigned long long)next);
-	jb_set(&b, o, "records", list);
-	jb_set(&b, o, "next", next ? jb_str(&b, nx) : NULL);
-	jb_set(&b, o, "limit", jb_int(&b, (int64_t)limit));
+	render_jb_set(&b, o, "records", list);
+	render_jb_set(&b, o, "next", next ? render_jb_str(&b, nx) : NULL);
+	render_jb_set(&b, o, "limit", render_jb_int(&b, (int64_t)limit));
 	free(p.v);
-	jb_finish(c, &b, o, "application/json");
+	render_jb_finish(c, &b, o, "application/json");
 }
 
 /* ---- HTML ------------------------------------------------------------------------------ */
@@ -247,17 +247,17 @@ static const char page_style[] =
 	".status .ok{background:#dff3e4}.links a{display:inline-block;margin:0 .8rem .3rem 0}"
 	"@media (max-width:40rem){.wide{display:none}h1{font-size:1.6rem}}</style>";
 
-void html_begin(http_ctx_t *c, const char *title)
+void render_html_begin(render_ctx_t *c, const char *title)
 {
 	pith_buf_t *b = c->body;
 	pith_buf_puts(b, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
 			 "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
 			 "<title>");
 	if (title && *title) {
-		html_text(b, title);
+		render_html_text(b, title);
 		pith_buf_puts(b, " &middot; ");
 	}
-	html_text(b, c->h->name);
+	render_html_text(b, c->rd->name);
 	pith_buf_puts(b, "</title>\n");
 }
 
@@ -268,31 +268,31 @@ static void contact_html(pith_buf_t *b, const char *contact)
 	int url = !strncmp(contact, "https://", 8) || !strncmp(contact, "http://", 7);
 	int mail = !url && strchr(contact, '@') && !strpbrk(contact, " :/<>\"'");
 	if (!url && !mail) {
-		html_text(b, contact);
+		render_html_text(b, contact);
 		return;
 	}
 	pith_buf_puts(b, mail ? "<a href=\"mailto:" : "<a href=\"");
-	html_text(b, contact);
+	render_html_text(b, contact);
 	pith_buf_puts(b, "\">");
-	html_text(b, contact);
+	render_html_text(b, contact);
 	pith_buf_puts(b, "</a>");
 }
 
-void html_body(http_ctx_t *c, const char *q)
+void render_html_body(render_ctx_t *c, const char *q)
 {
-	http_t *h = c->h;
+	render_t *h = c->rd;
 	pith_buf_t *b = c->body;
 	pith_buf_puts(b, page_style);
 	pith_buf_puts(b, "</head>\n<body>\n<header><a class=\"site\" href=\"");
-	html_text(b, h->base_url);
+	render_html_text(b, h->base_url);
 	pith_buf_puts(b, "/\">");
-	html_text(b, h->name);
+	render_html_text(b, h->name);
 	pith_buf_puts(b, "</a>");
 	if (h->operator_name[0] || h->contact[0]) {
 		pith_buf_puts(b, "<span class=\"who\">");
 		if (h->operator_name[0]) {
 			pith_buf_puts(b, "run by ");
-			html_text(b, h->operator_name);
+			render_html_text(b, h->operator_name);
 		}
 		if (h->contact[0]) {
 			pith_buf_puts(b, h->operator_name[0] ? " &middot; " : "contact: ");
@@ -301,81 +301,81 @@ void html_body(http_ctx_t *c, const char *q)
 		pith_buf_puts(b, "</span>");
 	}
 	pith_buf_puts(b, "\n<nav><a href=\"");
-	html_text(b, h->base_url);
+	render_html_text(b, h->base_url);
 	pith_buf_puts(b, "/\">Home</a><a href=\"");
-	html_text(b, h->base_url);
+	render_html_text(b, h->base_url);
 	pith_buf_puts(b, "/pith/\">All records</a>");
 	if (h->search_url[0]) {
 		pith_buf_puts(b, "<a href=\"");
-		html_text(b, h->search_url);
+		render_html_text(b, h->search_url);
 		pith_buf_puts(b, "/search\">Search</a>");
 	}
 	pith_buf_puts(b, "</nav>\n");
 	if (h->search_url[0]) {
 		pith_buf_puts(b, "<form action=\"");
-		html_text(b, h->search_url);
+		render_html_text(b, h->search_url);
 		pith_buf_puts(b, "/search\" method=\"get\" role=\"search\">"
 				 "<input type=\"search\" name=\"q\" maxlength=\"256\" aria-label=\"Search\" "
 				 "placeholder=\"Title, author or id\" value=\"");
-		html_text(b, q);
+		render_html_text(b, q);
 		pith_buf_puts(b, "\"><button type=\"submit\">Search</button></form>\n");
 	}
 	pith_buf_puts(b, "</header>\n<main>\n");
 }
 
-void html_head(http_ctx_t *c, const char *title, const char *q)
+void render_html_head(render_ctx_t *c, const char *title, const char *q)
 {
-	html_begin(c, title);
-	html_body(c, q);
+	render_html_begin(c, title);
+	render_html_body(c, q);
 }
 
 /* The table of a page of records. */
-static void html_table(http_ctx_t *c, const line_page_t *p)
+static void render_html_table(render_ctx_t *c, const line_page_t *p)
 {
 	pith_buf_t *b = c->body;
 	pith_buf_puts(b, "<table>\n<tr><th>Record</th><th>Title</th><th class=\"wide\">First author"
 			 "</th><th class=\"wide\">Category</th><th class=\"wide\">Submitted</th></tr>\n");
 	for (size_t i = 0; i < p->n; i++) {
-		const rec_line_t *l = &p->v[i];
+		const render_rec_line_t *l = &p->v[i];
 		const char *body = l->pith + PITH_NUMBER_LEN - PITH_BODY_LEN;
-		rec_t r;
-		rec_facts_t f;
+		render_rec_t r;
+		render_rec_facts_t f;
 		int loaded = line_facts(c, l->pith, &r, &f);
 		pith_buf_puts(b, "<tr><td><a href=\"");
-		html_text(b, c->h->base_url);
+		render_html_text(b, c->rd->base_url);
 		pith_buf_printf(b, "/pith/%s/\"><code>pith:%.8s</code></a></td><td>", body, body);
 		if (f.v.title && *f.v.title)
-			html_text(b, f.v.title);
+			render_html_text(b, f.v.title);
 		else
 			pith_buf_puts(b, "<span class=\"muted\">(title not known here)</span>");
 		pith_buf_puts(b, "</td><td class=\"wide\">");
-		html_text(b, f.v.first_author);
+		render_html_text(b, f.v.first_author);
 		pith_buf_puts(b, "</td><td class=\"wide\">");
-		html_text(b, f.v.primary_cat);
+		render_html_text(b, f.v.primary_cat);
 		pith_buf_puts(b, "</td><td class=\"wide\">");
 		if (f.v.submitted_at && strlen(f.v.submitted_at) >= 10)
-			html_escape(b, f.v.submitted_at, 10);
+			render_html_escape(b, f.v.submitted_at, 10);
 		pith_buf_puts(b, "</td></tr>\n");
 		if (loaded)
-			rec_release(&r);
+			render_rec_release(&r);
 	}
 	pith_buf_puts(b, "</table>\n");
 }
 
-void html_done(http_ctx_t *c)
+void render_html_done(render_ctx_t *c)
 {
 	pith_buf_puts(c->body, "</main></body></html>\n");
 	if (c->body->oom) {
-		http_error(c, 500, "out of memory");
+		render_error(c, 500, "out of memory");
 		return;
 	}
 	c->r.ctype = "text/html; charset=utf-8";
 	c->r.is_html = 1;
-	http_set_etag_body(c);
+	render_etag_body(c);
 }
 
 /* /pith/: every record, newest change first, LIST_DEFAULT a page. */
-void view_records_html(http_ctx_t *c)
+void render_view_records_html(render_ctx_t *c)
 {
 	uint64_t before, next;
 	size_t limit;
@@ -384,38 +384,38 @@ void view_records_html(http_ctx_t *c)
 		return;
 	pith_buf_t *b = c->body;
 	pith_buf_reset(b);
-	html_head(c, "All records", NULL);
+	render_html_head(c, "All records", NULL);
 	store_counts_t sc;
-	store_counts_get(c->h->store, &sc);
+	store_counts_get(c->rd->store, &sc);
 	pith_buf_printf(b, "<h1>All records</h1>\n<p class=\"muted\">%llu records on this mirror, "
 			   "the most recently changed first.</p>\n", (unsigned long long)sc.records);
-	html_table(c, &p);
+	render_html_table(c, &p);
 	if (next) {
 		pith_buf_puts(b, "<p><a rel=\"next\" href=\"");
-		html_text(b, c->h->base_url);
+		render_html_text(b, c->rd->base_url);
 		pith_buf_printf(b, "/pith/?after=%llu&amp;limit=%zu\">Older records &rarr;</a></p>\n",
 				(unsigned long long)next, limit);
 	}
 	pith_buf_puts(b, "<p class=\"muted\">The same as JSON: <a href=\"");
-	html_text(b, c->h->base_url);
+	render_html_text(b, c->rd->base_url);
 	pith_buf_puts(b, "/api/records\">/api/records</a></p>\n");
 	free(p.v);
-	html_done(c);
+	render_html_done(c);
 }
 
 /* /: what this mirror is, what changed last, and the search box. */
-void view_home(http_ctx_t *c)
+void render_view_home(render_ctx_t *c)
 {
-	http_t *h = c->h;
+	render_t *h = c->rd;
 	line_page_t p;
 	uint64_t next;
 	if (page_read(c, 0, HOME_RECENT, &p, &next))
 		return;
 	pith_buf_t *b = c->body;
 	pith_buf_reset(b);
-	html_head(c, NULL, NULL);
+	render_html_head(c, NULL, NULL);
 	pith_buf_puts(b, "<h1>");
-	html_text(b, h->name);
+	render_html_text(b, h->name);
 	pith_buf_puts(b, "</h1>\n<p>A mirror of the Pith Number registry: it keeps registry-signed "
 			 "records and the events signed about them, and recomputes each record's state "
 			 "with the deterministic merge, so that what it serves can be checked by "
@@ -423,28 +423,28 @@ void view_home(http_ctx_t *c)
 	store_counts_t sc;
 	store_counts_get(h->store, &sc);
 	pith_buf_puts(b, "<dl>\n");
-	if (h->o.node_id && *h->o.node_id) {
+	if (*h->node_id) {
 		pith_buf_puts(b, "<dt>Node id</dt><dd><code>");
-		html_text(b, h->o.node_id);
+		render_html_text(b, h->node_id);
 		pith_buf_puts(b, "</code></dd>\n");
 	}
-	if (h->o.network_id && *h->o.network_id) {
+	if (*h->network_id) {
 		pith_buf_puts(b, "<dt>Network</dt><dd><code>");
-		html_text(b, h->o.network_id);
+		render_html_text(b, h->network_id);
 		pith_buf_puts(b, "</code></dd>\n");
 	}
 	pith_buf_printf(b, "<dt>Holds</dt><dd>%llu record%s, %llu event%s, %llu registry bundle%s</dd>\n",
 			(unsigned long long)sc.records, sc.records == 1 ? "" : "s",
 			(unsigned long long)sc.events, sc.events == 1 ? "" : "s",
 			(unsigned long long)sc.bundles, sc.bundles == 1 ? "" : "s");
-	if (h->hooks.about) {
-		http_about_t ab = {0};
-		h->hooks.about(h->hooks.arg, &ab);
+	if (h->about) {
+		render_about_t ab = {0};
+		h->about(h->about_arg, &ab);
 		pith_buf_printf(b, "<dt>Peers</dt><dd>%zu connected</dd>\n", ab.peers);
 		pith_buf_puts(b, "<dt>Upstreams</dt><dd>");
 		for (size_t i = 0; i < ab.nupstreams && i < 16; i++) {
 			pith_buf_puts(b, i ? ", <code>" : "<code>");
-			html_text(b, ab.upstreams[i]);
+			render_html_text(b, ab.upstreams[i]);
 			pith_buf_puts(b, "</code>");
 		}
 		pith_buf_puts(b, ab.nupstreams ? "</dd>\n" : "none</dd>\n");
@@ -452,9 +452,9 @@ void view_home(http_ctx_t *c)
 	for (size_t i = 0; i < h->nmirrors && i < 64; i++) {
 		pith_buf_puts(b, i ? ", " : "<dt>Peer mirrors</dt><dd>");
 		pith_buf_puts(b, "<a href=\"");
-		html_text(b, h->mirrors[i].base_url);
+		render_html_text(b, h->mirrors[i].base_url);
 		pith_buf_puts(b, "/\">");
-		html_text(b, h->mirrors[i].name);
+		render_html_text(b, h->mirrors[i].name);
 		pith_buf_puts(b, "</a>");
 		if (i + 1 == h->nmirrors || i == 63)
 			pith_buf_puts(b, "</dd>\n");
@@ -464,13 +464,13 @@ void view_home(http_ctx_t *c)
 	if (p.n) {
 		const char *body = p.v[0].pith + PITH_NUMBER_LEN - PITH_BODY_LEN;
 		pith_buf_puts(b, " (<a href=\"");
-		html_text(b, h->base_url);
+		render_html_text(b, h->base_url);
 		pith_buf_printf(b, "/pith/%s/\">pith:%.8s</a>)", body, body);
 	}
 	pith_buf_puts(b, "</dd>\n</dl>\n<h2>Recently changed</h2>\n");
-	html_table(c, &p);
+	render_html_table(c, &p);
 	pith_buf_puts(b, "<p><a href=\"");
-	html_text(b, h->base_url);
+	render_html_text(b, h->base_url);
 	pith_buf_puts(b, "/pith/\">All records &rarr;</a></p>\n<p class=\"muted\">For programs:");
 	static const char *const docs[] = {"/api/records", "/api/changes", "/pith-mirrors.json",
 					   "/pith-signing-key.json", "/healthz"};
@@ -478,10 +478,10 @@ void view_home(http_ctx_t *c)
 		if (h->files_only && (i == 1 || i == 4))
 			continue; /* the change feed and /healthz are a node's, not files */
 		pith_buf_puts(b, i ? ", <a href=\"" : " <a href=\"");
-		html_text(b, h->base_url);
+		render_html_text(b, h->base_url);
 		pith_buf_printf(b, "%s\">%s</a>", docs[i], docs[i]);
 	}
 	pith_buf_puts(b, ".</p>\n");
 	free(p.v);
-	html_done(c);
+	render_html_done(c);
 }

@@ -1,6 +1,6 @@
 /* Last-Modified and If-Modified-Since (docs/http.md, "Conditional
  * requests"): HTTP-dates, the date each document is given, and the
- * table that turns a change log sequence number into a date.
+ * the date each document is given: the notes a date is taken from.
  *
  * The store keeps no time with its change log, and an event's created_at
  * is no date of the document (an older event arriving late changes the
@@ -13,23 +13,22 @@
  * not at their first request). A record's documents are dated by the first row at or past the
  * record's latest change: never before that change (the row was written
  * after it was committed), never going backwards (rows only grow), and
- * the same from one request to the next while nothing changes. The first
- * row is the server's start, so a restart (a new pithd may render
- * differently) dates every document anew. No thread but the loop touches
- * the table; the views, on any thread, only note the number and when
- * they read it. No libevent here: render-only contexts share the notes. */
+ * the same from one request to the next while nothing changes. That
+ * table is the server's (node/http/http_dates.c): here are the HTTP-dates
+ * and the notes the views make, on any thread (the number and when they
+ * read it), which a static site's documents carry too. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-#include "http_int.h"
+#include "render_int.h"
 
 static const char wdays[7][4] = {"Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"};
 static const char months[12][4] = {"Jan", "Feb", "Mar", "Apr", "May", "Jun",
 				   "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
 
-void http_date_format(int64_t t, char out[static HTTP_DATE_LEN + 1])
+void render_date_format(int64_t t, char out[static RENDER_DATE_LEN + 1])
 {
 	time_t tt = (time_t)t;
 	struct tm tm;
@@ -45,8 +44,8 @@ void http_date_format(int64_t t, char out[static HTTP_DATE_LEN + 1])
 		 (unsigned)tm.tm_mday % 100, months[tm.tm_mon % 12],
 		 (unsigned)(tm.tm_year + 1900) % 10000, (unsigned)tm.tm_hour % 100,
 		 (unsigned)tm.tm_min % 100, (unsigned)tm.tm_sec % 100);
-	memcpy(out, tmp, HTTP_DATE_LEN);
-	out[HTTP_DATE_LEN] = 0;
+	memcpy(out, tmp, RENDER_DATE_LEN);
+	out[RENDER_DATE_LEN] = 0;
 }
 
 /* n digits at *p into *v; advances *p. */
@@ -86,7 +85,7 @@ static int hms(const char **p, struct tm *tm)
 	       lit(p, ":") || digits(p, 2, &tm->tm_sec) ? -1 : 0;
 }
 
-int http_date_parse(const char *s, int64_t *out)
+int render_date_parse(const char *s, int64_t *out)
 {
 	struct tm tm;
 	memset(&tm, 0, sizeof(tm));
@@ -140,102 +139,83 @@ int http_date_parse(const char *s, int64_t *out)
 
 /* ---- the notes the views make (any thread) --------------------------------------------- */
 
-void http_date_note_seq(http_ctx_t *c, uint64_t seq)
+void render_date_note_seq(render_ctx_t *c, uint64_t seq)
 {
 	c->r.lm_seq = seq;
 	c->r.lm_read = (int64_t)time(NULL);
 }
 
-void http_date_note_record(http_ctx_t *c, const char *pith)
+void render_date_note_record(render_ctx_t *c, const char *pith)
 {
 	uint64_t seq = 0;
-	if (c->route == ROUTE_BUNDLE || c->route == ROUTE_WELL_KNOWN) {
+	if (c->route == RENDER_ROUTE_BUNDLE || c->route == RENDER_ROUTE_WELL_KNOWN) {
 		/* a bundle is the registry's, dated by its own built_at; a newer
 		 * one replaces it only with a later built_at */
 		char built[STORE_BUILT_AT_MAX + 1];
 		int64_t us;
-		if (!store_built_at_get(c->h->store, pith, built, NULL) && !pith_time_parse(built, &us))
+		if (!store_built_at_get(c->rd->store, pith, built, NULL) && !pith_time_parse(built, &us))
 			c->r.lm_fixed = us / 1000000;
 		return;
 	}
 	/* read before the documents are: the date is then never later than
 	 * the bytes (a change in between makes the date older, not newer) */
-	if (!store_change_seq_get(c->h->store, pith, &seq, NULL))
-		http_date_note_seq(c, seq);
+	if (!store_change_seq_get(c->rd->store, pith, &seq, NULL))
+		render_date_note_seq(c, seq);
 }
 
-/* ---- the table (the loop only) ----------------------------------------------------------- */
+/* ---- conditional requests ------------------------------------------------------------ */
 
-int http_dates_init(http_t *h)
+/* If-None-Match (RFC 9110 13.1.2): "*" or a list of entity tags, compared
+ * weakly (a W/ prefix is ignored). */
+static int etag_listed(const char *inm, const char *etag)
 {
-	h->dates = calloc(HTTP_DATES_MAX, sizeof(*h->dates));
-	if (!h->dates)
-		return -1;
-	h->dates[0].seq = h->store ? store_changes_last(h->store) : 0;
-	h->dates[0].t = (int64_t)time(NULL);
-	h->ndates = 1;
+	size_t elen = strlen(etag);
+	const char *p = inm;
+	while (*p) {
+		while (*p == ' ' || *p == '\t' || *p == ',')
+			p++;
+		if (!*p)
+			break;
+		if (*p == '*')
+			return 1;
+		if (p[0] == 'W' && p[1] == '/')
+			p += 2;
+		const char *s = p;
+		if (*p == '"') {
+			p++;
+			while (*p && *p != '"')
+				p++;
+			if (*p == '"')
+				p++;
+		} else {
+			while (*p && *p != ',')
+				p++;
+		}
+		if ((size_t)(p - s) == elen && !memcmp(s, etag, elen))
+			return 1;
+		while (*p && *p != ',')
+			p++;
+	}
 	return 0;
 }
 
-/* The date of change seq: the first row at or past it, or a new row now. */
-static int64_t date_of_seq(http_t *h, uint64_t seq, int64_t now)
+int render_is_not_modified(const char *etag, int64_t last_modified, const char *if_none_match,
+			   const char *if_modified_since)
 {
-	size_t lo = 0, hi = h->ndates;
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-		if (h->dates[mid].seq < seq)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	if (lo < h->ndates)
-		return h->dates[lo].t;
-	uint64_t last = store_changes_last(h->store);
-	http_date_row_t *top = &h->dates[h->ndates - 1];
-	if (now < top->t)
-		now = top->t; /* a clock stepped back: rows never go backwards */
-	if (last < seq)
-		last = seq; /* unlogged: the log's end is as of the last flush */
-	if (now == top->t) {
-		top->seq = last; /* what was committed by the end of this second */
-		return now;
-	}
-	if (h->ndates == HTTP_DATES_MAX) {
-		/* coarser: keep every second row; the seqs of a dropped row get
-		 * the next row's later date, so dates only move forward */
-		for (size_t i = 0; i < HTTP_DATES_MAX / 2; i++)
-			h->dates[i] = h->dates[2 * i + 1];
-		h->ndates = HTTP_DATES_MAX / 2;
-	}
-	h->dates[h->ndates++] = (http_date_row_t){.seq = last, .t = now};
-	return now;
-}
-
-void http_dates_restart(http_t *h)
-{
-	h->dates_floor = (int64_t)time(NULL);
-}
-
-void http_dates_tick(http_t *h)
-{
-	if (h->dates && h->store)
-		date_of_seq(h, store_changes_last(h->store), (int64_t)time(NULL));
-}
-
-int64_t http_date_of(http_t *h, const http_resp_t *r)
-{
-	int64_t now = (int64_t)time(NULL);
-	if (r->lm_fixed > 0)
-		/* as below, only a second that has ended (and so never after
-		 * Date, RFC 9110 8.8.2.1: a date in the future is not sent) */
-		return r->lm_fixed < now ? r->lm_fixed : 0;
-	if (!r->lm_seq || !h->dates || !h->store)
+	/* If-None-Match, when sent, decides alone (RFC 9110 13.2.2);
+	 * If-Modified-Since only without it */
+	int64_t since;
+	if (!etag[0])
 		return 0;
-	int64_t t = date_of_seq(h, r->lm_seq, now);
-	if (t < h->dates_floor)
-		t = h->dates_floor;
-	/* only a second that had ended before the documents were read: a
-	 * change later in that second would get the same date, and a client
-	 * holding the older bytes would be told they are current */
-	return t < r->lm_read ? t : 0;
+	if (if_none_match)
+		return etag_listed(if_none_match, etag);
+	return last_modified && if_modified_since && !render_date_parse(if_modified_since, &since) &&
+	       last_modified <= since;
+}
+
+int64_t render_date_own(const render_resp_t *r, int64_t now)
+{
+	/* only a second that has ended (and so never after Date, RFC 9110
+	 * 8.8.2.1: a date in the future is not sent) */
+	return r->lm_fixed > 0 && r->lm_fixed < now ? r->lm_fixed : 0;
 }

@@ -1,0 +1,210 @@
+/* The list facts of a static site (site_int.h). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+#include "site_int.h"
+
+/* ---- the list facts ---------------------------------------------------------------------- */
+
+/* What the record lists show of each record (render_list_facts_t), kept in
+ * OUT/.pith-site/facts between runs so that the list pages, which every
+ * change shifts, are rendered again without reading the states of the
+ * records that did not change (docs/site.md, "Keeping it current"). A
+ * record's entry is dropped when it changes; the lists read its state and
+ * put the new one. The file: FACTS_MAGIC, then per record its body and
+ * five strings, each a 32-bit little-endian length (FACT_NONE: none) and
+ * its bytes. A file that does not parse is ignored: every fact is then
+ * read from the states again. */
+#define FACTS_MAGIC "pith-site-facts 1\n"
+#define FACT_NONE 0xffffffffu
+#define FACT_MAX 65536 /* bytes of one string; longer: the file is not ours */
+#define NFACTS 5
+
+typedef struct fact {
+	char body[PITH_BODY_LEN + 1];
+	char *v[NFACTS]; /* into the same allocation; NULL: none */
+} fact_t;
+
+void site_body_key(const char *body, uint8_t key[32])
+{
+	memset(key, 0, 32);
+	memcpy(key, body, PITH_BODY_LEN);
+}
+
+/* A fact of body with these strings (lens[i] == FACT_NONE: NULL). */
+static fact_t *fact_new(const char *body, const char *const v[NFACTS], const uint32_t lens[NFACTS])
+{
+	size_t total = sizeof(fact_t);
+	for (int i = 0; i < NFACTS; i++)
+		total += lens[i] == FACT_NONE ? 0 : lens[i] + 1;
+	fact_t *f = malloc(total);
+	if (!f)
+		return NULL;
+	memcpy(f->body, body, PITH_BODY_LEN);
+	f->body[PITH_BODY_LEN] = 0;
+	char *p = (char *)(f + 1);
+	for (int i = 0; i < NFACTS; i++) {
+		f->v[i] = NULL;
+		if (lens[i] == FACT_NONE)
+			continue;
+		memcpy(p, v[i], lens[i]);
+		p[lens[i]] = 0;
+		f->v[i] = p;
+		p += lens[i] + 1;
+	}
+	return f;
+}
+
+void site_fact_drop(site_t *s, const char *body)
+{
+	uint8_t key[32];
+	site_body_key(body, key);
+	free(idmap_del(s->facts, key));
+}
+
+static int fact_set(site_t *s, fact_t *f)
+{
+	uint8_t key[32];
+	site_body_key(f->body, key);
+	free(idmap_del(s->facts, key));
+	if (idmap_put(s->facts, key, f)) {
+		free(f);
+		return -1;
+	}
+	return 0;
+}
+
+int site_facts_get(void *arg, const char *pith, render_list_facts_t *out)
+{
+	site_t *s = arg;
+	uint8_t key[32];
+	site_body_key(pith + PITH_NUMBER_LEN - PITH_BODY_LEN, key);
+	const fact_t *f = idmap_get(s->facts, key);
+	if (!f)
+		return -1;
+	*out = (render_list_facts_t){f->v[0], f->v[1], f->v[2], f->v[3], f->v[4]};
+	return 0;
+}
+
+void site_facts_put(void *arg, const char *pith, const render_list_facts_t *in)
+{
+	site_t *s = arg;
+	const char *v[NFACTS] = {in->title, in->first_author, in->primary_cat, in->submitted_at,
+				 in->created_at};
+	uint32_t lens[NFACTS];
+	for (int i = 0; i < NFACTS; i++) {
+		size_t n = v[i] ? strlen(v[i]) : 0;
+		if (n >= FACT_MAX)
+			return; /* not cached: the lists read its state each time */
+		lens[i] = v[i] ? (uint32_t)n : FACT_NONE;
+	}
+	fact_t *f = fact_new(pith + PITH_NUMBER_LEN - PITH_BODY_LEN, v, lens);
+	if (f)
+		fact_set(s, f); /* out of memory: not cached, nothing wrong */
+}
+
+static uint32_t get_u32(const uint8_t *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+/* Reads OUT/.pith-site/facts (see above); what does not parse is left
+ * out. */
+void site_facts_load(site_t *s)
+{
+	pith_buf_t b = PITH_BUF_INIT;
+	size_t ml = strlen(FACTS_MAGIC), off = ml, good = 0;
+	if (site_read_rel(s, SITE_META_DIR "/facts", &b) || b.len < ml || memcmp(b.data, FACTS_MAGIC, ml))
+		goto out;
+	while (off < b.len) {
+		const char *v[NFACTS];
+		uint32_t lens[NFACTS];
+		size_t at = off + PITH_BODY_LEN;
+		if (b.len - off < PITH_BODY_LEN)
+			break;
+		int ok = 1;
+		for (int i = 0; ok && i < NFACTS; i++) {
+			if (b.len - at < 4) {
+				ok = 0;
+				break;
+			}
+			lens[i] = get_u32(b.data + at);
+			at += 4;
+			v[i] = (const char *)b.data + at;
+			if (lens[i] == FACT_NONE)
+				continue;
+			if (lens[i] >= FACT_MAX || b.len - at < lens[i] ||
+			    memchr(v[i], 0, lens[i]))
+				ok = 0;
+			else
+				at += lens[i];
+		}
+		fact_t *f = ok ? fact_new((const char *)b.data + off, v, lens) : NULL;
+		if (!f || fact_set(s, f))
+			break;
+		good++;
+		off = at;
+	}
+	if (off != b.len)
+		log_warn("site: %s/" SITE_META_DIR "/facts: unreadable after %zu records (byte %zu of "
+			 "%zu); the lists read the other records' states", s->dir, good, off, b.len);
+out:
+	pith_buf_release(&b);
+}
+
+static int fact_collect(void *arg, const uint8_t id[32], void *val)
+{
+	(void)id;
+	const fact_t ***p = arg;
+	*(*p)++ = val;
+	return 0;
+}
+
+static int fact_cmp(const void *a, const void *b)
+{
+	return strcmp((*(const fact_t *const *)a)->body, (*(const fact_t *const *)b)->body);
+}
+
+/* Writes the facts, sorted by body (the same facts, the same bytes). */
+int site_facts_save(site_t *s)
+{
+	size_t n = idmap_count(s->facts);
+	const fact_t **v = malloc((n ? n : 1) * sizeof(*v)), **p = v;
+	if (!v)
+		return pith_err_set(s->err, PITH_ENOMEM, "site: out of memory");
+	idmap_each(s->facts, fact_collect, &p);
+	qsort(v, n, sizeof(*v), fact_cmp);
+	pith_buf_t b = PITH_BUF_INIT;
+	pith_buf_puts(&b, FACTS_MAGIC);
+	for (size_t i = 0; i < n; i++) {
+		pith_buf_append(&b, v[i]->body, PITH_BODY_LEN);
+		for (int k = 0; k < NFACTS; k++) {
+			uint32_t len = v[i]->v[k] ? (uint32_t)strlen(v[i]->v[k]) : FACT_NONE;
+			uint8_t le[4] = {(uint8_t)len, (uint8_t)(len >> 8), (uint8_t)(len >> 16),
+					 (uint8_t)(len >> 24)};
+			pith_buf_append(&b, le, 4);
+			if (v[i]->v[k])
+				pith_buf_append(&b, v[i]->v[k], len);
+		}
+	}
+	free(v);
+	int rc = b.oom ? pith_err_set(s->err, PITH_ENOMEM, "site: out of memory")
+		       : site_put(s, SITE_META_DIR "/facts", b.data, b.len);
+	pith_buf_release(&b);
+	return rc;
+}
+
+static int fact_free(void *arg, const uint8_t id[32], void *val)
+{
+	(void)arg;
+	(void)id;
+	free(val);
+	return 0;
+}
+
+void site_facts_free(site_t *s)
+{
+	if (s->facts)
+		idmap_each(s->facts, fact_free, NULL);
+}
