@@ -3,7 +3,7 @@
  * the new and tried tables (bucket placement, what one poisoning source
  * can fill, terrible entries, the bound), dialling pinned and learnt
  * entries and the selection by group, the backoff after failed dials,
- * inbound limits and eviction, bans and their overflow, addr_parse_ip,
+ * inbound limits and eviction, bans and their overflow, addrbook_parse_ip,
  * peer exchange (PEERS_REQ/PEERS), and DATA/peers.json (versions 1 and 2). */
 #include <arpa/inet.h>
 #include <sodium.h>
@@ -37,7 +37,7 @@ static int banned(tnode_t *n, const char *addr, int64_t now)
 	struct sockaddr_storage ss;
 	socklen_t len;
 	return !fake_sockaddr(addr, &ss, &len) &&
-	       ban_is_banned(n->book, (const struct sockaddr *)&ss, now);
+	       addrbook_is_banned(n->book, (const struct sockaddr *)&ss, now);
 }
 
 static const addr_entry_t *find(tnode_t *n, const char *addr)
@@ -252,34 +252,34 @@ static void ip4(const char *s, uint8_t ip[16])
 	inet_pton(AF_INET, s, ip);
 }
 
-TEST(bans, "a ban holds until its time, ban_lift lifts it and ban_prune drops expired ones")
+TEST(bans, "a ban holds until its time, addrbook_ban_lift lifts it and addrbook_ban_prune drops expired ones")
 {
 	tnode_t n;
 	uint8_t ip[16];
 	setup(&n, NULL);
 	int64_t now = node_now_us();
 	ip4("10.0.0.5", ip);
-	CHECK_INT_EQ(ban_set(n.book, ip, 4, now + 1000000, "test"), 0);
+	CHECK_INT_EQ(addrbook_ban_set(n.book, ip, 4, now + 1000000, "test"), 0);
 	CHECK(banned(&n, "10.0.0.5:7411", now)); /* every port */
 	CHECK(banned(&n, "10.0.0.5:1", now));
 	CHECK(!banned(&n, "10.0.0.6:7411", now));
 	CHECK(!banned(&n, "10.0.0.5:7411", now + 1000000));
-	CHECK_INT_EQ(ban_set(n.book, ip, 4, now + 2000000, "again"), 0); /* replaces */
-	CHECK_INT_EQ(ban_count(n.book), 1);
-	CHECK_STR_EQ(ban_at(n.book, 0)->reason, "again");
-	CHECK_STR_EQ(ban_at(n.book, 0)->ip_str, "10.0.0.5");
-	CHECK_INT_EQ(ban_lift(n.book, ip, 4), 1);
+	CHECK_INT_EQ(addrbook_ban_set(n.book, ip, 4, now + 2000000, "again"), 0); /* replaces */
+	CHECK_INT_EQ(addrbook_ban_count(n.book), 1);
+	CHECK_STR_EQ(addrbook_ban_at(n.book, 0)->reason, "again");
+	CHECK_STR_EQ(addrbook_ban_at(n.book, 0)->ip_str, "10.0.0.5");
+	CHECK_INT_EQ(addrbook_ban_lift(n.book, ip, 4), 1);
 	CHECK(!banned(&n, "10.0.0.5:7411", now));
-	CHECK_INT_EQ(ban_lift(n.book, ip, 4), 0);
+	CHECK_INT_EQ(addrbook_ban_lift(n.book, ip, 4), 0);
 	/* expired bans go at the next prune */
-	CHECK_INT_EQ(ban_set(n.book, ip, 4, now - 1, "old"), 0);
+	CHECK_INT_EQ(addrbook_ban_set(n.book, ip, 4, now - 1, "old"), 0);
 	ip4("10.0.0.7", ip);
-	CHECK_INT_EQ(ban_set(n.book, ip, 4, now + 1000000, "running"), 0);
-	ban_prune(n.book, now);
-	CHECK_INT_EQ(ban_count(n.book), 1);
-	CHECK_STR_EQ(ban_at(n.book, 0)->ip_str, "10.0.0.7");
+	CHECK_INT_EQ(addrbook_ban_set(n.book, ip, 4, now + 1000000, "running"), 0);
+	addrbook_ban_prune(n.book, now);
+	CHECK_INT_EQ(addrbook_ban_count(n.book), 1);
+	CHECK_STR_EQ(addrbook_ban_at(n.book, 0)->ip_str, "10.0.0.7");
 	pith_buf_t b = PITH_BUF_INIT;
-	ban_list_json(n.book, now, &b);
+	addrbook_ban_list_json(n.book, now, &b);
 	pith_buf_append(&b, "", 1);
 	CHECK_STR_CONTAINS((const char *)b.data, "\"ip\":\"10.0.0.7\",\"reason\":\"running\"");
 	pith_buf_release(&b);
@@ -295,10 +295,10 @@ TEST(ban_blocks_dial, "a banned address is not dialled, and is dialled at once w
 	CHECK_INT_EQ(addrbook_add_hostport(n.book, "10.0.0.9:7411", 1, &err), 0);
 	ip4("10.0.0.9", ip);
 	int64_t now = node_now_us();
-	CHECK_INT_EQ(ban_set(n.book, ip, 4, now + 3600 * INT64_C(1000000), "test"), 0);
+	CHECK_INT_EQ(addrbook_ban_set(n.book, ip, 4, now + 3600 * INT64_C(1000000), "test"), 0);
 	addrbook_maintain(n.book, now);
 	CHECK_INT_EQ(fake_connects(n.net), 0);
-	CHECK_INT_EQ(ban_lift(n.book, ip, 4), 1);
+	CHECK_INT_EQ(addrbook_ban_lift(n.book, ip, 4), 1);
 	addrbook_maintain(n.book, now);
 	CHECK_INT_EQ(fake_connects(n.net), 1);
 	tnode_stop(&n);
@@ -318,17 +318,17 @@ TEST(ban_overflow, "a full ban table drops the ban that runs out first, says so 
 	for (int i = 0; i < 16; i++) {
 		ip[3] = (uint8_t)i;
 		/* the first has already run out; the others end 1000 s + i from now */
-		CHECK_INT_EQ(ban_set(n.book, ip, 4, i ? now + (1000 + i) * INT64_C(1000000) : now - 1, "t"), 0);
+		CHECK_INT_EQ(addrbook_ban_set(n.book, ip, 4, i ? now + (1000 + i) * INT64_C(1000000) : now - 1, "t"), 0);
 	}
-	CHECK_INT_EQ(ban_count(n.book), 16);
+	CHECK_INT_EQ(addrbook_ban_count(n.book), 16);
 	uint8_t more[16] = {10, 8, 0, 1};
-	CHECK_INT_EQ(ban_set(n.book, more, 4, now + 5000000, "t"), 0); /* in the expired one's place */
+	CHECK_INT_EQ(addrbook_ban_set(n.book, more, 4, now + 5000000, "t"), 0); /* in the expired one's place */
 	CHECK_INT_EQ(n.stats.bans_evicted, 0);
 	for (int i = 2; i < 6; i++) { /* four more: the ones ending soonest go */
 		more[3] = (uint8_t)i;
-		CHECK_INT_EQ(ban_set(n.book, more, 4, now + 3600 * INT64_C(1000000), "t"), 0);
+		CHECK_INT_EQ(addrbook_ban_set(n.book, more, 4, now + 3600 * INT64_C(1000000), "t"), 0);
 	}
-	CHECK_INT_EQ(ban_count(n.book), 16);
+	CHECK_INT_EQ(addrbook_ban_count(n.book), 16);
 	CHECK_INT_EQ(n.stats.bans_evicted, 4);
 	for (int i = 2; i < 6; i++) {
 		char s2[32];
@@ -342,7 +342,7 @@ TEST(ban_overflow, "a full ban table drops the ban that runs out first, says so 
 	CHECK(banned(&n, "10.9.0.15:1", now));
 	/* an address already banned has its ban replaced, nothing dropped */
 	more[3] = 5;
-	CHECK_INT_EQ(ban_set(n.book, more, 4, now + 2000000, "longer"), 0);
+	CHECK_INT_EQ(addrbook_ban_set(n.book, more, 4, now + 2000000, "longer"), 0);
 	CHECK_INT_EQ(n.stats.bans_evicted, 4);
 	tnode_stop(&n);
 }
@@ -460,7 +460,7 @@ TEST(ban_threshold, "a peer whose score reaches ban_threshold is banned and clos
 	tnode_stop(&n);
 }
 
-TEST(parse_ip, "addr_parse_ip reads IP, IP:PORT, [IPv6] and [IPv6]:PORT, and nothing else")
+TEST(parse_ip, "addrbook_parse_ip reads IP, IP:PORT, [IPv6] and [IPv6]:PORT, and nothing else")
 {
 	uint8_t ip[16], len = 0;
 	static const struct {
@@ -469,15 +469,15 @@ TEST(parse_ip, "addr_parse_ip reads IP, IP:PORT, [IPv6] and [IPv6]:PORT, and not
 	} ok[] = {{"10.1.2.3", 4}, {"10.1.2.3:7411", 4}, {"::1", 16}, {"2001:db8::1", 16},
 		  {"[::1]", 16}, {"[2001:db8::1]:7411", 16}, {"::ffff:10.1.2.3", 16}};
 	for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
-		CHECK_INT_EQ(addr_parse_ip(ok[i].in, ip, &len), 0);
+		CHECK_INT_EQ(addrbook_parse_ip(ok[i].in, ip, &len), 0);
 		CHECK_INT_EQ(len, ok[i].len);
 	}
-	CHECK_INT_EQ(addr_parse_ip("10.1.2.3:7411", ip, &len), 0);
+	CHECK_INT_EQ(addrbook_parse_ip("10.1.2.3:7411", ip, &len), 0);
 	CHECK_MEM_EQ(ip, 4, "\x0a\x01\x02\x03", 4);
 	static const char *const bad[] = {"", "host", "host:7411", "10.1.2", "[::1", "[::1]x",
 					  "[::1]7411", "1.2.3.4:5:6", "[]", ":7411", "10.1.2.3.4"};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
-		CHECK_INT_EQ(addr_parse_ip(bad[i], ip, &len), PITH_EINVAL);
+		CHECK_INT_EQ(addrbook_parse_ip(bad[i], ip, &len), PITH_EINVAL);
 }
 
 /* ---- peer exchange ------------------------------------------------------------------------ */
@@ -582,7 +582,7 @@ static size_t count_src(tnode_t *n, const char *src)
 	struct sockaddr_storage sr;
 	socklen_t slen;
 	fake_sockaddr(src, &sr, &slen);
-	uint64_t g = addr_group_sa((const struct sockaddr *)&sr);
+	uint64_t g = addrbook_group_of_sa((const struct sockaddr *)&sr);
 	size_t k = 0;
 	for (size_t i = 0; i < addrbook_size(n->book); i++)
 		k += addrbook_entry(n->book, i)->table != ADDR_TABLE_NONE &&
@@ -621,9 +621,9 @@ TEST(add_bound, "at addrbook_max learnt entries one more pushes out the oldest o
 static uint64_t group_of(const char *ip)
 {
 	uint8_t b[16], l;
-	if (addr_parse_ip(ip, b, &l))
+	if (addrbook_parse_ip(ip, b, &l))
 		return 0;
-	return addr_group(b, l);
+	return addrbook_group_of(b, l);
 }
 
 TEST(groups, "network groups are /16 for IPv4 (loopback too, and IPv4-mapped IPv6), /32 for IPv6")
@@ -904,9 +904,9 @@ TEST(file_roundtrip, "peers.json keeps addresses, kept entries, node ids and run
 	CHECK_INT_EQ(addrbook_add_hostport(n.book, "[2001:db8::5]:7411", 1, &err), 0);
 	int64_t now = node_now_us();
 	ip4("10.0.0.30", ip);
-	CHECK_INT_EQ(ban_set(n.book, ip, 4, now + 3600 * INT64_C(1000000), "a \"quoted\" reason"), 0);
+	CHECK_INT_EQ(addrbook_ban_set(n.book, ip, 4, now + 3600 * INT64_C(1000000), "a \"quoted\" reason"), 0);
 	ip4("10.0.0.31", ip);
-	CHECK_INT_EQ(ban_set(n.book, ip, 4, now - 1, "ran out"), 0);
+	CHECK_INT_EQ(addrbook_ban_set(n.book, ip, 4, now - 1, "ran out"), 0);
 	CHECK_INT_EQ(addrbook_save(n.book, &err), 0);
 
 	addrbook_t *b = addrbook_new(n.net, &n.cfg, &n.stats);
@@ -924,10 +924,10 @@ TEST(file_roundtrip, "peers.json keeps addresses, kept entries, node ids and run
 	CHECK(e && e->kept && e->pinned);
 	e = find(&n, "[2001:db8::5]:7411");
 	CHECK(e && !e->kept && !e->pinned); /* configured peers come from the configuration */
-	CHECK_INT_EQ(ban_count(b), 1);
+	CHECK_INT_EQ(addrbook_ban_count(b), 1);
 	CHECK(banned(&n, "10.0.0.30:1", now));
 	CHECK(!banned(&n, "10.0.0.31:1", now));
-	CHECK_STR_EQ(ban_at(b, 0)->reason, "a \"quoted\" reason");
+	CHECK_STR_EQ(addrbook_ban_at(b, 0)->reason, "a \"quoted\" reason");
 	n.book = keep;
 	addrbook_free(b);
 
@@ -965,7 +965,7 @@ TEST(file_roundtrip, "peers.json keeps addresses, kept entries, node ids and run
 	b = addrbook_new(n.net, &n.cfg, &n.stats);
 	addrbook_load(b);
 	CHECK_INT_EQ(addrbook_size(b), 0);
-	CHECK_INT_EQ(ban_count(b), 0);
+	CHECK_INT_EQ(addrbook_ban_count(b), 0);
 	addrbook_free(b);
 	tnode_stop(&n);
 }

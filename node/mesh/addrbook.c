@@ -54,7 +54,7 @@ int addrbook_sa_same(const struct sockaddr *a, const struct sockaddr *b)
 	return la == lb && pa == pb && !memcmp(ia, ib, la);
 }
 
-int addr_parse_ip(const char *text, uint8_t ip[16], uint8_t *len)
+int addrbook_parse_ip(const char *text, uint8_t ip[16], uint8_t *len)
 {
 	char host[INET6_ADDRSTRLEN];
 	const char *h = text, *end = text + strlen(text);
@@ -86,21 +86,21 @@ int addr_parse_ip(const char *text, uint8_t ip[16], uint8_t *len)
 
 static const uint8_t v4mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
 
-uint64_t addr_group(const uint8_t *ip, uint8_t len)
+uint64_t addrbook_group_of(const uint8_t *ip, uint8_t len)
 {
 	if (len == 16 && !memcmp(ip, v4mapped, 12))
-		return addr_group(ip + 12, 4);
+		return addrbook_group_of(ip + 12, 4);
 	if (len == 4)
 		return (UINT64_C(4) << 32) | (uint64_t)ip[0] << 8 | ip[1];
 	return (UINT64_C(6) << 32) | (uint64_t)ip[0] << 24 | (uint64_t)ip[1] << 16 |
 	       (uint64_t)ip[2] << 8 | ip[3];
 }
 
-uint64_t addr_group_sa(const struct sockaddr *sa)
+uint64_t addrbook_group_of_sa(const struct sockaddr *sa)
 {
 	uint8_t ip[16], il;
 	uint16_t port;
-	return addr_ip(sa, ip, &il, &port) ? 0 : addr_group(ip, il);
+	return addr_ip(sa, ip, &il, &port) ? 0 : addrbook_group_of(ip, il);
 }
 
 socklen_t addrbook_group_sa(uint64_t g, struct sockaddr_storage *ss)
@@ -178,7 +178,7 @@ static uint64_t addr_hash(const addrbook_t *ab, const addr_entry_t *a)
 
 static uint64_t entry_group(const addr_entry_t *a)
 {
-	return addr_group_sa((const struct sockaddr *)&a->sa);
+	return addrbook_group_of_sa((const struct sockaddr *)&a->sa);
 }
 
 /* A new address's bucket: one of ADDRBOOK_NEW_PER_GROUP buckets of its
@@ -454,7 +454,7 @@ addr_entry_t *addrbook_add_from(addrbook_t *ab, const struct sockaddr *sa, sockl
 	a->source = source;
 	a->pinned = source == ADDR_CONFIG;
 	a->seen_us = now;
-	a->src_group = src ? addr_group_sa(src) : addr_group(ip, il);
+	a->src_group = src ? addrbook_group_of_sa(src) : addrbook_group_of(ip, il);
 	addr_format(sa, a->str);
 	if (!a->pinned && place_new(ab, a, now)) {
 		log_debug("address book: %s (%s) not taken: its slots are held", a->str,
@@ -660,7 +660,7 @@ static int pk_connected(addrbook_t *ab, const uint8_t pk[32])
 static int entry_eligible(addrbook_t *ab, addr_entry_t *a, int64_t now)
 {
 	return !a->peer_serial && !a->self && a->next_attempt_us <= now &&
-	       !ban_is_banned(ab, (const struct sockaddr *)&a->sa, now) &&
+	       !addrbook_is_banned(ab, (const struct sockaddr *)&a->sa, now) &&
 	       !(a->has_pk && pk_connected(ab, a->pk));
 }
 

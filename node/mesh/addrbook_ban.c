@@ -58,14 +58,14 @@ static void ban_evict_one(addrbook_t *ab, const char *for_ip)
 	ban_remove_at(ab, v);
 }
 
-int ban_set(addrbook_t *ab, const uint8_t *ip, uint8_t il, int64_t until_us, const char *reason)
+int addrbook_ban_set(addrbook_t *ab, const uint8_t *ip, uint8_t il, int64_t until_us, const char *reason)
 {
 	ban_t *b = ban_find(ab, ip, il);
 	if (!b) {
 		char ip_str[48];
 		inet_ntop(il == 4 ? AF_INET : AF_INET6, ip, ip_str, sizeof(ip_str));
 		if (ab->nbans >= (size_t)ab->cfg->ban_max)
-			ban_prune(ab, node_now_us());
+			addrbook_ban_prune(ab, node_now_us());
 		while (ab->nbans && ab->nbans >= (size_t)ab->cfg->ban_max)
 			ban_evict_one(ab, ip_str);
 		if (ab->nbans == ab->capbans) {
@@ -96,7 +96,7 @@ int ban_set(addrbook_t *ab, const uint8_t *ip, uint8_t il, int64_t until_us, con
 	return 0;
 }
 
-int ban_lift(addrbook_t *ab, const uint8_t *ip, uint8_t il)
+int addrbook_ban_lift(addrbook_t *ab, const uint8_t *ip, uint8_t il)
 {
 	int64_t now = node_now_us();
 	int found = 0;
@@ -121,12 +121,12 @@ int ban_lift(addrbook_t *ab, const uint8_t *ip, uint8_t il)
 		addrbook_changed(ab);
 	return found;
 }
-void ban_add(addrbook_t *ab, const struct sockaddr *sa, const char *reason)
+void addrbook_ban_add(addrbook_t *ab, const struct sockaddr *sa, const char *reason)
 {
 	uint8_t ip[16], il;
 	uint16_t port;
 	if (addr_ip(sa, ip, &il, &port) ||
-	    ban_set(ab, ip, il, node_now_us() + ab->cfg->ban_seconds * 1000000, reason))
+	    addrbook_ban_set(ab, ip, il, node_now_us() + ab->cfg->ban_seconds * 1000000, reason))
 		return;
 	ab->stats->bans++;
 	char s[48];
@@ -135,7 +135,7 @@ void ban_add(addrbook_t *ab, const struct sockaddr *sa, const char *reason)
 	       reason);
 }
 
-int ban_is_banned(const addrbook_t *ab, const struct sockaddr *sa, int64_t now)
+int addrbook_is_banned(const addrbook_t *ab, const struct sockaddr *sa, int64_t now)
 {
 	uint8_t ip[16], il;
 	uint16_t port;
@@ -145,7 +145,7 @@ int ban_is_banned(const addrbook_t *ab, const struct sockaddr *sa, int64_t now)
 	return b && b->until_us > now;
 }
 
-void ban_prune(addrbook_t *ab, int64_t now)
+void addrbook_ban_prune(addrbook_t *ab, int64_t now)
 {
 	for (size_t i = 0; i < ab->nbans;) {
 		if (ab->bans[i]->until_us > now) {
@@ -157,17 +157,17 @@ void ban_prune(addrbook_t *ab, int64_t now)
 	}
 }
 
-size_t ban_count(const addrbook_t *ab)
+size_t addrbook_ban_count(const addrbook_t *ab)
 {
 	return ab->nbans;
 }
 
-const ban_t *ban_at(const addrbook_t *ab, size_t i)
+const ban_t *addrbook_ban_at(const addrbook_t *ab, size_t i)
 {
 	return ab->bans[i];
 }
 
-void ban_list_json(const addrbook_t *ab, int64_t now, pith_buf_t *b)
+void addrbook_ban_list_json(const addrbook_t *ab, int64_t now, pith_buf_t *b)
 {
 	int first = 1;
 	pith_buf_puts(b, "[");

@@ -40,7 +40,7 @@ static void pex_push(wire_msg_t *m, const struct sockaddr *sa, int to_loopback, 
 	m->u.peers.addrs[m->u.peers.n++] = a;
 }
 
-void pex_on_request(addrbook_t *ab, peer_t *p)
+void addrbook_pex_on_request(addrbook_t *ab, peer_t *p)
 {
 	int64_t now = node_now_us();
 	if (p->pex.answered_us && now - p->pex.answered_us < PEX_MIN_INTERVAL_US)
@@ -86,7 +86,7 @@ void pex_on_request(addrbook_t *ab, peer_t *p)
 	peer_send(p, &m);
 }
 
-void pex_on_peers(addrbook_t *ab, peer_t *p, const wire_msg_t *m)
+void addrbook_pex_on_peers(addrbook_t *ab, peer_t *p, const wire_msg_t *m)
 {
 	if (!p->pex.requested)
 		return; /* unasked: charged as a message and ignored */
@@ -117,7 +117,7 @@ void pex_on_peers(addrbook_t *ab, peer_t *p, const wire_msg_t *m)
 			  known, m->u.peers.n);
 }
 
-void pex_tick(addrbook_t *ab, int64_t now)
+void addrbook_pex_tick(addrbook_t *ab, int64_t now)
 {
 	if (now < ab->next_pex_us)
 		return;
