@@ -1,6 +1,6 @@
 /* Building, running and stopping the node; the tick; the status report. */
 #define _GNU_SOURCE /* pthread_setname_np */
-#include "node.h"
+#include "daemon.h"
 
 #include <errno.h>
 #include <event2/bufferevent.h>
