@@ -3,23 +3,12 @@
  * triggers a bulk load raises; a checkpoint, a full compaction. */
 #include "store_int.h"
 
-#include <ctype.h>
 #include <dirent.h>
-#include <errno.h>
-#include <fcntl.h>
-#include <sched.h>
-#include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
-
-#include "bundle.h"
-#include "ids.h"
 
 #define FLUSH_DIR "flush-checkpoint" /* store_flush_locked's, in the store's directory */
 

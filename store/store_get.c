@@ -3,22 +3,10 @@
  * (a pith number, a prefix, an alias) to a record. */
 #include "store_int.h"
 
-#include <ctype.h>
-#include <dirent.h>
-#include <errno.h>
-#include <fcntl.h>
-#include <sched.h>
-#include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
-#include <sys/stat.h>
-#include <time.h>
-#include <unistd.h>
 
-#include "bundle.h"
 #include "ids.h"
 
 /* ---- lookups ------------------------------------------------------------ */

@@ -2,11 +2,9 @@
  * families tuned one by one) and closing it (store.h). */
 #include "store_int.h"
 
-#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -16,9 +14,6 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
-
-#include "bundle.h"
-#include "ids.h"
 
 /* ---- opening -------------------------------------------------------------- */
 
