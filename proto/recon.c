@@ -1,5 +1,6 @@
-/* Range-based set reconciliation: the message codec and both roles.
- * docs/sync.md specifies the format; this file follows it.
+/* Range-based set reconciliation: both roles; the messages' codec is in
+ * recon_codec.c. docs/sync.md specifies the format; these files follow
+ * it.
  *
  * A message covers the whole key space in order, as consecutive ranges
  * [previous bound, bound), each with a mode:
@@ -17,25 +18,15 @@
 
 #define FP_LEN 8
 #define SID_LEN 6
-/* Ids of one kind in one range of an incoming message, and in any range
- * we produce (bounds list_max and reply_max). */
-#define RANGE_IDS_MAX 1024
 #define BOUND_MAX_BYTES (10 + 2 + RECON_ID_LEN)
 #define FLAG_KEY 0x01
 #define MSG_MIN_BYTES (64u << 10)
 /* Work units: one per item hashed or copied, this much per tree descent. */
 #define WORK_DESCENT 16
 
-enum { M_SKIP = 0, M_FP = 1, M_LIST = 2, M_REPLY = 3, M_IDS = 4, M_COUNT };
 static const char *const mode_name[M_COUNT] = {"SKIP", "FP", "LIST", "REPLY", "IDS"};
 
 enum { ST_NEW, ST_WAIT, ST_DONE };
-
-typedef struct bound {
-	uint64_t ts;
-	uint8_t id[RECON_ID_LEN];
-	int inf;
-} bound_t;
 
 struct recon_session {
 	const recon_set_t *set;
@@ -99,13 +90,6 @@ static int ids_push(recon_ids_t *ids, const uint8_t *id, uint64_t ts)
 	ids->ts[ids->n] = ts;
 	memcpy(ids->ids[ids->n++], id, RECON_ID_LEN);
 	return 0;
-}
-
-static int bound_cmp(const bound_t *a, const bound_t *b)
-{
-	if (a->inf || b->inf)
-		return a->inf - b->inf;
-	return item_cmp(a->ts, a->id, b->ts, b->id);
 }
 
 static void fp_compute(const recon_session_t *s, const sum256_t *lo, const sum256_t *hi,
@@ -204,167 +188,6 @@ static void copy_items(recon_session_t *s, size_t r0, size_t r1)
 	}
 }
 
-/* ---- varints and bounds ----------------------------------------------- */
-
-static int put_varint(pith_buf_t *b, uint64_t v)
-{
-	uint8_t tmp[10];
-	size_t n = 0;
-	do {
-		uint8_t c = v & 0x7f;
-		v >>= 7;
-		tmp[n++] = c | (v ? 0x80 : 0);
-	} while (v);
-	return pith_buf_append(b, tmp, n);
-}
-
-typedef struct rd {
-	const uint8_t *p;
-	size_t len, off;
-} rd_t;
-
-static int rd_varint(rd_t *r, uint64_t *v, const char *what, pith_err_t *err)
-{
-	uint64_t x = 0;
-	size_t start = r->off;
-	for (int shift = 0;; shift += 7) {
-		if (r->off >= r->len)
-			return pith_err_set(err, PITH_ETRUNC, "recon: %s truncated at byte %zu",
-					    what, start);
-		uint8_t c = r->p[r->off++];
-		if (shift == 63 && c > 1)
-			return pith_err_set(err, PITH_EINVAL,
-					    "recon: %s at byte %zu overflows 64 bits", what, start);
-		x |= (uint64_t)(c & 0x7f) << shift;
-		if (!(c & 0x80)) {
-			if (c == 0 && shift > 0)
-				return pith_err_set(err, PITH_EINVAL,
-						    "recon: %s at byte %zu is not minimally encoded",
-						    what, start);
-			break;
-		}
-	}
-	*v = x;
-	err->offset = 0;
-	return 0;
-}
-
-static int rd_bytes(rd_t *r, size_t n, const uint8_t **out, const char *what,
-		    pith_err_t *err)
-{
-	if (r->len - r->off < n)
-		return pith_err_set(err, PITH_ETRUNC,
-				    "recon: %s at byte %zu needs %zu bytes, %zu left", what,
-				    r->off, n, r->len - r->off);
-	*out = r->p + r->off;
-	r->off += n;
-	return 0;
-}
-
-/* Among the deltas d in [dl, dh] (<= RECON_TS_MAX), the one with the
- * shortest code m << 6 | e where d = m << e. Returns the code, sets *d. */
-static uint64_t ts_code(uint64_t dl, uint64_t dh, uint64_t *d)
-{
-	uint64_t best = dl << 6;
-	*d = dl;
-	for (unsigned e = 1; e <= 56; e++) {
-		uint64_t step = UINT64_C(1) << e;
-		if (step > dh && dl > 0)
-			break;
-		uint64_t m = (dl + step - 1) >> e;
-		if ((m << e) > dh)
-			continue;
-		uint64_t code = m << 6 | e;
-		if (code < best) {
-			best = code;
-			*d = m << e;
-		}
-	}
-	return best;
-}
-
-/* The writer of one outgoing message. */
-typedef struct wr {
-	pith_buf_t *out;
-	bound_t pos;      /* upper bound of the last range written */
-	int any;          /* a non-SKIP range was written */
-	int demands;      /* the message asks the peer for an answer */
-} wr_t;
-
-/* Writes the bound (ts in [tlo, thi], id prefix) and the range header. */
-static int wr_bound_raw(wr_t *w, uint64_t tlo, uint64_t thi, const uint8_t *id, int inf,
-			int mode, bound_t *chosen)
-{
-	pith_buf_t *b = w->out;
-	if (inf) {
-		put_varint(b, 0);
-		put_varint(b, (uint64_t)mode);
-		chosen->inf = 1;
-		chosen->ts = 0;
-		memset(chosen->id, 0, RECON_ID_LEN);
-	} else {
-		uint64_t prev = w->pos.ts, d;
-		uint64_t code = ts_code(tlo - prev, thi - prev, &d);
-		int plen = 0;
-		if (id)
-			for (int i = RECON_ID_LEN; i > 0; i--)
-				if (id[i - 1]) {
-					plen = i;
-					break;
-				}
-		put_varint(b, code + 1);
-		put_varint(b, (uint64_t)plen << 3 | (uint64_t)mode);
-		if (plen)
-			pith_buf_append(b, id, (size_t)plen);
-		chosen->inf = 0;
-		chosen->ts = prev + d;
-		memset(chosen->id, 0, RECON_ID_LEN);
-		if (plen)
-			memcpy(chosen->id, id, (size_t)plen);
-	}
-	w->pos = *chosen;
-	if (mode != M_SKIP)
-		w->any = 1;
-	return b->oom ? PITH_ENOMEM : 0;
-}
-
-/* Starts a range [lo, hi) with an exact upper bound; a SKIP range first
- * fills any gap since the last range written. */
-static int wr_range(wr_t *w, const bound_t *lo, const bound_t *hi, int mode)
-{
-	bound_t tmp;
-	if (bound_cmp(lo, &w->pos) > 0)
-		wr_bound_raw(w, lo->ts, lo->ts, lo->id, lo->inf, M_SKIP, &tmp);
-	return wr_bound_raw(w, hi->ts, hi->ts, hi->id, hi->inf, mode, &tmp);
-}
-
-/* Starts a range [lo, b) whose upper bound b is ours to choose anywhere in
- * (p, q], p < q being consecutive items of our set: the shortest one. */
-static int wr_range_gap(wr_t *w, const bound_t *lo, const recon_item_t *p,
-			const recon_item_t *q, int mode, bound_t *chosen)
-{
-	bound_t tmp;
-	if (bound_cmp(lo, &w->pos) > 0)
-		wr_bound_raw(w, lo->ts, lo->ts, lo->id, lo->inf, M_SKIP, &tmp);
-	if (p->ts < q->ts)
-		return wr_bound_raw(w, p->ts + 1, q->ts, NULL, 0, mode, chosen);
-	uint8_t pre[RECON_ID_LEN] = {0};
-	int l = 0;
-	while (p->id[l] == q->id[l])
-		l++;
-	memcpy(pre, q->id, (size_t)l + 1);
-	return wr_bound_raw(w, q->ts, q->ts, pre, 0, mode, chosen);
-}
-
-static int wr_finish(wr_t *w)
-{
-	if (w->any && !w->pos.inf) {
-		bound_t tmp;
-		wr_bound_raw(w, 0, 0, NULL, 1, M_SKIP, &tmp);
-	}
-	return w->out->oom ? PITH_ENOMEM : 0;
-}
-
 /* ---- producing ranges ------------------------------------------------- */
 
 /* A bound and, once located, our rank and prefix sum there. */
@@ -396,8 +219,8 @@ static int emit_list(recon_session_t *s, wr_t *w, const pos_t *lo, const pos_t *
 	if (rc)
 		return rc;
 	copy_items(s, lo->rank, hi->rank);
-	wr_range(w, &lo->b, &hi->b, M_LIST);
-	put_varint(w->out, n);
+	recon_wr_range(w, &lo->b, &hi->b, M_LIST);
+	recon_put_varint(w->out, n);
 	if (pith_buf_reserve(w->out, n * SID_LEN))
 		return PITH_ENOMEM;
 	for (size_t k = 0; k < n; k++) {
@@ -424,7 +247,7 @@ static int emit_split(recon_session_t *s, wr_t *w, const pos_t *lo, const pos_t 
 		uint8_t fp[FP_LEN];
 		if (i == k) {
 			nxt = *hi;
-			wr_range(w, &cur.b, &nxt.b, M_FP);
+			recon_wr_range(w, &cur.b, &nxt.b, M_FP);
 		} else {
 			/* one descent: the item at the split, the one before
 			 * it and the sum of everything before it */
@@ -434,7 +257,7 @@ static int emit_split(recon_session_t *s, wr_t *w, const pos_t *lo, const pos_t 
 			rset_seek(s->set, nxt.rank, &l, &at, &nxt.sum);
 			const recon_item_t *q = &l->it[at];
 			const recon_item_t *p = at ? &l->it[at - 1] : &l->prev->it[l->prev->n - 1];
-			wr_range_gap(w, &cur.b, p, q, M_FP, &nxt.b);
+			recon_wr_range_gap(w, &cur.b, p, q, M_FP, &nxt.b);
 			*work += WORK_DESCENT;
 		}
 		fp_compute(s, &cur.sum, &nxt.sum, nxt.rank - cur.rank, fp);
@@ -598,7 +421,7 @@ int recon_initiate(recon_session_t *s, pith_buf_t *out, pith_err_t *err)
 	uint64_t work = 0;
 	int rc = emit_split(s, &w, &lo, &hi, &work);
 	if (!rc)
-		rc = wr_finish(&w);
+		rc = recon_wr_finish(&w);
 	if (rc) {
 		pith_err_set(err, rc, "recon: out of memory");
 		return fail(s, err, rc);
@@ -679,25 +502,25 @@ static int answer_list(step_t *t, const pos_t *lo, const pos_t *hi, const uint8_
 				end = hi->rank;
 				nxt = *hi;
 				copy_items(s, cur.rank, end);
-				wr_range(&t->w, &cur.b, &nxt.b, M_REPLY);
+				recon_wr_range(&t->w, &cur.b, &nxt.b, M_REPLY);
 			} else {
 				copy_items(s, cur.rank, end + 1);
 				nxt.rank = end;
-				wr_range_gap(&t->w, &cur.b, &s->items[end - cur.rank - 1],
-					     &s->items[end - cur.rank], M_REPLY, &nxt.b);
+				recon_wr_range_gap(&t->w, &cur.b, &s->items[end - cur.rank - 1],
+						   &s->items[end - cur.rank], M_REPLY, &nxt.b);
 				const leaf_t *l;
 				uint32_t at;
 				rset_seek(s->set, end, &l, &at, &nxt.sum);
 				t->work += WORK_DESCENT;
 			}
 			size_t c = end - cur.rank;
-			put_varint(t->w.out, c);
+			recon_put_varint(t->w.out, c);
 			for (size_t k = 0; k < c; k++) {
 				pith_buf_append(t->w.out, s->items[k].id, RECON_ID_LEN);
 				if ((rc = push_have(t, &s->items[k])))
 					return rc;
 			}
-			put_varint(t->w.out, 0);
+			recon_put_varint(t->w.out, 0);
 			t->work += c + 2 * WORK_DESCENT;
 			cur = nxt;
 		}
@@ -730,8 +553,8 @@ static int answer_list(step_t *t, const pos_t *lo, const pos_t *hi, const uint8_
 		free(own);
 		return 0;
 	}
-	wr_range(&t->w, &lo->b, &hi->b, M_REPLY);
-	put_varint(t->w.out, extras);
+	recon_wr_range(&t->w, &lo->b, &hi->b, M_REPLY);
+	recon_put_varint(t->w.out, extras);
 	for (size_t k = 0; k < n; k++) {
 		if (u64_in(s->sids2, m, s->sids[k]))
 			continue;
@@ -741,7 +564,7 @@ static int answer_list(step_t *t, const pos_t *lo, const pos_t *hi, const uint8_
 			return rc;
 		}
 	}
-	put_varint(t->w.out, lacks);
+	recon_put_varint(t->w.out, lacks);
 	if (pith_buf_reserve(t->w.out, lacks * SID_LEN)) {
 		free(own);
 		return PITH_ENOMEM;
@@ -782,8 +605,8 @@ static int answer_lacks(step_t *t, const pos_t *lo, const pos_t *hi, size_t m)
 	t->work += n + m + WORK_DESCENT;
 	if (!found)
 		return 0;
-	wr_range(&t->w, &lo->b, &hi->b, M_IDS);
-	put_varint(t->w.out, found);
+	recon_wr_range(&t->w, &lo->b, &hi->b, M_IDS);
+	recon_put_varint(t->w.out, found);
 	for (size_t k = 0; k < n; k++) {
 		if (s->sids[k] == UINT64_MAX)
 			continue;
@@ -794,13 +617,11 @@ static int answer_lacks(step_t *t, const pos_t *lo, const pos_t *hi, size_t m)
 	return t->w.out->oom ? PITH_ENOMEM : 0;
 }
 
-static int read_count(rd_t *r, size_t unit, const char *what, size_t *n, pith_err_t *err);
-
 /* Reads n full ids (the peer's, that we lack) into need. */
 static int read_need(step_t *t, rd_t *r, size_t n, const char *what, pith_err_t *err)
 {
 	const uint8_t *p = NULL;
-	int rc = rd_bytes(r, n * RECON_ID_LEN, &p, what, err);
+	int rc = recon_rd_bytes(r, n * RECON_ID_LEN, &p, what, err);
 	if (rc)
 		return rc;
 	for (size_t k = 0; k < n; k++) {
@@ -811,76 +632,12 @@ static int read_need(step_t *t, rd_t *r, size_t n, const char *what, pith_err_t 
 	return 0;
 }
 
-static int read_count(rd_t *r, size_t unit, const char *what, size_t *n, pith_err_t *err)
-{
-	uint64_t v = 0;
-	size_t at = r->off;
-	int rc = rd_varint(r, &v, what, err);
-	if (rc)
-		return rc;
-	if (v > RANGE_IDS_MAX)
-		return pith_err_set(err, PITH_ETOOBIG,
-				    "recon: %s at byte %zu is %llu, above the limit of %d", what,
-				    at, (unsigned long long)v, RANGE_IDS_MAX);
-	if (v * unit > r->len - r->off)
-		return pith_err_set(err, PITH_ETRUNC,
-				    "recon: %s at byte %zu is %llu but only %zu bytes follow",
-				    what, at, (unsigned long long)v, r->len - r->off);
-	*n = (size_t)v;
-	return 0;
-}
-
 static void need_pos(step_t *t, pos_t *p)
 {
 	if (p->located)
 		return;
 	locate(t->s, &p->b, p);
 	t->work += WORK_DESCENT;
-}
-
-/* Reads one bound after prev (strictly above it). */
-static int read_bound(rd_t *r, const bound_t *prev, bound_t *b, int *mode, pith_err_t *err)
-{
-	size_t at = r->off;
-	uint64_t code = 0, hdr = 0;
-	int rc = rd_varint(r, &code, "bound", err);
-	if (rc)
-		return rc;
-	if ((rc = rd_varint(r, &hdr, "range header", err)))
-		return rc;
-	*mode = (int)(hdr & 7);
-	uint64_t plen = hdr >> 3;
-	if (*mode >= M_COUNT)
-		return pith_err_set(err, PITH_EINVAL, "recon: unknown mode %d at byte %zu",
-				    *mode, at);
-	if (plen > RECON_ID_LEN)
-		return pith_err_set(err, PITH_EINVAL,
-				    "recon: bound id prefix of %llu bytes at byte %zu",
-				    (unsigned long long)plen, at);
-	memset(b->id, 0, RECON_ID_LEN);
-	if (code == 0) {
-		if (plen)
-			return pith_err_set(err, PITH_EINVAL,
-					    "recon: infinite bound with an id prefix at byte %zu",
-					    at);
-		b->inf = 1;
-		b->ts = 0;
-		return 0;
-	}
-	uint64_t c = code - 1, e = c & 63, m = c >> 6;
-	if (e > 56 || m > (RECON_TS_MAX >> e) || (m << e) > RECON_TS_MAX - prev->ts)
-		return pith_err_set(err, PITH_EINVAL,
-				    "recon: bound at byte %zu is past the largest timestamp", at);
-	b->inf = 0;
-	b->ts = prev->ts + (m << e);
-	const uint8_t *p = NULL;
-	if ((rc = rd_bytes(r, (size_t)plen, &p, "bound id prefix", err)))
-		return rc;
-	memcpy(b->id, p, (size_t)plen);
-	if (bound_cmp(b, prev) <= 0)
-		return pith_err_set(err, PITH_EINVAL,
-				    "recon: bound at byte %zu is not above the previous one", at);
-	return 0;
 }
 
 static int process(step_t *t, rd_t *r, int *demanded, pith_err_t *err)
@@ -903,7 +660,7 @@ static int process(step_t *t, rd_t *r, int *demanded, pith_err_t *err)
 					    s->cfg.max_ranges, at);
 		bound_t hb = {0};
 		int mode;
-		if ((rc = read_bound(r, &lo.b, &hb, &mode, err)))
+		if ((rc = recon_read_bound(r, &lo.b, &hb, &mode, err)))
 			return rc;
 		/* located lazily: SKIP ranges and received ids need no descent */
 		pos_t hi = {.b = hb, .located = 0};
@@ -914,7 +671,7 @@ static int process(step_t *t, rd_t *r, int *demanded, pith_err_t *err)
 			break;
 		case M_FP: {
 			*demanded = 1;
-			if ((rc = rd_bytes(r, FP_LEN, &p, "fingerprint", err)))
+			if ((rc = recon_rd_bytes(r, FP_LEN, &p, "fingerprint", err)))
 				return rc;
 			uint8_t fp[FP_LEN];
 			need_pos(t, &lo);
@@ -927,9 +684,9 @@ static int process(step_t *t, rd_t *r, int *demanded, pith_err_t *err)
 		}
 		case M_LIST:
 			*demanded = 1;
-			if ((rc = read_count(r, SID_LEN, "list length", &n, err)))
+			if ((rc = recon_read_count(r, SID_LEN, "list length", &n, err)))
 				return rc;
-			if ((rc = rd_bytes(r, n * SID_LEN, &p, "short ids", err)))
+			if ((rc = recon_rd_bytes(r, n * SID_LEN, &p, "short ids", err)))
 				return rc;
 			need_pos(t, &lo);
 			need_pos(t, &hi);
@@ -940,12 +697,12 @@ static int process(step_t *t, rd_t *r, int *demanded, pith_err_t *err)
 			rc = answer_list(t, &lo, &hi, p, n);
 			break;
 		case M_REPLY:
-			if ((rc = read_count(r, RECON_ID_LEN, "reply id count", &n, err)) ||
+			if ((rc = recon_read_count(r, RECON_ID_LEN, "reply id count", &n, err)) ||
 			    (rc = read_need(t, r, n, "reply ids", err)))
 				return rc;
-			if ((rc = read_count(r, SID_LEN, "lack count", &n2, err)))
+			if ((rc = recon_read_count(r, SID_LEN, "lack count", &n2, err)))
 				return rc;
-			if ((rc = rd_bytes(r, n2 * SID_LEN, &p, "lacked short ids", err)))
+			if ((rc = recon_rd_bytes(r, n2 * SID_LEN, &p, "lacked short ids", err)))
 				return rc;
 			if (n == 0 && n2 == 0)
 				return pith_err_set(err, PITH_EINVAL,
@@ -965,7 +722,7 @@ static int process(step_t *t, rd_t *r, int *demanded, pith_err_t *err)
 			rc = answer_lacks(t, &lo, &hi, n2);
 			break;
 		case M_IDS:
-			if ((rc = read_count(r, RECON_ID_LEN, "id count", &n, err)))
+			if ((rc = recon_read_count(r, RECON_ID_LEN, "id count", &n, err)))
 				return rc;
 			if (n == 0)
 				return pith_err_set(err, PITH_EINVAL,
@@ -1019,7 +776,7 @@ int recon_respond(recon_session_t *s, const uint8_t *in, size_t len, pith_buf_t 
 	}
 	rd_t r = {in, len, 0};
 	const uint8_t *p = NULL;
-	if ((rc = rd_bytes(&r, 2, &p, "header", err)))
+	if ((rc = recon_rd_bytes(&r, 2, &p, "header", err)))
 		return fail(s, err, rc);
 	if (p[0] != RECON_VERSION) {
 		pith_err_set(err, PITH_EINVAL, "recon: version %u, expected %u", p[0],
@@ -1037,7 +794,7 @@ int recon_respond(recon_session_t *s, const uint8_t *in, size_t len, pith_buf_t 
 		return fail(s, err, PITH_EINVAL);
 	}
 	if (first) {
-		if ((rc = rd_bytes(&r, RECON_KEY_LEN, &p, "session key", err)))
+		if ((rc = recon_rd_bytes(&r, RECON_KEY_LEN, &p, "session key", err)))
 			return fail(s, err, rc);
 		memcpy(s->key, p, RECON_KEY_LEN);
 		derive_keys(s);
@@ -1055,13 +812,13 @@ int recon_respond(recon_session_t *s, const uint8_t *in, size_t len, pith_buf_t 
 		bound_t inf = {.inf = 1};
 		uint8_t fp[FP_LEN];
 		locate(s, &inf, &hi);
-		wr_range(&t.w, &t.defer_lo.b, &hi.b, M_FP);
+		recon_wr_range(&t.w, &t.defer_lo.b, &hi.b, M_FP);
 		fp_compute(s, &t.defer_lo.sum, &hi.sum, hi.rank - t.defer_lo.rank, fp);
 		pith_buf_append(out, fp, FP_LEN);
 		t.w.demands = 1;
 		s->st.deferred++;
 	}
-	if ((rc = wr_finish(&t.w)) || out->oom) {
+	if ((rc = recon_wr_finish(&t.w)) || out->oom) {
 		pith_err_set(err, PITH_ENOMEM, "recon: out of memory");
 		return fail(s, err, PITH_ENOMEM);
 	}

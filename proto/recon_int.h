@@ -1,4 +1,5 @@
-/* Internals shared by recon_set.c and recon.c; not for other modules. */
+/* Internals shared by recon_set.c, recon.c and recon_codec.c; not for
+ * other modules. */
 #ifndef PITH_RECON_INT_H
 #define PITH_RECON_INT_H
 
@@ -123,5 +124,63 @@ void rset_seek(const recon_set_t *s, size_t rank, const leaf_t **leaf, uint32_t 
 /* Number of items below (ts, id) and the sum of their ids. */
 void rset_locate(const recon_set_t *s, uint64_t ts, const uint8_t *id, size_t *rank,
 		 sum256_t *sum);
+
+/* ---- the session's messages (recon.c, recon_codec.c) ---- */
+
+/* Ids of one kind in one range of an incoming message, and in any range
+ * we produce (bounds list_max and reply_max). */
+#define RANGE_IDS_MAX 1024
+
+/* A range's mode (docs/sync.md). */
+enum { M_SKIP = 0, M_FP = 1, M_LIST = 2, M_REPLY = 3, M_IDS = 4, M_COUNT };
+
+/* A range bound: (ts, id), or infinity. */
+typedef struct bound {
+	uint64_t ts;
+	uint8_t id[RECON_ID_LEN];
+	int inf;
+} bound_t;
+
+static inline int recon_bound_cmp(const bound_t *a, const bound_t *b)
+{
+	if (a->inf || b->inf)
+		return a->inf - b->inf;
+	return item_cmp(a->ts, a->id, b->ts, b->id);
+}
+
+/* The reader of one incoming message. */
+typedef struct rd {
+	const uint8_t *p;
+	size_t len, off;
+} rd_t;
+
+/* The writer of one outgoing message. */
+typedef struct wr {
+	pith_buf_t *out;
+	bound_t pos;      /* upper bound of the last range written */
+	int any;          /* a non-SKIP range was written */
+	int demands;      /* the message asks the peer for an answer */
+} wr_t;
+
+/* recon_codec.c. Readers: 0, or PITH_ETRUNC / PITH_EINVAL / PITH_ETOOBIG
+ * with what and the byte offset in err. Writers: 0 or PITH_ENOMEM. */
+int recon_put_varint(pith_buf_t *b, uint64_t v);
+int recon_rd_varint(rd_t *r, uint64_t *v, const char *what, pith_err_t *err);
+/* n bytes at *out, from the message itself. */
+int recon_rd_bytes(rd_t *r, size_t n, const uint8_t **out, const char *what, pith_err_t *err);
+/* A count of items of unit bytes each: at most RANGE_IDS_MAX, and that
+ * many bytes must follow. */
+int recon_read_count(rd_t *r, size_t unit, const char *what, size_t *n, pith_err_t *err);
+/* Reads one bound after prev (strictly above it), and its range's mode. */
+int recon_read_bound(rd_t *r, const bound_t *prev, bound_t *b, int *mode, pith_err_t *err);
+/* Starts a range [lo, hi) with an exact upper bound; a SKIP range first
+ * fills any gap since the last range written. */
+int recon_wr_range(wr_t *w, const bound_t *lo, const bound_t *hi, int mode);
+/* Starts a range [lo, b) whose upper bound b is ours to choose anywhere
+ * in (p, q], p < q being consecutive items of our set: the shortest one. */
+int recon_wr_range_gap(wr_t *w, const bound_t *lo, const recon_item_t *p,
+		       const recon_item_t *q, int mode, bound_t *chosen);
+/* Ends the message: an infinite SKIP bound if the last range left one. */
+int recon_wr_finish(wr_t *w);
 
 #endif

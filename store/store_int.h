@@ -146,9 +146,42 @@ void store_side_note(store_t *st, int cf, const char *k, size_t kl);
  * and taking the write lock to put them in place (tests commit there). */
 typedef void (*store_side_hook_t)(void *arg);
 int store_side_end_ex(store_t *st, store_side_hook_t hook, void *arg, pith_err_t *err);
-/* store.c, for side.c */
+
+/* The families' level-0 triggers and level base, at open and outside
+ * bulk mode (store_open.c, store_bulk.c). */
+#define STORE_L0_TRIGGER 4
+#define STORE_L0_SLOWDOWN 20
+#define STORE_L0_STOP 36
+/* RocksDB's default, set so that store_bulk_end puts back exactly it */
+#define STORE_LEVEL_BASE_BYTES (256ull << 20)
+/* The level base of the families commits only write
+ * (store_cf_write_only) in bulk mode: RocksDB also compacts level 0 once
+ * its bytes reach the level base (whatever the file count), so deferring
+ * their compactions takes both */
+#define STORE_LEVEL_BASE_BYTES_BULK_WRITTEN (64ull << 30)
+
+/* The families keyed by something random (ids, pith numbers, aliases)
+ * and small entries, which RocksDB's leveled compaction rewrites most
+ * often per byte: every L0 compaction of a family still smaller than a
+ * level's base goes straight into its last level and rewrites all of it. */
+static inline int store_cf_is_index(int cf)
+{
+	return cf != STORE_CF_DOCS && cf != STORE_CF_STATES && cf != STORE_CF_BUNDLES;
+}
+
+/* The families a commit writes and never reads (it reads summaries,
+ * stored events and change log entries): states and alias claims. */
+static inline int store_cf_write_only(int cf)
+{
+	return cf == STORE_CF_STATES || cf == STORE_CF_ALIASES;
+}
+
+/* store_open.c, store_bulk.c, for side.c */
 void store_say(store_t *st, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void store_remove_files_dir(const char *dir);
+/* Removes the checkpoint store_flush_locked makes, and the directory
+ * RocksDB builds it in, if a crash left them (store_bulk.c). */
+void store_remove_flush_dir(store_t *st);
 /* Sets the bulk mode's level-0 triggers again (for families made since). */
 void store_l0_reset(store_t *st);
 
@@ -226,6 +259,19 @@ int store_get_into(store_t *st, int cf, const uint8_t *key, size_t klen, pith_bu
  * absent. Returns 0 or PITH_EIO. */
 int store_get_raw(store_t *st, int cf, const uint8_t *key, size_t klen, char **val,
 		  size_t *vlen, pith_err_t *err);
+/* The same through read options ro (the store's, or ones that read only
+ * the table files: store_counts_durable). */
+int store_get_raw_ro(store_t *st, const rocksdb_readoptions_t *ro, int cf, const uint8_t *key,
+		     size_t klen, char **val, size_t *vlen, pith_err_t *err);
+/* The meta counters, read through ro (store_open.c). */
+int store_meta_counts_get(store_t *st, const rocksdb_readoptions_t *ro, store_counts_t *out,
+			  pith_err_t *err);
+/* The subject key of a full pith number; PITH_EINVAL if it is not one
+ * (store_get.c). */
+int store_skey_of(const char *pith_number, uint8_t skey[STORE_SKEY_LEN], pith_err_t *err);
+/* Is RocksDB flushing or compacting, or does a family want a compaction?
+ * (store_bulk.c) */
+int store_compaction_busy(store_t *st);
 
 /* The document of event id appended to out, wherever the schema keeps it
  * (keys.h: an 8-byte events value points into docs; a longer one is the
@@ -454,6 +500,10 @@ int store_rec_encode(pith_buf_t *out, uint64_t events, const uint8_t hash[32], i
 		     const store_claims_t *claims);
 /* 0, or PITH_EIO if v is not a well-formed summary. */
 int store_rec_decode(const uint8_t *v, size_t vl, store_rec_t *out);
+/* A records entry (key k, summary v) as a store_record_info_t; PITH_EIO
+ * (with err) if malformed. */
+int store_record_info_decode(const uint8_t *k, size_t kl, const uint8_t *v, size_t vl,
+			     store_record_info_t *r, pith_err_t *err);
 /* Walks the claimed aliases of a summary: 1 with the next, 0 at the end. */
 int store_rec_claim_next(const uint8_t **p, const uint8_t *end, const uint8_t **key, size_t *klen);
 

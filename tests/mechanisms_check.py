@@ -74,8 +74,8 @@ MECHANISMS = {
             "writer: a thread of one fixed role (its validators come from store_pool.h)",
             "node/search/search.c": "the search index's feeder: one thread, one role",
             "node/site/site_feed.c": "the static site's feeder: one thread, one role",
-            "node/mesh/sync.c": "the reconciliation set's loader and the relog: one thread "
-            "each, one role",
+            "node/mesh/sync_load.c": "the reconciliation set's loader: one thread, one role",
+            "node/mesh/sync_progress.c": "the relog at a catch-up's end: one thread, one role",
             "node/daemon/node.c": "the store warmer: one thread, one role",
             "node/daemon/node_ctl.c": "a backup's checkpoint: one thread, one role",
             "node/loop/resolve.c": "a thread per name being resolved (getaddrinfo blocks)",

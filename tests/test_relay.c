@@ -157,7 +157,7 @@ TEST(unrequested_event, "an EVENT nobody asked for costs SCORE_UNREQUESTED point
 		deliver_event(ps[0], evs.id[2], &evs.json[2]);
 	CHECK_INT_EQ(ps[0]->state, PEER_CLOSING);
 	CHECK_INT_EQ(fake_bans(n.net), 1);
-	CHECK(ban_is_banned(n.book, (const struct sockaddr *)&ps[0]->sa, node_now_us()));
+	CHECK(addrbook_is_banned(n.book, (const struct sockaddr *)&ps[0]->sa, node_now_us()));
 	CHECK_INT_EQ(n.stats.bans, 1);
 	net_reap(n.net, 0);
 	CHECK(net_peer_by_serial(n.net, serial) == NULL);

@@ -264,7 +264,7 @@ TEST(recon_without_feature, "a RECON from a peer without the feature is a protoc
 	CHECK_INT_EQ(p->score, SCORE_PROTOCOL);
 	CHECK_INT_EQ(p->state, PEER_CLOSING);
 	CHECK_INT_EQ(fake_bans(a.net), 1); /* SCORE_PROTOCOL is the default ban threshold */
-	CHECK(ban_is_banned(a.book, (const struct sockaddr *)&p->sa, node_now_us()));
+	CHECK(addrbook_is_banned(a.book, (const struct sockaddr *)&p->sa, node_now_us()));
 	/* RECON_BUNDLES needs WIRE_FEAT_BUNDLE_SYNC as well */
 	peer_t *q = fake_peer_new(a.net, 0, "10.0.0.3:40001", NULL, WIRE_FEAT_SYNC);
 	deliver_recon(q, WIRE_RECON_BUNDLES, 2);

@@ -1,6 +1,6 @@
 /* Building, running and stopping the node; the tick; the status report. */
 #define _GNU_SOURCE /* pthread_setname_np */
-#include "node.h"
+#include "daemon.h"
 
 #include <errno.h>
 #include <event2/bufferevent.h>
@@ -104,7 +104,7 @@ static void node_on_accept(node_t *n, int fd, struct sockaddr *sa, int len)
 		close(fd);
 		return;
 	}
-	if (ban_is_banned(n->book, sa, now)) {
+	if (addrbook_is_banned(n->book, sa, now)) {
 		n->stats.refused_banned++;
 		addr_format(sa, a);
 		log_rl(&rl, LOG_INFO, "refused %s: banned", a);
@@ -213,12 +213,12 @@ static void node_tick(node_t *n)
 	sync_tick(n->sync, now);
 	/* the index sits out a bulk catch-up, then takes it in one pass */
 	search_hold(n->search, sync_is_bulk(n->sync));
-	ban_prune(n->book, now);
+	addrbook_ban_prune(n->book, now);
 	node_trust_reap(n, 0);
 	progress_tick(n, now);
 	addrbook_save_tick(n->book, now);
 	addrbook_maintain(n->book, now);
-	pex_tick(n->book, now);
+	addrbook_pex_tick(n->book, now);
 	node_http_tick(n, now);
 }
 
@@ -847,7 +847,7 @@ int node_status_json(node_t *n, pith_buf_t *b)
 		first = 0;
 	}
 	pith_buf_puts(b, "],\"bans\":");
-	ban_list_json(n->book, now, b);
+	addrbook_ban_list_json(n->book, now, b);
 	size_t a_new, a_tried;
 	addrbook_table_counts(n->book, &a_new, &a_tried);
 	pith_buf_printf(b, ",\"addresses\":%zu,\"addresses_new\":%zu,\"addresses_tried\":%zu,"

@@ -97,7 +97,7 @@ static int op_peers(void *arg, ctl_call_t *call)
 		first = 0;
 	}
 	pith_buf_puts(b, "],\"bans\":");
-	ban_list_json(n->book, now, b);
+	addrbook_ban_list_json(n->book, now, b);
 	pith_buf_puts(b, "}");
 	return CTL_DONE;
 }

@@ -211,8 +211,8 @@ static void collect(void *arg, metrics_out_t *o)
 	      "1 while the store commits without its write-ahead log (a catch-up in bulk mode, "
 	      "sync_bulk_unlogged), else 0", store_is_unlogged(n->store) ? 1 : 0);
 	size_t active = 0;
-	for (size_t i = 0; i < ban_count(n->book); i++)
-		active += ban_at(n->book, i)->until_us > now;
+	for (size_t i = 0; i < addrbook_ban_count(n->book); i++)
+		active += addrbook_ban_at(n->book, i)->until_us > now;
 	gauge(o, "pith_bans_active", "Addresses banned now", (double)active);
 	counter(o, "pith_bans_total", "Bans since start", s->bans);
 	metrics_out_family(o, "pith_connections_refused_total", METRIC_COUNTER,

@@ -20,7 +20,7 @@
 #include "follower.h"
 #include "idmap.h"
 #include "mesh.h"
-#include "node.h"
+#include "daemon.h"
 #include "ingest.h"
 #include "net.h"
 #include "relay.h"

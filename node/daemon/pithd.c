@@ -8,7 +8,7 @@
 #include "config.h"
 #include "hclient.h"
 #include "log.h"
-#include "node.h"
+#include "daemon.h"
 #include "version.h"
 
 /* The command line, read again on SIGHUP (node_set_config_reader). */

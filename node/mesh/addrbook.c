@@ -1,5 +1,6 @@
-/* The address book (addrbook.h): where peers may be found, when to try
- * them next, bans, and peer exchange. */
+/* The address book (addrbook.h): where peers may be found and when to
+ * try them next. Bans are in addrbook_ban.c, peer exchange in
+ * addrbook_pex.c. */
 #include "addrbook_int.h"
 
 #include <arpa/inet.h>
@@ -8,17 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "json.h"
 #include "log.h"
 
-#define PEX_MIN_INTERVAL_US 10000000 /* answer one PEERS_REQ per peer per 10 s */
-#define PEX_SHARE_AGE_US (24 * 3600 * INT64_C(1000000))
-#define BANS_MAX 4096
-
-static log_rl_t rl_ban;
-
-
-static socklen_t sa_make(struct sockaddr_storage *ss, const uint8_t *ip, uint8_t len, uint16_t port)
+socklen_t addrbook_sa_make(struct sockaddr_storage *ss, const uint8_t *ip, uint8_t len, uint16_t port)
 {
 	memset(ss, 0, sizeof(*ss));
 	if (len == 4) {
@@ -35,14 +28,14 @@ static socklen_t sa_make(struct sockaddr_storage *ss, const uint8_t *ip, uint8_t
 	return sizeof(*s6);
 }
 
-static int ip_is_loopback(const uint8_t *ip, uint8_t len)
+int addrbook_ip_is_loopback(const uint8_t *ip, uint8_t len)
 {
 	static const uint8_t v6lo[16] = {[15] = 1};
 	return len == 4 ? ip[0] == 127 : !memcmp(ip, v6lo, 16);
 }
 
 /* Addresses a node may dial: not unspecified, not multicast, a port. */
-static int ip_is_dialable(const uint8_t *ip, uint8_t len, uint16_t port)
+int addrbook_ip_is_dialable(const uint8_t *ip, uint8_t len, uint16_t port)
 {
 	static const uint8_t zero[16];
 	if (!port || !memcmp(ip, zero, len))
@@ -52,7 +45,7 @@ static int ip_is_dialable(const uint8_t *ip, uint8_t len, uint16_t port)
 	return ip[0] != 0xff;
 }
 
-static int sa_same(const struct sockaddr *a, const struct sockaddr *b)
+int addrbook_sa_same(const struct sockaddr *a, const struct sockaddr *b)
 {
 	uint8_t ia[16], ib[16], la, lb;
 	uint16_t pa, pb;
@@ -61,25 +54,53 @@ static int sa_same(const struct sockaddr *a, const struct sockaddr *b)
 	return la == lb && pa == pb && !memcmp(ia, ib, la);
 }
 
+int addrbook_parse_ip(const char *text, uint8_t ip[16], uint8_t *len)
+{
+	char host[INET6_ADDRSTRLEN];
+	const char *h = text, *end = text + strlen(text);
+	if (*text == '[') { /* [v6] or [v6]:port */
+		const char *close = strchr(text, ']');
+		if (!close || (close[1] && close[1] != ':'))
+			return PITH_EINVAL;
+		h = text + 1;
+		end = close;
+	} else if (strchr(text, ':') == strrchr(text, ':') && strchr(text, ':')) {
+		end = strchr(text, ':'); /* v4:port */
+	}
+	if (end == h || (size_t)(end - h) >= sizeof(host))
+		return PITH_EINVAL;
+	memcpy(host, h, (size_t)(end - h));
+	host[end - h] = 0;
+	if (inet_pton(AF_INET, host, ip) == 1) {
+		*len = 4;
+		return 0;
+	}
+	if (inet_pton(AF_INET6, host, ip) == 1) {
+		*len = 16;
+		return 0;
+	}
+	return PITH_EINVAL;
+}
+
 /* ---- network groups and placement ------------------------------------------------------- */
 
 static const uint8_t v4mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
 
-uint64_t addr_group(const uint8_t *ip, uint8_t len)
+uint64_t addrbook_group_of(const uint8_t *ip, uint8_t len)
 {
 	if (len == 16 && !memcmp(ip, v4mapped, 12))
-		return addr_group(ip + 12, 4);
+		return addrbook_group_of(ip + 12, 4);
 	if (len == 4)
 		return (UINT64_C(4) << 32) | (uint64_t)ip[0] << 8 | ip[1];
 	return (UINT64_C(6) << 32) | (uint64_t)ip[0] << 24 | (uint64_t)ip[1] << 16 |
 	       (uint64_t)ip[2] << 8 | ip[3];
 }
 
-uint64_t addr_group_sa(const struct sockaddr *sa)
+uint64_t addrbook_group_of_sa(const struct sockaddr *sa)
 {
 	uint8_t ip[16], il;
 	uint16_t port;
-	return addr_ip(sa, ip, &il, &port) ? 0 : addr_group(ip, il);
+	return addr_ip(sa, ip, &il, &port) ? 0 : addrbook_group_of(ip, il);
 }
 
 socklen_t addrbook_group_sa(uint64_t g, struct sockaddr_storage *ss)
@@ -89,13 +110,13 @@ socklen_t addrbook_group_sa(uint64_t g, struct sockaddr_storage *ss)
 	if (g >> 32 == 4) {
 		ip[0] = (uint8_t)(v >> 8);
 		ip[1] = (uint8_t)v;
-		return sa_make(ss, ip, 4, 0);
+		return addrbook_sa_make(ss, ip, 4, 0);
 	}
 	ip[0] = (uint8_t)(v >> 24);
 	ip[1] = (uint8_t)(v >> 16);
 	ip[2] = (uint8_t)(v >> 8);
 	ip[3] = (uint8_t)v;
-	return sa_make(ss, ip, 16, 0);
+	return addrbook_sa_make(ss, ip, 16, 0);
 }
 
 void addrbook_group_format(uint64_t g, char out[64])
@@ -157,7 +178,7 @@ static uint64_t addr_hash(const addrbook_t *ab, const addr_entry_t *a)
 
 static uint64_t entry_group(const addr_entry_t *a)
 {
-	return addr_group_sa((const struct sockaddr *)&a->sa);
+	return addrbook_group_of_sa((const struct sockaddr *)&a->sa);
 }
 
 /* A new address's bucket: one of ADDRBOOK_NEW_PER_GROUP buckets of its
@@ -381,7 +402,7 @@ static int make_room(addrbook_t *ab, int64_t now)
 	return 0;
 }
 
-static addr_entry_t *find_entry(const addrbook_t *ab, const struct sockaddr *sa)
+addr_entry_t *addrbook_find(const addrbook_t *ab, const struct sockaddr *sa)
 {
 	uint8_t ip[16], il, key[32];
 	uint16_t port;
@@ -402,9 +423,9 @@ addr_entry_t *addrbook_add_from(addrbook_t *ab, const struct sockaddr *sa, sockl
 	uint8_t ip[16], il, key[32];
 	uint16_t port;
 	int64_t now = node_now_us();
-	if (addr_ip(sa, ip, &il, &port) || !ip_is_dialable(ip, il, port))
+	if (addr_ip(sa, ip, &il, &port) || !addrbook_ip_is_dialable(ip, il, port))
 		return NULL;
-	addr_entry_t *a = find_entry(ab, sa);
+	addr_entry_t *a = addrbook_find(ab, sa);
 	if (a) {
 		if (source == ADDR_CONFIG && !a->pinned) {
 			table_remove(ab, a);
@@ -433,7 +454,7 @@ addr_entry_t *addrbook_add_from(addrbook_t *ab, const struct sockaddr *sa, sockl
 	a->source = source;
 	a->pinned = source == ADDR_CONFIG;
 	a->seen_us = now;
-	a->src_group = src ? addr_group_sa(src) : addr_group(ip, il);
+	a->src_group = src ? addrbook_group_of_sa(src) : addrbook_group_of(ip, il);
 	addr_format(sa, a->str);
 	if (!a->pinned && place_new(ab, a, now)) {
 		log_debug("address book: %s (%s) not taken: its slots are held", a->str,
@@ -602,7 +623,7 @@ int addrbook_unpin_hostport(addrbook_t *ab, const char *hostport)
 	resolve_addr_t ra;
 	if (resolve_numeric(hostport, &ra))
 		return PITH_ENOTSUP; /* a name: the entries it gave do not remember it */
-	addr_entry_t *a = find_entry(ab, (const struct sockaddr *)&ra.ss);
+	addr_entry_t *a = addrbook_find(ab, (const struct sockaddr *)&ra.ss);
 	if (!a || !a->pinned || a->kept)
 		return PITH_ENOTFOUND;
 	a->pinned = 0;
@@ -639,7 +660,7 @@ static int pk_connected(addrbook_t *ab, const uint8_t pk[32])
 static int entry_eligible(addrbook_t *ab, addr_entry_t *a, int64_t now)
 {
 	return !a->peer_serial && !a->self && a->next_attempt_us <= now &&
-	       !ban_is_banned(ab, (const struct sockaddr *)&a->sa, now) &&
+	       !addrbook_is_banned(ab, (const struct sockaddr *)&a->sa, now) &&
 	       !(a->has_pk && pk_connected(ab, a->pk));
 }
 
@@ -818,7 +839,7 @@ static void learn(addrbook_t *ab, peer_t *p)
 	if (addr_ip((const struct sockaddr *)&p->sa, ip, &il, &port))
 		return;
 	struct sockaddr_storage ss;
-	socklen_t len = sa_make(&ss, ip, il, p->listen_port);
+	socklen_t len = addrbook_sa_make(&ss, ip, il, p->listen_port);
 	addr_entry_t *a = addrbook_add(ab, (const struct sockaddr *)&ss, len, ADDR_INBOUND);
 	if (!a)
 		return;
@@ -900,340 +921,4 @@ size_t addrbook_count_known(const addrbook_t *ab)
 	for (size_t i = 0; i < ab->nbook; i++)
 		known += !ab->book[i]->self;
 	return known;
-}
-
-/* ---- bans ------------------------------------------------------------------------ */
-
-static ban_t *ban_find(const addrbook_t *ab, const uint8_t *ip, uint8_t il)
-{
-	uint8_t key[32];
-	addrbook_ip_key(ip, il, 0, key);
-	return idmap_get(ab->ban_by_ip, key);
-}
-
-/* Takes the i-th ban out of the table and frees it. */
-static void ban_remove_at(addrbook_t *ab, size_t i)
-{
-	ban_t *b = ab->bans[i];
-	uint8_t key[32];
-	addrbook_ip_key(b->ip, b->ip_len, 0, key);
-	idmap_del(ab->ban_by_ip, key);
-	ab->bans[i] = ab->bans[--ab->nbans];
-	free(b);
-	addrbook_changed(ab);
-}
-
-/* The table is full of running bans: the one that runs out soonest goes,
- * so that the newest offender is banned all the same. Said once in the
- * log (then counted in status and /metrics), since an attack that causes
- * it causes it thousands of times. */
-static void ban_evict_one(addrbook_t *ab, const char *for_ip)
-{
-	size_t v = 0;
-	for (size_t i = 1; i < ab->nbans; i++)
-		if (ab->bans[i]->until_us < ab->bans[v]->until_us)
-			v = i;
-	ab->stats->bans_evicted++;
-	if (!ab->ban_full_logged) {
-		ab->ban_full_logged = 1;
-		log_warn("ban table full (%lld bans): the ban on %s, the first to run out (in %lld s), "
-			 "dropped to make room for %s; from now on such drops are only counted "
-			 "(status: stats.bans_evicted)", (long long)ab->cfg->ban_max,
-			 ab->bans[v]->ip_str,
-			 (long long)((ab->bans[v]->until_us - node_now_us()) / 1000000), for_ip);
-	} else {
-		log_debug("ban table full: the ban on %s dropped for %s", ab->bans[v]->ip_str, for_ip);
-	}
-	ban_remove_at(ab, v);
-}
-
-int ban_set(addrbook_t *ab, const uint8_t *ip, uint8_t il, int64_t until_us, const char *reason)
-{
-	ban_t *b = ban_find(ab, ip, il);
-	if (!b) {
-		char ip_str[48];
-		inet_ntop(il == 4 ? AF_INET : AF_INET6, ip, ip_str, sizeof(ip_str));
-		if (ab->nbans >= (size_t)ab->cfg->ban_max)
-			ban_prune(ab, node_now_us());
-		while (ab->nbans && ab->nbans >= (size_t)ab->cfg->ban_max)
-			ban_evict_one(ab, ip_str);
-		if (ab->nbans == ab->capbans) {
-			size_t cap = ab->capbans ? ab->capbans * 2 : 16;
-			ban_t **nb = realloc(ab->bans, cap * sizeof(*nb));
-			if (!nb)
-				return PITH_ENOMEM;
-			ab->bans = nb;
-			ab->capbans = cap;
-		}
-		b = calloc(1, sizeof(*b));
-		if (!b)
-			return PITH_ENOMEM;
-		memcpy(b->ip, ip, il);
-		b->ip_len = il;
-		snprintf(b->ip_str, sizeof(b->ip_str), "%s", ip_str);
-		uint8_t key[32];
-		addrbook_ip_key(ip, il, 0, key);
-		if (idmap_put(ab->ban_by_ip, key, b)) {
-			free(b);
-			return PITH_ENOMEM;
-		}
-		ab->bans[ab->nbans++] = b;
-	}
-	b->until_us = until_us;
-	snprintf(b->reason, sizeof(b->reason), "%s", reason);
-	addrbook_changed(ab);
-	return 0;
-}
-
-int ban_lift(addrbook_t *ab, const uint8_t *ip, uint8_t il)
-{
-	int64_t now = node_now_us();
-	int found = 0;
-	for (size_t i = 0; i < ab->nbans; i++)
-		if (ab->bans[i]->ip_len == il && !memcmp(ab->bans[i]->ip, ip, il)) {
-			found = ab->bans[i]->until_us > now;
-			ban_remove_at(ab, i);
-			break;
-		}
-	/* its addresses may be dialled again at once */
-	for (size_t i = 0; found && i < ab->nbook; i++) {
-		uint8_t bip[16], bl;
-		uint16_t port;
-		addr_entry_t *a = ab->book[i];
-		if (!addr_ip((const struct sockaddr *)&a->sa, bip, &bl, &port) && bl == il &&
-		    !memcmp(bip, ip, il)) {
-			a->failures = 0;
-			a->next_attempt_us = 0;
-		}
-	}
-	if (found)
-		addrbook_changed(ab);
-	return found;
-}
-
-int addr_parse_ip(const char *text, uint8_t ip[16], uint8_t *len)
-{
-	char host[INET6_ADDRSTRLEN];
-	const char *h = text, *end = text + strlen(text);
-	if (*text == '[') { /* [v6] or [v6]:port */
-		const char *close = strchr(text, ']');
-		if (!close || (close[1] && close[1] != ':'))
-			return PITH_EINVAL;
-		h = text + 1;
-		end = close;
-	} else if (strchr(text, ':') == strrchr(text, ':') && strchr(text, ':')) {
-		end = strchr(text, ':'); /* v4:port */
-	}
-	if (end == h || (size_t)(end - h) >= sizeof(host))
-		return PITH_EINVAL;
-	memcpy(host, h, (size_t)(end - h));
-	host[end - h] = 0;
-	if (inet_pton(AF_INET, host, ip) == 1) {
-		*len = 4;
-		return 0;
-	}
-	if (inet_pton(AF_INET6, host, ip) == 1) {
-		*len = 16;
-		return 0;
-	}
-	return PITH_EINVAL;
-}
-
-void ban_add(addrbook_t *ab, const struct sockaddr *sa, const char *reason)
-{
-	uint8_t ip[16], il;
-	uint16_t port;
-	if (addr_ip(sa, ip, &il, &port) ||
-	    ban_set(ab, ip, il, node_now_us() + ab->cfg->ban_seconds * 1000000, reason))
-		return;
-	ab->stats->bans++;
-	char s[48];
-	inet_ntop(il == 4 ? AF_INET : AF_INET6, ip, s, sizeof(s));
-	log_rl(&rl_ban, LOG_WARN, "banned %s for %lld s: %s", s, (long long)ab->cfg->ban_seconds,
-	       reason);
-}
-
-int ban_is_banned(const addrbook_t *ab, const struct sockaddr *sa, int64_t now)
-{
-	uint8_t ip[16], il;
-	uint16_t port;
-	if (addr_ip(sa, ip, &il, &port))
-		return 0;
-	const ban_t *b = ban_find(ab, ip, il);
-	return b && b->until_us > now;
-}
-
-void ban_prune(addrbook_t *ab, int64_t now)
-{
-	for (size_t i = 0; i < ab->nbans;) {
-		if (ab->bans[i]->until_us > now) {
-			i++;
-			continue;
-		}
-		log_info("ban on %s expired", ab->bans[i]->ip_str);
-		ban_remove_at(ab, i);
-	}
-}
-
-size_t ban_count(const addrbook_t *ab)
-{
-	return ab->nbans;
-}
-
-const ban_t *ban_at(const addrbook_t *ab, size_t i)
-{
-	return ab->bans[i];
-}
-
-void ban_list_json(const addrbook_t *ab, int64_t now, pith_buf_t *b)
-{
-	int first = 1;
-	pith_buf_puts(b, "[");
-	for (size_t i = 0; i < ab->nbans; i++) {
-		const ban_t *bn = ab->bans[i];
-		if (bn->until_us <= now)
-			continue;
-		pith_buf_printf(b, "%s{\"ip\":", first ? "" : ",");
-		first = 0;
-		json_write_string(b, bn->ip_str, strlen(bn->ip_str));
-		pith_buf_puts(b, ",\"reason\":");
-		json_write_string(b, bn->reason, strlen(bn->reason));
-		pith_buf_printf(b, ",\"remaining_s\":%lld,\"until_us\":%lld}",
-				(long long)((bn->until_us - now) / 1000000), (long long)bn->until_us);
-	}
-	pith_buf_puts(b, "]");
-}
-
-/* ---- peer exchange ----------------------------------------------------------------- */
-
-/* The address a peer can be dialled at, if known. */
-static int peer_listen_addr(const peer_t *q, struct sockaddr_storage *ss, socklen_t *len)
-{
-	if (q->outbound && q->book) {
-		memcpy(ss, &q->book->sa, q->book->salen);
-		*len = q->book->salen;
-		return 0;
-	}
-	uint8_t ip[16], il;
-	uint16_t port;
-	if (!q->listen_port || addr_ip((const struct sockaddr *)&q->sa, ip, &il, &port))
-		return -1;
-	*len = sa_make(ss, ip, il, q->listen_port);
-	return 0;
-}
-
-static void pex_push(wire_msg_t *m, const struct sockaddr *sa, int to_loopback, size_t max)
-{
-	wire_addr_t a = {0};
-	if (m->u.peers.n >= max || addr_ip(sa, a.ip, &a.ip_len, &a.port))
-		return;
-	if (!ip_is_dialable(a.ip, a.ip_len, a.port) || (ip_is_loopback(a.ip, a.ip_len) && !to_loopback))
-		return;
-	for (size_t i = 0; i < m->u.peers.n; i++)
-		if (m->u.peers.addrs[i].ip_len == a.ip_len && m->u.peers.addrs[i].port == a.port &&
-		    !memcmp(m->u.peers.addrs[i].ip, a.ip, a.ip_len))
-			return;
-	m->u.peers.addrs[m->u.peers.n++] = a;
-}
-
-void pex_on_request(addrbook_t *ab, peer_t *p)
-{
-	int64_t now = node_now_us();
-	if (p->pex.answered_us && now - p->pex.answered_us < PEX_MIN_INTERVAL_US)
-		return; /* charged as a message; not answered again so soon */
-	p->pex.answered_us = now;
-	uint8_t pip[16], pl;
-	uint16_t pport;
-	int to_lo = !addr_ip((const struct sockaddr *)&p->sa, pip, &pl, &pport) &&
-		    ip_is_loopback(pip, pl);
-	wire_msg_t m = {.type = WIRE_PEERS};
-	size_t max = net_limits(ab->net)->max_peers;
-	struct sockaddr_storage own;
-	socklen_t ownlen = 0;
-	int has_own = peer_listen_addr(p, &own, &ownlen) == 0;
-	/* peers we are connected to first, then addresses that worked lately */
-	for (peer_t *q = net_peers(ab->net); q; q = q->next) {
-		struct sockaddr_storage ss;
-		socklen_t len;
-		if (q == p || q->state != PEER_READY || peer_listen_addr(q, &ss, &len))
-			continue;
-		pex_push(&m, (const struct sockaddr *)&ss, to_lo, max);
-	}
-	for (size_t i = 0; i < ab->nbook && m.u.peers.n < max; i++) {
-		addr_entry_t *a = ab->book[i];
-		if (a->self || !a->last_ok_us || now - a->last_ok_us > PEX_SHARE_AGE_US)
-			continue;
-		if (has_own && sa_same((const struct sockaddr *)&a->sa, (const struct sockaddr *)&own))
-			continue;
-		pex_push(&m, (const struct sockaddr *)&a->sa, to_lo, max);
-	}
-	/* never tell a peer its own address */
-	if (has_own) {
-		size_t w = 0;
-		wire_addr_t o = {0};
-		addr_ip((const struct sockaddr *)&own, o.ip, &o.ip_len, &o.port);
-		for (size_t i = 0; i < m.u.peers.n; i++) {
-			wire_addr_t *a = &m.u.peers.addrs[i];
-			if (!(a->ip_len == o.ip_len && a->port == o.port && !memcmp(a->ip, o.ip, o.ip_len)))
-				m.u.peers.addrs[w++] = *a;
-		}
-		m.u.peers.n = w;
-	}
-	peer_send(p, &m);
-}
-
-void pex_on_peers(addrbook_t *ab, peer_t *p, const wire_msg_t *m)
-{
-	if (!p->pex.requested)
-		return; /* unasked: charged as a message and ignored */
-	p->pex.requested = 0;
-	uint8_t pip[16], pl;
-	uint16_t pport;
-	int from_lo = !addr_ip((const struct sockaddr *)&p->sa, pip, &pl, &pport) &&
-		      ip_is_loopback(pip, pl);
-	/* at most PEX_NEW_MAX new addresses per answer, into new buckets chosen
-	 * by the group of this peer: what one peer says can fill only its share */
-	size_t added = 0, known = 0;
-	for (size_t i = 0; i < m->u.peers.n && added < PEX_NEW_MAX; i++) {
-		const wire_addr_t *a = &m->u.peers.addrs[i];
-		if (ip_is_loopback(a->ip, a->ip_len) && !from_lo)
-			continue;
-		struct sockaddr_storage ss;
-		socklen_t len = sa_make(&ss, a->ip, a->ip_len, a->port);
-		if (find_entry(ab, (const struct sockaddr *)&ss)) {
-			known++;
-			continue;
-		}
-		if (addrbook_add_from(ab, (const struct sockaddr *)&ss, len, ADDR_PEX,
-				      (const struct sockaddr *)&p->sa))
-			added++;
-	}
-	if (added)
-		log_debug("peer %s: learnt %zu new addresses (%zu known, %zu told)", p->addr, added,
-			  known, m->u.peers.n);
-}
-
-void pex_tick(addrbook_t *ab, int64_t now)
-{
-	if (now < ab->next_pex_us)
-		return;
-	ab->next_pex_us = now + ab->cfg->pex_interval_ms * 1000;
-	size_t out = 0, ready = 0;
-	for (peer_t *p = net_peers(ab->net); p; p = p->next) {
-		if (p->outbound && p->state != PEER_CLOSING)
-			out++;
-		if (p->state == PEER_READY)
-			ready++;
-	}
-	if (out >= (size_t)ab->cfg->outbound_target || !ready)
-		return;
-	uint32_t k = randombytes_uniform((uint32_t)ready);
-	for (peer_t *p = net_peers(ab->net); p; p = p->next) {
-		if (p->state != PEER_READY || k--)
-			continue;
-		wire_msg_t m = {.type = WIRE_PEERS_REQ};
-		p->pex.requested = 1;
-		peer_send(p, &m);
-		return;
-	}
 }

@@ -92,9 +92,9 @@ addr_entry_t *addrbook_add(addrbook_t *ab, const struct sockaddr *sa, socklen_t 
  * IPv4-mapped IPv6) by /16, loopback included (127.0.0.0/16 holds what a
  * machine uses; tests play distinct hosts from other 127/16s); IPv6 by
  * /32. The family is part of the value. */
-uint64_t addr_group(const uint8_t *ip, uint8_t ip_len);
+uint64_t addrbook_group_of(const uint8_t *ip, uint8_t ip_len);
 /* The group of a socket address, or 0 if it is not inet. */
-uint64_t addr_group_sa(const struct sockaddr *sa);
+uint64_t addrbook_group_of_sa(const struct sockaddr *sa);
 /* Entries in the new and the tried table. */
 void addrbook_table_counts(const addrbook_t *ab, size_t *n_new, size_t *n_tried);
 /* Does the entry look useless (docs/pithd.md): never worked after 3
@@ -158,31 +158,31 @@ peer_t *addrbook_inbound_victim(addrbook_t *ab, int64_t now);
 
 /* ---- bans ---- */
 /* Bans the address of sa for cfg->ban_seconds. */
-void ban_add(addrbook_t *ab, const struct sockaddr *sa, const char *reason);
+void addrbook_ban_add(addrbook_t *ab, const struct sockaddr *sa, const char *reason);
 /* Bans ip (ip_len 4 or 16 bytes) until until_us (wall clock), replacing
  * any ban on it. When cfg->ban_max bans are running, the one that would
  * run out soonest is dropped to make room (logged the first time, counted
  * in stats->bans_evicted): a new ban always holds. 0 or PITH_ENOMEM. Does
  * not close connections. */
-int ban_set(addrbook_t *ab, const uint8_t *ip, uint8_t ip_len, int64_t until_us, const char *reason);
+int addrbook_ban_set(addrbook_t *ab, const uint8_t *ip, uint8_t ip_len, int64_t until_us, const char *reason);
 /* Lifts the ban on ip and lets its addresses be dialled at once; 1 if it
  * was banned, else 0. */
-int ban_lift(addrbook_t *ab, const uint8_t *ip, uint8_t ip_len);
-int ban_is_banned(const addrbook_t *ab, const struct sockaddr *sa, int64_t now);
-void ban_prune(addrbook_t *ab, int64_t now);
+int addrbook_ban_lift(addrbook_t *ab, const uint8_t *ip, uint8_t ip_len);
+int addrbook_is_banned(const addrbook_t *ab, const struct sockaddr *sa, int64_t now);
+void addrbook_ban_prune(addrbook_t *ab, int64_t now);
 /* The bans (running or not), for reports. */
-size_t ban_count(const addrbook_t *ab);
-const ban_t *ban_at(const addrbook_t *ab, size_t i);
+size_t addrbook_ban_count(const addrbook_t *ab);
+const ban_t *addrbook_ban_at(const addrbook_t *ab, size_t i);
 /* Appends the JSON list of the bans still running. */
-void ban_list_json(const addrbook_t *ab, int64_t now, pith_buf_t *out);
+void addrbook_ban_list_json(const addrbook_t *ab, int64_t now, pith_buf_t *out);
 /* The IP address of "IP", "IP:PORT" or "[IPv6]:PORT" (numeric only).
  * 0 or PITH_EINVAL. */
-int addr_parse_ip(const char *text, uint8_t ip[16], uint8_t *len);
+int addrbook_parse_ip(const char *text, uint8_t ip[16], uint8_t *len);
 
 /* ---- peer exchange ---- */
-void pex_on_request(addrbook_t *ab, peer_t *p);
-void pex_on_peers(addrbook_t *ab, peer_t *p, const wire_msg_t *m);
-void pex_tick(addrbook_t *ab, int64_t now);
+void addrbook_pex_on_request(addrbook_t *ab, peer_t *p);
+void addrbook_pex_on_peers(addrbook_t *ab, peer_t *p, const wire_msg_t *m);
+void addrbook_pex_tick(addrbook_t *ab, int64_t now);
 
 /* ---- addrbook_ctl.c: the control socket's commands (control.h) ---- */
 struct ctl_call;

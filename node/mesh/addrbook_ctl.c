@@ -65,7 +65,7 @@ void addrbook_ctl_connect_done(addrbook_t *ab, uint64_t serial, const char *host
  * prefix (8 to 64 hex digits) of exactly one connected peer. */
 static int peer_target(addrbook_t *ab, const char *peer, uint8_t ip[16], uint8_t *il, pith_buf_t *b)
 {
-	if (addr_parse_ip(peer, ip, il) == 0)
+	if (addrbook_parse_ip(peer, ip, il) == 0)
 		return 0;
 	size_t len = strlen(peer);
 	int hex = len >= NODE_ID_PREFIX_MIN && len <= 64;
@@ -134,7 +134,7 @@ int addrbook_ctl_ban(void *arg_, ctl_call_t *call)
 	if (peer_target(ab, peer, ip, &il, b))
 		return CTL_DONE;
 	int64_t until = node_now_us() + seconds * 1000000;
-	int rc = ban_set(ab, ip, il, until, reason);
+	int rc = addrbook_ban_set(ab, ip, il, until, reason);
 	if (rc)
 		return control_fail(b, "%s",
 				    rc == PITH_ETOOBIG ? "too many bans" : "out of memory");
@@ -148,9 +148,9 @@ int addrbook_ctl_ban(void *arg_, ctl_call_t *call)
 		closed++;
 	}
 	const ban_t *bn = NULL;
-	for (size_t i = 0; i < ban_count(ab); i++)
-		if (ban_at(ab, i)->ip_len == il && !memcmp(ban_at(ab, i)->ip, ip, il))
-			bn = ban_at(ab, i);
+	for (size_t i = 0; i < addrbook_ban_count(ab); i++)
+		if (addrbook_ban_at(ab, i)->ip_len == il && !memcmp(addrbook_ban_at(ab, i)->ip, ip, il))
+			bn = addrbook_ban_at(ab, i);
 	log_info("operator banned %s for %lld s (%s); %zu connections closed", bn->ip_str, seconds,
 		 reason, closed);
 	pith_err_t err = {0};
@@ -170,12 +170,12 @@ int addrbook_ctl_unban(void *arg_, ctl_call_t *call)
 	const char *arg = call->arg;
 	pith_buf_t *b = call->reply;
 	uint8_t ip[16], il;
-	if (addr_parse_ip(arg, ip, &il))
+	if (addrbook_parse_ip(arg, ip, &il))
 		return control_fail(b, "'%s' is not an IP address (IP, IP:PORT or [IPv6]:PORT)",
 				  arg);
 	char s[48];
 	inet_ntop(il == 4 ? AF_INET : AF_INET6, ip, s, sizeof(s));
-	if (!ban_lift(ab, ip, il))
+	if (!addrbook_ban_lift(ab, ip, il))
 		return control_fail(b, "%s is not banned", s);
 	log_info("operator lifted the ban on %s", s);
 	pith_err_t err = {0};

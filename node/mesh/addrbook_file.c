@@ -161,7 +161,7 @@ static int load_address(addrbook_t *ab, const json_value_t *o)
 	char host[256];
 	uint16_t port;
 	uint8_t ip[16], il;
-	if (!addr || config_split_hostport(addr, host, &port, 0) || addr_parse_ip(host, ip, &il) ||
+	if (!addr || config_split_hostport(addr, host, &port, 0) || addrbook_parse_ip(host, ip, &il) ||
 	    get_i64(o, "last_ok_us", &last_ok) || !(json_is(kept, JSON_TRUE) || json_is(kept, JSON_FALSE)))
 		return -1;
 	struct sockaddr_storage ss = {0}, src = {0};
@@ -191,9 +191,9 @@ static int load_address(addrbook_t *ab, const json_value_t *o)
 			return -1;
 		memcpy(g, srcs, n);
 		g[n] = 0;
-		if (addr_parse_ip(g, gip, &gl))
+		if (addrbook_parse_ip(g, gip, &gl))
 			return -1;
-		addrbook_group_sa(addr_group(gip, gl), &src);
+		addrbook_group_sa(addrbook_group_of(gip, gl), &src);
 		has_src = 1;
 	}
 	if ((json_get(o, "failures") && get_i64(o, "failures", &failures)) ||
@@ -224,10 +224,10 @@ static int load_ban(addrbook_t *ab, const json_value_t *o, int64_t now)
 	const char *ipstr = json_get_str(o, "ip"), *reason = json_get_str(o, "reason");
 	int64_t until;
 	uint8_t ip[16], il;
-	if (!ipstr || !reason || addr_parse_ip(ipstr, ip, &il) || get_i64(o, "until_us", &until))
+	if (!ipstr || !reason || addrbook_parse_ip(ipstr, ip, &il) || get_i64(o, "until_us", &until))
 		return -1;
 	if (until > now)
-		ban_set(ab, ip, il, until, reason);
+		addrbook_ban_set(ab, ip, il, until, reason);
 	return 0;
 }
 

@@ -119,7 +119,7 @@ peer_t *addrbook_inbound_victim(addrbook_t *ab, int64_t now)
 			continue;
 		uint8_t ip[16], il;
 		c[n].p = p;
-		c[n].group = addr_group_sa((const struct sockaddr *)&p->sa);
+		c[n].group = addrbook_group_of_sa((const struct sockaddr *)&p->sa);
 		/* this machine's processes are no group that took many slots:
 		 * each counts as a group of its own */
 		c[n].local = !peer_ip(p, ip, &il) && ip_is_host_loopback(ip, il);
@@ -196,7 +196,7 @@ int addrbook_inbound_admit(addrbook_t *ab, const struct sockaddr *sa, int64_t no
 	uint16_t port;
 	if (addr_ip(sa, ip, &il, &port))
 		return INBOUND_FULL;
-	uint64_t g = addr_group(ip, il);
+	uint64_t g = addrbook_group_of(ip, il);
 	int exempt = ip_is_host_loopback(ip, il);
 	size_t total = 0, same_ip = 0, same_group = 0;
 	for (peer_t *p = net_peers(ab->net); p; p = p->next) {
@@ -205,7 +205,7 @@ int addrbook_inbound_admit(addrbook_t *ab, const struct sockaddr *sa, int64_t no
 			continue;
 		total++;
 		same_ip += pl == il && !memcmp(pip, ip, il);
-		same_group += addr_group(pip, pl) == g;
+		same_group += addrbook_group_of(pip, pl) == g;
 	}
 	if (!exempt && same_ip >= (size_t)cfg->inbound_per_ip)
 		return INBOUND_PER_IP;

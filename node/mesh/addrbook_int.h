@@ -1,5 +1,6 @@
 /* The address book's insides, shared by its files (addrbook.c,
- * addrbook_file.c, addrbook_ctl.c) only. */
+ * addrbook_ban.c, addrbook_pex.c, addrbook_file.c, addrbook_ctl.c,
+ * addrbook_inbound.c) only. */
 #ifndef PITH_NODE_ADDRBOOK_INT_H
 #define PITH_NODE_ADDRBOOK_INT_H
 
@@ -67,6 +68,17 @@ addr_entry_t *addrbook_select(addrbook_t *ab, int table, int64_t now);
 socklen_t addrbook_group_sa(uint64_t g, struct sockaddr_storage *ss);
 /* Writes group g as text: "a.b.0.0/16" or "x:y::/32". */
 void addrbook_group_format(uint64_t g, char out[64]);
+
+/* The socket address of ip (len 4 or 16) and port, in ss; its length. */
+socklen_t addrbook_sa_make(struct sockaddr_storage *ss, const uint8_t *ip, uint8_t len, uint16_t port);
+/* Whether ip is a loopback address. */
+int addrbook_ip_is_loopback(const uint8_t *ip, uint8_t len);
+/* Whether a node may dial ip:port: not unspecified, not multicast, a port. */
+int addrbook_ip_is_dialable(const uint8_t *ip, uint8_t len, uint16_t port);
+/* Whether a and b are the same IP address and port. */
+int addrbook_sa_same(const struct sockaddr *a, const struct sockaddr *b);
+/* The book's entry for address sa, or NULL. */
+addr_entry_t *addrbook_find(const addrbook_t *ab, const struct sockaddr *sa);
 
 /* addrbook_ctl.c: a `connect` that waited for its name is answered (rc 0:
  * the address is in the book; else err says why). */

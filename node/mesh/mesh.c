@@ -24,10 +24,10 @@ static void on_peer_message(void *arg, peer_t *p, const wire_msg_t *msg)
 	mesh_t *m = arg;
 	switch (msg->type) {
 	case WIRE_PEERS_REQ:
-		pex_on_request(m->book, p);
+		addrbook_pex_on_request(m->book, p);
 		return;
 	case WIRE_PEERS:
-		pex_on_peers(m->book, p, msg);
+		addrbook_pex_on_peers(m->book, p, msg);
 		return;
 	case WIRE_RECON:
 	case WIRE_RECON_BUNDLES:
@@ -76,7 +76,7 @@ static void on_peer_freed(void *arg, peer_t *p)
 static void on_peer_ban(void *arg, const peer_t *p, const char *what)
 {
 	mesh_t *m = arg;
-	ban_add(m->book, (const struct sockaddr *)&p->sa, what);
+	addrbook_ban_add(m->book, (const struct sockaddr *)&p->sa, what);
 }
 
 static void on_relay_feed(void *arg, peer_t *p)

@@ -16,7 +16,12 @@
  *
  * The relay and sync may be NULL (a mesh of an address book alone, in
  * tests): then peers get no relay state and no catch-up. Loop thread
- * only. */
+ * only.
+ *
+ * The folder's public header. addrbook.h, relay.h and sync.h are public
+ * too, interfaces of their own: the node (node/daemon/) builds each of
+ * the three with its own deps, ticks it and reads its status, and the
+ * unit tests drive each alone; their insides are in *_int.h. */
 #ifndef PITH_NODE_MESH_H
 #define PITH_NODE_MESH_H
 

@@ -70,12 +70,18 @@ void relay_refused_add(relay_t *r, const peer_t *p, const uint8_t id[32]);
 int relay_refused_has(const relay_t *r, const peer_t *p, const uint8_t id[32]);
 int relay_reason_is_untrusted(const char *reason);
 int relay_reason_is_peers_fault(const char *reason);
-void relay_announce_schedule(relay_t *r);
 /* Bytes from p (an event or bundle it was asked for) entered validation;
  * p is held (peer_hold) while its own or everyone's bytes there are over
  * budget. */
 void relay_validating_add(relay_t *r, peer_t *p, size_t len);
 int relay_free_value(void *arg, const uint8_t id[32], void *val);
+
+/* relay_announce.c: the announce timer set, if it is not; the queued
+ * announces sent (that timer), and the lazy ones now due (the lazy
+ * timer). */
+void relay_announce_schedule(relay_t *r);
+void relay_flush_announces(relay_t *r);
+void relay_flush_lazy(relay_t *r);
 
 /* relay_inv.c */
 void relay_inv_send_req(peer_t *p);

@@ -1,6 +1,7 @@
 /* Catch-up sync: reconciliation sessions with peers (of events and of
  * bundles), the backlog of ids they find missing, paced bundle requests
- * and offers, progress. See sync.h and docs/sync.md ("Integration with
+ * and offers; progress in sync_progress.c, the sets' load in
+ * sync_load.c, status in sync_status.c. See sync.h and docs/sync.md ("Integration with
  * the node", "Bundles").
  *
  * Sessions: RECON messages carry a session number; the dialler numbers
@@ -11,33 +12,17 @@
  * is a protocol violation. Empty data ends a session (either side, any
  * time: a limit, a timeout, or "busy"). If both sides start a session at
  * once, the dialler's goes on and the acceptor's yields. */
-#define _GNU_SOURCE /* pthread_setname_np */
 #include "sync_int.h"
 
-#include <event2/event.h>
 #include <sodium.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
-#include "config.h"
 #include "log.h"
 #include "recon_index.h"
 
 static log_rl_t rl_recon;
-
-/* ---- small helpers ------------------------------------------------------------------ */
-
-static size_t backlog_len(const sync_peer_t *sp)
-{
-	return (sp->backlog.len - sp->backlog_head) / 32;
-}
-
-static size_t offers_len(const sync_peer_t *sp)
-{
-	return (sp->offers.len - sp->offers_head) / 32;
-}
 
 /* ---- "surely not stored" ---------------------------------------------------------------- */
 
@@ -66,7 +51,7 @@ static int have_add_item(void *arg, const recon_item_t *it)
 /* Builds the filter again from the set, sized for twice want ids (at
  * least HAVE_MIN_IDS): 1.25 bytes an id. The walk costs about 50 ns an
  * item on the loop thread, once each time the set doubles. */
-static void have_rebuild(sync_t *sy, size_t want)
+void sync_have_rebuild(sync_t *sy, size_t want)
 {
 	idbloom_t nb;
 	size_t ids = want < HAVE_MIN_IDS / 2 ? HAVE_MIN_IDS : 2 * want;
@@ -136,32 +121,6 @@ static int64_t jittered(int64_t ms)
 	/* 0.75x to 1.25x, so that nodes started together do not stay in step */
 	int64_t span = ms / 2 > 0 ? ms / 2 : 1;
 	return (ms - span / 2 + (int64_t)randombytes_uniform((uint32_t)(span > UINT32_MAX ? UINT32_MAX : span))) * 1000;
-}
-
-static void result_json(const peer_t *p, const sync_result_t *r, pith_buf_t *b)
-{
-	char id[65];
-	pith_hex_encode(p->pk, 32, id);
-	pith_buf_printf(b, "{\"ok\":%s,\"peer\":\"%s\",\"node_id\":\"%s\",\"session\":%llu,"
-			"\"kind\":\"%s\",\"role\":\"%s\"",
-			r->ok ? "true" : "false", p->addr, id, (unsigned long long)r->session,
-			r->kind == SYNC_BUNDLES ? "bundles" : "events",
-			r->initiator ? "initiator" : "responder");
-	if (!r->ok) {
-		pith_buf_puts(b, ",\"error\":");
-		json_write_string(b, r->error, strlen(r->error));
-	}
-	uint32_t msgs = r->st.rounds_in + r->st.rounds_out;
-	pith_buf_printf(b,
-			",\"ids_needed\":%llu,\"ids_offered\":%llu,\"bytes_sent\":%llu,"
-			"\"bytes_received\":%llu,\"messages_sent\":%u,\"messages_received\":%u,"
-			"\"round_trips\":%u,\"deferred\":%llu,\"duration_ms\":%lld,"
-			"\"our_items\":%llu,\"peer_items\":%llu}",
-			(unsigned long long)r->st.need, (unsigned long long)r->st.have,
-			(unsigned long long)r->st.bytes_out, (unsigned long long)r->st.bytes_in,
-			r->st.rounds_out, r->st.rounds_in, (msgs + 1) / 2,
-			(unsigned long long)r->st.deferred, (long long)r->ms,
-			(unsigned long long)r->our_items, (unsigned long long)r->peer_items);
 }
 
 void sync_answer(sync_t *sy, uint64_t serial, const pith_buf_t *b)
@@ -253,7 +212,7 @@ static void session_end(peer_t *p, const char *error, int tell)
 	}
 	if (sp->ctl) {
 		pith_buf_t b = PITH_BUF_INIT;
-		result_json(p, r, &b);
+		sync_result_json(p, r, &b);
 		sync_answer(sy, sp->ctl, &b);
 		pith_buf_release(&b);
 		sp->ctl = 0;
@@ -277,204 +236,6 @@ static void session_end(peer_t *p, const char *error, int tell)
 	}
 }
 
-/* ---- progress ----------------------------------------------------------------------- */
-
-static void relog_join(sync_t *sy);
-
-static void progress_begin(sync_t *sy, const peer_t *p, size_t need)
-{
-	if (sy->syncing)
-		return;
-	int64_t now = node_now_us();
-	sy->syncing = 1;
-	sy->sync_start_us = sy->last_log_us = sy->last_store_us = now;
-	sy->stored_at_start = sy->stored_at_log = sy->d.stats->events_stored;
-	sy->rate = 0;
-	log_info("sync: catching up from peer %s (node %s): %zu ids missing so far, it holds %llu, "
-		 "this node %zu",
-		 p->addr, p->id_short, need, (unsigned long long)p->sync->peer_items,
-		 recon_set_count(sy->set));
-	/* a large catch-up (the peer's count over ours at least sync_bulk_min;
-	 * 0: never) is a bulk load: fewer rewrites by compaction, at the price
-	 * of slower reads until it ends (docs/store.md) */
-	uint64_t ours = recon_set_count(sy->set), theirs = p->sync->peer_items;
-	uint64_t min = (uint64_t)sy->d.cfg->sync_bulk_min;
-	if (min && theirs > ours && theirs - ours >= min) {
-		pith_err_t err = {0};
-		relog_join(sy); /* the last catch-up's end is over */
-		if (store_bulk_begin(sy->d.store, STORE_BULK_SYNC, &err)) {
-			log_warn("sync: %s (catching up with the usual compactions)", err.msg);
-		} else {
-			sy->bulk = 1;
-			if (sy->d.cfg->sync_bulk_unlogged && store_unlogged_begin(sy->d.store, &err))
-				log_warn("sync: %s (catching up through the log)", err.msg);
-			else
-				sy->unlogged = sy->d.cfg->sync_bulk_unlogged != 0;
-			if (sy->unlogged)
-				store_side_want(sy->d.store); /* into an empty store only */
-			log_info("sync: store in bulk mode until caught up (%llu events behind, "
-				 "sync_bulk_min %llu%s)",
-				 (unsigned long long)(theirs - ours), (unsigned long long)min,
-				 sy->unlogged ? "; without the log until then" : "");
-		}
-	}
-}
-
-/* Puts the store's usual compaction back, which RocksDB then catches up
- * with on its own threads. */
-static void bulk_options_end(sync_t *sy)
-{
-	pith_err_t err = {0};
-	if (store_bulk_end(sy->d.store, 0, &err))
-		log_warn("sync: %s", err.msg);
-	else
-		log_info("sync: store out of bulk mode (the compactions it put off follow)");
-}
-
-/* The end of an unlogged catch-up, off the loop: flushes the store and
- * puts its log back, then its usual compaction. In this order: once the
- * level-0 triggers are back, RocksDB holds a flush until the compactions
- * they call for have made room (7.8 s after a 1M catch-up), and the
- * writer waits for the flush. */
-static void *relog_main(void *arg)
-{
-	sync_t *sy = arg;
-	pith_err_t err = {0};
-	int64_t t0 = node_now_us();
-	if (store_unlogged_end(sy->d.store, &err))
-		log_error("sync: %s (the store commits without its log until this succeeds: "
-			  "tried again in %d s)", err.msg, SYNC_RELOG_RETRY_S);
-	else
-		log_info("sync: store flushed and back on its log in %lld ms",
-			 (long long)((node_now_us() - t0) / 1000));
-	/* before the usual triggers are back: the side families are moved
-	 * as they are, not compacted first */
-	if (!sy->closing && store_side_active(sy->d.store) && store_side_end(sy->d.store, &err))
-		log_error("sync: %s (states, claims and event ids stay in their side families: tried again "
-			  "in %d s)", err.msg, SYNC_RELOG_RETRY_S);
-	if (sy->relog_bulk)
-		bulk_options_end(sy);
-	atomic_store(&sy->relog_done, 1);
-	return NULL;
-}
-
-static void relog_start(sync_t *sy, int bulk)
-{
-	sy->relog_bulk = bulk;
-	atomic_store(&sy->relog_done, 0);
-	if (!pthread_create(&sy->relog, NULL, relog_main, sy)) {
-		/* its own name in per-thread figures (the move of the side
-		 * families is its work: bench_sync, sync_trace.sh) */
-		pthread_setname_np(sy->relog, "pith-relog");
-		sy->relog_running = 1;
-	} else {
-		relog_main(sy);
-	}
-}
-
-/* On the tick: joins the relog thread once it is done, and starts it again
- * if it failed to put the log back (a full disk, say) and no catch-up has
- * taken the store since. */
-static void relog_poll(sync_t *sy, int64_t now)
-{
-	if (sy->relog_running && atomic_load(&sy->relog_done)) {
-		relog_join(sy);
-		sy->relog_retry_us = now + (int64_t)SYNC_RELOG_RETRY_S * 1000000;
-	}
-	if (!sy->relog_running && !sy->unlogged && now >= sy->relog_retry_us &&
-	    (store_is_unlogged(sy->d.store) || store_side_active(sy->d.store)))
-		relog_start(sy, 0);
-}
-
-static void relog_join(sync_t *sy)
-{
-	if (sy->relog_running) {
-		pthread_join(sy->relog, NULL);
-		sy->relog_running = 0;
-	}
-}
-
-/* The end of bulk mode: of the log's absence too, if so (relog_main). */
-static void bulk_end(sync_t *sy)
-{
-	if (!sy->bulk)
-		return;
-	sy->bulk = 0;
-	if (!sy->unlogged) {
-		bulk_options_end(sy);
-		return;
-	}
-	sy->unlogged = 0;
-	relog_start(sy, 1);
-}
-
-/* What is left to fetch, as well as this node can tell: the ids sessions
- * found and have not fetched yet, or the largest gap to a peer's count. */
-static uint64_t progress_remaining(sync_t *sy, size_t *sessions)
-{
-	uint64_t queued = relay_pending_fetches(sy->d.relay), gap = 0;
-	size_t active = 0;
-	uint64_t ours = recon_set_count(sy->set);
-	for (peer_t *p = net_peers(sy->d.net); p; p = p->next) {
-		if (!p->sync || p->state != PEER_READY)
-			continue;
-		queued += backlog_len(p->sync);
-		active += p->sync->s != NULL;
-		if (p->sync->peer_items > ours && p->sync->peer_items - ours > gap)
-			gap = p->sync->peer_items - ours;
-	}
-	if (sessions)
-		*sessions = active;
-	return queued > gap ? queued : gap;
-}
-
-static void progress_tick(sync_t *sy, int64_t now)
-{
-	relog_poll(sy, now);
-	if (!sy->syncing)
-		return;
-	uint64_t stored = sy->d.stats->events_stored;
-	if (stored != sy->stored_at_log)
-		sy->last_store_us = now;
-	size_t active = 0;
-	uint64_t remaining = progress_remaining(sy, &active);
-	int backlog = 0;
-	for (peer_t *p = net_peers(sy->d.net); p; p = p->next)
-		backlog |= p->sync && backlog_len(p->sync) > 0;
-	int pending = relay_pending_fetches(sy->d.relay) > 0 && now - sy->last_store_us < SYNC_QUIET_US;
-	if (!active && !backlog && !pending) {
-		double s = (double)(now - sy->sync_start_us) / 1e6;
-		uint64_t got = stored - sy->stored_at_start;
-		log_info("sync: caught up: %llu events stored in %.1f s (%.0f/s), %zu in the set",
-			 (unsigned long long)got, s, s > 0 ? (double)got / s : 0.0,
-			 recon_set_count(sy->set));
-		sy->syncing = 0;
-		sy->rate = 0;
-		bulk_end(sy);
-		return;
-	}
-	if (now - sy->last_log_us < SYNC_PROGRESS_US)
-		return;
-	double dt = (double)(now - sy->last_log_us) / 1e6;
-	sy->rate = (double)(stored - sy->stored_at_log) / dt;
-	sy->last_log_us = now;
-	sy->stored_at_log = stored;
-	store_counts_t c;
-	store_counts_get(sy->d.store, &c);
-	if (sy->rate > 0)
-		log_info("sync: %llu events stored (%.0f/s), about %llu remaining (%.0f s); "
-			 "the store holds %llu events in %llu records",
-			 (unsigned long long)(stored - sy->stored_at_start), sy->rate,
-			 (unsigned long long)remaining, (double)remaining / sy->rate,
-			 (unsigned long long)c.events, (unsigned long long)c.records);
-	else
-		log_info("sync: %llu events stored, about %llu remaining, none in the last %.0f s; "
-			 "the store holds %llu events in %llu records",
-			 (unsigned long long)(stored - sy->stored_at_start),
-			 (unsigned long long)remaining, dt, (unsigned long long)c.events,
-			 (unsigned long long)c.records);
-}
-
 /* ---- the backlog and the fetcher ------------------------------------------------------ */
 
 /* Whether p's session must hold its next message: the ids it found
@@ -484,8 +245,8 @@ static int must_hold(const peer_t *p)
 {
 	const sync_peer_t *sp = p->sync;
 	if (sp->kind == SYNC_BUNDLES)
-		return offers_len(sp) >= SYNC_OFFER_HOLD || p->relay->bwanted.n >= RELAY_BUNDLE_HOLD;
-	return backlog_len(sp) >= backlog_hold(p);
+		return sync_offers_len(sp) >= SYNC_OFFER_HOLD || p->relay->bwanted.n >= RELAY_BUNDLE_HOLD;
+	return sync_backlog_len(sp) >= backlog_hold(p);
 }
 
 /* ---- answer credit ---------------------------------------------------------------------
@@ -625,11 +386,11 @@ static void session_step(peer_t *p, const uint8_t *data, size_t len)
 			relay_hint_offered(p, have.ids[i],
 					   (int64_t)(have.ts[i] - (uint64_t)STORE_RECON_TS_OFFSET));
 	if (need.n) {
-		progress_begin(sy, p, need.n);
+		sync_progress_begin(sy, p, need.n);
 		/* room for all of them at once (a new node's first listing
 		 * is everything) rather than rebuilt as they arrive */
 		if (sy->have_ok && sy->have.count + need.n > sy->have.capacity)
-			have_rebuild(sy, sy->have.count + need.n);
+			sync_have_rebuild(sy, sy->have.count + need.n);
 		if (pith_buf_append(&sp->backlog, need.ids, need.n * 32))
 			log_error("sync: out of memory queueing %zu ids from peer %s", need.n, p->addr);
 	}
@@ -849,22 +610,11 @@ void sync_peer_free(sync_t *sy, peer_t *p)
 
 /* ---- the set -------------------------------------------------------------------------- */
 
-/* Queues an update of the sets that came while they were loading. */
-static int queue_update(sync_t *sy, int op, int64_t us, const uint8_t id[static 32])
-{
-	sync_queued_t q = {.op = op, .us = us};
-	memcpy(q.id, id, 32);
-	int rc = pith_buf_append(&sy->queue, &q, sizeof(q));
-	if (rc)
-		sy->queue_failed = 1;
-	return rc;
-}
-
 void sync_event_stored(sync_t *sy, int64_t created_us, const uint8_t id[static 32])
 {
 	if (!sy)
 		return;
-	int rc = sy->set_state == SYNC_SET_LOADING ? queue_update(sy, SYNC_Q_EVENT, created_us, id)
+	int rc = sy->set_state == SYNC_SET_LOADING ? sync_queue_update(sy, SYNC_Q_EVENT, created_us, id)
 		 : sy->set_state == SYNC_SET_READY ? store_recon_index_add_raw(sy->set, created_us, id)
 		 : 0;
 	if (sy->have_ok) {
@@ -875,7 +625,7 @@ void sync_event_stored(sync_t *sy, int64_t created_us, const uint8_t id[static 3
 		} else {
 			idbloom_add(&sy->have, id);
 			if (sy->have.count > sy->have.capacity)
-				have_rebuild(sy, recon_set_count(sy->set));
+				sync_have_rebuild(sy, recon_set_count(sy->set));
 		}
 	}
 	if (rc && !sy->add_failed) {
@@ -888,7 +638,7 @@ void sync_event_stored(sync_t *sy, int64_t created_us, const uint8_t id[static 3
 		/* the validators drained what a feed held back for: go on */
 		sy->starved = 0;
 		for (peer_t *p = net_peers(sy->d.net); p; p = p->next)
-			if (p->sync && p->state == PEER_READY && backlog_len(p->sync))
+			if (p->sync && p->state == PEER_READY && sync_backlog_len(p->sync))
 				relay_pump(p);
 	}
 }
@@ -904,9 +654,9 @@ void sync_bundle_stored(sync_t *sy, int64_t built_us, const uint8_t sha[static 3
 	if (sy->set_state == SYNC_SET_LOADING) {
 		/* in this order at the replay: the replaced one out, this one in */
 		if (replaced)
-			rc = queue_update(sy, SYNC_Q_BUNDLE_REMOVE, old_us, old_sha);
+			rc = sync_queue_update(sy, SYNC_Q_BUNDLE_REMOVE, old_us, old_sha);
 		if (!rc)
-			rc = queue_update(sy, SYNC_Q_BUNDLE_ADD, built_us, sha);
+			rc = sync_queue_update(sy, SYNC_Q_BUNDLE_ADD, built_us, sha);
 	} else {
 		rc = replaced ? store_recon_index_remove_raw(sy->bset, old_us, old_sha) : 0;
 		if (!rc)
@@ -924,7 +674,7 @@ static void offers_add(peer_t *p, const recon_ids_t *have)
 {
 	sync_peer_t *sp = p->sync;
 	sync_t *sy = p->sync->sy;
-	size_t room = SYNC_BUNDLE_Q_MAX - offers_len(sp), k = have->n < room ? have->n : room;
+	size_t room = SYNC_BUNDLE_Q_MAX - sync_offers_len(sp), k = have->n < room ? have->n : room;
 	sy->bundles_offered += have->n;
 	/* beyond the queue's bound: best effort, the next session finds the
 	 * rest again */
@@ -1031,94 +781,7 @@ void sync_tick(sync_t *sy, int64_t now)
 			sync_session_start(p, SYNC_EVENTS);
 		}
 	}
-	progress_tick(sy, now);
-}
-
-/* ---- status ---------------------------------------------------------------------------- */
-
-int sync_is_bulk(const sync_t *sy)
-{
-	/* until its end has run: the flush back to the log, then the options
-	 * (the search index waits for both, and status says bulk until then) */
-	return sy->bulk || sy->relog_running;
-}
-
-void sync_status_json(sync_t *sy, pith_buf_t *b)
-{
-	size_t active = 0;
-	uint64_t remaining = progress_remaining(sy, &active);
-	int64_t now = node_now_us();
-	uint64_t stored = sy->syncing ? sy->d.stats->events_stored - sy->stored_at_start : 0;
-	double elapsed = sy->syncing ? (double)(now - sy->sync_start_us) / 1e6 : 0;
-	double rate = sy->rate > 0 ? sy->rate : elapsed > 0 ? (double)stored / elapsed : 0;
-	pith_buf_printf(b,
-			"\"sync\":{\"enabled\":%s,\"set\":\"%s\",\"set_load_ms\":%lld,"
-			"\"state\":\"%s\",\"bulk\":%s,\"items\":%zu,\"skipped\":%zu,"
-			"\"set_bytes\":%zu,\"filter_bytes\":%zu,\"events_stored\":%llu,\"elapsed_s\":%.1f,\"rate\":%.1f,"
-			"\"remaining\":%llu,\"eta_s\":%.0f,\"sessions_active\":%zu,"
-			"\"sessions_started\":%llu,\"sessions_done\":%llu,\"sessions_failed\":%llu,"
-			"\"ids_needed\":%llu,\"ids_offered\":%llu,\"bytes_sent\":%llu,"
-			"\"bytes_received\":%llu,\"holds\":%llu,\"credit_holds\":%llu,\"bundles\":%s,\"bundle_items\":%zu,"
-			"\"bundle_sessions\":%llu,\"bundles_offered\":%llu,\"bundle_offers_sent\":%llu",
-			sy->enabled ? "true" : "false",
-			sy->set_state == SYNC_SET_READY ? "loaded"
-			: sy->set_state == SYNC_SET_LOADING ? "loading" : "failed",
-			(long long)(sy->set_state == SYNC_SET_LOADING
-				    ? (now - sy->load_start_us) / 1000 : sy->load_ms + sy->bload_ms),
-			sy->syncing ? "syncing" : "idle", sync_is_bulk(sy) ? "true" : "false",
-			recon_set_count(sy->set), sy->skipped, recon_set_memory(sy->set),
-			sy->have_ok ? sy->have.nlines * 64 : 0, (unsigned long long)stored, elapsed, rate,
-			(unsigned long long)(sy->syncing ? remaining : 0),
-			sy->syncing && rate > 0 ? (double)remaining / rate : 0.0, active,
-			(unsigned long long)sy->started, (unsigned long long)sy->done,
-			(unsigned long long)sy->failed, (unsigned long long)sy->ids_needed,
-			(unsigned long long)sy->ids_offered, (unsigned long long)sy->bytes_sent,
-			(unsigned long long)sy->bytes_recv, (unsigned long long)sy->holds,
-			(unsigned long long)sy->credit_holds,
-			sy->bundles ? "true" : "false", sy->bset ? recon_set_count(sy->bset) : 0,
-			(unsigned long long)sy->bundle_sessions, (unsigned long long)sy->bundles_offered,
-			(unsigned long long)sy->offers_sent);
-	if (sy->set_state == SYNC_SET_FAILED) {
-		pith_buf_puts(b, ",\"set_error\":");
-		json_write_string(b, sy->lerr.msg, strlen(sy->lerr.msg));
-	}
-	pith_buf_puts(b, ",\"peers\":[");
-	int first = 1;
-	for (peer_t *p = net_peers(sy->d.net); p; p = p->next) {
-		sync_peer_t *sp = p->sync;
-		if (!sp || p->state != PEER_READY)
-			continue;
-		const char *state = !(p->features & WIRE_FEAT_SYNC) ? "unsupported"
-				    : !sp->s ? "idle"
-				    : sp->held.len ? "holding"
-				    : sp->waiting ? "waiting" : "working";
-		pith_buf_printf(b,
-				"%s{\"addr\":\"%s\",\"state\":\"%s\",\"role\":\"%s\",\"session\":%llu,"
-				"\"kind\":\"%s\",\"backlog\":%zu,\"bundle_queue\":%zu,\"bundle_offers\":%zu,"
-				"\"bundle_wanted\":%zu,\"bundles_inflight\":%zu,"
-				"\"peer_items\":%llu,"
-				"\"sessions\":%llu,\"failures\":%llu,\"last\":",
-				first ? "" : ",", p->addr, state,
-				sp->s ? (sp->initiator ? "initiator" : "responder") : "",
-				(unsigned long long)sp->session,
-				sp->kind == SYNC_BUNDLES ? "bundles" : "events", backlog_len(sp),
-				(sp->bundles.len - sp->bundles_head) / PITH_LEN, offers_len(sp),
-				p->relay->bwanted.n, p->relay->binflight,
-				(unsigned long long)sp->peer_items, (unsigned long long)sp->sessions,
-				(unsigned long long)sp->failures);
-		first = 0;
-		if (sp->last.session)
-			result_json(p, &sp->last, b);
-		else
-			pith_buf_puts(b, "null");
-		pith_buf_puts(b, ",\"last_bundles\":");
-		if (sp->blast.session)
-			result_json(p, &sp->blast, b);
-		else
-			pith_buf_puts(b, "null");
-		pith_buf_puts(b, "}");
-	}
-	pith_buf_puts(b, "]}");
+	sync_progress_tick(sy, now);
 }
 
 /* ---- setup ----------------------------------------------------------------------------- */
@@ -1130,168 +793,6 @@ uint64_t sync_features(const sync_t *sy)
 		return WIRE_FEAT_BUNDLE_BULK;
 	return WIRE_FEAT_SYNC | WIRE_FEAT_BUNDLE_BULK |
 	       (sy->bundles ? WIRE_FEAT_BUNDLE_SYNC : 0);
-}
-
-/* ---- the load --------------------------------------------------------------------------
- * The sets are loaded on a thread of their own, so that the node serves
- * HTTP, the control socket and gossip at once (a 10M-event store takes
- * seconds). The loader touches only its own fields (l*, load_ms) and the
- * store, and fires loaded (wake.h) when done; the loop thread joins it there
- * before reading them, so nothing is shared while it runs.
- *
- * Nothing is missed: updates are queued from sync_new on (set_state is
- * LOADING before the thread starts). A commit either precedes the load's
- * iterator, and the walk sees it, or follows it, and then its report
- * (sync_event_stored, sync_bundle_stored, on the loop thread after the
- * commit) comes after sync_new: queued if the load has not been applied
- * yet, applied to the loaded sets directly if it has. Both at once is
- * harmless: adds of a present item and removes of an absent one are
- * no-ops, and the queue replays in order, so a bundle's replacement
- * (remove the old, add the new) ends as it would have. */
-
-static void load_applied(sync_t *sy);
-
-static void *loader_main(void *arg)
-{
-	sync_t *sy = arg;
-	pthread_setname_np(pthread_self(), "pith-reconload");
-	int64_t t0 = node_now_us();
-	sy->lrc = store_recon_index_load(sy->d.store, &sy->lset, &sy->lskipped, &sy->load_stop,
-					 &sy->lerr);
-	sy->load_ms = (node_now_us() - t0) / 1000;
-	if (!sy->lrc && sy->bundles) {
-		t0 = node_now_us();
-		sy->lrc = store_recon_bundles_load(sy->d.store, &sy->lbset, &sy->lbskipped,
-						   &sy->load_stop, &sy->lerr);
-		sy->bload_ms = (node_now_us() - t0) / 1000;
-	}
-	/* tests only: holds the finished load back, so that "not loaded yet"
-	 * is observable and what is stored meanwhile reaches the sets only
-	 * through the queue */
-	for (int64_t left = sy->load_delay_ms; left > 0 && !atomic_load(&sy->load_stop); left -= 10) {
-		struct timespec ts = {0, 10 * 1000 * 1000};
-		nanosleep(&ts, NULL);
-	}
-	loop_wake_fire(sy->loaded);
-	return NULL;
-}
-
-/* Replays the updates queued while loading. */
-static void queue_replay(sync_t *sy)
-{
-	const sync_queued_t *q = (const sync_queued_t *)sy->queue.data;
-	size_t n = sy->queue.len / sizeof(*q);
-	for (size_t i = 0; i < n; i++) {
-		int rc;
-		if (q[i].op == SYNC_Q_EVENT)
-			rc = store_recon_index_add_raw(sy->set, q[i].us, q[i].id);
-		else if (q[i].op == SYNC_Q_BUNDLE_ADD)
-			rc = store_recon_index_add_raw(sy->bset, q[i].us, q[i].id);
-		else
-			rc = store_recon_index_remove_raw(sy->bset, q[i].us, q[i].id);
-		if (rc)
-			sy->queue_failed = 1;
-	}
-	if (sy->queue_failed)
-		log_error("sync: updates of the reconciliation sets made while loading were lost "
-			  "(out of memory); sessions may fetch or offer some items again until a "
-			  "restart");
-	pith_buf_release(&sy->queue);
-}
-
-/* The `sync` requests that came while loading: run or failed now. */
-static void deferred_run(sync_t *sy)
-{
-	for (size_t i = 0; i < SYNC_DEFERRED_MAX; i++) {
-		sync_deferred_t *dq = &sy->deferred[i];
-		uint64_t serial = dq->serial;
-		pith_err_t e = {0};
-		if (!serial)
-			continue;
-		dq->serial = 0;
-		if (sync_control_start(sy, dq->peer, serial, &e))
-			sync_answer_fail(sy, serial, e.msg);
-	}
-}
-
-/* On the loop thread, once the loader is done: the sets in, the queue
- * replayed, the sessions that waited started. */
-static void load_apply(sync_t *sy)
-{
-	if (!sy->loader_running)
-		return; /* sync_load_wait applied it already */
-	pthread_join(sy->loader, NULL);
-	sy->loader_running = 0;
-	if (sy->lrc) {
-		sy->set_state = SYNC_SET_FAILED;
-		log_error("sync: cannot load the reconciliation set: %s; reconciliation stays off "
-			  "until a restart (serving and gossip go on; peers' sessions are answered "
-			  "busy)", sy->lerr.msg);
-		recon_set_free(sy->lset);
-		recon_set_free(sy->lbset);
-		pith_buf_release(&sy->queue);
-		deferred_run(sy);
-		return;
-	}
-	recon_set_free(sy->set);
-	sy->set = sy->lset;
-	sy->lset = NULL;
-	sy->skipped = sy->lskipped;
-	log_info("sync: reconciliation set of %zu events loaded in %lld ms (%zu KiB)%s",
-		 recon_set_count(sy->set), (long long)sy->load_ms, recon_set_memory(sy->set) >> 10,
-		 sy->skipped ? "; some events lie outside the reconciled time span" : "");
-	if (sy->bundles) {
-		recon_set_free(sy->bset);
-		sy->bset = sy->lbset;
-		sy->lbset = NULL;
-		sy->bskipped = sy->lbskipped;
-		log_info("sync: bundle reconciliation set of %zu bundles loaded in %lld ms (%zu KiB)",
-			 recon_set_count(sy->bset), (long long)sy->bload_ms,
-			 recon_set_memory(sy->bset) >> 10);
-	}
-	queue_replay(sy);
-	sy->set_state = SYNC_SET_READY;
-	if (!sy->skipped && !sy->queue_failed)
-		have_rebuild(sy, recon_set_count(sy->set));
-	load_applied(sy);
-}
-
-/* Starts what waited for the sets: the dialler's first session with each
- * peer (as at connecting), one with each peer we turned away, the
- * deferred `sync` requests. */
-static void load_applied(sync_t *sy)
-{
-	int64_t now = node_now_us();
-	if (!sy->enabled)
-		return;
-	for (peer_t *p = net_peers(sy->d.net); p; p = p->next) {
-		sync_peer_t *sp = p->sync;
-		if (!sp || p->state != PEER_READY || !(p->features & WIRE_FEAT_SYNC))
-			continue;
-		if (p->outbound || sp->turned_away) {
-			sp->turned_away = 0;
-			sp->next_round_us = now; /* the tick retries if a send is refused */
-			sync_session_start(p, SYNC_EVENTS);
-		}
-	}
-	deferred_run(sy);
-}
-
-static void loaded_cb(void *arg)
-{
-	load_apply(arg);
-}
-
-void sync_load_wait(sync_t *sy)
-{
-	load_apply(sy); /* the join waits */
-}
-
-/* Test-only: PITH_TEST_RECON_LOAD_DELAY_MS holds the finished load back
- * that long before handing it to the loop (read once, here). */
-static int64_t load_delay_ms(void)
-{
-	return config_test_knob("PITH_TEST_RECON_LOAD_DELAY_MS", 3600000);
 }
 
 int sync_new(const sync_deps_t *d, sync_t **out, pith_err_t *err)
@@ -1329,18 +830,11 @@ int sync_new(const sync_deps_t *d, sync_t **out, pith_err_t *err)
 		sync_free(sy);
 		return pith_err_set(err, PITH_ENOMEM, "out of memory");
 	}
-	sy->load_delay_ms = load_delay_ms();
-	sy->load_start_us = node_now_us();
-	sy->loaded = loop_wake_new(sy->d.base, loaded_cb, sy);
-	if (!sy->loaded) {
+	int rc = sync_load_start(sy, err);
+	if (rc) {
 		sync_free(sy);
-		return pith_err_set(err, PITH_ENOMEM, "out of memory");
+		return rc;
 	}
-	if (pthread_create(&sy->loader, NULL, loader_main, sy)) {
-		sync_free(sy);
-		return pith_err_set(err, PITH_EIO, "cannot start the reconciliation set's loader");
-	}
-	sy->loader_running = 1;
 	*out = sy;
 	return 0;
 }
@@ -1351,14 +845,9 @@ void sync_free_(sync_t *sy)
 		return;
 	sy->closing = 1; /* a prompt stop: the next open moves the side families */
 	store_side_stop(sy->d.store);
-	bulk_end(sy); /* the store outlives us (node_free) */
-	relog_join(sy);
-	if (sy->loader_running) {
-		atomic_store(&sy->load_stop, 1); /* a 10M-event walk gives up at once */
-		pthread_join(sy->loader, NULL);
-		sy->loader_running = 0;
-	}
-	loop_wake_free(sy->loaded);
+	sync_bulk_end(sy); /* the store outlives us (node_free) */
+	sync_relog_join(sy);
+	sync_load_stop(sy);
 	sync_lookups_cancel(sy);
 	recon_set_free(sy->lset);
 	recon_set_free(sy->lbset);

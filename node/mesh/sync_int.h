@@ -1,6 +1,7 @@
 /* Reconciliation's insides, shared by sync.c (sessions, the sets, the
- * backlog, bundles, status) and sync_ctl.c (the control socket's `sync`)
- * only. */
+ * backlog, bundles), sync_load.c (the sets' load at start),
+ * sync_progress.c (a catch-up's progress, bulk mode), sync_status.c
+ * (status) and sync_ctl.c (the control socket's `sync`) only. */
 #ifndef PITH_NODE_SYNC_INT_H
 #define PITH_NODE_SYNC_INT_H
 
@@ -52,7 +53,7 @@ enum { SYNC_EVENTS = 0, SYNC_BUNDLES = 1 };
 #define PITH_LEN (PITH_NUMBER_LEN + 1)
 #define SYNC_DEFERRED_MAX 16        /* `sync` requests waiting for the set's load */
 
-/* The sets' load at start (a thread of its own, sync.c "the load"). */
+/* The sets' load at start (a thread of its own, sync_load.c). */
 enum { SYNC_SET_LOADING = 0, SYNC_SET_READY = 1, SYNC_SET_FAILED = 2 };
 
 /* An update of the sets that came while they were loading, replayed in
@@ -179,11 +180,52 @@ struct sync {
 	size_t npend;
 };
 
+/* Ids queued to fetch from a peer, bundle hashes queued to announce. */
+static inline size_t sync_backlog_len(const sync_peer_t *sp)
+{
+	return (sp->backlog.len - sp->backlog_head) / 32;
+}
+
+static inline size_t sync_offers_len(const sync_peer_t *sp)
+{
+	return (sp->offers.len - sp->offers_head) / 32;
+}
+
 /* sync.c */
 void sync_session_start(peer_t *p, int kind);
+/* Builds the "surely not stored" filter again from the set, sized for
+ * twice want ids. */
+void sync_have_rebuild(sync_t *sy, size_t want);
 /* Answers control request serial (if any) with b, or with an error. */
 void sync_answer(sync_t *sy, uint64_t serial, const pith_buf_t *b);
 void sync_answer_fail(sync_t *sy, uint64_t serial, const char *what);
+
+/* sync_load.c */
+/* Starts the loader (sync_new): 0, or an error with the reason in err. */
+int sync_load_start(sync_t *sy, pith_err_t *err);
+/* Gives a running load up and joins it (sync_free). */
+void sync_load_stop(sync_t *sy);
+/* Queues an update of the sets that came while they were loading
+ * (op SYNC_Q_*): 0, or PITH_ENOMEM (and queue_failed set). */
+int sync_queue_update(sync_t *sy, int op, int64_t us, const uint8_t id[static 32]);
+
+/* sync_progress.c */
+/* A session with p found need ids missing: a catch-up begins, unless one
+ * runs (and a large one puts the store in bulk mode). */
+void sync_progress_begin(sync_t *sy, const peer_t *p, size_t need);
+/* On the tick: the progress line, the catch-up's end, the relog's join. */
+void sync_progress_tick(sync_t *sy, int64_t now);
+/* What is left to fetch, as well as this node can tell; *sessions (if
+ * not NULL): the sessions running. */
+uint64_t sync_progress_remaining(sync_t *sy, size_t *sessions);
+/* Ends bulk mode, if on (the log's absence too, on the relog thread). */
+void sync_bulk_end(sync_t *sy);
+/* Joins the relog thread, if it runs. */
+void sync_relog_join(sync_t *sy);
+
+/* sync_status.c */
+/* One finished session with p, as a JSON object, appended to b. */
+void sync_result_json(const peer_t *p, const sync_result_t *r, pith_buf_t *b);
 
 /* sync_ctl.c */
 /* Attaches a `sync` request waiting for p's connection, if any. */

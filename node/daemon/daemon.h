@@ -1,7 +1,7 @@
 /* pithd: the replica node. Build it from a finished config, run it until
  * SIGTERM/SIGINT (SIGHUP reloads: node_config.c), free it. */
-#ifndef PITH_NODE_H
-#define PITH_NODE_H
+#ifndef PITH_NODE_DAEMON_H
+#define PITH_NODE_DAEMON_H
 
 #include "config.h"
 #include "err.h"
