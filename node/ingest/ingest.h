@@ -6,7 +6,7 @@
  *                    Ed25519, canonical bytes)
  *        --valid---> writer thread (one store batch per wake-up: group
  *                    commit, synced WAL)
- *        --done----> loop (on_done, via event_active)
+ *        --done----> loop (on_done, via loop_wake_fire, wake.h)
  *
  * Invalid items skip the writer. A job reaches on_done exactly once, after
  * its outcome is durable (or known to have failed); the loop may then
