@@ -24,6 +24,7 @@ import os
 import sqlite3
 import subprocess
 import sys
+import time
 import urllib.parse
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -54,7 +55,17 @@ def body(args, root, nodes):
 
     before = node_hits(port, "kernel")
     assert before == [ids["muller"]], before
-    files = index_files(node)
+    # the node's indexer may still be writing the rest of the corpus (a
+    # loaded machine): the snapshot is taken once its files stand still
+    settled = []
+
+    def still():
+        a = index_files(node)
+        time.sleep(1.0)
+        settled[:] = [a]
+        return index_files(node) == a
+    wait_for(still, 30, what="the node's index to settle")
+    files = settled[0]
     r = pithctl("search", "Müller")
     assert r.returncode == 0, r
     assert r.stdout.startswith("pith:%s  Kernel methods revisited\n" % ids["muller"][10:18]), r
