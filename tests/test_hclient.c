@@ -30,6 +30,8 @@ static struct event_base *base;
 static struct evhttp *srv;
 static int srv_port;
 static char origin[64];
+static int away_port;         /* a second server, another origin */
+static int away_seen;         /* requests that reached it */
 static hc_t *cur;             /* the client the server watches */
 static size_t max_seen;       /* most transfers in flight a request saw */
 static int stalls_seen;       /* /stall requests that came */
@@ -77,6 +79,15 @@ static void on_request(struct evhttp_request *req, void *arg)
 		evhttp_add_header(out, "Location", "/ok");
 		return reply(req, 302, "", 0);
 	}
+	if (!strcmp(uri, "/redir-port") || !strcmp(uri, "/redir-host")) {
+		char to[128];
+		if (uri[7] == 'p')
+			snprintf(to, sizeof(to), "http://127.0.0.1:%d/ok", away_port);
+		else
+			snprintf(to, sizeof(to), "http://localhost:%d/ok", srv_port);
+		evhttp_add_header(out, "Location", to);
+		return reply(req, 302, "", 0);
+	}
 	if (!strcmp(uri, "/busy-delta")) {
 		evhttp_add_header(out, "Retry-After", "120");
 		return reply(req, 503, "busy", 4);
@@ -111,6 +122,12 @@ static void on_request(struct evhttp_request *req, void *arg)
 	evhttp_send_error(req, 404, NULL);
 }
 
+static void on_away(struct evhttp_request *req, void *arg)
+{
+	away_seen++;
+	reply(req, 200, "away", 4);
+}
+
 static int server_start(void)
 {
 	srv = evhttp_new(base);
@@ -123,6 +140,14 @@ static int server_start(void)
 	srv_port = ntohs(sa.sin_port);
 	snprintf(origin, sizeof(origin), "http://127.0.0.1:%d", srv_port);
 	evhttp_set_gencb(srv, on_request, NULL);
+	struct evhttp *away = evhttp_new(base);
+	s = evhttp_bind_socket_with_handle(away, "127.0.0.1", 0);
+	if (!s)
+		return -1;
+	len = sizeof(sa);
+	getsockname(evhttp_bound_socket_get_fd(s), (struct sockaddr *)&sa, &len);
+	away_port = ntohs(sa.sin_port);
+	evhttp_set_gencb(away, on_away, NULL);
 	return 0;
 }
 
@@ -267,6 +292,41 @@ TEST(status_404_302, "a 404 is an answer; a 302's Location is given, not followe
 	CHECK_INT_EQ(g[1].location_too_long, 0);
 	CHECK_INT_EQ(g[1].body_len, 0);
 	CHECK_STR_EQ(g[1].etag, ""); /* /ok's tag would say it was followed */
+	hc_free(c);
+}
+
+TEST(redirect_origin, "followed redirects stay on the request's origin: another port or host name is refused before anything is asked there")
+{
+	hc_t *c = client(0, 0, NULL);
+	static const char *const paths[] = {"/redir", "/redir-port", "/redir-host"};
+	got_t g[3] = {{0}};
+	for (int i = 0; i < 3; i++) {
+		char url[256];
+		snprintf(url, sizeof(url), "%s%s", origin, paths[i]);
+		hc_req_t req = {.url = url, .body_cap = 1000, .max_redirects = 5, .done = on_done, .arg = &g[i]};
+		CHECK(hc_get(c, &req) != 0);
+		run_until(&g[i].calls, 1, 10);
+	}
+	CHECK_INT_EQ(g[0].curl_code, 0);
+	CHECK_INT_EQ(g[0].status, 200);
+	CHECK_STR_EQ(g[0].body, "hello world");
+	for (int i = 1; i < 3; i++) {
+		CHECK_INT_EQ(g[i].curl_code, 47); /* CURLE_TOO_MANY_REDIRECTS */
+		CHECK(!strncmp(g[i].error, "redirect to another origin refused: http://", 43));
+		CHECK_INT_EQ(g[i].body_len, 0);
+	}
+	CHECK_INT_EQ(away_seen, 0);
+	char a[128], b[128];
+	snprintf(a, sizeof(a), "http://127.0.0.1:%d/x", away_port);
+	CHECK(hc_origin_same("https://Example.org/a", "https://example.org:443/b?c"));
+	CHECK(hc_origin_same("http://127.0.0.1:80", "http://127.0.0.1/"));
+	CHECK(!hc_origin_same("https://example.org/", "http://example.org/"));
+	CHECK(!hc_origin_same("https://example.org/", "https://example.org:8443/"));
+	CHECK(!hc_origin_same("https://example.org/", "https://evil.example.org/"));
+	CHECK(!hc_origin_same(origin, a));
+	snprintf(b, sizeof(b), "%s/y", origin);
+	CHECK(hc_origin_same(origin, b));
+	CHECK(!hc_origin_same("not a url", "not a url"));
 	hc_free(c);
 }
 
@@ -601,6 +661,7 @@ int main(int argc, char **argv)
 	}
 	RUN(ok_etag_304);
 	RUN(status_404_302);
+	RUN(redirect_origin);
 	RUN(retry_after);
 	RUN(over_cap);
 	RUN(stall);

@@ -28,6 +28,7 @@
  * upstream is taken for down: nothing more is asked, the IDs not started
  * are counted as not attempted, and one stderr line says so. */
 #include "cmd_pull_int.h"
+#include "follow_origin.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -198,7 +199,7 @@ static void item_next(pull_t *p, pull_item_t *it)
 			return;
 		}
 		req.body_cap = PULL_BODY_MAX;
-		req.max_redirects = HC_BUNDLE_REDIRECTS; /* a mirror behind a CDN may move them */
+		req.max_redirects = HC_BUNDLE_REDIRECTS; /* on its own origin only (hclient.h) */
 		req.if_none_match = item_if_none_match(p, it);
 	}
 	pull_get(p, &it->get, &req, on_answer, it);
@@ -442,7 +443,10 @@ static void on_manifest(void *arg, const hc_result_t *r)
 				mi = &man->mirrors[i];
 				break;
 			}
-		if (mi)
+		if (mi && mi->bundle_pattern[0] && !follow_origin_ok(p->base, mi->bundle_pattern))
+			fprintf(stderr, "pithctl pull: %s: bundle_pattern %s is not on %s's origin "
+				"(trying the registry's layout)\n", r->url, mi->bundle_pattern, p->base);
+		else if (mi)
 			snprintf(p->pattern, sizeof(p->pattern), "%s", mi->bundle_pattern);
 	}
 	free(man);

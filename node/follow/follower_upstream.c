@@ -4,6 +4,7 @@
  * URL, the backoff; its status (`pithctl status`) and metrics. The
  * records' fetches are follower.c's, the change feed follower_feed.c's. */
 #include "follower_int.h"
+#include "follow_origin.h"
 
 #include <curl/curl.h>
 #include <sodium.h>
@@ -171,10 +172,21 @@ static void on_manifest(void *arg, const hc_result_t *res)
 			break;
 		}
 	s->has_manifest = 1;
-	snprintf(s->pattern, sizeof(s->pattern), "%s", pick->bundle_pattern);
+	const char *pattern = pick->bundle_pattern, *feed = pick->changes_url;
+	if (pattern[0] && !follow_origin_ok(s->base, pattern)) {
+		follower_src_error(f, s, -1, res->url, "%s: bundle_pattern %s is not on %s's origin: using the registry's layouts",
+				   res->url, pattern, s->base);
+		pattern = "";
+	}
+	if (feed[0] && !follow_origin_ok(s->base, feed)) {
+		follower_src_error(f, s, -1, res->url, "%s: changes_url %s is not on %s's origin: not followed",
+				   res->url, feed, s->base);
+		feed = "";
+	}
+	snprintf(s->pattern, sizeof(s->pattern), "%s", pattern);
 	/* a feed being read keeps its URL when a re-read manifest names none */
-	if (pick->changes_url[0] || !s->feed)
-		snprintf(s->changes_url, sizeof(s->changes_url), "%s", pick->changes_url);
+	if (feed[0] || !s->feed)
+		snprintf(s->changes_url, sizeof(s->changes_url), "%s", feed);
 	manifest_feed(f, s);
 	log_info("upstream %s: manifest read, bundles at %s", s->base,
 		 s->pattern[0] ? s->pattern : "the registry's layouts");

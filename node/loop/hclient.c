@@ -13,10 +13,13 @@
  * entry returns. */
 #include "hclient.h"
 
+#include <arpa/inet.h>
 #include <ctype.h>
+#include <netinet/in.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/socket.h>
 #include <time.h>
 
 #include <curl/curl.h>
@@ -26,6 +29,8 @@
 #include "buf.h"
 
 #define HC_SPARE_MAX 16 /* easy handles kept for reuse */
+#define HC_PINS_MAX 256 /* host names whose first address class is kept */
+#define HC_HOST_MAX 255
 
 typedef struct hc_xfer {
 	struct hc *c;
@@ -33,6 +38,7 @@ typedef struct hc_xfer {
 	CURL *h;                 /* NULL while queued */
 	struct curl_slist *hdrs; /* If-None-Match; outlives the transfer */
 	char *url;
+	char *host;              /* url's host, lower case; NULL if it has none */
 	char *inm;
 	size_t cap;
 	int max_redirects;
@@ -44,6 +50,9 @@ typedef struct hc_xfer {
 	char location[HC_LOCATION_MAX + 1];
 	int location_too_long;
 	int64_t retry_after;
+	long status;             /* of the response whose headers are arriving */
+	int foreign_redirect;    /* a redirect off the request's origin was refused */
+	char refused_addr[INET6_ADDRSTRLEN]; /* a private address refused, or "" */
 	double t0;
 	char errbuf[CURL_ERROR_SIZE];
 	struct hc_xfer *prev, *next; /* in c->queue or c->running */
@@ -70,6 +79,11 @@ struct hc {
 	char *ca_file, *user_agent;
 	hc_list_t queue, running;
 	CURL *spare[HC_SPARE_MAX]; /* easy handles of finished transfers, reused */
+	struct {
+		char host[HC_HOST_MAX + 1];
+		int priv; /* its first address was private, loopback or link-local */
+	} pins[HC_PINS_MAX];
+	size_t npins;
 	size_t nspare;
 	hc_sock_t *socks;
 	uint64_t next_id;
@@ -192,6 +206,60 @@ static int64_t retry_after_parse(const char *v, size_t vl)
 	return s < 0 ? 0 : s > HC_RETRY_AFTER_MAX ? HC_RETRY_AFTER_MAX : s;
 }
 
+/* Whether curl follows a response of this status (with FOLLOWLOCATION). */
+static int redirect_followed(long status)
+{
+	return status == 301 || status == 302 || status == 303 || status == 307 || status == 308;
+}
+
+/* The origin of u (scheme, host, port, the port made explicit) into o, 0;
+ * or -1 when u has none. */
+static int url_origin(CURLU *u, char *o, size_t cap)
+{
+	char *sch = NULL, *host = NULL, *port = NULL;
+	int rc = -1;
+	if (!curl_url_get(u, CURLUPART_SCHEME, &sch, 0) && !curl_url_get(u, CURLUPART_HOST, &host, 0) &&
+	    !curl_url_get(u, CURLUPART_PORT, &port, CURLU_DEFAULT_PORT)) {
+		int n = snprintf(o, cap, "%s://%s:%s", sch, host, port);
+		rc = n > 0 && (size_t)n < cap ? 0 : -1;
+	}
+	curl_free(sch);
+	curl_free(host);
+	curl_free(port);
+	return rc;
+}
+
+int hc_origin_same(const char *a, const char *b)
+{
+	CURLU *ua = curl_url(), *ub = curl_url();
+	char oa[HC_LOCATION_MAX + 64], ob[HC_LOCATION_MAX + 64];
+	int same = ua && ub && !curl_url_set(ua, CURLUPART_URL, a, 0) &&
+		   !curl_url_set(ub, CURLUPART_URL, b, 0) && !url_origin(ua, oa, sizeof(oa)) &&
+		   !url_origin(ub, ob, sizeof(ob)) && !strcasecmp(oa, ob);
+	curl_url_cleanup(ua);
+	curl_url_cleanup(ub);
+	return same;
+}
+
+/* Whether x's Location, resolved against the URL it answers, stays on the
+ * origin of the URL x was asked for. */
+static int location_same_origin(hc_xfer_t *x)
+{
+	if (x->location_too_long || !x->location[0])
+		return 0;
+	char *cur = NULL;
+	if (!x->h || curl_easy_getinfo(x->h, CURLINFO_EFFECTIVE_URL, &cur) || !cur)
+		return 0;
+	CURLU *u = curl_url();
+	char *abs = NULL;
+	int ok = u && !curl_url_set(u, CURLUPART_URL, cur, 0) &&
+		 !curl_url_set(u, CURLUPART_URL, x->location, 0) &&
+		 !curl_url_get(u, CURLUPART_URL, &abs, 0) && hc_origin_same(x->url, abs);
+	curl_free(abs);
+	curl_url_cleanup(u);
+	return ok;
+}
+
 /* Header lines: keeps ETag, Location and Retry-After of the last response
  * (a 100 Continue's are forgotten at the next status line). */
 static size_t on_header(char *data, size_t size, size_t n, void *arg)
@@ -202,6 +270,8 @@ static size_t on_header(char *data, size_t size, size_t n, void *arg)
 		x->etag[0] = x->location[0] = 0;
 		x->location_too_long = 0;
 		x->retry_after = -1;
+		const char *sp = memchr(data, ' ', len);
+		x->status = sp && (size_t)(sp - data) + 4 <= len ? strtol(sp + 1, NULL, 10) : 0;
 		return len;
 	}
 	static const char *const names[] = {"etag:", "location:", "retry-after:"};
@@ -228,6 +298,10 @@ static size_t on_header(char *data, size_t size, size_t n, void *arg)
 		x->location_too_long = vl > HC_LOCATION_MAX;
 		if (!x->location_too_long)
 			memcpy(x->location, v, vl), x->location[vl] = 0;
+		if (x->max_redirects && redirect_followed(x->status) && !location_same_origin(x)) {
+			x->foreign_redirect = 1;
+			return 0; /* aborts before curl follows it */
+		}
 	} else {
 		x->retry_after = retry_after_parse(v, vl);
 	}
@@ -245,8 +319,72 @@ static void xfer_free(hc_xfer_t *x)
 	curl_slist_free_all(x->hdrs);
 	pith_buf_release(&x->body);
 	free(x->url);
+	free(x->host);
 	free(x->inm);
 	free(x);
+}
+
+/* ---- the address rule ------------------------------------------------------------------
+ * A host name's first address says whether it is a private one (loopback,
+ * link-local, RFC 1918, CGNAT, unique local): a name first public never
+ * gets a private address later (DNS rebinding onto the node's own
+ * services). An upstream that is private itself (127.0.0.1, a LAN name)
+ * stays usable. */
+
+static int addr_private(const struct sockaddr *sa)
+{
+	if (sa->sa_family == AF_INET) {
+		uint32_t a = ntohl(((const struct sockaddr_in *)sa)->sin_addr.s_addr);
+		return (a >> 24) == 0 || (a >> 24) == 10 || (a >> 24) == 127 ||
+		       (a >> 16) == 0xa9fe || (a >> 20) == 0xac1 || (a >> 16) == 0xc0a8 ||
+		       (a >> 22) == (100u << 2 | 1);
+	}
+	if (sa->sa_family == AF_INET6) {
+		const uint8_t *b = ((const struct sockaddr_in6 *)sa)->sin6_addr.s6_addr;
+		static const uint8_t mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+		if (!memcmp(b, mapped, 12)) {
+			struct sockaddr_in v4 = {.sin_family = AF_INET};
+			memcpy(&v4.sin_addr, b + 12, 4);
+			return addr_private((const struct sockaddr *)&v4);
+		}
+		int zero = 1;
+		for (int i = 0; i < 15; i++)
+			zero &= b[i] == 0;
+		return zero || (b[0] == 0xfe && (b[1] & 0xc0) == 0x80) || (b[0] & 0xfe) == 0xfc;
+	}
+	return 1;
+}
+
+static curl_socket_t on_open_socket(void *arg, curlsocktype purpose, struct curl_sockaddr *a)
+{
+	hc_xfer_t *x = arg;
+	hc_t *c = x->c;
+	if (purpose == CURLSOCKTYPE_IPCXN && x->host && strlen(x->host) <= HC_HOST_MAX) {
+		int priv = addr_private(&a->addr), refuse = 0;
+		size_t i = 0;
+		while (i < c->npins && strcmp(c->pins[i].host, x->host))
+			i++;
+		if (i < c->npins) {
+			refuse = priv && !c->pins[i].priv;
+		} else if (i < HC_PINS_MAX) {
+			snprintf(c->pins[i].host, sizeof(c->pins[i].host), "%s", x->host);
+			c->pins[i].priv = priv;
+			c->npins++;
+		} else if (priv) {
+			/* a new name past the table's size: private only if it is an address */
+			unsigned char tmp[16];
+			refuse = !(inet_pton(AF_INET, x->host, tmp) == 1 || x->host[0] == '[');
+		}
+		if (refuse) {
+			const void *ip = a->addr.sa_family == AF_INET6
+						 ? (const void *)&((struct sockaddr_in6 *)&a->addr)->sin6_addr
+						 : (const void *)&((struct sockaddr_in *)&a->addr)->sin_addr;
+			if (!inet_ntop(a->addr.sa_family, ip, x->refused_addr, sizeof(x->refused_addr)))
+				snprintf(x->refused_addr, sizeof(x->refused_addr), "?");
+			return CURL_SOCKET_BAD;
+		}
+	}
+	return socket(a->family, a->socktype, a->protocol);
 }
 
 /* Keeps the easy handle of a finished transfer for the next one (its
@@ -288,9 +426,12 @@ static CURL *xfer_easy(hc_t *c, hc_xfer_t *x)
 	curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
 	curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, x->max_redirects ? 1L : 0L);
 	curl_easy_setopt(h, CURLOPT_MAXREDIRS, (long)x->max_redirects);
-	/* never from https down to http */
+	/* never from https down to http (and on_header refuses any
+	 * redirect off the request's origin) */
 	curl_easy_setopt(h, CURLOPT_REDIR_PROTOCOLS_STR,
 			 strncasecmp(x->url, "https:", 6) ? "http,https" : "https");
+	curl_easy_setopt(h, CURLOPT_OPENSOCKETFUNCTION, on_open_socket);
+	curl_easy_setopt(h, CURLOPT_OPENSOCKETDATA, x);
 	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT, o->connect_timeout_s);
 	curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, o->low_speed_bytes);
@@ -333,9 +474,17 @@ static void xfer_finish(hc_t *c, hc_xfer_t *x, CURLcode code)
 	}
 	if (code == CURLE_FILESIZE_EXCEEDED)
 		r.over_cap = 1;
+	if (x->foreign_redirect && code != CURLE_OK)
+		r.curl_code = code = CURLE_TOO_MANY_REDIRECTS;
 	if (code != CURLE_OK) {
 		const char *s = curl_easy_strerror(code);
-		if (r.over_cap)
+		if (x->foreign_redirect)
+			snprintf(line, sizeof(line), "redirect to another origin refused: %.300s",
+				 x->location);
+		else if (x->refused_addr[0])
+			snprintf(line, sizeof(line), "address %s refused: private, loopback or link-local, "
+				 "and %.200s was first public", x->refused_addr, x->host);
+		else if (r.over_cap)
 			snprintf(line, sizeof(line), "body over %zu bytes", x->cap);
 		else if (x->errbuf[0] && strcmp(x->errbuf, s))
 			snprintf(line, sizeof(line), "%s: %s", s, x->errbuf);
@@ -595,6 +744,16 @@ uint64_t hc_get(hc_t *c, const hc_req_t *req)
 	x->c = c;
 	x->url = strdup(req->url);
 	x->inm = req->if_none_match ? strdup(req->if_none_match) : NULL;
+	CURLU *u = x->url ? curl_url() : NULL;
+	if (u && !curl_url_set(u, CURLUPART_URL, x->url, 0) &&
+	    !curl_url_get(u, CURLUPART_HOST, &x->host, 0) && x->host) {
+		char *h = strdup(x->host); /* ours, not curl's, to free */
+		curl_free(x->host);
+		x->host = h;
+		for (char *p = h; p && *p; p++)
+			*p = (char)tolower((unsigned char)*p);
+	}
+	curl_url_cleanup(u);
 	if (!x->url || (req->if_none_match && !x->inm)) {
 		xfer_free(x);
 		return 0;

@@ -8,7 +8,9 @@
  * cache (keep-alive, at most max_host_conns per host), at most
  * max_inflight run at once and the rest wait in FIFO order. Each request
  * is a GET; redirects are followed only when the request says how many
- * (else the caller reads status and location); only http and https; TLS peer and host always verified;
+ * (else the caller reads status and location), and only within the
+ * request's origin (scheme, host, port: so never from https to http;
+ * issue 53); only http and https; TLS peer and host always verified;
  * bodies capped by Content-Length up front and by the bytes that arrive.
  *
  * libcurl's global state: the program's main calls hc_global_init once,
@@ -87,10 +89,13 @@ typedef struct hc_req {
 	const char *if_none_match; /* NULL or the ETag to send; copied */
 	size_t body_cap;           /* bytes */
 	int max_redirects;         /* 0: redirects are answers (status, location);
-				    * N > 0: up to N are followed (an https URL
-				    * only to https), more fail with curl's
-				    * CURLE_TOO_MANY_REDIRECTS; the result is the
-				    * last answer's */
+				    * N > 0: up to N are followed, each only to
+				    * the origin (scheme, host, port) of url: one
+				    * elsewhere, or more than N, fail with curl's
+				    * CURLE_TOO_MANY_REDIRECTS (error "redirect to
+				    * another origin refused: LOCATION" for the
+				    * first), before anything is asked there; the
+				    * result is the last answer's */
 	hc_done_fn done;
 	void *arg;
 } hc_req_t;
@@ -128,6 +133,11 @@ int hc_etag_is_ok(const char *s, size_t n);
 /* Whether two base URLs are one (a manifest's mirror and the upstream
  * asked): equal but for trailing slashes and letter case. */
 int hc_url_same(const char *a, const char *b);
+
+/* Whether absolute URLs a and b have one origin: scheme, host (letter
+ * case aside) and port (the scheme's default made explicit). 0 when
+ * either does not parse. */
+int hc_origin_same(const char *a, const char *b);
 
 /* Retrying: what callers that ask again share (pull's retries, the
  * follower's upstream backoff). */
