@@ -35,8 +35,8 @@ void node_http_want_done(void *arg, uint64_t token, up_answer_t answer, const ch
 	(void)pith;
 	if (n->http)
 		http_want_done(n->http, token, answer == UP_FOUND ? HTTP_WANT_FOUND :
-					       answer == UP_NOT_FOUND ? HTTP_WANT_NOT_FOUND
-								      : HTTP_WANT_FAILED);
+					       answer == UP_NOT_FOUND ? HTTP_WANT_NOT_FOUND :
+					       answer == UP_RETRY ? HTTP_WANT_RETRY : HTTP_WANT_FAILED);
 }
 
 /* What "/" shows of the node: ready peers and the upstreams followed. */

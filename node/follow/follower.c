@@ -244,7 +244,7 @@ static void rec_request_failed(follower_t *f, rec_t *r, const hc_result_t *res)
 		follower_src_error(f, s, cause, res->url, "%s answered HTTP %ld", res->url, res->status);
 	if (follower_cause_backs_off(cause))
 		follower_src_backoff(s, hc_result_retry_after_s(res));
-	r->found_any = 1;
+	r->retry = 1; /* its trouble, not an answer about the record */
 	r->src++;
 	rec_next_src(f, r);
 }
@@ -311,7 +311,7 @@ static void rec_finish(follower_t *f, rec_t *r, up_answer_t a)
 		if (r->body[0])
 			follow_etags_drop(f->etags, r->body); /* its ETag went with it */
 		rec_free(r);
-	} else if (a == UP_FAILED) {
+	} else if (a == UP_FAILED || a == UP_RETRY) {
 		/* retried when the first upstream rests no more, within one interval */
 		int64_t due = next_slot(f, r, now);
 		for (size_t i = 0; i < f->nsrcs; i++)
@@ -390,10 +390,13 @@ static void resolve_request(follower_t *f, rec_t *r)
 static void rec_next_src(follower_t *f, rec_t *r)
 {
 	int64_t now = node_now_us();
-	while (r->src < f->nsrcs && f->srcs[r->src].blocked_until_us > now)
+	while (r->src < f->nsrcs && f->srcs[r->src].blocked_until_us > now) {
+		r->retry = 1; /* a resting upstream said nothing: "try again", never "not found" */
 		r->src++;
+	}
 	if (r->src >= f->nsrcs) {
-		rec_finish(f, r, r->found_any ? UP_FAILED : UP_NOT_FOUND);
+		/* "not found" only when every upstream said so */
+		rec_finish(f, r, r->retry ? UP_RETRY : r->found_any ? UP_FAILED : UP_NOT_FOUND);
 		return;
 	}
 	r->cand = 0;
@@ -635,6 +638,7 @@ static void rec_start(follower_t *f, rec_t *r)
 	f->nactive++;
 	r->src = 0;
 	r->found_any = 0;
+	r->retry = 0;
 	rec_next_src(f, r);
 }
 
@@ -874,6 +878,7 @@ void follower_free_(follower_t *f)
 		return;
 	if (f->etags_dirty)
 		etags_save(f);
+	follower_feed_flush(f);
 	hc_free(f->hc); /* no callbacks from here on */
 	for (size_t i = 0; f->srcs && i < f->nsrcs; i++)
 		follower_feed_free(f, &f->srcs[i]);

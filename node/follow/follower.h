@@ -39,7 +39,8 @@ typedef struct follower follower_t;
 typedef enum up_answer {
 	UP_FOUND = 1,     /* the store holds the record now (stored or unchanged) */
 	UP_NOT_FOUND,     /* no upstream knows it */
-	UP_FAILED,        /* upstreams failed or refused what they sent */
+	UP_FAILED,        /* upstreams refused what they sent */
+	UP_RETRY,         /* an upstream failed or rests: try again later, not "not found" */
 } up_answer_t;
 
 /* A read-through answer: token is what follower_want was given; pith is

@@ -16,6 +16,7 @@
  * here, say) is counted as diverged and does not hold the cursor. */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,6 +30,11 @@
 #define CURSOR_FILE "upstream-cursors"
 #define EVENTS_PAGE_MAX 1000    /* events per events.json page */
 #define FEED_RETRY_US (5 * INT64_C(1000000))
+/* events pages one record may take (1,000 pages of EVENTS_PAGE_MAX: a
+ * million events, the record's size bound); past it the paging is the
+ * upstream's error, not a loop (issue 53, attack 5) */
+#define EVENTS_PAGES_MAX 1000
+#define CURSOR_SAVE_US (1 * INT64_C(1000000)) /* the cursors file: at most this often */
 
 typedef struct feed feed_t;
 
@@ -39,6 +45,7 @@ typedef struct fitem {
 	uint64_t serial;
 	uint64_t req;
 	int64_t offset;          /* of the next events page, -1 when read whole */
+	unsigned events_pages;   /* asked for this record */
 	size_t jobs;             /* in the pipeline */
 	int bundle_done;
 	int failed;
@@ -57,6 +64,8 @@ struct feed {
 	int page_failed;
 	fitem_t *items;
 	uint64_t pages, empty_pages, changes, same, bundles, events_pages, events, diverged;
+	uint64_t stuck;                      /* pages whose cursor did not advance */
+	unsigned events_in_page;             /* of the events page being read */
 };
 
 static void item_step(fitem_t *it);
@@ -92,6 +101,8 @@ static void cursor_load(feed_t *fd)
 static void cursors_save(follower_t *f)
 {
 	char path[600];
+	f->cursors_dirty = 0;
+	f->cursors_saved_us = node_now_us();
 	cursors_path(f, path, sizeof(path));
 	store_file_t out;
 	int bad = store_file_begin(&out, path, NULL, 0666, 0);
@@ -125,13 +136,20 @@ static void page_finish(feed_t *fd)
 	follower_t *f = fd->f;
 	int64_t now = node_now_us();
 	if (!fd->page_failed) {
+		/* the upstream's failures in a row end with a page done, not with
+		 * any answer: a page whose records page for ever backs off more */
+		fd->s->fails = 0;
 		memcpy(fd->cursor, fd->page_next, sizeof(fd->cursor));
 		/* while a catch-up commits without the log, a record of the page
 		 * may have been found done against a state a crash would lose:
 		 * the file keeps the older cursor (the next page saves them all),
 		 * and after a crash the page is read again */
-		if (!store_is_unlogged(f->d.store))
-			cursors_save(f);
+		if (!store_is_unlogged(f->d.store)) {
+			/* at most once per CURSOR_SAVE_US; else by follower_feed_tick */
+			f->cursors_dirty = 1;
+			if (now - f->cursors_saved_us >= CURSOR_SAVE_US)
+				cursors_save(f);
+		}
 		page_release(fd);
 		poll_page(fd); /* the next page at once, until one comes back empty */
 		return;
@@ -164,6 +182,7 @@ static void page_pump(feed_t *fd)
 		it->feed = fd;
 		it->idx = fd->started - 1;
 		it->offset = 0;
+		it->events_pages = 0;
 		it->serial = follower_active_add(fd->f, it);
 		fd->running++;
 		if (!it->serial) {
@@ -230,6 +249,22 @@ static void item_failed(fitem_t *it, const hc_result_t *res)
 	it->failed = 1;
 }
 
+/* Paging that does not advance or end: the upstream's error (counted,
+ * logged once, backed off), and the page read again after the backoff. */
+static void paging_error(fitem_t *it, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void paging_error(fitem_t *it, const char *fmt, ...)
+{
+	feed_t *fd = it->feed;
+	char msg[256];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	follower_src_error(fd->f, fd->s, C_BAD_ANSWER, it->url, "%s: %s", it->url, msg);
+	follower_src_backoff(fd->s, -1);
+	it->failed = fd->page_failed = 1;
+}
+
 /* The next thing the record needs: its bundle, then its events, then done. */
 static void item_step(fitem_t *it)
 {
@@ -264,6 +299,13 @@ static void item_step(fitem_t *it)
 		item_done(it);
 		return;
 	}
+	if (it->events_pages >= EVENTS_PAGES_MAX) {
+		paging_error(it, "events paging of %s does not end within %d pages",
+			     c->pith_number, EVENTS_PAGES_MAX);
+		item_done(it);
+		return;
+	}
+	it->events_pages++;
 	snprintf(it->url, sizeof(it->url), "%s/api/pith-number/%s/events.json?offset=%lld&limit=%d",
 		 fd->s->base, c->pith_number + PITH_NUMBER_LEN - PITH_BODY_LEN, (long long)it->offset,
 		 EVENTS_PAGE_MAX);
@@ -315,6 +357,7 @@ static int event_cb(void *arg, const uint8_t *bytes, size_t len)
 {
 	fitem_t *it = arg;
 	it->feed->events++;
+	it->feed->events_in_page++;
 	submit(it, INGEST_EVENT, bytes, len);
 	return 0;
 }
@@ -336,11 +379,17 @@ static void on_events(void *arg, const hc_result_t *res)
 	fd->events_pages++;
 	int64_t next = -1;
 	pith_err_t e = {0};
+	fd->events_in_page = 0;
 	int rc = pith_events_page_parse(res->body, res->body_len, NULL, fd->page[it->idx].pith_number,
 					EVENTS_PAGE_MAX, event_cb, it, &next, &e);
 	if (rc) {
 		follower_src_error(fd->f, fd->s, C_BAD_ANSWER, res->url, "%s: %s", res->url, e.msg);
 		it->failed = fd->page_failed = 1;
+	} else if (next >= 0 && (!fd->events_in_page || next <= it->offset)) {
+		/* a further page promised, and this one brought nothing or went back */
+		paging_error(it, "events paging does not advance (offset %lld: %u events, next %lld)",
+			     (long long)it->offset, fd->events_in_page, (long long)next);
+		next = -1;
 	}
 	it->offset = next;
 	item_step(it); /* the next page, once this one's jobs are back */
@@ -370,6 +419,24 @@ void follower_feed_job_done(follower_t *f, void *obj, const ingest_job_t *job)
 
 /* ---- polling the feed ----------------------------------------------------------------- */
 
+/* A page's next cursor is past the one asked: cursors are opaque, yet
+ * equal ones do not advance, and of two decimal ones (a pithd's) the
+ * smaller goes back. */
+static int cursor_advances(const char *asked, const char *next)
+{
+	if (!next[0] || !strcmp(asked, next))
+		return 0;
+	size_t la = strspn(asked, "0123456789"), ln = strspn(next, "0123456789");
+	if (la == strlen(asked) && ln == strlen(next)) {
+		while (*asked == '0' && asked[1])
+			asked++, la--;
+		while (*next == '0' && next[1])
+			next++, ln--;
+		return ln > la || (ln == la && strcmp(next, asked) > 0);
+	}
+	return 1;
+}
+
 static void on_page(void *arg, const hc_result_t *res)
 {
 	feed_t *fd = arg;
@@ -387,7 +454,6 @@ static void on_page(void *arg, const hc_result_t *res)
 								 : now + FEED_RETRY_US;
 		return;
 	}
-	fd->s->fails = 0;
 	fd->page = calloc(f->o.feed_page, sizeof(*fd->page));
 	pith_err_t e = {0};
 	size_t n = 0;
@@ -402,8 +468,21 @@ static void on_page(void *arg, const hc_result_t *res)
 		return;
 	}
 	fd->pages++;
+	if (n && fd->cursor[0] && !cursor_advances(fd->cursor, fd->page_next)) {
+		/* a page whose cursor stands still or goes back would be read for ever */
+		fd->stuck++;
+		follower_src_error(f, fd->s, C_BAD_ANSWER, res->url,
+				   "%s: the change feed's cursor does not advance (after %s, next %s)",
+				   res->url, fd->cursor, fd->page_next);
+		follower_src_backoff(fd->s, -1);
+		page_release(fd);
+		fd->next_poll_us = fd->s->blocked_until_us > now ? fd->s->blocked_until_us
+								 : now + FEED_RETRY_US;
+		return;
+	}
 	if (!n) {
 		/* caught up: ask again in one interval */
+		fd->s->fails = 0;
 		fd->empty_pages++;
 		page_release(fd);
 		fd->next_poll_us = now + f->o.refresh_s * INT64_C(1000000);
@@ -441,6 +520,8 @@ static void poll_page(feed_t *fd)
 void follower_feed_tick(follower_t *f)
 {
 	int64_t now = node_now_us();
+	if (f->cursors_dirty && now - f->cursors_saved_us >= CURSOR_SAVE_US)
+		cursors_save(f);
 	for (size_t i = 0; i < f->nsrcs; i++) {
 		feed_t *fd = f->srcs[i].feed;
 		if (!fd)
@@ -468,6 +549,12 @@ void follower_feed_start(follower_t *f, src_t *s)
 	poll_page(fd);
 }
 
+void follower_feed_flush(follower_t *f)
+{
+	if (f->cursors_dirty && !store_is_unlogged(f->d.store))
+		cursors_save(f);
+}
+
 void follower_feed_free(follower_t *f, src_t *s)
 {
 	(void)f;
@@ -491,11 +578,12 @@ void follower_feed_status_json(const src_t *s, pith_buf_t *b)
 	json_write_string(b, fd->cursor, strlen(fd->cursor));
 	pith_buf_printf(b, ",\"pages\":%llu,\"changes\":%llu,\"same_state\":%llu,"
 			"\"bundles_fetched\":%llu,\"events_pages\":%llu,\"events_fetched\":%llu,"
-			"\"diverged\":%llu,\"in_page\":%zu}",
+			"\"diverged\":%llu,\"stuck_pages\":%llu,\"in_page\":%zu}",
 			(unsigned long long)fd->pages, (unsigned long long)fd->changes,
 			(unsigned long long)fd->same, (unsigned long long)fd->bundles,
 			(unsigned long long)fd->events_pages, (unsigned long long)fd->events,
-			(unsigned long long)fd->diverged, fd->n - fd->done);
+			(unsigned long long)fd->diverged, (unsigned long long)fd->stuck,
+			fd->n - fd->done);
 }
 
 void follower_progress(follower_t *f, follower_progress_t *out)

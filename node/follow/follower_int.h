@@ -63,6 +63,7 @@ typedef struct rec {
 	uint8_t followed;
 	uint8_t src, cand;              /* upstream and bundle layout being tried */
 	uint8_t found_any;              /* some upstream answered other than 404 */
+	uint8_t retry;                  /* some upstream failed or was resting (issue 53, 3) */
 	int64_t due_us;
 	size_t heap;
 	uint64_t serial;                /* while fetching: in f->active */
@@ -116,7 +117,9 @@ struct follower {
 	follow_etags_t *etags; /* body -> the ETag of the last 200 kept, and its URL */
 	int etags_dirty;
 	int64_t etags_saved_us;
-	uint64_t answered[4];
+	int cursors_dirty;     /* follower_feed.c: a cursor moved since the file was written */
+	int64_t cursors_saved_us;
+	uint64_t answered[5];
 };
 
 /* ---- follower.c, for follower_feed.c and follower_upstream.c ---- */
@@ -150,6 +153,8 @@ void follower_feed_tick(follower_t *f);
 void follower_feed_job_done(follower_t *f, void *obj, const ingest_job_t *job);
 /* Appends ,"feed":{...} for s (nothing without a feed). */
 void follower_feed_status_json(const src_t *s, pith_buf_t *b);
+/* Writes the cursors file if a cursor moved since (at shutdown). */
+void follower_feed_flush(follower_t *f);
 /* Cancels s's feed and frees it. */
 void follower_feed_free(follower_t *f, src_t *s);
 

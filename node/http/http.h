@@ -100,7 +100,8 @@ typedef struct http_hooks {
 typedef enum http_want_answer {
 	HTTP_WANT_FOUND = 1,     /* stored now: the view is served */
 	HTTP_WANT_NOT_FOUND,     /* no upstream knows it: 404 */
-	HTTP_WANT_FAILED,        /* upstreams failed or sent what was refused: 502 */
+	HTTP_WANT_FAILED,        /* upstreams sent what was refused: 502 */
+	HTTP_WANT_RETRY,         /* an upstream failed or rests: 503, Retry-After */
 } http_want_answer_t;
 
 /* The answer to read-through token (unknown or expired tokens are

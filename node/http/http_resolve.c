@@ -24,6 +24,7 @@
  * cleared (when full, or at restart). Only resolutions that succeeded are
  * cached, so clients cannot fill it with made-up bodies. */
 #define BODY_CACHE_MAX 262144
+#define HTTP_WANT_RETRY_AFTER_S 5 /* a read-through whose upstream failed or rests */
 
 static void body_key(const char *body, uint8_t key[32])
 {
@@ -166,6 +167,11 @@ int http_resolve_id(http_ctx_t *c, const char *id, char pith[static PITH_NUMBER_
 		else if (c->rerun == HTTP_WANT_FAILED)
 			render_error(&c->v, 502, "no record for %s on this mirror, and its upstreams failed: %s", id,
 				   c->rerun_msg ? c->rerun_msg : "see the node's status");
+		else if (c->rerun == HTTP_WANT_RETRY) {
+			render_error(&c->v, 503, "no record for %s on this mirror yet: an upstream failed or "
+				     "rests; try again later", id);
+			c->v.r.retry_after = HTTP_WANT_RETRY_AFTER_S;
+		}
 		else
 			render_error(&c->v, 404, "no record for %s on this mirror", id);
 		return -1;
