@@ -52,6 +52,7 @@
 #include "http_int.h"
 #include "config.h"
 #include "log.h"
+#include "prio.h"
 #include "store_pool.h"
 #include "wake.h"
 
@@ -64,6 +65,10 @@
 #define HTTP_POOL_COSTLY_PER_ADDR 4
 #define HTTP_POOL_COSTLY_PER_THREAD 2
 #define HTTP_POOL_PEER_MAX 64
+/* The costly documents have a thread of their own ("pith-costly"), this
+ * many nice steps below the loop, so that a search running into its time
+ * budget takes neither a record document's thread nor the loop's CPU. */
+#define HTTP_POOL_COSTLY_NICE 10
 
 typedef struct render_job render_job_t;
 struct render_job {
@@ -90,16 +95,20 @@ typedef struct pool_worker {
 	render_t *ctx;              /* this thread's render context */
 	render_target_t target;     /* its parse of a job's target */
 	uint64_t ident_gen;         /* the pool's ident_gen its context holds */
+	int costly;                 /* takes the costly jobs only (the last worker) */
 } pool_worker_t;
 
 struct http_pool {
 	http_t *h;
 	pool_worker_t *w;
-	size_t nw;
+	size_t nw;                  /* the record documents' threads */
+	size_t nall;                /* and the costly documents' one */
 	store_pool_t threads;       /* thread i runs worker_main(&w[i]) */
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
 	render_job_t *head, *tail; /* waiting for a worker (under mu) */
+	render_job_t *chead, *ctail; /* costly, waiting for theirs (under mu) */
+	pthread_cond_t ccv;         /* signals the costly worker */
 	render_job_t *done;         /* rendered, for the loop (under mu) */
 	int signalled;              /* done was fired, not yet taken (under mu) */
 	int stop;                   /* under mu */
@@ -173,18 +182,26 @@ static void *worker_main(void *arg)
 	pool_worker_t *me = arg;
 	http_pool_t *p = me->pool;
 	char name[32]; /* < HTTP_POOL_THREADS_MAX workers: at most 15 bytes */
-	snprintf(name, sizeof(name), "pith-render%zu", (size_t)(me - p->w));
+	if (me->costly)
+		snprintf(name, sizeof(name), "pith-costly");
+	else
+		snprintf(name, sizeof(name), "pith-render%zu", (size_t)(me - p->w));
 	pthread_setname_np(pthread_self(), name);
+	if (me->costly)
+		prio_lower_thread(0, HTTP_POOL_COSTLY_NICE); /* best effort */
+	render_job_t **qh = me->costly ? &p->chead : &p->head;
+	render_job_t **qt = me->costly ? &p->ctail : &p->tail;
+	pthread_cond_t *cv = me->costly ? &p->ccv : &p->cv;
 	pthread_mutex_lock(&p->mu);
 	for (;;) {
-		while (!p->stop && !p->head)
-			pthread_cond_wait(&p->cv, &p->mu);
+		while (!p->stop && !*qh)
+			pthread_cond_wait(cv, &p->mu);
 		if (p->stop)
 			break;
-		render_job_t *j = p->head;
-		p->head = j->next;
-		if (!p->head)
-			p->tail = NULL;
+		render_job_t *j = *qh;
+		*qh = j->next;
+		if (!*qh)
+			*qt = NULL;
 		if (me->ident_gen != p->ident_gen) {
 			render_identity_set(me->ctx, p->name, p->operator_name, p->contact);
 			me->ident_gen = p->ident_gen;
@@ -354,12 +371,14 @@ static int submit(http_ctx_t *c, const http_id_plan_t *plan, const char *peer)
 	p->outstanding++;
 	p->jobs++;
 	pthread_mutex_lock(&p->mu);
-	if (p->tail)
-		p->tail->next = j;
+	render_job_t **qh = j->costly ? &p->chead : &p->head;
+	render_job_t **qt = j->costly ? &p->ctail : &p->tail;
+	if (*qt)
+		(*qt)->next = j;
 	else
-		p->head = j;
-	p->tail = j;
-	pthread_cond_signal(&p->cv);
+		*qh = j;
+	*qt = j;
+	pthread_cond_signal(j->costly ? &p->ccv : &p->cv);
 	pthread_mutex_unlock(&p->mu);
 	return 0;
 }
@@ -432,15 +451,18 @@ void http_pool_refuse(http_t *h)
 	p->refused = 1;
 	done_take(p); /* what is rendered goes out as rendered */
 	pthread_mutex_lock(&p->mu);
-	render_job_t *q = p->head;
+	render_job_t *q = p->head, *cq = p->chead;
 	p->head = p->tail = NULL;
+	p->chead = p->ctail = NULL;
 	pthread_mutex_unlock(&p->mu);
 	size_t n = 0;
-	for (render_job_t *j = q, *nx; j; j = nx) {
-		nx = j->next;
-		job_refuse(p, j);
-		job_finish(p, j); /* no worker has it */
-		n++;
+	for (int k = 0; k < 2; k++) {
+		for (render_job_t *j = k ? cq : q, *nx; j; j = nx) {
+			nx = j->next;
+			job_refuse(p, j);
+			job_finish(p, j); /* no worker has it */
+			n++;
+		}
 	}
 	for (render_job_t *j = p->out; j; j = j->onext) {
 		if (j->req) {
@@ -484,6 +506,7 @@ int http_pool_start(http_t *h, int nthreads, pith_err_t *err)
 	p->h = h;
 	pthread_mutex_init(&p->mu, NULL);
 	pthread_cond_init(&p->cv, NULL);
+	pthread_cond_init(&p->ccv, NULL);
 	p->delay_us = config_test_knob("PITH_TEST_RENDER_DELAY_MS", 60000) * 1000;
 	h->pool = p; /* from here on http_pool_stop undoes what was done */
 	p->max_outstanding = (size_t)nthreads * HTTP_POOL_JOBS_PER_THREAD;
@@ -491,17 +514,19 @@ int http_pool_start(http_t *h, int nthreads, pith_err_t *err)
 	p->done_wake = loop_wake_new(h->base, done_cb, p);
 	if (!p->done_wake)
 		return pith_err_set(err, PITH_EIO, "http: render pool: a wake: %s", strerror(errno));
-	p->w = calloc((size_t)nthreads, sizeof(*p->w));
+	p->w = calloc((size_t)nthreads + 1, sizeof(*p->w));
 	if (!p->w)
 		return pith_err_set(err, PITH_ENOMEM, "out of memory");
 	p->nw = (size_t)nthreads;
-	for (size_t i = 0; i < p->nw; i++) {
+	p->nall = p->nw + 1;
+	for (size_t i = 0; i < p->nall; i++) {
 		pool_worker_t *w = &p->w[i];
 		w->pool = p;
+		w->costly = i == p->nw;
 		if (!(w->ctx = render_clone(h->rd)))
 			return pith_err_set(err, PITH_ENOMEM, "out of memory");
 	}
-	if (store_pool_start(&p->threads, p->nw, worker_main, p->w, sizeof(*p->w)) < p->nw)
+	if (store_pool_start(&p->threads, p->nall, worker_main, p->w, sizeof(*p->w)) < p->nall)
 		return pith_err_set(err, PITH_EIO, "http: render pool: cannot start its threads");
 	return 0;
 }
@@ -544,13 +569,18 @@ void http_pool_stop(http_t *h)
 	pthread_mutex_lock(&p->mu);
 	p->stop = 1;
 	pthread_cond_broadcast(&p->cv);
+	pthread_cond_broadcast(&p->ccv);
 	pthread_mutex_unlock(&p->mu);
 	store_pool_join(&p->threads);
-	for (size_t i = 0; i < p->nw; i++)
+	for (size_t i = 0; i < p->nall; i++)
 		render_free_(p->w[i].ctx);
 	/* every job is now waiting or done: neither will be sent (after
 	 * http_pool_refuse none has a request: all were answered) */
 	for (render_job_t *j = p->head, *nx; j; j = nx) {
+		nx = j->next;
+		job_drop(j);
+	}
+	for (render_job_t *j = p->chead, *nx; j; j = nx) {
 		nx = j->next;
 		job_drop(j);
 	}
@@ -565,6 +595,7 @@ void http_pool_stop(http_t *h)
 	loop_wake_free(p->done_wake);
 	pthread_mutex_destroy(&p->mu);
 	pthread_cond_destroy(&p->cv);
+	pthread_cond_destroy(&p->ccv);
 	free(p->w);
 	free(p);
 	h->pool = NULL;
