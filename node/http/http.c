@@ -332,6 +332,11 @@ static int pool_full_in_catch_up(http_ctx_t *c)
 	return 1;
 }
 
+/* Replies queued for all the connections (bytes the kernel has not
+ * taken) past which no costly document is rendered (docs/http.md,
+ * "Limits"). */
+#define HTTP_QUEUED_OUT_MAX (32u << 20)
+
 static int route_run(http_ctx_t *c, const char *id, int use_pool)
 {
 	char pith[PITH_NUMBER_LEN + 1];
@@ -351,6 +356,21 @@ static int route_run(http_ctx_t *c, const char *id, int use_pool)
 	case RENDER_ROUTE_HEALTHZ: http_view_healthz(c); return 0;
 	case RENDER_ROUTE_POST_EVENTS: http_post_events(c); return 1;
 	default: break;
+	}
+	if (http_pool_is_costly(c->v.route)) {
+		/* a big page queued for a client that does not read stays in
+		 * memory: past the budget of replies queued, none is added */
+		if (http_conn_queued(c->h) > HTTP_QUEUED_OUT_MAX) {
+			render_error(&c->v, 503, "this mirror has too many replies queued for "
+				     "its readers; try again shortly");
+			c->v.r.retry_after = 1;
+			return 0;
+		}
+		if (use_pool) {
+			int rc = http_pool_submit_costly(c);
+			if (rc >= 0)
+				return rc == 0; /* 0: sent from done_cb; 1: a 503 is set */
+		}
 	}
 	if (render_view_run_global(&c->v))
 		return 0;

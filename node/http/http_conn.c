@@ -255,6 +255,14 @@ int http_conn_init(http_t *h)
 	return 0;
 }
 
+size_t http_conn_queued(const http_t *h)
+{
+	size_t n = 0;
+	for (const hconn_t *c = h->conn_list; c; c = c->next)
+		n += evbuffer_get_length(bufferevent_get_output(c->bev));
+	return n;
+}
+
 size_t http_conn_owed(const http_t *h)
 {
 	size_t n = 0;

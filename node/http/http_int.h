@@ -169,6 +169,9 @@ void http_conn_listener_update(http_t *h);
 void http_conn_stop_sweep(http_t *h);
 /* Connections with a request being handled or a reply not yet written. */
 size_t http_conn_owed(const http_t *h);
+/* The bytes of replies queued for every connection, not yet taken by the
+ * kernel (a client that does not read keeps its reply here). */
+size_t http_conn_queued(const http_t *h);
 /* After evhttp_free: drops the last references. */
 void http_conn_free_all(http_t *h);
 /* ---- http_resolve.c ------------------------------------------------------------ */
@@ -256,6 +259,15 @@ void http_pool_stats(const http_t *h, http_pool_stats_t *out);
  * the request anew with http_handle_again); -1 (no pool, the pool is
  * full, out of memory): the caller resolves and renders inline. */
 int http_pool_submit(http_ctx_t *c, const http_id_plan_t *plan);
+/* A costly document of no record (http_pool_is_costly: search, the
+ * change feed, the record list) for the pool: 0, sent later from the
+ * loop; 1, refused with a 503 and Retry-After set in c (the client's
+ * address has HTTP_POOL_COSTLY_PER_ADDR of them outstanding already, or
+ * the pool has its share of costly jobs, HTTP_POOL_COSTLY_PER_THREAD a
+ * thread); -1 (no pool, out of memory): the caller renders inline. */
+int http_pool_submit_costly(http_ctx_t *c);
+/* Whether route r is a costly document of no record the pool renders. */
+int http_pool_is_costly(render_route_t r);
 
 /* ---- http_want.c: read-through ------------------------------------------------------ */
 /* A record view found nothing for id: 1 if the request now waits for the

@@ -26,7 +26,12 @@
  * Bounded: at most HTTP_POOL_JOBS_PER_THREAD jobs per thread outstanding
  * (queued, rendering or done and not yet sent); past that the loop
  * renders inline, as with no pool, so a burst slows the loop down rather
- * than growing a queue or refusing requests.
+ * than growing a queue or refusing requests. The costly documents of no
+ * record (search, the change feed, the record lists: http_pool_is_costly)
+ * come here too, so that a search running into its time budget holds a
+ * worker, not the loop; they are bounded apart, per client address and
+ * in total, and past that refused (503, Retry-After), never rendered on
+ * the loop.
  *
  * At shutdown the node keeps its loop running until the requests it
  * accepted are answered (http_stop_wait): a job's reply is sent as
@@ -47,12 +52,23 @@
 #include "http_int.h"
 #include "config.h"
 #include "log.h"
+#include "prio.h"
 #include "store_pool.h"
 #include "wake.h"
 
 #define HTTP_POOL_JOBS_PER_THREAD 64
 #define HTTP_POOL_THREADS_MAX 64
 #define HTTP_POOL_KEEP_BUF (256u << 10) /* a recycled job keeps a body buffer this big */
+/* Costly documents of no record (search, the change feed, the record
+ * list) outstanding at once: per client address, and per thread in total
+ * (docs/http.md, "Limits"). */
+#define HTTP_POOL_COSTLY_PER_ADDR 4
+#define HTTP_POOL_COSTLY_PER_THREAD 2
+#define HTTP_POOL_PEER_MAX 64
+/* The costly documents have a thread of their own ("pith-costly"), this
+ * many nice steps below the loop, so that a search running into its time
+ * budget takes neither a record document's thread nor the loop's CPU. */
+#define HTTP_POOL_COSTLY_NICE 10
 
 typedef struct render_job render_job_t;
 struct render_job {
@@ -66,6 +82,8 @@ struct render_job {
 	http_id_plan_t plan;        /* what the worker resolves */
 	char pith[PITH_NUMBER_LEN + 1]; /* what it resolved to */
 	int back;                   /* not resolved: the loop answers it anew */
+	int costly;                 /* a document of no record (http_pool_submit_costly) */
+	char peer[HTTP_POOL_PEER_MAX]; /* its client's address (costly only) */
 	pith_buf_t in;              /* the request target, NUL, the Accept header, NUL */
 	size_t accept_off;          /* 0: no Accept header */
 	render_resp_t r;            /* what the view set */
@@ -77,16 +95,20 @@ typedef struct pool_worker {
 	render_t *ctx;              /* this thread's render context */
 	render_target_t target;     /* its parse of a job's target */
 	uint64_t ident_gen;         /* the pool's ident_gen its context holds */
+	int costly;                 /* takes the costly jobs only (the last worker) */
 } pool_worker_t;
 
 struct http_pool {
 	http_t *h;
 	pool_worker_t *w;
-	size_t nw;
+	size_t nw;                  /* the record documents' threads */
+	size_t nall;                /* and the costly documents' one */
 	store_pool_t threads;       /* thread i runs worker_main(&w[i]) */
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
 	render_job_t *head, *tail; /* waiting for a worker (under mu) */
+	render_job_t *chead, *ctail; /* costly, waiting for theirs (under mu) */
+	pthread_cond_t ccv;         /* signals the costly worker */
 	render_job_t *done;         /* rendered, for the loop (under mu) */
 	int signalled;              /* done was fired, not yet taken (under mu) */
 	int stop;                   /* under mu */
@@ -99,6 +121,7 @@ struct http_pool {
 	loop_wake_t *done_wake;
 	/* the loop thread's */
 	size_t outstanding, max_outstanding;
+	size_t costly, max_costly;  /* costly jobs outstanding, and their cap */
 	render_job_t *out;          /* the outstanding jobs */
 	int refused;                /* shutting down: takes no more jobs (http_pool_refuse) */
 	uint64_t jobs, full, back; /* handed to the pool; turned away full; sent back */
@@ -125,7 +148,7 @@ static void job_render(pool_worker_t *w, render_job_t *j)
 {
 	pith_err_t err = {0};
 	http_t *h = w->pool->h; /* only what does not change once it serves */
-	int rc = http_resolve_plan_run(h->store, &j->plan, j->pith, &err);
+	int rc = j->costly ? 0 : http_resolve_plan_run(h->store, &j->plan, j->pith, &err);
 	j->back = rc == PITH_ENOTFOUND;
 	if (j->back)
 		return;
@@ -144,7 +167,9 @@ static void job_render(pool_worker_t *w, render_job_t *j)
 		http_resolve_fail(&c, j->plan.id, rc, &err);
 	} else {
 		c.v.r.status = 200;
-		if (j->route == RENDER_ROUTE_RESOLVE)
+		if (j->costly)
+			render_view_run_global(&c.v);
+		else if (j->route == RENDER_ROUTE_RESOLVE)
 			http_view_resolve_answer(&c, j->pith);
 		else
 			render_view_run(&c.v, j->pith);
@@ -157,18 +182,26 @@ static void *worker_main(void *arg)
 	pool_worker_t *me = arg;
 	http_pool_t *p = me->pool;
 	char name[32]; /* < HTTP_POOL_THREADS_MAX workers: at most 15 bytes */
-	snprintf(name, sizeof(name), "pith-render%zu", (size_t)(me - p->w));
+	if (me->costly)
+		snprintf(name, sizeof(name), "pith-costly");
+	else
+		snprintf(name, sizeof(name), "pith-render%zu", (size_t)(me - p->w));
 	pthread_setname_np(pthread_self(), name);
+	if (me->costly)
+		prio_lower_thread(0, HTTP_POOL_COSTLY_NICE); /* best effort */
+	render_job_t **qh = me->costly ? &p->chead : &p->head;
+	render_job_t **qt = me->costly ? &p->ctail : &p->tail;
+	pthread_cond_t *cv = me->costly ? &p->ccv : &p->cv;
 	pthread_mutex_lock(&p->mu);
 	for (;;) {
-		while (!p->stop && !p->head)
-			pthread_cond_wait(&p->cv, &p->mu);
+		while (!p->stop && !*qh)
+			pthread_cond_wait(cv, &p->mu);
 		if (p->stop)
 			break;
-		render_job_t *j = p->head;
-		p->head = j->next;
-		if (!p->head)
-			p->tail = NULL;
+		render_job_t *j = *qh;
+		*qh = j->next;
+		if (!*qh)
+			*qt = NULL;
 		if (me->ident_gen != p->ident_gen) {
 			render_identity_set(me->ctx, p->name, p->operator_name, p->contact);
 			me->ident_gen = p->ident_gen;
@@ -216,6 +249,8 @@ static void job_recycle(http_pool_t *p, render_job_t *j)
 static void job_finish(http_pool_t *p, render_job_t *j)
 {
 	p->outstanding--;
+	if (j->costly)
+		p->costly--;
 	if (j->oprev)
 		j->oprev->onext = j->onext;
 	else
@@ -291,12 +326,10 @@ void http_pool_stats(const http_t *h, http_pool_stats_t *out)
 	out->back = p->back;
 }
 
-int http_pool_submit(http_ctx_t *c, const http_id_plan_t *plan)
+static int submit(http_ctx_t *c, const http_id_plan_t *plan, const char *peer)
 {
 	http_t *h = c->h;
 	http_pool_t *p = h->pool;
-	if (!has_room(p) || !c->req)
-		return -1;
 	render_job_t *j = p->spare;
 	if (j) {
 		p->spare = j->next;
@@ -325,6 +358,10 @@ int http_pool_submit(http_ctx_t *c, const http_id_plan_t *plan)
 	j->plan = *plan;
 	j->pith[0] = 0;
 	j->back = 0;
+	j->costly = peer != NULL;
+	if (peer)
+		snprintf(j->peer, sizeof(j->peer), "%s", peer);
+	p->costly += j->costly;
 	j->next = NULL;
 	j->oprev = NULL;
 	j->onext = p->out;
@@ -334,14 +371,65 @@ int http_pool_submit(http_ctx_t *c, const http_id_plan_t *plan)
 	p->outstanding++;
 	p->jobs++;
 	pthread_mutex_lock(&p->mu);
-	if (p->tail)
-		p->tail->next = j;
+	render_job_t **qh = j->costly ? &p->chead : &p->head;
+	render_job_t **qt = j->costly ? &p->ctail : &p->tail;
+	if (*qt)
+		(*qt)->next = j;
 	else
-		p->head = j;
-	p->tail = j;
-	pthread_cond_signal(&p->cv);
+		*qh = j;
+	*qt = j;
+	pthread_cond_signal(j->costly ? &p->ccv : &p->cv);
 	pthread_mutex_unlock(&p->mu);
 	return 0;
+}
+
+int http_pool_submit(http_ctx_t *c, const http_id_plan_t *plan)
+{
+	if (!has_room(c->h->pool) || !c->req)
+		return -1;
+	return submit(c, plan, NULL);
+}
+
+int http_pool_is_costly(render_route_t r)
+{
+	switch (r) {
+	case RENDER_ROUTE_SEARCH: case RENDER_ROUTE_SEARCH_API: case RENDER_ROUTE_CHANGES:
+	case RENDER_ROUTE_RECORDS: case RENDER_ROUTE_LIST: return 1;
+	default: return 0;
+	}
+}
+
+static int costly_refuse(http_ctx_t *c, const char *why)
+{
+	render_error(&c->v, 503, "%s; try again shortly", why);
+	c->v.r.retry_after = 1;
+	return 1;
+}
+
+int http_pool_submit_costly(http_ctx_t *c)
+{
+	http_pool_t *p = c->h->pool;
+	if (!p || p->refused || !c->req)
+		return -1;
+	char *addr = NULL;
+	ev_uint16_t port = 0;
+	struct evhttp_connection *evcon = evhttp_request_get_connection(c->req);
+	if (evcon)
+		evhttp_connection_get_peer(evcon, &addr, &port);
+	const char *peer = addr ? addr : "";
+	if (p->costly >= p->max_costly || p->outstanding >= p->max_outstanding) {
+		p->full++;
+		return costly_refuse(c, "this mirror's readers are busy with costly requests");
+	}
+	size_t mine = 0;
+	for (const render_job_t *j = p->out; j; j = j->onext)
+		mine += j->costly && j->req && !strcmp(j->peer, peer);
+	if (mine >= HTTP_POOL_COSTLY_PER_ADDR) {
+		p->full++;
+		return costly_refuse(c, "too many costly requests from this address at once");
+	}
+	http_id_plan_t plan = {0};
+	return submit(c, &plan, peer) ? -1 : 0;
 }
 
 /* Answers a job's request 503 now, whatever its worker does with it. */
@@ -363,15 +451,18 @@ void http_pool_refuse(http_t *h)
 	p->refused = 1;
 	done_take(p); /* what is rendered goes out as rendered */
 	pthread_mutex_lock(&p->mu);
-	render_job_t *q = p->head;
+	render_job_t *q = p->head, *cq = p->chead;
 	p->head = p->tail = NULL;
+	p->chead = p->ctail = NULL;
 	pthread_mutex_unlock(&p->mu);
 	size_t n = 0;
-	for (render_job_t *j = q, *nx; j; j = nx) {
-		nx = j->next;
-		job_refuse(p, j);
-		job_finish(p, j); /* no worker has it */
-		n++;
+	for (int k = 0; k < 2; k++) {
+		for (render_job_t *j = k ? cq : q, *nx; j; j = nx) {
+			nx = j->next;
+			job_refuse(p, j);
+			job_finish(p, j); /* no worker has it */
+			n++;
+		}
 	}
 	for (render_job_t *j = p->out; j; j = j->onext) {
 		if (j->req) {
@@ -415,23 +506,27 @@ int http_pool_start(http_t *h, int nthreads, pith_err_t *err)
 	p->h = h;
 	pthread_mutex_init(&p->mu, NULL);
 	pthread_cond_init(&p->cv, NULL);
+	pthread_cond_init(&p->ccv, NULL);
 	p->delay_us = config_test_knob("PITH_TEST_RENDER_DELAY_MS", 60000) * 1000;
 	h->pool = p; /* from here on http_pool_stop undoes what was done */
 	p->max_outstanding = (size_t)nthreads * HTTP_POOL_JOBS_PER_THREAD;
+	p->max_costly = (size_t)nthreads * HTTP_POOL_COSTLY_PER_THREAD;
 	p->done_wake = loop_wake_new(h->base, done_cb, p);
 	if (!p->done_wake)
 		return pith_err_set(err, PITH_EIO, "http: render pool: a wake: %s", strerror(errno));
-	p->w = calloc((size_t)nthreads, sizeof(*p->w));
+	p->w = calloc((size_t)nthreads + 1, sizeof(*p->w));
 	if (!p->w)
 		return pith_err_set(err, PITH_ENOMEM, "out of memory");
 	p->nw = (size_t)nthreads;
-	for (size_t i = 0; i < p->nw; i++) {
+	p->nall = p->nw + 1;
+	for (size_t i = 0; i < p->nall; i++) {
 		pool_worker_t *w = &p->w[i];
 		w->pool = p;
+		w->costly = i == p->nw;
 		if (!(w->ctx = render_clone(h->rd)))
 			return pith_err_set(err, PITH_ENOMEM, "out of memory");
 	}
-	if (store_pool_start(&p->threads, p->nw, worker_main, p->w, sizeof(*p->w)) < p->nw)
+	if (store_pool_start(&p->threads, p->nall, worker_main, p->w, sizeof(*p->w)) < p->nall)
 		return pith_err_set(err, PITH_EIO, "http: render pool: cannot start its threads");
 	return 0;
 }
@@ -474,13 +569,18 @@ void http_pool_stop(http_t *h)
 	pthread_mutex_lock(&p->mu);
 	p->stop = 1;
 	pthread_cond_broadcast(&p->cv);
+	pthread_cond_broadcast(&p->ccv);
 	pthread_mutex_unlock(&p->mu);
 	store_pool_join(&p->threads);
-	for (size_t i = 0; i < p->nw; i++)
+	for (size_t i = 0; i < p->nall; i++)
 		render_free_(p->w[i].ctx);
 	/* every job is now waiting or done: neither will be sent (after
 	 * http_pool_refuse none has a request: all were answered) */
 	for (render_job_t *j = p->head, *nx; j; j = nx) {
+		nx = j->next;
+		job_drop(j);
+	}
+	for (render_job_t *j = p->chead, *nx; j; j = nx) {
 		nx = j->next;
 		job_drop(j);
 	}
@@ -495,6 +595,7 @@ void http_pool_stop(http_t *h)
 	loop_wake_free(p->done_wake);
 	pthread_mutex_destroy(&p->mu);
 	pthread_cond_destroy(&p->cv);
+	pthread_cond_destroy(&p->ccv);
 	free(p->w);
 	free(p);
 	h->pool = NULL;
