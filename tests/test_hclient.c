@@ -27,7 +27,7 @@
 #include "test_util.h"
 
 static struct event_base *base;
-static struct evhttp *srv;
+static struct evhttp *srv, *away; /* the origin, and another port */
 static int srv_port;
 static char origin[64];
 static int away_port;         /* a second server, another origin */
@@ -140,7 +140,7 @@ static int server_start(void)
 	srv_port = ntohs(sa.sin_port);
 	snprintf(origin, sizeof(origin), "http://127.0.0.1:%d", srv_port);
 	evhttp_set_gencb(srv, on_request, NULL);
-	struct evhttp *away = evhttp_new(base);
+	away = evhttp_new(base);
 	s = evhttp_bind_socket_with_handle(away, "127.0.0.1", 0);
 	if (!s)
 		return -1;
@@ -678,6 +678,7 @@ int main(int argc, char **argv)
 	else
 		printf("# HTTPS case skipped (no --standin/--python, or it did not start)\n");
 	standin_stop();
+	evhttp_free(away);
 	evhttp_free(srv);
 	event_free(t);
 	event_base_free(base);
