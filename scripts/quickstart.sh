@@ -36,6 +36,9 @@ fi
 # how to stop it: as it was started (the README's command runs under sudo)
 # (and the nodes' control sockets are then root's)
 stop_cmd="bash scripts/quickstart.sh stop"
+# a mesh in a directory of its own is stopped with the same directory
+[ -z "${PITH_QUICKSTART_DIR:-}" ] ||
+  stop_cmd="PITH_QUICKSTART_DIR=$(printf %q "$PITH_QUICKSTART_DIR") $stop_cmd"
 as=
 [ -z "${SUDO_USER:-}" ] || as="sudo "
 stop_cmd="$as$stop_cmd"

@@ -14,7 +14,7 @@ ports and in a temporary mesh directory. Then asserts what the person sees:
   records as printed; `records` lists it);
 - the sample record's page answers 200 with HTML holding the record's title
   on every node;
-- `bash scripts/quickstart.sh stop` stops the mesh, and no pithd it started
+- the "Stop it with:" line it prints, pasted as it is, stops the mesh, and no pithd it started
   is left running;
 - a mesh whose last node cannot get the record (put on another network by
   a wrapper): exit 1 and one line naming the node and what it holds.
@@ -178,8 +178,13 @@ def main():
             check(html.escape(title) in body, "node-%d: the page shows the title %r" % (i, title))
         pidfiles = [os.path.join(mesh, "node-%d" % i, "pithd.pid") for i in range(NODES)]
         pids = [int(open(p).read()) for p in pidfiles]
-        r = subprocess.run(script + ["stop"], cwd=src, env=env, capture_output=True, text=True,
-                           timeout=120)
+        # the line it printed, run as a person pastes it: without the
+        # variables the mesh was started with (its directory among them)
+        m = re.search(r"^Stop it with: (.+)$", r.stdout, re.M)
+        check(m is not None, "it says how to stop the mesh")
+        bare = {k: v for k, v in env.items() if not k.startswith("PITH_QUICKSTART_")}
+        r = subprocess.run(["bash", "-c", m.group(1)], cwd=src, env=bare, capture_output=True,
+                           text=True, timeout=120)
         for line in (r.stdout + r.stderr).splitlines():
             print("#   stop: " + line)
         check(r.returncode == 0, "`quickstart.sh stop` exits 0")
