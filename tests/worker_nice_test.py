@@ -74,6 +74,11 @@ def main():
     ap.add_argument("--gen-events", required=True)
     ap.add_argument("--keep", action="store_true")
     args = ap.parse_args()
+    if os.nice(0) != 0:
+        # the values asserted are relative to a start at nice 0
+        print("skip: this test runs at nice %d; it needs nice 0 (run ctest without nice)"
+              % os.nice(0))
+        return 77
     root = tempfile.mkdtemp(prefix="worker_nice_test.")
     nodes = []
     ok = False
@@ -90,8 +95,6 @@ def main():
             check(n, loop_nice, worker_nice)
             assert n.stop() == 0
 
-        base_nice = os.nice(0)
-        assert base_nice == 0, "run this test at nice 0 (it is at %d)" % base_nice
         run("default", [], 0, 10)
         run("zero", ["--worker-nice", "0"], 0, 0)
         run("max", ["--worker-nice", "19"], 0, 19)
