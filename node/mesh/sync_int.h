@@ -160,6 +160,11 @@ struct sync {
 	uint64_t ids_needed, ids_offered, bytes_sent, bytes_recv;
 	uint64_t holds;          /* messages held back while a backlog was long */
 	uint64_t credit_holds;   /* answers held back over a peer's answer credit */
+	uint64_t upload_holds;   /* ...over the budget of all peers (sync_upload_bytes) */
+	uint64_t offer_holds;    /* bundle offers stopped over either */
+	uint64_t upload_sent;    /* bytes charged to peers' credit and the budget */
+	double upload;           /* the budget of all peers: bytes left (sync.c, "answer credit") */
+	int64_t upload_us;       /* when it was last refilled */
 	int starved;             /* a feed stopped at SYNC_PIPELINE_MAX */
 	/* progress of a catch-up */
 	int syncing;
@@ -196,6 +201,9 @@ void sync_session_start(peer_t *p, int kind);
 /* Builds the "surely not stored" filter again from the set, sized for
  * twice want ids. */
 void sync_have_rebuild(sync_t *sy, size_t want);
+/* A peer's answer credit at first and at most: one listing of our sets,
+ * the bundles' announcements, 1 MiB ("answer credit"). */
+double sync_credit_cap(const sync_t *sy);
 /* Answers control request serial (if any) with b, or with an error. */
 void sync_answer(sync_t *sy, uint64_t serial, const pith_buf_t *b);
 void sync_answer_fail(sync_t *sy, uint64_t serial, const char *what);
