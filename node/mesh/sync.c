@@ -304,13 +304,15 @@ static void credit_refill(sync_t *sy, sync_peer_t *sp, int64_t now)
 }
 
 /* Whether len more bytes to sp must wait: 0 no, 1 over its credit, 2
- * over the budget of all peers. */
+ * over the budget of all peers. A full bucket lets one message larger
+ * than the bucket through (a budget under max_msg_bytes still passes
+ * every answer, one per refill). */
 static int credit_short(sync_t *sy, sync_peer_t *sp, size_t len)
 {
 	credit_refill(sy, sp, node_now_us());
-	if (sp->credit < (double)len)
+	if (sp->credit < (double)len && sp->credit < sync_credit_cap(sy))
 		return 1;
-	return sy->upload < (double)len ? 2 : 0;
+	return sy->upload < (double)len && sy->upload < (double)sy->d.cfg->sync_upload_bytes ? 2 : 0;
 }
 
 /* Bytes sp may still be sent (credit_refill first). */
