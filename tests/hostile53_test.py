@@ -38,6 +38,9 @@ Cases (the issue's attack numbers):
                   restarts "list everything" for events and bundles in a
                   loop; the bytes queued to it (goal: one listing of the
                   node's sets plus 1 MiB, then <= 4 x its own bytes)
+  recon_reconnect (the issue's "also"): one address reconnects 16 times,
+                  asking "list everything" each time (goal: one credit plus
+                  4 x its bytes in all, not a credit a connection)
   recon_total     (the issue's "also"): 8 peers ask for listings with
                   --sync-upload-bytes 256 KiB; what they get together (goal:
                   <= the budget), none banned
@@ -825,6 +828,30 @@ def case_recon_load(args, root, nodes):
             "<= %d (the credit + 4 x its bytes)" % allowed, a.got <= allowed)
 
 
+def case_recon_reconnect(args, root, nodes):
+    """One address connects 16 times in turn, each connection asking "list
+    everything" for events and bundles for 0.5 s: what it gets in all is
+    one credit plus 4 x its bytes, not a fresh credit a connection."""
+    n, events, bundles = recon_target(args, root, nodes)
+    cap = credit_cap(events, bundles)
+    got = sent = 0
+    t0 = time.time()
+    for _ in range(16):
+        a = ReconAsker(n.port, "127.0.0.45", 0.5)
+        a.start()
+        a.finish()
+        time.sleep(0.3)
+        a.close()
+        got, sent = got + a.got, sent + a.sent
+    secs = time.time() - t0
+    allowed = cap * (1 + secs / 600.0) + 4 * sent + 16 * 4096
+    log("%d events, %d bundles (credit %d bytes): 16 connections in turn sent %d bytes and were "
+        "queued %d bytes (%.1f credits)" % (events, bundles, cap, sent, got, got / cap))
+    assert n.alive(), "the node died"
+    verdict("recon_reconnect", "%d bytes to 16 connections from one address" % got,
+            "<= %d (one credit + 4 x its bytes)" % allowed, got <= allowed)
+
+
 def case_recon_total(args, root, nodes):
     """8 peers each restart "list everything" (events) for 4 s, from a node
     whose budget of reconciliation answers to all peers is 256 KiB per
@@ -874,6 +901,7 @@ CASES = {
     "amplify": case_amplify,
     "recon_load": case_recon_load,
     "recon_total": case_recon_total,
+    "recon_reconnect": case_recon_reconnect,
 }
 
 

@@ -303,6 +303,47 @@ static void credit_refill(sync_t *sy, sync_peer_t *sp, int64_t now)
 	bucket_refill(sy, &sy->upload, &sy->upload_us, (double)sy->d.cfg->sync_upload_bytes, now);
 }
 
+/* The memory of p's address, or NULL. */
+static sync_credit_mem_t *credit_mem_find(sync_t *sy, const uint8_t ip[16], uint8_t len)
+{
+	for (size_t i = 0; i < SYNC_CREDIT_MEM; i++)
+		if (sy->cmem[i].len == len && !memcmp(sy->cmem[i].ip, ip, len))
+			return &sy->cmem[i];
+	return NULL;
+}
+
+/* A new connection from an address whose last one spent credit starts
+ * with what was left, refilled since (credit_refill). */
+static void credit_recall(sync_t *sy, peer_t *p)
+{
+	uint8_t ip[16], len;
+	sync_credit_mem_t *m;
+	if (!peer_ip(p, ip, &len) && (m = credit_mem_find(sy, ip, len))) {
+		p->sync->credit = m->credit;
+		p->sync->credit_us = m->us;
+	}
+}
+
+/* Remembers what p's connection left of its credit, if it spent any. */
+static void credit_remember(sync_t *sy, peer_t *p)
+{
+	sync_peer_t *sp = p->sync;
+	uint8_t ip[16], len;
+	if (!sp->credit_us || peer_ip(p, ip, &len))
+		return;
+	credit_refill(sy, sp, node_now_us());
+	sync_credit_mem_t *m = credit_mem_find(sy, ip, len);
+	if (!m) {
+		if (sp->credit >= sync_credit_cap(sy))
+			return; /* full: a new connection starts so anyway */
+		m = &sy->cmem[sy->cmem_next++ % SYNC_CREDIT_MEM];
+		memcpy(m->ip, ip, len);
+		m->len = len;
+	}
+	m->credit = sp->credit;
+	m->us = sp->credit_us;
+}
+
 /* Whether len more bytes to sp must wait: 0 no, 1 over its credit, 2
  * over the budget of all peers. A full bucket lets one message larger
  * than the bucket through (a budget under max_msg_bytes still passes
@@ -615,6 +656,7 @@ int sync_peer_ready(sync_t *sy, peer_t *p)
 	}
 	p->sync = sp;
 	sp->sy = sy;
+	credit_recall(sy, p);
 	sp->next_own = p->outbound ? 1 : 2;
 	sp->bundle_us = node_now_us();
 	sp->next_round_us = INT64_MAX;
@@ -636,6 +678,7 @@ void sync_peer_gone(sync_t *sy, peer_t *p)
 	if (!sp)
 		return;
 	session_end(p, "the connection closed", 0);
+	credit_remember(sy, p);
 	if (sp->ctl)
 		sync_answer_fail(sy, sp->ctl, "the connection closed");
 	if (sp->ctl_next)

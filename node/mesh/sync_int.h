@@ -117,6 +117,17 @@ struct sync_peer {
 	sync_result_t blast;     /* the last bundle session */
 };
 
+/* What a peer's address had left of its answer credit when its last
+ * connection ended (len 0: a free slot), so that reconnecting does not
+ * fill it again (sync.c, "answer credit"). */
+#define SYNC_CREDIT_MEM 1024
+typedef struct sync_credit_mem {
+	uint8_t ip[16];
+	uint8_t len;
+	double credit;
+	int64_t us;
+} sync_credit_mem_t;
+
 typedef struct pending_ctl {
 	uint64_t serial;
 	char addr[64];           /* ip:port the peer must have */
@@ -165,6 +176,8 @@ struct sync {
 	uint64_t upload_sent;    /* bytes charged to peers' credit and the budget */
 	double upload;           /* the budget of all peers: bytes left (sync.c, "answer credit") */
 	int64_t upload_us;       /* when it was last refilled */
+	sync_credit_mem_t cmem[SYNC_CREDIT_MEM]; /* by address, the oldest overwritten */
+	size_t cmem_next;
 	int starved;             /* a feed stopped at SYNC_PIPELINE_MAX */
 	/* progress of a catch-up */
 	int syncing;
