@@ -313,12 +313,14 @@ static sync_credit_mem_t *credit_mem_find(sync_t *sy, const uint8_t ip[16], uint
 }
 
 /* A new connection from an address whose last one spent credit starts
- * with what was left, refilled since (credit_refill). */
+ * with what was left, refilled since (credit_refill). Not the host's own
+ * loopback address, as for the inbound limits (addrbook_inbound.c). */
 static void credit_recall(sync_t *sy, peer_t *p)
 {
 	uint8_t ip[16], len;
 	sync_credit_mem_t *m;
-	if (!peer_ip(p, ip, &len) && (m = credit_mem_find(sy, ip, len))) {
+	if (!peer_ip(p, ip, &len) && !addrbook_ip_is_host_loopback(ip, len) &&
+	    (m = credit_mem_find(sy, ip, len))) {
 		p->sync->credit = m->credit;
 		p->sync->credit_us = m->us;
 	}
@@ -329,8 +331,8 @@ static void credit_remember(sync_t *sy, peer_t *p)
 {
 	sync_peer_t *sp = p->sync;
 	uint8_t ip[16], len;
-	if (!sp->credit_us || peer_ip(p, ip, &len))
-		return;
+	if (!sp->credit_us || peer_ip(p, ip, &len) || addrbook_ip_is_host_loopback(ip, len))
+		return; /* the host's loopback may be many peers (a proxy): each its own */
 	credit_refill(sy, sp, node_now_us());
 	sync_credit_mem_t *m = credit_mem_find(sy, ip, len);
 	if (!m) {
