@@ -34,6 +34,16 @@ Cases (the issue's attack numbers):
                   resume within 10 s (needs root for a tmpfs; skipped else)
   amplify         11: 5,000 one-event records: site bytes per record
                   (goal: < 8 KiB)
+  recon_load      (the issue's "also"): with a CPU hog running, one peer
+                  restarts "list everything" for events and bundles in a
+                  loop; the bytes queued to it (goal: one listing of the
+                  node's sets plus 1 MiB, then <= 4 x its own bytes)
+  recon_reconnect (the issue's "also"): one address reconnects 16 times,
+                  asking "list everything" each time (goal: one credit plus
+                  4 x its bytes in all, not a credit a connection)
+  recon_total     (the issue's "also"): 8 peers ask for listings with
+                  --sync-upload-bytes 256 KiB; what they get together (goal:
+                  <= the budget), none banned
 
 Exit 77: skipped (ctest SKIP_RETURN_CODE). A case that today's code fails
 prints its measured figure and fails; tests/CMakeLists.txt labels those
@@ -52,7 +62,8 @@ import urllib.request
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from pithtest import Node, free_port, make_events, run_test, wait_for  # noqa: E402
+from pithtest import (Node, RawPeer, free_port, make_events, mp_unpack, msg,  # noqa: E402
+                      run_test, wait_for)
 from adversarial_relay_test import rss_mib  # noqa: E402,F401
 from follow_test import http_get  # noqa: E402,F401
 from pull_test import Standin  # noqa: E402
@@ -670,6 +681,211 @@ def case_amplify(args, root, nodes):
             "< 8 x the events' bytes", ratio < 8)
 
 
+# ---- reconciliation's answers under load and across peers (the issue's "also") -------------
+
+RECON_NET = "pith-h53recon"
+FEAT_SYNC_ALL = 7  # WIRE_FEAT_SYNC | WIRE_FEAT_BUNDLE_SYNC | WIRE_FEAT_BUNDLE_BULK
+# a session's first message "I have nothing, list everything": one range to
+# +infinity, a LIST of nothing (docs/sync.md, "Limits")
+LIST_ALL = b"\x01\x01" + b"\x00" * 16 + b"\x00\x02\x00"
+RECON_TYPES = (12, 32, 33)  # BUNDLE_ANNOUNCE, RECON, RECON_BUNDLES
+
+
+def recon_target(args, root, nodes, extra=(), bundles=True):
+    """A node holding 600 records of 4 events (and their 600 bundles):
+    (node, events, bundles)."""
+    src = os.path.join(root, "recon.jsonl")
+    key = os.path.join(root, "recon-key.json")
+    subprocess.run([args.gen_events, "--records", "600", "--per-record", "4", "--key-out", key,
+                    src], check=True, capture_output=True)
+    n = Node(args.pithd, root, "target", network_id=RECON_NET,
+             extra=["--trust-key", key, "--network-id", RECON_NET] + list(extra))
+    nodes.append(n)
+    n.start()
+    with open(src, "rb") as f:
+        assert all(r.get("ok") for r in n.submit([l for l in f.read().splitlines() if l.strip()]))
+    if bundles:
+        out = os.path.join(root, "recon-bundles.jsonl")
+        subprocess.run([args.gen_bundles, src, out], check=True, capture_output=True)
+        with open(out, "rb") as f:
+            rs = n.submit([l for l in f.read().splitlines() if l.strip()], kind="bundle")
+        assert all(r.get("ok") for r in rs), rs[:3]
+    st = wait_for(lambda: (lambda s: s if s["sync"]["set"] == "loaded" else None)(n.status()), 30,
+                  what="the reconciliation sets to load")
+    return n, st["store"]["events"], st["sync"]["bundle_items"]
+
+
+class ReconAsker(threading.Thread):
+    """A peer that asks "list everything" (events, and bundles if asked)
+    in a loop of new sessions for secs seconds, 2 ms apart, while counting
+    the frame bytes of what the node sends it for reconciliation
+    (RECON, RECON_BUNDLES and BUNDLE_ANNOUNCE) as they come off the
+    socket."""
+
+    def __init__(self, port, source_ip, secs, bundles=True):
+        super().__init__(daemon=True)
+        self.peer = RawPeer(port, RECON_NET, source_ip, features=FEAT_SYNC_ALL)
+        self.peer.handshake()
+        self.secs, self.bundles = secs, bundles
+        self.sent = self.got = self.frames = 0
+        self.stop, self.closed = threading.Event(), False
+        self.peer.sock.settimeout(5)  # once: both threads share the socket
+        self.reader = threading.Thread(target=self.drain, daemon=True)
+        self.reader.start()
+
+    def drain(self):
+        buf = self.peer.buf
+        while not self.stop.is_set():
+            try:
+                chunk = self.peer.sock.recv(1 << 20)
+            except socket.timeout:
+                continue
+            except OSError:
+                chunk = b""
+            if not chunk:
+                self.closed = not self.stop.is_set()
+                return
+            buf += chunk
+            while len(buf) >= 4:
+                n = int.from_bytes(buf[:4], "big")
+                if len(buf) < 4 + n:
+                    break
+                if mp_unpack(buf[4:4 + n])[0] in RECON_TYPES:
+                    self.got += 4 + n
+                    self.frames += 1
+                buf = buf[4 + n:]
+
+    def run(self):
+        session, t0 = 1, time.time()
+        try:
+            while time.time() - t0 < self.secs:
+                for kind in ((32, 33) if self.bundles else (32,)):
+                    m = msg(kind, session, LIST_ALL, 0)
+                    self.peer.send(m)
+                    self.sent += len(m)
+                    session += 2
+                time.sleep(0.002)
+        except OSError:
+            self.closed = True
+
+    def finish(self):
+        """Waits for the loop's end (then the caller gives what the node
+        queued last a second to arrive)."""
+        self.join(self.secs + 10)
+
+    def close(self):
+        self.stop.set()
+        try:
+            self.peer.sock.shutdown(socket.SHUT_RDWR)  # wakes the reader
+        except OSError:
+            pass
+        self.reader.join(10)
+        self.peer.close()
+
+
+def credit_cap(events, bundles):
+    """A peer's answer credit at first (docs/sync.md, "Limits"): one
+    listing of the events, the bundles' listing and announcements, 1 MiB."""
+    return 32 * events + 120 * bundles + (1 << 20)
+
+
+def case_recon_load(args, root, nodes):
+    """One peer restarts "list everything" for events and bundles in a
+    loop for 8 s while two CPU hogs run: every byte queued to it for
+    reconciliation (answers and the bundle announcements they cause),
+    against one listing plus 1 MiB and 4 x what it sent (plus the
+    credit's refill over the run, one listing per 600 s)."""
+    n, events, bundles = recon_target(args, root, nodes)
+    hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(2)]
+    try:
+        time.sleep(0.5)
+        t0 = time.time()
+        a = ReconAsker(n.port, "127.0.0.40", 8)
+        a.start()
+        a.finish()
+        time.sleep(1)
+        a.close()
+        secs = time.time() - t0
+        load = open("/proc/loadavg").read().split()[0]
+    finally:
+        for h in hogs:
+            h.kill()
+            h.wait()
+    cap = credit_cap(events, bundles)
+    allowed = cap * (1 + secs / 600.0) + 4 * a.sent + 64 * 1024
+    sy = n.status()["sync"]
+    beyond = max(0, a.got - cap) / max(1, a.sent)
+    log("%d events, %d bundles (credit %d bytes); load average %s with 2 hogs: the peer sent "
+        "%d bytes, the node queued it %d bytes for reconciliation in %d frames (%.0f x its "
+        "bytes; beyond the credit %.2f x); held %d answers, stopped offers %d times"
+        % (events, bundles, cap, load, a.sent, a.got, a.frames, a.got / max(1, a.sent), beyond,
+           sy["credit_holds"], sy.get("offer_holds", -1)))
+    assert n.alive(), "the node died"
+    assert a.got >= 32 * events, "not even one listing answered: %d bytes" % a.got
+    assert not a.closed, "the asking peer was dropped (deferred answers are no ban)"
+    verdict("recon_load", "%d bytes queued to the asker, %.2f x its %d bytes beyond the credit "
+            "of %d (load average %s)" % (a.got, beyond, a.sent, cap, load),
+            "<= %d (the credit + 4 x its bytes)" % allowed, a.got <= allowed)
+
+
+def case_recon_reconnect(args, root, nodes):
+    """One address connects 16 times in turn, each connection asking "list
+    everything" for events and bundles for 0.5 s: what it gets in all is
+    one credit plus 4 x its bytes, not a fresh credit a connection."""
+    n, events, bundles = recon_target(args, root, nodes)
+    cap = credit_cap(events, bundles)
+    got = sent = 0
+    t0 = time.time()
+    for _ in range(16):
+        a = ReconAsker(n.port, "127.0.0.45", 0.5)
+        a.start()
+        a.finish()
+        time.sleep(0.3)
+        a.close()
+        got, sent = got + a.got, sent + a.sent
+    secs = time.time() - t0
+    allowed = cap * (1 + secs / 600.0) + 4 * sent + 16 * 4096
+    log("%d events, %d bundles (credit %d bytes): 16 connections in turn sent %d bytes and were "
+        "queued %d bytes (%.1f credits)" % (events, bundles, cap, sent, got, got / cap))
+    assert n.alive(), "the node died"
+    verdict("recon_reconnect", "%d bytes to 16 connections from one address" % got,
+            "<= %d (one credit + 4 x its bytes)" % allowed, got <= allowed)
+
+
+def case_recon_total(args, root, nodes):
+    """8 peers each restart "list everything" (events) for 4 s, from a node
+    whose budget of reconciliation answers to all peers is 256 KiB per
+    interval (each peer's own credit alone would allow 1.1 MB): what they
+    get together is at most the budget, and none is dropped or banned."""
+    budget = 256 * 1024
+    n, events, _ = recon_target(args, root, nodes, ["--sync-upload-bytes", str(budget)],
+                                bundles=False)
+    askers = [ReconAsker(n.port, "127.0.0.%d" % (50 + i), 4, bundles=False) for i in range(8)]
+    t0 = time.time()
+    for a in askers:
+        a.start()
+    for a in askers:
+        a.finish()
+    time.sleep(1)
+    for a in askers:
+        a.close()
+    secs = time.time() - t0
+    total = sum(a.got for a in askers)
+    allowed = budget * (1 + secs / 600.0) + 8 * 1024
+    st = n.status()
+    sy = st["sync"]
+    log("%d events (a listing %d bytes); 8 peers sent %d bytes, got %s bytes (%d in all); "
+        "answers held over the budget %d times, over a peer's credit %d; bans %d"
+        % (events, 32 * events, sum(a.sent for a in askers), [a.got for a in askers], total,
+           sy.get("upload_holds", -1), sy["credit_holds"], st["stats"]["bans"]))
+    assert n.alive(), "the node died"
+    assert total >= budget - 2 * 32 * events - 8 * 1024, "the budget was not used: %d" % total
+    assert not any(a.closed for a in askers), "a peer was dropped (deferred answers are no ban)"
+    assert st["stats"]["bans"] == 0, st["stats"]
+    verdict("recon_total", "8 peers got %d bytes together in %.1f s" % (total, secs),
+            "<= %d (the budget, 256 KiB an interval)" % allowed, total <= allowed)
+
+
 CASES = {
     "control_line": case_control_line,
     "unread_pages": case_unread_pages,
@@ -683,6 +899,9 @@ CASES = {
     "ssrf": case_ssrf,
     "diskfull_wal": case_diskfull_wal,
     "amplify": case_amplify,
+    "recon_load": case_recon_load,
+    "recon_total": case_recon_total,
+    "recon_reconnect": case_recon_reconnect,
 }
 
 

@@ -3,7 +3,8 @@
  * one side sent the other: sessions find exactly what each side lacks,
  * the fetches that follow bring both stores to the same events; a peer
  * without the feature falls back to the INV listing, and its RECON is a
- * protocol violation; a session nobody answers ends at sync_timeout_ms. */
+ * protocol violation; a session nobody answers ends at sync_timeout_ms;
+ * peers together get at most sync_upload_bytes of answers. */
 #include <sodium.h>
 #include <stdlib.h>
 #include <string.h>
@@ -317,6 +318,60 @@ TEST(session_timeout, "a session the peer does not answer within sync_timeout_ms
 	tnode_stop(&a);
 }
 
+static void small_upload(node_config_t *c)
+{
+	c->sync_upload_bytes = 65536;
+}
+
+TEST(upload_budget, "peers asking \"list everything\" again and again get at most sync_upload_bytes together, deferred, not banned")
+{
+	/* one range to +infinity, a LIST of nothing (docs/sync.md, "Limits") */
+	static const uint8_t all[] = {1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 0};
+	tnode_t a;
+	peer_t *ps[8];
+	uint64_t before[8];
+	pith_buf_t s = PITH_BUF_INIT;
+	CHECK_INT_EQ(tnode_init(&a, "test_sync", tnode_trust(), small_upload), 0);
+	for (size_t i = 0; i < evs.n; i++)
+		if (a_holds(i))
+			CHECK_INT_EQ(tnode_put(&a, evs.json[i].data, evs.json[i].len), 0);
+	CHECK_INT_EQ(tnode_start(&a), 0);
+	for (size_t k = 0; k < 8; k++) {
+		char addr[32];
+		snprintf(addr, sizeof(addr), "10.0.%zu.2:40001", k + 1);
+		ps[k] = fake_peer_new(a.net, 0, addr, NULL, WIRE_FEAT_SYNC);
+		CHECK(ps[k] && ps[k]->state == PEER_READY);
+		before[k] = ps[k]->bytes_out;
+	}
+	/* 8 peers x 10 sessions of one listing (80 ids, 2,560 bytes) each:
+	 * 205 KB asked, each peer's own credit (over 1 MiB) allowing it all */
+	for (uint64_t round = 0; round < 10; round++)
+		for (size_t k = 0; k < 8; k++) {
+			wire_msg_t m = {.type = WIRE_RECON};
+			m.u.recon.session = 2 * round + 1; /* the dialler's are odd */
+			m.u.recon.data = all;
+			m.u.recon.len = sizeof(all);
+			CHECK_INT_EQ(fake_deliver(ps[k], &m), 0);
+		}
+	sync_tick(a.sync, node_now_us());
+	uint64_t total = 0;
+	for (size_t k = 0; k < 8; k++) {
+		total += ps[k]->bytes_out - before[k];
+		CHECK_INT_EQ(ps[k]->score, 0);
+		CHECK_INT_EQ(ps[k]->state, PEER_READY);
+	}
+	/* at most the budget (and its refill over the test: 65536 / 600 s a
+	 * second), and most of it used */
+	CHECK(total <= 65536 + 1024);
+	CHECK(total >= 65536 - 2 * 2600);
+	CHECK_INT_EQ(fake_bans(a.net), 0);
+	status_of(&a, &s);
+	CHECK_STR_CONTAINS((const char *)s.data, "\"upload_budget\":65536");
+	CHECK(!strstr((const char *)s.data, "\"upload_holds\":0,"));
+	pith_buf_release(&s);
+	tnode_stop(&a);
+}
+
 int main(void)
 {
 	tnode_global_init();
@@ -326,6 +381,7 @@ int main(void)
 	RUN(fallback_without_sync);
 	RUN(recon_without_feature);
 	RUN(session_timeout);
+	RUN(upload_budget);
 	tevents_free(&evs);
 	tnode_global_free();
 	return test_done();

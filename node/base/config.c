@@ -84,6 +84,7 @@ static const key_t_ keys[] = {
 	{"reconnect_max_ms", K_INT, O(reconnect_max_ms), 10, 86400000, "60000", "longest reconnect delay"},
 	{"addrbook_max", K_INT, O(addrbook_max), 16, 1000000, "10240", "learnt addresses remembered (the tables hold 10240 at most)"},
 	{"sync_interval_ms", K_INT, O(sync_interval_ms), 0, INT64_C(604800000), "600000", "reconcile with each dialled peer this often, jittered (0: only on connecting)"},
+	{"sync_upload_bytes", K_INT, O(sync_upload_bytes), 65536, INT64_C(1) << 44, "1073741824", "bytes of reconciliation answers and bundle offers sent to all peers together per sync interval (600 s if sync_interval_ms is 0); past it answers wait"},
 	{"sync_timeout_ms", K_INT, O(sync_timeout_ms), 1000, 86400000, "300000", "a peer must answer a reconciliation message within"},
 	{"sync_bulk_min", K_INT, O(sync_bulk_min), 0, INT64_C(1) << 40, "100000", "a catch-up from a peer holding at least this many events more than the node puts the store in bulk mode until caught up, and the search index waits for it to end (0: never)"},
 	{"sync_bulk_unlogged", K_INT, O(sync_bulk_unlogged), 0, 1, "1", "a catch-up in bulk mode commits without the write-ahead log: a crash loses what came after the store's last flush, which the next catch-up fetches again; clients' writes and the follower's still outlive a crash, and the store is flushed when the catch-up ends (0: always through the log)"},

@@ -87,6 +87,7 @@ typedef struct node_config {
 	int64_t reconnect_max_ms;
 	int64_t addrbook_max;
 	int64_t sync_interval_ms;     /* reconcile with each dialled peer this often (0: on connect only) */
+	int64_t sync_upload_bytes;    /* reconciliation answers to all peers per interval (sync.c) */
 	int64_t sync_timeout_ms;      /* a peer must answer a reconciliation message within */
 	int64_t sync_bulk_min;        /* a catch-up this many events behind: bulk mode (0: never) */
 	int64_t sync_bulk_unlogged;   /* bulk mode commits without the log (0/1) */

@@ -84,6 +84,12 @@ static void print_status(const json_value_t *s)
 		       "peers lacked\n",
 		       cli_json_int(sy, "bundle_items"), cli_json_int(sy, "bundle_sessions"),
 		       cli_json_int(sy, "bundle_offers_sent"), cli_json_int(sy, "bundles_offered"));
+	if (sy && (cli_json_int(sy, "upload_sent") || cli_json_int(sy, "credit_holds") ||
+		   cli_json_int(sy, "upload_holds")))
+		printf("sync       answers to peers' sessions: %lld bytes (budget %lld an interval); "
+		       "deferred %lld times over a peer's credit, %lld over the budget\n",
+		       cli_json_int(sy, "upload_sent"), cli_json_int(sy, "upload_budget"),
+		       cli_json_int(sy, "credit_holds"), cli_json_int(sy, "upload_holds"));
 	printf("ingest     %lld in flight; %lld validated, %lld invalid, %lld store errors\n",
 	       cli_json_int(ingest, "in_flight"), cli_json_int(ingest, "validated"),
 	       cli_json_int(ingest, "invalid"), cli_json_int(ingest, "store_errors"));

@@ -175,6 +175,10 @@ size_t addrbook_ban_count(const addrbook_t *ab);
 const ban_t *addrbook_ban_at(const addrbook_t *ab, size_t i);
 /* Appends the JSON list of the bans still running. */
 void addrbook_ban_list_json(const addrbook_t *ab, int64_t now, pith_buf_t *out);
+/* Whether ip is this machine's own default loopback address (127.0.0.1,
+ * ::1, or ::ffff:127.0.0.1): local processes, or a tunnel or proxy that
+ * forwards many peers, exempt from the per-address limits. */
+int addrbook_ip_is_host_loopback(const uint8_t *ip, uint8_t len);
 /* The IP address of "IP", "IP:PORT" or "[IPv6]:PORT" (numeric only).
  * 0 or PITH_EINVAL. */
 int addrbook_parse_ip(const char *text, uint8_t ip[16], uint8_t *len);

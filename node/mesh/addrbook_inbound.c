@@ -39,8 +39,8 @@ typedef struct ecand {
 
 /* This machine's own default loopback address: local processes (a local
  * mesh, a tunnel or proxy that forwards peers) are limited by inbound_max
- * alone. */
-static int ip_is_host_loopback(const uint8_t *ip, uint8_t len)
+ * alone (and their answer credit is each connection's, sync.c). */
+int addrbook_ip_is_host_loopback(const uint8_t *ip, uint8_t len)
 {
 	static const uint8_t v6lo[16] = {[15] = 1};
 	static const uint8_t v4m[16] = {[10] = 0xff, [11] = 0xff, [12] = 127, [15] = 1};
@@ -122,7 +122,7 @@ peer_t *addrbook_inbound_victim(addrbook_t *ab, int64_t now)
 		c[n].group = addrbook_group_of_sa((const struct sockaddr *)&p->sa);
 		/* this machine's processes are no group that took many slots:
 		 * each counts as a group of its own */
-		c[n].local = !peer_ip(p, ip, &il) && ip_is_host_loopback(ip, il);
+		c[n].local = !peer_ip(p, ip, &il) && addrbook_ip_is_host_loopback(ip, il);
 		if (c[n].local)
 			c[n].group = (UINT64_C(0xff) << 32) | p->serial;
 		c[n].group_key = addrbook_hash(ab, 'E', c[n].group, 0, 0);
@@ -197,7 +197,7 @@ int addrbook_inbound_admit(addrbook_t *ab, const struct sockaddr *sa, int64_t no
 	if (addr_ip(sa, ip, &il, &port))
 		return INBOUND_FULL;
 	uint64_t g = addrbook_group_of(ip, il);
-	int exempt = ip_is_host_loopback(ip, il);
+	int exempt = addrbook_ip_is_host_loopback(ip, il);
 	size_t total = 0, same_ip = 0, same_group = 0;
 	for (peer_t *p = net_peers(ab->net); p; p = p->next) {
 		uint8_t pip[16], pl;

@@ -250,49 +250,148 @@ static int must_hold(const peer_t *p)
 }
 
 /* ---- answer credit ---------------------------------------------------------------------
- * What a peer can make this node send by asking: each answer to a session
- * the peer started costs its length in the peer's credit. The credit
- * starts at one full listing of our sets (what an honest empty node needs
- * once) plus 1 MiB, refills at one such listing per sync interval, and
- * earns 4 bytes per byte of the peer's own messages; an answer over the
- * credit is held until it refills. A peer that restarts "list everything"
- * in a loop gets one listing, then at most four times what it sends
- * (docs/sync.md, "Limits"). */
+ * What a peer can make this node send by asking, counted in the bytes
+ * actually queued to its connection (the frames, as peer_send wrote them,
+ * whatever the load: nothing is estimated from time or from a session's
+ * own count): each answer to a session the peer started, and every
+ * BUNDLE_ANNOUNCE of bundles a session found it lacks, costs its frame
+ * bytes in the peer's credit. The credit starts at one full listing of
+ * our sets, with the bundles' announcements (what an honest empty node
+ * needs once), plus 1 MiB, refills at one such listing per sync interval,
+ * and earns 4 bytes per byte of the peer's own RECON messages. The same
+ * bytes come out of one budget for all peers together, sync_upload_bytes
+ * per interval (sync_t.upload). An answer over either is held (deferred,
+ * never a ban) until they refill; a bundle offer waits likewise. A peer
+ * that restarts "list everything" in a loop gets one listing, then at
+ * most four times what it sends; N such peers together get at most the
+ * budget (docs/sync.md, "Limits"). */
 
-static double credit_cap(const sync_t *sy)
+#define SYNC_CREDIT_OFFER 88.0      /* a BUNDLE_ANNOUNCE ref on the wire, bytes, about */
+#define SYNC_CREDIT_FRAME 48        /* a RECON frame's bytes besides its data, at most */
+
+static int64_t credit_interval_us(const sync_t *sy)
 {
-	return 32.0 * (double)(recon_set_count(sy->set) +
-			       (sy->bset ? recon_set_count(sy->bset) : 0)) + (double)(1u << 20);
+	int64_t ms = sy->d.cfg->sync_interval_ms ? sy->d.cfg->sync_interval_ms : 600000;
+	return ms * 1000;
 }
 
+double sync_credit_cap(const sync_t *sy)
+{
+	return 32.0 * (double)recon_set_count(sy->set) +
+	       (32.0 + SYNC_CREDIT_OFFER) * (double)(sy->bset ? recon_set_count(sy->bset) : 0) +
+	       (double)(1u << 20);
+}
+
+/* A bucket of cap bytes refilled at cap per interval, to now (a bucket
+ * never filled, *us 0, starts full). */
+static void bucket_refill(const sync_t *sy, double *v, int64_t *us, double cap, int64_t now)
+{
+	if (!*us) {
+		*v = cap;
+	} else if (*v < cap && now > *us) {
+		*v += cap * (double)(now - *us) / (double)credit_interval_us(sy);
+		if (*v > cap)
+			*v = cap;
+	}
+	*us = now;
+}
+
+/* sp's credit and the budget of all peers, refilled to now. */
 static void credit_refill(sync_t *sy, sync_peer_t *sp, int64_t now)
 {
-	double cap = credit_cap(sy);
-	int64_t interval_ms = sy->d.cfg->sync_interval_ms ? sy->d.cfg->sync_interval_ms : 600000;
-	if (!sp->credit_us) {
-		sp->credit = cap;
-	} else if (sp->credit < cap) {
-		sp->credit += cap * (double)(now - sp->credit_us) / ((double)interval_ms * 1000.0);
-		if (sp->credit > cap)
-			sp->credit = cap;
-	}
-	sp->credit_us = now;
+	bucket_refill(sy, &sp->credit, &sp->credit_us, sync_credit_cap(sy), now);
+	bucket_refill(sy, &sy->upload, &sy->upload_us, (double)sy->d.cfg->sync_upload_bytes, now);
 }
 
-/* Whether an answer of len bytes must wait for credit. Our own sessions
- * (we started them) are not charged. */
+/* The memory of p's address, or NULL. */
+static sync_credit_mem_t *credit_mem_find(sync_t *sy, const uint8_t ip[16], uint8_t len)
+{
+	for (size_t i = 0; i < SYNC_CREDIT_MEM; i++)
+		if (sy->cmem[i].len == len && !memcmp(sy->cmem[i].ip, ip, len))
+			return &sy->cmem[i];
+	return NULL;
+}
+
+/* A new connection from an address whose last one spent credit starts
+ * with what was left, refilled since (credit_refill). Not the host's own
+ * loopback address, as for the inbound limits (addrbook_inbound.c). */
+static void credit_recall(sync_t *sy, peer_t *p)
+{
+	uint8_t ip[16], len;
+	sync_credit_mem_t *m;
+	if (!peer_ip(p, ip, &len) && !addrbook_ip_is_host_loopback(ip, len) &&
+	    (m = credit_mem_find(sy, ip, len))) {
+		p->sync->credit = m->credit;
+		p->sync->credit_us = m->us;
+	}
+}
+
+/* Remembers what p's connection left of its credit, if it spent any. */
+static void credit_remember(sync_t *sy, peer_t *p)
+{
+	sync_peer_t *sp = p->sync;
+	uint8_t ip[16], len;
+	if (!sp->credit_us || peer_ip(p, ip, &len) || addrbook_ip_is_host_loopback(ip, len))
+		return; /* the host's loopback may be many peers (a proxy): each its own */
+	credit_refill(sy, sp, node_now_us());
+	sync_credit_mem_t *m = credit_mem_find(sy, ip, len);
+	if (!m) {
+		if (sp->credit >= sync_credit_cap(sy))
+			return; /* full: a new connection starts so anyway */
+		m = &sy->cmem[sy->cmem_next++ % SYNC_CREDIT_MEM];
+		memcpy(m->ip, ip, len);
+		m->len = len;
+	}
+	m->credit = sp->credit;
+	m->us = sp->credit_us;
+}
+
+/* Whether len more bytes to sp must wait: 0 no, 1 over its credit, 2
+ * over the budget of all peers. A full bucket lets one message larger
+ * than the bucket through (a budget under max_msg_bytes still passes
+ * every answer, one per refill). */
+static int credit_short(sync_t *sy, sync_peer_t *sp, size_t len)
+{
+	credit_refill(sy, sp, node_now_us());
+	if (sp->credit < (double)len && sp->credit < sync_credit_cap(sy))
+		return 1;
+	return sy->upload < (double)len && sy->upload < (double)sy->d.cfg->sync_upload_bytes ? 2 : 0;
+}
+
+/* Bytes sp may still be sent (credit_refill first). */
+static double credit_room(const sync_t *sy, const sync_peer_t *sp)
+{
+	return sp->credit < sy->upload ? sp->credit : sy->upload;
+}
+
+/* Whether an answer of len data bytes must wait for credit. Our own
+ * sessions (we started them) are not charged. */
 static int over_credit(sync_t *sy, sync_peer_t *sp, size_t len)
 {
 	if (sp->initiator)
 		return 0;
-	credit_refill(sy, sp, node_now_us());
-	return sp->credit < (double)len;
+	return credit_short(sy, sp, len + SYNC_CREDIT_FRAME);
 }
 
-static void credit_spend(sync_peer_t *sp, size_t len)
+/* Charges what was queued to p since its count of bytes out was before. */
+static void credit_charge(peer_t *p, uint64_t before)
 {
-	if (!sp->initiator)
-		sp->credit -= (double)len;
+	sync_peer_t *sp = p->sync;
+	double spent = (double)(p->bytes_out - before);
+	sp->credit -= spent;
+	sp->sy->upload -= spent;
+	sp->sy->upload_sent += p->bytes_out - before;
+}
+
+/* Sends an answer of p's session, charged unless we started it. */
+static void send_answer(peer_t *p, const uint8_t *data, size_t len)
+{
+	sync_peer_t *sp = p->sync;
+	uint64_t before = p->bytes_out;
+	int charged = !sp->initiator;
+	send_recon(p, sp->kind, sp->session, data, len);
+	if (charged && p->sync)
+		credit_charge(p, before);
 }
 
 /* Sends p's held message once the session need not hold it any more. */
@@ -302,12 +401,11 @@ static void held_release(peer_t *p)
 	if (!sp->s || !sp->held.len || must_hold(p) || over_credit(sp->sy, sp, sp->held.len))
 		return;
 	sp->credit_held = 0;
-	credit_spend(sp, sp->held.len);
 	pith_buf_t held = sp->held;
 	sp->held = (pith_buf_t)PITH_BUF_INIT;
 	sp->waiting = 1;
 	sp->last_us = node_now_us();
-	send_recon(p, sp->kind, sp->session, held.data, held.len);
+	send_answer(p, held.data, held.len);
 	pith_buf_release(&held);
 	if (sp->s && recon_session_is_done(sp->s))
 		session_end(p, NULL, 0);
@@ -408,7 +506,10 @@ answer:
 	if (no_credit || must_hold(p)) {
 		if (no_credit) {
 			sp->credit_held = 1;
-			sy->credit_holds++;
+			if (no_credit == 2)
+				sy->upload_holds++;
+			else
+				sy->credit_holds++;
 		} else {
 			sy->holds++;
 		}
@@ -419,8 +520,7 @@ answer:
 		}
 	} else {
 		sp->waiting = 1;
-		credit_spend(sp, out.len);
-		send_recon(p, sp->kind, sp->session, out.data, out.len);
+		send_answer(p, out.data, out.len);
 		if (sp->s && recon_session_is_done(sp->s))
 			session_end(p, NULL, 0);
 	}
@@ -558,6 +658,7 @@ int sync_peer_ready(sync_t *sy, peer_t *p)
 	}
 	p->sync = sp;
 	sp->sy = sy;
+	credit_recall(sy, p);
 	sp->next_own = p->outbound ? 1 : 2;
 	sp->bundle_us = node_now_us();
 	sp->next_round_us = INT64_MAX;
@@ -579,6 +680,7 @@ void sync_peer_gone(sync_t *sy, peer_t *p)
 	if (!sp)
 		return;
 	session_end(p, "the connection closed", 0);
+	credit_remember(sy, p);
 	if (sp->ctl)
 		sync_answer_fail(sy, sp->ctl, "the connection closed");
 	if (sp->ctl_next)
@@ -695,9 +797,19 @@ static void bundles_offer(peer_t *p)
 	wire_msg_t m = {.type = WIRE_BUNDLE_ANNOUNCE};
 	size_t lookups = SYNC_OFFER_LOOKUPS; /* store reads per call, stale hashes included */
 	double per_ref = relay_bundle_cost(p, WIRE_BUNDLE_ANNOUNCE, 1) - 1.0;
+	uint64_t before = p->bytes_out;
+	if (sp->offers_head < sp->offers.len)
+		credit_refill(sy, sp, node_now_us());
+	/* each announcement costs its bytes in the peer's answer credit and
+	 * the budget of all peers, whoever started the session */
 	while (sp->offers_head < sp->offers.len &&
 	       sp->bundle_tokens >= per_ref + (m.u.bundles.n ? 0.0 : 1.0) &&
 	       p->state == PEER_READY && lookups--) {
+		if (credit_room(sy, sp) - (double)(p->bytes_out - before) <
+		    SYNC_CREDIT_OFFER * (double)(m.u.bundles.n + 1) + SYNC_CREDIT_FRAME) {
+			sy->offer_holds++;
+			break;
+		}
 		const uint8_t *sha = sp->offers.data + sp->offers_head;
 		wire_bundle_ref_t *r = &m.u.bundles.refs[m.u.bundles.n];
 		sp->offers_head += 32;
@@ -714,6 +826,7 @@ static void bundles_offer(peer_t *p)
 	}
 	if (m.u.bundles.n && p->state == PEER_READY)
 		peer_send(p, &m);
+	credit_charge(p, before);
 	if (p->state != PEER_READY)
 		return;
 	fifo_compact(&sp->offers, &sp->offers_head);

@@ -117,6 +117,17 @@ struct sync_peer {
 	sync_result_t blast;     /* the last bundle session */
 };
 
+/* What a peer's address had left of its answer credit when its last
+ * connection ended (len 0: a free slot), so that reconnecting does not
+ * fill it again (sync.c, "answer credit"). */
+#define SYNC_CREDIT_MEM 1024
+typedef struct sync_credit_mem {
+	uint8_t ip[16];
+	uint8_t len;
+	double credit;
+	int64_t us;
+} sync_credit_mem_t;
+
 typedef struct pending_ctl {
 	uint64_t serial;
 	char addr[64];           /* ip:port the peer must have */
@@ -160,6 +171,13 @@ struct sync {
 	uint64_t ids_needed, ids_offered, bytes_sent, bytes_recv;
 	uint64_t holds;          /* messages held back while a backlog was long */
 	uint64_t credit_holds;   /* answers held back over a peer's answer credit */
+	uint64_t upload_holds;   /* ...over the budget of all peers (sync_upload_bytes) */
+	uint64_t offer_holds;    /* bundle offers stopped over either */
+	uint64_t upload_sent;    /* bytes charged to peers' credit and the budget */
+	double upload;           /* the budget of all peers: bytes left (sync.c, "answer credit") */
+	int64_t upload_us;       /* when it was last refilled */
+	sync_credit_mem_t cmem[SYNC_CREDIT_MEM]; /* by address, the oldest overwritten */
+	size_t cmem_next;
 	int starved;             /* a feed stopped at SYNC_PIPELINE_MAX */
 	/* progress of a catch-up */
 	int syncing;
@@ -196,6 +214,9 @@ void sync_session_start(peer_t *p, int kind);
 /* Builds the "surely not stored" filter again from the set, sized for
  * twice want ids. */
 void sync_have_rebuild(sync_t *sy, size_t want);
+/* A peer's answer credit at first and at most: one listing of our sets,
+ * the bundles' announcements, 1 MiB ("answer credit"). */
+double sync_credit_cap(const sync_t *sy);
 /* Answers control request serial (if any) with b, or with an error. */
 void sync_answer(sync_t *sy, uint64_t serial, const pith_buf_t *b);
 void sync_answer_fail(sync_t *sy, uint64_t serial, const char *what);

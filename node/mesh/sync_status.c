@@ -45,7 +45,9 @@ void sync_status_json(sync_t *sy, pith_buf_t *b)
 			"\"remaining\":%llu,\"eta_s\":%.0f,\"sessions_active\":%zu,"
 			"\"sessions_started\":%llu,\"sessions_done\":%llu,\"sessions_failed\":%llu,"
 			"\"ids_needed\":%llu,\"ids_offered\":%llu,\"bytes_sent\":%llu,"
-			"\"bytes_received\":%llu,\"holds\":%llu,\"credit_holds\":%llu,\"bundles\":%s,\"bundle_items\":%zu,"
+			"\"bytes_received\":%llu,\"holds\":%llu,\"credit_holds\":%llu,"
+			"\"upload_holds\":%llu,\"offer_holds\":%llu,\"upload_sent\":%llu,"
+			"\"upload_budget\":%lld,\"credit_cap\":%.0f,\"bundles\":%s,\"bundle_items\":%zu,"
 			"\"bundle_sessions\":%llu,\"bundles_offered\":%llu,\"bundle_offers_sent\":%llu",
 			sy->enabled ? "true" : "false",
 			sy->set_state == SYNC_SET_READY ? "loaded"
@@ -61,7 +63,9 @@ void sync_status_json(sync_t *sy, pith_buf_t *b)
 			(unsigned long long)sy->failed, (unsigned long long)sy->ids_needed,
 			(unsigned long long)sy->ids_offered, (unsigned long long)sy->bytes_sent,
 			(unsigned long long)sy->bytes_recv, (unsigned long long)sy->holds,
-			(unsigned long long)sy->credit_holds,
+			(unsigned long long)sy->credit_holds, (unsigned long long)sy->upload_holds,
+			(unsigned long long)sy->offer_holds, (unsigned long long)sy->upload_sent,
+			(long long)sy->d.cfg->sync_upload_bytes, sync_credit_cap(sy),
 			sy->bundles ? "true" : "false", sy->bset ? recon_set_count(sy->bset) : 0,
 			(unsigned long long)sy->bundle_sessions, (unsigned long long)sy->bundles_offered,
 			(unsigned long long)sy->offers_sent);
