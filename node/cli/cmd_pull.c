@@ -443,7 +443,7 @@ static void on_manifest(void *arg, const hc_result_t *r)
 				mi = &man->mirrors[i];
 				break;
 			}
-		if (mi && mi->bundle_pattern[0] && !follow_origin_ok(p->base, mi->bundle_pattern))
+		if (mi && mi->bundle_pattern[0] && !follow_origin_ok(p->base, mi->bundle_pattern, NULL, 0))
 			fprintf(stderr, "pithctl pull: %s: bundle_pattern %s is not on %s's origin "
 				"(trying the registry's layout)\n", r->url, mi->bundle_pattern, p->base);
 		else if (mi)

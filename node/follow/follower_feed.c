@@ -173,10 +173,11 @@ static void item_done(fitem_t *it)
 		follower_feed_tick(fd->f);
 }
 
-/* Starts records of the page while under the follower's fetch bound. */
+/* Starts records of the page while under the upstream's share of the
+ * follower's fetch slots. */
 static void page_pump(feed_t *fd)
 {
-	while (fd->page && fd->started < fd->n && fd->running < fd->f->o.max_inflight) {
+	while (fd->page && fd->started < fd->n && fd->running < fd->f->share) {
 		fitem_t *it = &fd->items[fd->started++];
 		it->act = ACT_FEED_ITEM;
 		it->feed = fd;
