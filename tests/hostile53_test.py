@@ -320,9 +320,11 @@ def case_upstream_rest(args, root, nodes):
         n404 = sum(1 for v in got.values() if v == 404)
         log("10 other records read through while the upstream rests: %s" %
             sorted(got.values()))
-        verdict("upstream_rest", "%d of 10 other records answered 404 (the resting record %d)"
-                % (n404, st0), "none 404; the resting record 503 with Retry-After",
-                n404 == 0 and st0 == 503 and h0.get("Retry-After"))
+        ra = int(h0.get("Retry-After") or 0)
+        verdict("upstream_rest", "%d of 10 other records answered 404 (the resting record %d, "
+                "Retry-After %d)" % (n404, st0, ra),
+                "none 404; the resting record 503 with the upstream's Retry-After (30 s)",
+                n404 == 0 and st0 == 503 and 20 <= ra <= 30)
     finally:
         up.stop()
 

@@ -1062,3 +1062,14 @@ int follower_want(follower_t *f, const char *text, uint64_t token)
 	event_active(f->tick, 0, 0); /* started from the loop, never inside this call */
 	return 0;
 }
+
+int64_t follower_retry_after_s(follower_t *f)
+{
+	int64_t now = node_now_us(), best = -1;
+	for (size_t i = 0; i < f->nsrcs; i++) {
+		int64_t left = f->srcs[i].blocked_until_us - now;
+		if (left > 0 && (best < 0 || left < best))
+			best = left;
+	}
+	return best < 0 ? -1 : (best + 999999) / 1000000;
+}

@@ -117,6 +117,11 @@ int follower_follow(follower_t *u, const char *text, pith_err_t *err);
  * id, PITH_ETOOBIG when too many requests are waiting. */
 int follower_want(follower_t *u, const char *id, uint64_t token);
 
+/* When a read-through answered UP_RETRY may be asked again: the seconds
+ * until the first upstream resting now (by its Retry-After or backoff)
+ * is asked again, at least 1; -1 when none rests. */
+int64_t follower_retry_after_s(follower_t *u);
+
 /* How the change feeds are going, summed over the upstreams that have
  * one: what `pithctl replicate` shows and waits for. */
 typedef struct follower_progress {
