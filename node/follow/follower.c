@@ -239,8 +239,9 @@ static void rec_request_failed(follower_t *f, rec_t *r, const hc_result_t *res)
 	src_t *s = &f->srcs[r->src];
 	int cause = follower_classify(res);
 	if (res->curl_code)
-		follower_src_error(f, s, cause, res->url, "%s: %s", res->url,
-			  res->error && *res->error ? res->error : "transfer failed");
+		follower_src_error(f, s, cause, res->url, "%s: %s%s", res->url,
+			  res->error && *res->error ? res->error : "transfer failed",
+			  follower_origin_hint(res));
 	else
 		follower_src_error(f, s, cause, res->url, "%s answered HTTP %ld", res->url, res->status);
 	if (follower_cause_backs_off(cause))
@@ -248,6 +249,14 @@ static void rec_request_failed(follower_t *f, rec_t *r, const hc_result_t *res)
 	r->retry = 1; /* its trouble, not an answer about the record */
 	r->src++;
 	rec_next_src(f, r);
+}
+
+const char *follower_origin_hint(const hc_result_t *res)
+{
+	return res->error && strstr(res->error, "to another origin refused") &&
+			       !(!strncmp(res->url, "https:", 6) && strstr(res->error, "refused: http:"))
+		       ? " (if that host serves this upstream's files, list its origin with upstream_origin)"
+		       : "";
 }
 
 /* ---- fetch slots per upstream (issue 53, attack 4) ------------------------------------

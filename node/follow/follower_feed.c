@@ -240,7 +240,8 @@ static void item_failed(fitem_t *it, const hc_result_t *res)
 	feed_t *fd = it->feed;
 	int cause = follower_classify(res);
 	if (res->curl_code)
-		follower_src_error(fd->f, fd->s, cause, res->url, "%s: %s", res->url, res->error);
+		follower_src_error(fd->f, fd->s, cause, res->url, "%s: %s%s", res->url, res->error,
+				   follower_origin_hint(res));
 	else
 		follower_src_error(fd->f, fd->s, cause, res->url, "%s answered HTTP %ld", res->url,
 				   res->status);

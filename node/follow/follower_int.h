@@ -141,6 +141,10 @@ void follower_src_error(follower_t *f, src_t *s, int cause, const char *url, con
 void follower_src_backoff(src_t *s, int64_t retry_after_s);
 /* The cause of a failed answer. */
 int follower_classify(const hc_result_t *res);
+/* A hint for a redirect refused because its origin is not listed (""
+ * otherwise, and for one to http://, which listing would not allow from
+ * https). */
+const char *follower_origin_hint(const hc_result_t *res);
 /* Whether res is the upstream's own trouble (backs it off). */
 int follower_cause_backs_off(int cause);
 void follower_count_rejected(src_t *s, const char *reason);
