@@ -24,27 +24,13 @@ import sys
 import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from pithtest import Ctl, free_port, wait_for, run_test  # noqa: E402
+from pithtest import check, ctl_status, free_port, read_text as read, run_test, wait_for  # noqa: E402,E501
 from hostile53_test import Upstream  # noqa: E402
 from upstream_standin import write_tree  # noqa: E402
 
 SAMPLE = "AR7B3DEVMOTSBRCCVXUCLYSRRE"
 SAMPLE_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "data",
                            "bundle-AR7B3DEV.json")
-
-
-def check(cond, what):
-    if not cond:
-        raise AssertionError(what)
-    print("ok -", what, flush=True)
-
-
-def read(path):
-    try:
-        with open(path, errors="replace") as f:
-            return f.read()
-    except FileNotFoundError:
-        return ""
 
 
 def curl(url):
@@ -87,19 +73,9 @@ def body(args, root, nodes):
         sock = os.path.join(data, "pithd.sock")
 
         def status():
-            c = Ctl(sock, 10)
-            try:
-                return c.call("status")
-            finally:
-                c.close()
-
-        def up():
-            try:
-                return status()
-            except OSError:
-                return None
+            return ctl_status(sock)
         try:
-            wait_for(lambda: up() or proc.poll() is not None, 20, what="pithd to start")
+            wait_for(lambda: status() or proc.poll() is not None, 20, what="pithd to start")
             check(proc.poll() is None, "pithd runs from its config file")
             url = "http://127.0.0.1:%d/pith/%s.json" % (http, SAMPLE)
             st, hdrs, b = curl(url)
