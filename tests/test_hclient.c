@@ -35,6 +35,8 @@ static int away_seen;         /* requests that reached it */
 static hc_t *cur;             /* the client the server watches */
 static size_t max_seen;       /* most transfers in flight a request saw */
 static int stalls_seen;       /* /stall requests that came */
+static struct evhttp_request *drips[4]; /* /drip-* requests, ended by their test */
+static int ndrips;
 static int in_get;            /* inside hc_get */
 static const char *standin, *python;
 
@@ -127,6 +129,8 @@ static void on_request(struct evhttp_request *req, void *arg)
 		evbuffer_add(b, big, 2000);
 		evhttp_send_reply_chunk(req, b);
 		evbuffer_free(b);
+		if (ndrips < 4)
+			drips[ndrips++] = req;
 		return;
 	}
 	if (!strncmp(uri, "/n/", 3))
@@ -413,6 +417,9 @@ TEST(deadline, "a transfer past total_timeout_s is dropped; one whose Content-Le
 	CHECK_STR_CONTAINS(g[1].error, "Timeout");
 	CHECK(t_ch >= 2.9 && t_ch < 6);
 	hc_free(c);
+	run_until(NULL, 0, 0.2); /* the server sees the connections close */
+	while (ndrips)
+		evhttp_send_reply_end(drips[--ndrips]); /* frees one whose connection is gone */
 }
 
 TEST(origins_listed, "redirects go to a listed origin too, never from https to http")
