@@ -343,13 +343,12 @@ def case_slow_drip(args, root, nodes):
         h = follow_node(args, root, nodes, "h", key, [honest], ids=numbers)
         wait_for(lambda: len(h.records()) == len(numbers), 60, what="the honest follow")
         th_raw = time.time() - t0
-        th = max(th_raw, 1.0)
+        th = max(th_raw, 1.5)  # the bound: 2 x the honest time, at least 3 s (a loaded host)
         h.stop()
-        log("honest upstream alone: %d records in %.2f s (counted as %.1f s)" % (
-            len(numbers), th_raw, th))
+        log("honest upstream alone: %d records in %.2f s" % (len(numbers), th_raw))
         t0 = time.time()
         s = follow_node(args, root, nodes, "s", key, [drip, honest], ids=numbers)
-        limit = max(2 * th, 10.0)
+        limit = 2 * th
         try:
             wait_for(lambda: len(s.records()) == len(numbers), limit, what="all records")
         except AssertionError:
@@ -358,14 +357,14 @@ def case_slow_drip(args, root, nodes):
         st = s.status()
         ups = {u["url"]: u for u in st["follow"]["upstreams"]}
         d = ups.get(drip.origin, {})
-        log("drip listed first: %d of %d stored in %.1f s, %.1f x the honest time (drip requests "
-            "%d, failed %s, slots %s, passed over busy %s)" % (
-                got, len(numbers), td, td / th, drip.stats()["requests"], d.get("failed"),
+        log("drip listed first: %d of %d stored in %.2f s, %.1f x the honest time (drip "
+            "requests %d, failed %s, slots %s, passed over busy %s)" % (
+                got, len(numbers), td, td / th_raw, drip.stats()["requests"], d.get("failed"),
                 d.get("slots"), d.get("busy_skips")))
-        verdict("slow_drip", "%d of %d followed records stored in %.1f s (%.1f x the honest "
-                "%.1f s)" % (got, len(numbers), td, td / th, th),
-                "all within 2 x the honest time (bounded here at %.0f s for a loaded host)" %
-                limit, got == len(numbers))
+        verdict("slow_drip", "%d of %d followed records stored in %.2f s (%.1f x the honest "
+                "%.2f s)" % (got, len(numbers), td, td / th_raw, th_raw),
+                "all within 2 x the honest time (%.1f s here: at least 3 s, for a loaded host)" %
+                limit, got == len(numbers) and td <= limit)
         # the drip's transfers are its own errors (timeout), not the records'
         assert d.get("failed", {}).get("timeout", 0) >= 1, d
     finally:

@@ -31,7 +31,10 @@
 #define HC_SPARE_MAX 16 /* easy handles kept for reuse */
 #define HC_PINS_MAX 256 /* host names whose first address class is kept */
 #define HC_HOST_MAX 255
-#define HC_RATE_WINDOW_S 1.0 /* a body's rate is judged after this long */
+/* a body's rate is judged once its bytes have come for as long as its
+ * first byte took (a few round trips: TCP's slow start is past its
+ * first steps by then), and at least this long */
+#define HC_RATE_WINDOW_S 0.25
 
 typedef struct hc_xfer {
 	struct hc *c;
@@ -433,7 +436,8 @@ static curl_socket_t on_open_socket(void *arg, curlsocktype purpose, struct curl
 
 /* CURLOPT_XFERINFOFUNCTION: a body whose Content-Length would take more
  * than twice the deadline at the rate seen since its first bytes (over
- * HC_RATE_WINDOW_S at least) is dropped then, not at the deadline (issue
+ * as long as the first byte took, HC_RATE_WINDOW_S at least) is dropped
+ * then, not at the deadline (issue
  * 53, attack 4: a drip above the stall rate holds no slot for long). */
 static int on_progress(void *arg, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal,
 		       curl_off_t ulnow)
@@ -444,8 +448,8 @@ static int on_progress(void *arg, curl_off_t dltotal, curl_off_t dlnow, curl_off
 	const hc_opts_t *o = &x->c->o;
 	if (o->total_timeout_s <= 0 || dltotal <= 0 || dlnow <= 0 || dlnow >= dltotal)
 		return 0;
-	double now = now_s(), b = now - x->t_body;
-	if (!x->t_body || b < HC_RATE_WINDOW_S)
+	double now = now_s(), b = now - x->t_body, first = x->t_body - x->t0;
+	if (!x->t_body || b < HC_RATE_WINDOW_S || b < first)
 		return 0;
 	double eta = (now - x->t0) + (double)(dltotal - dlnow) * b / (double)dlnow;
 	if (eta <= 2.0 * (double)o->total_timeout_s)

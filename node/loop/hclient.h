@@ -47,7 +47,8 @@ typedef struct hc_opts {
 	long total_timeout_s;      /* default 0 = none: the deadline of a transfer; one
 				    * whose Content-Length would take more than twice
 				    * that at the rate of its body so far (judged
-				    * from 1 s after its first bytes on) is dropped
+				    * once its bytes came for as long as its first
+				    * byte took, 0.25 s at least) is dropped
 				    * then (curl code
 				    * CURLE_OPERATION_TIMEDOUT, "too slow for the
 				    * deadline: ...") */
