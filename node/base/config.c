@@ -53,7 +53,7 @@ static const key_t_ keys[] = {
 	{"readthrough_ms", K_INT, O(readthrough_ms), 0, 60000, "3000", "an HTTP read of a record the node lacks waits this long for the upstreams (0: no read-through)"},
 	{"upstream_negative_ttl", K_INT, O(upstream_negative_ttl), 0, 7 * 86400, "600", "seconds an id no upstream knows is answered 404 without asking again"},
 	{"upstream_stall_s", K_INT, O(upstream_stall_s), 1, 3600, "15", "an upstream transfer slower than 1 KiB/s for this many seconds is dropped (stalled)"},
-	{"upstream_deadline_s", K_INT, O(upstream_deadline_s), 1, 3600, "60", "an upstream transfer not over in this many seconds is dropped, and one whose rate cannot end it by then once upstream_stall_s has passed (cause timeout)"},
+	{"upstream_deadline_s", K_INT, O(upstream_deadline_s), 1, 3600, "60", "an upstream transfer not over in this many seconds is dropped, and at once one whose Content-Length its rate would take over twice as long to bring (cause timeout)"},
 	{"upstream_inflight_each", K_INT, O(upstream_inflight_each), 0, 256, "0", "records fetched from one upstream at once, and entries of its change feed: its share of upstream_inflight (0: half with two upstreams or more, all with one)"},
 	{"outbound_target", K_INT, O(outbound_target), 0, 64, "8", "outbound connections to keep"},
 	{"inbound_max", K_INT, O(inbound_max), 0, 1024, "32", "inbound connections accepted (when full, one is closed for a newcomer by the protective rule)"},
