@@ -336,9 +336,11 @@ def case_slow_drip(args, root, nodes):
     key, bundles, _ = records_tree(args, root, 24)
     honest = Upstream(root, "honest")
     drip = Upstream(root, "drip", ["--drip", "2048"])
+    drip2 = Upstream(root, "drip2", ["--drip", "2048", "--drip-no-length"])
     try:
         numbers, _ = publish(honest, bundles)
         publish(drip, bundles)
+        publish(drip2, bundles)
         t0 = time.time()
         h = follow_node(args, root, nodes, "h", key, [honest], ids=numbers)
         wait_for(lambda: len(h.records()) == len(numbers), 60, what="the honest follow")
@@ -367,9 +369,23 @@ def case_slow_drip(args, root, nodes):
                 limit, got == len(numbers) and td <= limit)
         # the drip's transfers are its own errors (timeout), not the records'
         assert d.get("failed", {}).get("timeout", 0) >= 1, d
+        s.stop()
+        # a drip with no Content-Length: nothing to judge its rate by, the
+        # deadline ends it (3 s here; upstream_deadline_s)
+        t0 = time.time()
+        u = follow_node(args, root, nodes, "u", key, [drip2, honest], ids=numbers,
+                        extra=["--upstream-deadline-s", "3"])
+        wait_for(lambda: len(u.records()) == len(numbers), 3 + limit + 10, what="all records")
+        tu = time.time() - t0
+        d2 = {x["url"]: x for x in u.status()["follow"]["upstreams"]}[drip2.origin]
+        log("a drip with no Content-Length first, deadline 3 s: %d of %d stored in %.2f s "
+            "(failed %s)" % (len(u.records()), len(numbers), tu, d2.get("failed")))
+        assert tu <= 3 + limit, "%.1f s, over the deadline + 2 x the honest time" % tu
+        assert d2.get("failed", {}).get("timeout", 0) >= 1, d2
     finally:
         honest.stop()
         drip.stop()
+        drip2.stop()
 
 
 def rate_after(up, counter, pid, settle, window):
