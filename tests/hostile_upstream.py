@@ -4,7 +4,7 @@
 with the lies, stalls and redirections of the issue's attacks.
 
 usage: hostile_upstream.py --root D [the stand-in's options]
-                           [--host ADDR] [--drip BYTES_PER_S]
+                           [--host ADDR] [--drip BYTES_PER_S] [--drip-no-length]
                            [--endless-events] [--feed-cursor same|back]
                            [--mirror-origin URL] [--redirect-to URL] [--admin]
 
@@ -13,7 +13,10 @@ Roles (any number at once):
                        or per record with /_control path_faults (attack 3)
   --drip B             every bundle answered 200 with Content-Length 1,000,000,
                        then blanks at B bytes a second, for ever (attack 4:
-                       above a stall limit, below any useful rate)
+                       above a stall limit, below any useful rate);
+                       with --drip-no-length, no Content-Length (the body
+                       ends when the connection closes): only a deadline
+                       stops it
   --endless-events     /api/pith-number/{BODY}/events.json?offset=N answers no
                        events and next_offset N+1, for any record (attack 5)
   --feed-cursor same   the change feed's "next" is the cursor asked (after=C:
@@ -101,7 +104,10 @@ class Hostile(us.Handler):
     def drip(self, rate):
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", "1000000")
+        if not self.server.options.drip_no_length:
+            self.send_header("Content-Length", "1000000")
+        else:
+            self.send_header("Connection", "close")
         self.end_headers()
         step = max(1, rate // 20)
         try:
@@ -135,6 +141,7 @@ def main():
     ap = us.parser()
     ap.add_argument("--host", default="127.0.0.1")
     ap.add_argument("--drip", type=int, default=0)
+    ap.add_argument("--drip-no-length", action="store_true")
     ap.add_argument("--endless-events", action="store_true")
     ap.add_argument("--feed-cursor", choices=("same", "back"))
     ap.add_argument("--mirror-origin")

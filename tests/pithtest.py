@@ -466,6 +466,36 @@ def target_and_friend(pithd, root, nodes, network_id, extra, env=None):
     return target, friend
 
 
+def check(cond, what):
+    """A journey's step: prints "ok - what", or fails with it."""
+    if not cond:
+        raise AssertionError(what)
+    print("ok -", what, flush=True)
+
+
+def read_text(path):
+    """A file's text ("" when it does not exist; bad bytes replaced)."""
+    try:
+        with open(path, errors="replace") as f:
+            return f.read()
+    except FileNotFoundError:
+        return ""
+
+
+def ctl_status(sock):
+    """The control socket's status, or None while nothing answers there."""
+    try:
+        c = Ctl(sock, 10)
+    except OSError:
+        return None
+    try:
+        return c.call("status")
+    except OSError:
+        return None
+    finally:
+        c.close()
+
+
 def free_port():
     """A TCP port on 127.0.0.1 free a moment ago (for a process to listen on)."""
     s = socket.socket()

@@ -35,6 +35,8 @@ static int away_seen;         /* requests that reached it */
 static hc_t *cur;             /* the client the server watches */
 static size_t max_seen;       /* most transfers in flight a request saw */
 static int stalls_seen;       /* /stall requests that came */
+static struct evhttp_request *drips[4]; /* /drip-* requests, ended by their test */
+static int ndrips;
 static int in_get;            /* inside hc_get */
 static const char *standin, *python;
 
@@ -116,6 +118,20 @@ static void on_request(struct evhttp_request *req, void *arg)
 		}
 		evbuffer_free(b);
 		return evhttp_send_reply_end(req);
+	}
+	if (!strcmp(uri, "/drip-cl") || !strcmp(uri, "/drip-chunked")) {
+		/* 2,000 bytes of a body, then nothing more: at its first second's
+		 * rate a 100,000-byte body would take 50 s */
+		if (uri[6] == 'c' && uri[7] == 'l')
+			evhttp_add_header(out, "Content-Length", "100000");
+		evhttp_send_reply_start(req, 200, "OK");
+		struct evbuffer *b = evbuffer_new();
+		evbuffer_add(b, big, 2000);
+		evhttp_send_reply_chunk(req, b);
+		evbuffer_free(b);
+		if (ndrips < 4)
+			drips[ndrips++] = req;
+		return;
 	}
 	if (!strncmp(uri, "/n/", 3))
 		return reply(req, 200, uri + 3, strlen(uri + 3));
@@ -372,6 +388,81 @@ TEST(stall, "a transfer slower than low_speed_bytes for low_speed_time_s is drop
 	CHECK_STR_CONTAINS(a.error, "Timeout");
 	CHECK(now_s() - t0 < 5);
 	CHECK(a.seconds >= 0.9);
+	hc_free(c);
+}
+
+TEST(deadline, "a transfer past total_timeout_s is dropped; one whose Content-Length cannot arrive by then, at once")
+{
+	hc_opts_t o;
+	hc_opts_default(&o);
+	o.total_timeout_s = 3;
+	hc_t *c = NULL;
+	pith_err_t err = {0};
+	CHECK(hc_new(base, &o, &c, &err) == 0);
+	cur = c;
+	got_t g[2] = {{0}};
+	double t0 = now_s();
+	get(c, "/drip-cl", NULL, 200000, &g[0]);
+	run_until(&g[0].calls, 1, 10);
+	double t_cl = now_s() - t0;
+	get(c, "/drip-chunked", NULL, 200000, &g[1]);
+	run_until(&g[1].calls, 1, 10);
+	double t_ch = now_s() - t0 - t_cl;
+	printf("# Content-Length body judged too slow after %.1f s; chunked dropped at %.1f s\n", t_cl,
+	       t_ch);
+	CHECK_INT_EQ(g[0].curl_code, 28); /* CURLE_OPERATION_TIMEDOUT */
+	CHECK_STR_CONTAINS(g[0].error, "too slow for the deadline: 2000 bytes in");
+	CHECK(t_cl >= 0.2 && t_cl < 2.9);
+	CHECK_INT_EQ(g[1].curl_code, 28);
+	CHECK_STR_CONTAINS(g[1].error, "Timeout");
+	CHECK(t_ch >= 2.9 && t_ch < 6);
+	hc_free(c);
+	run_until(NULL, 0, 0.2); /* the server sees the connections close */
+	while (ndrips)
+		evhttp_send_reply_end(drips[--ndrips]); /* frees one whose connection is gone */
+}
+
+TEST(origins_listed, "redirects go to a listed origin too, never from https to http")
+{
+	char listed[64];
+	snprintf(listed, sizeof(listed), "http://127.0.0.1:%d", away_port);
+	const char *const origins[] = {listed};
+	hc_opts_t o;
+	hc_opts_default(&o);
+	o.origins = origins;
+	o.n_origins = 1;
+	hc_t *c = NULL;
+	pith_err_t err = {0};
+	CHECK(hc_new(base, &o, &c, &err) == 0);
+	cur = c;
+	got_t g[2] = {{0}};
+	static const char *const paths[] = {"/redir-port", "/redir-host"};
+	away_seen = 0;
+	for (int i = 0; i < 2; i++) {
+		char url[256];
+		snprintf(url, sizeof(url), "%s%s", origin, paths[i]);
+		hc_req_t req = {.url = url, .body_cap = 1000, .max_redirects = 5, .done = on_done, .arg = &g[i]};
+		CHECK(hc_get(c, &req) != 0);
+		run_until(&g[i].calls, 1, 10);
+	}
+	CHECK_INT_EQ(g[0].curl_code, 0); /* to the listed origin */
+	CHECK_STR_EQ(g[0].body, "away");
+	CHECK_INT_EQ(away_seen, 1);
+	CHECK_INT_EQ(g[1].curl_code, 47); /* localhost is not listed */
+	CHECK(!strncmp(g[1].error, "redirect to another origin refused: http://localhost", 52));
+	CHECK(hc_origin_allowed("https://a.example/x", "https://cdn.example/b", (const char *[]){"https://cdn.example"}, 1));
+	CHECK(hc_origin_allowed("https://a.example/x", "https://CDN.example:443/b", (const char *[]){"https://cdn.example/"}, 1));
+	CHECK(!hc_origin_allowed("https://a.example/x", "http://cdn.example/b", (const char *[]){"http://cdn.example"}, 1));
+	CHECK(!hc_origin_allowed("https://a.example/x", "https://cdn.example:8443/b", (const char *[]){"https://cdn.example"}, 1));
+	CHECK(!hc_origin_allowed("https://a.example/x", "https://b.example/b", NULL, 0));
+	CHECK(hc_origin_allowed("http://a.example/x", "https://cdn.example/b", (const char *[]){"https://cdn.example"}, 1));
+	CHECK(hc_origin_is_valid("https://cdn.example"));
+	CHECK(hc_origin_is_valid("http://127.0.0.1:8080/"));
+	CHECK(!hc_origin_is_valid("https://cdn.example/bundles"));
+	CHECK(!hc_origin_is_valid("https://user@cdn.example"));
+	CHECK(!hc_origin_is_valid("ftp://cdn.example"));
+	CHECK(!hc_origin_is_valid("https://"));
+	CHECK(!hc_origin_is_valid("https://cdn.example?x"));
 	hc_free(c);
 }
 
@@ -665,6 +756,8 @@ int main(int argc, char **argv)
 	RUN(retry_after);
 	RUN(over_cap);
 	RUN(stall);
+	RUN(deadline);
+	RUN(origins_listed);
 	RUN(refused);
 	RUN(many);
 	RUN(cancel);

@@ -41,6 +41,7 @@ static const key_t_ keys[] = {
 	{"peer", K_LIST, O(peers), 0, 0, "", "HOST:PORT to dial and keep (repeatable)"},
 	{"trust_key", K_LIST, O(trust_keys), 0, 0, "", "key file to trust besides the registry key (repeatable)"},
 	{"upstream", K_LIST, O(upstreams), 0, 0, "", "http(s):// base URL of the registry or a mirror to follow (repeatable; docs/upstream.md)"},
+	{"upstream_origin", K_LIST, O(upstream_origins), 0, 0, "", "http(s)://HOST[:PORT] besides the upstreams' own origins that their manifests and redirects may send the node to, e.g. a CDN serving the bundles (repeatable; never from https to http)"},
 	{"upstream_ca_file", K_STR, O(upstream_ca_file), 0, 0, "", "CA certificates (PEM) for the upstreams, instead of the system's"},
 	{"follow", K_STR, O(follow), 0, 0, "", "file of ids to keep current from the upstreams (one a line, '#' comments)"},
 	{"site_dir", K_STR, O(site_dir), 0, 0, "", "keep a static site of the store in this directory, rendered on a thread of its own after commits (docs/site.md); empty: off"},
@@ -52,6 +53,8 @@ static const key_t_ keys[] = {
 	{"readthrough_ms", K_INT, O(readthrough_ms), 0, 60000, "3000", "an HTTP read of a record the node lacks waits this long for the upstreams (0: no read-through)"},
 	{"upstream_negative_ttl", K_INT, O(upstream_negative_ttl), 0, 7 * 86400, "600", "seconds an id no upstream knows is answered 404 without asking again"},
 	{"upstream_stall_s", K_INT, O(upstream_stall_s), 1, 3600, "15", "an upstream transfer slower than 1 KiB/s for this many seconds is dropped (stalled)"},
+	{"upstream_deadline_s", K_INT, O(upstream_deadline_s), 1, 3600, "60", "an upstream transfer not over in this many seconds is dropped, and at once one whose Content-Length its rate would take over twice as long to bring (cause timeout)"},
+	{"upstream_inflight_each", K_INT, O(upstream_inflight_each), 0, 256, "0", "records fetched from one upstream at once, and entries of its change feed: its share of upstream_inflight (0: half with two upstreams or more, all with one)"},
 	{"outbound_target", K_INT, O(outbound_target), 0, 64, "8", "outbound connections to keep"},
 	{"inbound_max", K_INT, O(inbound_max), 0, 1024, "32", "inbound connections accepted (when full, one is closed for a newcomer by the protective rule)"},
 	{"inbound_per_ip", K_INT, O(inbound_per_ip), 1, 1024, "4", "inbound connections from one IP address (127.0.0.1 and ::1 exempt)"},
@@ -109,6 +112,17 @@ static int upstream_url_ok(const char *v)
 	memcpy(u, v, n);
 	u[n] = 0;
 	return wire_http_url_is_valid(u);
+}
+
+/* An origin an operator lists: an upstream URL with no path (a trailing
+ * '/' aside). */
+static int origin_ok(const char *v)
+{
+	const char *p = strstr(v, "://");
+	if (!p || !upstream_url_ok(v))
+		return 0;
+	const char *slash = strchr(p + 3, '/');
+	return !slash || !slash[1];
 }
 
 const char *config_text_why(const char *s, size_t max)
@@ -227,6 +241,10 @@ int config_set(node_config_t *c, const char *name, const char *value, int from_f
 			return pith_err_set(err, PITH_EINVAL, "%s: empty or too long", name);
 		if (k->off == O(peers) && config_split_hostport(value, host, &port, 0))
 			return pith_err_set(err, PITH_EINVAL, "%s: '%s' is not HOST:PORT", name, value);
+		if (k->off == O(upstream_origins) && !origin_ok(value))
+			return pith_err_set(err, PITH_EINVAL,
+					    "%s: '%s' is not an origin: http:// or https://, a host and an optional port, no path (like https://cdn.example)",
+					    name, value);
 		if (k->off == O(upstreams) && !upstream_url_ok(value))
 			return pith_err_set(err, PITH_EINVAL,
 					    "%s: '%s' is not an http:// or https:// base URL (like https://pith.science)",
@@ -426,7 +444,7 @@ void config_usage(void *file)
 		   "       pithd --version | --help\n\n"
 		   "Every setting is a config file line `key = value` and a flag\n"
 		   "`--key value` (dashes or underscores); flags override the file.\n"
-		   "peer, trust_key and upstream repeat; given as flags they replace the file's.\n\n");
+		   "peer, trust_key, upstream and upstream_origin repeat; given as flags they replace the file's.\n\n");
 	for (size_t i = 0; i < NKEYS; i++) {
 		char flag[64];
 		snprintf(flag, sizeof(flag), "--%s", keys[i].name);

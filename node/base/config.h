@@ -43,6 +43,7 @@ typedef struct node_config {
 	config_list_t peers;          /* HOST:PORT, dialled and kept */
 	config_list_t trust_keys;     /* key files trusted besides the registry key */
 	config_list_t upstreams;      /* HTTP(S) base URLs followed (docs/upstream.md) */
+	config_list_t upstream_origins; /* origins besides theirs manifests and redirects may name */
 	char upstream_ca_file[CONFIG_STR_MAX]; /* CA file for them; "" = the system's */
 	char follow[CONFIG_STR_MAX];  /* file of ids to keep current; "" none */
 	char site_dir[CONFIG_STR_MAX]; /* a static site kept current (docs/site.md); "" off */
@@ -54,6 +55,8 @@ typedef struct node_config {
 	int64_t readthrough_ms;       /* an HTTP read of a missing record waits this long */
 	int64_t upstream_negative_ttl; /* seconds "no upstream knows ID" is believed */
 	int64_t upstream_stall_s;     /* a transfer under 1 KiB/s this long is dropped */
+	int64_t upstream_deadline_s;  /* a transfer not over in this long is dropped */
+	int64_t upstream_inflight_each; /* records fetched from one upstream at once (0: auto) */
 
 	int64_t outbound_target;      /* outbound connections to keep */
 	int64_t inbound_max;

@@ -37,6 +37,11 @@ int cli_fail(const char *cmd, const char *fmt, ...)
 int cli_opt_long(const char *cmd, const char *opt, const char *text, long lo, long hi,
 		 const char *what, long *out);
 
+/* --upstream-origin TEXT (pull, replicate): an origin (hc_origin_is_valid)
+ * appended to origins[*n] (at most HC_ORIGINS_MAX); else prints why and
+ * returns 1 (the exit status). */
+int cli_opt_origin(const char *cmd, const char *text, const char **origins, size_t *n);
+
 /* A list on stdout that stays one JSON document with --json: an array,
  * one element a line, "[]" when empty (docs: man/pithctl.1, "--json").
  * Without json both calls print nothing. */

@@ -443,9 +443,9 @@ static void on_manifest(void *arg, const hc_result_t *r)
 				mi = &man->mirrors[i];
 				break;
 			}
-		if (mi && mi->bundle_pattern[0] && !follow_origin_ok(p->base, mi->bundle_pattern))
+		if (mi && mi->bundle_pattern[0] && !follow_origin_ok(p->base, mi->bundle_pattern, p->origins, p->n_origins))
 			fprintf(stderr, "pithctl pull: %s: bundle_pattern %s is not on %s's origin "
-				"(trying the registry's layout)\n", r->url, mi->bundle_pattern, p->base);
+				"nor one listed with --upstream-origin (trying the registry's layout)\n", r->url, mi->bundle_pattern, p->base);
 		else if (mi)
 			snprintf(p->pattern, sizeof(p->pattern), "%s", mi->bundle_pattern);
 	}
@@ -572,7 +572,10 @@ static int run(cli_ctx_t *ctx, int argc, char **argv)
 			from = argv[++i];
 		else if (!strcmp(argv[i], "--ca-file") && i + 1 < argc)
 			p.ca_file = argv[++i];
-		else if (!strcmp(argv[i], "--ids") && i + 1 < argc)
+		else if (!strcmp(argv[i], "--upstream-origin") && i + 1 < argc) {
+			if (cli_opt_origin("pull", argv[++i], p.origins, &p.n_origins))
+				goto out;
+		} else if (!strcmp(argv[i], "--ids") && i + 1 < argc)
 			ids_file = argv[++i];
 		else if (!strcmp(argv[i], "--stall-timeout") && i + 1 < argc) {
 			if (cli_opt_long("pull", argv[i], argv[i + 1], 1, 3600, "seconds", &p.stall_s))
@@ -643,6 +646,8 @@ static int run(cli_ctx_t *ctx, int argc, char **argv)
 	hc_opts_default(&ho);
 	ho.ca_file = p.ca_file;
 	ho.user_agent = "pithctl-pull/1";
+	ho.origins = p.origins;
+	ho.n_origins = p.n_origins;
 	ho.low_speed_time_s = p.stall_s;
 	ho.max_inflight = ho.max_host_conns = PULL_INFLIGHT;
 	if (hc_new(p.loop, &ho, &p.hc, &err)) {
@@ -705,7 +710,8 @@ out:
 const cli_cmd_t cli_cmd_pull = {
 	"pull", "fetch, verify and store records from an HTTP(S) upstream",
 	"usage: pithctl --store DIR [--trust-key FILE]... pull --from BASE_URL\n"
-	"                [--ca-file FILE] [--ids FILE] [--stall-timeout SECONDS]\n"
+	"                [--ca-file FILE] [--upstream-origin URL]... [--ids FILE]\n"
+	"                [--stall-timeout SECONDS]\n"
 	"                [--retries N] [--json] [--no-progress] [ID...]\n\n"
 	"Each ID (arXiv id or URL, DOI or doi.org URL, short or full pith number,\n"
 	"registry URL; --ids FILE: one a line, '#' comments) is resolved at the\n"
@@ -715,6 +721,9 @@ const cli_cmd_t cli_cmd_pull = {
 	"verified as `import` verifies it (every bundle check; keys trusted here) and\n"
 	"stored. 16 requests at most in flight over reused connections; TLS is\n"
 	"verified (--ca-file: the CA certificates to trust instead of the system's).\n"
+	"Requests go only to BASE_URL's origin and to each --upstream-origin\n"
+	"(repeatable, like https://cdn.example: where the manifest's pattern or a\n"
+	"bundle's redirect may go; never from https to http).\n"
 	"A transfer under 1 KiB/s for --stall-timeout seconds (default 15) fails.\n"
 	"A request answered 5xx (but 501, 505), 408 or 429, or that failed at the\n"
 	"network level (DNS, connect, timeout, reset), is asked again up to\n"

@@ -108,6 +108,8 @@ struct pull {
 	const char *base; /* without a trailing '/' */
 	char base_buf[PITH_URL_MAX];
 	const char *ca_file;
+	const char *origins[HC_ORIGINS_MAX]; /* --upstream-origin */
+	size_t n_origins;
 	char pattern[PITH_URL_MAX]; /* the manifest's bundle_pattern, or "" */
 	pull_item_t *items;
 	size_t nitems;

@@ -59,6 +59,8 @@ typedef struct rep {
 	char base[PITH_URL_MAX];
 	char feed_url[PITH_URL_MAX + 32];
 	const char *data_dir, *ca_file;
+	const char *origins[HC_ORIGINS_MAX]; /* --upstream-origin */
+	size_t n_origins;
 	int once, bar, lines, json;
 	long refresh_s;
 	struct event_base *loop;
@@ -487,7 +489,10 @@ static int run(cli_ctx_t *ctx, int argc, char **argv)
 			r.data_dir = argv[++i];
 		else if (!strcmp(argv[i], "--ca-file") && i + 1 < argc)
 			r.ca_file = argv[++i];
-		else if (!strcmp(argv[i], "--refresh") && i + 1 < argc) {
+		else if (!strcmp(argv[i], "--upstream-origin") && i + 1 < argc) {
+			if (cli_opt_origin("replicate", argv[++i], r.origins, &r.n_origins))
+				return 1;
+		} else if (!strcmp(argv[i], "--refresh") && i + 1 < argc) {
 			if (cli_opt_long("replicate", argv[i], argv[i + 1], 1, 86400, "seconds",
 					 &r.refresh_s))
 				return 1;
@@ -540,6 +545,8 @@ static int run(cli_ctx_t *ctx, int argc, char **argv)
 	hc_opts_default(&ho);
 	ho.ca_file = r.ca_file;
 	ho.user_agent = "pithctl-replicate/1";
+	ho.origins = r.origins;
+	ho.n_origins = r.n_origins;
 	if (hc_new(r.loop, &ho, &r.hc, &err)) {
 		cli_fail("replicate", "%s", err.msg);
 		goto out;
@@ -564,7 +571,8 @@ static int run(cli_ctx_t *ctx, int argc, char **argv)
 	follower_opts_t fo = {.urls = urls, .n_urls = 1, .ca_file = r.ca_file,
 			      .data_dir = r.data_dir, .refresh_s = r.refresh_s, .max_inflight = 16,
 			      .negative_ttl_s = 600, .max_body = REP_BODY_MAX, .stall_s = 15,
-			      .feed_page = REP_PAGE, .feed_default = 1};
+			      .feed_page = REP_PAGE, .feed_default = 1,
+			      .origins = r.origins, .n_origins = r.n_origins};
 	follower_deps_t fd = {.base = r.loop, .store = r.st, .ingest = r.pipe};
 	if (follower_new(&fd, &fo, &r.fol, &err)) {
 		cli_fail("replicate", "%s", err.msg);
@@ -642,7 +650,8 @@ out:
 const cli_cmd_t cli_cmd_replicate = {
 	"replicate", "make and keep a complete, verified replica of an upstream",
 	"usage: pithctl [--trust-key FILE]... replicate URL [--data DIR] [--once | --follow]\n"
-	"                [--refresh SECONDS] [--ca-file FILE] [--no-progress] [--json]\n\n"
+	"                [--refresh SECONDS] [--ca-file FILE] [--upstream-origin URL]...\n"
+	"                [--no-progress] [--json]\n\n"
 	"Copies every record of the upstream at URL (a pithd mirror, or anything\n"
 	"serving its change feed, /api/changes) into DIR (default ./pith-replica,\n"
 	"made when missing; a pithd data directory: the store is DIR/store), each\n"
@@ -656,7 +665,10 @@ const cli_cmd_t cli_cmd_replicate = {
 	"Progress on stderr: a bar when it is a terminal (records, bytes, rate, time\n"
 	"left), else a line every 5 s; --no-progress: none. Then a summary on stdout\n"
 	"(--json: one object), compared with the upstream's counts (its /healthz).\n"
-	"TLS is verified (--ca-file: the CA certificates to trust instead).\n\n"
+	"TLS is verified (--ca-file: the CA certificates to trust instead).\n"
+	"Requests go only to URL's origin and to each --upstream-origin (repeatable,\n"
+	"like https://cdn.example: where its manifest or redirects may send bundles;\n"
+	"never from https to http).\n\n"
 	"Exit status: 0 once caught up with nothing refused (after Ctrl-C when\n"
 	"following); 1 on an error (the upstream unreachable, TLS, not a pith\n"
 	"upstream, down for --once, something refused); 130 when interrupted\n"

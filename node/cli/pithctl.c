@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "err.h"
+#include "hclient.h"
 #include "prio.h"
 #include "version.h"
 
@@ -87,6 +88,17 @@ int cli_opt_long(const char *cmd, const char *opt, const char *text, long lo, lo
 		return cli_fail(cmd, "%s %s: not a number of %s from %ld to %ld", opt, text, what, lo,
 				hi);
 	*out = v;
+	return 0;
+}
+
+int cli_opt_origin(const char *cmd, const char *text, const char **origins, size_t *n)
+{
+	if (!hc_origin_is_valid(text))
+		return cli_fail(cmd, "--upstream-origin %s: not an origin: http:// or https://, a host "
+				"and an optional port, no path (like https://cdn.example)", text);
+	if (*n >= HC_ORIGINS_MAX)
+		return cli_fail(cmd, "--upstream-origin: more than %d", HC_ORIGINS_MAX);
+	origins[(*n)++] = text;
 	return 0;
 }
 

@@ -356,7 +356,13 @@ int node_follower_start(node_t *n, const node_config_t *c, uint64_t first_serial
 	const char *urls[CONFIG_LIST_MAX];
 	for (size_t i = 0; i < c->upstreams.n; i++)
 		urls[i] = c->upstreams.items[i];
+	const char *origins[CONFIG_LIST_MAX];
+	for (size_t i = 0; i < c->upstream_origins.n; i++)
+		origins[i] = c->upstream_origins.items[i];
 	follower_opts_t o = {.urls = urls, .n_urls = c->upstreams.n,
+			     .origins = origins, .n_origins = c->upstream_origins.n,
+			     .deadline_s = c->upstream_deadline_s,
+			     .src_inflight = (size_t)c->upstream_inflight_each,
 			     .ca_file = c->upstream_ca_file, .follow_file = c->follow,
 			     .data_dir = c->data_dir, .refresh_s = c->upstream_refresh,
 			     .max_inflight = (size_t)c->upstream_inflight,

@@ -204,7 +204,9 @@ static int is_follower_key(const char *k)
 {
 	static const char *const keys[] = {"upstream", "upstream_ca_file", "follow",
 					   "upstream_refresh", "upstream_inflight",
-					   "upstream_negative_ttl", "upstream_stall_s"};
+					   "upstream_negative_ttl", "upstream_stall_s",
+					   "upstream_origin", "upstream_deadline_s",
+					   "upstream_inflight_each"};
 	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
 		if (!strcmp(k, keys[i]))
 			return 1;
@@ -249,6 +251,9 @@ static int reload_follower(node_t *n, const node_config_t *nc)
 	c->upstream_inflight = nc->upstream_inflight;
 	c->upstream_negative_ttl = nc->upstream_negative_ttl;
 	c->upstream_stall_s = nc->upstream_stall_s;
+	c->upstream_origins = nc->upstream_origins;
+	c->upstream_deadline_s = nc->upstream_deadline_s;
+	c->upstream_inflight_each = nc->upstream_inflight_each;
 	if (!f)
 		log_info("reload: upstream: none now; the node follows nothing");
 	else if (!n->http || !c->readthrough_ms || n->started_follower)

@@ -29,6 +29,12 @@ static int want(void *arg, const char *id, uint64_t token)
 	return n->follower ? follower_want(n->follower, id, token) : PITH_ENOTFOUND;
 }
 
+static int64_t want_retry_s(void *arg)
+{
+	node_t *n = arg;
+	return n->follower ? follower_retry_after_s(n->follower) : -1;
+}
+
 void node_http_want_done(void *arg, uint64_t token, up_answer_t answer, const char *pith)
 {
 	node_t *n = arg;
@@ -280,7 +286,8 @@ int node_http_start(node_t *n, pith_err_t *err)
 		long nc = sysconf(_SC_NPROCESSORS_ONLN);
 		o.render_threads = nc > 0 ? (int)nc : 1;
 	}
-	http_hooks_t hooks = {.submit = submit, .want = want, .about = about, .arg = n};
+	http_hooks_t hooks = {.submit = submit, .want = want, .want_retry_s = want_retry_s,
+			      .about = about, .arg = n};
 	int rc = http_new(n->base, n->store, n->metrics, &o, &hooks, &n->http, err);
 	if (rc)
 		return rc;

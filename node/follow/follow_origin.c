@@ -5,7 +5,7 @@
 
 #include "hclient.h"
 
-int follow_origin_ok(const char *base, const char *u)
+int follow_origin_ok(const char *base, const char *u, const char *const *origins, size_t n_origins)
 {
 	const char *p = strstr(u, "://");
 	if (!p)
@@ -17,5 +17,5 @@ int follow_origin_ok(const char *base, const char *u)
 		return 0;
 	memcpy(origin, u, n);
 	origin[n] = 0;
-	return hc_origin_same(base, origin);
+	return hc_origin_allowed(base, origin, origins, n_origins);
 }

@@ -152,6 +152,7 @@ static rec_t *rec_new(follower_t *f, const uint8_t key[32])
 	r->f = f;
 	memcpy(r->key, key, 32);
 	r->heap = NOT_IN_HEAP;
+	r->slot = NO_SLOT;
 	if (idmap_put(f->recs, key, r)) {
 		free(r);
 		return NULL;
@@ -238,8 +239,9 @@ static void rec_request_failed(follower_t *f, rec_t *r, const hc_result_t *res)
 	src_t *s = &f->srcs[r->src];
 	int cause = follower_classify(res);
 	if (res->curl_code)
-		follower_src_error(f, s, cause, res->url, "%s: %s", res->url,
-			  res->error && *res->error ? res->error : "transfer failed");
+		follower_src_error(f, s, cause, res->url, "%s: %s%s", res->url,
+			  res->error && *res->error ? res->error : "transfer failed",
+			  follower_origin_hint(res));
 	else
 		follower_src_error(f, s, cause, res->url, "%s answered HTTP %ld", res->url, res->status);
 	if (follower_cause_backs_off(cause))
@@ -247,6 +249,75 @@ static void rec_request_failed(follower_t *f, rec_t *r, const hc_result_t *res)
 	r->retry = 1; /* its trouble, not an answer about the record */
 	r->src++;
 	rec_next_src(f, r);
+}
+
+const char *follower_origin_hint(const hc_result_t *res)
+{
+	return res->error && strstr(res->error, "to another origin refused") &&
+			       !(!strncmp(res->url, "https:", 6) && strstr(res->error, "refused: http:"))
+		       ? " (if that host serves this upstream's files, list its origin with upstream_origin)"
+		       : "";
+}
+
+/* ---- fetch slots per upstream (issue 53, attack 4) ------------------------------------
+ * A record holds a slot of the upstream it is asking from its first
+ * request there to its last (the pipeline's time is not the upstream's);
+ * an upstream has f->share of them, so that one that drips its answers
+ * holds only its share and the others are asked meanwhile. */
+
+static int src_take(follower_t *f, rec_t *r, size_t i)
+{
+	if (f->srcs[i].inflight >= f->share)
+		return 0;
+	f->srcs[i].inflight++;
+	r->slot = (int)i;
+	return 1;
+}
+
+static rec_t *wait_pop(src_t *s)
+{
+	rec_t *w = s->wait_head;
+	if (w) {
+		s->wait_head = w->wnext;
+		if (!s->wait_head)
+			s->wait_tail = NULL;
+		w->wnext = NULL;
+		s->nwait--;
+	}
+	return w;
+}
+
+static void wait_push(src_t *s, rec_t *r)
+{
+	r->step = ST_WAIT;
+	r->wnext = NULL;
+	if (s->wait_tail)
+		s->wait_tail->wnext = r;
+	else
+		s->wait_head = r;
+	s->wait_tail = r;
+	s->nwait++;
+}
+
+/* r gives its slot back; the slot goes to the first record waiting for
+ * this upstream, else to one waiting for an earlier upstream (which it
+ * would have passed over for this one had the slot been free). */
+static void src_release(follower_t *f, rec_t *r)
+{
+	if (r->slot == NO_SLOT)
+		return;
+	size_t i = (size_t)r->slot;
+	r->slot = NO_SLOT;
+	f->srcs[i].inflight--;
+	rec_t *w = wait_pop(&f->srcs[i]);
+	for (size_t k = 0; !w && k < i; k++)
+		if ((w = wait_pop(&f->srcs[k]))) {
+			f->srcs[k].busy_skips++;
+			w->retry = w->busy = 1; /* k said nothing about it */
+			w->src = (uint8_t)i;
+		}
+	if (w)
+		rec_next_src(f, w);
 }
 
 /* ---- answers ------------------------------------------------------------------------- */
@@ -277,6 +348,7 @@ static void follow_append(follower_t *f, const char *text);
  * (followed) or forgotten. */
 static void rec_finish(follower_t *f, rec_t *r, up_answer_t a)
 {
+	src_release(f, r);
 	if (r->serial) {
 		follower_active_del(f, r->serial);
 		r->serial = 0;
@@ -318,6 +390,8 @@ static void rec_finish(follower_t *f, rec_t *r, up_answer_t a)
 			if (f->srcs[i].blocked_until_us < due)
 				due = f->srcs[i].blocked_until_us > now + 1000000 ?
 					      f->srcs[i].blocked_until_us : now + 1000000;
+		if (r->busy && due > now + 1000000)
+			due = now + 1000000; /* an upstream was only busy: soon again */
 		schedule(f, r, due);
 	} else {
 		schedule(f, r, next_slot(f, r, now));
@@ -390,14 +464,32 @@ static void resolve_request(follower_t *f, rec_t *r)
 static void rec_next_src(follower_t *f, rec_t *r)
 {
 	int64_t now = node_now_us();
-	while (r->src < f->nsrcs && f->srcs[r->src].blocked_until_us > now) {
-		r->retry = 1; /* a resting upstream said nothing: "try again", never "not found" */
-		r->src++;
-	}
-	if (r->src >= f->nsrcs) {
-		/* "not found" only when every upstream said so */
-		rec_finish(f, r, r->retry ? UP_RETRY : r->found_any ? UP_FAILED : UP_NOT_FOUND);
-		return;
+	for (;;) {
+		while (r->src < f->nsrcs && f->srcs[r->src].blocked_until_us > now) {
+			r->retry = 1; /* a resting upstream said nothing: "try again", never "not found" */
+			r->src++;
+		}
+		if (r->slot != NO_SLOT && (size_t)r->slot != r->src)
+			src_release(f, r);
+		if (r->src >= f->nsrcs) {
+			/* "not found" only when every upstream said so */
+			rec_finish(f, r, r->retry ? UP_RETRY : r->found_any ? UP_FAILED : UP_NOT_FOUND);
+			return;
+		}
+		if (r->slot != NO_SLOT || src_take(f, r, r->src))
+			break;
+		/* its slots are taken: a later upstream with one free, else wait */
+		size_t j = r->src + 1;
+		while (j < f->nsrcs &&
+		       (f->srcs[j].blocked_until_us > now || f->srcs[j].inflight >= f->share))
+			j++;
+		if (j >= f->nsrcs) {
+			wait_push(&f->srcs[r->src], r);
+			return;
+		}
+		f->srcs[r->src].busy_skips++;
+		r->retry = r->busy = 1; /* that upstream said nothing about it */
+		r->src = (uint8_t)j;
 	}
 	r->cand = 0;
 	if (r->body[0])
@@ -558,6 +650,7 @@ static void on_bundle(void *arg, const hc_result_t *res)
 	free(r->new_etag);
 	r->new_etag = res->etag && *res->etag ? strdup(res->etag) : NULL;
 	r->step = ST_INGEST;
+	src_release(f, r); /* the pipeline's time is not the upstream's */
 	ingest_submit(f->d.ingest, job);
 }
 
@@ -638,7 +731,7 @@ static void rec_start(follower_t *f, rec_t *r)
 	f->nactive++;
 	r->src = 0;
 	r->found_any = 0;
-	r->retry = 0;
+	r->retry = r->busy = 0;
 	rec_next_src(f, r);
 }
 
@@ -811,6 +904,14 @@ int follower_new(const follower_deps_t *d, const follower_opts_t *o, follower_t 
 		f->o.max_body = 16u << 20;
 	if (!f->o.feed_page || f->o.feed_page > 10000)
 		f->o.feed_page = 1000;
+	if (f->o.deadline_s <= 0)
+		f->o.deadline_s = 60;
+	f->share = f->o.src_inflight ? f->o.src_inflight
+				     : o->n_urls > 1 ? f->o.max_inflight / 2 : f->o.max_inflight;
+	if (f->share > f->o.max_inflight)
+		f->share = f->o.max_inflight;
+	if (!f->share)
+		f->share = 1;
 	snprintf(f->data_dir, sizeof(f->data_dir), "%s", o->data_dir);
 	f->next_serial = o->first_serial;
 	int rc = 0;
@@ -825,6 +926,18 @@ int follower_new(const follower_deps_t *d, const follower_opts_t *o, follower_t 
 		rc = pith_err_set(err, PITH_ENOMEM, "out of memory");
 		goto fail;
 	}
+	f->o.origins = NULL;
+	f->o.n_origins = 0;
+	if (o->n_origins && !(f->origins = calloc(o->n_origins, sizeof(char *)))) {
+		rc = pith_err_set(err, PITH_ENOMEM, "out of memory");
+		goto fail;
+	}
+	for (size_t i = 0; i < o->n_origins; i++, f->o.n_origins++)
+		if (!(f->origins[i] = strdup(o->origins[i]))) {
+			rc = pith_err_set(err, PITH_ENOMEM, "out of memory");
+			goto fail;
+		}
+	f->o.origins = (const char *const *)f->origins;
 	f->nsrcs = o->n_urls;
 	for (size_t i = 0; i < o->n_urls; i++) {
 		f->srcs[i].f = f;
@@ -837,10 +950,16 @@ int follower_new(const follower_deps_t *d, const follower_opts_t *o, follower_t 
 	hc_opts_default(&ho);
 	ho.ca_file = o->ca_file && *o->ca_file ? o->ca_file : NULL;
 	ho.user_agent = "pithd/1";
-	ho.max_inflight = f->o.max_inflight;
+	/* the records' slots, each feed's share, a feed page and a manifest per
+	 * upstream: the client's own queue never holds one upstream's
+	 * transfers behind another's */
+	ho.max_inflight = f->o.max_inflight + f->nsrcs * (f->share + 2);
 	ho.max_host_conns = f->o.max_inflight;
 	if (o->stall_s > 0)
 		ho.low_speed_time_s = (long)o->stall_s;
+	ho.total_timeout_s = (long)f->o.deadline_s;
+	ho.origins = f->o.origins;
+	ho.n_origins = f->o.n_origins;
 	if ((rc = hc_new(d->base, &ho, &f->hc, err)))
 		goto fail;
 	char path[600];
@@ -891,6 +1010,9 @@ void follower_free_(follower_t *f)
 	idmap_free(f->neg);
 	idmap_free(f->logged);
 	follow_etags_free(f->etags);
+	for (size_t i = 0; f->origins && i < f->o.n_origins; i++)
+		free(f->origins[i]);
+	free(f->origins);
 	free(f->heap);
 	free(f->srcs);
 	free(f);
@@ -948,4 +1070,15 @@ int follower_want(follower_t *f, const char *text, uint64_t token)
 		schedule(f, r, 0);
 	event_active(f->tick, 0, 0); /* started from the loop, never inside this call */
 	return 0;
+}
+
+int64_t follower_retry_after_s(follower_t *f)
+{
+	int64_t now = node_now_us(), best = -1;
+	for (size_t i = 0; i < f->nsrcs; i++) {
+		int64_t left = f->srcs[i].blocked_until_us - now;
+		if (left > 0 && (best < 0 || left < best))
+			best = left;
+	}
+	return best < 0 ? -1 : (best + 999999) / 1000000;
 }

@@ -59,6 +59,15 @@ typedef struct follower_opts {
 	int64_t negative_ttl_s;   /* how long "no upstream knows ID" is believed */
 	size_t max_body;          /* a bundle's body, at most */
 	int64_t stall_s;          /* under 1 KiB/s this long: dropped (0: 15) */
+	int64_t deadline_s;       /* a transfer not over in this long: dropped, as one
+				   * whose rate cannot end it by then (0: 60) */
+	size_t src_inflight;      /* records one upstream may be fetching at once, and
+				   * its feed's (0: half of max_inflight with two
+				   * upstreams or more, all of it with one) */
+	const char *const *origins; /* origins (scheme://host[:port]) besides each
+				   * upstream's own that manifests and redirects may
+				   * name; https to http never */
+	size_t n_origins;
 	size_t feed_page;         /* changes asked for per feed page (0: 1000; at most
 				   * 10,000): the cursor is saved after each page */
 	int feed_default;         /* an upstream whose manifest names no change feed, or
@@ -107,6 +116,11 @@ int follower_follow(follower_t *u, const char *text, pith_err_t *err);
  * negative cache says no upstream knows it, PITH_EINVAL for a malformed
  * id, PITH_ETOOBIG when too many requests are waiting. */
 int follower_want(follower_t *u, const char *id, uint64_t token);
+
+/* When a read-through answered UP_RETRY may be asked again: the seconds
+ * until the first upstream resting now (by its Retry-After or backoff)
+ * is asked again, at least 1; -1 when none rests. */
+int64_t follower_retry_after_s(follower_t *u);
 
 /* How the change feeds are going, summed over the upstreams that have
  * one: what `pithctl replicate` shows and waits for. */

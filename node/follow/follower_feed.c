@@ -173,10 +173,11 @@ static void item_done(fitem_t *it)
 		follower_feed_tick(fd->f);
 }
 
-/* Starts records of the page while under the follower's fetch bound. */
+/* Starts records of the page while under the upstream's share of the
+ * follower's fetch slots. */
 static void page_pump(feed_t *fd)
 {
-	while (fd->page && fd->started < fd->n && fd->running < fd->f->o.max_inflight) {
+	while (fd->page && fd->started < fd->n && fd->running < fd->f->share) {
 		fitem_t *it = &fd->items[fd->started++];
 		it->act = ACT_FEED_ITEM;
 		it->feed = fd;
@@ -239,7 +240,8 @@ static void item_failed(fitem_t *it, const hc_result_t *res)
 	feed_t *fd = it->feed;
 	int cause = follower_classify(res);
 	if (res->curl_code)
-		follower_src_error(fd->f, fd->s, cause, res->url, "%s: %s", res->url, res->error);
+		follower_src_error(fd->f, fd->s, cause, res->url, "%s: %s%s", res->url, res->error,
+				   follower_origin_hint(res));
 	else
 		follower_src_error(fd->f, fd->s, cause, res->url, "%s answered HTTP %ld", res->url,
 				   res->status);

@@ -33,7 +33,8 @@ struct feed;
 #define RETRY_AFTER_MAX_S 3600
 #define NOT_IN_HEAP SIZE_MAX
 
-typedef enum step { ST_IDLE = 0, ST_RESOLVE, ST_BUNDLE, ST_INGEST } step_t;
+typedef enum step { ST_IDLE = 0, ST_RESOLVE, ST_BUNDLE, ST_INGEST, ST_WAIT } step_t;
+#define NO_SLOT (-1)
 
 /* Why a request failed, for counters and logs. */
 enum cause {
@@ -64,6 +65,9 @@ typedef struct rec {
 	uint8_t src, cand;              /* upstream and bundle layout being tried */
 	uint8_t found_any;              /* some upstream answered other than 404 */
 	uint8_t retry;                  /* some upstream failed or was resting (issue 53, 3) */
+	uint8_t busy;                   /* an upstream was passed over with its slots taken */
+	int slot;                       /* the upstream whose fetch slot r holds, or NO_SLOT */
+	struct rec *wnext;              /* ST_WAIT: the next in that upstream's wait list */
 	int64_t due_us;
 	size_t heap;
 	uint64_t serial;                /* while fetching: in f->active */
@@ -96,6 +100,10 @@ typedef struct src {
 	int64_t last_error_us;
 	char changes_url[PITH_URL_MAX];  /* the manifest's feed of this upstream, or "" */
 	struct feed *feed;               /* following it (follower_feed.c), or NULL */
+	size_t inflight;                 /* records holding one of its fetch slots */
+	struct rec *wait_head, *wait_tail; /* records waiting for one (ST_WAIT), FIFO */
+	size_t nwait;
+	uint64_t busy_skips;             /* records asked of a later upstream: its slots were taken */
 } src_t;
 
 struct follower {
@@ -112,6 +120,8 @@ struct follower {
 	rec_t **heap;
 	size_t nheap, capheap;
 	size_t nactive, nwaiters, nfollowed;
+	size_t share;       /* fetch slots one upstream may hold (issue 53, attack 4) */
+	char **origins;     /* opts.origins, copied (o.origins points here) */
 	uint64_t next_serial;
 	struct event *tick;
 	follow_etags_t *etags; /* body -> the ETag of the last 200 kept, and its URL */
@@ -131,6 +141,10 @@ void follower_src_error(follower_t *f, src_t *s, int cause, const char *url, con
 void follower_src_backoff(src_t *s, int64_t retry_after_s);
 /* The cause of a failed answer. */
 int follower_classify(const hc_result_t *res);
+/* A hint for a redirect refused because its origin is not listed (""
+ * otherwise, and for one to http://, which listing would not allow from
+ * https). */
+const char *follower_origin_hint(const hc_result_t *res);
 /* Whether res is the upstream's own trouble (backs it off). */
 int follower_cause_backs_off(int cause);
 void follower_count_rejected(src_t *s, const char *reason);

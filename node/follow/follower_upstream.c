@@ -173,13 +173,13 @@ static void on_manifest(void *arg, const hc_result_t *res)
 		}
 	s->has_manifest = 1;
 	const char *pattern = pick->bundle_pattern, *feed = pick->changes_url;
-	if (pattern[0] && !follow_origin_ok(s->base, pattern)) {
-		follower_src_error(f, s, -1, res->url, "%s: bundle_pattern %s is not on %s's origin: using the registry's layouts",
+	if (pattern[0] && !follow_origin_ok(s->base, pattern, f->o.origins, f->o.n_origins)) {
+		follower_src_error(f, s, -1, res->url, "%s: bundle_pattern %s is not on %s's origin nor one listed (upstream_origin): using the registry's layouts",
 				   res->url, pattern, s->base);
 		pattern = "";
 	}
-	if (feed[0] && !follow_origin_ok(s->base, feed)) {
-		follower_src_error(f, s, -1, res->url, "%s: changes_url %s is not on %s's origin: not followed",
+	if (feed[0] && !follow_origin_ok(s->base, feed, f->o.origins, f->o.n_origins)) {
+		follower_src_error(f, s, -1, res->url, "%s: changes_url %s is not on %s's origin nor one listed (upstream_origin): not followed",
 				   res->url, feed, s->base);
 		feed = "";
 	}
@@ -224,11 +224,13 @@ void follower_status_json(follower_t *f, pith_buf_t *b)
 		json_write_string(b, s->pattern, strlen(s->pattern));
 		pith_buf_printf(b, ",\"requests\":%llu,\"not_modified\":%llu,\"bytes\":%llu,"
 				"\"bundles_downloaded\":%llu,\"records_pulled\":%llu,\"unchanged\":%llu,"
-				"\"not_found\":%llu,\"backing_off_seconds\":%.1f,\"rejected\":{",
+				"\"not_found\":%llu,\"fetching\":%zu,\"waiting\":%zu,\"slots\":%zu,"
+				"\"busy_skips\":%llu,\"backing_off_seconds\":%.1f,\"rejected\":{",
 				(unsigned long long)s->requests, (unsigned long long)s->not_modified,
 				(unsigned long long)s->bytes, (unsigned long long)s->bundles,
 				(unsigned long long)s->stored, (unsigned long long)s->unchanged,
-				(unsigned long long)s->not_found,
+				(unsigned long long)s->not_found, s->inflight, s->nwait, f->share,
+				(unsigned long long)s->busy_skips,
 				s->blocked_until_us > now ? (double)(s->blocked_until_us - now) / 1e6 : 0.0);
 		for (int j = 0; j < REASONS_MAX && s->rejected[j].reason; j++)
 			pith_buf_printf(b, "%s\"%s\":%llu", j ? "," : "", s->rejected[j].reason,

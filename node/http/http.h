@@ -91,6 +91,10 @@ typedef struct http_hooks {
 	 * Retry-After saying the record is being fetched. PITH_ENOTFOUND: 404
 	 * now. Other errors: 503 now. NULL: 404 now. */
 	int (*want)(void *arg, const char *id, uint64_t token);
+	/* A read-through answered HTTP_WANT_RETRY: in how many seconds to try
+	 * again, from the upstreams' own Retry-After and backoff (the loop
+	 * thread; -1 or NULL: 5 s; bounded to 1..300 here). */
+	int64_t (*want_retry_s)(void *arg);
 	/* "/" asks what the node is connected to (NULL: not shown). */
 	void (*about)(void *arg, http_about_t *out);
 	void *arg;

@@ -24,7 +24,8 @@
  * cleared (when full, or at restart). Only resolutions that succeeded are
  * cached, so clients cannot fill it with made-up bodies. */
 #define BODY_CACHE_MAX 262144
-#define HTTP_WANT_RETRY_AFTER_S 5 /* a read-through whose upstream failed or rests */
+#define HTTP_WANT_RETRY_AFTER_S 5 /* a read-through whose upstream failed or rests, */
+#define HTTP_WANT_RETRY_MAX_S 300 /* unless the upstreams say when, up to this */
 
 static void body_key(const char *body, uint8_t key[32])
 {
@@ -170,7 +171,9 @@ int http_resolve_id(http_ctx_t *c, const char *id, char pith[static PITH_NUMBER_
 		else if (c->rerun == HTTP_WANT_RETRY) {
 			render_error(&c->v, 503, "no record for %s on this mirror yet: an upstream failed or "
 				     "rests; try again later", id);
-			c->v.r.retry_after = HTTP_WANT_RETRY_AFTER_S;
+			int64_t ra = c->h->hooks.want_retry_s ? c->h->hooks.want_retry_s(c->h->hooks.arg) : -1;
+			c->v.r.retry_after = ra < 0 ? HTTP_WANT_RETRY_AFTER_S
+					   : ra < 1 ? 1 : ra > HTTP_WANT_RETRY_MAX_S ? HTTP_WANT_RETRY_MAX_S : (int)ra;
 		}
 		else
 			render_error(&c->v, 404, "no record for %s on this mirror", id);

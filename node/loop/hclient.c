@@ -31,6 +31,10 @@
 #define HC_SPARE_MAX 16 /* easy handles kept for reuse */
 #define HC_PINS_MAX 256 /* host names whose first address class is kept */
 #define HC_HOST_MAX 255
+/* a body's rate is judged once its bytes have come for as long as its
+ * first byte took (a few round trips: TCP's slow start is past its
+ * first steps by then), and at least this long */
+#define HC_RATE_WINDOW_S 0.25
 
 typedef struct hc_xfer {
 	struct hc *c;
@@ -52,6 +56,8 @@ typedef struct hc_xfer {
 	int64_t retry_after;
 	long status;             /* of the response whose headers are arriving */
 	int foreign_redirect;    /* a redirect off the request's origin was refused */
+	double too_slow;         /* dropped: its body would take this long (s) */
+	double t_body;           /* when its body's first bytes came, 0 before */
 	char refused_addr[INET6_ADDRSTRLEN]; /* a private address refused, or "" */
 	double t0;
 	char errbuf[CURL_ERROR_SIZE];
@@ -77,6 +83,7 @@ struct hc {
 	struct event *kick;  /* starts queued transfers after hc_get returns */
 	hc_opts_t o;
 	char *ca_file, *user_agent;
+	char **origins;          /* hc_opts_t.origins, copied (o.n_origins of them) */
 	hc_list_t queue, running;
 	CURL *spare[HC_SPARE_MAX]; /* easy handles of finished transfers, reused */
 	struct {
@@ -173,6 +180,8 @@ static size_t on_body(char *data, size_t size, size_t n, void *arg)
 {
 	hc_xfer_t *x = arg;
 	size_t len = size * n;
+	if (!x->t_body && len)
+		x->t_body = now_s();
 	if (len > x->cap - x->body.len) {
 		x->over_cap = 1;
 		return 0; /* aborts the transfer (CURLE_WRITE_ERROR) */
@@ -241,8 +250,44 @@ int hc_origin_same(const char *a, const char *b)
 	return same;
 }
 
+int hc_origin_allowed(const char *from, const char *to, const char *const *origins, size_t n)
+{
+	if (hc_origin_same(from, to))
+		return 1;
+	if (!strncasecmp(from, "https:", 6) && strncasecmp(to, "https:", 6))
+		return 0; /* never from https down to http */
+	for (size_t i = 0; i < n; i++)
+		if (hc_origin_same(origins[i], to))
+			return 1;
+	return 0;
+}
+
+int hc_origin_is_valid(const char *s)
+{
+	size_t n = strlen(s);
+	const char *p = strstr(s, "://");
+	if (!n || n > HC_LOCATION_MAX || !p ||
+	    (strncasecmp(s, "http://", 7) && strncasecmp(s, "https://", 8)))
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		if ((unsigned char)s[i] <= 0x20 || (unsigned char)s[i] >= 0x7f)
+			return 0;
+	const char *rest = p + 3;
+	size_t m = strcspn(rest, "/?#@\\");
+	if (!m || (rest[m] && (rest[m] != '/' || rest[m + 1])))
+		return 0; /* a host, nothing but a trailing '/' after it */
+	CURLU *u = curl_url();
+	char *host = NULL;
+	int ok = u && !curl_url_set(u, CURLUPART_URL, s, 0) &&
+		 !curl_url_get(u, CURLUPART_HOST, &host, 0) && host && *host;
+	curl_free(host);
+	curl_url_cleanup(u);
+	return ok;
+}
+
 /* Whether x's Location, resolved against the URL it answers, stays on the
- * origin of the URL x was asked for. */
+ * origin of the URL x was asked for, or goes to an origin the client
+ * lists (never from https to http). */
 static int location_same_origin(hc_xfer_t *x)
 {
 	if (x->location_too_long || !x->location[0])
@@ -254,7 +299,9 @@ static int location_same_origin(hc_xfer_t *x)
 	char *abs = NULL;
 	int ok = u && !curl_url_set(u, CURLUPART_URL, cur, 0) &&
 		 !curl_url_set(u, CURLUPART_URL, x->location, 0) &&
-		 !curl_url_get(u, CURLUPART_URL, &abs, 0) && hc_origin_same(x->url, abs);
+		 !curl_url_get(u, CURLUPART_URL, &abs, 0) &&
+		 hc_origin_allowed(x->url, abs, (const char *const *)x->c->origins,
+				   x->c->o.n_origins);
 	curl_free(abs);
 	curl_url_cleanup(u);
 	return ok;
@@ -387,6 +434,30 @@ static curl_socket_t on_open_socket(void *arg, curlsocktype purpose, struct curl
 	return socket(a->family, a->socktype, a->protocol);
 }
 
+/* CURLOPT_XFERINFOFUNCTION: a body whose Content-Length would take more
+ * than twice the deadline at the rate seen since its first bytes (over
+ * as long as the first byte took, HC_RATE_WINDOW_S at least) is dropped
+ * then, not at the deadline (issue
+ * 53, attack 4: a drip above the stall rate holds no slot for long). */
+static int on_progress(void *arg, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal,
+		       curl_off_t ulnow)
+{
+	(void)ultotal;
+	(void)ulnow;
+	hc_xfer_t *x = arg;
+	const hc_opts_t *o = &x->c->o;
+	if (o->total_timeout_s <= 0 || dltotal <= 0 || dlnow <= 0 || dlnow >= dltotal)
+		return 0;
+	double now = now_s(), b = now - x->t_body, first = x->t_body - x->t0;
+	if (!x->t_body || b < HC_RATE_WINDOW_S || b < first)
+		return 0;
+	double eta = (now - x->t0) + (double)(dltotal - dlnow) * b / (double)dlnow;
+	if (eta <= 2.0 * (double)o->total_timeout_s)
+		return 0; /* it may speed up (TCP's slow start): the deadline decides */
+	x->too_slow = eta;
+	return 1; /* CURLE_ABORTED_BY_CALLBACK */
+}
+
 /* Keeps the easy handle of a finished transfer for the next one (its
  * buffers and state are reused; xfer_easy sets every option again), or
  * frees it when enough are kept. */
@@ -437,6 +508,9 @@ static CURL *xfer_easy(hc_t *c, hc_xfer_t *x)
 	curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, o->low_speed_bytes);
 	curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME, o->low_speed_time_s);
 	curl_easy_setopt(h, CURLOPT_TIMEOUT, o->total_timeout_s);
+	curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
+	curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, on_progress);
+	curl_easy_setopt(h, CURLOPT_XFERINFODATA, x);
 	curl_easy_setopt(h, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)x->cap);
 	curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, 1L);
 	curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, 2L);
@@ -476,9 +550,15 @@ static void xfer_finish(hc_t *c, hc_xfer_t *x, CURLcode code)
 		r.over_cap = 1;
 	if (x->foreign_redirect && code != CURLE_OK)
 		r.curl_code = code = CURLE_TOO_MANY_REDIRECTS;
+	if (x->too_slow > 0 && code == CURLE_ABORTED_BY_CALLBACK)
+		r.curl_code = code = CURLE_OPERATION_TIMEDOUT;
 	if (code != CURLE_OK) {
 		const char *s = curl_easy_strerror(code);
-		if (x->foreign_redirect)
+		if (x->too_slow > 0)
+			snprintf(line, sizeof(line), "too slow for the deadline: %zu bytes in %.1f s, "
+				 "the rest would take until %.0f s (deadline %ld s)", x->body.len,
+				 now_s() - x->t0, x->too_slow, c->o.total_timeout_s);
+		else if (x->foreign_redirect)
 			snprintf(line, sizeof(line), "redirect to another origin refused: %.300s",
 				 x->location);
 		else if (x->refused_addr[0])
@@ -514,6 +594,7 @@ static void start_queued(hc_t *c)
 		list_unlink(&c->queue, x);
 		x->errbuf[0] = 0;
 		x->retry_after = -1;
+		x->t_body = x->too_slow = 0;
 		x->h = xfer_easy(c, x);
 		if (!x->h) {
 			snprintf(x->errbuf, sizeof(x->errbuf), "cannot set up the transfer of %s", x->url);
@@ -673,6 +754,14 @@ int hc_new(struct event_base *base, const hc_opts_t *o, hc_t **out, pith_err_t *
 	int rc = PITH_ENOMEM;
 	if (!c->user_agent || (o && o->ca_file && !c->ca_file))
 		goto fail;
+	if (c->o.n_origins > HC_ORIGINS_MAX || (c->o.n_origins && !c->o.origins))
+		c->o.n_origins = 0;
+	if (c->o.n_origins && !(c->origins = calloc(c->o.n_origins, sizeof(char *))))
+		goto fail;
+	for (size_t i = 0; i < c->o.n_origins; i++)
+		if (!(c->origins[i] = strdup(c->o.origins[i])))
+			goto fail;
+	c->o.origins = NULL;
 	c->timer = evtimer_new(base, on_timer_event, c);
 	c->kick = event_new(base, -1, 0, on_kick_event, c);
 	if (!c->timer || !c->kick)
@@ -717,6 +806,9 @@ static void hc_destroy(hc_t *c)
 		event_free(c->timer);
 	if (c->kick)
 		event_free(c->kick);
+	for (size_t i = 0; c->origins && i < c->o.n_origins; i++)
+		free(c->origins[i]);
+	free(c->origins);
 	free(c->ca_file);
 	free(c->user_agent);
 	free(c);

@@ -44,7 +44,19 @@ typedef struct hc_opts {
 	long connect_timeout_s;    /* default 10 */
 	long low_speed_bytes;      /* default 1024: slower than this ... */
 	long low_speed_time_s;     /* default 15: ... for this long = dropped */
-	long total_timeout_s;      /* default 0 = none */
+	long total_timeout_s;      /* default 0 = none: the deadline of a transfer; one
+				    * whose Content-Length would take more than twice
+				    * that at the rate of its body so far (judged
+				    * once its bytes came for as long as its first
+				    * byte took, 0.25 s at least) is dropped
+				    * then (curl code
+				    * CURLE_OPERATION_TIMEDOUT, "too slow for the
+				    * deadline: ...") */
+	const char *const *origins; /* besides a request's own origin, the origins
+				    * (scheme://host[:port]) its redirects may go to
+				    * (copied, at most HC_ORIGINS_MAX); https to http
+				    * never */
+	size_t n_origins;
 	size_t max_inflight;       /* transfers at once (default 16); more wait FIFO */
 	size_t max_host_conns;     /* connections per host kept/used (default 16) */
 } hc_opts_t;
@@ -78,6 +90,7 @@ typedef struct hc_result {
 } hc_result_t;
 
 #define HC_RETRY_AFTER_MAX (366 * 86400)
+#define HC_ORIGINS_MAX 64 /* origins listed in hc_opts_t */
 #define HC_BUNDLE_REDIRECTS 5 /* redirects a bundle fetch follows (pull, the follower) */
 
 /* A transfer's end, on the loop. r and what it points to are valid during
@@ -90,7 +103,8 @@ typedef struct hc_req {
 	size_t body_cap;           /* bytes */
 	int max_redirects;         /* 0: redirects are answers (status, location);
 				    * N > 0: up to N are followed, each only to
-				    * the origin (scheme, host, port) of url: one
+				    * the origin (scheme, host, port) of url or
+				    * one of hc_opts_t.origins: one
 				    * elsewhere, or more than N, fail with curl's
 				    * CURLE_TOO_MANY_REDIRECTS (error "redirect to
 				    * another origin refused: LOCATION" for the
@@ -138,6 +152,15 @@ int hc_url_same(const char *a, const char *b);
  * case aside) and port (the scheme's default made explicit). 0 when
  * either does not parse. */
 int hc_origin_same(const char *a, const char *b);
+
+/* Whether a request to URL from may go to URL to: the same origin, or to's
+ * origin is one of origins[0..n) (scheme://host[:port], as an operator
+ * lists them) and it is not from https to http. */
+int hc_origin_allowed(const char *from, const char *to, const char *const *origins, size_t n);
+
+/* Whether s is an origin as an operator lists one: http:// or https://, a
+ * host, an optional port, nothing else (a trailing '/' aside). */
+int hc_origin_is_valid(const char *s);
 
 /* Retrying: what callers that ask again share (pull's retries, the
  * follower's upstream backoff). */

@@ -29,26 +29,12 @@ import time
 import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from pithtest import Ctl, Node, free_port, wait_for, run_test  # noqa: E402
+from pithtest import Ctl, Node, check, free_port, read_text as read, wait_for, run_test  # noqa: E402
 
 
 SAMPLE = "AR7B3DEVMOTSBRCCVXUCLYSRRE"
 SAMPLE_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "data",
                            "bundle-AR7B3DEV.json")
-
-
-def check(cond, what):
-    if not cond:
-        raise AssertionError(what)
-    print("ok -", what, flush=True)
-
-
-def read(path):
-    try:
-        with open(path, errors="replace") as f:
-            return f.read()
-    except FileNotFoundError:
-        return ""
 
 
 def body(args, root, nodes):
