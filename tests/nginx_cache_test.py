@@ -71,10 +71,12 @@ def body(args, root, nodes):
         bodies.append(m.group(1).decode()[-26:])
     ns = []
     for name in ("a", "b"):
-        # behind one cache, both nodes go by its URL: the same bytes from either
+        # behind one cache, both nodes go by its URL and one name: the same
+        # bytes from either
         n = Node(args.pithd, root, name, extra=["--trust-key", key, "--http", "127.0.0.1:0",
                                                 "--http-max-age", str(MAX_AGE),
-                                                "--http-public-url", "http://mirror.example"])
+                                                "--http-public-url", "http://mirror.example",
+                                                "--mirror-name", "one mirror"])
         nodes.append(n.start())
         bad = [x for x in n.submit(load) if not x.get("ok")]
         assert not bad, bad[:3]
@@ -129,7 +131,8 @@ def cases(t, args, root, ns, ports, ngx, bodies, held):
             st, h, b = ngx.get(u, hdrs)
             _, nh, nb = ngx.get(u, hdrs, port=ports[0])
             assert st == 200 and h["x-cache-status"] == "HIT", (hdrs, h)
-            assert b == nb and h.get("content-encoding") == nh.get("content-encoding"), hdrs
+            assert b == nb and h.get("content-encoding") == nh.get("content-encoding"), (
+                hdrs, len(b), len(nb), h.get("content-encoding"), nh.get("content-encoding"), h)
             assert h["content-type"] == nh["content-type"], (hdrs, h, nh)
             if "Accept-Encoding" not in hdrs and nh.get("etag"):
                 # unzipped from the gzip copy: not under the gzip bytes' strong tag

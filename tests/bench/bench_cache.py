@@ -14,7 +14,8 @@ not (not counted); then one scan of the cache by deploy/pith-cache-purge
 (a dry run) is timed.
 
 usage: bench_cache.py --build BUILD_DIR [--records N | --store DIR --key FILE]
-                      [--site DIR] [--duration S] [--connections C] [--no-static] [--keep]
+                      [--site DIR] [--duration S] [--connections C] [--max-age S]
+                      [--no-static] [--keep]
 
 --records N: a new store of N records (2 events each, gen_events), and its
 export. --store/--key: an existing store and its trusted key (--site: its
@@ -119,6 +120,8 @@ def main():
     ap.add_argument("--duration", type=int, default=10)
     ap.add_argument("--connections", type=int, default=50)
     ap.add_argument("--no-static", action="store_true", help="no export, no static nginx")
+    ap.add_argument("--max-age", type=int, default=600,
+                    help="the node's http_max_age: long enough that nothing expires in the run")
     ap.add_argument("--keep", action="store_true")
     a = ap.parse_args()
     B = os.path.abspath(a.build)
@@ -148,7 +151,7 @@ def main():
         print("RESULT export s=%.1f" % (time.time() - t0), flush=True)
     srv = subprocess.Popen([B + "/tests/http_serve", "--store", store, "--listen",
                             "127.0.0.1:%d" % sport, "--public-url", base, "--no-submit",
-                            "--trust-key", key], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                            "--max-age", str(a.max_age), "--trust-key", key], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     site_test.wait_port(sport, srv)
     cdir = os.path.join(root, "cache-ngx")
     os.makedirs(cdir, exist_ok=True)
