@@ -10,8 +10,9 @@ PKGS=(build-essential cmake pkg-config clang libclang-rt-14-dev
 # debhelper: the package test builds the .deb (dpkg-buildpackage, debian/);
 # man-db and groff-base: the man_pages test renders the pages; chromium:
 # the browser test (headless) looks at the pages as a person would; nginx:
-# the site_nginx test runs it as the current user (the system service is
-# not used); wget: the wget_mirror journey mirrors a node with it. Not here:
+# the site_nginx, nginx_cache and journey_cache_reader tests run it as the
+# current user (the system service is not used); wget: the wget_mirror
+# journey mirrors a node with it. Not here:
 # prometheus (promtool, for metrics_names): the package starts a Prometheus
 # server when installed; that test skips its promtool half without it.
 missing=()

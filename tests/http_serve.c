@@ -8,7 +8,7 @@
  *                   [--request-timeout S] [--max-connections N]
  *                   [--cache-mb N] [--worker-nice N] [--port-file FILE]
  *                   [--no-submit] [--search FILE] [--render-threads N]
- *                   [--operator WHO] [--contact HOW]
+ *                   [--operator WHO] [--contact HOW] [--max-age S]
  *                   [--hup-name NAME [--hup-operator WHO] [--hup-contact HOW]]
  *
  * Opens (or creates) the store with the trusted keys as registry keys, as
@@ -24,6 +24,8 @@
  * worker_nice does. --render-threads N (default 2) renders the record
  * documents on N threads off the loop, as pithd's http_render_threads (0:
  * on the loop): the http tests run through the pool unless told.
+ * --max-age S: the record documents' Cache-Control max-age (pithd's
+ * http_max_age; default 60).
  * --name, --operator, --contact: who the mirror is (pithd's mirror_*);
  * with --hup-name, SIGHUP makes the --hup-* names the mirror's
  * (http_set_identity), as pithd's reload does. */
@@ -193,6 +195,8 @@ int main(int argc, char **argv)
 			search_path = v;
 		else if (OPT("--render-threads"))
 			o.render_threads = atoi(v);
+		else if (OPT("--max-age"))
+			o.cache_max_age = atoi(v);
 		else if (!strcmp(a, "--no-submit"))
 			no_submit = 1;
 		else

@@ -496,7 +496,7 @@ print("verified bundle and %d events" % n)
         assert nxt == entries[-1]["cursor"]
         for e in entries:
             assert set(e) == {"cursor", "pith_number", "state_sha256", "bundle_sha256",
-                              "built_at"}, e
+                              "built_at", "cache_tag"}, e
             assert re.fullmatch(r"[0-9a-f]{64}", e["state_sha256"]), e
         by = {e["pith_number"]: e for e in entries}
         for rec in [AR7B, gen_rec] + names[:5]:

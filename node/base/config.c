@@ -29,6 +29,7 @@ static const key_t_ keys[] = {
 	{"listen", K_ADDR, O(listen), 0, 0, "127.0.0.1:7411", "HOST:PORT for peers; port 0 picks one"},
 	{"http", K_ADDR, O(http), 0, 0, "", "HOST:PORT of the HTTP views (docs/http.md); empty: off"},
 	{"http_render_threads", K_INT, O(http_render_threads), -1, 64, "-1", "threads rendering the record documents and answering resolves off the HTTP loop (-1: one per online core; 0: the loop does)"},
+	{"http_max_age", K_INT, O(http_max_age), 0, 86400, "60", "seconds a cache in front may serve a record's documents without asking (Cache-Control max-age, docs/http.md \"Caching\"); 0: no-cache"},
 	{"http_public_url", K_STR, O(http_public_url), 0, 0, "", "URL clients reach the HTTP views at (pages, manifest; announced to peers when set); default http://HTTP"},
 	{"control", K_STR, O(control), 0, 0, "", "control socket path (default DATA/pithd.sock)"},
 	{"network_id", K_NETID, O(network_id), 0, 0, "pith-main", "peers must use the same network id"},

@@ -29,6 +29,7 @@ typedef struct node_config {
 	char http[CONFIG_STR_MAX];    /* HOST:PORT for the HTTP views (issue 6); "" off */
 	char http_public_url[CONFIG_STR_MAX]; /* base URL of those views; "" = http://HTTP */
 	int64_t http_render_threads;  /* record documents rendered off the loop; -1: per core */
+	int64_t http_max_age;         /* Cache-Control max-age of a record's documents */
 	char control[CONFIG_STR_MAX]; /* Unix socket path; "" = DATA/pithd.sock */
 	char network_id[CONFIG_STR_MAX];
 	char log_level[16];

@@ -282,6 +282,7 @@ int node_http_start(node_t *n, pith_err_t *err)
 	o.network_id = n->cfg->network_id;
 	o.search = n->search;
 	o.render_threads = (int)n->cfg->http_render_threads;
+	o.cache_max_age = (int)n->cfg->http_max_age;
 	if (o.render_threads < 0) {
 		long nc = sysconf(_SC_NPROCESSORS_ONLN);
 		o.render_threads = nc > 0 ? (int)nc : 1;

@@ -196,7 +196,8 @@ static void gz_cache_free(http_t *h)
 /* Response headers a script on another origin may read besides the
  * safelisted ones, and request headers it may send (a preflight's
  * answer): the conditional requests' and POST's. */
-#define HTTP_CORS_EXPOSE "ETag, Last-Modified, Retry-After, Location, Allow, Content-Encoding"
+#define HTTP_CORS_EXPOSE \
+	"ETag, Last-Modified, Retry-After, Location, Allow, Content-Encoding, Cache-Tag"
 #define HTTP_CORS_ALLOW_HEADERS \
 	"Accept, Accept-Language, Content-Type, If-None-Match, If-Modified-Since, Cache-Control"
 
@@ -237,7 +238,7 @@ void http_send(http_ctx_t *c)
 	}
 	if (has_body && r->ctype)
 		evhttp_add_header(oh, "Content-Type", r->ctype);
-	evhttp_add_header(oh, "Cache-Control", r->no_store ? "no-store" : "no-cache");
+	http_cache_headers(h, c->v.route, status, r, oh);
 	evhttp_add_header(oh, "X-Content-Type-Options", "nosniff");
 	/* every answer, errors included, is public and for any origin: no
 	 * credentials, so "*" (docs/http.md, "CORS") */
@@ -640,6 +641,7 @@ void http_opts_default(http_opts_t *o)
 	o->max_connections = 4096;
 	o->events_page_max = 1000;
 	o->list_registry = 1;
+	o->cache_max_age = 60;
 }
 
 /* "/" asks the hook what the node is connected to (render_opts_t.about). */
@@ -681,7 +683,8 @@ int http_new(struct event_base *base, store_t *store, metrics_t *metrics, const 
 				    opts->listen ? opts->listen : "");
 	if (opts->max_header_bytes < 1024 || opts->max_body_bytes < 1024 || !opts->max_post_events ||
 	    !opts->max_inflight || opts->timeout_s < 1 || !opts->events_page_max ||
-	    opts->request_timeout_s < 1 || opts->max_connections < 1)
+	    opts->request_timeout_s < 1 || opts->max_connections < 1 || opts->cache_max_age < 0 ||
+	    opts->cache_max_age > 86400)
 		return pith_err_set(err, PITH_EINVAL, "http: a limit is out of range");
 	char pub[RENDER_URL_MAX + 1] = "";
 	if (opts->public_url && *opts->public_url && !render_url_trim(opts->public_url, pub))

@@ -58,6 +58,9 @@ typedef struct http_opts {
 				    * (lowered to half the descriptor limit) */
 	size_t events_page_max;    /* events in one events.json page */
 	int list_registry;         /* list the registry itself in /pith-mirrors.json */
+	int cache_max_age;         /* seconds a shared cache may serve a record's
+				    * documents unasked (Cache-Control max-age;
+				    * docs/http.md "Caching"); 0: no-cache */
 	int readthrough_ms;        /* with a want hook: how long a read of a missing
 				    * record waits for it (0: the hook is not asked) */
 	int render_threads;        /* threads rendering the record documents off

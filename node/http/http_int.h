@@ -5,6 +5,7 @@
  * http.c         server set-up, limits, routing, conditional requests,
  *                replies, per-route metrics
  * http_dates.c   the table Last-Modified dates come from
+ * http_cache.c   Cache-Control by route and status, the cache tag
  * http_conn.c    connections: the cap, the request timeout, body budgets
  * http_resolve.c identifiers through the body cache and read-through,
  *                resolve, /healthz, /metrics: the server's alone
@@ -146,6 +147,17 @@ void http_send(http_ctx_t *c);
 const char *http_header(http_ctx_t *c, const char *name);
 /* Whether an Accept-Encoding value (NULL: none) accepts gzip. */
 int http_accepts_gzip(const char *accept_encoding);
+
+/* ---- http_cache.c: what a shared cache may do (docs/http.md, "Caching") ----------- */
+/* The Cache-Control of an answer of route with status (the 304 of a 200
+ * gets the 200's), max_age the opts' cache_max_age. */
+void http_cache_control(render_route_t route, int status, const render_resp_t *r, int max_age,
+			char *out, size_t cap);
+/* Adds Cache-Control and, for a record's documents and the lists, the
+ * cache tag (Cache-Tag, Surrogate-Key). */
+struct evkeyvalq;
+void http_cache_headers(http_t *h, render_route_t route, int status, const render_resp_t *r,
+			struct evkeyvalq *oh);
 
 /* ---- http_dates.c: Last-Modified ------------------------------------------------- */
 /* Starts the date table at the server's start: 0, or -1 (out of memory). */

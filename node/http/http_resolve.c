@@ -278,6 +278,7 @@ static void resolve_answer(http_ctx_t *c, const char *pith, const char *key, con
 		http_resolve_fail(c, q, rc, &err);
 		return;
 	}
+	render_cache_tag(pith, c->v.r.tag); /* it names the record's state */
 	if (!want_json) {
 		c->v.r.status = 302;
 		snprintf(c->v.r.location, sizeof(c->v.r.location), "%s/pith/%s", h->base_url, body);

@@ -94,7 +94,7 @@ void render_error(render_ctx_t *c, int status, const char *fmt, ...)
 	pith_buf_reset(c->body);
 	memset(&c->r.etag, 0, sizeof(c->r.etag));
 	c->r.status = status;
-	c->r.no_store = 1;
+	c->r.tag[0] = 0;
 	c->r.vary_accept = 1;
 	c->r.is_html = 0;
 	memcpy(c->r.message, msg, sizeof(msg));
@@ -285,6 +285,11 @@ static void date_note_global(render_ctx_t *c)
 int render_view_run_global(render_ctx_t *c)
 {
 	date_note_global(c);
+	/* any commit may move a record to the front of these: one tag for
+	 * them all, which the change feed's purges name too */
+	if (c->route == RENDER_ROUTE_HOME || c->route == RENDER_ROUTE_LIST ||
+	    c->route == RENDER_ROUTE_RECORDS)
+		snprintf(c->r.tag, sizeof(c->r.tag), "%s", RENDER_CACHE_TAG_LISTS);
 	switch (c->route) {
 	case RENDER_ROUTE_MIRRORS: render_view_mirrors(c); return 1;
 	case RENDER_ROUTE_SIGNING_KEY: render_view_signing_key(c); return 1;
@@ -301,6 +306,7 @@ int render_view_run_global(render_ctx_t *c)
 void render_view_run(render_ctx_t *c, const char *pith)
 {
 	render_date_note_record(c, pith);
+	render_cache_tag(pith, c->r.tag);
 	switch (c->route) {
 	case RENDER_ROUTE_PAGE: render_view_page(c, pith); break;
 	case RENDER_ROUTE_RECORD: render_view_record(c, pith); break;
@@ -312,6 +318,12 @@ void render_view_run(render_ctx_t *c, const char *pith)
 	case RENDER_ROUTE_BIB: render_view_bib(c, pith); break;
 	default: render_error(c, 404, "no such resource"); break;
 	}
+}
+
+void render_cache_tag(const char *pith, char tag[static RENDER_CACHE_TAG_LEN + 1])
+{
+	size_t n = strlen(pith);
+	snprintf(tag, RENDER_CACHE_TAG_LEN + 1, "pith-%s", n > PITH_BODY_LEN ? pith + n - PITH_BODY_LEN : pith);
 }
 
 /* ---- render-only contexts ------------------------------------------------------------ */

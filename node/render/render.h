@@ -237,7 +237,9 @@ typedef struct render_resp {
 	const char *allow;     /* 405 / OPTIONS: static */
 	int vary_accept;
 	int cors;              /* Access-Control-Allow-Origin: * */
-	int no_store;          /* Cache-Control: no-store instead of no-cache */
+	int no_store;          /* Cache-Control: no-store (per node or per request) */
+	char tag[40];          /* the cache tag: "pith-BODY" on a record's
+				* documents, "pith-lists" on the lists; or "" */
 	int retry_after;       /* seconds, 503 */
 	int is_html;           /* adds a restrictive Content-Security-Policy */
 	int close;             /* a protocol error: close after the reply */
@@ -264,6 +266,12 @@ typedef struct render_ctx {
 /* Runs the view of a route without an {ID} that renders a document (home,
  * list, records, mirrors, signing key, changes, search): 1, else 0. */
 int render_view_run_global(render_ctx_t *c);
+/* The cache tag of a record's documents (docs/http.md, "Caching"):
+ * "pith-" and the body of the full number pith; the lists' is
+ * RENDER_CACHE_TAG_LISTS. The change feed names both. */
+#define RENDER_CACHE_TAG_LEN 31
+#define RENDER_CACHE_TAG_LISTS "pith-lists"
+void render_cache_tag(const char *pith, char tag[static RENDER_CACHE_TAG_LEN + 1]);
 /* Runs the view of a record route for the stored record pith. */
 void render_view_run(render_ctx_t *c, const char *pith);
 

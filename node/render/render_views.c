@@ -450,8 +450,13 @@ static int feed_add(void *arg, const store_change_t *ch)
 	} else {
 		pith_buf_puts(p->out, "null,\"bundle_sha256\":null");
 	}
-	pith_buf_printf(p->out, ",\"cursor\":\"%llu\",\"pith_number\":\"%s\",\"state_sha256\":\"%s\"}",
-			(unsigned long long)ch->seq, ch->pith_number, state);
+	/* what a cache in front of this node purges (docs/http.md, "Caching") */
+	char tag[RENDER_CACHE_TAG_LEN + 1];
+	render_cache_tag(ch->pith_number, tag);
+	pith_buf_printf(p->out,
+			",\"cache_tag\":\"%s\",\"cursor\":\"%llu\",\"pith_number\":\"%s\","
+			"\"state_sha256\":\"%s\"}",
+			tag, (unsigned long long)ch->seq, ch->pith_number, state);
 	return p->out->oom ? -1 : 0;
 }
 

@@ -14,15 +14,17 @@ from pithtest import Node, make_events, run_test, wait_for  # noqa: E402,F401
 SAMPLE = "AR7B3DEVMOTSBRCCVXUCLYSRRE"
 
 
-def mirror_node(args, root, nodes, records=40, per_record=2, hold_back=0):
+def mirror_node(args, root, nodes, records=40, per_record=2, hold_back=0, extra=()):
     """Starts the node, loads it, returns (node, base URL, bodies of every
     record it holds). hold_back: the last events generated are not
-    submitted; node.held_back is (the body of their record, their lines)."""
+    submitted; node.held_back is (the body of their record, their lines).
+    extra: more pithd flags."""
     import json
     key, lines = make_events(args.gen_events, root, records, per_record)
     held = lines[len(lines) - hold_back:] if hold_back else []
     lines = lines[:len(lines) - hold_back]
-    n = Node(args.pithd, root, "mirror", extra=["--trust-key", key, "--http", "127.0.0.1:0"])
+    n = Node(args.pithd, root, "mirror",
+             extra=["--trust-key", key, "--http", "127.0.0.1:0"] + list(extra))
     nodes.append(n.start())
     bad = [x for x in n.submit(lines) if not x.get("ok")]
     assert not bad, "events refused: %s" % bad[:3]

@@ -1,0 +1,151 @@
+#!/usr/bin/env python3
+"""The caching headers of every route (issue 55; docs/http.md, "Caching"),
+against the http_serve harness over the shared store of http_test_util:
+Cache-Control per route and status (a record's documents max-age with
+stale-while-revalidate and stale-if-error; the lists shorter; the change
+feed no-cache; per node or per request no-store; 400 and 404 briefly,
+other errors not at all), the cache tag of a record's documents and the
+lists, the same on a 304 (by ETag and by date) and on the gzip variant,
+the change feed's cache_tag, and a server with --max-age 0 (no-cache).
+
+usage: http_cache_test.py --serve S --pithctl C --gen-events G --data DIR
+"""
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import http_test_util as u  # noqa: E402
+from http_test_util import AR7B_BODY, case, req  # noqa: E402
+
+MAX_AGE = 60
+REC = "public, max-age=60, stale-while-revalidate=60, stale-if-error=86400"
+LIST = "public, max-age=10, stale-while-revalidate=10, stale-if-error=86400"
+KEY = "public, max-age=3600, stale-while-revalidate=86400, stale-if-error=604800"
+ERR = "public, max-age=5"
+
+
+def run_cases(args, root, base, gen_rec, gen_body, held, untrusted, opkey, servers, store, trust):
+    time.sleep(1.1)  # documents are dated once the second of their date has ended
+    B = gen_body
+    A = AR7B_BODY
+    tag = lambda b: "pith-" + b  # noqa: E731
+    record_docs = [
+        ("/pith/%s" % B, B), ("/pith/%s/" % B, B), ("/pith/%s.json" % B, B),
+        ("/pith/%s.bib" % B, B), ("/pith/%s/state.json" % B, B),
+        ("/api/pith-number/%s/events.json" % B, B), ("/api/pith-number/%s/graph.json" % B, B),
+        ("/pith/%s/bundle.json" % A, A), ("/.well-known/pith/%s/bundle.json" % A, A),
+        ("/pith/pith:%s" % B[:8], B), ("/pith/%s" % gen_rec.replace(":", "%3A"), B),
+    ]
+
+    @case("a record's documents: %s, its Cache-Tag and Surrogate-Key, ETag and "
+          "Last-Modified" % REC)
+    def _():
+        for path, b in record_docs:
+            st, h, _ = req("GET", path)
+            assert st == 200, (path, st)
+            assert h.get("cache-control") == REC, (path, h.get("cache-control"))
+            assert h.get("cache-tag") == tag(b) and h.get("surrogate-key") == tag(b), (path, h)
+            assert h.get("etag") and h.get("last-modified"), (path, h)
+            assert "Cache-Tag" in h["access-control-expose-headers"], h
+
+    @case("304 by ETag and by date: the same Cache-Control, Cache-Tag and ETag as the 200")
+    def _():
+        for path, b in record_docs:
+            _, h, _ = req("GET", path)
+            for cond in ({"If-None-Match": h["etag"]}, {"If-Modified-Since": h["last-modified"]}):
+                st, h2, body = req("GET", path, cond)
+                assert st == 304 and not body, (path, cond, st)
+                assert h2.get("cache-control") == REC and h2.get("cache-tag") == tag(b), (path, h2)
+                assert h2.get("etag") == h["etag"], (path, h2)
+
+    @case("gzip: its own tag, Vary: Accept-Encoding, the same Cache-Control and Cache-Tag; 304 by it")
+    def _():
+        for path, b in record_docs:
+            st, h, _ = req("GET", path)
+            st, hz, bz = req("GET", path, {"Accept-Encoding": "gzip"})
+            if hz.get("content-encoding") != "gzip":
+                continue  # under 256 bytes: plain for everyone
+            assert hz["etag"] == h["etag"][:-1] + '-gzip"', (path, hz["etag"], h["etag"])
+            assert "Accept-Encoding" in hz["vary"] and "Accept-Encoding" in h["vary"], path
+            assert hz["cache-control"] == REC and hz["cache-tag"] == tag(b), path
+            st, h2, _ = req("GET", path, {"Accept-Encoding": "gzip", "If-None-Match": hz["etag"]})
+            assert st == 304 and h2["etag"] == hz["etag"], (path, st)
+        _, h, _ = req("GET", "/pith/%s" % B)
+        assert h["vary"] == "Accept, Accept-Encoding", h  # negotiated: HTML or JSON-LD
+
+    @case("the lists and the home page: %s, tag pith-lists; search and resolve the "
+          "same max-age, resolve tagged with its record" % LIST)
+    def _():
+        for path in ("/", "/pith/", "/api/records", "/api/records?limit=5"):
+            st, h, _ = req("GET", path)
+            assert st == 200 and h["cache-control"] == LIST and h["cache-tag"] == "pith-lists", \
+                (path, h)
+        for path in ("/api/pith-number/resolve?pith=%s&json=1" % B,
+                     "/api/pith-number/resolve?pith=%s" % B):
+            st, h, _ = req("GET", path)
+            assert st in (200, 302) and h["cache-control"] == LIST and h["cache-tag"] == tag(B), \
+                (path, st, h)
+
+    @case("the manifest: as a record's documents; the signing key: %s" % KEY)
+    def _():
+        st, h, _ = req("GET", "/pith-mirrors.json")
+        assert st == 200 and h["cache-control"] == REC and "cache-tag" not in h, h
+        st, h, _ = req("GET", "/pith-signing-key.json")
+        assert st == 200 and h["cache-control"] == KEY, h
+
+    @case("the change feed: no-cache, no ETag; each entry's cache_tag is its record's Cache-Tag")
+    def _():
+        d, h, _ = u.get_json("/api/changes?limit=10000")
+        assert h["cache-control"] == "no-cache" and "etag" not in h, h
+        assert d["changes"], d
+        for ch in d["changes"]:
+            assert ch["cache_tag"] == "pith-" + ch["pith_number"][-26:], ch
+        mine = [ch for ch in d["changes"] if ch["pith_number"] == gen_rec]
+        _, h, _ = req("GET", "/pith/%s/state.json" % B)
+        assert mine and mine[0]["cache_tag"] == h["cache-tag"], (mine, h)
+
+    @case("per node or per request: /metrics, /healthz, POST /events, a preflight: no-store")
+    def _():
+        for path in ("/metrics", "/healthz"):
+            st, h, _ = req("GET", path)
+            assert st == 200 and h["cache-control"] == "no-store" and "cache-tag" not in h, (path, h)
+        st, h, _ = req("POST", "/events", body=held[0])
+        assert st == 202 and h["cache-control"] == "no-store", (st, h)
+        st, h, _ = req("OPTIONS", "/pith/%s.json" % B,
+                       {"Origin": "https://x.example", "Access-Control-Request-Method": "GET"})
+        assert st == 204 and h["cache-control"] == "no-store", (st, h)
+
+    @case("errors: an unknown or malformed identifier %s (Vary: Accept, no tag); a protocol "
+          "error, 405, 414, 503: no-store" % ERR)
+    def _():
+        for path in ("/pith/AAAAAAAAAAAAAAAAAAAAAAAAAA.json", "/pith/nonsense!/state.json",
+                     "/api/pith-number/resolve?arxiv=9999.99999&json=1"):
+            st, h, _ = req("GET", path)
+            assert st in (400, 404) and h["cache-control"] == ERR, (path, st, h)
+            assert h["vary"] == "Accept" and "cache-tag" not in h and "etag" not in h, (path, h)
+        st, h, _ = req("GET", "/no/such/route")
+        assert st == 404 and h["cache-control"] == "no-store", (st, h)
+        st, h, _ = req("DELETE", "/pith/%s.json" % B)
+        assert st == 405 and h["cache-control"] == "no-store", (st, h)
+        st, h, _ = req("GET", "/pith/" + "A" * 5000)
+        assert st == 414 and h["cache-control"] == "no-store", (st, h)
+        st, h, _ = req("GET", "/search?q=anything")  # no index on this server: 503
+        assert st == 503 and h["cache-control"] == "no-store", (st, h)
+        resp = u.raw(b"GET /pith/a%00b HTTP/1.1\r\nHost: t\r\n\r\n")
+        assert u.status_of(resp) == 400 and b"Cache-Control: no-store" in resp, resp[:300]
+
+    @case("--max-age 0: every document no-cache, errors not cached at all")
+    def _():
+        assert servers[0].stop() == 0  # the store's lock: one server at a time
+        s0 = u.Server(args.serve, store, root, trust + ["--max-age", "0"])
+        servers.append(s0)
+        for path, _ in record_docs[:3] + [("/", None), ("/api/changes", None)]:
+            st, h, _ = req("GET", path, server=s0)
+            assert st == 200 and h["cache-control"] == "no-cache", (path, h)
+        st, h, _ = req("GET", "/pith/AAAAAAAAAAAAAAAAAAAAAAAAAA.json", server=s0)
+        assert st == 404 and h["cache-control"] == "no-store", h
+
+
+if __name__ == "__main__":
+    u.main(run_cases)
