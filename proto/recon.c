@@ -377,7 +377,7 @@ static int emit_split2(recon_session_t *s, wr_t *w, const pos_t *lo, const pos_t
 	if (s->ver < RECON_VERSION_2 || s->dens <= 0 || n <= s->cfg.list_max)
 		return emit_split(s, w, lo, hi, work);
 	double e = recon_cells_expect(s->dens * (double)n);
-	if (e * 4 >= (double)n)
+	if (e * 4 >= (double)n || (double)n > SCAN_PER_DIFF * e)
 		return emit_split(s, w, lo, hi, work);
 	size_t parts = (size_t)ceil(e / SPAN_EXPECT);
 	if (parts > n / 4)
@@ -943,7 +943,7 @@ static int answer_cells(step_t *t, const pos_t *lo, const pos_t *hi, const uint8
 		s->st.cells_failed++;
 		rc = 0;
 		if (m < CELLS_MAX && hi->rank - lo->rank > s->cfg.list_max) {
-			uint32_t m2 = m > (CELLS_MAX - 8) / 2 ? CELLS_MAX : 2 * m + 8;
+			uint32_t m2 = m > (CELLS_MAX - 8) / 3 * 2 ? CELLS_MAX : m + m / 2 + 8;
 			rc = emit_cells(s, &t->w, lo, hi, m2, &t->work);
 		} else {
 			rc = emit_split(s, &t->w, lo, hi, &t->work);
@@ -1037,16 +1037,20 @@ static int answer_est(step_t *t)
 		double lam = s->dens * (double)t->smp[i].items;
 		double e = recon_cells_expect(lam);
 		size_t first = i, last = i;
-		int dense = e * 4 >= (double)t->smp[i].items;
+		/* dense, or sparse in many items: split as version 1 does */
+		double g = (double)t->smp[i].items;
+		int dense = e * 4 >= g || g > SCAN_PER_DIFF * e;
 		if (!dense) {
 			for (size_t j = i + 1; j < t->ns; j++) {
-				if (!t->smp[j].differ)
-					continue;
-				double ej = recon_cells_expect(s->dens * (double)t->smp[j].items);
-				if (ej * 4 >= (double)t->smp[j].items || e + ej > SPAN_EXPECT)
+				double gj = (double)t->smp[j].items;
+				double ej = t->smp[j].differ ? recon_cells_expect(s->dens * gj) : 0;
+				if ((t->smp[j].differ && ej * 4 >= gj) || e + ej > SPAN_EXPECT ||
+				    g + gj > SCAN_PER_DIFF * (e + ej))
 					break;
 				e += ej;
-				last = j;
+				g += gj;
+				if (t->smp[j].differ)
+					last = j;
 			}
 		}
 		pos_t *lo = &t->slo[first], *hi = &t->shi[last];

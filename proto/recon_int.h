@@ -197,12 +197,16 @@ int recon_wr_finish(wr_t *w);
 /* count (1 byte), key sum (8), check sum (4) */
 #define CELL_BYTES 13
 /* Cells for e expected differences: SLOPE e + SQRT sqrt(e) + BASE. */
-#define CELLS_SLOPE 1.35
+#define CELLS_SLOPE 1.45
 #define CELLS_SQRT 2.5
 #define CELLS_BASE 3.0
 /* A span coded in one CELLS range expects at most this many differences
  * (so its cells stay under CELLS_MAX). */
 #define SPAN_EXPECT 900.0
+/* A range is coded only if it holds at most this many items per expected
+ * difference (coding scans them); else it is split first, as version 1
+ * splits, so a small difference in a big set costs few scans. */
+#define SCAN_PER_DIFF 4096.0
 
 /* An invertible table of m cells; k0, k1 key where an item goes. */
 typedef struct recon_cells {
