@@ -1,16 +1,18 @@
 #!/usr/bin/env python3
 """Old and new reconciliation between two pithd (issue 56, docs/sync.md,
-"Version 2"): a node forced to speak only RECON message version 1, as
+"Version 2"), as a person running mirrors of two versions sees it: a
+node forced to speak only RECON message version 1, as
 nodes before version 2 did (PITH_TEST_RECON_VERSION=1: it does not set
 WIRE_FEAT_RECON_V2 in its HELLO and refuses version 2 messages), and a
 node of this version, each missing events the other holds, reconcile
 with `pithctl --node SOCKET sync PEER`, the new node starting the session
 and then the old one, and end with identical stores; two new nodes then
-reconcile in version 2. What a person sees: `pithctl --json sync` says
-"ok": true and the session's "version"; both nodes' event counts and
-record states are equal; nobody was banned.
+reconcile in version 2. What a person sees: `pithctl --node SOCKET sync
+PEER` prints the session with its "version" line (1 with the old node, 2
+between new ones) and `--json` the same as "version"; both nodes' event
+counts and record states end equal; nobody was banned.
 
-usage: recon_version_test.py --pithd P --pithctl C --gen-events G [--keep]
+usage: recon_versions.py --pithd P --pithctl C --gen-events G [--keep]
 """
 
 import json
@@ -18,7 +20,7 @@ import os
 import subprocess
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 from pithtest import Node, make_events, run_test, wait_for  # noqa: E402
 
 OLD = {"PITH_TEST_RECON_VERSION": "1"}
@@ -28,10 +30,13 @@ def log(*a):
     print("#", *a, flush=True)
 
 
-def sync(args, node, peer):
-    r = subprocess.run([args.pithctl, "--node", node.sock, "--json", "sync", peer],
-                       capture_output=True, text=True, timeout=120)
+def sync(args, node, peer, text=False):
+    r = subprocess.run([args.pithctl, "--node", node.sock] + ([] if text else ["--json"]) +
+                       ["sync", peer], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, "pithctl sync: exit %d: %s %s" % (r.returncode, r.stdout, r.stderr)
+    assert r.stderr == "", r.stderr
+    if text:
+        return r.stdout
     res = json.loads(r.stdout)
     assert res["ok"], res
     return res
@@ -114,6 +119,15 @@ def body(args, root, nodes):
     log("new with new: version %d, %d needed, %d bytes, %d round trips"
         % (res["version"], res["ids_needed"], res["bytes_sent"] + res["bytes_received"],
            res["round_trips"]))
+    # what the command prints, between two nodes in step now
+    out = sync(args, new3, new2.addr, text=True)
+    lines = out.splitlines()
+    assert lines[0].startswith("sync with 127.0.0.1:") and lines[0].endswith(", initiator"), out
+    assert "ids needed   0 (this node lacks them: fetched through GET)" in lines, out
+    assert "version      2 (reconciliation messages; 1 with nodes that speak no other)" in lines, out
+    out = sync(args, old, new.addr, text=True)
+    assert "version      1 (reconciliation messages; 1 with nodes that speak no other)" in \
+        out.splitlines(), out
     no_bans(*nodes)
 
 
