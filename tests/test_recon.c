@@ -68,6 +68,7 @@ typedef struct sync_out {
 	unsigned messages;
 	size_t bytes;
 	int rc;
+	uint32_t version; /* the responder's session's */
 	char err[240];
 } sync_out_t;
 
@@ -79,14 +80,15 @@ static void sync_out_release(sync_out_t *o)
 	recon_ids_release(&o->need_b);
 }
 
-/* Runs one session, A initiating, until a side has nothing to send. */
-static void run_sync(const recon_set_t *a, const recon_set_t *b, const recon_config_t *cfg,
-		     sync_out_t *o)
+/* Runs one session, A initiating (with cfg_a), B answering (cfg_b), until
+ * a side has nothing to send. */
+static void run_sync2(const recon_set_t *a, const recon_set_t *b, const recon_config_t *cfg_a,
+		      const recon_config_t *cfg_b, sync_out_t *o)
 {
 	memset(o, 0, sizeof(*o));
 	pith_err_t err = {0};
-	recon_session_t *sa = recon_session_new(a, RECON_INITIATOR, cfg, NULL, &err);
-	recon_session_t *sb = recon_session_new(b, RECON_RESPONDER, cfg, NULL, &err);
+	recon_session_t *sa = recon_session_new(a, RECON_INITIATOR, cfg_a, NULL, &err);
+	recon_session_t *sb = recon_session_new(b, RECON_RESPONDER, cfg_b, NULL, &err);
 	pith_buf_t m1 = PITH_BUF_INIT, m2 = PITH_BUF_INIT;
 	o->rc = recon_initiate(sa, &m1, &err);
 	while (!o->rc) {
@@ -109,10 +111,19 @@ static void run_sync(const recon_set_t *a, const recon_set_t *b, const recon_con
 		snprintf(o->err, sizeof(o->err), "%s", err.msg);
 	else if (!recon_session_is_done(sa) || !recon_session_is_done(sb))
 		o->rc = -101;
+	recon_stats_t st;
+	recon_session_stats(sb, &st);
+	o->version = st.version;
 	recon_session_free(sa);
 	recon_session_free(sb);
 	pith_buf_release(&m1);
 	pith_buf_release(&m2);
+}
+
+static void run_sync(const recon_set_t *a, const recon_set_t *b, const recon_config_t *cfg,
+		     sync_out_t *o)
+{
+	run_sync2(a, b, cfg, cfg, o);
 }
 
 static int id_cmp(const void *a, const void *b)
@@ -683,36 +694,12 @@ static void versions_sync(uint32_t va, uint32_t vb, size_t n, unsigned per_mille
 		mask[i] = r < per_mille ? 1 : r < 2 * per_mille ? 2 : 3;
 	}
 	recon_set_t *a = side(u, mask, n, 1), *b = side(u, mask, n, 2);
-	memset(o, 0, sizeof(*o));
-	pith_err_t err = {0};
-	recon_session_t *sa = recon_session_new(a, RECON_INITIATOR, &ca, NULL, &err);
-	recon_session_t *sb = recon_session_new(b, RECON_RESPONDER, &cb, NULL, &err);
-	pith_buf_t m1 = PITH_BUF_INIT, m2 = PITH_BUF_INIT;
-	o->rc = recon_initiate(sa, &m1, &err);
-	while (!o->rc && o->messages < 1000) {
-		o->messages++;
-		o->bytes += m1.len;
-		o->rc = recon_respond(sb, m1.data, m1.len, &m2, &o->have_b, &o->need_b, &err);
-		if (o->rc || !m2.len)
-			break;
-		o->messages++;
-		o->bytes += m2.len;
-		o->rc = recon_respond(sa, m2.data, m2.len, &m1, &o->have_a, &o->need_a, &err);
-		if (o->rc || !m1.len)
-			break;
-	}
-	snprintf(o->err, sizeof(o->err), "%s", o->rc ? err.msg : "");
-	recon_stats_t st;
-	recon_session_stats(sb, &st);
+	run_sync2(a, b, &ca, &cb, o);
 	if (!o->rc) {
-		CHECK_INT_EQ(st.version, va);
+		CHECK_INT_EQ(o->version, va);
 		CHECK(ids_equal(&o->need_a, u, mask, n, 2) && ids_equal(&o->need_b, u, mask, n, 1));
 		CHECK(ids_equal(&o->have_a, u, mask, n, 1) && ids_equal(&o->have_b, u, mask, n, 2));
 	}
-	recon_session_free(sa);
-	recon_session_free(sb);
-	pith_buf_release(&m1);
-	pith_buf_release(&m2);
 	recon_set_free(a);
 	recon_set_free(b);
 	free(mask);
