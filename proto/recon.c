@@ -349,6 +349,15 @@ static int emit_cells(recon_session_t *s, wr_t *w, const pos_t *lo, const pos_t 
 	return w->out->oom ? PITH_ENOMEM : 0;
 }
 
+/* The most items one CELLS range may cover: a receiver scans them all, so
+ * it answers a longer one without scanning (half the work budget of a
+ * message; at least 4,096). */
+static size_t scan_max(const recon_session_t *s)
+{
+	uint64_t h = s->cfg.max_work / 2;
+	return h < 4096 ? 4096 : (size_t)h;
+}
+
 /* Bytes a CELLS range of m cells takes, at most. */
 static size_t cells_bytes(uint32_t m)
 {
@@ -380,6 +389,10 @@ static int emit_split2(recon_session_t *s, wr_t *w, const pos_t *lo, const pos_t
 	if (e * 4 >= (double)n || (double)n > SCAN_PER_DIFF * e)
 		return emit_split(s, w, lo, hi, work);
 	size_t parts = (size_t)ceil(e / SPAN_EXPECT);
+	/* a span the peer scans at most scan_max items */
+	size_t per = scan_max(s);
+	if (parts < (n + per - 1) / per)
+		parts = (n + per - 1) / per;
 	if (parts > n / 4)
 		parts = n / 4 ? n / 4 : 1;
 	uint32_t m = recon_cells_for(e / (double)parts);
@@ -391,6 +404,11 @@ static int emit_split2(recon_session_t *s, wr_t *w, const pos_t *lo, const pos_t
 	for (size_t i = 1; i <= nspans; i++) {
 		pos_t nxt;
 		int rc;
+		/* coding scans: within the message's work budget, after one */
+		if (i > 1 && *work + n / parts > s->cfg.max_work) {
+			nspans = i - 1;
+			break;
+		}
 		if (i == parts) {
 			nxt = *hi;
 		} else {
@@ -898,6 +916,12 @@ static int answer_cells(step_t *t, const pos_t *lo, const pos_t *hi, const uint8
 			uint32_t m)
 {
 	recon_session_t *s = t->s;
+	size_t n = hi->rank - lo->rank;
+	/* more items than an honest coder puts in one range (or than its
+	 * cells could tell apart): ask about the range again instead of
+	 * scanning it */
+	if (n > scan_max(s) || (double)n > SCAN_PER_DIFF * m)
+		return emit_split2(s, &t->w, lo, hi, &t->work);
 	recon_cells_t c;
 	int rc = recon_cells_init(&c, m, s->ck0, s->ck1);
 	if (rc)
@@ -983,6 +1007,9 @@ static int answer_keys(step_t *t, const pos_t *lo, const pos_t *hi, const uint8_
 		       size_t b)
 {
 	recon_session_t *s = t->s;
+	if (hi->rank - lo->rank > scan_max(s))
+		/* we never coded that many: the set changed or the peer lies */
+		return emit_split2(s, &t->w, lo, hi, &t->work);
 	keyset_t ks = {0};
 	int rc = keyset_init(&ks, b);
 	recon_item_t *got = malloc((b ? b : 1) * sizeof(*got));
@@ -1040,12 +1067,13 @@ static int answer_est(step_t *t)
 		/* dense, or sparse in many items: split as version 1 does */
 		double g = (double)t->smp[i].items;
 		int dense = e * 4 >= g || g > SCAN_PER_DIFF * e;
+		int big = g > (double)scan_max(s);
 		if (!dense) {
 			for (size_t j = i + 1; j < t->ns; j++) {
 				double gj = (double)t->smp[j].items;
 				double ej = t->smp[j].differ ? recon_cells_expect(s->dens * gj) : 0;
 				if ((t->smp[j].differ && ej * 4 >= gj) || e + ej > SPAN_EXPECT ||
-				    g + gj > SCAN_PER_DIFF * (e + ej))
+				    g + gj > SCAN_PER_DIFF * (e + ej) || g + gj > (double)scan_max(s))
 					break;
 				e += ej;
 				g += gj;
@@ -1055,13 +1083,13 @@ static int answer_est(step_t *t)
 		}
 		pos_t *lo = &t->slo[first], *hi = &t->shi[last];
 		uint32_t m = recon_cells_for(e);
-		size_t answer = dense || e > SPAN_EXPECT ? s->split_max
-							  : max_sz(s->split_max, cells_bytes(m));
+		size_t answer = dense || big || e > SPAN_EXPECT ? s->split_max
+								 : max_sz(s->split_max, cells_bytes(m));
 		if (must_defer(t, lo, answer))
 			break;
 		if (dense)
 			rc = emit_split(s, &t->w, lo, hi, &t->work);
-		else if (e > SPAN_EXPECT)
+		else if (big || e > SPAN_EXPECT)
 			rc = emit_split2(s, &t->w, lo, hi, &t->work);
 		else
 			rc = emit_cells(s, &t->w, lo, hi, m, &t->work);

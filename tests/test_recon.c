@@ -878,6 +878,25 @@ TEST(rejects_malformed, "rejects malformed messages with the reason and the byte
 	CHECK_INT_EQ(out.data[4], M_CELLS);
 	CHECK_INT_EQ(out.data[5], 9);
 	recon_set_free(hundred);
+
+	/* one cell over 10,000 items: no honest coder sends that (at most
+	 * 4,096 items a cell), so it is not scanned but asked about again */
+	recon_set_t *many = recon_set_new();
+	for (uint64_t i = 0; i < 10000; i++) {
+		uint8_t id[32] = {0};
+		memcpy(id, &i, 8);
+		id[9] = 2;
+		CHECK_INT_EQ(recon_set_add(many, 1000 + i, id), 0);
+	}
+	recon_session_t *r = recon_session_new(many, RECON_RESPONDER, NULL, NULL, &err);
+	CHECK_INT_EQ(recon_respond(r, one_cell, sizeof(one_cell), &out, NULL, NULL, &err), 0);
+	recon_stats_t st;
+	recon_session_stats(r, &st);
+	CHECK_INT_EQ(st.cells_failed, 0);
+	/* 16 FPs of 8 bytes and their bounds, not 9 cells (123 bytes) */
+	CHECK(out.len > 16 * 10 && out.len < 16 * 20);
+	recon_session_free(r);
+	recon_set_free(many);
 	pith_buf_release(&out);
 	recon_set_free(s);
 }
