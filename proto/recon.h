@@ -32,7 +32,11 @@
 /* Largest timestamp an item or a bound may carry: 2^56 - 1 microseconds
  * (about the year 4253), so a bound's delta code always fits 64 bits. */
 #define RECON_TS_MAX ((UINT64_C(1) << 56) - 1)
+/* Message versions: 1 ranges, fingerprints and short-id lists; 2 adds
+ * the difference estimate and coded cells (docs/sync.md, "Version 2"). */
 #define RECON_VERSION 0x01
+#define RECON_VERSION_2 0x02
+#define RECON_VERSION_MAX RECON_VERSION_2
 
 typedef struct recon_item {
 	uint64_t ts;
@@ -98,6 +102,11 @@ typedef struct recon_config {
 	uint32_t reply_max;         /* a listed range is answered with full ids
 				       if we hold at most this many items in it,
 				       else split again (256) */
+	/* The message version: an initiator speaks this one; a responder
+	 * accepts any from 1 up to it and answers in the first message's
+	 * (RECON_VERSION_MAX; 1 speaks only what nodes before version 2
+	 * spoke, and refuses version 2 as they do). */
+	uint32_t version;
 } recon_config_t;
 
 /* Fills cfg with the defaults above. */
@@ -133,6 +142,11 @@ typedef struct recon_stats {
 	uint64_t have, need;             /* ids reported so far */
 	uint64_t deferred;               /* times a message hit a limit and
 					    deferred the rest of the key space */
+	uint32_t version;                /* the session's message version (0:
+					    no message received yet) */
+	uint32_t cells_failed;           /* coded ranges that did not decode */
+	double estimate;                 /* estimated differences (version 2;
+					    0 if none made) */
 } recon_stats_t;
 
 /* A session over set, which must outlive it. The set may change between

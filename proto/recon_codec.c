@@ -153,15 +153,21 @@ int recon_wr_finish(wr_t *w)
 
 int recon_read_count(rd_t *r, size_t unit, const char *what, size_t *n, pith_err_t *err)
 {
+	return recon_read_count_max(r, unit, RANGE_IDS_MAX, what, n, err);
+}
+
+int recon_read_count_max(rd_t *r, size_t unit, size_t max, const char *what, size_t *n,
+			 pith_err_t *err)
+{
 	uint64_t v = 0;
 	size_t at = r->off;
 	int rc = recon_rd_varint(r, &v, what, err);
 	if (rc)
 		return rc;
-	if (v > RANGE_IDS_MAX)
+	if (v > max)
 		return pith_err_set(err, PITH_ETOOBIG,
-				    "recon: %s at byte %zu is %llu, above the limit of %d", what,
-				    at, (unsigned long long)v, RANGE_IDS_MAX);
+				    "recon: %s at byte %zu is %llu, above the limit of %zu", what,
+				    at, (unsigned long long)v, max);
 	if (v * unit > r->len - r->off)
 		return pith_err_set(err, PITH_ETRUNC,
 				    "recon: %s at byte %zu is %llu but only %zu bytes follow",

@@ -131,8 +131,10 @@ void rset_locate(const recon_set_t *s, uint64_t ts, const uint8_t *id, size_t *r
  * we produce (bounds list_max and reply_max). */
 #define RANGE_IDS_MAX 1024
 
-/* A range's mode (docs/sync.md). */
-enum { M_SKIP = 0, M_FP = 1, M_LIST = 2, M_REPLY = 3, M_IDS = 4, M_COUNT };
+/* A range's mode (docs/sync.md); CELLS and CREPLY are version 2's. */
+enum { M_SKIP = 0, M_FP = 1, M_LIST = 2, M_REPLY = 3, M_IDS = 4, M_CELLS = 5, M_CREPLY = 6,
+       M_COUNT };
+#define M_COUNT_V1 (M_IDS + 1)
 
 /* A range bound: (ts, id), or infinity. */
 typedef struct bound {
@@ -171,6 +173,9 @@ int recon_rd_bytes(rd_t *r, size_t n, const uint8_t **out, const char *what, pit
 /* A count of items of unit bytes each: at most RANGE_IDS_MAX, and that
  * many bytes must follow. */
 int recon_read_count(rd_t *r, size_t unit, const char *what, size_t *n, pith_err_t *err);
+/* The same with the limit max instead of RANGE_IDS_MAX. */
+int recon_read_count_max(rd_t *r, size_t unit, size_t max, const char *what, size_t *n,
+			 pith_err_t *err);
 /* Reads one bound after prev (strictly above it), and its range's mode. */
 int recon_read_bound(rd_t *r, const bound_t *prev, bound_t *b, int *mode, pith_err_t *err);
 /* Starts a range [lo, hi) with an exact upper bound; a SKIP range first
@@ -182,5 +187,104 @@ int recon_wr_range_gap(wr_t *w, const bound_t *lo, const recon_item_t *p,
 		       const recon_item_t *q, int mode, bound_t *chosen);
 /* Ends the message: an infinite SKIP bound if the last range left one. */
 int recon_wr_finish(wr_t *w);
+
+/* ---- version 2: coded cells (recon_cells.c) ---- */
+
+/* Cells per CELLS range, at most; a decoded range's answer (at most one
+ * 32-byte id a cell) fits the smallest message. */
+#define CELLS_MAX 1536
+#define CELLS_K 3
+/* count (1 byte), key sum (8), check sum (4) */
+#define CELL_BYTES 13
+/* Cells for e expected differences: SLOPE e + SQRT sqrt(e) + BASE. */
+#define CELLS_SLOPE 1.45
+#define CELLS_SQRT 2.5
+#define CELLS_BASE 3.0
+/* A span coded in one CELLS range expects at most this many differences
+ * (so its cells stay under CELLS_MAX). */
+#define SPAN_EXPECT 900.0
+/* A range is coded only if it holds at most this many items per expected
+ * difference (coding scans them); else it is split first, as version 1
+ * splits, so a small difference in a big set costs few scans. */
+#define SCAN_PER_DIFF 4096.0
+
+/* An invertible table of m cells; k0, k1 key where an item goes. */
+typedef struct recon_cells {
+	uint32_t m;
+	uint8_t *cnt;
+	uint64_t *key;
+	uint32_t *chk;
+	uint64_t k0, k1;
+	uint32_t k;                /* cells a key goes to: min(m, CELLS_K) */
+	uint32_t base[CELLS_K];    /* where each part starts */
+	uint32_t width[CELLS_K];   /* and how many cells it has */
+} recon_cells_t;
+
+/* An item's 8-byte key: the first 8 bytes of its id (little-endian). */
+static inline uint64_t recon_cells_key(const uint8_t *id)
+{
+	return rd_le64(id);
+}
+
+/* A bijective 64-bit mixer (the SplitMix64 finaliser). */
+static inline uint64_t recon_cells_mix(uint64_t z)
+{
+	z ^= z >> 30;
+	z *= UINT64_C(0xbf58476d1ce4e5b9);
+	z ^= z >> 27;
+	z *= UINT64_C(0x94d049bb133111eb);
+	return z ^ (z >> 31);
+}
+
+/* The cells a key goes to (min(m, 3), one in each third) and its check. */
+static inline int recon_cells_where(const recon_cells_t *c, uint64_t key,
+				    uint32_t idx[CELLS_K], uint32_t *check)
+{
+	uint64_t h1 = recon_cells_mix(key ^ c->k0), h2 = recon_cells_mix(key ^ c->k1);
+	uint32_t part[CELLS_K] = {(uint32_t)h1, (uint32_t)(h1 >> 32), (uint32_t)h2};
+	for (uint32_t j = 0; j < c->k; j++)
+		idx[j] = c->base[j] + (uint32_t)(((uint64_t)part[j] * c->width[j]) >> 32);
+	*check = (uint32_t)(h2 >> 32);
+	return (int)c->k;
+}
+
+/* Adds (sign 1) or subtracts (-1) a key. */
+static inline void recon_cells_toggle(recon_cells_t *c, uint64_t key, int sign)
+{
+	uint32_t idx[CELLS_K], chk;
+	int k = recon_cells_where(c, key, idx, &chk);
+	for (int j = 0; j < k; j++) {
+		c->cnt[idx[j]] = (uint8_t)(c->cnt[idx[j]] + sign);
+		c->key[idx[j]] ^= key;
+		c->chk[idx[j]] ^= chk;
+	}
+}
+/* 0, PITH_EINVAL (m not in 1..CELLS_MAX) or PITH_ENOMEM. */
+int recon_cells_init(recon_cells_t *c, uint32_t m, uint64_t k0, uint64_t k1);
+void recon_cells_release(recon_cells_t *c);
+/* m * CELL_BYTES bytes out or in. */
+void recon_cells_put(const recon_cells_t *c, uint8_t *p);
+void recon_cells_get(recon_cells_t *c, const uint8_t *p);
+/* Peels the table (the sender's cells minus ours): keys with count +1
+ * (the sender's, we lack) into plus, -1 (ours) into minus, each array of
+ * room m. At most m peels and 4 m cell visits. 0, or PITH_EINVAL if it
+ * does not peel to empty (too many differences for the cells, or not a
+ * coding), PITH_ENOMEM. The table is consumed. */
+int recon_cells_decode(recon_cells_t *c, uint64_t *plus, uint32_t *nplus, uint64_t *minus,
+		       uint32_t *nminus, uint64_t *work);
+/* Cells for e expected differences (at most CELLS_MAX). */
+uint32_t recon_cells_for(double e);
+/* Expected differences in a range that differs, if it expects lambda. */
+double recon_cells_expect(double lambda);
+
+/* One FP range of an estimating first message: our items in it, and
+ * whether the fingerprint differed. */
+typedef struct recon_sample {
+	uint64_t items;
+	int differ;
+} recon_sample_t;
+/* The most likely number of differences between two sets of about items
+ * items, given samples: 0 if none differs. */
+double recon_estimate(const recon_sample_t *smp, size_t n, double items);
 
 #endif

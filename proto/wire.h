@@ -79,6 +79,9 @@ typedef enum wire_type {
  * its output drains: a peer may announce and ask at that pace
  * (docs/wire.md, "BUNDLE_ANNOUNCE") */
 #define WIRE_FEAT_BUNDLE_BULK (UINT64_C(1) << 2)
+/* with SYNC: speaks RECON message version 2 (docs/sync.md, "Version 2");
+ * a session between two such nodes uses it, any other version 1 */
+#define WIRE_FEAT_RECON_V2 (UINT64_C(1) << 3)
 
 /* BYE codes. */
 enum {

@@ -1,10 +1,12 @@
 /* Set reconciliation: the set (B+tree with counts and sums) and the
  * protocol, with both sides simulated in-process: exchange messages until
  * done, fetch what each side needs from the other, and compare. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "recon.h"
+#include "recon_int.h"
 #include "test_util.h"
 
 /* ---- helpers ---------------------------------------------------------- */
@@ -66,6 +68,7 @@ typedef struct sync_out {
 	unsigned messages;
 	size_t bytes;
 	int rc;
+	uint32_t version; /* the responder's session's */
 	char err[240];
 } sync_out_t;
 
@@ -77,14 +80,15 @@ static void sync_out_release(sync_out_t *o)
 	recon_ids_release(&o->need_b);
 }
 
-/* Runs one session, A initiating, until a side has nothing to send. */
-static void run_sync(const recon_set_t *a, const recon_set_t *b, const recon_config_t *cfg,
-		     sync_out_t *o)
+/* Runs one session, A initiating (with cfg_a), B answering (cfg_b), until
+ * a side has nothing to send. */
+static void run_sync2(const recon_set_t *a, const recon_set_t *b, const recon_config_t *cfg_a,
+		      const recon_config_t *cfg_b, sync_out_t *o)
 {
 	memset(o, 0, sizeof(*o));
 	pith_err_t err = {0};
-	recon_session_t *sa = recon_session_new(a, RECON_INITIATOR, cfg, NULL, &err);
-	recon_session_t *sb = recon_session_new(b, RECON_RESPONDER, cfg, NULL, &err);
+	recon_session_t *sa = recon_session_new(a, RECON_INITIATOR, cfg_a, NULL, &err);
+	recon_session_t *sb = recon_session_new(b, RECON_RESPONDER, cfg_b, NULL, &err);
 	pith_buf_t m1 = PITH_BUF_INIT, m2 = PITH_BUF_INIT;
 	o->rc = recon_initiate(sa, &m1, &err);
 	while (!o->rc) {
@@ -107,10 +111,19 @@ static void run_sync(const recon_set_t *a, const recon_set_t *b, const recon_con
 		snprintf(o->err, sizeof(o->err), "%s", err.msg);
 	else if (!recon_session_is_done(sa) || !recon_session_is_done(sb))
 		o->rc = -101;
+	recon_stats_t st;
+	recon_session_stats(sb, &st);
+	o->version = st.version;
 	recon_session_free(sa);
 	recon_session_free(sb);
 	pith_buf_release(&m1);
 	pith_buf_release(&m2);
+}
+
+static void run_sync(const recon_set_t *a, const recon_set_t *b, const recon_config_t *cfg,
+		     sync_out_t *o)
+{
+	run_sync2(a, b, cfg, cfg, o);
 }
 
 static int id_cmp(const void *a, const void *b)
@@ -378,11 +391,19 @@ TEST(incremental_equals_bulk, "a set built item by item in random order reconcil
 TEST(identical_sets, "identical sets agree in one round trip, for sizes 0 to 100,000")
 {
 	size_t sizes[] = {0, 1, 2, 31, 33, 1000, 100000};
+	recon_config_t v1;
+	recon_config_default(&v1);
+	v1.version = RECON_VERSION;
 	for (size_t k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
 		sync_out_t o;
-		scenario(sizes[k], TS_YEARS, 100 + k, 0, 0, NULL, &o);
+		scenario(sizes[k], TS_YEARS, 100 + k, 0, 0, &v1, &o);
 		CHECK_INT_EQ(o.messages, 2);
 		CHECK(o.bytes < 400);
+		sync_out_release(&o);
+		/* version 2's estimate: 16 blocks of FP ranges */
+		scenario(sizes[k], TS_YEARS, 100 + k, 0, 0, NULL, &o);
+		CHECK_INT_EQ(o.messages, 2);
+		CHECK(o.bytes < 2500);
 		sync_out_release(&o);
 	}
 }
@@ -559,6 +580,180 @@ TEST(set_changes_mid_session, "items arriving during a session do not break it")
 	free(u);
 }
 
+/* ---- version 2: coded cells, the estimate, mixed versions ------------- */
+
+static uint64_t key_at(uint64_t i)
+{
+	uint64_t st = i * 0x9e3779b97f4a7c15ULL + 7;
+	return st ^ (st >> 29) ^ (i << 41);
+}
+
+TEST(cells_codec, "coded cells: put/get round trip, exact decoding both ways, overload refused")
+{
+	size_t sizes[] = {1, 2, 10, 300, 1000};
+	for (size_t k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
+		size_t d = sizes[k];
+		uint32_t m = recon_cells_for((double)d);
+		recon_cells_t a, b;
+		CHECK_INT_EQ(recon_cells_init(&a, m, 11, 22), 0);
+		CHECK_INT_EQ(recon_cells_init(&b, m, 11, 22), 0);
+		/* 5,000 common keys; d differ: even ones only in a, odd only in b */
+		for (uint64_t i = 0; i < 5000 + d; i++) {
+			uint64_t key = key_at(i);
+			if (i < 5000 || (i - 5000) % 2 == 0)
+				recon_cells_toggle(&a, key, 1);
+			if (i < 5000 || (i - 5000) % 2 == 1)
+				recon_cells_toggle(&b, key, 1);
+		}
+		uint8_t *wire = malloc((size_t)m * CELL_BYTES);
+		recon_cells_put(&a, wire);
+		recon_cells_t got;
+		CHECK_INT_EQ(recon_cells_init(&got, m, 11, 22), 0);
+		recon_cells_get(&got, wire);
+		CHECK(memcmp(got.key, a.key, m * sizeof(uint64_t)) == 0);
+		CHECK(memcmp(got.cnt, a.cnt, m) == 0 && memcmp(got.chk, a.chk, m * 4) == 0);
+		/* a's cells minus b's items: what a has is +1, what b has is -1 */
+		for (uint64_t i = 0; i < 5000 + d; i++)
+			if (i < 5000 || (i - 5000) % 2 == 1)
+				recon_cells_toggle(&got, key_at(i), -1);
+		uint64_t *plus = malloc(m * 8), *minus = malloc(m * 8), work = 0;
+		uint32_t np = 0, nm = 0;
+		CHECK_INT_EQ(recon_cells_decode(&got, plus, &np, minus, &nm, &work), 0);
+		CHECK_INT_EQ(np, (d + 1) / 2);
+		CHECK_INT_EQ(nm, d / 2);
+		size_t right = 0;
+		for (uint32_t i = 0; i < np; i++)
+			for (uint64_t j = 5000; j < 5000 + d; j += 2)
+				right += plus[i] == key_at(j);
+		for (uint32_t i = 0; i < nm; i++)
+			for (uint64_t j = 5001; j < 5000 + d; j += 2)
+				right += minus[i] == key_at(j);
+		CHECK_INT_EQ(right, d);
+		CHECK(work <= 5 * (uint64_t)m);
+		free(plus);
+		free(minus);
+		free(wire);
+		recon_cells_release(&got);
+		recon_cells_release(&a);
+		recon_cells_release(&b);
+	}
+	/* far more differences than cells: refused, never a wrong answer */
+	recon_cells_t c;
+	CHECK_INT_EQ(recon_cells_init(&c, 20, 1, 2), 0);
+	for (uint64_t i = 0; i < 200; i++)
+		recon_cells_toggle(&c, key_at(i), 1);
+	uint64_t plus[20], minus[20], work = 0;
+	uint32_t np, nm;
+	CHECK_INT_EQ(recon_cells_decode(&c, plus, &np, minus, &nm, &work), PITH_EINVAL);
+	recon_cells_release(&c);
+	CHECK_INT_EQ(recon_cells_init(&c, 0, 1, 2), PITH_EINVAL);
+	CHECK_INT_EQ(recon_cells_init(&c, CELLS_MAX + 1, 1, 2), PITH_EINVAL);
+	CHECK(recon_cells_for(1e9) == CELLS_MAX);
+}
+
+TEST(estimate, "the difference estimate is within a factor of 2 of the truth")
+{
+	/* ranges of falling sizes, as emit_estimate cuts them */
+	double items = 1e6;
+	size_t truths[] = {10, 1000, 50000};
+	for (size_t k = 0; k < 3; k++) {
+		rng_state = 900 + k;
+		recon_sample_t smp[256];
+		size_t n = 0;
+		for (int b = 0; b < 16; b++) {
+			double rest = items / 16;
+			while (rest >= 2 && n < 256) {
+				double take = rest - floor(rest / 4);
+				double lam = (double)truths[k] * take / items;
+				double u = (double)(rng() >> 11) / 9007199254740992.0;
+				smp[n].items = (uint64_t)take;
+				smp[n++].differ = u < 1 - exp(-lam);
+				rest -= take;
+			}
+		}
+		double d = recon_estimate(smp, n, items);
+		CHECK(d > (double)truths[k] / 2 && d < (double)truths[k] * 2);
+	}
+	recon_sample_t none[3] = {{100, 0}, {10, 0}, {1, 0}};
+	CHECK(recon_estimate(none, 3, 111) == 0);
+}
+
+static void versions_sync(uint32_t va, uint32_t vb, size_t n, unsigned per_mille,
+			  sync_out_t *o, uint64_t seed)
+{
+	recon_config_t ca, cb;
+	recon_config_default(&ca);
+	recon_config_default(&cb);
+	ca.version = va;
+	cb.version = vb;
+	rng_state = seed;
+	recon_item_t *u = universe(n, TS_YEARS);
+	uint8_t *mask = malloc(n);
+	for (size_t i = 0; i < n; i++) {
+		unsigned r = (unsigned)(rng() % 1000);
+		mask[i] = r < per_mille ? 1 : r < 2 * per_mille ? 2 : 3;
+	}
+	recon_set_t *a = side(u, mask, n, 1), *b = side(u, mask, n, 2);
+	run_sync2(a, b, &ca, &cb, o);
+	if (!o->rc) {
+		CHECK_INT_EQ(o->version, va);
+		CHECK(ids_equal(&o->need_a, u, mask, n, 2) && ids_equal(&o->need_b, u, mask, n, 1));
+		CHECK(ids_equal(&o->have_a, u, mask, n, 1) && ids_equal(&o->have_b, u, mask, n, 2));
+	}
+	recon_set_free(a);
+	recon_set_free(b);
+	free(mask);
+	free(u);
+}
+
+TEST(mixed_versions, "a version 1 initiator and a version 2 responder reconcile in version 1; "
+		     "a version 1 responder refuses version 2 as older nodes do")
+{
+	sync_out_t o;
+	versions_sync(RECON_VERSION, RECON_VERSION_2, 20000, 5, &o, 31);
+	CHECK_INT_EQ(o.rc, 0);
+	sync_out_release(&o);
+	versions_sync(RECON_VERSION_2, RECON_VERSION_2, 20000, 5, &o, 31);
+	CHECK_INT_EQ(o.rc, 0);
+	sync_out_release(&o);
+	versions_sync(RECON_VERSION_2, RECON_VERSION, 20000, 5, &o, 31);
+	CHECK_INT_EQ(o.rc, PITH_EINVAL);
+	CHECK_STR_CONTAINS(o.err, "version 2, expected 1");
+	sync_out_release(&o);
+}
+
+TEST(v2_near_the_difference, "version 2 exchanges under 100 bytes per difference in at most "
+			     "6 messages (100,000 items, 1,000 differences)")
+{
+	for (uint64_t seed = 41; seed < 44; seed++) {
+		sync_out_t o;
+		versions_sync(RECON_VERSION_2, RECON_VERSION_2, 100000, 5, &o, seed);
+		CHECK_INT_EQ(o.rc, 0);
+		size_t d = o.need_a.n + o.need_b.n;
+		CHECK(d > 800);
+		CHECK(o.bytes < 100 * d);
+		CHECK(o.messages <= 6);
+		sync_out_release(&o);
+	}
+}
+
+TEST(v2_clustered, "differences crowded into the newest items: cells that do not decode are "
+		   "answered with more cells, and both sides end exact")
+{
+	size_t n = 30000;
+	rng_state = 77;
+	recon_item_t *u = universe(n, TS_YEARS);
+	uint8_t *mask = malloc(n);
+	/* 1,200 differences, all in the newest 2% of the items */
+	for (size_t i = 0; i < n; i++)
+		mask[i] = i < n - 1200 ? 3 : (i % 2 ? 1 : 2);
+	sync_out_t o;
+	check_sync(u, mask, n, NULL, &o);
+	sync_out_release(&o);
+	free(mask);
+	free(u);
+}
+
 /* ---- hostile input ---------------------------------------------------- */
 
 /* Feeds msg to a fresh responder over set; returns the code, err filled. */
@@ -581,9 +776,9 @@ TEST(rejects_malformed, "rejects malformed messages with the reason and the byte
 	uint8_t ok[] = {HDR, 0x00, 0x02, 0x00}; /* LIST of 0 ids to +inf */
 	CHECK_INT_EQ(feed(s, ok, sizeof(ok), &out, &err), 0);
 
-	uint8_t v2[] = {0x02, 0x01};
-	CHECK_INT_EQ(feed(s, v2, sizeof(v2), &out, &err), PITH_EINVAL);
-	CHECK_STR_CONTAINS(err.msg, "version 2");
+	uint8_t v3[] = {0x03, 0x01};
+	CHECK_INT_EQ(feed(s, v3, sizeof(v3), &out, &err), PITH_EINVAL);
+	CHECK_STR_CONTAINS(err.msg, "version 3, expected 1..2");
 	uint8_t nokey[] = {0x01, 0x00};
 	CHECK_INT_EQ(feed(s, nokey, sizeof(nokey), &out, &err), PITH_EINVAL);
 	CHECK_STR_CONTAINS(err.msg, "lacks the session key");
@@ -631,6 +826,77 @@ TEST(rejects_malformed, "rejects malformed messages with the reason and the byte
 	CHECK_STR_CONTAINS(err.msg, "empty REPLY");
 	uint8_t trunc_hdr[] = {0x01};
 	CHECK_INT_EQ(feed(s, trunc_hdr, sizeof(trunc_hdr), &out, &err), PITH_ETRUNC);
+
+	/* version 2: modes 5 and 6 only there; cells and replies bounded */
+#define HDR2 0x02, 0x01, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x00
+	static const struct {
+		uint8_t msg[32];
+		size_t len;
+		int code;
+		const char *says;
+	} bad2[] = {
+		{{HDR, 0x00, 0x05, 0x01}, 21, PITH_EINVAL, "mode 5 at byte 18 needs version 2"},
+		{{HDR2, 0x00, 0x02, 0x00}, 22, 0, ""},
+		{{HDR2}, 18, PITH_ETRUNC, "density"},
+		{{HDR2}, 17, PITH_ETRUNC, "session key"},
+		{{0x02, 0x01, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x81, 0x80, 0x80,
+		  0x80, 0x40},
+		 23, PITH_EINVAL, "density"},
+		{{HDR2, 0x00, 0x05, 0x00}, 22, PITH_EINVAL, "0 cells at byte 19, not in 1..1536"},
+		{{HDR2, 0x00, 0x05, 0x81, 0x0c}, 23, PITH_EINVAL, "1537 cells"},
+		{{HDR2, 0x00, 0x05, 0x02, 1, 2, 3}, 25, PITH_ETRUNC,
+		 "cells at byte 22 needs 26 bytes, 3 left"},
+		{{HDR2, 0x00, 0x06, 0x00, 0x00}, 23, PITH_EINVAL, "empty CREPLY"},
+		{{HDR2, 0x00, 0x06, 0x81, 0x0c}, 23, PITH_ETOOBIG, "above the limit of 1536"},
+		{{HDR2, 0x00, 0x06, 0x01, 1, 2}, 23, PITH_ETRUNC, "coded reply id count"},
+		{{0x02, 0x03, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x00, 0x00, 0x02,
+		  0x00},
+		 22, PITH_EINVAL, "LIST at byte 19 in an estimating message"},
+		{{0x01, 0x03}, 2, PITH_EINVAL, "unknown flags 0x03"},
+		{{0x02, 0x02}, 2, PITH_EINVAL, "lacks the session key"},
+	};
+	for (size_t i = 0; i < sizeof(bad2) / sizeof(bad2[0]); i++) {
+		memset(&err, 0, sizeof(err));
+		CHECK_INT_EQ(feed(s, bad2[i].msg, bad2[i].len, &out, &err), bad2[i].code);
+		CHECK_STR_CONTAINS(err.msg, bad2[i].says);
+	}
+
+	/* one cell over 100 items cannot decode: answered with more cells */
+	recon_set_t *hundred = recon_set_new();
+	for (uint64_t i = 0; i < 100; i++) {
+		uint8_t id[32] = {0};
+		memcpy(id, &i, 8);
+		id[9] = 1;
+		CHECK_INT_EQ(recon_set_add(hundred, 1000 + i, id), 0);
+	}
+	uint8_t one_cell[] = {HDR2, 0x00, 0x05, 0x01, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+	CHECK_INT_EQ(feed(hundred, one_cell, sizeof(one_cell), &out, &err), 0);
+	/* version, flags, density; +inf bound, CELLS, 1 + 1/2 + 8 cells */
+	CHECK_INT_EQ(out.len, 3 + 3 + 9 * CELL_BYTES);
+	CHECK_INT_EQ(out.data[0], RECON_VERSION_2);
+	CHECK_INT_EQ(out.data[3], 0);
+	CHECK_INT_EQ(out.data[4], M_CELLS);
+	CHECK_INT_EQ(out.data[5], 9);
+	recon_set_free(hundred);
+
+	/* one cell over 10,000 items: no honest coder sends that (at most
+	 * 4,096 items a cell), so it is not scanned but asked about again */
+	recon_set_t *many = recon_set_new();
+	for (uint64_t i = 0; i < 10000; i++) {
+		uint8_t id[32] = {0};
+		memcpy(id, &i, 8);
+		id[9] = 2;
+		CHECK_INT_EQ(recon_set_add(many, 1000 + i, id), 0);
+	}
+	recon_session_t *r = recon_session_new(many, RECON_RESPONDER, NULL, NULL, &err);
+	CHECK_INT_EQ(recon_respond(r, one_cell, sizeof(one_cell), &out, NULL, NULL, &err), 0);
+	recon_stats_t st;
+	recon_session_stats(r, &st);
+	CHECK_INT_EQ(st.cells_failed, 0);
+	/* 16 FPs of 8 bytes and their bounds, not 9 cells (123 bytes) */
+	CHECK(out.len > 16 * 10 && out.len < 16 * 20);
+	recon_session_free(r);
+	recon_set_free(many);
 	pith_buf_release(&out);
 	recon_set_free(s);
 }
@@ -762,6 +1028,11 @@ int main(void)
 	RUN(equal_timestamps);
 	RUN(small_messages);
 	RUN(set_changes_mid_session);
+	RUN(cells_codec);
+	RUN(estimate);
+	RUN(mixed_versions);
+	RUN(v2_near_the_difference);
+	RUN(v2_clustered);
 	RUN(rejects_malformed);
 	RUN(errors_are_sticky);
 	RUN(limits_hold);

@@ -20,6 +20,8 @@ static void print_result(const json_value_t *r)
 	       cli_json_int(r, "duration_ms"));
 	printf("items        %lld here, %lld at the peer\n", cli_json_int(r, "our_items"),
 	       cli_json_int(r, "peer_items"));
+	printf("version      %lld (reconciliation messages; 1 with nodes that speak no other)\n",
+	       cli_json_int(r, "version"));
 }
 
 static int run(cli_ctx_t *ctx, int argc, char **argv)

@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "config.h"
 #include "log.h"
 #include "recon_index.h"
 
@@ -533,7 +534,11 @@ static int session_new(peer_t *p, recon_role_t role, uint64_t number, int kind)
 	sync_t *sy = p->sync->sy;
 	sync_peer_t *sp = p->sync;
 	pith_err_t err = {0};
-	sp->s = recon_session_new(set_of(sy, kind), role, &sy->rcfg, NULL, &err);
+	/* a session we start speaks version 2 only to a peer that does */
+	recon_config_t cfg = sy->rcfg;
+	if (role == RECON_INITIATOR && !(p->features & WIRE_FEAT_RECON_V2))
+		cfg.version = RECON_VERSION;
+	sp->s = recon_session_new(set_of(sy, kind), role, &cfg, NULL, &err);
 	if (!sp->s) {
 		log_error("sync: cannot start a session with peer %s: %s", p->addr,
 			  err.msg[0] ? err.msg : "out of memory");
@@ -905,7 +910,8 @@ uint64_t sync_features(const sync_t *sy)
 	if (!sy || !sy->enabled)
 		return WIRE_FEAT_BUNDLE_BULK;
 	return WIRE_FEAT_SYNC | WIRE_FEAT_BUNDLE_BULK |
-	       (sy->bundles ? WIRE_FEAT_BUNDLE_SYNC : 0);
+	       (sy->bundles ? WIRE_FEAT_BUNDLE_SYNC : 0) |
+	       (sy->recon_version >= RECON_VERSION_2 ? WIRE_FEAT_RECON_V2 : 0);
 }
 
 int sync_new(const sync_deps_t *d, sync_t **out, pith_err_t *err)
@@ -919,6 +925,11 @@ int sync_new(const sync_deps_t *d, sync_t **out, pith_err_t *err)
 	sy->set_state = SYNC_SET_LOADING;
 	atomic_init(&sy->load_stop, 0);
 	recon_config_default(&sy->rcfg);
+	sy->recon_version = config_test_knob("PITH_TEST_RECON_VERSION", RECON_VERSION_MAX + 1) ==
+					    RECON_VERSION
+				    ? RECON_VERSION
+				    : RECON_VERSION_MAX;
+	sy->rcfg.version = sy->recon_version;
 	/* a message and its RECON frame must fit the peer's frame limit,
 	 * which is at least ours in a mesh of equal settings */
 	size_t room = (size_t)sy->d.cfg->max_frame - 64;

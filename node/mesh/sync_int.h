@@ -144,6 +144,9 @@ struct sync {
 	int badd_failed;         /* an update of bset failed (logged once) */
 	uint64_t bundle_sessions, bundles_offered, offers_sent;
 	recon_config_t rcfg;
+	/* the highest RECON message version spoken: 2, or 1 as nodes before
+	 * version 2 (PITH_TEST_RECON_VERSION=1, tests only) */
+	uint32_t recon_version;
 	int enabled;
 	/* the load (the loop thread reads l* only after joining the loader) */
 	int set_state;           /* SYNC_SET_* */

@@ -22,12 +22,13 @@ void sync_result_json(const peer_t *p, const sync_result_t *r, pith_buf_t *b)
 			",\"ids_needed\":%llu,\"ids_offered\":%llu,\"bytes_sent\":%llu,"
 			"\"bytes_received\":%llu,\"messages_sent\":%u,\"messages_received\":%u,"
 			"\"round_trips\":%u,\"deferred\":%llu,\"duration_ms\":%lld,"
-			"\"our_items\":%llu,\"peer_items\":%llu}",
+			"\"our_items\":%llu,\"peer_items\":%llu,\"version\":%u}",
 			(unsigned long long)r->st.need, (unsigned long long)r->st.have,
 			(unsigned long long)r->st.bytes_out, (unsigned long long)r->st.bytes_in,
 			r->st.rounds_out, r->st.rounds_in, (msgs + 1) / 2,
 			(unsigned long long)r->st.deferred, (long long)r->ms,
-			(unsigned long long)r->our_items, (unsigned long long)r->peer_items);
+			(unsigned long long)r->our_items, (unsigned long long)r->peer_items,
+			r->st.version);
 }
 
 void sync_status_json(sync_t *sy, pith_buf_t *b)

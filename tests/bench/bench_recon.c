@@ -10,7 +10,9 @@
  * the span (so at the end of the order), where A holds the older one.
  *
  * usage: bench_recon [--n N] [--diff D | --newer R] [--seed S] [--fanout F]
- *                    [--list-max L] [--dirs DIR_A DIR_B]   (tuning: see recon_config_t)
+ *                    [--list-max L] [--version V] [--dirs DIR_A DIR_B]
+ * (tuning: see recon_config_t; --version 1 is the message version of nodes
+ * before issue 56, 2 the default)
  * The last line is machine-readable (RESULT key=value ...). */
 #include <errno.h>
 #include <fcntl.h>
@@ -125,12 +127,14 @@ int main(int argc, char **argv)
 			cfg.fanout = (uint32_t)strtoul(argv[++i], NULL, 10);
 		else if (!strcmp(argv[i], "--list-max") && i + 1 < argc)
 			cfg.list_max = (uint32_t)strtoul(argv[++i], NULL, 10);
+		else if (!strcmp(argv[i], "--version") && i + 1 < argc)
+			cfg.version = (uint32_t)strtoul(argv[++i], NULL, 10);
 		else if (!strcmp(argv[i], "--dirs") && i + 2 < argc) {
 			dir_a = argv[++i];
 			dir_b = argv[++i];
 		} else {
 			fprintf(stderr, "usage: bench_recon [--n N] [--diff D | --newer R] [--seed S] "
-					"[--fanout F] [--list-max L] [--dirs DIR_A DIR_B]\n");
+					"[--fanout F] [--list-max L] [--version V] [--dirs DIR_A DIR_B]\n");
 			return 2;
 		}
 	}
@@ -260,8 +264,13 @@ int main(int argc, char **argv)
 			got_b += bsearch(u[i].id, need_b.ids, need_b.n, 32, id_cmp) != NULL;
 		}
 	}
-	int correct = got_a == want_a && got_b == want_b && need_a.n == want_a &&
-		      need_b.n == want_b;
+	size_t dup_a = 0, dup_b = 0;
+	for (size_t i = 1; i < need_a.n; i++)
+		dup_a += !memcmp(need_a.ids[i - 1], need_a.ids[i], 32);
+	for (size_t i = 1; i < need_b.n; i++)
+		dup_b += !memcmp(need_b.ids[i - 1], need_b.ids[i], 32);
+	int correct = got_a == want_a && got_b == want_b && need_a.n - dup_a == want_a &&
+		      need_b.n - dup_b == want_b;
 
 	uint64_t bytes = bytes_ab + bytes_ba;
 	uint64_t all_ids = (uint64_t)n * 32;
@@ -279,8 +288,16 @@ int main(int argc, char **argv)
 	       (unsigned long long)all_ids, 100.0 * (double)bytes / (double)all_ids);
 	printf("  CPU initiator / responder  %.1f ms / %.1f ms (wall %.1f ms, both in one thread)\n",
 	       cpu_a * 1e3, cpu_b * 1e3, wall * 1e3);
-	printf("  result                     A learnt %zu of %zu, B learnt %zu of %zu: %s\n",
-	       got_a, want_a, got_b, want_b, correct ? "correct" : "WRONG");
+	recon_stats_t st_a, st_b;
+	recon_session_stats(sa, &st_a);
+	recon_session_stats(sb, &st_b);
+	printf("  version %u                  bytes per difference %.1f; estimate %.0f; "
+	       "coded ranges not decoded %u\n",
+	       st_b.version, diff ? (double)(bytes_ab + bytes_ba) / (double)(2 * only) : 0.0,
+	       st_b.estimate, st_a.cells_failed + st_b.cells_failed);
+	printf("  result                     A learnt %zu of %zu, B learnt %zu of %zu: %s"
+	       " (ids reported twice: %zu, %zu)\n",
+	       got_a, want_a, got_b, want_b, correct ? "correct" : "WRONG", dup_a, dup_b);
 	fflush(stdout);
 
 	if (dir_a) {
@@ -295,10 +312,11 @@ int main(int argc, char **argv)
 	}
 	printf("RESULT n=%zu diff=%zu bytes=%llu bytes_ab=%llu bytes_ba=%llu messages=%u "
 	       "round_trips=%u all_ids=%llu cpu_initiator_ms=%.2f cpu_responder_ms=%.2f "
-	       "add_ns=%.0f correct=%d\n",
+	       "add_ns=%.0f correct=%d version=%u per_diff=%.1f\n",
 	       n, 2 * only, (unsigned long long)bytes, (unsigned long long)bytes_ab,
 	       (unsigned long long)bytes_ba, msgs, round_trips, (unsigned long long)all_ids,
-	       cpu_a * 1e3, cpu_b * 1e3, add_ns, correct);
+	       cpu_a * 1e3, cpu_b * 1e3, add_ns, correct, cfg.version,
+	       only ? (double)bytes / (double)(2 * only) : 0.0);
 
 	recon_ids_release(&have_a);
 	recon_ids_release(&need_a);

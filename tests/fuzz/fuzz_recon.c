@@ -1,7 +1,9 @@
 /* libFuzzer harness for set reconciliation: recon_respond, the very
  * function the node calls on every reconciliation message from a peer.
  *
- * The first input byte picks a scenario:
+ * The first input byte picks a scenario (bits 0-1) and, for 2 and 3, the
+ * message version our side speaks (bit 2 set: 1, else 2; a responder
+ * always accepts both, as a node does):
  *   0  the rest is one first message to a fresh responder;
  *   1  the rest is a sequence of messages (2-byte big-endian length, then
  *      bytes) to one responder;
@@ -72,13 +74,15 @@ static void setup(void)
 /* Our answer must parse at a peer: an initiator over set_init that has
  * sent its first message and now reads out. (Limits and the peer's state
  * may still stop it; malformed output may not.) */
-static void check_output_parses(const pith_buf_t *out)
+static void check_output_parses(const pith_buf_t *out, uint32_t version)
 {
 	if (out->len == 0)
 		return;
 	pith_err_t err = {0};
 	pith_buf_t first = PITH_BUF_INIT, ans = PITH_BUF_INIT;
-	recon_session_t *peer = recon_session_new(set_init, RECON_INITIATOR, &cfg, fuzz_key, &err);
+	recon_config_t pc = cfg;
+	pc.version = version;
+	recon_session_t *peer = recon_session_new(set_init, RECON_INITIATOR, &pc, fuzz_key, &err);
 	FUZZ_CHECK(peer);
 	FUZZ_CHECK(recon_initiate(peer, &first, &err) == 0);
 	int rc = recon_respond(peer, out->data, out->len, &ans, NULL, NULL, &err);
@@ -109,7 +113,10 @@ static int feed(recon_session_t *s, const uint8_t *msg, size_t len, int expect_s
 		FUZZ_CHECK(out.len <= cfg.max_msg_bytes);
 		/* ids are learnt only from what the message carried */
 		FUZZ_CHECK(need.n * RECON_ID_LEN <= len);
-		check_output_parses(&out);
+		recon_stats_t st;
+		recon_session_stats(s, &st);
+		FUZZ_CHECK(st.version == RECON_VERSION || st.version == RECON_VERSION_2);
+		check_output_parses(&out, st.version);
 	}
 	recon_ids_release(&have);
 	recon_ids_release(&need);
@@ -154,7 +161,7 @@ static int ids_cover(const recon_ids_t *need, uint8_t (*want)[32], size_t nw)
 }
 
 /* Honest exchange between two sets derived from the input. */
-static void honest(const uint8_t *p, size_t n)
+static void honest(const uint8_t *p, size_t n, uint32_t version)
 {
 	uint64_t st = 0;
 	for (size_t i = 0; i < n && i < 16; i++)
@@ -182,7 +189,9 @@ static void honest(const uint8_t *p, size_t n)
 			memcpy(only_b[nb++], it.id, 32);
 	}
 	pith_err_t err = {0};
-	recon_session_t *sa = recon_session_new(a, RECON_INITIATOR, &cfg, NULL, &err);
+	recon_config_t ca = cfg;
+	ca.version = version;
+	recon_session_t *sa = recon_session_new(a, RECON_INITIATOR, &ca, NULL, &err);
 	recon_session_t *sb = recon_session_new(b, RECON_RESPONDER, &cfg, NULL, &err);
 	pith_buf_t m1 = PITH_BUF_INIT, m2 = PITH_BUF_INIT;
 	recon_ids_t need_a = RECON_IDS_INIT, need_b = RECON_IDS_INIT;
@@ -219,6 +228,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	pith_err_t err = {0};
 	recon_session_t *s;
+	recon_config_t ic = cfg;
+	ic.version = data[0] & 4 ? RECON_VERSION : RECON_VERSION_2;
 	switch (data[0] & 3) {
 	case 0:
 		s = recon_session_new(set_resp, RECON_RESPONDER, &cfg, NULL, &err);
@@ -234,7 +245,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		break;
 	case 2: {
 		pith_buf_t first = PITH_BUF_INIT;
-		s = recon_session_new(set_init, RECON_INITIATOR, &cfg, fuzz_key, &err);
+		s = recon_session_new(set_init, RECON_INITIATOR, &ic, fuzz_key, &err);
 		FUZZ_CHECK(s);
 		FUZZ_CHECK(recon_initiate(s, &first, &err) == 0);
 		feed_sequence(s, data + 1, size - 1);
@@ -243,7 +254,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		break;
 	}
 	default:
-		honest(data + 1, size - 1);
+		honest(data + 1, size - 1, ic.version);
 		break;
 	}
 	return 0;
