@@ -264,8 +264,8 @@ static void summary_json(const kept_t *k, pith_buf_t *b)
 static int answer_latest(noderoot_t *r, const char *arg, int64_t now, pith_buf_t *body,
 			 char etag[65], char *why, size_t whylen)
 {
-	if (!r->n)
-		on_demand(r, now);
+	if (!arg || !arg[0])
+		on_demand(r, now); /* the tree moved since: a root of now (at most once a second) */
 	const kept_t *k = NULL;
 	if (arg && arg[0]) {
 		char *end;
