@@ -15,19 +15,50 @@ static char b32char(unsigned v)
 	return v < 26 ? (char)('A' + v) : (char)('2' + v - 26);
 }
 
-/* Appends the records whose SKEY lies in [lo, hi) (prefixes of len
- * bytes) to out[*n..cap); PITH_ETOOBIG past cap. */
-static int scan_range(store_t *st, const uint8_t *lo, const uint8_t *hi, size_t len,
-		      pith_sr_leaf_t *out, size_t cap, size_t *n)
+struct store_sr_reader {
+	store_iter_t it; /* over all of the records family, as it was when made */
+};
+
+store_sr_reader_t *store_sr_reader_new(store_t *st, pith_err_t *err)
 {
-	store_iter_t it;
+	store_sr_reader_t *rd = calloc(1, sizeof(*rd));
+	if (!rd) {
+		pith_err_set(err, PITH_ENOMEM, "store: out of memory");
+		return NULL;
+	}
+	if (store_iter_open(st, STORE_CF_RECORDS, NULL, 0, NULL, 0, &rd->it, err)) {
+		free(rd);
+		return NULL;
+	}
+	return rd;
+}
+
+void store_sr_reader_free_(store_sr_reader_t *rd)
+{
+	if (!rd)
+		return;
+	store_iter_close(&rd->it);
+	free(rd);
+}
+
+/* Appends the records whose SKEY lies in [lo, hi) (prefixes of len
+ * bytes) to out[*n..cap); PITH_ETOOBIG past cap. Through rd's iterator
+ * when given, else one of its own. */
+static int scan_range(store_t *st, store_sr_reader_t *rd, const uint8_t *lo, const uint8_t *hi,
+		      size_t len, pith_sr_leaf_t *out, size_t cap, size_t *n)
+{
+	store_iter_t own, *it = rd ? &rd->it : &own;
 	pith_err_t err = {0};
-	int rc = store_iter_open(st, STORE_CF_RECORDS, lo, len, hi, len, &it, &err);
-	if (rc)
+	int rc = 0;
+	if (rd)
+		store_iter_seek(it, lo, len);
+	else if ((rc = store_iter_open(st, STORE_CF_RECORDS, lo, len, hi, len, &own, &err)))
 		return rc;
-	for (; store_iter_valid(&it); store_iter_next(&it)) {
+	for (; store_iter_valid(it); store_iter_next(it)) {
 		size_t kl, vl;
-		const uint8_t *k = store_iter_key(&it, &kl), *v = store_iter_value(&it, &vl);
+		const uint8_t *k = store_iter_key(it, &kl), *v = store_iter_value(it, &vl);
+		if (kl < len || memcmp(k, hi, len) >= 0)
+			break; /* past the range (a reader's iterator has no bound) */
 		store_record_info_t r;
 		if ((rc = store_record_info_decode(k, kl, v, vl, &r, &err)))
 			break;
@@ -40,8 +71,9 @@ static int scan_range(store_t *st, const uint8_t *lo, const uint8_t *hi, size_t 
 		(*n)++;
 	}
 	if (!rc)
-		rc = store_iter_status(&it, &err);
-	store_iter_close(&it);
+		rc = store_iter_status(it, &err);
+	if (!rd)
+		store_iter_close(&own);
 	return rc;
 }
 
@@ -69,7 +101,12 @@ static void sort_few(pith_sr_leaf_t *l, size_t n)
 int store_sr_list(void *ctx, const uint8_t key[PITH_SR_KEY_BYTES], unsigned plen,
 		  pith_sr_leaf_t *out, size_t cap, size_t *n)
 {
-	store_t *st = ctx;
+	return store_sr_list_in(ctx, NULL, key, plen, out, cap, n);
+}
+
+int store_sr_list_in(store_t *st, store_sr_reader_t *rd, const uint8_t key[PITH_SR_KEY_BYTES],
+		     unsigned plen, pith_sr_leaf_t *out, size_t cap, size_t *n)
+{
 	*n = 0;
 	if (plen > PITH_SR_KEY_BITS)
 		return PITH_EINVAL;
@@ -84,7 +121,7 @@ int store_sr_list(void *ctx, const uint8_t key[PITH_SR_KEY_BYTES], unsigned plen
 	int rc;
 	if (whole == PITH_BODY_LEN) { /* a whole key: one body, any year */
 		hi[whole - 1]++;
-		rc = scan_range(st, lo, hi, whole, out, cap, n);
+		rc = scan_range(st, rd, lo, hi, whole, out, cap, n);
 	} else {
 		/* the next character's values [v0, v1] */
 		unsigned pre = 0;
@@ -96,12 +133,12 @@ int store_sr_list(void *ctx, const uint8_t key[PITH_SR_KEY_BYTES], unsigned plen
 		if (v1 >= 26) {
 			lo[whole] = (uint8_t)b32char(v0 > 26 ? v0 : 26);
 			hi[whole] = (uint8_t)(b32char(v1) + 1);
-			rc = scan_range(st, lo, hi, whole + 1, out, cap, n);
+			rc = scan_range(st, rd, lo, hi, whole + 1, out, cap, n);
 		}
 		if (!rc && v0 < 26) {
 			lo[whole] = (uint8_t)b32char(v0);
 			hi[whole] = (uint8_t)(b32char(v1 < 25 ? v1 : 25) + 1);
-			rc = scan_range(st, lo, hi, whole + 1, out, cap, n);
+			rc = scan_range(st, rd, lo, hi, whole + 1, out, cap, n);
 		}
 	}
 	if (!rc)

@@ -28,8 +28,24 @@ struct noderoot {
 	size_t cap, head, n;
 	int64_t last_sign_us;   /* wall clock of the last signing (0: never) */
 	int64_t last_demand_us; /* of the last signing on demand */
+	store_sr_reader_t *reader; /* during a flush and the answer after it */
 	noderoot_stats_t s;
 };
+
+/* The tree's listings: through the open reader (one iterator, one view
+ * of the records) when there is one. */
+static int list_leaves(void *ctx, const uint8_t key[PITH_SR_KEY_BYTES], unsigned plen,
+		       pith_sr_leaf_t *out, size_t cap, size_t *n)
+{
+	noderoot_t *r = ctx;
+	return store_sr_list_in(r->st, r->reader, key, plen, out, cap, n);
+}
+
+/* Ends the view a flush opened (it pins the store's files). */
+static void reader_end(noderoot_t *r)
+{
+	store_sr_reader_free(r->reader);
+}
 
 static int64_t mono_us(void)
 {
@@ -78,7 +94,7 @@ noderoot_t *noderoot_new(store_t *st, const uint8_t pk[32], const uint8_t sk[64]
 	pith_key_fingerprint(pk, r->key.fp);
 	snprintf(r->key.key_id, sizeof(r->key.key_id), "node-%s", r->key.fp);
 	r->hist = calloc(r->cap, sizeof(*r->hist));
-	r->t = pith_sr_new(o ? o->bucket : 0, store_sr_list, st);
+	r->t = pith_sr_new(o ? o->bucket : 0, list_leaves, r);
 	if (!r->hist || !r->t) {
 		pith_err_set(err, PITH_ENOMEM, "state root: out of memory");
 		noderoot_free_(r);
@@ -98,6 +114,7 @@ void noderoot_free_(noderoot_t *r)
 	for (size_t i = 0; i < r->cap && r->hist; i++)
 		free(r->hist[i].doc);
 	free(r->hist);
+	reader_end(r);
 	pith_sr_free(r->t);
 	free(r);
 }
@@ -135,19 +152,26 @@ long noderoot_catch_up(noderoot_t *r, size_t limit, pith_err_t *err)
 	return (long)t.n;
 }
 
-int noderoot_current(noderoot_t *r, uint8_t root[32], uint64_t *count, uint64_t *cursor,
-		     pith_err_t *err)
+/* noderoot_current, leaving the view of the records open for an answer. */
+static int current_open(noderoot_t *r, uint8_t root[32], uint64_t *count, uint64_t *cursor,
+			pith_err_t *err)
 {
 	long got = noderoot_catch_up(r, 0, err);
 	if (got < 0)
 		return (int)got;
 	int64_t t0 = mono_us();
+	/* one view of the records for the flush and the answer after it
+	 * (noderoot_answer ends it): it holds at least every change told */
+	reader_end(r);
+	r->reader = store_sr_reader_new(r->st, err); /* NULL: an iterator a listing */
 	int rc = pith_sr_root(r->t, root);
 	if (rc == PITH_EMISMATCH) {
 		/* the tree was not told of something the store holds: once
 		 * more from the store, then the changes since */
+		reader_end(r);
 		if ((rc = build(r, err)) || (got = noderoot_catch_up(r, 0, err)) < 0)
 			return rc ? rc : (int)got;
+		r->reader = store_sr_reader_new(r->st, err);
 		rc = pith_sr_root(r->t, root);
 	}
 	if (rc)
@@ -160,6 +184,14 @@ int noderoot_current(noderoot_t *r, uint8_t root[32], uint64_t *count, uint64_t 
 	if (cursor)
 		*cursor = r->cursor;
 	return 0;
+}
+
+int noderoot_current(noderoot_t *r, uint8_t root[32], uint64_t *count, uint64_t *cursor,
+		     pith_err_t *err)
+{
+	int rc = current_open(r, root, count, cursor, err);
+	reader_end(r);
+	return rc;
 }
 
 static const kept_t *newest(const noderoot_t *r)
@@ -179,13 +211,24 @@ int noderoot_sign(noderoot_t *r, int64_t now_unix_us, int force, pith_err_t *err
 {
 	uint8_t root[32];
 	uint64_t count, cursor;
-	int rc = noderoot_current(r, root, &count, &cursor, err);
-	if (rc)
-		return rc;
-	/* a commit after the catch-up may be in what the hash listed: the
-	 * root would be of no cursor. Try again later. */
-	if (store_changes_last(r->st) != cursor)
-		return 0;
+	int rc;
+	/* the root is of its cursor when no change was committed after the
+	 * catch-up until the end of the hash (the view the flush listed was
+	 * made after the catch-up): the log has nothing new after it. A few
+	 * tries, then wait for the next tick. */
+	for (int tries = 0;; tries++) {
+		rc = noderoot_current(r, root, &count, &cursor, err);
+		reader_end(r);
+		if (rc)
+			return rc;
+		long more = noderoot_catch_up(r, 1, err);
+		if (more < 0)
+			return (int)more;
+		if (!more)
+			break;
+		if (tries == 2)
+			return 0;
+	}
 	const kept_t *k = newest(r);
 	if (!force && k && !memcmp(k->d.root, root, 32) && k->d.count == count)
 		return 0;
@@ -311,7 +354,7 @@ static int answer_range(noderoot_t *r, const char *arg, pith_buf_t *body, char *
 	const char *p = arg ? arg : "";
 	if (pith_sr_bits_parse(p, strlen(p), pre, &plen))
 		return fail(why, whylen, 400, "prefix: 0 to 130 characters 0 or 1 (bit 0 first)");
-	if (noderoot_current(r, root, NULL, NULL, &err))
+	if (current_open(r, root, NULL, NULL, &err))
 		return fail(why, whylen, 503, err.msg[0] ? err.msg : "state root: not available");
 	pith_sr_range_t *rg = malloc(sizeof(*rg));
 	if (!rg)
@@ -345,7 +388,7 @@ static int answer_proof(noderoot_t *r, const char *id, int64_t now, pith_buf_t *
 	}
 	on_demand(r, now);
 	uint8_t root[32];
-	if (noderoot_current(r, root, NULL, NULL, &err))
+	if (current_open(r, root, NULL, NULL, &err))
 		return fail(why, whylen, 503, err.msg[0] ? err.msg : "state root: not available");
 	pith_sr_proof_t *p = malloc(sizeof(*p));
 	if (!p)
@@ -373,13 +416,16 @@ int noderoot_answer(noderoot_t *r, noderoot_what_t what, const char *arg, int64_
 {
 	etag[0] = 0;
 	why[0] = 0;
+	int status = 404;
 	switch (what) {
-	case NODEROOT_LATEST: return answer_latest(r, arg, now_unix_us, body, etag, why, whylen);
-	case NODEROOT_HISTORY: return answer_history(r, body);
-	case NODEROOT_RANGE: return answer_range(r, arg, body, why, whylen);
-	case NODEROOT_PROOF: return answer_proof(r, arg, now_unix_us, body, why, whylen);
+	case NODEROOT_LATEST: status = answer_latest(r, arg, now_unix_us, body, etag, why, whylen); break;
+	case NODEROOT_HISTORY: status = answer_history(r, body); break;
+	case NODEROOT_RANGE: status = answer_range(r, arg, body, why, whylen); break;
+	case NODEROOT_PROOF: status = answer_proof(r, arg, now_unix_us, body, why, whylen); break;
+	default: fail(why, whylen, 404, "no such state root document"); break;
 	}
-	return fail(why, whylen, 404, "no such state root document");
+	reader_end(r);
+	return status;
 }
 
 int noderoot_summary(const noderoot_t *r, noderoot_summary_t *out)
