@@ -152,9 +152,9 @@ typedef struct all_ctx {
 	size_t n, cap;
 } all_ctx_t;
 
-static int grow(all_ctx_t *a)
+static int grow(all_ctx_t *a, size_t want)
 {
-	size_t nc = a->cap ? a->cap * 2 : 4096;
+	size_t nc = a->cap ? a->cap + a->cap / 4 : want;
 	pith_sr_leaf_t *l = realloc(a->l, nc * sizeof(*l));
 	if (!l)
 		return PITH_ENOMEM;
@@ -181,6 +181,10 @@ int store_sr_leaves(store_t *st, pith_sr_leaf_t **out, size_t *n, pith_err_t *er
 	store_iter_t it;
 	*out = NULL;
 	*n = 0;
+	/* room for the records the counters say, a few more */
+	store_counts_t sc;
+	store_counts_get(st, &sc);
+	size_t hint = (size_t)sc.records + 4096;
 	int rc = store_iter_scan(st, STORE_CF_RECORDS, &it, err);
 	if (rc)
 		return rc;
@@ -190,7 +194,7 @@ int store_sr_leaves(store_t *st, pith_sr_leaf_t **out, size_t *n, pith_err_t *er
 		store_record_info_t r;
 		if ((rc = store_record_info_decode(k, kl, v, vl, &r, err)))
 			break;
-		if (a.n == a.cap && (rc = grow(&a))) {
+		if (a.n == a.cap && (rc = grow(&a, hint))) {
 			pith_err_set(err, rc, "store: out of memory listing the state root's leaves");
 			break;
 		}
@@ -206,8 +210,7 @@ int store_sr_leaves(store_t *st, pith_sr_leaf_t **out, size_t *n, pith_err_t *er
 		rc = store_iter_status(&it, err);
 	store_iter_close(&it);
 	uint32_t *ix = rc || !a.n ? NULL : malloc(a.n * sizeof(*ix));
-	pith_sr_leaf_t *sorted = ix ? malloc(a.n * sizeof(*sorted)) : NULL;
-	if (!rc && a.n && !sorted)
+	if (!rc && a.n && !ix)
 		rc = pith_err_set(err, PITH_ENOMEM, "store: out of memory sorting %zu leaves", a.n);
 	if (!rc && a.n) {
 		/* ASCII order to key order (one thread: the loop's, at start) */
@@ -216,13 +219,31 @@ int store_sr_leaves(store_t *st, pith_sr_leaf_t **out, size_t *n, pith_err_t *er
 		sort_keys = (const uint8_t (*)[PITH_SR_KEY_BYTES])a.k;
 		qsort(ix, a.n, sizeof(*ix), by_key);
 		sort_keys = NULL;
-		for (size_t i = 0; i < a.n; i++)
-			sorted[i] = a.l[ix[i]];
-		*out = sorted;
+		free(a.k);
+		a.k = NULL;
+		/* the leaves into that order in place, cycle by cycle (slot i
+		 * takes leaf ix[i]; a done slot is marked UINT32_MAX) */
+		for (size_t i = 0; i < a.n; i++) {
+			if (ix[i] == UINT32_MAX || ix[i] == i) {
+				ix[i] = UINT32_MAX;
+				continue;
+			}
+			pith_sr_leaf_t first = a.l[i];
+			size_t j = i;
+			while (ix[j] != i) {
+				size_t from = ix[j];
+				a.l[j] = a.l[from];
+				ix[j] = UINT32_MAX;
+				j = from;
+			}
+			a.l[j] = first;
+			ix[j] = UINT32_MAX;
+		}
+		pith_sr_leaf_t *fit = realloc(a.l, a.n * sizeof(*a.l));
+		*out = fit ? fit : a.l;
 		*n = a.n;
-		sorted = NULL;
+		a.l = NULL;
 	}
-	free(sorted);
 	free(ix);
 	free(a.l);
 	free(a.k);

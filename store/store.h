@@ -326,8 +326,9 @@ int store_sr_list_in(store_t *st, store_sr_reader_t *rd, const uint8_t key[PITH_
 		     unsigned plen, pith_sr_leaf_t *out, size_t cap, size_t *n);
 /* Every record's leaf in key order (one scan, then a sort), for
  * pith_sr_build: *out (malloc'd, the caller frees) and its count. One
- * caller at a time (the sort's comparison has a static). About 90 bytes a
- * record while it runs. */
+ * caller at a time (the sort's comparison has a static). About 93 bytes a
+ * record while it runs (the leaves, their keys, an index; sorted in
+ * place). */
 int store_sr_leaves(store_t *st, pith_sr_leaf_t **out, size_t *n, pith_err_t *err);
 
 /* Every record, in subject-key order (body, then year). */
