@@ -165,7 +165,7 @@ static uint32_t node_alloc(pith_sr_t *t)
 		if (t->cap >= NIL / 2)
 			return NIL;
 		/* by half: at 10M records the pool is the tree's memory */
-		uint32_t nc = t->cap ? t->cap + t->cap / 2 : 64;
+		uint32_t nc = t->cap + t->cap / 2 + 64; /* + 64: a pool fitted to 1 node grows too */
 		node_t *nn = realloc(t->n, (size_t)nc * sizeof(node_t));
 		if (!nn)
 			return NIL;
@@ -663,7 +663,9 @@ static int flush_node(pith_sr_t *t, uint32_t i)
 		memcpy(x->key, keys[0], PITH_SR_KEY_BYTES);
 		hash_range(t->leaves, keys, 0, x->count, x->hash);
 	} else {
-		if ((rc = flush_node(t, x->child[0])) || (rc = flush_node(t, x->child[1])))
+		/* by index: a recount's split below may move the pool */
+		uint32_t c0 = x->child[0], c1 = x->child[1];
+		if ((rc = flush_node(t, c0)) || (rc = flush_node(t, c1)))
 			return rc;
 		x = &t->n[i]; /* a recount's split may have moved the pool */
 		x->count = t->n[x->child[0]].count + t->n[x->child[1]].count;

@@ -238,6 +238,58 @@ TEST(proofs_and_history, "/api/proof verifies against the signed /api/root, a ta
 	rmdir_rf(dir);
 }
 
+/* The root_sha256 of a range answer of the whole tree. */
+static int range_root(noderoot_t *r, uint8_t out[32])
+{
+	pith_buf_t body = PITH_BUF_INIT;
+	char etag[65], why[300];
+	pith_err_t err = {0};
+	int rc = noderoot_answer(r, NODEROOT_RANGE, "", 0, &body, etag, why, sizeof(why)) == 200 ? 0 : -1;
+	pith_sr_range_t *rg = malloc(sizeof(*rg));
+	if (!rc && !pith_sr_range_parse(body.data, body.len - 1, rg, &err))
+		memcpy(out, rg->root, 32);
+	else
+		rc = -1;
+	free(rg);
+	pith_buf_release(&body);
+	return rc;
+}
+
+TEST(readers_share_a_view, "range answers and proofs within a second of a hash are of that tree, however the store moves meanwhile; after it the tree catches up")
+{
+	char *dir = tmpdir();
+	store_t *st = open_store(dir);
+	evset_t s;
+	gen_set(&s, 30);
+	pith_err_t err = {0};
+	CHECK(!commit_range(st, &s, 0, s.n / 2));
+	noderoot_t *r = noderoot_new(st, pk, sk, NULL, &err);
+	uint8_t r1[32], r2[32], fresh[32];
+	size_t n;
+	CHECK(r && !range_root(r, r1) && !scratch_root(st, fresh, &n) && !memcmp(r1, fresh, 32));
+	CHECK(!commit_range(st, &s, s.n / 2, s.n)); /* the other half's records */
+	CHECK(noderoot_catch_up(r, 0, &err) == 0);  /* the view holds */
+	CHECK(!range_root(r, r2) && !memcmp(r1, r2, 32));
+	usleep(1100 * 1000);
+	CHECK(noderoot_catch_up(r, 0, &err) > 0); /* the view is old: the tree is told */
+	CHECK(!range_root(r, r2) && !scratch_root(st, fresh, &n) && !memcmp(r2, fresh, 32));
+	CHECK(memcmp(r1, r2, 32) != 0 && n == 30);
+	/* a record of the second half: in the proof, against that root */
+	pith_buf_t body = PITH_BUF_INIT, pj = PITH_BUF_INIT;
+	char etag[65], why[300];
+	CHECK(noderoot_answer(r, NODEROOT_PROOF, s.pith[29], 0, &body, etag, why, sizeof(why)) == 200);
+	pith_sr_proof_t p;
+	int present = 0;
+	CHECK(!member(&body, "proof", &pj) && !pith_sr_proof_parse(pj.data, pj.len, &p, &err));
+	CHECK(!pith_sr_proof_check(&p, r2, &present, &err) && present);
+	pith_buf_release(&body);
+	pith_buf_release(&pj);
+	noderoot_free(r);
+	set_free(&s);
+	store_close(st);
+	rmdir_rf(dir);
+}
+
 int main(void)
 {
 	if (sodium_init() < 0)
@@ -246,5 +298,6 @@ int main(void)
 	crypto_sign_keypair(pk, sk);
 	RUN(root_follows_changes);
 	RUN(proofs_and_history);
+	RUN(readers_share_a_view);
 	return test_done();
 }

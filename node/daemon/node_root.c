@@ -28,7 +28,8 @@ struct noderoot {
 	size_t cap, head, n;
 	int64_t last_sign_us;   /* wall clock of the last signing (0: never) */
 	int64_t last_demand_us; /* of the last signing on demand */
-	store_sr_reader_t *reader; /* during a flush and the answer after it */
+	store_sr_reader_t *reader; /* the view of the records the tree was last hashed over */
+	int64_t view_us;           /* when (monotonic); readers' answers reuse it for a while */
 	noderoot_stats_t s;
 };
 
@@ -137,7 +138,19 @@ static int tell(void *arg, const store_change_t *ch)
 	return 0;
 }
 
+static long tell_changes(noderoot_t *r, size_t limit, pith_err_t *err);
+
 long noderoot_catch_up(noderoot_t *r, size_t limit, pith_err_t *err)
+{
+	/* while readers' answers use the view of the last hash, the tree is
+	 * left as it was hashed: what they list agrees with it */
+	if (r->reader && mono_us() - r->view_us < NODEROOT_VIEW_US)
+		return 0;
+	reader_end(r);
+	return tell_changes(r, limit, err);
+}
+
+static long tell_changes(noderoot_t *r, size_t limit, pith_err_t *err)
 {
 	told_t t = {.r = r};
 	uint64_t next = r->cursor;
@@ -152,26 +165,39 @@ long noderoot_catch_up(noderoot_t *r, size_t limit, pith_err_t *err)
 	return (long)t.n;
 }
 
-/* noderoot_current, leaving the view of the records open for an answer. */
+/* noderoot_current, leaving the view of the records open for the
+ * answers after it. Not fresh: a view younger than NODEROOT_VIEW_US is
+ * answered from as it is (readers make at most one hash a while, however
+ * many they ask). */
 static int current_open(noderoot_t *r, uint8_t root[32], uint64_t *count, uint64_t *cursor,
-			pith_err_t *err)
+			int fresh, pith_err_t *err)
 {
-	long got = noderoot_catch_up(r, 0, err);
+	if (!fresh && r->reader && mono_us() - r->view_us < NODEROOT_VIEW_US) {
+		int rc = pith_sr_root(r->t, root); /* hashed already: no listing */
+		if (count)
+			*count = pith_sr_count(r->t);
+		if (cursor)
+			*cursor = r->cursor;
+		return rc ? pith_err_set(err, rc, "state root: %s", pith_err_name(rc)) : 0;
+	}
+	reader_end(r);
+	long got = tell_changes(r, 0, err);
 	if (got < 0)
 		return (int)got;
 	int64_t t0 = mono_us();
 	/* one view of the records for the flush and the answer after it
 	 * (noderoot_answer ends it): it holds at least every change told */
-	reader_end(r);
 	r->reader = store_sr_reader_new(r->st, err); /* NULL: an iterator a listing */
+	r->view_us = mono_us();
 	int rc = pith_sr_root(r->t, root);
 	if (rc == PITH_EMISMATCH) {
 		/* the tree was not told of something the store holds: once
 		 * more from the store, then the changes since */
 		reader_end(r);
-		if ((rc = build(r, err)) || (got = noderoot_catch_up(r, 0, err)) < 0)
+		if ((rc = build(r, err)) || (got = tell_changes(r, 0, err)) < 0)
 			return rc ? rc : (int)got;
 		r->reader = store_sr_reader_new(r->st, err);
+		r->view_us = mono_us();
 		rc = pith_sr_root(r->t, root);
 	}
 	if (rc)
@@ -189,7 +215,7 @@ static int current_open(noderoot_t *r, uint8_t root[32], uint64_t *count, uint64
 int noderoot_current(noderoot_t *r, uint8_t root[32], uint64_t *count, uint64_t *cursor,
 		     pith_err_t *err)
 {
-	int rc = current_open(r, root, count, cursor, err);
+	int rc = current_open(r, root, count, cursor, 1, err);
 	reader_end(r);
 	return rc;
 }
@@ -221,7 +247,7 @@ int noderoot_sign(noderoot_t *r, int64_t now_unix_us, int force, pith_err_t *err
 		reader_end(r);
 		if (rc)
 			return rc;
-		long more = noderoot_catch_up(r, 1, err);
+		long more = tell_changes(r, 1, err);
 		if (more < 0)
 			return (int)more;
 		if (!more)
@@ -354,7 +380,7 @@ static int answer_range(noderoot_t *r, const char *arg, pith_buf_t *body, char *
 	const char *p = arg ? arg : "";
 	if (pith_sr_bits_parse(p, strlen(p), pre, &plen))
 		return fail(why, whylen, 400, "prefix: 0 to 130 characters 0 or 1 (bit 0 first)");
-	if (current_open(r, root, NULL, NULL, &err))
+	if (current_open(r, root, NULL, NULL, 0, &err))
 		return fail(why, whylen, 503, err.msg[0] ? err.msg : "state root: not available");
 	pith_sr_range_t *rg = malloc(sizeof(*rg));
 	if (!rg)
@@ -388,7 +414,7 @@ static int answer_proof(noderoot_t *r, const char *id, int64_t now, pith_buf_t *
 	}
 	on_demand(r, now);
 	uint8_t root[32];
-	if (current_open(r, root, NULL, NULL, &err))
+	if (current_open(r, root, NULL, NULL, 0, &err))
 		return fail(why, whylen, 503, err.msg[0] ? err.msg : "state root: not available");
 	pith_sr_proof_t *p = malloc(sizeof(*p));
 	if (!p)
@@ -424,8 +450,7 @@ int noderoot_answer(noderoot_t *r, noderoot_what_t what, const char *arg, int64_
 	case NODEROOT_PROOF: status = answer_proof(r, arg, now_unix_us, body, why, whylen); break;
 	default: fail(why, whylen, 404, "no such state root document"); break;
 	}
-	reader_end(r);
-	return status;
+	return status; /* the view stays for the next readers (noderoot_catch_up ends it) */
 }
 
 int noderoot_summary(const noderoot_t *r, noderoot_summary_t *out)

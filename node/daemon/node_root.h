@@ -26,6 +26,7 @@
 #define NODEROOT_HISTORY_DEFAULT 64  /* signed documents kept */
 #define NODEROOT_HISTORY_MAX 4096
 #define NODEROOT_DEMAND_GAP_US 1000000 /* a proof or /api/root signs at most once a second */
+#define NODEROOT_VIEW_US 1000000 /* range and proof answers reuse the last hash this long */
 
 typedef struct noderoot_opts {
 	unsigned interval_s; /* 0: the default */
@@ -57,7 +58,10 @@ void noderoot_free_(noderoot_t *r);
 #define noderoot_free(x) do { noderoot_free_(x); (x) = NULL; } while (0)
 
 /* Tells the tree of every change the log lists after the last one it was
- * told of (at most limit of them, 0: all). How many, or a negative code. */
+ * told of (at most limit of them, 0: all). How many, or a negative code.
+ * Nothing while readers' answers use the last hash's view (for
+ * NODEROOT_VIEW_US after it): their range answers and proofs are of one
+ * tree, and a reader asking many times makes at most one hash a second. */
 long noderoot_catch_up(noderoot_t *r, size_t limit, pith_err_t *err);
 
 /* Catches up and rehashes: the current root, its record count and the
