@@ -9,6 +9,7 @@
 
 #define NIL UINT32_MAX
 #define F_DIRTY 1 /* hash stale; a bucket's bits maybe shorter than its leaves share */
+#define F_RECOUNT 2 /* a bucket told of pith_sr_upsert: its count is a lower bound */
 
 /* 64 bytes. child[0] == NIL marks a bucket; free nodes chain through
  * child[0] too, with count 0. */
@@ -32,6 +33,11 @@ struct pith_sr {
 	/* one listing: bucket + 1 leaves at most (a bucket that splits) */
 	pith_sr_leaf_t *leaves;
 	uint8_t (*keys)[PITH_SR_KEY_BYTES];
+	int recount; /* some bucket has F_RECOUNT: counts above it are lower bounds */
+	/* a larger listing, for a bucket that upserts grew past `bucket` */
+	pith_sr_leaf_t *big;
+	uint8_t (*bigkeys)[PITH_SR_KEY_BYTES];
+	size_t bigcap;
 };
 
 /* ---- encoding ---- */
@@ -159,7 +165,7 @@ static uint32_t node_alloc(pith_sr_t *t)
 		if (t->cap >= NIL / 2)
 			return NIL;
 		/* by half: at 10M records the pool is the tree's memory */
-		uint32_t nc = t->cap ? t->cap + t->cap / 2 : 64;
+		uint32_t nc = t->cap + t->cap / 2 + 64; /* + 64: a pool fitted to 1 node grows too */
 		node_t *nn = realloc(t->n, (size_t)nc * sizeof(node_t));
 		if (!nn)
 			return NIL;
@@ -258,6 +264,8 @@ void pith_sr_free_(pith_sr_t *t)
 	free(t->n);
 	free(t->leaves);
 	free(t->keys);
+	free(t->big);
+	free(t->bigkeys);
 	free(t);
 }
 
@@ -466,6 +474,35 @@ int pith_sr_insert(pith_sr_t *t, const char *pith)
 	return 0;
 }
 
+int pith_sr_upsert(pith_sr_t *t, const char *pith)
+{
+	uint8_t key[PITH_SR_KEY_BYTES];
+	if (pith_sr_key(pith, key))
+		return PITH_EINVAL;
+	path_t p = {0};
+	uint32_t i = t->root;
+	while (i != NIL) {
+		node_t *x = &t->n[i];
+		if (pith_sr_common(key, x->key, x->bits) < x->bits)
+			return pith_sr_insert(t, pith); /* outside every prefix: new */
+		if (x->child[0] == NIL) {
+			/* a single leaf of this key: an update; a bucket: it
+			 * may or may not hold the key, the flush's listing
+			 * counts it */
+			x->flags |= F_DIRTY;
+			if (x->bits < PITH_SR_KEY_BITS) {
+				x->flags |= F_RECOUNT;
+				t->recount = 1;
+			}
+			path_attach(t, &p, p.depth, i, 0);
+			return 0;
+		}
+		path_push(&p, t, i, key);
+		i = x->child[p.dir[p.depth - 1]];
+	}
+	return pith_sr_insert(t, pith);
+}
+
 /* Walks down to the node holding pith's leaf (its key into key): the
  * first with at most `stop` leaves (a bucket at the latest). PITH_EINVAL
  * for a bad pith number, PITH_ENOTFOUND if its key leaves the prefix of a
@@ -508,6 +545,8 @@ int pith_sr_delete(pith_sr_t *t, const char *pith)
 	uint8_t key[PITH_SR_KEY_BYTES];
 	path_t p = {0};
 	uint32_t i;
+	if (t->recount) /* the counts must be exact: flush before the leaf goes */
+		return PITH_EINVAL;
 	/* the topmost node that will hold at most `bucket` leaves after: it
 	 * becomes a bucket (or goes, with its parent, if it was the leaf) */
 	int rc = walk_to(t, pith, key, t->bucket + 1, &p, &i);
@@ -545,6 +584,65 @@ int pith_sr_delete(pith_sr_t *t, const char *pith)
 	return 0;
 }
 
+/* A bucket upserts were told of: its leaves listed whatever their number
+ * (at least its count), then hashed as a bucket, or built into a kept
+ * subtree in its place when they are more than a bucket holds. */
+static int flush_recount(pith_sr_t *t, uint32_t i)
+{
+	uint8_t pre[PITH_SR_KEY_BYTES];
+	memcpy(pre, t->n[i].key, sizeof(pre));
+	unsigned plen = t->n[i].bits;
+	size_t n = 0;
+	int rc = t->list(t->ctx, pre, plen, t->leaves, t->bucket + 1, &n);
+	const pith_sr_leaf_t *lv = t->leaves;
+	uint8_t (*kv)[PITH_SR_KEY_BYTES] = t->keys;
+	while (rc == PITH_ETOOBIG) { /* more than bucket + 1: a larger listing */
+		if (lv != t->big && t->bigcap > (size_t)t->bucket + 1) { /* the one there is first */
+			rc = t->list(t->ctx, pre, plen, t->big, t->bigcap, &n);
+			lv = t->big;
+			kv = t->bigkeys;
+			continue;
+		}
+		size_t nc = t->bigcap ? t->bigcap * 2 : (size_t)t->bucket * 8;
+		if (nc > UINT32_MAX / 4)
+			return PITH_EMISMATCH;
+		pith_sr_leaf_t *nb = realloc(t->big, nc * sizeof(*nb));
+		if (!nb)
+			return PITH_ENOMEM;
+		t->big = nb;
+		uint8_t (*nk)[PITH_SR_KEY_BYTES] = realloc(t->bigkeys, nc * sizeof(*nk));
+		if (!nk)
+			return PITH_ENOMEM;
+		t->bigkeys = nk;
+		t->bigcap = nc;
+		rc = t->list(t->ctx, pre, plen, t->big, t->bigcap, &n);
+		lv = t->big;
+		kv = t->bigkeys;
+	}
+	if (rc)
+		return rc;
+	if (n < t->n[i].count || !n)
+		return PITH_EMISMATCH; /* upserts never remove a leaf */
+	if ((rc = keys_of(lv, n, kv, pre, plen)))
+		return rc;
+	const uint8_t (*keys)[PITH_SR_KEY_BYTES] = (const uint8_t (*)[PITH_SR_KEY_BYTES])kv;
+	if (n <= t->bucket) {
+		node_t *x = &t->n[i];
+		x->count = (uint32_t)n;
+		x->bits = (uint8_t)range_bits(keys, 0, n);
+		memcpy(x->key, keys[0], PITH_SR_KEY_BYTES);
+		hash_range(lv, keys, 0, n, x->hash);
+		x->flags = 0;
+		return 0;
+	}
+	uint32_t top = build_range(t, lv, keys, 0, n);
+	if (top == NIL)
+		return PITH_ENOMEM;
+	t->n[i] = t->n[top]; /* the new subtree's top takes the bucket's place */
+	node_release(t, top);
+	return 0;
+}
+
 /* Rehashes the dirty nodes under i, buckets from their leaves. */
 static int flush_node(pith_sr_t *t, uint32_t i)
 {
@@ -552,6 +650,8 @@ static int flush_node(pith_sr_t *t, uint32_t i)
 	if (!(x->flags & F_DIRTY))
 		return 0;
 	int rc;
+	if (x->child[0] == NIL && (x->flags & F_RECOUNT))
+		return flush_recount(t, i);
 	if (x->child[0] == NIL) {
 		uint8_t pre[PITH_SR_KEY_BYTES];
 		memcpy(pre, x->key, sizeof(pre));
@@ -563,8 +663,12 @@ static int flush_node(pith_sr_t *t, uint32_t i)
 		memcpy(x->key, keys[0], PITH_SR_KEY_BYTES);
 		hash_range(t->leaves, keys, 0, x->count, x->hash);
 	} else {
-		if ((rc = flush_node(t, x->child[0])) || (rc = flush_node(t, x->child[1])))
+		/* by index: a recount's split below may move the pool */
+		uint32_t c0 = x->child[0], c1 = x->child[1];
+		if ((rc = flush_node(t, c0)) || (rc = flush_node(t, c1)))
 			return rc;
+		x = &t->n[i]; /* a recount's split may have moved the pool */
+		x->count = t->n[x->child[0]].count + t->n[x->child[1]].count;
 		node_rehash(t, i);
 	}
 	t->n[i].flags &= (uint8_t)~F_DIRTY;
@@ -573,7 +677,10 @@ static int flush_node(pith_sr_t *t, uint32_t i)
 
 int pith_sr_flush(pith_sr_t *t)
 {
-	return t->root == NIL ? 0 : flush_node(t, t->root);
+	int rc = t->root == NIL ? 0 : flush_node(t, t->root);
+	if (!rc)
+		t->recount = 0;
+	return rc;
 }
 
 int pith_sr_root(pith_sr_t *t, uint8_t out[32])

@@ -103,6 +103,14 @@ int pith_sr_build(pith_sr_t *t, const pith_sr_leaf_t *leaves, size_t n, pith_err
 int pith_sr_insert(pith_sr_t *t, const char *pith);
 int pith_sr_update(pith_sr_t *t, const char *pith);
 int pith_sr_delete(pith_sr_t *t, const char *pith);
+/* A record was added or its state changed, the caller does not know
+ * which (a node following its change log): O(log n) steps, no hashing,
+ * no listing. A key that lands in a bucket marks it to be counted again:
+ * the next flush lists it whole (however many leaves upserts added) and
+ * splits it when it outgrew `bucket`; until then pith_sr_count may be
+ * low, and pith_sr_delete refuses (PITH_EINVAL): flush before removing
+ * a leaf from the set. 0, PITH_EINVAL, PITH_ENOMEM. */
+int pith_sr_upsert(pith_sr_t *t, const char *pith);
 
 /* Rehashes what the changes since the last flush left dirty: each dirty
  * bucket from its leaves (one listing each), then the dirty nodes above.

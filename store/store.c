@@ -233,6 +233,11 @@ int store_iter_valid(store_iter_t *it)
 	return rocksdb_iter_valid(it->it);
 }
 
+void store_iter_seek(store_iter_t *it, const uint8_t *key, size_t len)
+{
+	rocksdb_iter_seek(it->it, (const char *)key, len);
+}
+
 const uint8_t *store_iter_key(store_iter_t *it, size_t *len)
 {
 	return (const uint8_t *)rocksdb_iter_key(it->it, len);

@@ -27,6 +27,7 @@
 
 #include "buf.h"
 #include "err.h"
+#include "stateroot.h"
 #include "event.h"
 #include "json.h"
 #include "trust.h"
@@ -304,6 +305,31 @@ size_t store_events_get_many(store_t *st, const uint8_t (*ids)[32], size_t n,
 size_t store_events_get_many_at(store_t *st, const uint8_t (*ids)[32],
 				const int64_t *created_us, size_t n, store_event_fn fn,
 				void *arg, pith_err_t *err);
+
+/* ---- The state root's leaves (proto/stateroot.h; stateroot_leaves.c) ----
+ * Each record's (pith number, state hash), read from the records family. */
+
+/* pith_sr_list_fn over a store (ctx: the store_t): the records whose key
+ * begins with the first plen bits of key, in key order (one or two short
+ * scans). */
+int store_sr_list(void *ctx, const uint8_t key[PITH_SR_KEY_BYTES], unsigned plen,
+		  pith_sr_leaf_t *out, size_t cap, size_t *n);
+/* The same through a reader: one iterator over the records for many
+ * listings (a flush's), which sees the family as it was when the reader
+ * was made (RocksDB's implicit snapshot), and saves making an iterator
+ * for each. rd NULL: as store_sr_list. */
+typedef struct store_sr_reader store_sr_reader_t;
+store_sr_reader_t *store_sr_reader_new(store_t *st, pith_err_t *err);
+void store_sr_reader_free_(store_sr_reader_t *rd);
+#define store_sr_reader_free(x) do { store_sr_reader_free_(x); (x) = NULL; } while (0)
+int store_sr_list_in(store_t *st, store_sr_reader_t *rd, const uint8_t key[PITH_SR_KEY_BYTES],
+		     unsigned plen, pith_sr_leaf_t *out, size_t cap, size_t *n);
+/* Every record's leaf in key order (one scan, then a sort), for
+ * pith_sr_build: *out (malloc'd, the caller frees) and its count. One
+ * caller at a time (the sort's comparison has a static). About 93 bytes a
+ * record while it runs (the leaves, their keys, an index; sorted in
+ * place). */
+int store_sr_leaves(store_t *st, pith_sr_leaf_t **out, size_t *n, pith_err_t *err);
 
 /* Every record, in subject-key order (body, then year). */
 int store_records_each(store_t *st, store_record_fn fn, void *arg, pith_err_t *err);

@@ -225,6 +225,8 @@ int store_iter_scan(store_t *st, int cf, store_iter_t *out, pith_err_t *err);
 int store_iter_prefix(store_t *st, int cf, const uint8_t *prefix, size_t len,
 		      store_iter_t *out, pith_err_t *err);
 int store_iter_valid(store_iter_t *it);
+/* To the first key at or after key (within the iterator's bounds). */
+void store_iter_seek(store_iter_t *it, const uint8_t *key, size_t len);
 const uint8_t *store_iter_key(store_iter_t *it, size_t *len);
 const uint8_t *store_iter_value(store_iter_t *it, size_t *len);
 void store_iter_next(store_iter_t *it);

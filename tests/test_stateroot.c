@@ -99,6 +99,65 @@ TEST(random_changes_match_rebuild,
 	}
 }
 
+TEST(upserts_match_rebuild,
+     "after random upserts (new or changed records, not told which), some in bursts between flushes, and deletes, the root is the one built from scratch")
+{
+	static const unsigned buckets[] = {1, 2, 4, 8, 16};
+	for (uint64_t seed = 1; seed <= 60; seed++) {
+		sr_leafset_t ls;
+		unsigned bucket = buckets[seed % 5];
+		size_t universe = 40 + (size_t)(seed * 53 % 600);
+		CHECK(!sr_leafset_init(&ls, universe, seed + 500));
+		pith_sr_t *t = pith_sr_new(bucket, sr_leafset_list, &ls);
+		uint64_t rs = seed * 7919;
+		int bad = 0;
+		/* every 5th seed starts from a build over a third of them */
+		if (seed % 5 == 0) {
+			for (size_t i = 0; i < ls.n; i += 3)
+				sr_leafset_set(&ls, i, 1);
+			size_t n;
+			pith_sr_leaf_t *l = scratch_leaves(&ls, &n);
+			CHECK(l && !pith_sr_build(t, l, n, NULL));
+			free(l);
+		}
+		unsigned flush_every = 1 + (unsigned)(seed % 4) * 60; /* bursts of 1 to 181 */
+		for (unsigned op = 0; op < 1200 && !bad; op++) {
+			size_t i = sr_rand(&rs) % ls.n;
+			sr_entry_t *e = &ls.e[i];
+			int rc;
+			if (e->present && sr_rand(&rs) % 8 == 0) {
+				rc = pith_sr_flush(t); /* before the leaf goes */
+				if (rc)
+					test_fail_(__FILE__, __LINE__, "flush %s", pith_err_name(rc));
+				sr_leafset_set(&ls, i, 0);
+				rc = pith_sr_delete(t, e->leaf.pith);
+			} else {
+				if (e->present)
+					sr_rand_bytes(&rs, e->leaf.state, 32);
+				sr_leafset_set(&ls, i, 1);
+				rc = pith_sr_upsert(t, e->leaf.pith);
+			}
+			if (rc) {
+				test_fail_(__FILE__, __LINE__, "seed %llu op %u (%s): %s", (unsigned long long)seed,
+					   op, e->present ? "upsert" : "delete", pith_err_name(rc));
+				bad = 1;
+			}
+			if (op % flush_every == 0 || op == 1199) {
+				uint8_t r[32];
+				if (pith_sr_root(t, r) || pith_sr_count(t) != ls.present ||
+				    !root_matches(&ls, r, bucket)) {
+					test_fail_(__FILE__, __LINE__, "seed %llu op %u: root differs from a rebuild",
+						   (unsigned long long)seed, op);
+					bad = 1;
+				}
+			}
+		}
+		CHECK(!bad);
+		pith_sr_free(t);
+		sr_leafset_free(&ls);
+	}
+}
+
 TEST(errors_leave_tree_unchanged, "a change the leaves do not show is found (by the change or the flush); refused input leaves the root")
 {
 	sr_leafset_t ls;
@@ -738,6 +797,7 @@ int main(int argc, char **argv)
 	if (argc == 3 && !strcmp(argv[1], "--write-documents"))
 		return write_documents(argv[2]);
 	RUN(random_changes_match_rebuild);
+	RUN(upserts_match_rebuild);
 	RUN(errors_leave_tree_unchanged);
 	RUN(proofs_verify_and_tampered_fail);
 	RUN(descent_finds_exactly_the_differences);

@@ -54,6 +54,8 @@ typedef struct node_config {
 	int64_t upstream_refresh;     /* seconds between checks of a followed record */
 	int64_t upstream_inflight;    /* records fetched from upstreams at once */
 	int64_t readthrough_ms;       /* an HTTP read of a missing record waits this long */
+	int64_t state_root_interval;  /* seconds: the state root is signed at most this often */
+	int64_t state_root_history;   /* signed state roots kept */
 	int64_t upstream_negative_ttl; /* seconds "no upstream knows ID" is believed */
 	int64_t upstream_stall_s;     /* a transfer under 1 KiB/s this long is dropped */
 	int64_t upstream_deadline_s;  /* a transfer not over in this long is dropped */

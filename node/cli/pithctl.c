@@ -20,6 +20,7 @@ extern const cli_cmd_t cli_cmd_sign;
 extern const cli_cmd_t cli_cmd_import;
 extern const cli_cmd_t cli_cmd_pull;
 extern const cli_cmd_t cli_cmd_replicate;
+extern const cli_cmd_t cli_cmd_audit;
 extern const cli_cmd_t cli_cmd_export;
 extern const cli_cmd_t cli_cmd_state;
 extern const cli_cmd_t cli_cmd_event;
@@ -47,6 +48,7 @@ static const cli_cmd_t *const commands[] = {
 	&cli_cmd_import,
 	&cli_cmd_pull,
 	&cli_cmd_replicate,
+	&cli_cmd_audit,
 	&cli_cmd_export,
 	&cli_cmd_state,
 	&cli_cmd_event,

@@ -220,6 +220,7 @@ static void node_tick(node_t *n)
 	addrbook_maintain(n->book, now);
 	addrbook_pex_tick(n->book, now);
 	node_http_tick(n, now);
+	node_root_tick(n);
 }
 
 static void tick_cb(evutil_socket_t fd, short what, void *arg)
@@ -321,6 +322,25 @@ static void on_ingest_done(void *arg, ingest_job_t *job)
 }
 
 /* ---- setup ----------------------------------------------------------------------------------- */
+
+/* The state root (node_root.h): built from the records at start; a
+ * failure costs the root's routes only (they answer 503). */
+static void root_start(node_t *n)
+{
+	noderoot_opts_t o = {.interval_s = (unsigned)n->cfg->state_root_interval,
+			     .history = (unsigned)n->cfg->state_root_history};
+	pith_err_t e = {0};
+	int64_t t0 = node_now_us();
+	n->root = noderoot_new(n->store, n->pk, n->sk, &o, &e);
+	if (!n->root) {
+		log_warn("state root: %s: /api/root is off", e.msg);
+		return;
+	}
+	noderoot_stats_t s;
+	noderoot_stats_get(n->root, &s);
+	log_info("state root: %llu records in %lld ms",
+		 (unsigned long long)s.records, (long long)((node_now_us() - t0) / 1000));
+}
 
 /* The static site's thread, when site_dir is set (site_feed.h): its
  * first run starts now and renders what the tree's cursor lacks. */
@@ -550,6 +570,7 @@ int node_new(node_config_t *cfg, node_t **out, pith_err_t *err)
 	}
 	if ((rc = site_start(n, err)))
 		goto fail;
+	root_start(n);
 	n->base = event_base_new();
 	if (!n->base) {
 		rc = pith_err_set(err, PITH_ENOMEM, "out of memory");
@@ -659,6 +680,7 @@ void node_free_(node_t *n)
 	ingest_free(n->ingest);
 	search_free(n->search); /* its thread reads the store */
 	site_feed_free(n->site); /* so does this one: joined before the store closes */
+	noderoot_free(n->root);
 	follower_free(n->follower); /* after the pipeline handed its jobs back */
 	free(n->follow_cfg);
 	resolver_free(n->resolver); /* no lookup answers from here on */

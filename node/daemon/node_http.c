@@ -122,6 +122,27 @@ static void site_metrics(node_t *n, metrics_out_t *o)
 }
 
 /* The node's own counters, read at scrape time (loop thread). */
+/* The state root's metrics (docs/state-root.md, "In pithd"). */
+static void root_metrics(node_t *n, metrics_out_t *o)
+{
+	if (!n->root)
+		return;
+	noderoot_stats_t s;
+	noderoot_stats_get(n->root, &s);
+	gauge(o, "pith_state_root_records", "Records under the state root, as of its last hash",
+	      (double)s.records);
+	counter(o, "pith_state_root_changes_total", "Changes of the change log the state root was told of",
+		s.changes);
+	counter(o, "pith_state_root_signed_total", "State roots signed", s.signed_docs);
+	counter(o, "pith_state_root_rebuilds_total",
+		"State root trees built from the records (at start, and on a mismatch)", s.rebuilds);
+	gauge(o, "pith_state_root_flush_seconds", "Time of the state root's last rehash",
+	      s.flush_seconds);
+	gauge(o, "pith_state_root_build_seconds", "Time of the state root's last build from the records",
+	      s.build_seconds);
+	gauge(o, "pith_state_root_tree_bytes", "Memory the state root's tree holds", (double)s.tree_bytes);
+}
+
 static void collect(void *arg, metrics_out_t *o)
 {
 	node_t *n = arg;
@@ -255,9 +276,60 @@ static void collect(void *arg, metrics_out_t *o)
 		follower_metrics(n->follower, o);
 	if (n->site)
 		site_metrics(n, o);
+	root_metrics(n, o);
 }
 
 static struct mirrors *mirrors_new(void);
+
+static int64_t wall_us(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+/* http_hooks_t.root: the node's state root answers. */
+static int root_doc(void *arg, int what, const char *targ, pith_buf_t *body, char etag[65],
+		    char *why, size_t whylen)
+{
+	node_t *n = arg;
+	etag[0] = 0;
+	if (!n->root) {
+		snprintf(why, whylen, "this node has no state root (it failed at start: see its log)");
+		return 503;
+	}
+	int status = noderoot_answer(n->root, (noderoot_what_t)what, targ, wall_us(), body, etag, why,
+				     whylen);
+	node_root_publish(n);
+	return status;
+}
+
+void node_root_publish(node_t *n)
+{
+	noderoot_summary_t s;
+	if (!n->http || !n->root || !noderoot_summary(n->root, &s))
+		return;
+	http_root_t r = {.record_count = s.count};
+	memcpy(r.root_sha256, s.root_hex, sizeof(r.root_sha256));
+	snprintf(r.feed_cursor, sizeof(r.feed_cursor), "%s", s.cursor);
+	snprintf(r.signed_at, sizeof(r.signed_at), "%s", s.signed_at);
+	snprintf(r.key_id, sizeof(r.key_id), "%s", s.key_id);
+	memcpy(r.public_key_hex, s.key_hex, sizeof(r.public_key_hex));
+	snprintf(r.fingerprint, sizeof(r.fingerprint), "%s", s.fp);
+	http_root_set(n->http, &r);
+}
+
+void node_root_tick(node_t *n)
+{
+	if (!n->root)
+		return;
+	pith_err_t e = {0};
+	/* a bounded share of the log each tick: the loop is not held long */
+	if (noderoot_catch_up(n->root, NODE_ROOT_CHANGES_PER_TICK, &e) < 0)
+		log_warn("%s", e.msg);
+	noderoot_tick(n->root, wall_us());
+	node_root_publish(n);
+}
 
 int node_http_start(node_t *n, pith_err_t *err)
 {
@@ -288,7 +360,7 @@ int node_http_start(node_t *n, pith_err_t *err)
 		o.render_threads = nc > 0 ? (int)nc : 1;
 	}
 	http_hooks_t hooks = {.submit = submit, .want = want, .want_retry_s = want_retry_s,
-			      .about = about, .arg = n};
+			      .about = about, .root = root_doc, .arg = n};
 	int rc = http_new(n->base, n->store, n->metrics, &o, &hooks, &n->http, err);
 	if (rc)
 		return rc;

@@ -20,6 +20,7 @@
 #include "follower.h"
 #include "idmap.h"
 #include "mesh.h"
+#include "node_root.h"
 #include "daemon.h"
 #include "ingest.h"
 #include "net.h"
@@ -65,6 +66,7 @@ struct node {
 	struct http *http;          /* --http: node_http.c (NULL when off) */
 	struct search *search;      /* DATA/search.sqlite (search.h); NULL if it failed */
 	struct site_feed *site;     /* --site-dir: site_feed.h (NULL when off) */
+	struct noderoot *root;      /* the state root (node_root.h); NULL if it failed */
 	struct metrics *metrics;    /* what /metrics renders */
 	char http_url[WIRE_HTTP_URL_MAX + 1]; /* sent in HELLO: http_public_url when serving */
 	struct mirrors *mirrors;    /* peers' HTTP mirrors, for /pith-mirrors.json (node_http.c) */
@@ -119,6 +121,12 @@ void node_trust_reap(node_t *n, int stopping);
  * kept for a while after it left; a node that comes back replaces what it
  * said before). */
 void node_http_peer_changed(node_t *n, const peer_t *p);
+/* The state root's tick (node_root.h): a share of the change log told
+ * to the tree, a signing when the interval passed, /pith-mirrors.json
+ * told of the latest root. */
+#define NODE_ROOT_CHANGES_PER_TICK 50000
+void node_root_tick(node_t *n);
+void node_root_publish(node_t *n);
 /* Drops the entries of peers gone for longer than the window. */
 void node_http_tick(node_t *n, int64_t now);
 /* This mirror's name: cfg->mirror_name, or "pithd" and the first 16 hex

@@ -36,7 +36,7 @@ int64_t http_now_us(void)
 static const char *const route_names[RENDER_NROUTES] = {
 	"page", "record", "bundle", "well_known_bundle", "state", "events", "graph",
 	"resolve", "mirrors", "post_events", "metrics", "healthz", "changes", "signing_key", "home",
-	"list", "records_api", "search", "search_api", "bib", "other",
+	"list", "records_api", "search", "search_api", "bib", "root", "other",
 };
 
 const char *http_route_name(render_route_t r)
@@ -355,6 +355,7 @@ static int route_run(http_ctx_t *c, const char *id, int use_pool)
 		return http_view_resolve(c);
 	case RENDER_ROUTE_METRICS: http_view_metrics(c); return 0;
 	case RENDER_ROUTE_HEALTHZ: http_view_healthz(c); return 0;
+	case RENDER_ROUTE_ROOT: http_view_root(c, id); return 0;
 	case RENDER_ROUTE_POST_EVENTS: http_post_events(c); return 1;
 	default: break;
 	}
@@ -858,4 +859,9 @@ int http_stop_wait(http_t *h)
 int http_mirrors_set(http_t *h, const http_mirror_t *m, size_t n)
 {
 	return render_mirrors_set(h->rd, m, n);
+}
+
+void http_root_set(http_t *h, const http_root_t *r)
+{
+	render_root_set(h->rd, r);
 }

@@ -98,10 +98,25 @@ typedef struct http_hooks {
 	 * again, from the upstreams' own Retry-After and backoff (the loop
 	 * thread; -1 or NULL: 5 s; bounded to 1..300 here). */
 	int64_t (*want_retry_s)(void *arg);
+	/* The state root's documents (docs/state-root.md, "In pithd"):
+	 * what is HTTP_ROOT_*, arg the cursor, prefix or {ID} as the client
+	 * wrote it (NULL: none given). Fills body (JSON), returns the
+	 * status; why says what went wrong for another than 200; etag (65
+	 * bytes) a hex ETag or "". NULL: those routes answer 404. */
+	int (*root)(void *arg, int what, const char *targ, pith_buf_t *body, char etag[65], char *why,
+		    size_t whylen);
 	/* "/" asks what the node is connected to (NULL: not shown). */
 	void (*about)(void *arg, http_about_t *out);
 	void *arg;
 } http_hooks_t;
+
+/* http_hooks_t.root's what. */
+enum { HTTP_ROOT_LATEST = 0, HTTP_ROOT_HISTORY, HTTP_ROOT_RANGE, HTTP_ROOT_PROOF };
+
+/* The node's latest signed state root for /pith-mirrors.json (NULL:
+ * none); loop thread. */
+typedef render_root_t http_root_t;
+void http_root_set(http_t *h, const http_root_t *r);
 
 /* What became of a read-through (http_hooks_t.want). */
 typedef enum http_want_answer {

@@ -228,6 +228,8 @@ int http_view_resolve(http_ctx_t *c);
 int http_view_resolve_plan(http_ctx_t *c, http_id_plan_t *plan);
 void http_view_resolve_answer(http_ctx_t *c, const char *pith);
 void http_view_healthz(http_ctx_t *c);
+/* http_root.c: the state root's routes, answered by the root hook. */
+void http_view_root(http_ctx_t *c, const char *id);
 void http_view_metrics(http_ctx_t *c);
 
 /* ---- http_post.c --------------------------------------------------------------- */

@@ -241,6 +241,12 @@ render_route_t render_route_match(const render_target_t *t, char *id, size_t idc
 		SET_ID(s[2], strlen(s[2]));
 		return RENDER_ROUTE_WELL_KNOWN;
 	}
+	if (n <= 3 && !strcmp(s[0], "api") && !strcmp(s[1], "root"))
+		return RENDER_ROUTE_ROOT; /* its views tell the tails apart */
+	if (n == 3 && !strcmp(s[0], "api") && !strcmp(s[1], "proof")) {
+		SET_ID(s[2], strlen(s[2]));
+		return RENDER_ROUTE_ROOT;
+	}
 	if (n == 2 && !strcmp(s[0], "api") && !strcmp(s[1], "changes"))
 		return RENDER_ROUTE_CHANGES;
 	if (n == 2 && !strcmp(s[0], "api") && !strcmp(s[1], "records"))
@@ -481,6 +487,17 @@ int render_mirrors_set(render_t *h, const render_mirror_t *m, size_t n)
 	if (!same)
 		pith_time_now(h->mirrors_at, 0);
 	return (int)k;
+}
+
+void render_root_set(render_t *h, const render_root_t *r)
+{
+	int has = r != NULL;
+	if (has == h->has_root && (!has || !memcmp(r, &h->root, sizeof(*r))))
+		return;
+	if (r)
+		h->root = *r;
+	h->has_root = has;
+	pith_time_now(h->mirrors_at, 0);
 }
 
 size_t render_mirrors_count(const render_t *h)

@@ -102,6 +102,21 @@ typedef struct render_mirror {
 int render_mirrors_set(render_t *rd, const render_mirror_t *m, size_t n);
 size_t render_mirrors_count(const render_t *rd);
 
+/* The node's latest signed state root (docs/state-root.md), shown in
+ * pith-mirrors.json's own entry as "state_root" with the node key it is
+ * signed with: copied; NULL clears it. generated_at moves when it
+ * changes. */
+typedef struct render_root {
+	char root_sha256[65];
+	uint64_t record_count;
+	char feed_cursor[32];  /* "": null */
+	char signed_at[32];
+	char key_id[72];
+	char public_key_hex[65];
+	char fingerprint[40];
+} render_root_t;
+void render_root_set(render_t *rd, const render_root_t *r);
+
 /* What the record lists (/, /pith/, /api/records) show of a listed
  * record besides the change log's own fields: read from its merged
  * state. NULL: the state has none. */
@@ -218,6 +233,7 @@ typedef enum render_route {
 	RENDER_ROUTE_SEARCH,       /* /search?q=: the search index (HTML) */
 	RENDER_ROUTE_SEARCH_API,   /* /api/search?q=: the same in JSON */
 	RENDER_ROUTE_BIB,          /* /pith/{ID}.bib: the record's BibTeX entry */
+	RENDER_ROUTE_ROOT,         /* /api/root, /api/root/history, /api/root/range, /api/proof/{ID} */
 	RENDER_ROUTE_OTHER,        /* unrouted: 400, 404, 414, 431 */
 	RENDER_NROUTES
 } render_route_t;

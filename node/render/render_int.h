@@ -48,6 +48,8 @@ struct render {
 	render_mirror_entry_t *mirrors;
 	size_t nmirrors;
 	char mirrors_at[32];    /* when the list last changed: generated_at */
+	render_root_t root;     /* render_root_set */
+	int has_root;
 
 	render_list_cache_t list_cache;
 

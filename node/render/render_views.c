@@ -375,6 +375,24 @@ static const char *scheme_type(const char *url)
 	return strncmp(url, "https://", 8) ? "http" : "https";
 }
 
+/* The self entry's "state_root": the latest signed root's summary, where
+ * to get it, and the node key it is signed with. */
+static json_value_t *root_entry(render_jb_t *b, render_t *h)
+{
+	const render_root_t *r = &h->root;
+	json_value_t *o = render_jb_obj(b), *k = render_jb_obj(b);
+	render_jb_set(b, o, "root_sha256", render_jb_str(b, r->root_sha256));
+	render_jb_set(b, o, "record_count", render_jb_int(b, (int64_t)r->record_count));
+	render_jb_set(b, o, "feed_cursor", render_jb_str(b, r->feed_cursor[0] ? r->feed_cursor : NULL));
+	render_jb_set(b, o, "signed_at", render_jb_str(b, r->signed_at));
+	render_jb_set(b, o, "root_url", render_jb_url(b, h, "/api/root%s", ""));
+	render_jb_set(b, k, "key_id", render_jb_str(b, r->key_id));
+	render_jb_set(b, k, "public_key_hex", render_jb_str(b, r->public_key_hex));
+	render_jb_set(b, k, "public_key_fingerprint", render_jb_str(b, r->fingerprint));
+	render_jb_set(b, o, "node_key", k);
+	return o;
+}
+
 void render_view_mirrors(render_ctx_t *c)
 {
 	render_t *h = c->rd;
@@ -396,6 +414,8 @@ void render_view_mirrors(render_ctx_t *c)
 		render_jb_set(&b, self, "operator", render_jb_str(&b, h->operator_name));
 	if (h->contact[0])
 		render_jb_set(&b, self, "contact", render_jb_str(&b, h->contact));
+	if (h->has_root)
+		render_jb_set(&b, self, "state_root", root_entry(&b, h));
 	for (size_t i = 0; i < h->nmirrors; i++)
 		mirror_entry(&b, list, h->mirrors[i].name, scheme_type(h->mirrors[i].base_url),
 			     h->mirrors[i].base_url, "peer", key, 0);

@@ -208,6 +208,9 @@ def body(args, tmp, procs, nodes):
         ("follow", "ok", N + ["--json", "follow", "2401.14489", SAMPLE], b""),
         ("follow", "error", N + ["--json", "follow", "not an id"], b""),
         ("conformance", "ok", ["--json", "conformance", args.conformance], b""),
+        ("audit", "ok", ["--json", "audit", "http://" + a.status()["http"],
+                         "http://" + a.status()["http"] + "/"], b""),
+        ("audit", "error", ["--json", "audit", "ftp://x", "ftp://y"], b""),
         ("conformance", "counts", ["--json", "conformance", os.path.join(tmp, "nocorpus")], b""),
     ]
     commands = run(["--commands"]).stdout.decode().split()
