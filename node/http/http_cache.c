@@ -63,6 +63,7 @@ void http_cache_control(render_route_t route, int status, const render_resp_t *r
 	case RENDER_ROUTE_RECORDS:
 	case RENDER_ROUTE_SEARCH:
 	case RENDER_ROUTE_SEARCH_API:
+	case RENDER_ROUTE_ROOT: /* the signed roots (a range or a proof: no_store) */
 	case RENDER_ROUTE_RESOLVE: changing(out, cap, min_int(max_age, HTTP_CACHE_LIST_MAX)); return;
 	case RENDER_ROUTE_SIGNING_KEY:
 		snprintf(out, cap, "public, max-age=%d, stale-while-revalidate=%d, stale-if-error=%d",
