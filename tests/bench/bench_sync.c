@@ -26,7 +26,9 @@
  *    (A's from B's start). --arg passes a flag to both nodes (e.g. --arg
  *    --validate-threads --arg 3).
  *
- * 5. After both have stopped, a SHA-256 of every state of B's store and
+ * 5. After both have stopped, the floor of an event (bench_util.h,
+ *    bench_floor_measure) and B's CPU per event over it (issue 56).
+ * 6. After both have stopped, a SHA-256 of every state of B's store and
  *    of A's, in key order (bench_states_digest): B's states must be byte
  *    for byte those the import computed; exit status 1 if not, or if either
  *    store could not be read.
@@ -465,6 +467,11 @@ int main(int argc, char **argv)
 	int rca = stop_node(pa), rcb = stop_node(pb);
 	double bare2 = bench_bare_rate(&sigs, threads, &cpu2);
 	double fcpu, fixed = bench_fixed_rate(&sigs, threads, &fcpu);
+	char fdb[4200];
+	snprintf(fdb, sizeof(fdb), "%s/floor-db", dir);
+	bench_floor_t floor;
+	if (bench_floor_measure(events, &sigs, fcpu, fdb, &floor))
+		return 1;
 	if (!t_end) {
 		fprintf(stderr, "bench_sync: B stored %lld of %zu events in %.0f s (see %s)\n", stored, n,
 			timeout, blog);
@@ -501,6 +508,7 @@ int main(int argc, char **argv)
 	       threads, fixed, fixed / bare, fcpu * 1e6);
 	printf("sync / fixed-key verify     %.3f, CPU-bound %.3f (B), %.3f (A + B)\n", rate / fixed,
 	       fcpu / cpu_b, fcpu / (cpu_a + cpu_b));
+	bench_floor_print(&floor, "sync / floor", cpu_b * 1e6);
 	if (r)
 		printf("reconciliation              %lld sessions, %lld ids needed, %lld bytes sent, "
 		       "%lld received, %lld messages held back; all traffic %lld bytes received by B "

@@ -60,6 +60,31 @@ double bench_bare_rate(const bench_sigs_t *s, int nt, double *cpu_per);
  * (proto/ed25519.h), in batches of PITH_ED_MANY as the node runs it. */
 double bench_fixed_rate(const bench_sigs_t *s, int nt, double *cpu_per);
 
+/* The floor of an event (issue 56): what no ingest can avoid, each part
+ * measured bare on the first BENCH_RATE_SAMPLE events of the file, CPU
+ * microseconds per event. sig: its signatures (sigs_per_event of them,
+ * counted in the file) at the fixed-key verifier's CPU per signature
+ * measured in the same run; parse: its bytes parsed once (json_parse, the
+ * node's parser) and hashed once (SHA-256 over them), on one thread;
+ * write: its bytes written once to RocksDB with the write-ahead log, as a
+ * bare WriteBatch per 1,000 events (key 32 bytes, value the event's bytes;
+ * LZ4, as the store's flushed files; no compaction), the memtables flushed
+ * at the end, every thread's CPU counted. */
+typedef struct bench_floor {
+	double sig_us, parse_us, write_us, us;
+	double sigs_per_event;
+	size_t n;
+} bench_floor_t;
+
+/* Measures the floor of the events in path (s: its loaded signatures,
+ * fixed_cpu_per_sig: bench_fixed_rate's) with a scratch database in dbdir
+ * (removed after). 0, or 1 with a line on stderr. */
+int bench_floor_measure(const char *path, const bench_sigs_t *s, double fixed_cpu_per_sig,
+			const char *dbdir, bench_floor_t *out);
+/* Prints `floor per event` with its parts and `WHAT / floor` for a run of
+ * cpu_us CPU microseconds per event. */
+void bench_floor_print(const bench_floor_t *f, const char *what, double cpu_us);
+
 /* Runs argv[0] with stdout to out_path (NULL: inherited) and waits.
  * Returns its exit status (-1 if it did not exit); *secs (may be NULL)
  * gets the wall time, *cpu (may be NULL) its user+system seconds. */
