@@ -82,7 +82,8 @@ int main(int argc, char **argv)
 	char *iargv[] = {(char *)pithctl, "--store", store, "--trust-key", key, "import", "--json",
 			 "--no-progress", events, NULL};
 	double secs = 0, import_cpu = 0;
-	int rc = bench_run(iargv, out, &secs, &import_cpu);
+	static bench_threads_t ith;
+	int rc = bench_run_threads(iargv, out, &secs, &import_cpu, &ith);
 	long import_rss_kb = bench_last_maxrss_kb;
 	double bare2 = bench_bare_rate(&sigs, threads, &cpu2);
 	double fcpu, fixed = bench_fixed_rate(&sigs, threads, &fcpu);
@@ -141,6 +142,11 @@ int main(int argc, char **argv)
 	       threads, fixed, fixed / bare, fcpu * 1e6);
 	printf("import / fixed-key verify   %.3f, CPU-bound %.3f\n", rate / fixed, fcpu / icpu);
 	bench_floor_print(&floor, "import / floor", icpu * 1e6);
+	pith_buf_t tt = PITH_BUF_INIT;
+	bench_threads_print(NULL, &ith, n, &tt);
+	printf("pithctl import's threads (noted every 100 ms until it exited):\n%.*s", (int)tt.len,
+	       (const char *)tt.data);
+	pith_buf_release(&tt);
 	printf("disk after import           %.0f bytes/event, %.3f x raw (apparent %.3f x)\n",
 	       (double)disk1 / (double)n, (double)disk1 / (double)raw, (double)app1 / (double)raw);
 	if (compact)

@@ -208,28 +208,7 @@ long bench_last_maxrss_kb;
 
 int bench_run(char *const argv[], const char *out_path, double *secs, double *cpu)
 {
-	double t0 = bench_now();
-	pid_t pid = fork();
-	if (pid < 0)
-		return -1;
-	if (pid == 0) {
-		if (out_path && !freopen(out_path, "w", stdout))
-			_exit(126);
-		execv(argv[0], argv);
-		fprintf(stderr, "bench: cannot run %s: %s\n", argv[0], strerror(errno));
-		_exit(127);
-	}
-	int status;
-	struct rusage ru;
-	if (wait4(pid, &status, 0, &ru) < 0)
-		return -1;
-	bench_last_maxrss_kb = ru.ru_maxrss;
-	if (cpu)
-		*cpu = (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec * 1e-6 +
-		       (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec * 1e-6;
-	if (secs)
-		*secs = bench_now() - t0;
-	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+	return bench_run_threads(argv, out_path, secs, cpu, NULL);
 }
 
 pid_t bench_spawn(char *const argv[], const char *log_path)
@@ -387,6 +366,123 @@ int bench_states_digest(const char *dir, uint8_t out[32], uint64_t *n)
 	crypto_hash_sha256_final(&w.h, out);
 	*n = w.n;
 	return 0;
+}
+
+/* ---- threads' CPU ---------------------------------------------------------------- */
+
+void bench_threads_snap(pid_t pid, bench_threads_t *ts)
+{
+	char dir[64];
+	ts->n = 0;
+	snprintf(dir, sizeof(dir), "/proc/%d/task", (int)pid);
+	DIR *d = opendir(dir);
+	if (!d)
+		return;
+	struct dirent *e;
+	while ((e = readdir(d)) && ts->n < BENCH_THREADS_MAX)
+		if (e->d_name[0] != '.')
+			ts->tid[ts->n++] = atoi(e->d_name);
+	closedir(d);
+	for (int i = 1; i < ts->n; i++) /* few: insertion sort */
+		for (int j = i; j > 0 && ts->tid[j] < ts->tid[j - 1]; j--) {
+			int t = ts->tid[j];
+			ts->tid[j] = ts->tid[j - 1];
+			ts->tid[j - 1] = t;
+		}
+	for (int i = 0; i < ts->n; i++) {
+		char path[128], buf[1024];
+		snprintf(ts->comm[i], sizeof(ts->comm[i]), "?");
+		ts->secs[i] = 0;
+		snprintf(path, sizeof(path), "/proc/%d/task/%d/comm", (int)pid, ts->tid[i]);
+		FILE *f = fopen(path, "r");
+		if (f) {
+			if (fgets(ts->comm[i], sizeof(ts->comm[i]), f))
+				ts->comm[i][strcspn(ts->comm[i], "\n")] = 0;
+			fclose(f);
+		}
+		snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", (int)pid, ts->tid[i]);
+		f = fopen(path, "r");
+		size_t len = f ? fread(buf, 1, sizeof(buf) - 1, f) : 0;
+		if (f)
+			fclose(f);
+		buf[len] = 0;
+		char *p = strrchr(buf, ')');
+		unsigned long long ut = 0, st = 0;
+		if (p && sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut,
+				&st) == 2)
+			ts->secs[i] = (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
+	}
+}
+
+void bench_threads_print(const bench_threads_t *a, const bench_threads_t *b, size_t n, pith_buf_t *out)
+{
+	for (int i = 0; i < b->n; i++) {
+		double secs = b->secs[i];
+		for (int j = 0; a && j < a->n; j++)
+			if (a->tid[j] == b->tid[i])
+				secs -= a->secs[j];
+		if (secs >= 0.01)
+			pith_buf_printf(out, "  thread %d (%s): %.2f s, %.1f us per event\n", i,
+					b->comm[i], secs, secs / (double)n * 1e6);
+	}
+}
+
+void bench_threads_note(pid_t pid, bench_threads_t *acc)
+{
+	static bench_threads_t now;
+	bench_threads_snap(pid, &now);
+	for (int i = 0; i < now.n; i++) {
+		int j = 0;
+		while (j < acc->n && acc->tid[j] != now.tid[i])
+			j++;
+		if (j == acc->n) {
+			if (acc->n == BENCH_THREADS_MAX)
+				continue;
+			acc->n++;
+		}
+		acc->tid[j] = now.tid[i];
+		acc->secs[j] = now.secs[i];
+		memcpy(acc->comm[j], now.comm[i], sizeof(acc->comm[j]));
+	}
+}
+
+int bench_run_threads(char *const argv[], const char *out_path, double *secs, double *cpu,
+		      bench_threads_t *threads)
+{
+	double t0 = bench_now();
+	if (threads)
+		threads->n = 0;
+	pid_t pid = fork();
+	if (pid < 0)
+		return -1;
+	if (pid == 0) {
+		if (out_path && !freopen(out_path, "w", stdout))
+			_exit(126);
+		execv(argv[0], argv);
+		fprintf(stderr, "bench: cannot run %s: %s\n", argv[0], strerror(errno));
+		_exit(127);
+	}
+	int status;
+	struct rusage ru;
+	pid_t w;
+	if (!threads)
+		w = wait4(pid, &status, 0, &ru);
+	else
+		for (;;) {
+			bench_threads_note(pid, threads);
+			if ((w = wait4(pid, &status, WNOHANG, &ru)) != 0)
+				break;
+			usleep(100000);
+		}
+	if (w < 0)
+		return -1;
+	bench_last_maxrss_kb = ru.ru_maxrss;
+	if (cpu)
+		*cpu = (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec * 1e-6 +
+		       (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec * 1e-6;
+	if (secs)
+		*secs = bench_now() - t0;
+	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
 /* ---- the floor (issue 56) ----------------------------------------------------- */

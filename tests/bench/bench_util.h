@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "buf.h"
 #include "ed25519.h"
 
 /* The options both benchmarks take: --events N --per-record E --threads T
@@ -102,6 +103,31 @@ pid_t bench_spawn(char *const argv[], const char *log_path);
 double bench_child_cpu(pid_t pid);
 /* The peak resident set (kB, VmHWM) of a running child so far, or -1. */
 long bench_child_hwm_kb(pid_t pid);
+
+/* The CPU time of a process's threads, in thread id order (for pithd:
+ * the loop, the validators, the writer, then RocksDB's). */
+#define BENCH_THREADS_MAX 256
+typedef struct bench_threads {
+	int n;
+	int tid[BENCH_THREADS_MAX];
+	char comm[BENCH_THREADS_MAX][20];
+	double secs[BENCH_THREADS_MAX];
+} bench_threads_t;
+
+/* The threads of pid now. */
+void bench_threads_snap(pid_t pid, bench_threads_t *ts);
+/* Snaps pid's threads into acc: a thread seen before keeps the CPU time
+ * it had when last seen after it exits. */
+void bench_threads_note(pid_t pid, bench_threads_t *acc);
+/* Each thread's CPU time between snapshots a (NULL: from its start) and
+ * b, per event of n, as lines appended to out. */
+void bench_threads_print(const bench_threads_t *a, const bench_threads_t *b, size_t n,
+			 pith_buf_t *out);
+/* bench_run, its threads' CPU times noted every 100 ms until it exits
+ * (bench_threads_note; a thread's last 100 ms may be missed); threads
+ * NULL: bench_run. */
+int bench_run_threads(char *const argv[], const char *out_path, double *secs, double *cpu,
+		      bench_threads_t *threads);
 
 /* Bytes of the regular files directly in dir: allocated blocks returned,
  * apparent sizes in *apparent, and those of RocksDB's write-ahead logs
