@@ -67,8 +67,9 @@ double bench_fixed_rate(const bench_sigs_t *s, int nt, double *cpu_per);
  * counted in the file) at the fixed-key verifier's CPU per signature
  * measured in the same run; parse: its bytes parsed once (json_parse, the
  * node's parser) and hashed once (SHA-256 over them), on one thread;
- * write: its bytes written once to RocksDB with the write-ahead log, as a
- * bare WriteBatch per 1,000 events (key 32 bytes, value the event's bytes;
+ * write: its bytes written once to RocksDB with the write-ahead log (not
+ * synced per batch), as a bare WriteBatch per 1,000 events (key 32 bytes,
+ * value the event's bytes;
  * LZ4, as the store's flushed files; no compaction), the memtables flushed
  * at the end, every thread's CPU counted. */
 typedef struct bench_floor {
