@@ -11,7 +11,11 @@
  *    measured before and after the import, the mean is reported.
  * 3. `pithctl import` of the file into an empty store, timed from exec to
  *    exit (opening, verifying, merging, writing, syncing, closing).
- * 4. Bytes on disk (allocated blocks of every file in the store directory)
+ * 4. The floor of an event (bench_util.h, bench_floor_measure): its
+ *    signatures at the fixed-key verifier's CPU, its bytes parsed and
+ *    hashed once, written once to a bare RocksDB; the import's CPU per
+ *    event over it (issue 56).
+ * 5. Bytes on disk (allocated blocks of every file in the store directory)
  *    as the import left them, and after a full compaction; against the raw
  *    bytes of the events (the JSON Lines without newlines); --no-compact
  *    skips the compaction (minutes at 10 million events, bench_scale.sh). */
@@ -78,10 +82,16 @@ int main(int argc, char **argv)
 	char *iargv[] = {(char *)pithctl, "--store", store, "--trust-key", key, "import", "--json",
 			 "--no-progress", events, NULL};
 	double secs = 0, import_cpu = 0;
-	int rc = bench_run(iargv, out, &secs, &import_cpu);
+	static bench_threads_t ith;
+	int rc = bench_run_threads(iargv, out, &secs, &import_cpu, &ith);
 	long import_rss_kb = bench_last_maxrss_kb;
 	double bare2 = bench_bare_rate(&sigs, threads, &cpu2);
 	double fcpu, fixed = bench_fixed_rate(&sigs, threads, &fcpu);
+	char fdb[4200];
+	snprintf(fdb, sizeof(fdb), "%s/floor-db", dir);
+	bench_floor_t floor;
+	if (bench_floor_measure(events, &sigs, fcpu, fdb, &floor))
+		return 1;
 	if (rc) {
 		fprintf(stderr, "bench_import: pithctl import exited with %d (see %s)\n", rc, out);
 		return 1;
@@ -131,6 +141,12 @@ int main(int argc, char **argv)
 	printf("fixed-key verify, %d threads %.0f/s (%.2f x libsodium; %.1f us CPU per signature)\n",
 	       threads, fixed, fixed / bare, fcpu * 1e6);
 	printf("import / fixed-key verify   %.3f, CPU-bound %.3f\n", rate / fixed, fcpu / icpu);
+	bench_floor_print(&floor, "import / floor", icpu * 1e6);
+	pith_buf_t tt = PITH_BUF_INIT;
+	bench_threads_print(NULL, &ith, n, &tt);
+	printf("pithctl import's threads (noted every 100 ms until it exited):\n%.*s", (int)tt.len,
+	       (const char *)tt.data);
+	pith_buf_release(&tt);
 	printf("disk after import           %.0f bytes/event, %.3f x raw (apparent %.3f x)\n",
 	       (double)disk1 / (double)n, (double)disk1 / (double)raw, (double)app1 / (double)raw);
 	if (compact)

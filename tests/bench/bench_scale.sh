@@ -13,13 +13,17 @@
 #      key.json are reused by every later run.
 #   2. bench_import --no-compact: `pithctl import` of the file into an empty
 #      store, against the bare all-cores libsodium rate and the fixed-key
-#      verifier's rate measured in the same run; CPU per event, pithctl's
-#      peak RSS, disk per event after the import.
+#      verifier's rate measured in the same run; CPU per event, the floor
+#      of an event (its signatures at the fixed-key verifier's CPU, its
+#      bytes parsed and hashed once and written once to a bare RocksDB with
+#      the write-ahead log, each measured bare in the same run: issue 56)
+#      and the CPU per event over it, pithctl's peak RSS, disk per event
+#      after the import.
 #   3. bench_sync: a fresh pithd syncing the N events from one peer (the
 #      peer's store is the import of step 2, kept as DIR/a-N-2/store; the
 #      bare rate and the sync start once the peer is idle), with both bare
-#      rates of the same run; the syncing node's peak RSS and disk, both
-#      nodes' threads.
+#      rates of the same run and the floor as in step 2; the syncing node's
+#      peak RSS and disk, both nodes' threads.
 # Then on the largest size's store (the peer's):
 #   4. pithd's start: from exec until its HTTP listener answers /healthz,
 #      and the reconciliation set's and the page cache's load times from
@@ -121,9 +125,11 @@ for N in $SIZES; do
 		ratio=$(num "import \/ bare verify" "$R")
 		fixed=$(sed -n 's/^import \/ fixed-key verify *\([0-9.]*\),.*/\1/p' "$R")
 		cpu=$(sed -n 's/^CPU per event *import \([0-9.]*\) us.*/\1/p' "$R")
+		floor=$(num "floor per event" "$R")
+		over=$(num "import \/ floor" "$R")
 		rss=$(sed -n 's/^peak RSS of pithctl import *\([0-9]*\) MiB.*/\1/p' "$R")
 		disk=$(sed -n 's/^disk after import *\([0-9]*\) bytes\/event, \([0-9.]*\) x raw.*/\1 (\2 x)/p' "$R")
-		echo "import|$N|$rate|$cpu|$ratio|$fixed|$rss|$disk" >>"$ROWS"
+		echo "import|$N|$rate|$cpu|$floor|$over|$ratio|$fixed|$rss|$disk" >>"$ROWS"
 		# the import is the sync's peer store
 		if [ ! -d "$A/store" ]; then
 			mkdir -p "$A"
@@ -142,9 +148,11 @@ for N in $SIZES; do
 		ratio=$(num "sync \/ bare verify" "$R")
 		fixed=$(sed -n 's/^sync \/ fixed-key verify *\([0-9.]*\),.*/\1/p' "$R")
 		cpu=$(sed -n 's/^CPU per event *B (syncing) \([0-9.]*\) us.*/\1/p' "$R")
+		floor=$(num "floor per event" "$R")
+		over=$(num "sync \/ floor" "$R")
 		rss=$(sed -n 's/^peak RSS *B (syncing) \([0-9]*\) MiB.*/\1/p' "$R")
 		disk=$(sed -n "s/^B's store after it stopped *\([0-9]*\) bytes\/event, \([0-9.]*\) x.*/\1 (\2 x)/p" "$R")
-		echo "sync|$N|$rate|$cpu|$ratio|$fixed|$rss|$disk" >>"$ROWS"
+		echo "sync|$N|$rate|$cpu|$floor|$over|$ratio|$fixed|$rss|$disk" >>"$ROWS"
 		rm -rf "$DATA/b"
 	fi
 done
@@ -244,15 +252,19 @@ fi
 
 echo
 echo "# bench_scale.sh, 2 events per record; $(nproc) cores; load at the end $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "| run | events | events/s | CPU per event (us) | / bare libsodium | / bare fixed-key | peak RSS (MiB) | disk per event, bytes (x raw) |"
-echo "|---|---:|---:|---:|---:|---:|---:|---:|"
-while IFS='|' read -r what n rate cpu ratio fixed rss disk; do
-	echo "| $what | $n | $rate | $cpu | $ratio | $fixed | $rss | $disk |"
+echo "| run | events | events/s | CPU per event (us) | floor per event (us) | CPU / floor | / bare libsodium | / bare fixed-key | peak RSS (MiB) | disk per event, bytes (x raw) |"
+echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+while IFS='|' read -r what n rate cpu floor over ratio fixed rss disk; do
+	echo "| $what | $n | $rate | $cpu | $floor | $over | $ratio | $fixed | $rss | $disk |"
 done <"$ROWS"
 # the flat curve: the rate at the largest size over the rate at the smallest
 for what in import sync; do
 	awk -F'|' -v w=$what '$1 == w { if (!lo || $2 < lo) { lo = $2; small = $3 }
 				      if ($2 > hi) { hi = $2; large = $3 } }
 		END { if (lo && hi != lo) printf "%s: rate at the largest size / at the smallest %.3f (target >= 0.85)\n", w, large / small }' "$ROWS"
+	# issue 56: CPU per event flat (within 10%) from the smallest size to the largest
+	awk -F'|' -v w=$what '$1 == w { if (!lo || $2 < lo) { lo = $2; small = $4 }
+				      if ($2 > hi) { hi = $2; large = $4 } }
+		END { if (lo && hi != lo && small > 0) printf "%s: CPU per event at the largest size / at the smallest %.3f (goal <= 1.10)\n", w, large / small }' "$ROWS"
 done
 [ -z "$SERVE_LINE" ] || echo "$SERVE_LINE"

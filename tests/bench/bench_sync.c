@@ -26,7 +26,9 @@
  *    (A's from B's start). --arg passes a flag to both nodes (e.g. --arg
  *    --validate-threads --arg 3).
  *
- * 5. After both have stopped, a SHA-256 of every state of B's store and
+ * 5. After both have stopped, the floor of an event (bench_util.h,
+ *    bench_floor_measure) and B's CPU per event over it (issue 56).
+ * 6. After both have stopped, a SHA-256 of every state of B's store and
  *    of A's, in key order (bench_states_digest): B's states must be byte
  *    for byte those the import computed; exit status 1 if not, or if either
  *    store could not be read.
@@ -187,74 +189,6 @@ static int stop_node(pid_t pid)
 	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
-/* The CPU time of a process's threads at one moment, in thread id order
- * (for pithd: the loop, the validators, the writer, then RocksDB's). */
-typedef struct {
-	int n;
-	int tid[256];
-	char comm[256][20];
-	double secs[256];
-} thread_snap_t;
-
-static void thread_snap(pid_t pid, thread_snap_t *ts)
-{
-	char dir[64];
-	ts->n = 0;
-	snprintf(dir, sizeof(dir), "/proc/%d/task", (int)pid);
-	DIR *d = opendir(dir);
-	if (!d)
-		return;
-	struct dirent *e;
-	while ((e = readdir(d)) && ts->n < 256)
-		if (e->d_name[0] != '.')
-			ts->tid[ts->n++] = atoi(e->d_name);
-	closedir(d);
-	for (int i = 1; i < ts->n; i++) /* few: insertion sort */
-		for (int j = i; j > 0 && ts->tid[j] < ts->tid[j - 1]; j--) {
-			int t = ts->tid[j];
-			ts->tid[j] = ts->tid[j - 1];
-			ts->tid[j - 1] = t;
-		}
-	for (int i = 0; i < ts->n; i++) {
-		char path[128], buf[1024];
-		snprintf(ts->comm[i], sizeof(ts->comm[i]), "?");
-		ts->secs[i] = 0;
-		snprintf(path, sizeof(path), "/proc/%d/task/%d/comm", (int)pid, ts->tid[i]);
-		FILE *f = fopen(path, "r");
-		if (f) {
-			if (fgets(ts->comm[i], sizeof(ts->comm[i]), f))
-				ts->comm[i][strcspn(ts->comm[i], "\n")] = 0;
-			fclose(f);
-		}
-		snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", (int)pid, ts->tid[i]);
-		f = fopen(path, "r");
-		size_t len = f ? fread(buf, 1, sizeof(buf) - 1, f) : 0;
-		if (f)
-			fclose(f);
-		buf[len] = 0;
-		char *p = strrchr(buf, ')');
-		unsigned long long ut = 0, st = 0;
-		if (p && sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut,
-				&st) == 2)
-			ts->secs[i] = (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
-	}
-}
-
-/* Each thread's CPU time between snapshots a (NULL: from its start) and
- * b, per event, as lines appended to out. */
-static void thread_times(const thread_snap_t *a, const thread_snap_t *b, size_t n, pith_buf_t *out)
-{
-	for (int i = 0; i < b->n; i++) {
-		double secs = b->secs[i];
-		for (int j = 0; a && j < a->n; j++)
-			if (a->tid[j] == b->tid[i])
-				secs -= a->secs[j];
-		if (secs >= 0.01)
-			pith_buf_printf(out, "  thread %d (%s): %.2f s, %.1f us per event\n", i,
-					b->comm[i], secs, secs / (double)n * 1e6);
-	}
-}
-
 static void print_log_lines(const char *path, const char *match, int max)
 {
 	FILE *f = fopen(path, "r");
@@ -390,8 +324,8 @@ int main(int argc, char **argv)
 	double t0 = bench_now();
 	pid_t pb = start_node(pithd, bdir, blisten, alisten, key, extra, nextra, blog);
 	double ca0 = bench_child_cpu(pa);
-	static thread_snap_t snap_a0;
-	thread_snap(pa, &snap_a0);
+	static bench_threads_t snap_a0, snap_b;
+	bench_threads_snap(pa, &snap_a0);
 	long long stored = 0;
 	double t_first = 0, t_end = 0, ca1 = 0, cb1 = 0;
 	while (bench_now() - t0 < timeout) {
@@ -412,6 +346,7 @@ int main(int argc, char **argv)
 			fprintf(stderr, "bench_sync: a node exited (see %s, %s)\n", alog, blog);
 			return 1;
 		}
+		bench_threads_note(pb, &snap_b);
 		usleep(50000);
 	}
 	/* what the catch-up left behind is part of its cost: RocksDB's
@@ -449,6 +384,7 @@ int main(int argc, char **argv)
 			json_doc_free(s);
 			if ((!compacting && !indexing) || bench_now() > until)
 				break;
+			bench_threads_note(pb, &snap_b);
 			usleep(200000);
 		}
 		t_settled = bench_now() - t0;
@@ -456,15 +392,20 @@ int main(int argc, char **argv)
 	double cb2 = t_end ? bench_child_cpu(pb) : 0;
 	json_doc_t *fin = node_ask(bsock, "status");
 	pith_buf_t tt = PITH_BUF_INIT, tta = PITH_BUF_INIT;
-	static thread_snap_t snap_b, snap_a1;
-	thread_snap(pb, &snap_b);
-	thread_snap(pa, &snap_a1);
-	thread_times(NULL, &snap_b, n, &tt);
-	thread_times(&snap_a0, &snap_a1, n, &tta);
+	static bench_threads_t snap_a1;
+	bench_threads_note(pb, &snap_b); /* threads that exited keep their last time */
+	bench_threads_snap(pa, &snap_a1);
+	bench_threads_print(NULL, &snap_b, n, &tt);
+	bench_threads_print(&snap_a0, &snap_a1, n, &tta);
 	long hwm_b = bench_child_hwm_kb(pb), hwm_a = bench_child_hwm_kb(pa);
 	int rca = stop_node(pa), rcb = stop_node(pb);
 	double bare2 = bench_bare_rate(&sigs, threads, &cpu2);
 	double fcpu, fixed = bench_fixed_rate(&sigs, threads, &fcpu);
+	char fdb[4200];
+	snprintf(fdb, sizeof(fdb), "%s/floor-db", dir);
+	bench_floor_t floor;
+	if (bench_floor_measure(events, &sigs, fcpu, fdb, &floor))
+		return 1;
 	if (!t_end) {
 		fprintf(stderr, "bench_sync: B stored %lld of %zu events in %.0f s (see %s)\n", stored, n,
 			timeout, blog);
@@ -501,6 +442,7 @@ int main(int argc, char **argv)
 	       threads, fixed, fixed / bare, fcpu * 1e6);
 	printf("sync / fixed-key verify     %.3f, CPU-bound %.3f (B), %.3f (A + B)\n", rate / fixed,
 	       fcpu / cpu_b, fcpu / (cpu_a + cpu_b));
+	bench_floor_print(&floor, "sync / floor", cpu_b * 1e6);
 	if (r)
 		printf("reconciliation              %lld sessions, %lld ids needed, %lld bytes sent, "
 		       "%lld received, %lld messages held back; all traffic %lld bytes received by B "
@@ -535,7 +477,7 @@ int main(int argc, char **argv)
 		states_differ = !same;
 	}
 	printf("exit status                 A %d, B %d\n", rca, rcb);
-	printf("B's threads (the loop, the validators, the writer, RocksDB's):\n%.*s",
+	printf("B's threads (the loop, the validators, the writer, RocksDB's; noted every 50-200 ms, so exited ones too):\n%.*s",
 	       (int)tt.len, tt.data ? (const char *)tt.data : "");
 	printf("A's threads from B's start until B settled:\n%.*s", (int)tta.len,
 	       tta.data ? (const char *)tta.data : "");

@@ -1,10 +1,12 @@
 /* Shared benchmark helpers: see bench_util.h. */
+#define _GNU_SOURCE /* memmem */
 #include "bench_util.h"
 
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <rocksdb/c.h>
 #include <sodium.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -206,28 +208,7 @@ long bench_last_maxrss_kb;
 
 int bench_run(char *const argv[], const char *out_path, double *secs, double *cpu)
 {
-	double t0 = bench_now();
-	pid_t pid = fork();
-	if (pid < 0)
-		return -1;
-	if (pid == 0) {
-		if (out_path && !freopen(out_path, "w", stdout))
-			_exit(126);
-		execv(argv[0], argv);
-		fprintf(stderr, "bench: cannot run %s: %s\n", argv[0], strerror(errno));
-		_exit(127);
-	}
-	int status;
-	struct rusage ru;
-	if (wait4(pid, &status, 0, &ru) < 0)
-		return -1;
-	bench_last_maxrss_kb = ru.ru_maxrss;
-	if (cpu)
-		*cpu = (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec * 1e-6 +
-		       (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec * 1e-6;
-	if (secs)
-		*secs = bench_now() - t0;
-	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+	return bench_run_threads(argv, out_path, secs, cpu, NULL);
 }
 
 pid_t bench_spawn(char *const argv[], const char *log_path)
@@ -385,4 +366,230 @@ int bench_states_digest(const char *dir, uint8_t out[32], uint64_t *n)
 	crypto_hash_sha256_final(&w.h, out);
 	*n = w.n;
 	return 0;
+}
+
+/* ---- threads' CPU ---------------------------------------------------------------- */
+
+void bench_threads_snap(pid_t pid, bench_threads_t *ts)
+{
+	char dir[64];
+	ts->n = 0;
+	snprintf(dir, sizeof(dir), "/proc/%d/task", (int)pid);
+	DIR *d = opendir(dir);
+	if (!d)
+		return;
+	struct dirent *e;
+	while ((e = readdir(d)) && ts->n < BENCH_THREADS_MAX)
+		if (e->d_name[0] != '.')
+			ts->tid[ts->n++] = atoi(e->d_name);
+	closedir(d);
+	for (int i = 1; i < ts->n; i++) /* few: insertion sort */
+		for (int j = i; j > 0 && ts->tid[j] < ts->tid[j - 1]; j--) {
+			int t = ts->tid[j];
+			ts->tid[j] = ts->tid[j - 1];
+			ts->tid[j - 1] = t;
+		}
+	for (int i = 0; i < ts->n; i++) {
+		char path[128], buf[1024];
+		snprintf(ts->comm[i], sizeof(ts->comm[i]), "?");
+		ts->secs[i] = 0;
+		snprintf(path, sizeof(path), "/proc/%d/task/%d/comm", (int)pid, ts->tid[i]);
+		FILE *f = fopen(path, "r");
+		if (f) {
+			if (fgets(ts->comm[i], sizeof(ts->comm[i]), f))
+				ts->comm[i][strcspn(ts->comm[i], "\n")] = 0;
+			fclose(f);
+		}
+		snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", (int)pid, ts->tid[i]);
+		f = fopen(path, "r");
+		size_t len = f ? fread(buf, 1, sizeof(buf) - 1, f) : 0;
+		if (f)
+			fclose(f);
+		buf[len] = 0;
+		char *p = strrchr(buf, ')');
+		unsigned long long ut = 0, st = 0;
+		if (p && sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut,
+				&st) == 2)
+			ts->secs[i] = (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
+	}
+}
+
+void bench_threads_print(const bench_threads_t *a, const bench_threads_t *b, size_t n, pith_buf_t *out)
+{
+	for (int i = 0; i < b->n; i++) {
+		double secs = b->secs[i];
+		for (int j = 0; a && j < a->n; j++)
+			if (a->tid[j] == b->tid[i])
+				secs -= a->secs[j];
+		if (secs >= 0.01)
+			pith_buf_printf(out, "  thread %d (%s): %.2f s, %.1f us per event\n", i,
+					b->comm[i], secs, secs / (double)n * 1e6);
+	}
+}
+
+void bench_threads_note(pid_t pid, bench_threads_t *acc)
+{
+	static bench_threads_t now;
+	bench_threads_snap(pid, &now);
+	for (int i = 0; i < now.n; i++) {
+		int j = 0;
+		while (j < acc->n && acc->tid[j] != now.tid[i])
+			j++;
+		if (j == acc->n) {
+			if (acc->n == BENCH_THREADS_MAX)
+				continue;
+			acc->n++;
+		}
+		acc->tid[j] = now.tid[i];
+		acc->secs[j] = now.secs[i];
+		memcpy(acc->comm[j], now.comm[i], sizeof(acc->comm[j]));
+	}
+}
+
+int bench_run_threads(char *const argv[], const char *out_path, double *secs, double *cpu,
+		      bench_threads_t *threads)
+{
+	double t0 = bench_now();
+	if (threads)
+		threads->n = 0;
+	pid_t pid = fork();
+	if (pid < 0)
+		return -1;
+	if (pid == 0) {
+		if (out_path && !freopen(out_path, "w", stdout))
+			_exit(126);
+		execv(argv[0], argv);
+		fprintf(stderr, "bench: cannot run %s: %s\n", argv[0], strerror(errno));
+		_exit(127);
+	}
+	int status;
+	struct rusage ru;
+	pid_t w;
+	if (!threads)
+		w = wait4(pid, &status, 0, &ru);
+	else
+		for (;;) {
+			bench_threads_note(pid, threads);
+			if ((w = wait4(pid, &status, WNOHANG, &ru)) != 0)
+				break;
+			usleep(100000);
+		}
+	if (w < 0)
+		return -1;
+	bench_last_maxrss_kb = ru.ru_maxrss;
+	if (cpu)
+		*cpu = (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec * 1e-6 +
+		       (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec * 1e-6;
+	if (secs)
+		*secs = bench_now() - t0;
+	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+/* ---- the floor (issue 56) ----------------------------------------------------- */
+
+static double thread_cpu_now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+#define FLOOR_BATCH 1000
+
+int bench_floor_measure(const char *path, const bench_sigs_t *s, double fixed_cpu_per_sig,
+			const char *dbdir, bench_floor_t *out)
+{
+	memset(out, 0, sizeof(*out));
+	FILE *f = fopen(path, "rb");
+	if (!f) {
+		perror(path);
+		return 1;
+	}
+	char *rmargv[] = {"/bin/rm", "-rf", (char *)dbdir, NULL};
+	bench_run(rmargv, NULL, NULL, NULL);
+	rocksdb_options_t *o = rocksdb_options_create();
+	rocksdb_options_set_create_if_missing(o, 1);
+	rocksdb_options_set_compression(o, rocksdb_lz4_compression);
+	rocksdb_options_set_disable_auto_compactions(o, 1);
+	rocksdb_options_set_level0_slowdown_writes_trigger(o, 1 << 20);
+	rocksdb_options_set_level0_stop_writes_trigger(o, 1 << 20);
+	rocksdb_writeoptions_t *wo = rocksdb_writeoptions_create();
+	char *e = NULL;
+	rocksdb_t *db = rocksdb_open(o, dbdir, &e);
+	if (!db) {
+		fprintf(stderr, "bench: floor database %s: %s\n", dbdir, e ? e : "?");
+		free(e);
+		fclose(f);
+		return 1;
+	}
+	rocksdb_writebatch_t *wb = rocksdb_writebatch_create();
+	size_t limit = s->n < BENCH_RATE_SAMPLE ? s->n : BENCH_RATE_SAMPLE, n = 0, sigs = 0;
+	double parse = 0, write_fg = 0;
+	double p0 = bench_cpu_now(), t0 = thread_cpu_now();
+	char *line = NULL;
+	size_t lcap = 0;
+	ssize_t len;
+	int rc = 0;
+	while (!rc && n < limit && (len = getline(&line, &lcap, f)) > 0) {
+		if (line[len - 1] == '\n')
+			len--;
+		for (const char *p = line; (p = memmem(p, (size_t)len - (size_t)(p - line),
+						       "\"signature_b64\"", 15)); p += 15)
+			sigs++;
+		double a = thread_cpu_now();
+		json_doc_t *d = NULL;
+		uint8_t h[32];
+		rc = json_parse(&d, (uint8_t *)line, (size_t)len, NULL, NULL);
+		pith_sha256(line, (size_t)len, h);
+		json_doc_free(d);
+		double b = thread_cpu_now();
+		rocksdb_writebatch_put(wb, (const char *)s->digest[n], 32, line, (size_t)len);
+		if (++n % FLOOR_BATCH == 0 || n == limit) {
+			rocksdb_write(db, wo, wb, &e);
+			rocksdb_writebatch_clear(wb);
+		}
+		parse += b - a;
+		write_fg += thread_cpu_now() - b;
+		if (e)
+			rc = 1;
+	}
+	if (!rc) {
+		double a = thread_cpu_now();
+		rocksdb_flushoptions_t *fo = rocksdb_flushoptions_create();
+		rocksdb_flushoptions_set_wait(fo, 1);
+		rocksdb_flush(db, fo, &e);
+		rocksdb_flushoptions_destroy(fo);
+		write_fg += thread_cpu_now() - a;
+	}
+	/* RocksDB's own threads: the process's CPU but this thread's */
+	double bg = (bench_cpu_now() - p0) - (thread_cpu_now() - t0);
+	rocksdb_writebatch_destroy(wb);
+	rocksdb_close(db);
+	rocksdb_writeoptions_destroy(wo);
+	rocksdb_options_destroy(o);
+	free(line);
+	fclose(f);
+	bench_run(rmargv, NULL, NULL, NULL);
+	if (rc || !n) {
+		fprintf(stderr, "bench: floor of %s: %s\n", path, e ? e : "an event does not parse");
+		free(e);
+		return 1;
+	}
+	out->n = n;
+	out->sigs_per_event = (double)sigs / (double)n;
+	out->sig_us = fixed_cpu_per_sig * out->sigs_per_event * 1e6;
+	out->parse_us = parse / (double)n * 1e6;
+	out->write_us = (write_fg + (bg > 0 ? bg : 0)) / (double)n * 1e6;
+	out->us = out->sig_us + out->parse_us + out->write_us;
+	return 0;
+}
+
+void bench_floor_print(const bench_floor_t *f, const char *what, double cpu_us)
+{
+	printf("floor per event             %.1f us (signatures %.1f: %.2f per event at the fixed-key "
+	       "verifier's CPU; parse and hash once %.1f; RocksDB write with the WAL %.1f; %zu "
+	       "events)\n",
+	       f->us, f->sig_us, f->sigs_per_event, f->parse_us, f->write_us, f->n);
+	printf("%-27s %.2f (CPU per event %.1f us over the floor; goal: import <= 1.5, sync <= 2)\n",
+	       what, cpu_us / f->us, cpu_us);
 }
