@@ -52,6 +52,33 @@ def timed(cmd, **kw):
     return time.time() - t0, r.stdout
 
 
+def cpu_s(pid):
+    """CPU seconds (user and system) of pid and its children that run
+    (nginx's workers), from /proc."""
+    pids = [pid] + [int(x) for x in subprocess.run(["pgrep", "-P", str(pid)], capture_output=True,
+                                                   text=True).stdout.split()]
+    t = 0
+    for p in pids:
+        try:
+            with open("/proc/%d/stat" % p) as f:
+                st = f.read().rsplit(")", 1)[1].split()
+            t += int(st[11]) + int(st[12])
+        except OSError:
+            pass
+    return t / os.sysconf("SC_CLK_TCK")
+
+
+def wrk_cpu(pid, port, lst, duration, conns):
+    """wrk's RESULT line, with the server's CPU per request (µs) added: on a
+    shared machine the rate depends on the neighbours, the CPU a request
+    costs much less."""
+    c0 = cpu_s(pid)
+    out = wrk(port, lst, duration, conns)
+    c = cpu_s(pid) - c0
+    n = int(re.search(r"requests=(\d+)", out).group(1))
+    return out + " cpu_us_per_req=%.1f" % (c * 1e6 / max(n, 1))
+
+
 def wrk(port, lst, duration, conns):
     out = subprocess.run(["wrk", "-t", "2", "-c", str(conns), "-d", "%ds" % duration, "--latency",
                           "-s", os.path.join(HERE, "bench_http.lua"), "http://127.0.0.1:%d" % port,
@@ -144,6 +171,7 @@ def main():
     ap.add_argument("--nginx-workers", default="auto")
     ap.add_argument("--rounds", type=int, default=1)
     ap.add_argument("--render-threads", type=int)
+    ap.add_argument("--cache-mb", type=int, help="http_serve's store block cache")
     a = ap.parse_args()
     B = os.path.abspath(a.build)
     P = os.path.join(B, "node/cli/pithctl")
@@ -182,6 +210,7 @@ def main():
     with open(lst, "w") as f:
         f.write("\n".join(bodies) + "\n")
     rt = ["--render-threads", str(a.render_threads)] if a.render_threads is not None else []
+    rt += ["--cache-mb", str(a.cache_mb)] if a.cache_mb else []
     srv = subprocess.Popen([B + "/tests/http_serve", "--store", store, "--listen",
                             "127.0.0.1:%d" % sport, "--public-url", base, "--no-submit"] + trust + rt,
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -223,16 +252,18 @@ def main():
         for i in range(a.rounds):
             with open("/proc/loadavg") as f:
                 load = f.read().split()[0]
-            n = wrk(port, lst, a.duration, a.connections)
-            p = wrk(sport, lst, a.duration, a.connections)
+            n = wrk_cpu(ngx.proc.pid, port, lst, a.duration, a.connections)
+            p = wrk_cpu(srv.pid, sport, lst, a.duration, a.connections)
             print("RESULT nginx round=%d workers=%s load=%s %s" % (i + 1, a.nginx_workers, load, n),
                   flush=True)
             print("RESULT pithd round=%d %s" % (i + 1, p), flush=True)
             rps = [float(re.search(r"rps=(\d+)", x).group(1)) for x in (n, p)]
             p99 = [float(re.search(r"p99_ms=([0-9.]+)", x).group(1)) for x in (n, p)]
+            cpu = [float(re.search(r"cpu_us_per_req=([0-9.]+)", x).group(1)) for x in (n, p)]
             print("RESULT ratio round=%d records=%d rps_pithd_over_nginx=%.3f "
-                  "p99_pithd_over_nginx=%.3f" % (i + 1, len(bodies), rps[1] / rps[0],
-                                                 p99[1] / p99[0]), flush=True)
+                  "p99_pithd_over_nginx=%.3f cpu_per_req_pithd_over_nginx=%.2f"
+                  % (i + 1, len(bodies), rps[1] / rps[0], p99[1] / p99[0],
+                     cpu[1] / max(cpu[0], 1e-9)), flush=True)
     finally:
         srv.terminate()
         srv.wait(10)
