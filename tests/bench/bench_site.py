@@ -12,7 +12,7 @@ usage: bench_site.py --build BUILD_DIR [--records N] [--changed K] [--per-record
    and files and disk bytes per record;
 3. K of the records get a new signed event each (imported), then the
    incremental export: wall time, files written;
-4. in one run, nginx (deploy/nginx.conf, 1 worker) and the node's HTTP
+4. in one run, nginx (deploy/nginx.conf) and the node's HTTP
    (tests/http_serve) over the same records, one after the other, each
    with wrk (tests/bench/bench_http.lua, random state.json): req/s, p99;
    first the tree's state.json files and the store are read once, so that
