@@ -14,7 +14,9 @@ side over the same store with the same public URL. Then:
   cursors), pith-signing-key.json and pith-mirrors.json (generated_at
   aside: when the tree was first exported, not when the server started)
   give the same body and Content-Type from nginx as from the node; with
-  Accept-Encoding: gzip, the same compressed bytes (one zlib, one level);
+  Accept-Encoding: gzip, the same compressed bytes (one zlib, one level),
+  and without it the same plain bytes (the tree stores each document
+  once, compressed: nginx's gunzip);
 - alias URLs (arXiv ids, DOIs, short and full numbers) redirect to what
   the node serves for them; the registry page's verify one-liner works
   against nginx; If-None-Match gets 304;
@@ -288,17 +290,22 @@ def jobs(args, root, store, site, base, records):
           "(%d records, %d files)%s" % (s3["records"], s3["written"],
                                         "" if s1 == s3 else ": %s %s" % (s1, s3)) +
           diff.stdout[:300])
+    # each document once: FILE.gz, or FILE when the node sends it plain;
+    # a record's files side by side in rec/XY/, no directory of its own
     b = records[0][-26:]
-    a = os.stat(os.path.join(d3, "pith", b, "bundle.json"))
-    w = os.stat(os.path.join(d3, ".well-known", "pith", b, "bundle.json"))
-    check(a.st_ino == w.st_ino and a.st_nlink == 2 and s3["linked"] > 0 and
-          s3["written"] > s3["linked"],
-          "/.well-known/pith/BODY/bundle.json is a hard link to pith/BODY/bundle.json "
-          "(%d files linked)" % s3["linked"])
+    names = sorted(os.listdir(os.path.join(d3, "rec", b[:2])))
+    mine = [x for x in names if x.startswith(b)]
+    plain_gz = [x for dp, _, fs in os.walk(d3) for x in fs
+                if x.endswith(".gz") and x[:-3] in fs]
+    check(len(mine) == 8 and all(x.endswith(".gz") for x in mine) and not plain_gz and
+          not os.path.exists(os.path.join(d3, ".well-known")) and
+          not os.path.exists(os.path.join(d3, "pith", b)),
+          "a record's 8 documents are 8 files in rec/%s/, each stored once (%s); no file "
+          "beside its .gz (%s)" % (b[:2], mine, plain_gz[:3]))
     # a file where a directory must be: every worker fails to write
     bad = os.path.join(root, "site-bad")
     os.makedirs(bad)
-    open(os.path.join(bad, "api"), "w").close()
+    open(os.path.join(bad, "rec"), "w").close()
     r = subprocess.run([args.pithctl, "--store", store, "export", "--site", bad, "--jobs", "3",
                         "--base-url", base], capture_output=True, text=True)
     lines = r.stderr.strip().splitlines()
@@ -333,7 +340,7 @@ def run(args, root, store, site, base, records, node, ngx, ngxproc, trust, opkey
             if a[1].get("content-encoding") != g[1].get("content-encoding") or a[2] != g[2]:
                 bad += 1
     check(bad == 0, "with Accept-Encoding: gzip, nginx sends pithd's compressed bytes "
-          "(gzip_static of the .gz beside; the record page's, masked as above; %d differ)" % bad)
+          "(gzip_static always: the .gz as stored; the record page's, masked as above; %d differ)" % bad)
     # browse pages: the whole chain of cursors
     pages = ["/", "/pith/", "/api/records"]
     st, _, b = node.get("/api/records")
