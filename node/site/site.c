@@ -528,7 +528,9 @@ static int dir_empty(const char *dir)
  * search URL), to know when the tree must be rendered again. */
 static void page_head_hash(const render_opts_t *ro, char hex[65])
 {
-	const char *v[] = {ro->name ? ro->name : "", ro->operator_name ? ro->operator_name : "",
+	/* the name as the pages show it: none is render's "pith-mirror", as
+	 * pithd's site feed names it */
+	const char *v[] = {ro->name && *ro->name ? ro->name : "pith-mirror", ro->operator_name ? ro->operator_name : "",
 			   ro->contact ? ro->contact : "", ro->search_url ? ro->search_url : ""};
 	pith_buf_t b = PITH_BUF_INIT;
 	for (size_t i = 0; i < 4; i++)
