@@ -32,8 +32,8 @@ Cases (the issue's attack numbers):
                   without nginx)
   diskfull_wal     9: disk full then freed with --store-wal-mb 4: writes
                   resume within 10 s (needs root for a tmpfs; skipped else)
-  amplify         11: 5,000 one-event records: site bytes per record
-                  (goal: < 8 KiB)
+  amplify         11: 5,000 one-event records: the site's bytes against
+                  the events' (goal: < 8 x)
 
 Exit 77: skipped (ctest SKIP_RETURN_CODE). A case that today's code fails
 prints its measured figure and fails; tests/CMakeLists.txt labels those
