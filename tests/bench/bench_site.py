@@ -3,22 +3,34 @@
 
 usage: bench_site.py --build BUILD_DIR [--records N] [--changed K] [--per-record E]
                      [--jobs J] [--duration S] [--connections C] [--no-serve] [--keep]
-                     [--cold]
+                     [--cold] [--dir DIR]
 
 1. gen_events N records (E events each, default 2 as the registry's:
    record_created and graph_snapshot) and gen_bundles' bundles, imported;
 2. full `pithctl export --site --jobs J` (default: pithctl's, the online
    cores): wall time, records/s, files/s, bytes written and disk bytes,
-   and files and disk bytes per record;
+   and per record: files, directories, disk blocks (st_blocks, what
+   `du --block-size=1` counts; 4 KB blocks on ext4) and apparent bytes
+   (issue 55: the goal at 1,000,000 records is at most 6 files and 24 KB
+   of blocks a record, the full export within 15 minutes);
 3. K of the records get a new signed event each (imported), then the
-   incremental export: wall time, files written;
+   incremental export: wall time, files written (goal, issue 55: 1,000
+   changed records at 1,000,000 in under 5 s);
 4. in one run, nginx (deploy/nginx.conf, 1 worker) and the node's HTTP
    (tests/http_serve) over the same records, one after the other, each
    with wrk (tests/bench/bench_http.lua, random state.json): req/s, p99;
    first the tree's state.json files and the store are read once, so that
    both serve from the page cache (--cold: not).
    (--no-serve: not this step, and then neither nginx nor wrk is needed).
-Prints one RESULT line per measure. Needs nginx and wrk. On demand only.
+Prints one RESULT line per measure, each with the load average
+(/proc/loadavg: the machine is shared). Needs nginx and wrk. On demand only.
+
+--dir DIR: work there and keep it; a store already in DIR/store (from an
+earlier run with the same --records) is used as it is, the generation and
+the import skipped (at 1,000,000 records they take longer than the
+export); the site is exported afresh into DIR/site.
+
+  python3 tests/bench/bench_site.py --build build --records 1000000 --no-serve --dir /tmp/s1m
 """
 import argparse
 import json
@@ -50,13 +62,30 @@ def wrk(port, lst, duration, conns):
 
 
 def tree_size(d):
-    """Disk bytes (blocks allocated, du -sB1), apparent bytes (du -sb, the
-    directories too), files (names) and inodes; du counts a hard link once."""
-    du = int(subprocess.run(["du", "-sB1", d], capture_output=True, text=True).stdout.split()[0])
-    ap = int(subprocess.run(["du", "-sb", d], capture_output=True, text=True).stdout.split()[0])
-    ino = subprocess.run(["find", d, "-type", "f", "-printf", "%i\\n"], capture_output=True,
-                         text=True).stdout.split()
-    return du, ap, len(ino), len(set(ino))
+    """Disk bytes (st_blocks x 512 of every file and directory, as
+    `du --block-size=1` counts them; a hard link once), apparent bytes
+    (st_size, the directories too), files (names), inodes of files, and
+    directories."""
+    blocks = apparent = files = dirs = 0
+    inodes = set()
+    for dp, dn, fn in os.walk(d):
+        st = os.lstat(dp)
+        blocks += st.st_blocks * 512
+        apparent += st.st_size
+        dirs += 1
+        for f in fn:
+            st = os.lstat(os.path.join(dp, f))
+            files += 1
+            if (st.st_dev, st.st_ino) not in inodes:
+                inodes.add((st.st_dev, st.st_ino))
+                blocks += st.st_blocks * 512
+                apparent += st.st_size
+    return blocks, apparent, files, len(inodes), dirs
+
+
+def load():
+    with open("/proc/loadavg") as f:
+        return f.read().split()[0]
 
 
 def main():
@@ -71,44 +100,59 @@ def main():
     ap.add_argument("--connections", type=int, default=50)
     ap.add_argument("--no-serve", action="store_true", help="exports only: no nginx, no wrk")
     ap.add_argument("--keep", action="store_true")
+    ap.add_argument("--dir", help="work in DIR and keep it; a store already there is reused")
     ap.add_argument("--cold", action="store_true",
                     help="serve without reading the tree's state.json files and the store first")
     a = ap.parse_args()
     B = os.path.abspath(a.build)
     P = os.path.join(B, "node/cli/pithctl")
-    root = tempfile.mkdtemp(prefix="bench_site.")
+    if a.dir:
+        root = os.path.abspath(a.dir)
+        os.makedirs(root, exist_ok=True)
+        a.keep = True
+    else:
+        root = tempfile.mkdtemp(prefix="bench_site.")
     store, site = os.path.join(root, "store"), os.path.join(root, "site")
     ev, bu, key, op = (os.path.join(root, n) for n in ("ev.jsonl", "bu.jsonl", "k", "op.key"))
-    subprocess.run([B + "/tests/gen_events", "--records", str(a.records), "--per-record", str(a.per_record),
-                    "--seed", "7", "--key-out", key, ev], check=True, stdout=subprocess.DEVNULL)
-    subprocess.run([B + "/tests/gen_bundles", "--seed", "7", ev, bu], check=True,
-                   capture_output=True)
-    subprocess.run([P, "keygen", "--key-id", "bench-op", op], check=True, stdout=subprocess.DEVNULL)
     trust = ["--trust-key", key, "--trust-key", op]
-    t, _ = timed([P, "--store", store] + trust + ["import", ev, bu])
-    print("RESULT import records=%d s=%.1f" % (a.records, t), flush=True)
+    if not os.path.exists(os.path.join(store, "CURRENT")):
+        subprocess.run([B + "/tests/gen_events", "--records", str(a.records), "--per-record",
+                        str(a.per_record), "--seed", "7", "--key-out", key, ev], check=True,
+                       stdout=subprocess.DEVNULL)
+        subprocess.run([B + "/tests/gen_bundles", "--seed", "7", ev, bu], check=True,
+                       capture_output=True)
+        subprocess.run([P, "keygen", "--key-id", "bench-op", op], check=True,
+                       stdout=subprocess.DEVNULL)
+        t, _ = timed([P, "--store", store] + trust + ["import", "--no-progress", ev, bu])
+        print("RESULT import records=%d s=%.1f load=%s" % (a.records, t, load()), flush=True)
+        for f in (ev, bu):  # the store has them; at 1M they are 9 GB
+            os.unlink(f)
+    else:
+        print("# the store in %s is used as it is" % store, flush=True)
+    shutil.rmtree(site, ignore_errors=True)
     port, sport = site_test.free_port(), site_test.free_port()
     base = "http://127.0.0.1:%d" % port
     jobs = ["--jobs", str(a.jobs)] if a.jobs else []
     t, out = timed([P, "--store", store, "--json", "export", "--site", site, "--base-url", base]
                    + jobs)
     s = json.loads(out)
-    du, apparent, files, inodes = tree_size(site)
+    du, apparent, files, inodes, dirs = tree_size(site)
     n = max(s["records"], 1)
     print("RESULT full_export records=%d per_record=%d jobs=%s s=%.1f records_per_s=%.0f "
-          "files=%d files_per_s=%.0f linked=%d bytes_written=%d disk_bytes=%d apparent_bytes=%d "
-          "files_per_record=%.2f inodes_per_record=%.2f bytes_written_per_record=%.0f "
-          "disk_bytes_per_record=%.0f apparent_bytes_per_record=%.0f"
+          "files=%d files_per_s=%.0f bytes_written=%d disk_bytes=%d apparent_bytes=%d "
+          "dirs=%d files_per_record=%.2f inodes_per_record=%.2f bytes_written_per_record=%.0f "
+          "disk_bytes_per_record=%.0f apparent_bytes_per_record=%.0f load=%s"
           % (s["records"], a.per_record, a.jobs or "default", t, s["records"] / t, s["written"],
-             s["written"] / t, s.get("linked", 0), s["bytes"], du, apparent, files / n,
-             inodes / n, s["bytes"] / n, du / n, apparent / n), flush=True)
+             s["written"] / t, s["bytes"], du, apparent, dirs, files / n,
+             inodes / n, s["bytes"] / n, du / n, apparent / n, load()), flush=True)
     recs = [r for r in subprocess.run([P, "--store", store, "records"], capture_output=True,
             text=True, check=True).stdout.split() if r.startswith("pith:")]
     evs = []
     for i, r in enumerate(random.Random(3).sample(recs, a.changed)):
         evs.append(json.dumps({"event_type": "graph_snapshot", "subject_pith_number": r,
                                "target": "graph", "created_at": "2031-01-01T00:00:00Z",
-                               "payload": {"graph_snapshot": {"paper": {"title": "c%d" % i}}}}))
+                               "payload": {"graph_snapshot": {"paper": {
+                                   "title": "c%d at %d" % (i, time.time())}}}}))
     signed = os.path.join(root, "changed.jsonl")
     with open(signed, "w") as f:
         for e in evs:
@@ -119,8 +163,9 @@ def main():
     t, out = timed([P, "--store", store, "--json", "export", "--site", site] + jobs)
     s = json.loads(out)
     print("RESULT incremental_export changed=%d s=%.2f records=%d written=%d unchanged=%d "
-          "deleted=%d pages=%d bytes=%d" % (a.changed, t, s["records"], s["written"],
-                                            s["unchanged"], s["deleted"], s["pages"], s["bytes"]),
+          "deleted=%d pages=%d bytes=%d load=%s" % (a.changed, t, s["records"], s["written"],
+                                                    s["unchanged"], s["deleted"], s["pages"],
+                                                    s["bytes"], load()),
           flush=True)
     if a.no_serve:
         if a.keep:
@@ -148,7 +193,8 @@ def main():
         if not a.cold:
             t0 = time.time()
             for r in recs:
-                for rel in ("pith/%s/state.json" % r[-26:], "pith/%s/state.json.gz" % r[-26:]):
+                b = r[-26:]
+                for rel in ("rec/%s/%s.state.json.gz" % (b[:2], b),):
                     try:
                         with open(os.path.join(site, rel), "rb") as f:
                             f.read()
