@@ -302,6 +302,24 @@ def jobs(args, root, store, site, base, records):
           not os.path.exists(os.path.join(d3, "pith", b)),
           "a record's 8 documents are 8 files in rec/%s/, each stored once (%s); no file "
           "beside its .gz (%s)" % (b[:2], mine, plain_gz[:3]))
+    # a tree of the layout before issue 55 (a directory per record, plain
+    # files beside .gz): its record files go, every record is rendered anew
+    old = [os.path.join("pith", b, "index.html"), os.path.join("pith", b, "state.json.gz"),
+           os.path.join("pith", b + ".json"), os.path.join("pith", b + ".bib.gz"),
+           os.path.join(".well-known", "pith", b, "bundle.json"),
+           os.path.join("api", "pith-number", b, "events.json")]
+    for rel in old:
+        os.makedirs(os.path.dirname(os.path.join(d1, rel)), exist_ok=True)
+        open(os.path.join(d1, rel), "w").close()
+    os.unlink(os.path.join(d1, ".pith-site", "layout"))
+    s1b = export(args, store, d1, base, ["--jobs", "1"])
+    left = [rel for rel in old if os.path.exists(os.path.join(d1, rel))]
+    diff = subprocess.run(["diff", "-r", d1, d3], capture_output=True, text=True)
+    check(not left and s1b["records"] == s1["records"] and s1b["deleted"] >= len(old) and
+          diff.returncode == 0 and not os.path.exists(os.path.join(d1, "pith", b)),
+          "a tree of the old layout: its record files removed (%d deleted), every record "
+          "rendered again, the same tree as a new one (%s)" % (s1b["deleted"], left or
+                                                                diff.stdout[:200]))
     # a file where a directory must be: every worker fails to write
     bad = os.path.join(root, "site-bad")
     os.makedirs(bad)
@@ -388,6 +406,25 @@ def run(args, root, store, site, base, records, node, ngx, ngxproc, trust, opkey
     check(st2 == 304 and not b2 and h.get("access-control-allow-origin") == "*" and
           h.get("cache-control") == "no-cache" and h.get("x-content-type-options") == "nosniff",
           "nginx: ETag revalidates (304), CORS, Cache-Control and nosniff as the node sends them")
+
+    # one stored form, both served: gzip as stored, plain through gunzip,
+    # each with Vary: Accept-Encoding; the file names of the old layout
+    # (pith/BODY/index.html, index.jsonld) answer as they did
+    st, h, b = ngx.get("/pith/%s/state.json" % AR7B)
+    stg, hg, bg = ngx.get("/pith/%s/state.json" % AR7B, {"Accept-Encoding": "gzip"})
+    check(st == stg == 200 and "accept-encoding" in h.get("vary", "").lower() and
+          "accept-encoding" in hg.get("vary", "").lower() and not h.get("content-encoding") and
+          hg.get("content-encoding") == "gzip" and gzip.decompress(bg) == b ==
+          node.get("/pith/%s/state.json" % AR7B)[2],
+          "a document stored only as .gz: plain to a client without gzip (%s), gzip to one "
+          "with, the same bytes, Vary: Accept-Encoding (%s)" % (h.get("content-encoding"),
+                                                                 hg.get("vary")))
+    ld = node.get("/pith/" + AR7B, {"Accept": "application/ld+json"})[2]
+    check(ngx.get("/pith/%s/index.jsonld" % AR7B)[2] == ld and
+          page_mask(ngx.get("/pith/%s/index.html" % AR7B)[2]) ==
+          page_mask(node.get("/pith/" + AR7B)[2]) and ngx.get("/rec/")[0] == 404,
+          "/pith/BODY/index.jsonld and index.html (the old layout's files) answer as before; "
+          "rec/ itself is not served")
 
     # ---- incremental -----------------------------------------------------------------------
     before = tree_state(site)
