@@ -65,21 +65,24 @@ def tree_size(d):
     """Disk bytes (st_blocks x 512 of every file and directory, as
     `du --block-size=1` counts them; a hard link once), apparent bytes
     (st_size, the directories too), files (names), inodes of files, and
-    directories."""
+    directories: one `find` over the tree (at a million records, 8 million
+    files)."""
     blocks = apparent = files = dirs = 0
     inodes = set()
-    for dp, dn, fn in os.walk(d):
-        st = os.lstat(dp)
-        blocks += st.st_blocks * 512
-        apparent += st.st_size
-        dirs += 1
-        for f in fn:
-            st = os.lstat(os.path.join(dp, f))
+    p = subprocess.Popen(["find", d, "-printf", "%y %b %s %i\\n"], stdout=subprocess.PIPE,
+                         text=True)
+    for line in p.stdout:
+        y, b, sz, ino = line.split()
+        if y == "d":
+            dirs += 1
+        elif y == "f":
             files += 1
-            if (st.st_dev, st.st_ino) not in inodes:
-                inodes.add((st.st_dev, st.st_ino))
-                blocks += st.st_blocks * 512
-                apparent += st.st_size
+            if ino in inodes:
+                continue
+            inodes.add(ino)
+        blocks += int(b) * 512
+        apparent += int(sz)
+    p.wait()
     return blocks, apparent, files, len(inodes), dirs
 
 
