@@ -37,6 +37,7 @@ import json
 import os
 import random
 import re
+import resource
 import shutil
 import subprocess
 import sys
@@ -48,9 +49,18 @@ sys.path.insert(0, os.path.join(HERE, ".."))
 import site_test  # noqa: E402  (nginx set-up shared with the test)
 
 
+def cpu():
+    """CPU seconds (user + system) of the children waited for so far."""
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return ru.ru_utime + ru.ru_stime
+
+
 def timed(cmd, **kw):
-    t0 = time.time()
+    """Wall seconds and stdout of cmd; timed.cpu: its CPU seconds (on a
+    shared machine, what the run cost whatever the neighbours took)."""
+    t0, c0 = time.time(), cpu()
     r = subprocess.run(cmd, check=True, capture_output=True, text=True, **kw)
+    timed.cpu = cpu() - c0
     return time.time() - t0, r.stdout
 
 
@@ -144,10 +154,10 @@ def main():
     print("RESULT full_export records=%d per_record=%d jobs=%s s=%.1f records_per_s=%.0f "
           "files=%d files_per_s=%.0f bytes_written=%d disk_bytes=%d apparent_bytes=%d "
           "dirs=%d files_per_record=%.2f inodes_per_record=%.2f bytes_written_per_record=%.0f "
-          "disk_bytes_per_record=%.0f apparent_bytes_per_record=%.0f load=%s"
+          "disk_bytes_per_record=%.0f apparent_bytes_per_record=%.0f cpu_s=%.1f load=%s"
           % (s["records"], a.per_record, a.jobs or "default", t, s["records"] / t, s["written"],
              s["written"] / t, s["bytes"], du, apparent, dirs, files / n,
-             inodes / n, s["bytes"] / n, du / n, apparent / n, load()), flush=True)
+             inodes / n, s["bytes"] / n, du / n, apparent / n, timed.cpu, load()), flush=True)
     recs = [r for r in subprocess.run([P, "--store", store, "records"], capture_output=True,
             text=True, check=True).stdout.split() if r.startswith("pith:")]
     evs = []
@@ -166,9 +176,9 @@ def main():
     t, out = timed([P, "--store", store, "--json", "export", "--site", site] + jobs)
     s = json.loads(out)
     print("RESULT incremental_export changed=%d s=%.2f records=%d written=%d unchanged=%d "
-          "deleted=%d pages=%d bytes=%d load=%s" % (a.changed, t, s["records"], s["written"],
-                                                    s["unchanged"], s["deleted"], s["pages"],
-                                                    s["bytes"], load()),
+          "deleted=%d pages=%d bytes=%d cpu_s=%.2f load=%s"
+          % (a.changed, t, s["records"], s["written"], s["unchanged"], s["deleted"], s["pages"],
+             s["bytes"], timed.cpu, load()),
           flush=True)
     if a.no_serve:
         if a.keep:
