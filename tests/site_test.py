@@ -273,8 +273,9 @@ def main():
 
 
 def jobs(args, root, store, site, base, records):
-    """--jobs: the same tree whatever the number of threads; the bundle's
-    second URL a hard link; the first error stops the run."""
+    """--jobs: the same tree whatever the number of threads; each document
+    stored once, a record's side by side in rec/XY/; an old layout's tree
+    upgraded; the first error stops the run."""
     trees = []
     for n in (1, 3):
         d = os.path.join(root, "site-j%d" % n)
