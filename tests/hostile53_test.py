@@ -36,8 +36,8 @@ Cases (the issue's attack numbers):
                   without nginx)
   diskfull_wal     9: disk full then freed with --store-wal-mb 4: writes
                   resume within 10 s (needs root for a tmpfs; skipped else)
-  amplify         11: 5,000 one-event records: site bytes per record
-                  (goal: < 8 KiB)
+  amplify         11: 5,000 one-event records: the site's bytes against
+                  the events' (goal: < 8 x)
   recon_load      (the issue's "also"): with a CPU hog running, one peer
                   restarts "list everything" for events and bundles in a
                   loop; the bytes queued to it (goal: one listing of the

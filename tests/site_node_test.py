@@ -10,28 +10,38 @@
   /metrics the pith_site_* families;
 - a tree that cannot be written is an error in status and the log (once),
   and the node keeps serving; once writable, the next commit fixes it;
+- pithctl export --site over the node's store writes the same tree, file
+  by file (issue 55: one site, whoever writes it);
 - SIGTERM stops it cleanly (exit 0: the thread joined).
 
 usage: site_node_test.py --pithd D --pithctl C --gen-events G [--keep]
 """
+import gzip
 import json
 import os
 import re
+import shutil
 import signal
 import socket
+import subprocess
 import sys
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from pithtest import Node, make_events, run_test, wait_for  # noqa: E402
 
-DOCS = [("/pith/%s", "text/html", "pith/%s/index.html"),
-        ("/pith/%s", "application/ld+json", "pith/%s/index.jsonld"),
-        ("/pith/%s.json", None, "pith/%s.json"),
-        ("/pith/%s/state.json", None, "pith/%s/state.json"),
-        ("/api/pith-number/%s/events.json", None, "api/pith-number/%s/events.json"),
-        ("/api/pith-number/%s/graph.json", None, "api/pith-number/%s/graph.json"),
-        ("/pith/%s.bib", None, "pith/%s.bib")]
+DOCS = [("/pith/%s", "text/html", "html"),
+        ("/pith/%s", "application/ld+json", "jsonld"),
+        ("/pith/%s.json", None, "json"),
+        ("/pith/%s/state.json", None, "state.json"),
+        ("/api/pith-number/%s/events.json", None, "events.json"),
+        ("/api/pith-number/%s/graph.json", None, "graph.json"),
+        ("/pith/%s.bib", None, "bib")]
+
+
+def rec_rel(body, ext):
+    """A record's document in the tree (docs/site.md): rec/XY/BODY.EXT."""
+    return "rec/%s/%s.%s" % (body[:2], body, ext)
 
 
 def http_get(base, path, accept=None):
@@ -55,8 +65,35 @@ def mask(b):
 
 
 def read(site, rel):
-    with open(os.path.join(site, rel), "rb") as f:
+    """What a file of the tree serves: REL.gz decompressed, or REL (each
+    document is stored once, docs/site.md)."""
+    p = os.path.join(site, rel)
+    if os.path.exists(p + ".gz"):
+        with open(p + ".gz", "rb") as f:
+            return gzip.decompress(f.read())
+    with open(p, "rb") as f:
         return f.read()
+
+
+def tree_files(d):
+    """{relative path: bytes} of every file of a tree, its notes too."""
+    out = {}
+    for dp, _, fs in os.walk(d):
+        for f in fs:
+            p = os.path.join(dp, f)
+            with open(p, "rb") as fh:
+                out[os.path.relpath(p, d)] = fh.read()
+    return out
+
+
+NODE_NAME = re.compile(rb"pithd [0-9a-f]{16}")
+
+
+def as_tree(b):
+    """A node's page as the tree has it: a node without mirror_name calls
+    itself "pithd ID", its tree "pith-mirror", as pithctl export --site does
+    (the tree is the same bytes whoever writes it, docs/site.md)."""
+    return NODE_NAME.sub(b"pith-mirror", b)
 
 
 def same_as_node(base, site, bodies):
@@ -65,16 +102,17 @@ def same_as_node(base, site, bodies):
     bad = []
     for b in bodies:
         for url, accept, rel in DOCS:
-            if mask(http_get(base, url % b, accept)) != mask(read(site, rel % b)):
+            if as_tree(mask(http_get(base, url % b, accept))) != mask(read(site, rec_rel(b, rel))):
                 bad.append(url % b)
     page = json.loads(http_get(base, "/api/records"))
     if http_get(base, "/api/records") != read(site, "api/records/index.json"):
         bad.append("/api/records")
-    if http_get(base, "/pith/") != read(site, "pith/index.html"):
+    if as_tree(http_get(base, "/pith/")) != read(site, "pith/index.html"):
         bad.append("/pith/")
     nx = page.get("next")
     while nx:
-        if http_get(base, "/pith/?after=%s&limit=50" % nx) != read(site, "pith/after/%s.html" % nx):
+        if as_tree(http_get(base, "/pith/?after=%s&limit=50" % nx)) != read(
+                site, "pith/after/%s.html" % nx):
             bad.append("/pith/?after=" + nx)
         body = http_get(base, "/api/records?after=" + nx)
         if body != read(site, "api/records/after/%s.json" % nx):
@@ -144,6 +182,26 @@ def body(args, root, nodes):
     print("ok - 5 changed and 10 new records: their files and the list pages are the node's "
           "bytes (last run: %s)" % json.dumps(st["last_run"]), flush=True)
 
+    # one site, whoever writes it: pithctl export --site over the node's
+    # store (read-only beside it) writes the same tree, file by file, the
+    # tree's notes too; the manifest's generated_at is when a tree was
+    # first exported, so the second tree starts from the first's
+    twin = os.path.join(root, "twin")
+    os.makedirs(os.path.join(twin, ".pith-site"))
+    shutil.copy(os.path.join(site, ".pith-site", "mirrors_at"), os.path.join(twin, ".pith-site"))
+    r = subprocess.run([args.pithctl, "--store", os.path.join(n.dir, "store"), "export", "--site",
+                        twin, "--base-url", base, "--search-url", base], capture_output=True,
+                       text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    a, b = tree_files(site), tree_files(twin)
+    differ = sorted(k for k in set(a) | set(b) if a.get(k) != b.get(k))
+    assert not differ, "pithd's tree and pithctl's differ: %s" % differ[:5]
+    print("ok - pithd's incremental tree and pithctl export --site of the same store: the same "
+          "%d files, byte for byte (the page header says %r in both)"
+          % (len(a), "pith-mirror"), flush=True)
+    home = read(site, "index.html")
+    assert b"pith-mirror" in home and b"pithd " not in home, "the tree's header names the node"
+
     # /metrics
     m = http_get(base, "/metrics").decode()
     for fam in ("pith_site_runs_total", "pith_site_records_rendered_total",
@@ -154,7 +212,7 @@ def body(args, root, nodes):
 
     # a tree that cannot be written (a file where the record's directory
     # goes: fails as root too): an error, the node serves on
-    rdir = os.path.join(site, "pith", recs[5][-26:])
+    rdir = os.path.join(site, "rec", recs[5][-26:][:2])
     os.rename(rdir, rdir + ".away")
     open(rdir, "w").close()
     try:

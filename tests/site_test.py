@@ -14,7 +14,9 @@ side over the same store with the same public URL. Then:
   cursors), pith-signing-key.json and pith-mirrors.json (generated_at
   aside: when the tree was first exported, not when the server started)
   give the same body and Content-Type from nginx as from the node; with
-  Accept-Encoding: gzip, the same compressed bytes (one zlib, one level);
+  Accept-Encoding: gzip, the same compressed bytes (one zlib, one level),
+  and without it the same plain bytes (the tree stores each document
+  once, compressed: nginx's gunzip);
 - alias URLs (arXiv ids, DOIs, short and full numbers) redirect to what
   the node serves for them; the registry page's verify one-liner works
   against nginx; If-None-Match gets 304;
@@ -271,8 +273,9 @@ def main():
 
 
 def jobs(args, root, store, site, base, records):
-    """--jobs: the same tree whatever the number of threads; the bundle's
-    second URL a hard link; the first error stops the run."""
+    """--jobs: the same tree whatever the number of threads; each document
+    stored once, a record's side by side in rec/XY/; an old layout's tree
+    upgraded; the first error stops the run."""
     trees = []
     for n in (1, 3):
         d = os.path.join(root, "site-j%d" % n)
@@ -288,17 +291,40 @@ def jobs(args, root, store, site, base, records):
           "(%d records, %d files)%s" % (s3["records"], s3["written"],
                                         "" if s1 == s3 else ": %s %s" % (s1, s3)) +
           diff.stdout[:300])
+    # each document once: FILE.gz, or FILE when the node sends it plain;
+    # a record's files side by side in rec/XY/, no directory of its own
     b = records[0][-26:]
-    a = os.stat(os.path.join(d3, "pith", b, "bundle.json"))
-    w = os.stat(os.path.join(d3, ".well-known", "pith", b, "bundle.json"))
-    check(a.st_ino == w.st_ino and a.st_nlink == 2 and s3["linked"] > 0 and
-          s3["written"] > s3["linked"],
-          "/.well-known/pith/BODY/bundle.json is a hard link to pith/BODY/bundle.json "
-          "(%d files linked)" % s3["linked"])
+    names = sorted(os.listdir(os.path.join(d3, "rec", b[:2])))
+    mine = [x for x in names if x.startswith(b)]
+    plain_gz = [x for dp, _, fs in os.walk(d3) for x in fs
+                if x.endswith(".gz") and x[:-3] in fs]
+    check(len(mine) == 8 and all(x.endswith(".gz") for x in mine) and not plain_gz and
+          not os.path.exists(os.path.join(d3, ".well-known")) and
+          not os.path.exists(os.path.join(d3, "pith", b)),
+          "a record's 8 documents are 8 files in rec/%s/, each stored once (%s); no file "
+          "beside its .gz (%s)" % (b[:2], mine, plain_gz[:3]))
+    # a tree of the layout before issue 55 (a directory per record, plain
+    # files beside .gz): its record files go, every record is rendered anew
+    old = [os.path.join("pith", b, "index.html"), os.path.join("pith", b, "state.json.gz"),
+           os.path.join("pith", b + ".json"), os.path.join("pith", b + ".bib.gz"),
+           os.path.join(".well-known", "pith", b, "bundle.json"),
+           os.path.join("api", "pith-number", b, "events.json")]
+    for rel in old:
+        os.makedirs(os.path.dirname(os.path.join(d1, rel)), exist_ok=True)
+        open(os.path.join(d1, rel), "w").close()
+    os.unlink(os.path.join(d1, ".pith-site", "layout"))
+    s1b = export(args, store, d1, base, ["--jobs", "1"])
+    left = [rel for rel in old if os.path.exists(os.path.join(d1, rel))]
+    diff = subprocess.run(["diff", "-r", d1, d3], capture_output=True, text=True)
+    check(not left and s1b["records"] == s1["records"] and s1b["deleted"] >= len(old) and
+          diff.returncode == 0 and not os.path.exists(os.path.join(d1, "pith", b)),
+          "a tree of the old layout: its record files removed (%d deleted), every record "
+          "rendered again, the same tree as a new one (%s)" % (s1b["deleted"], left or
+                                                                diff.stdout[:200]))
     # a file where a directory must be: every worker fails to write
     bad = os.path.join(root, "site-bad")
     os.makedirs(bad)
-    open(os.path.join(bad, "api"), "w").close()
+    open(os.path.join(bad, "rec"), "w").close()
     r = subprocess.run([args.pithctl, "--store", store, "export", "--site", bad, "--jobs", "3",
                         "--base-url", base], capture_output=True, text=True)
     lines = r.stderr.strip().splitlines()
@@ -333,7 +359,7 @@ def run(args, root, store, site, base, records, node, ngx, ngxproc, trust, opkey
             if a[1].get("content-encoding") != g[1].get("content-encoding") or a[2] != g[2]:
                 bad += 1
     check(bad == 0, "with Accept-Encoding: gzip, nginx sends pithd's compressed bytes "
-          "(gzip_static of the .gz beside; the record page's, masked as above; %d differ)" % bad)
+          "(gzip_static always: the .gz as stored; the record page's, masked as above; %d differ)" % bad)
     # browse pages: the whole chain of cursors
     pages = ["/", "/pith/", "/api/records"]
     st, _, b = node.get("/api/records")
@@ -381,6 +407,25 @@ def run(args, root, store, site, base, records, node, ngx, ngxproc, trust, opkey
     check(st2 == 304 and not b2 and h.get("access-control-allow-origin") == "*" and
           h.get("cache-control") == "no-cache" and h.get("x-content-type-options") == "nosniff",
           "nginx: ETag revalidates (304), CORS, Cache-Control and nosniff as the node sends them")
+
+    # one stored form, both served: gzip as stored, plain through gunzip,
+    # each with Vary: Accept-Encoding; the file names of the old layout
+    # (pith/BODY/index.html, index.jsonld) answer as they did
+    st, h, b = ngx.get("/pith/%s/state.json" % AR7B)
+    stg, hg, bg = ngx.get("/pith/%s/state.json" % AR7B, {"Accept-Encoding": "gzip"})
+    check(st == stg == 200 and "accept-encoding" in h.get("vary", "").lower() and
+          "accept-encoding" in hg.get("vary", "").lower() and not h.get("content-encoding") and
+          hg.get("content-encoding") == "gzip" and gzip.decompress(bg) == b ==
+          node.get("/pith/%s/state.json" % AR7B)[2],
+          "a document stored only as .gz: plain to a client without gzip (%s), gzip to one "
+          "with, the same bytes, Vary: Accept-Encoding (%s)" % (h.get("content-encoding"),
+                                                                 hg.get("vary")))
+    ld = node.get("/pith/" + AR7B, {"Accept": "application/ld+json"})[2]
+    check(ngx.get("/pith/%s/index.jsonld" % AR7B)[2] == ld and
+          page_mask(ngx.get("/pith/%s/index.html" % AR7B)[2]) ==
+          page_mask(node.get("/pith/" + AR7B)[2]) and ngx.get("/rec/")[0] == 404,
+          "/pith/BODY/index.jsonld and index.html (the old layout's files) answer as before; "
+          "rec/ itself is not served")
 
     # ---- incremental -----------------------------------------------------------------------
     before = tree_state(site)

@@ -102,13 +102,13 @@ static int export_site(store_t *st, const site_opts_t *o, int json)
 	if (site_export(st, o, &s, &err))
 		return cli_fail("export", "%s", err.msg);
 	printf(json ? "{\"aliases_changed\":%s,\"bytes\":%llu,\"deleted\":%llu,\"from\":%llu,"
-		      "\"linked\":%llu,\"pages\":%llu,\"records\":%llu,\"removed\":%llu,\"to\":%llu,"
+		      "\"pages\":%llu,\"records\":%llu,\"removed\":%llu,\"to\":%llu,"
 		      "\"unchanged\":%llu,\"written\":%llu}\n"
-		    : "aliases_changed %s bytes %llu deleted %llu from %llu linked %llu pages %llu "
+		    : "aliases_changed %s bytes %llu deleted %llu from %llu pages %llu "
 		      "records %llu removed %llu to %llu unchanged %llu written %llu\n",
 	       s.aliases_changed ? "true" : "false", (unsigned long long)s.bytes,
 	       (unsigned long long)s.deleted, (unsigned long long)s.from,
-	       (unsigned long long)s.linked, (unsigned long long)s.pages,
+	       (unsigned long long)s.pages,
 	       (unsigned long long)s.records, (unsigned long long)s.removed, (unsigned long long)s.to,
 	       (unsigned long long)s.unchanged, (unsigned long long)s.written);
 	return 0;
@@ -210,18 +210,20 @@ const cli_cmd_t cli_cmd_export = {
 	"{\"bundles\": N, \"dir\": OUTDIR}.\n"
 	"With --site, writes every document the node's HTTP side serves for every\n"
 	"record (the same bytes), the browse pages, pith-mirrors.json and\n"
-	"pith-signing-key.json under OUT, each with a .gz beside it, and the alias\n"
-	"map OUT/.pith-site/aliases.map for deploy/nginx.conf (docs/site.md).\n"
+	"pith-signing-key.json under OUT, each stored once (gzip-compressed when\n"
+	"the node sends it so: FILE.gz), the records' documents side by side in\n"
+	"OUT/rec/XY/, and the alias map OUT/.pith-site/aliases.map: serve it with\n"
+	"deploy/nginx.conf, which maps the registry's URLs onto them (docs/site.md).\n"
 	"URL: where OUT is served (links, the manifest); kept for later runs.\n"
 	"NAME, WHO, HOW: the mirror's name, operator and contact in every page's\n"
-	"header. --search-url: a live node whose /search the pages' search box\n"
-	"submits to (files answer no search); kept for later runs, 'none' drops\n"
-	"it; without one the pages have no search box.\n"
+	"header (pithd's mirror_name...: give the same for the same tree). --search-url:\n"
+	"a live node whose /search the pages' search box submits to (files answer\n"
+	"no search); kept for later runs, 'none' drops it; without one the pages\n"
+	"have no search box.\n"
 	"A second run writes only what changed since the last (a cursor in\n"
 	"OUT/.pith-site), each file replaced by rename: safe while OUT is served.\n"
 	"--full renders every record again. --jobs N renders records in N threads\n"
 	"(default: the online cores; the same files whatever N). Prints what it\n"
-	"did (--json: as JSON; linked: files made as hard links to another file\n"
-	"with the same bytes, counted in written, not in bytes).\n",
+	"did (--json: as JSON).\n",
 	run,
 };

@@ -349,9 +349,10 @@ static int site_start(node_t *n, pith_err_t *err)
 	const node_config_t *c = n->cfg;
 	if (!c->site_dir[0])
 		return 0;
-	char name[CONFIG_MIRROR_NAME_MAX + 1];
-	node_mirror_name(n, name);
-	site_feed_opts_t o = {.dir = c->site_dir, .base_url = c->site_base_url, .name = name,
+	/* the tree is the same bytes whoever writes it (docs/site.md): the
+	 * configured name, or what pithctl export --site calls it without
+	 * one ("pith-mirror"), never the node's id */
+	site_feed_opts_t o = {.dir = c->site_dir, .base_url = c->site_base_url, .name = c->mirror_name,
 			      .operator_name = c->mirror_operator, .contact = c->mirror_contact,
 			      .search_url = c->site_search_url,
 			      .interval_ms = (int)c->site_interval_ms, .nice = (int)c->worker_nice};

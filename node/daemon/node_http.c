@@ -391,7 +391,8 @@ void node_apply_mirror_identity(node_t *n)
 		http_dates_restart(n->http);
 	}
 	if (n->site)
-		site_feed_set_identity(n->site, name, n->cfg->mirror_operator, n->cfg->mirror_contact);
+		site_feed_set_identity(n->site, n->cfg->mirror_name, n->cfg->mirror_operator,
+				       n->cfg->mirror_contact); /* not the id: site_start */
 }
 
 void node_http_draining(node_t *n)

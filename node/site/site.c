@@ -1,19 +1,21 @@
 /* A mirror as a static site (site.h): each changed record's documents,
  * the browse pages, the manifest and the alias map, written under OUT.
  *
- * Layout (URL path -> file, docs/site.md):
- *   /pith/{BODY}                  pith/BODY/index.html, pith/BODY/index.jsonld
- *   /pith/{BODY}.json             pith/BODY.json
- *   /pith/{BODY}/bundle.json      pith/BODY/bundle.json (and state.json)
- *   /.well-known/pith/{BODY}/bundle.json
+ * Layout (URL path -> file, docs/site.md; deploy/nginx.conf maps them):
+ *   /pith/{BODY}                  rec/XY/BODY.html, rec/XY/BODY.jsonld
+ *   /pith/{BODY}.json, .bib       rec/XY/BODY.json, rec/XY/BODY.bib
+ *   /pith/{BODY}/bundle.json      rec/XY/BODY.bundle.json (and state.json)
+ *   /.well-known/pith/{BODY}/bundle.json   the same file
  *   /api/pith-number/{BODY}/events.json, graph.json
+ *                                 rec/XY/BODY.events.json, BODY.graph.json
  *   /, /pith/, /api/records       index.html, pith/index.html, api/records/index.json
  *   ...?after=N                   pith/after/N.html, api/records/after/N.json
  *   /pith-mirrors.json, /pith-signing-key.json
- * and FILE.gz beside every file of RENDER_GZIP_MIN bytes or more. */
+ * XY: the body's first two characters. Each file stored once: FILE.gz
+ * for RENDER_GZIP_MIN bytes or more, else FILE. */
 #include "site.h"
 
-#include <assert.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -34,7 +36,7 @@
 
 static int mkdirs(site_t *s, const char *path)
 {
-	char p[4096];
+	char p[4200];
 	snprintf(p, sizeof(p), "%s", path);
 	for (char *q = p + strlen(s->dir) + 1; *q; q++) {
 		if (*q != '/')
@@ -99,90 +101,38 @@ void site_drop(site_t *s, const char *path)
 		s->s.deleted++;
 }
 
-/* OUT/rel gets data[0..n) if it differs, and OUT/rel.gz its gzip (or no
- * .gz for a short body, as the server sends those plain). */
+/* OUT/rel gets data[0..n), stored once (docs/site.md): as OUT/rel.gz, its
+ * gzip, when the server sends it compressed (RENDER_GZIP_MIN bytes or
+ * more; nginx's gzip_static always, with gunzip for the clients that take
+ * no gzip), else as OUT/rel itself; the other form is removed. Nothing is
+ * written when the file holds those bytes already. The tree's own notes
+ * (.pith-site/) are always plain. */
 int site_put(site_t *s, const char *rel, const uint8_t *data, size_t n)
 {
 	char path[4096], gzp[4100];
 	snprintf(path, sizeof(path), "%s/%s", s->dir, rel);
 	snprintf(gzp, sizeof(gzp), "%s.gz", path);
-	if (same_bytes(s, path, data, n)) {
-		s->s.unchanged++;
-		return 0;
-	}
-	/* the .gz first: while the two differ, a client that takes gzip
-	 * already gets the new bytes. The tree's own notes are not served. */
 	int meta = !strncmp(rel, SITE_META_DIR "/", sizeof(SITE_META_DIR));
-	if (meta) {
-		/* nothing */
-	} else if (n >= RENDER_GZIP_MIN) {
+	const char *keep = path, *other = gzp;
+	if (!meta && n >= RENDER_GZIP_MIN) {
 		if (render_gzip(&s->gz, data, n))
 			return pith_err_set(s->err, PITH_ENOMEM, "site: out of memory");
-		if (put_raw(s, gzp, s->gz.data, s->gz.len))
-			return -1;
-	} else {
-		site_drop(s, gzp);
+		data = s->gz.data;
+		n = s->gz.len;
+		keep = gzp;
+		other = path;
 	}
-	return put_raw(s, path, data, n);
-}
-
-/* path as a hard link to from (a link to a temporary name, then a
- * rename). 1 if it already is one, 0 when linked, -1 with errno set. */
-static int link_one(site_t *s, const char *from, const char *path)
-{
-	struct stat a, b;
-	char tmp[4200];
-	if (stat(from, &a))
-		return -1;
-	/* a rename of two links to one file does nothing and leaves tmp */
-	if (!stat(path, &b) && a.st_ino == b.st_ino && a.st_dev == b.st_dev)
-		return 1;
-	snprintf(tmp, sizeof(tmp), "%s.tmp~", path);
-	unlink(tmp); /* left by a run that stopped */
-	int rc = link(from, tmp);
-	if (rc && errno == ENOENT && !mkdirs(s, path))
-		rc = link(from, tmp);
-	if (!rc && store_file_rename(tmp, path, STORE_FILE_NOSYNC)) {
-		int e = errno;
-		unlink(tmp);
-		errno = e;
-		rc = -1;
-	}
-	if (rc)
-		return -1;
-	s->s.written++;
-	s->s.linked++;
-	return 0;
-}
-
-/* OUT/rel gets the bytes of OUT/src, just put with data[0..n), as a hard
- * link to it, and OUT/rel.gz likewise (or no .gz when src has none): a
- * document another URL serves byte for byte costs a directory entry,
- * not a copy (docs/site.md). Where the file system has no hard links,
- * a copy (put). */
-static int put_link(site_t *s, const char *src, const char *rel, const uint8_t *data, size_t n)
-{
-	char from[4096], path[4096], fromgz[4100], gzp[4100];
-	snprintf(from, sizeof(from), "%s/%s", s->dir, src);
-	snprintf(path, sizeof(path), "%s/%s", s->dir, rel);
-	snprintf(fromgz, sizeof(fromgz), "%s.gz", from);
-	snprintf(gzp, sizeof(gzp), "%s.gz", path);
-	struct stat a, b;
-	if (!stat(from, &a) && !stat(path, &b) && a.st_ino == b.st_ino && a.st_dev == b.st_dev) {
+	if (same_bytes(s, keep, data, n)) {
 		s->s.unchanged++;
 		return 0;
 	}
-	/* the .gz first, as put does */
-	int rc = n >= RENDER_GZIP_MIN ? link_one(s, fromgz, gzp) : (site_drop(s, gzp), 0);
-	if (rc >= 0)
-		rc = link_one(s, from, path);
-	if (rc >= 0)
-		return 0;
-	if (errno == EPERM || errno == EMLINK || errno == EXDEV || errno == ENOTSUP ||
-	    errno == ENOSYS)
-		return site_put(s, rel, data, n);
-	return pith_err_set(s->err, PITH_EIO, "site: cannot link %s to %s: %s", path, from,
-			    strerror(errno));
+	/* the new form first, then the old one goes: a reader gets the old
+	 * bytes or the new ones, never none */
+	if (put_raw(s, keep, data, n))
+		return -1;
+	if (!meta && !s->fresh)
+		site_drop(s, other);
+	return 0;
 }
 
 static void drop_rel(site_t *s, const char *rel)
@@ -243,24 +193,31 @@ static int export_error_page(site_t *s)
 	return site_put(s, "404.html", d.body, d.len) ? -1 : 0;
 }
 
-/* same: the earlier document whose bytes this one has (the same view:
- * render_view_run answers both bundle routes with render_view_bundle), written as
- * a hard link to it; -1 for none. */
+/* A record's documents, side by side with every other record's in the
+ * shared directory rec/XY/ of the first two characters of its body (at
+ * most 32 x 32 directories however many records); deploy/nginx.conf maps
+ * the registry's URLs onto them. /.well-known/pith/{BODY}/bundle.json,
+ * the same bytes as /pith/{BODY}/bundle.json (one view), is the same
+ * file. */
 static const struct {
-	const char *target, *accept, *rel;
-	int same;
+	const char *target, *accept, *ext;
 } record_docs[] = {
-	{"/pith/%s", "text/html", "pith/%s/index.html", -1},
-	{"/pith/%s", "application/ld+json", "pith/%s/index.jsonld", -1},
-	{"/pith/%s.json", NULL, "pith/%s.json", -1},
-	{"/pith/%s/bundle.json", NULL, "pith/%s/bundle.json", -1},
-	{"/.well-known/pith/%s/bundle.json", NULL, ".well-known/pith/%s/bundle.json", 3},
-	{"/pith/%s/state.json", NULL, "pith/%s/state.json", -1},
-	{"/api/pith-number/%s/events.json", NULL, "api/pith-number/%s/events.json", -1},
-	{"/api/pith-number/%s/graph.json", NULL, "api/pith-number/%s/graph.json", -1},
-	{"/pith/%s.bib", NULL, "pith/%s.bib", -1},
+	{"/pith/%s", "text/html", "html"},
+	{"/pith/%s", "application/ld+json", "jsonld"},
+	{"/pith/%s.json", NULL, "json"}, /* the record view: its aliases (below) */
+	{"/pith/%s/bundle.json", NULL, "bundle.json"},
+	{"/pith/%s/state.json", NULL, "state.json"},
+	{"/api/pith-number/%s/events.json", NULL, "events.json"},
+	{"/api/pith-number/%s/graph.json", NULL, "graph.json"},
+	{"/pith/%s.bib", NULL, "bib"},
 };
 #define NRECORD_DOCS (sizeof(record_docs) / sizeof(record_docs[0]))
+#define RECORD_VIEW 2
+
+void site_record_rel(const char *body, const char *ext, char *out, size_t cap)
+{
+	snprintf(out, cap, SITE_RECORD_DIR "/%.2s/%s.%s", body, body, ext);
+}
 
 /* Every document of one record; a record the store no longer has loses
  * its files. Touches only this record's files and s's own fields (the
@@ -269,46 +226,30 @@ static const struct {
 static int export_record(site_t *s, const char *pith)
 {
 	const char *body = pith + PITH_NUMBER_LEN - PITH_BODY_LEN;
-	char target[160], rel[NRECORD_DOCS][160];
+	char target[160], rel[160];
 	render_doc_t d;
-	int got[NRECORD_DOCS]; /* render_to's answer per document */
 	store_record_info_t info;
 	pith_err_t e = {0};
 	int gone = store_record_get(s->st, pith, &info, &e) == PITH_ENOTFOUND;
 	for (size_t i = 0; i < NRECORD_DOCS; i++) {
-		snprintf(rel[i], sizeof(rel[i]), record_docs[i].rel, body);
-		int same = record_docs[i].same;
-		if (gone || (same >= 0 && got[same])) {
-			drop_rel(s, rel[i]);
-			got[i] = 1;
-			continue;
-		}
-		if (same >= 0) {
-			/* d is still the render of document same: it is the one
-			 * before */
-			assert((size_t)same + 1 == i);
-			if (put_link(s, rel[same], rel[i], d.body, d.len))
-				return -1;
-			got[i] = 0;
+		site_record_rel(body, record_docs[i].ext, rel, sizeof(rel));
+		if (gone) {
+			drop_rel(s, rel);
 			continue;
 		}
 		/* the full number: no prefix scan to find the year */
 		snprintf(target, sizeof(target), record_docs[i].target, pith);
-		got[i] = site_render_to(s, target, record_docs[i].accept, rel[i], &d);
-		if (got[i] < 0)
-			return got[i];
+		int got = site_render_to(s, target, record_docs[i].accept, rel, &d);
+		if (got < 0)
+			return got;
 		/* the record view lists the aliases */
-		if (i == 2 && !got[i] && site_claims_of(s, body, d.body, d.len))
+		if (i == RECORD_VIEW && !got && site_claims_of(s, body, d.body, d.len))
 			return -1;
 	}
-	if (gone) {
+	if (gone)
 		s->s.removed++;
-		char dir[3300];
-		snprintf(dir, sizeof(dir), "%s/pith/%s", s->dir, body);
-		rmdir(dir);
-	} else {
+	else
 		s->s.records++;
-	}
 	return 0;
 }
 
@@ -411,7 +352,6 @@ static int worker_merge(site_t *to, const site_t *from)
 	to->s.unchanged += from->s.unchanged;
 	to->s.deleted += from->s.deleted;
 	to->s.bytes += from->s.bytes;
-	to->s.linked += from->s.linked;
 	if (!from->nclaims)
 		return 0;
 	if (to->nclaims + from->nclaims > to->capclaims) {
@@ -461,7 +401,7 @@ static int export_records(site_t *s, const pith_list_t *l, const render_opts_t *
 			continue;
 		}
 		w[k].s = &w[k].own;
-		w[k].own = (site_t){.st = s->st, .err = &w[k].err};
+		w[k].own = (site_t){.st = s->st, .err = &w[k].err, .fresh = s->fresh};
 		memcpy(w[k].own.dir, s->dir, sizeof(s->dir));
 		w[k].ready = !render_new(s->st, ro, &w[k].own.r, &w[k].err);
 	}
@@ -509,11 +449,88 @@ static int meta_put(site_t *s, const char *name, const char *val)
 	return site_put(s, rel, (const uint8_t *)line, strlen(line));
 }
 
+/* ---- the tree's layout ----------------------------------------------------------------- */
+
+/* The layout OUT/.pith-site/layout names. A tree of another (the
+ * directories of its own per record, a plain file and a .gz beside it,
+ * until issue 55) is rendered again, and its record files removed. */
+#define SITE_LAYOUT "2"
+
+/* Removes path and what is under it (files and directories; no link is
+ * followed). Counts the files. */
+static void rm_tree(site_t *s, const char *path, int depth)
+{
+	DIR *d = depth < 8 ? opendir(path) : NULL;
+	if (d) {
+		struct dirent *de;
+		while ((de = readdir(d))) {
+			if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+				continue;
+			char sub[4400];
+			snprintf(sub, sizeof(sub), "%s/%s", path, de->d_name);
+			struct stat sb;
+			if (!lstat(sub, &sb) && S_ISDIR(sb.st_mode))
+				rm_tree(s, sub, depth + 1);
+			else
+				site_drop(s, sub);
+		}
+		closedir(d);
+	}
+	rmdir(path);
+}
+
+/* The record files of the layout before SITE_LAYOUT: pith/BODY/,
+ * pith/BODY.json and .bib (and their .gz), .well-known/pith/ and
+ * api/pith-number/. The pages (pith/index.html, pith/after/) stay. */
+static void drop_old_layout(site_t *s)
+{
+	char path[4096];
+	snprintf(path, sizeof(path), "%s/.well-known/pith", s->dir);
+	rm_tree(s, path, 0);
+	snprintf(path, sizeof(path), "%s/.well-known", s->dir);
+	rmdir(path);
+	snprintf(path, sizeof(path), "%s/api/pith-number", s->dir);
+	rm_tree(s, path, 0);
+	snprintf(path, sizeof(path), "%s/pith", s->dir);
+	DIR *d = opendir(path);
+	if (!d)
+		return;
+	struct dirent *de;
+	while ((de = readdir(d))) {
+		size_t k = strspn(de->d_name, "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567");
+		if (k != PITH_BODY_LEN)
+			continue;
+		char sub[4400];
+		snprintf(sub, sizeof(sub), "%s/%s", path, de->d_name);
+		if (!de->d_name[k])
+			rm_tree(s, sub, 1);
+		else
+			site_drop(s, sub);
+	}
+	closedir(d);
+}
+
+/* Whether dir has no entry. */
+static int dir_empty(const char *dir)
+{
+	DIR *d = opendir(dir);
+	if (!d)
+		return 0;
+	struct dirent *de;
+	int empty = 1;
+	while (empty && (de = readdir(d)))
+		empty = !strcmp(de->d_name, ".") || !strcmp(de->d_name, "..");
+	closedir(d);
+	return empty;
+}
+
 /* A digest of what every page's header shows (name, operator, contact,
  * search URL), to know when the tree must be rendered again. */
 static void page_head_hash(const render_opts_t *ro, char hex[65])
 {
-	const char *v[] = {ro->name ? ro->name : "", ro->operator_name ? ro->operator_name : "",
+	/* the name as the pages show it: none is render's "pith-mirror", as
+	 * pithd's site feed names it */
+	const char *v[] = {ro->name && *ro->name ? ro->name : "pith-mirror", ro->operator_name ? ro->operator_name : "",
 			   ro->contact ? ro->contact : "", ro->search_url ? ro->search_url : ""};
 	pith_buf_t b = PITH_BUF_INIT;
 	for (size_t i = 0; i < 4; i++)
@@ -538,7 +555,9 @@ int site_export(store_t *st, const site_opts_t *o, site_stats_t *stats, pith_err
 	s.dir[dl] = 0;
 	if (mkdir(s.dir, 0755) && errno != EEXIST)
 		return pith_err_set(err, PITH_EIO, "site: cannot create %s: %s", s.dir, strerror(errno));
-	char was_url[512], cursor[32], mirrors_at[64], was_search[512], was_head[80];
+	s.fresh = dir_empty(s.dir);
+	char was_url[512], cursor[32], mirrors_at[64], was_search[512], was_head[80], layout[16];
+	meta_get(&s, "layout", layout, sizeof(layout));
 	meta_get(&s, "base_url", was_url, sizeof(was_url));
 	meta_get(&s, "search_url", was_search, sizeof(was_search));
 	meta_get(&s, "page_head", was_head, sizeof(was_head));
@@ -577,7 +596,9 @@ int site_export(store_t *st, const site_opts_t *o, site_stats_t *stats, pith_err
 	}
 	/* another base URL changes every link: everything again */
 	int full = o->full || !cursor[0] || strcmp(was_url, render_base_url(s.r)) ||
-		   strcmp(was_head, head);
+		   strcmp(was_head, head) || strcmp(layout, SITE_LAYOUT);
+	if (cursor[0] && strcmp(layout, SITE_LAYOUT))
+		drop_old_layout(&s);
 	s.s.from = full ? 0 : strtoull(cursor, NULL, 10);
 	s.s.to = store_changes_last(st);
 	if (!full)
@@ -615,7 +636,7 @@ int site_export(store_t *st, const site_opts_t *o, site_stats_t *stats, pith_err
 		goto out;
 	/* the cursor last: a run that stopped is redone from the old one */
 	snprintf(cursor, sizeof(cursor), "%llu", (unsigned long long)s.s.to);
-	if (meta_put(&s, "base_url", render_base_url(s.r)) || meta_put(&s, "mirrors_at", mirrors_at) ||
+	if (meta_put(&s, "layout", SITE_LAYOUT) || meta_put(&s, "base_url", render_base_url(s.r)) || meta_put(&s, "mirrors_at", mirrors_at) ||
 	    meta_put(&s, "search_url", was_search[0] ? was_search : "none") ||
 	    meta_put(&s, "page_head", head) || meta_put(&s, "cursor", cursor))
 		rc = -1;

@@ -11,8 +11,11 @@
  * new one, never a part. The cursor moves last: a run that stops midway
  * is redone by the next.
  *
- * A document another URL answers byte for byte (the bundle under
- * /.well-known/) is a hard link to the first file, not a copy. */
+ * Each document is stored once: gzip-compressed (FILE.gz) when the server
+ * sends it so, else plain; a record's documents lie side by side with
+ * other records' in shared directories (SITE_RECORD_DIR), and a URL that
+ * answers another's bytes (the bundle under /.well-known/) maps onto the
+ * same file (deploy/nginx.conf). */
 #ifndef PITH_NODE_SITE_H
 #define PITH_NODE_SITE_H
 
@@ -49,8 +52,6 @@ typedef struct site_stats {
 	uint64_t written, unchanged; /* files (each .gz counted too) */
 	uint64_t deleted;            /* files removed (stale pages, removed records) */
 	uint64_t bytes;              /* bytes written */
-	uint64_t linked;             /* of written, files made as hard links to
-				      * another with the same bytes (no bytes) */
 	uint64_t pages;              /* browse pages rendered */
 	int aliases_changed;         /* the alias map was rewritten: reload the server */
 } site_stats_t;
@@ -66,5 +67,8 @@ int site_export(store_t *st, const site_opts_t *o, site_stats_t *stats, pith_err
  * `"KEY" BODY;` lines, see deploy/nginx.conf). */
 #define SITE_META_DIR ".pith-site"
 #define SITE_ALIAS_MAP SITE_META_DIR "/aliases.map"
+/* The records' documents: SITE_RECORD_DIR/XY/BODY.EXT(.gz), XY the body's
+ * first two characters (docs/site.md). */
+#define SITE_RECORD_DIR "rec"
 
 #endif

@@ -5,19 +5,28 @@
 #include <string.h>
 
 #include "json.h"
+#include "log.h"
 #include "site_int.h"
 
 /* ---- the claims ---------------------------------------------------------------------------- */
 
-static int claim_add(site_t *s, const char *body, const char *key)
+/* Whether nginx takes key, quoted, as it is (nothing to escape). */
+static int claim_ok(const char *key)
 {
-	if (!key || !*key || strlen(key) >= sizeof(s->claims[0].key))
+	if (!key || !*key || strlen(key) >= sizeof(((claim_t *)0)->key))
 		return 0;
-	/* nginx map keys are quoted: leave out what would need escaping */
 	for (const char *p = key; *p; p++)
 		if (*p <= ' ' || *p == '"' || *p == '\\' || *p == ';' || *p == '{' || *p == '}' ||
 		    *p == '$' || (unsigned char)*p >= 0x7f)
 			return 0;
+	return 1;
+}
+
+static int claim_add(site_t *s, const char *body, const char *key)
+{
+	/* nginx map keys are quoted: leave out what would need escaping */
+	if (!claim_ok(key))
+		return 0;
 	if (s->nclaims == s->capclaims) {
 		size_t nc = s->capclaims ? 2 * s->capclaims : 1024;
 		claim_t *p = realloc(s->claims, nc * sizeof(*p));
@@ -67,64 +76,181 @@ static int claim_cmp(const void *a, const void *b)
 	return r ? r : strcmp(x->body, y->body);
 }
 
-/* Keeps the claims of the records not rendered this run (from the last
- * run's list), adds this run's, and writes the list and the nginx map:
- * one line per key that names one record (a key two records claim is
- * ambiguous, as the server's resolver says; it is left out). */
-int site_aliases_export(site_t *s)
+/* The merge of the last run's claims list with this run's claims, in
+ * (key, body) order, and what it writes: the list again, and the map, one
+ * line per key that names one record. */
+typedef struct merge {
+	pith_buf_t list, map;
+	const char *key, *body; /* the item before */
+	const char *gkey, *gbody; /* the first of the key's group */
+	size_t gbodies;           /* distinct bodies claiming gkey */
+} merge_t;
+
+static void group_end(merge_t *m)
 {
-	pith_buf_t b = PITH_BUF_INIT, m = PITH_BUF_INIT;
+	/* "\\KEY": nginx unquotes it to \KEY, and map takes a key after a
+	 * backslash as the literal string, never as a regular expression
+	 * (~...) or a parameter (default, include, ...). A key two records
+	 * claim is ambiguous, as the server's resolver says: left out. */
+	if (m->gbodies == 1)
+		pith_buf_printf(&m->map, "\"\\\\%s\" %s;\n", m->gkey, m->gbody);
+	m->gbodies = 0;
+}
+
+static void merge_item(merge_t *m, const char *key, const char *body)
+{
+	int same_key = m->key && !strcmp(m->key, key);
+	if (same_key && !strcmp(m->body, body))
+		return; /* claimed twice by one record */
+	pith_buf_printf(&m->list, "%s %s\n", body, key);
+	if (!same_key) {
+		if (m->gbodies)
+			group_end(m);
+		m->gkey = key;
+		m->gbody = body;
+	}
+	m->gbodies++;
+	m->key = key;
+	m->body = body;
+}
+
+static int item_cmp(const char *k1, const char *b1, const char *k2, const char *b2)
+{
+	int r = strcmp(k1, k2);
+	return r ? r : strcmp(b1, b2);
+}
+
+/* The next line of the last run's list (line by line from *p, NUL
+ * terminated in place) whose record was not rendered this run: 1 with
+ * key and body set, 0 at the end, -1 if it is out of order (a list this
+ * code did not write). */
+static int old_next(site_t *s, char **p, char *end, const char **key, const char **body,
+		    const char *pkey, const char *pbody)
+{
+	while (*p < end) {
+		char *line = *p, *nl = memchr(line, '\n', (size_t)(end - line));
+		if (!nl)
+			nl = end;
+		*nl = 0;
+		*p = nl + (nl < end);
+		char *sp = strchr(line, ' ');
+		if (!sp || sp - line != PITH_BODY_LEN || !claim_ok(sp + 1))
+			continue;
+		uint8_t k[32] = {0};
+		memcpy(k, line, PITH_BODY_LEN);
+		*sp = 0;
+		if (pkey && item_cmp(pkey, pbody, sp + 1, line) > 0)
+			return -1;
+		pkey = sp + 1;
+		pbody = line;
+		if (idmap_get(s->changed, k))
+			continue;
+		*key = sp + 1;
+		*body = line;
+		return 1;
+	}
+	return 0;
+}
+
+/* Writes the list and the map; the map's rewrite is what nginx must
+ * reload for. */
+static int aliases_write(site_t *s, merge_t *m)
+{
+	if (site_put(s, SITE_META_DIR "/claims", m->list.data, m->list.len))
+		return -1;
+	uint64_t w = s->s.written;
+	if (site_put(s, SITE_ALIAS_MAP, m->map.data, m->map.len))
+		return -1;
+	s->s.aliases_changed = s->s.written > w;
+	return 0;
+}
+
+/* The slow way, for a list out of order: its lines (but the records
+ * rendered this run) added to this run's claims, all sorted, merged. */
+static int aliases_sorted(site_t *s, merge_t *m)
+{
+	pith_buf_t b = PITH_BUF_INIT;
 	int rc = 0;
-	if (!site_read_rel(s, SITE_META_DIR "/claims", &b)) {
-		pith_buf_cstr(&b);
-		char *save = NULL;
-		for (char *line = strtok_r((char *)b.data, "\n", &save); line && !rc;
-		     line = strtok_r(NULL, "\n", &save)) {
-			char *sp = strchr(line, ' ');
-			if (!sp || sp - line != PITH_BODY_LEN)
-				continue;
-			uint8_t key[32] = {0};
-			memcpy(key, line, PITH_BODY_LEN);
-			if (idmap_get(s->changed, key))
-				continue;
-			*sp = 0;
-			rc = claim_add(s, line, sp + 1);
+	pith_buf_reset(&m->list);
+	pith_buf_reset(&m->map);
+	m->key = m->body = m->gkey = m->gbody = NULL;
+	m->gbodies = 0;
+	if (!site_read_rel(s, SITE_META_DIR "/claims", &b) && b.len) {
+		char *p = (char *)b.data, *end = p + b.len;
+		const char *k, *bd;
+		while (!rc && p < end) {
+			/* old_next without the order: each line, then added */
+			int r = old_next(s, &p, end, &k, &bd, NULL, NULL);
+			if (r <= 0)
+				break;
+			rc = claim_add(s, bd, k);
 		}
 	}
-	if (rc)
-		goto out;
+	if (!rc && s->nclaims)
+		qsort(s->claims, s->nclaims, sizeof(*s->claims), claim_cmp);
+	pith_buf_puts(&m->map, "# generated by pithctl export --site: alias -> record body\n");
+	for (size_t i = 0; !rc && i < s->nclaims; i++)
+		merge_item(m, s->claims[i].key, s->claims[i].body);
+	if (m->gbodies)
+		group_end(m);
+	if (!rc && (b.oom || m->list.oom || m->map.oom))
+		rc = pith_err_set(s->err, PITH_ENOMEM, "site: out of memory");
+	if (!rc)
+		rc = aliases_write(s, m);
+	pith_buf_release(&b);
+	return rc;
+}
+
+/* Keeps the claims of the records not rendered this run (from the last
+ * run's list, sorted as written: merged line by line, no sort of it),
+ * adds this run's, and writes the list and the nginx map. A list out of
+ * order is read whole and sorted instead. */
+int site_aliases_export(site_t *s)
+{
+	pith_buf_t b = PITH_BUF_INIT;
+	merge_t m = {PITH_BUF_INIT, PITH_BUF_INIT, NULL, NULL, NULL, NULL, 0};
+	int rc = 0;
 	if (s->nclaims) /* none: claims is NULL, which qsort may not be given */
 		qsort(s->claims, s->nclaims, sizeof(*s->claims), claim_cmp);
-	pith_buf_reset(&b);
-	pith_buf_puts(&m, "# generated by pithctl export --site: alias -> record body\n");
-	for (size_t i = 0; i < s->nclaims; i++) {
-		const claim_t *c = &s->claims[i];
-		pith_buf_printf(&b, "%s %s\n", c->body, c->key);
-		if (i && !strcmp(s->claims[i - 1].key, c->key) && !strcmp(s->claims[i - 1].body, c->body))
-			continue;
-		int others = (i && !strcmp(s->claims[i - 1].key, c->key)) ||
-			     (i + 1 < s->nclaims && !strcmp(s->claims[i + 1].key, c->key) &&
-			      strcmp(s->claims[i + 1].body, c->body));
-		/* "\\KEY": nginx unquotes it to \KEY, and map takes a key after
-		 * a backslash as the literal string, never as a regular
-		 * expression (~...) or a parameter (default, include, ...) */
-		if (!others)
-			pith_buf_printf(&m, "\"\\\\%s\" %s;\n", c->key, c->body);
+	char *p = NULL, *end = NULL;
+	if (!site_read_rel(s, SITE_META_DIR "/claims", &b) && b.len) {
+		p = (char *)b.data;
+		end = p + b.len;
 	}
-	if (b.oom || m.oom) {
+	pith_buf_puts(&m.map, "# generated by pithctl export --site: alias -> record body\n");
+	const char *ok = NULL, *ob = NULL, *lk = NULL, *lb = NULL;
+	int more = p ? old_next(s, &p, end, &ok, &ob, NULL, NULL) : 0;
+	size_t j = 0;
+	while (more > 0 || j < s->nclaims) {
+		const claim_t *c = j < s->nclaims ? &s->claims[j] : NULL;
+		if (more > 0 && (!c || item_cmp(ok, ob, c->key, c->body) <= 0)) {
+			merge_item(&m, ok, ob);
+			lk = ok;
+			lb = ob;
+			more = old_next(s, &p, end, &ok, &ob, lk, lb);
+		} else {
+			merge_item(&m, c->key, c->body);
+			j++;
+		}
+		if (more < 0)
+			break;
+	}
+	if (m.gbodies)
+		group_end(&m);
+	if (more < 0) {
+		/* not the order this code writes: every line read and sorted */
+		log_warn("site: %s/" SITE_META_DIR "/claims is out of order; read whole", s->dir);
+		rc = aliases_sorted(s, &m);
+		goto out;
+	}
+	if (b.oom || m.list.oom || m.map.oom) {
 		rc = pith_err_set(s->err, PITH_ENOMEM, "site: out of memory");
 		goto out;
 	}
-	if (site_put(s, SITE_META_DIR "/claims", b.data, b.len)) {
-		rc = -1;
-		goto out;
-	}
-	uint64_t w = s->s.written;
-	if (site_put(s, SITE_ALIAS_MAP, m.data, m.len))
-		rc = -1;
-	s->s.aliases_changed = s->s.written > w;
+	rc = aliases_write(s, &m);
 out:
 	pith_buf_release(&b);
-	pith_buf_release(&m);
+	pith_buf_release(&m.list);
+	pith_buf_release(&m.map);
 	return rc;
 }

@@ -36,6 +36,7 @@ typedef struct site {
 	render_t *r;
 	char dir[3072];
 	site_stats_t s;
+	int fresh;          /* the tree was empty: no old file to remove */
 	pith_buf_t gz, old;
 	pith_err_t *err;
 	claim_t *claims;
@@ -45,11 +46,14 @@ typedef struct site {
 } site_t;
 
 /* ---- site.c: files and documents ------------------------------------------------------ */
-/* Writes OUT/rel (and rel.gz beside it when the bytes are worth
- * compressing), unless it holds those bytes already. 0, or -1 with
- * s->err set. */
+/* Writes OUT/rel.gz (the bytes compressed, when the server would send
+ * them so) or OUT/rel, and removes the other, unless it holds those bytes
+ * already. 0, or -1 with s->err set. */
 int site_put(site_t *s, const char *rel, const uint8_t *data, size_t n);
-/* Removes the file at the full path (and its .gz). */
+/* The path, relative to the tree, of a record's document EXT ("json",
+ * "state.json"...), stored as it or as it.gz (site_put). */
+void site_record_rel(const char *body, const char *ext, char *out, size_t cap);
+/* Removes the file at the full path. */
 void site_drop(site_t *s, const char *path);
 /* Reads OUT/rel into out: 0, or -1 if it cannot be read. */
 int site_read_rel(site_t *s, const char *rel, pith_buf_t *out);

@@ -3,15 +3,19 @@
 
 usage: bench_site.py --build BUILD_DIR [--records N] [--changed K] [--per-record E]
                      [--jobs J] [--duration S] [--connections C] [--no-serve] [--keep]
-                     [--cold]
+                     [--cold] [--dir DIR]
 
 1. gen_events N records (E events each, default 2 as the registry's:
    record_created and graph_snapshot) and gen_bundles' bundles, imported;
 2. full `pithctl export --site --jobs J` (default: pithctl's, the online
    cores): wall time, records/s, files/s, bytes written and disk bytes,
-   and files and disk bytes per record;
+   and per record: files, directories, disk blocks (st_blocks, what
+   `du --block-size=1` counts; 4 KB blocks on ext4) and apparent bytes
+   (issue 55: the goal at 1,000,000 records is at most 6 files and 24 KB
+   of blocks a record, the full export within 15 minutes);
 3. K of the records get a new signed event each (imported), then the
-   incremental export: wall time, files written;
+   incremental export: wall time, files written (goal, issue 55: 1,000
+   changed records at 1,000,000 in under 5 s);
 4. in one run, nginx (deploy/nginx.conf) and the node's HTTP
    (tests/http_serve) over the same records, one after the other, each
    with wrk (tests/bench/bench_http.lua, random state.json): req/s, p99;
@@ -27,13 +31,22 @@ usage: bench_site.py --build BUILD_DIR [--records N] [--changed K] [--per-record
    that 1M records fit the disk (the full tree is some 84 GB there).
    --store DIR --trust-key FILE... uses a store already imported (no
    gen_events, no import).
-Prints one RESULT line per measure. Needs nginx and wrk. On demand only.
+Prints one RESULT line per measure, each with the load average
+(/proc/loadavg: the machine is shared). Needs nginx and wrk. On demand only.
+
+--dir DIR: work there and keep it; a store already in DIR/store (from an
+earlier run with the same --records) is used as it is, the generation and
+the import skipped (at 1,000,000 records they take longer than the
+export); the site is exported afresh into DIR/site.
+
+  python3 tests/bench/bench_site.py --build build --records 1000000 --no-serve --dir /tmp/s1m
 """
 import argparse
 import json
 import os
 import random
 import re
+import resource
 import shutil
 import subprocess
 import sys
@@ -46,9 +59,18 @@ sys.path.insert(0, os.path.join(HERE, ".."))
 import site_test  # noqa: E402  (nginx set-up shared with the test)
 
 
+def cpu():
+    """CPU seconds (user + system) of the children waited for so far."""
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return ru.ru_utime + ru.ru_stime
+
+
 def timed(cmd, **kw):
-    t0 = time.time()
+    """Wall seconds and stdout of cmd; timed.cpu: its CPU seconds (on a
+    shared machine, what the run cost whatever the neighbours took)."""
+    t0, c0 = time.time(), cpu()
     r = subprocess.run(cmd, check=True, capture_output=True, text=True, **kw)
+    timed.cpu = cpu() - c0
     return time.time() - t0, r.stdout
 
 
@@ -88,7 +110,7 @@ def wrk(port, lst, duration, conns):
 
 def fetch_states(port, lst, n, site, root, threads=2, conns=16):
     """The state.json of every body in lst (n lines), as http_serve on port
-    answers it, written where the export puts it (site/pith/BODY/state.json):
+    answers it, written where the export puts it (site/rec/XY/BODY.state.json):
     wrk fetches them (bench_fetch.lua), each is named by its pith number."""
     pre = os.path.join(root, "fetched")
     w = subprocess.Popen(["wrk", "-t", str(threads), "-c", str(conns), "-d", "3600s", "-s",
@@ -113,9 +135,9 @@ def fetch_states(port, lst, n, site, root, threads=2, conns=16):
                 if b in seen:
                     continue
                 seen.add(b)
-                d = os.path.join(site, "pith", b)
+                d = os.path.join(site, "rec", b[:2])
                 os.makedirs(d, exist_ok=True)
-                with open(os.path.join(d, "state.json"), "wb") as g:
+                with open(os.path.join(d, b + ".state.json"), "wb") as g:
                     g.write(body)
         os.unlink("%s.%d" % (pre, i))
         os.unlink("%s.%d.done" % (pre, i))
@@ -130,8 +152,8 @@ def fetch_states(port, lst, n, site, root, threads=2, conns=16):
         body = r.read()
         if r.status != 200:
             raise SystemExit("state.json of %s: %d" % (b, r.status))
-        os.makedirs(os.path.join(site, "pith", b), exist_ok=True)
-        with open(os.path.join(site, "pith", b, "state.json"), "wb") as g:
+        os.makedirs(os.path.join(site, "rec", b[:2]), exist_ok=True)
+        with open(os.path.join(site, "rec", b[:2], b + ".state.json"), "wb") as g:
             g.write(body)
         seen.add(b)
     if len(seen) != n:
@@ -141,13 +163,33 @@ def fetch_states(port, lst, n, site, root, threads=2, conns=16):
 
 
 def tree_size(d):
-    """Disk bytes (blocks allocated, du -sB1), apparent bytes (du -sb, the
-    directories too), files (names) and inodes; du counts a hard link once."""
-    du = int(subprocess.run(["du", "-sB1", d], capture_output=True, text=True).stdout.split()[0])
-    ap = int(subprocess.run(["du", "-sb", d], capture_output=True, text=True).stdout.split()[0])
-    ino = subprocess.run(["find", d, "-type", "f", "-printf", "%i\\n"], capture_output=True,
-                         text=True).stdout.split()
-    return du, ap, len(ino), len(set(ino))
+    """Disk bytes (st_blocks x 512 of every file and directory, as
+    `du --block-size=1` counts them; a hard link once), apparent bytes
+    (st_size, the directories too), files (names), inodes of files, and
+    directories: one `find` over the tree (at a million records, 8 million
+    files)."""
+    blocks = apparent = files = dirs = 0
+    inodes = set()
+    p = subprocess.Popen(["find", d, "-printf", "%y %b %s %i\\n"], stdout=subprocess.PIPE,
+                         text=True)
+    for line in p.stdout:
+        y, b, sz, ino = line.split()
+        if y == "d":
+            dirs += 1
+        elif y == "f":
+            files += 1
+            if ino in inodes:
+                continue
+            inodes.add(ino)
+        blocks += int(b) * 512
+        apparent += int(sz)
+    p.wait()
+    return blocks, apparent, files, len(inodes), dirs
+
+
+def load():
+    with open("/proc/loadavg") as f:
+        return f.read().split()[0]
 
 
 def main():
@@ -162,6 +204,7 @@ def main():
     ap.add_argument("--connections", type=int, default=50)
     ap.add_argument("--no-serve", action="store_true", help="exports only: no nginx, no wrk")
     ap.add_argument("--keep", action="store_true")
+    ap.add_argument("--dir", help="work in DIR and keep it; a store already there is reused")
     ap.add_argument("--cold", action="store_true",
                     help="serve without reading the tree's state.json files and the store first")
     ap.add_argument("--state-only", action="store_true",
@@ -175,7 +218,12 @@ def main():
     a = ap.parse_args()
     B = os.path.abspath(a.build)
     P = os.path.join(B, "node/cli/pithctl")
-    root = tempfile.mkdtemp(prefix="bench_site.")
+    if a.dir:
+        root = os.path.abspath(a.dir)
+        os.makedirs(root, exist_ok=True)
+        a.keep = True
+    else:
+        root = tempfile.mkdtemp(prefix="bench_site.")
     store, site = os.path.join(root, "store"), os.path.join(root, "site")
     ev, bu, key, op = (os.path.join(root, n) for n in ("ev.jsonl", "bu.jsonl", "k", "op.key"))
     port, sport = site_test.free_port(), site_test.free_port()
@@ -184,7 +232,7 @@ def main():
         a.state_only = True  # no signing key of the bench's own for the changes
         store = os.path.abspath(a.store)
         trust = [x for k in a.trust_key for x in ("--trust-key", os.path.abspath(k))]
-    else:
+    elif not os.path.exists(os.path.join(store, "CURRENT")):
         subprocess.run([B + "/tests/gen_events", "--records", str(a.records), "--per-record",
                         str(a.per_record), "--seed", "7", "--key-out", key, ev], check=True,
                        stdout=subprocess.DEVNULL)
@@ -193,8 +241,14 @@ def main():
         subprocess.run([P, "keygen", "--key-id", "bench-op", op], check=True,
                        stdout=subprocess.DEVNULL)
         trust = ["--trust-key", key, "--trust-key", op]
-        t, _ = timed([P, "--store", store] + trust + ["import", ev, bu])
-        print("RESULT import records=%d s=%.1f" % (a.records, t), flush=True)
+        t, _ = timed([P, "--store", store] + trust + ["import", "--no-progress", ev, bu])
+        print("RESULT import records=%d s=%.1f load=%s" % (a.records, t, load()), flush=True)
+        for f in (ev, bu):  # the store has them; at 1M they are 9 GB
+            os.unlink(f)
+    else:
+        trust = ["--trust-key", key, "--trust-key", op]
+        print("# the store in %s is used as it is" % store, flush=True)
+    shutil.rmtree(site, ignore_errors=True)
     recs = [r for r in subprocess.run([P, "--store", store, "records"], capture_output=True,
             text=True, check=True).stdout.split() if r.startswith("pith:")]
     if not a.state_only:
@@ -234,7 +288,7 @@ def main():
         if not a.cold:
             t0 = time.time()
             for r in bodies:
-                for rel in ("pith/%s/state.json" % r, "pith/%s/state.json.gz" % r):
+                for rel in ("rec/%s/%s.state.json" % (r[:2], r), "rec/%s/%s.state.json.gz" % (r[:2], r)):
                     try:
                         with open(os.path.join(site, rel), "rb") as f:
                             f.read()
@@ -250,11 +304,10 @@ def main():
         wrk(port, lst, 2, a.connections)
         wrk(sport, lst, 2, a.connections)
         for i in range(a.rounds):
-            with open("/proc/loadavg") as f:
-                load = f.read().split()[0]
+            la = load()
             n = wrk_cpu(ngx.proc.pid, port, lst, a.duration, a.connections)
             p = wrk_cpu(srv.pid, sport, lst, a.duration, a.connections)
-            print("RESULT nginx round=%d workers=%s load=%s %s" % (i + 1, a.nginx_workers, load, n),
+            print("RESULT nginx round=%d workers=%s load=%s %s" % (i + 1, a.nginx_workers, la, n),
                   flush=True)
             print("RESULT pithd round=%d %s" % (i + 1, p), flush=True)
             rps = [float(re.search(r"rps=(\d+)", x).group(1)) for x in (n, p)]
@@ -283,20 +336,21 @@ def export(a, P, store, site, base, trust, recs, root):
     t, out = timed([P, "--store", store, "--json", "export", "--site", site, "--base-url", base]
                    + jobs)
     s = json.loads(out)
-    du, apparent, files, inodes = tree_size(site)
+    du, apparent, files, inodes, dirs = tree_size(site)
     n = max(s["records"], 1)
     print("RESULT full_export records=%d per_record=%d jobs=%s s=%.1f records_per_s=%.0f "
-          "files=%d files_per_s=%.0f linked=%d bytes_written=%d disk_bytes=%d apparent_bytes=%d "
-          "files_per_record=%.2f inodes_per_record=%.2f bytes_written_per_record=%.0f "
-          "disk_bytes_per_record=%.0f apparent_bytes_per_record=%.0f"
+          "files=%d files_per_s=%.0f bytes_written=%d disk_bytes=%d apparent_bytes=%d "
+          "dirs=%d files_per_record=%.2f inodes_per_record=%.2f bytes_written_per_record=%.0f "
+          "disk_bytes_per_record=%.0f apparent_bytes_per_record=%.0f cpu_s=%.1f load=%s"
           % (s["records"], a.per_record, a.jobs or "default", t, s["records"] / t, s["written"],
-             s["written"] / t, s.get("linked", 0), s["bytes"], du, apparent, files / n,
-             inodes / n, s["bytes"] / n, du / n, apparent / n), flush=True)
+             s["written"] / t, s["bytes"], du, apparent, dirs, files / n,
+             inodes / n, s["bytes"] / n, du / n, apparent / n, timed.cpu, load()), flush=True)
     evs = []
     for i, r in enumerate(random.Random(3).sample(recs, a.changed)):
         evs.append(json.dumps({"event_type": "graph_snapshot", "subject_pith_number": r,
                                "target": "graph", "created_at": "2031-01-01T00:00:00Z",
-                               "payload": {"graph_snapshot": {"paper": {"title": "c%d" % i}}}}))
+                               "payload": {"graph_snapshot": {"paper": {
+                                   "title": "c%d at %d" % (i, time.time())}}}}))
     signed = os.path.join(root, "changed.jsonl")
     with open(signed, "w") as f:
         for e in evs:
@@ -307,8 +361,9 @@ def export(a, P, store, site, base, trust, recs, root):
     t, out = timed([P, "--store", store, "--json", "export", "--site", site] + jobs)
     s = json.loads(out)
     print("RESULT incremental_export changed=%d s=%.2f records=%d written=%d unchanged=%d "
-          "deleted=%d pages=%d bytes=%d" % (a.changed, t, s["records"], s["written"],
-                                            s["unchanged"], s["deleted"], s["pages"], s["bytes"]),
+          "deleted=%d pages=%d bytes=%d cpu_s=%.2f load=%s"
+          % (a.changed, t, s["records"], s["written"], s["unchanged"], s["deleted"], s["pages"],
+             s["bytes"], timed.cpu, load()),
           flush=True)
 
 
