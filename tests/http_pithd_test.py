@@ -180,6 +180,31 @@ def run_cases(args, root, base, gen_rec, gen_body, held, untrusted, opkey, serve
                     if n.alive():
                         n.stop()
 
+    if args.pithd:
+        @case("pithd's HTTP limits are its config's and flags': http_max_header_bytes, "
+              "http_max_post_events (docs/http.md, Limits)")
+        def _():
+            sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+            from pithtest import Node
+            conf = os.path.join(root, "limits.conf")
+            with open(conf, "w") as f:
+                f.write("http_max_header_bytes = 1024\nhttp_max_post_events = 3\n")
+            a = Node(args.pithd, root, "node-limits", extra=[
+                "--config", conf, "--http", "127.0.0.1:0", "--http-costly-per-addr", "1"] + trust)
+            try:
+                a.start()
+                srv = type("Srv", (), {"port": int(a.status()["http"].rsplit(":", 1)[1])})()
+                st, _, r = req("GET", "/healthz", {"X-Pad": "x" * 1100}, server=srv)
+                assert st == 431, (st, r[:200])
+                st, _, r = req("GET", "/healthz", {"X-Pad": "x" * 700}, server=srv)
+                assert st == 200, (st, r[:200])
+                st, _, r = req("POST", "/events", {}, b"\n".join(held[150:154]), server=srv)
+                assert st == 413, (st, r[:200])
+                assert a.stop() == 0
+            finally:
+                if a.alive():
+                    a.stop()
+
 
 if __name__ == "__main__":
     main(run_cases)

@@ -29,6 +29,15 @@ typedef struct node_config {
 	char http[CONFIG_STR_MAX];    /* HOST:PORT for the HTTP views (issue 6); "" off */
 	char http_public_url[CONFIG_STR_MAX]; /* base URL of those views; "" = http://HTTP */
 	int64_t http_render_threads;  /* record documents rendered off the loop; -1: per core */
+	int64_t http_max_connections;  /* docs/http.md, "Limits" */
+	int64_t http_timeout_s;        /* docs/http.md, "Limits" */
+	int64_t http_request_timeout_s; /* docs/http.md, "Limits" */
+	int64_t http_max_header_bytes; /* docs/http.md, "Limits" */
+	int64_t http_max_body_bytes;   /* docs/http.md, "Limits" */
+	int64_t http_max_post_events;  /* docs/http.md, "Limits" */
+	int64_t http_max_inflight;     /* docs/http.md, "Limits" */
+	int64_t http_max_queued_mb;    /* docs/http.md, "Limits" */
+	int64_t http_costly_per_addr;  /* docs/http.md, "Limits" */
 	int64_t http_max_age;         /* Cache-Control max-age of a record's documents */
 	char control[CONFIG_STR_MAX]; /* Unix socket path; "" = DATA/pithd.sock */
 	char network_id[CONFIG_STR_MAX];

@@ -355,6 +355,15 @@ int node_http_start(node_t *n, pith_err_t *err)
 	o.search = n->search;
 	o.render_threads = (int)n->cfg->http_render_threads;
 	o.cache_max_age = (int)n->cfg->http_max_age;
+	o.max_connections = (size_t)(n->cfg->http_max_connections);
+	o.timeout_s = (int)(n->cfg->http_timeout_s);
+	o.request_timeout_s = (int)(n->cfg->http_request_timeout_s);
+	o.max_header_bytes = (size_t)(n->cfg->http_max_header_bytes);
+	o.max_body_bytes = (size_t)(n->cfg->http_max_body_bytes);
+	o.max_post_events = (size_t)(n->cfg->http_max_post_events);
+	o.max_inflight = (size_t)(n->cfg->http_max_inflight);
+	o.max_queued_out = (size_t)(n->cfg->http_max_queued_mb << 20);
+	o.costly_per_addr = (size_t)(n->cfg->http_costly_per_addr);
 	if (o.render_threads < 0) {
 		long nc = sysconf(_SC_NPROCESSORS_ONLN);
 		o.render_threads = nc > 0 ? (int)nc : 1;

@@ -333,11 +333,6 @@ static int pool_full_in_catch_up(http_ctx_t *c)
 	return 1;
 }
 
-/* Replies queued for all the connections (bytes the kernel has not
- * taken) past which no costly document is rendered (docs/http.md,
- * "Limits"). */
-#define HTTP_QUEUED_OUT_MAX (32u << 20)
-
 static int route_run(http_ctx_t *c, const char *id, int use_pool)
 {
 	char pith[PITH_NUMBER_LEN + 1];
@@ -362,7 +357,7 @@ static int route_run(http_ctx_t *c, const char *id, int use_pool)
 	if (http_pool_is_costly(c->v.route)) {
 		/* a big page queued for a client that does not read stays in
 		 * memory: past the budget of replies queued, none is added */
-		if (http_conn_queued(c->h) > HTTP_QUEUED_OUT_MAX) {
+		if (http_conn_queued(c->h) > c->h->o.max_queued_out) {
 			render_error(&c->v, 503, "this mirror has too many replies queued for "
 				     "its readers; try again shortly");
 			c->v.r.retry_after = 1;
@@ -641,6 +636,8 @@ void http_opts_default(http_opts_t *o)
 	o->request_timeout_s = 30;
 	o->max_connections = 4096;
 	o->events_page_max = 1000;
+	o->max_queued_out = 32u << 20;
+	o->costly_per_addr = 4;
 	o->list_registry = 1;
 	o->cache_max_age = 60;
 }

@@ -57,6 +57,11 @@ typedef struct http_opts {
 	size_t max_connections;    /* open at once; at the cap accepting pauses
 				    * (lowered to half the descriptor limit) */
 	size_t events_page_max;    /* events in one events.json page */
+	size_t max_queued_out;     /* replies queued for all connections, not yet
+				    * taken by the kernel, past which no costly
+				    * document is rendered (503, Retry-After) */
+	size_t costly_per_addr;    /* costly documents (search, change feed, lists)
+				    * outstanding per client address: over it 503 */
 	int list_registry;         /* list the registry itself in /pith-mirrors.json */
 	int cache_max_age;         /* seconds a shared cache may serve a record's
 				    * documents unasked (Cache-Control max-age;

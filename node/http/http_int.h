@@ -276,7 +276,7 @@ int http_pool_submit(http_ctx_t *c, const http_id_plan_t *plan);
 /* A costly document of no record (http_pool_is_costly: search, the
  * change feed, the record list) for the pool: 0, sent later from the
  * loop; 1, refused with a 503 and Retry-After set in c (the client's
- * address has HTTP_POOL_COSTLY_PER_ADDR of them outstanding already, or
+ * address has http_opts_t.costly_per_addr of them outstanding already, or
  * the pool has its share of costly jobs, HTTP_POOL_COSTLY_PER_THREAD a
  * thread); -1 (no pool, out of memory): the caller renders inline. */
 int http_pool_submit_costly(http_ctx_t *c);

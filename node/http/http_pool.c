@@ -60,9 +60,8 @@
 #define HTTP_POOL_THREADS_MAX 64
 #define HTTP_POOL_KEEP_BUF (256u << 10) /* a recycled job keeps a body buffer this big */
 /* Costly documents of no record (search, the change feed, the record
- * list) outstanding at once: per client address, and per thread in total
- * (docs/http.md, "Limits"). */
-#define HTTP_POOL_COSTLY_PER_ADDR 4
+ * list) outstanding at once per thread in total (per client address:
+ * http_opts_t.costly_per_addr; docs/http.md, "Limits"). */
 #define HTTP_POOL_COSTLY_PER_THREAD 2
 #define HTTP_POOL_PEER_MAX 64
 /* The costly documents have a thread of their own ("pith-costly"), this
@@ -424,7 +423,7 @@ int http_pool_submit_costly(http_ctx_t *c)
 	size_t mine = 0;
 	for (const render_job_t *j = p->out; j; j = j->onext)
 		mine += j->costly && j->req && !strcmp(j->peer, peer);
-	if (mine >= HTTP_POOL_COSTLY_PER_ADDR) {
+	if (mine >= c->h->o.costly_per_addr) {
 		p->full++;
 		return costly_refuse(c, "too many costly requests from this address at once");
 	}
