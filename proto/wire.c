@@ -32,6 +32,7 @@ static const char *const type_names[] = {
 	[WIRE_BUNDLE] = "BUNDLE",
 	[WIRE_INV_REQ] = "INV_REQ",
 	[WIRE_INV] = "INV",
+	[WIRE_ROOT] = "ROOT",
 	[WIRE_RECON] = "RECON",
 	[WIRE_RECON_BUNDLES] = "RECON_BUNDLES",
 };
@@ -57,6 +58,7 @@ const uint8_t wire_type_fields[] = {
 	[WIRE_BUNDLE] = 3,
 	[WIRE_INV_REQ] = 4,
 	[WIRE_INV] = 5,
+	[WIRE_ROOT] = 2,
 	[WIRE_RECON] = 4,
 	[WIRE_RECON_BUNDLES] = 4,
 };
@@ -299,6 +301,25 @@ static int get_bytes(dctx_t *c, const msgpack_object *o, const char *field,
 		return bad(c, PITH_EINVAL, field, "is not binary", NULL);
 	if (o->via.bin.size == 0)
 		return bad(c, PITH_EINVAL, field, "is empty", o->via.bin.ptr);
+	*p = (const uint8_t *)o->via.bin.ptr;
+	*n = o->via.bin.size;
+	return 0;
+}
+
+/* A bin of min (0 or 1) to max bytes, borrowed; over max is PITH_ETOOBIG. */
+static int get_bin_upto(dctx_t *c, const msgpack_object *o, const char *field, size_t min,
+			size_t max, const uint8_t **p, size_t *n)
+{
+	if (o->type != MSGPACK_OBJECT_BIN)
+		return bad(c, PITH_EINVAL, field, "is not binary", NULL);
+	if (o->via.bin.size < min)
+		return bad(c, PITH_EINVAL, field, "is empty", o->via.bin.ptr);
+	if (o->via.bin.size > max) {
+		char what[80];
+		snprintf(what, sizeof(what), "has %u bytes, more than the limit of %zu",
+			 o->via.bin.size, max);
+		return bad(c, PITH_ETOOBIG, field, what, o->via.bin.ptr);
+	}
 	*p = (const uint8_t *)o->via.bin.ptr;
 	*n = o->via.bin.size;
 	return 0;
@@ -564,17 +585,13 @@ static int decode_fields(dctx_t *c, const msgpack_object *f, size_t nf,
 			return rc;
 		if (m->u.recon.session == 0)
 			return bad(c, PITH_EINVAL, "session", "is 0", NULL);
-		if (f[2].type != MSGPACK_OBJECT_BIN)
-			return bad(c, PITH_EINVAL, "data", "is not binary", NULL);
-		if (f[2].via.bin.size > WIRE_RECON_MAX) {
-			char what[80];
-			snprintf(what, sizeof(what), "has %u bytes, more than the limit of %u",
-				 f[2].via.bin.size, WIRE_RECON_MAX);
-			return bad(c, PITH_ETOOBIG, "data", what, f[2].via.bin.ptr);
-		}
-		m->u.recon.data = (const uint8_t *)f[2].via.bin.ptr;
-		m->u.recon.len = f[2].via.bin.size;
+		if ((rc = get_bin_upto(c, &f[2], "data", 0, WIRE_RECON_MAX, &m->u.recon.data,
+				       &m->u.recon.len)))
+			return rc;
 		return get_uint(c, &f[3], "items", UINT64_MAX, &m->u.recon.items);
+	case WIRE_ROOT:
+		return get_bin_upto(c, &f[1], "document", 1, WIRE_ROOT_DOC_MAX, &m->u.root.doc,
+				    &m->u.root.len);
 	default:
 		return bad(c, PITH_EINVAL, "type", "is not handled", NULL);
 	}

@@ -37,6 +37,7 @@
 #define WIRE_HTTP_URL_MAX 200           /* HELLO's http_url */
 #define WIRE_DEPTH_MAX 4                /* nested arrays in any message */
 #define WIRE_RECON_MAX (1u << 20)       /* bytes of one RECON message's data */
+#define WIRE_ROOT_DOC_MAX 4096          /* bytes of ROOT's signed root document */
 
 /* Default limits (wire_limits_default). */
 #define WIRE_FRAME_MAX_DEFAULT (4u << 20)
@@ -63,7 +64,8 @@ typedef enum wire_type {
 	WIRE_BUNDLE = 14,
 	WIRE_INV_REQ = 15,
 	WIRE_INV = 16,
-	WIRE_TYPE_LAST_DEFINED = WIRE_INV, /* last of the contiguous 1..16 */
+	WIRE_ROOT = 17, /* the sender's latest signed state root (docs/state-root.md) */
+	WIRE_TYPE_LAST_DEFINED = WIRE_ROOT, /* last of the contiguous 1..17 */
 	WIRE_SYNC_FIRST = 32,
 	WIRE_RECON = 32,
 	WIRE_RECON_BUNDLES = 33,
@@ -82,6 +84,9 @@ typedef enum wire_type {
 /* with SYNC: speaks RECON message version 2 (docs/sync.md, "Version 2");
  * a session between two such nodes uses it, any other version 1 */
 #define WIRE_FEAT_RECON_V2 (UINT64_C(1) << 3)
+/* accepts ROOT (docs/wire.md, "ROOT"): a peer sends ROOT only to a
+ * node whose HELLO set this bit */
+#define WIRE_FEAT_ROOT (UINT64_C(1) << 4)
 
 /* BYE codes. */
 enum {
@@ -192,6 +197,13 @@ typedef struct wire_msg {
 			size_t len;          /* <= WIRE_RECON_MAX */
 			uint64_t items;      /* the sender's item count (progress only) */
 		} recon; /* RECON and RECON_BUNDLES */
+		struct {
+			const uint8_t *doc; /* the signed root document's exact bytes
+					       (docs/state-root.md section 5), 1 to
+					       WIRE_ROOT_DOC_MAX; checked by the receiver
+					       (pith_sr_doc_verify), not by the decoder */
+			size_t len;
+		} root;
 	} u;
 } wire_msg_t;
 

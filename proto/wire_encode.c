@@ -80,6 +80,8 @@ static int encode_check(const wire_msg_t *m)
 	case WIRE_RECON_BUNDLES:
 		return m->u.recon.session >= 1 && m->u.recon.len <= WIRE_RECON_MAX &&
 		       (m->u.recon.data || !m->u.recon.len);
+	case WIRE_ROOT:
+		return m->u.root.doc && m->u.root.len >= 1 && m->u.root.len <= WIRE_ROOT_DOC_MAX;
 	case WIRE_AUTH:
 	case WIRE_PING:
 	case WIRE_PONG:
@@ -186,6 +188,9 @@ int wire_encode(const wire_msg_t *m, pith_buf_t *out)
 		msgpack_pack_uint64(&pk, m->u.recon.session);
 		pack_bin(&pk, m->u.recon.data, m->u.recon.len);
 		msgpack_pack_uint64(&pk, m->u.recon.items);
+		break;
+	case WIRE_ROOT:
+		pack_bin(&pk, m->u.root.doc, m->u.root.len);
 		break;
 	default:
 		break;

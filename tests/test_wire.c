@@ -291,6 +291,9 @@ TEST(all_round_trip, "round-trips every other message type")
 	ms[k].u.recon.data = (const uint8_t *)json;
 	ms[k].u.recon.len = strlen(json);
 	ms[k++].u.recon.items = 7;
+	ms[k].type = WIRE_ROOT; /* the bytes are the receiver's to verify */
+	ms[k].u.root.doc = (const uint8_t *)json;
+	ms[k++].u.root.len = strlen(json);
 
 	pith_buf_t b = PITH_BUF_INIT;
 	for (int i = 0; i < k; i++) {
@@ -365,6 +368,9 @@ TEST(all_round_trip, "round-trips every other message type")
 				CHECK_MEM_EQ(d.u.recon.data, d.u.recon.len, ms[i].u.recon.data,
 					     ms[i].u.recon.len);
 			CHECK(d.u.recon.items == ms[i].u.recon.items);
+			break;
+		case WIRE_ROOT:
+			CHECK_MEM_EQ(d.u.root.doc, d.u.root.len, json, strlen(json));
 			break;
 		default:
 			break;
@@ -779,6 +785,44 @@ TEST(auth_msg, "binds the AUTH message to the network, both keys, both nonces an
 	CHECK_MEM_EQ(m1, sizeof(WIRE_AUTH_CONTEXT), WIRE_AUTH_CONTEXT, sizeof(WIRE_AUTH_CONTEXT));
 }
 
+TEST(root_checks, "checks ROOT's document is 1 to WIRE_ROOT_DOC_MAX bytes of binary")
+{
+	pith_err_t err;
+	CHECK_INT_EQ(DEC_RAW("\x92\x11\xc4\x02{}", &err), 0);
+	CHECK_INT_EQ(DEC_RAW("\x92\x11\xc4\x00", &err), PITH_EINVAL);
+	CHECK_STR_CONTAINS(err.msg, "ROOT: document is empty");
+	CHECK_INT_EQ(DEC_RAW("\x92\x11\xa2{}", &err), PITH_EINVAL);
+	CHECK_STR_CONTAINS(err.msg, "ROOT: document is not binary");
+	CHECK_INT_EQ(DEC_RAW("\x91\x11", &err), PITH_EINVAL);
+	CHECK_STR_CONTAINS(err.msg, "ROOT: message has 1 elements, expected 2");
+
+	uint8_t doc[WIRE_ROOT_DOC_MAX + 1];
+	memset(doc, '{', sizeof(doc));
+	pith_buf_t b = PITH_BUF_INIT;
+	wire_msg_t m = {.type = WIRE_ROOT}, d;
+	CHECK_INT_EQ(wire_encode(&m, &b), PITH_EINVAL); /* no document */
+	m.u.root.doc = doc;
+	m.u.root.len = sizeof(doc);
+	CHECK_INT_EQ(wire_encode(&m, &b), PITH_EINVAL);
+	m.u.root.len = WIRE_ROOT_DOC_MAX;
+	CHECK_INT_EQ(wire_encode(&m, &b), 0);
+	CHECK_INT_EQ(dec_frame(b.data, b.len, &d, &err), 1);
+	CHECK_INT_EQ(d.u.root.len, WIRE_ROOT_DOC_MAX);
+	/* one byte more: too big, though the frame fits */
+	uint8_t raw[WIRE_ROOT_DOC_MAX + 8];
+	size_t len = 0;
+	raw[len++] = 0x92;
+	raw[len++] = 0x11;
+	raw[len++] = 0xc5;
+	raw[len++] = (uint8_t)((WIRE_ROOT_DOC_MAX + 1) >> 8);
+	raw[len++] = (uint8_t)(WIRE_ROOT_DOC_MAX + 1);
+	memcpy(raw + len, doc, WIRE_ROOT_DOC_MAX + 1);
+	len += WIRE_ROOT_DOC_MAX + 1;
+	CHECK_INT_EQ(wire_decode(raw, len, NULL, &d, &err), PITH_ETOOBIG);
+	CHECK_STR_CONTAINS(err.msg, "ROOT: document has 4097 bytes, more than the limit of 4096");
+	pith_buf_release(&b);
+}
+
 TEST(names, "names message types, reserved and unknown ones")
 {
 	CHECK_STR_EQ(wire_type_name(WIRE_ANNOUNCE), "ANNOUNCE");
@@ -786,6 +830,7 @@ TEST(names, "names message types, reserved and unknown ones")
 	CHECK_STR_EQ(wire_type_name(WIRE_RECON), "RECON");
 	CHECK_STR_EQ(wire_type_name(WIRE_RECON_BUNDLES), "RECON_BUNDLES");
 	CHECK_STR_EQ(wire_type_name(34), "reserved");
+	CHECK_STR_EQ(wire_type_name(17), "ROOT");
 	CHECK_STR_EQ(wire_type_name(20), "unknown");
 	CHECK_STR_EQ(wire_type_name(200), "unknown");
 	CHECK_STR_EQ(wire_type_name(-1), "unknown");
@@ -818,6 +863,7 @@ int main(void)
 	RUN(sticky);
 	RUN(encode_refuses);
 	RUN(recon_checks);
+	RUN(root_checks);
 	RUN(auth_msg);
 	RUN(names);
 	wire_msg_t m;

@@ -13,6 +13,11 @@ os.makedirs(out, exist_ok=True)
 ids = bytes(range(32)) + bytes(range(32, 64))
 pith = "pith:2024:AR7B3DEVMOTSBRCCVXUCLYSRRE"
 ev = b'{"event_type":"x"}'
+# a signed root document (docs/state-root.md section 5), the corpus's first
+with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "conformance",
+                       "state-root", "documents.json")) as f:
+    import json
+    rootdoc = json.load(f)["cases"][0]["text"].encode()
 seeds = {
     "hello": msg(1, 1, 0, "pith-main", b"k" * 32, b"n" * 32, 7411, "pithd/0.1"),
     "hello_extra": frame(mp_pack([1, 2, 1, "pith-main", b"k" * 32, b"n" * 32, 0, "", None])),
@@ -50,6 +55,10 @@ seeds = {
     # the same over bundles (RECON_BUNDLES)
     "recon_bundles": msg(33, 3, b"\x01\x01" + b"K" * 16 + b"\x00\x01" + b"F" * 8, 100000),
     "recon_bundles_end": msg(33, 4, b"", 0),
+    "root": msg(17, rootdoc),
+    "bad_root_empty": msg(17, b""),
+    "bad_root_big": msg(17, b"{" * 4097),
+    "bad_root_str": msg(17, "{}"),
     "stream": msg(3, 1) + msg(8, ids) + msg(4, 1) + msg(6),
     "bad_zero_len": b"\x00\x00\x00\x00",
     "bad_huge_len": b"\xff\xff\xff\xff\x91\x03",
