@@ -9,7 +9,6 @@
 
 #define NIL UINT32_MAX
 #define F_DIRTY 1 /* hash stale; a bucket's bits maybe shorter than its leaves share */
-#define F_RECOUNT 2 /* a bucket told of pith_sr_upsert: its count is a lower bound */
 
 /* 64 bytes. child[0] == NIL marks a bucket; free nodes chain through
  * child[0] too, with count 0. */
@@ -30,14 +29,11 @@ struct pith_sr {
 	unsigned bucket;
 	pith_sr_list_fn list;
 	void *ctx;
-	/* one listing: bucket + 1 leaves at most (a bucket that splits) */
+	struct ent **lc; /* per node: a bucket's leaves (NULL for an inner node) */
+	/* one listing: bucket + 1 leaves at most */
 	pith_sr_leaf_t *leaves;
 	uint8_t (*keys)[PITH_SR_KEY_BYTES];
-	int recount; /* some bucket has F_RECOUNT: counts above it are lower bounds */
-	/* a larger listing, for a bucket that upserts grew past `bucket` */
-	pith_sr_leaf_t *big;
-	uint8_t (*bigkeys)[PITH_SR_KEY_BYTES];
-	size_t bigcap;
+	struct ent *scratch; /* bucket + 1 entries: a bucket that splits or takes a delete */
 };
 
 /* ---- encoding ---- */
@@ -152,6 +148,70 @@ void pith_sr_hash_sorted(const pith_sr_leaf_t *leaves, const uint8_t (*keys)[PIT
 		hash_range(leaves, keys, 0, n, out);
 }
 
+/* ---- a bucket's leaves in memory ---- */
+
+/* One leaf as the tree keeps it (49 bytes): its key and its leaf hash.
+ * Every bucket holds its leaves' entries, in key order, in an array of
+ * its own (t->lc[i], exactly count of them). */
+typedef struct ent {
+	uint8_t key[PITH_SR_KEY_BYTES];
+	uint8_t h[32];
+} ent_t;
+
+/* The first index in [lo, hi) whose key has bit set (as split_at). */
+static size_t e_split(const ent_t *e, size_t lo, size_t hi, unsigned bit)
+{
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (pith_sr_bit(e[mid].key, bit))
+			hi = mid;
+		else
+			lo = mid + 1;
+	}
+	return lo;
+}
+
+static unsigned e_bits(const ent_t *e, size_t lo, size_t hi)
+{
+	return hi - lo == 1 ? PITH_SR_KEY_BITS : pith_sr_common(e[lo].key, e[hi - 1].key, PITH_SR_KEY_BITS);
+}
+
+/* The hash of the subtree over entries [lo, hi): the same bytes as
+ * hash_range over their leaves. */
+static void e_hash(const ent_t *e, size_t lo, size_t hi, uint8_t out[32])
+{
+	if (hi - lo == 1) {
+		memcpy(out, e[lo].h, 32);
+		return;
+	}
+	unsigned bit = e_bits(e, lo, hi);
+	size_t m = e_split(e, lo, hi, bit);
+	uint8_t l[32], r[32];
+	e_hash(e, lo, m, l);
+	e_hash(e, m, hi, r);
+	pith_sr_node_hash(bit, l, r, out);
+}
+
+/* Where key is, or would go, among n sorted entries; *found 1 if there. */
+static size_t e_find(const ent_t *e, size_t n, const uint8_t *key, int *found)
+{
+	size_t lo = 0, hi = n;
+	*found = 0;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		int c = memcmp(e[mid].key, key, PITH_SR_KEY_BYTES);
+		if (!c) {
+			*found = 1;
+			return mid;
+		}
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
 /* ---- the node pool ---- */
 
 static uint32_t node_alloc(pith_sr_t *t)
@@ -164,19 +224,27 @@ static uint32_t node_alloc(pith_sr_t *t)
 	if (t->used == t->cap) {
 		if (t->cap >= NIL / 2)
 			return NIL;
-		/* by half: at 10M records the pool is the tree's memory */
-		uint32_t nc = t->cap + t->cap / 2 + 64; /* + 64: a pool fitted to 1 node grows too */
+		/* by an eighth: at 10M records the pool is a fifth of the
+		 * tree's memory, and what it grows by stays unused a while */
+		uint32_t nc = t->cap + t->cap / 8 + 64; /* + 64: a pool fitted to 1 node grows too */
+		ent_t **nl = realloc(t->lc, (size_t)nc * sizeof(*nl));
+		if (!nl)
+			return NIL;
+		t->lc = nl;
 		node_t *nn = realloc(t->n, (size_t)nc * sizeof(node_t));
 		if (!nn)
 			return NIL;
 		t->n = nn;
 		t->cap = nc;
 	}
+	t->lc[t->used] = NULL;
 	return t->used++;
 }
 
 static void node_release(pith_sr_t *t, uint32_t i)
 {
+	free(t->lc[i]);
+	t->lc[i] = NULL;
 	t->n[i].count = 0;
 	t->n[i].child[0] = t->freelist;
 	t->freelist = i;
@@ -194,43 +262,71 @@ static void subtree_free(pith_sr_t *t, uint32_t i)
 	node_release(t, i);
 }
 
+/* Frees a pool's bucket arrays and the pool. */
+static void pool_free(node_t *n, ent_t **lc, uint32_t used)
+{
+	for (uint32_t i = 0; lc && i < used; i++)
+		free(lc[i]);
+	free(lc);
+	free(n);
+}
+
 static void node_rehash(pith_sr_t *t, uint32_t i)
 {
 	node_t *x = &t->n[i];
 	pith_sr_node_hash(x->bits, t->n[x->child[0]].hash, t->n[x->child[1]].hash, x->hash);
 }
 
-/* Builds the kept part over sorted leaves [lo, hi) and returns its top
+/* Makes node i a bucket over entries e[0, n) (copied), hashed. */
+static int bucket_set(pith_sr_t *t, uint32_t i, const ent_t *e, size_t n)
+{
+	ent_t *c = malloc(n * sizeof(*c));
+	if (!c)
+		return PITH_ENOMEM;
+	memcpy(c, e, n * sizeof(*c));
+	free(t->lc[i]);
+	t->lc[i] = c;
+	node_t *x = &t->n[i];
+	memcpy(x->key, e[0].key, PITH_SR_KEY_BYTES);
+	x->bits = (uint8_t)e_bits(e, 0, n);
+	x->count = (uint32_t)n;
+	x->child[0] = x->child[1] = NIL;
+	e_hash(e, 0, n, x->hash);
+	x->flags = 0;
+	return 0;
+}
+
+/* Builds the kept part over sorted entries [lo, hi) and returns its top
  * node, or NIL on OOM (nothing left allocated). */
-static uint32_t build_range(pith_sr_t *t, const pith_sr_leaf_t *leaves,
-			    const uint8_t (*keys)[PITH_SR_KEY_BYTES], size_t lo, size_t hi)
+static uint32_t build_range(pith_sr_t *t, const ent_t *e, size_t lo, size_t hi)
 {
 	uint32_t i = node_alloc(t);
 	if (i == NIL)
 		return NIL;
-	unsigned bits = range_bits(keys, lo, hi);
-	uint32_t c[2] = {NIL, NIL};
-	if (hi - lo > t->bucket) {
-		size_t m = split_at(keys, lo, hi, bits);
-		c[0] = build_range(t, leaves, keys, lo, m);
-		c[1] = c[0] == NIL ? NIL : build_range(t, leaves, keys, m, hi);
-		if (c[1] == NIL) {
-			subtree_free(t, c[0]);
+	if (hi - lo <= t->bucket) {
+		if (bucket_set(t, i, e + lo, hi - lo)) {
 			node_release(t, i);
 			return NIL;
 		}
+		return i;
+	}
+	unsigned bits = e_bits(e, lo, hi);
+	size_t m = e_split(e, lo, hi, bits);
+	uint32_t c0 = build_range(t, e, lo, m);
+	uint32_t c1 = c0 == NIL ? NIL : build_range(t, e, m, hi);
+	if (c1 == NIL) {
+		subtree_free(t, c0);
+		node_release(t, i);
+		return NIL;
 	}
 	node_t *x = &t->n[i]; /* after the children: the pool may have moved */
-	memcpy(x->key, keys[lo], PITH_SR_KEY_BYTES);
+	memcpy(x->key, e[lo].key, PITH_SR_KEY_BYTES);
 	x->bits = (uint8_t)bits;
 	x->flags = 0;
 	x->count = (uint32_t)(hi - lo);
-	x->child[0] = c[0];
-	x->child[1] = c[1];
-	if (c[0] == NIL)
-		hash_range(leaves, keys, lo, hi, x->hash);
-	else
-		node_rehash(t, i);
+	x->child[0] = c0;
+	x->child[1] = c1;
+	node_rehash(t, i);
 	return i;
 }
 
@@ -250,7 +346,8 @@ pith_sr_t *pith_sr_new(unsigned bucket, pith_sr_list_fn list, void *ctx)
 	t->freelist = NIL;
 	t->leaves = calloc(bucket + 1, sizeof(*t->leaves));
 	t->keys = calloc(bucket + 1, sizeof(*t->keys));
-	if (!t->leaves || !t->keys) {
+	t->scratch = calloc(bucket + 1, sizeof(*t->scratch));
+	if (!t->leaves || !t->keys || !t->scratch) {
 		pith_sr_free_(t);
 		return NULL;
 	}
@@ -261,11 +358,10 @@ void pith_sr_free_(pith_sr_t *t)
 {
 	if (!t)
 		return;
-	free(t->n);
+	pool_free(t->n, t->lc, t->used);
 	free(t->leaves);
 	free(t->keys);
-	free(t->big);
-	free(t->bigkeys);
+	free(t->scratch);
 	free(t);
 }
 
@@ -300,58 +396,51 @@ static int list_expect(pith_sr_t *t, const uint8_t *prefix, unsigned plen, size_
 	return keys_of(t->leaves, n, t->keys, prefix, plen);
 }
 
-/* A new kept subtree over the leaves the callback lists under a prefix,
- * which must be expect of them. */
-static int rebuild(pith_sr_t *t, const uint8_t *prefix, unsigned plen, size_t expect,
-		   uint32_t *out)
-{
-	int rc = list_expect(t, prefix, plen, expect);
-	if (rc)
-		return rc;
-	*out = build_range(t, t->leaves, (const uint8_t (*)[PITH_SR_KEY_BYTES])t->keys, 0, expect);
-	return *out == NIL ? PITH_ENOMEM : 0;
-}
-
 int pith_sr_build(pith_sr_t *t, const pith_sr_leaf_t *leaves, size_t n, pith_err_t *err)
 {
 	if (n > UINT32_MAX / 4)
 		return pith_err_set(err, PITH_ETOOBIG, "state root: %zu leaves, more than a tree holds", n);
-	uint8_t (*keys)[PITH_SR_KEY_BYTES] = n ? malloc(n * sizeof(*keys)) : NULL;
-	if (n && !keys)
+	ent_t *e = n ? malloc(n * sizeof(*e)) : NULL;
+	if (n && !e)
 		return pith_err_set(err, PITH_ENOMEM, "state root: out of memory for %zu keys", n);
 	for (size_t i = 0; i < n; i++) {
-		if (pith_sr_key(leaves[i].pith, keys[i])) {
-			free(keys);
+		if (pith_sr_key(leaves[i].pith, e[i].key)) {
+			free(e);
 			return pith_err_set(err, PITH_EINVAL, "state root: leaf %zu: not a pith number", i);
 		}
-		if (i && memcmp(keys[i - 1], keys[i], PITH_SR_KEY_BYTES) >= 0) {
-			free(keys);
+		if (i && memcmp(e[i - 1].key, e[i].key, PITH_SR_KEY_BYTES) >= 0) {
+			free(e);
 			return pith_err_set(err, PITH_EINVAL,
 					    "state root: leaf %zu (%s) not after the one before it in key order",
 					    i, leaves[i].pith);
 		}
+		pith_sr_leaf_hash(&leaves[i], e[i].h);
 	}
 	/* the new tree goes into a pool of its own, so that the old one
 	 * stays whole if memory runs out */
 	pith_sr_t nt = *t;
 	nt.n = NULL;
+	nt.lc = NULL;
 	nt.cap = nt.used = 0;
 	nt.freelist = NIL;
-	uint32_t root = n ? build_range(&nt, leaves, (const uint8_t (*)[PITH_SR_KEY_BYTES])keys, 0, n)
-			  : NIL;
-	free(keys);
+	uint32_t root = n ? build_range(&nt, e, 0, n) : NIL;
+	free(e);
 	if (n && root == NIL) {
-		free(nt.n);
+		pool_free(nt.n, nt.lc, nt.used);
 		return pith_err_set(err, PITH_ENOMEM, "state root: out of memory building %zu leaves", n);
 	}
-	free(t->n);
+	pool_free(t->n, t->lc, t->used);
 	/* no room past what was built: the next change grows it by half */
 	node_t *fit = nt.used ? realloc(nt.n, (size_t)nt.used * sizeof(node_t)) : NULL;
-	if (fit) {
+	if (fit) { /* (lc may stay longer than cap: harmless) */
 		nt.n = fit;
+		ent_t **lfit = realloc(nt.lc, (size_t)nt.used * sizeof(*lfit));
+		if (lfit)
+			nt.lc = lfit;
 		nt.cap = nt.used;
 	}
 	t->n = nt.n;
+	t->lc = nt.lc;
 	t->cap = nt.cap;
 	t->used = nt.used;
 	t->freelist = NIL;
@@ -390,30 +479,42 @@ static void path_attach(pith_sr_t *t, const path_t *p, unsigned depth, uint32_t 
 }
 
 /* A new dirty bucket of one leaf, or NIL on OOM. */
-static uint32_t leaf_new(pith_sr_t *t, const uint8_t *key)
+static uint32_t leaf_new(pith_sr_t *t, const ent_t *e)
 {
 	uint32_t i = node_alloc(t);
 	if (i == NIL)
 		return NIL;
-	node_t *x = &t->n[i];
-	memcpy(x->key, key, PITH_SR_KEY_BYTES);
-	x->bits = PITH_SR_KEY_BITS;
-	x->count = 1;
-	x->flags = F_DIRTY;
-	x->child[0] = x->child[1] = NIL;
+	if (bucket_set(t, i, e, 1)) {
+		node_release(t, i);
+		return NIL;
+	}
+	t->n[i].flags = F_DIRTY;
 	return i;
 }
 
-int pith_sr_insert(pith_sr_t *t, const char *pith)
+/* Bucket i's entries with e put in at pos into t->scratch (count + 1). */
+static void with_entry(pith_sr_t *t, uint32_t i, size_t pos, const ent_t *e)
 {
-	uint8_t key[PITH_SR_KEY_BYTES];
-	if (pith_sr_key(pith, key))
-		return PITH_EINVAL;
+	size_t n = t->n[i].count;
+	memcpy(t->scratch, t->lc[i], pos * sizeof(ent_t));
+	t->scratch[pos] = *e;
+	memcpy(t->scratch + pos + 1, t->lc[i] + pos, (n - pos) * sizeof(ent_t));
+}
+
+enum { SET_INSERT, SET_UPDATE, SET_UPSERT };
+
+/* Puts leaf e into the tree: O(log n) steps and no hashing, but for the
+ * split of a full bucket (from its entries, 2 x bucket hashes). */
+static int set_leaf(pith_sr_t *t, const ent_t *e, int mode)
+{
+	const uint8_t *key = e->key;
 	path_t p = {0};
 	uint32_t i = t->root, repl = NIL;
-	int rc;
+	int delta = 1;
 	if (i == NIL) {
-		if ((repl = leaf_new(t, key)) == NIL)
+		if (mode == SET_UPDATE)
+			return PITH_ENOTFOUND;
+		if ((repl = leaf_new(t, e)) == NIL)
 			return PITH_ENOMEM;
 		t->root = repl;
 		return 0;
@@ -421,97 +522,120 @@ int pith_sr_insert(pith_sr_t *t, const char *pith)
 	for (;;) {
 		node_t *x = &t->n[i];
 		unsigned d = pith_sr_common(key, x->key, x->bits);
-		if (d < x->bits) {
-			/* the key leaves this node's prefix at bit d */
-			uint32_t cnt = x->count + 1;
-			if (cnt <= t->bucket) { /* a bucket still: wider */
-				x->bits = (uint8_t)d;
-				x->count = cnt;
-				x->flags |= F_DIRTY;
-				repl = i;
-				break;
-			}
-			/* a new node splitting there, over this one and the leaf */
-			uint32_t leaf = leaf_new(t, key), m = leaf == NIL ? NIL : node_alloc(t);
-			if (m == NIL) {
-				if (leaf != NIL)
-					node_release(t, leaf);
-				return PITH_ENOMEM;
-			}
-			node_t *y = &t->n[m];
-			unsigned side = pith_sr_bit(key, d);
-			memcpy(y->key, key, PITH_SR_KEY_BYTES);
-			y->bits = (uint8_t)d;
-			y->count = cnt;
-			y->flags = F_DIRTY;
-			y->child[side] = leaf;
-			y->child[!side] = i;
-			repl = m;
-			break;
+		int found = 0;
+		size_t pos = 0;
+		if (d >= x->bits && x->child[0] != NIL) {
+			path_push(&p, t, i, key);
+			i = x->child[p.dir[p.depth - 1]];
+			continue;
 		}
-		if (x->child[0] == NIL) { /* the bucket the key falls in */
-			if (x->bits == PITH_SR_KEY_BITS)
+		if (mode == SET_UPDATE && d < x->bits)
+			return PITH_ENOTFOUND;
+		if (x->child[0] == NIL) {
+			pos = e_find(t->lc[i], x->count, key, &found);
+			if (found && mode == SET_INSERT)
 				return PITH_EEXIST;
-			if (x->count < t->bucket) {
-				x->count++;
-				x->flags |= F_DIRTY;
-				repl = i;
-				break;
-			}
-			/* one more than a bucket holds: split it now, from the
-			 * leaves (once every `bucket` inserts or so) */
-			uint8_t pre[PITH_SR_KEY_BYTES];
-			memcpy(pre, x->key, sizeof(pre));
-			if ((rc = rebuild(t, pre, x->bits, (size_t)x->count + 1, &repl)))
-				return rc;
-			subtree_free(t, i);
+			if (!found && mode == SET_UPDATE)
+				return PITH_ENOTFOUND;
+		}
+		if (found) { /* a new state: the leaf's hash, hashed up at the flush */
+			memcpy(t->lc[i][pos].h, e->h, 32);
+			x->flags |= F_DIRTY;
+			repl = i;
+			delta = 0;
 			break;
 		}
-		path_push(&p, t, i, key);
-		i = x->child[p.dir[p.depth - 1]];
+		if (x->child[0] == NIL && (x->count < t->bucket || d >= x->bits)) {
+			/* into this bucket (wider if d < bits); split if it
+			 * then holds more than a bucket */
+			with_entry(t, i, pos, e);
+			size_t n = (size_t)x->count + 1;
+			if (n <= t->bucket) {
+				if (bucket_set(t, i, t->scratch, n))
+					return PITH_ENOMEM;
+				t->n[i].flags = F_DIRTY;
+				repl = i;
+			} else {
+				if ((repl = build_range(t, t->scratch, 0, n)) == NIL)
+					return PITH_ENOMEM;
+				subtree_free(t, i);
+			}
+			break;
+		}
+		/* a new node splitting at d, over this one and the leaf */
+		uint32_t cnt = x->count + 1;
+		uint32_t leaf = leaf_new(t, e), m = leaf == NIL ? NIL : node_alloc(t);
+		if (m == NIL) {
+			if (leaf != NIL)
+				node_release(t, leaf);
+			return PITH_ENOMEM;
+		}
+		node_t *y = &t->n[m];
+		unsigned side = pith_sr_bit(key, d);
+		memcpy(y->key, key, PITH_SR_KEY_BYTES);
+		y->bits = (uint8_t)d;
+		y->count = cnt;
+		y->flags = F_DIRTY;
+		y->child[side] = leaf;
+		y->child[!side] = i;
+		repl = m;
+		break;
 	}
-	path_attach(t, &p, p.depth, repl, 1);
+	path_attach(t, &p, p.depth, repl, delta);
 	return 0;
+}
+
+/* The leaf of pith as the list callback has it, as an entry. 0,
+ * PITH_EINVAL, PITH_EMISMATCH (listed but want 0, or not listed and want
+ * 1), or the callback's error. */
+static int fetch_leaf(pith_sr_t *t, const char *pith, ent_t *e, size_t want)
+{
+	if (pith_sr_key(pith, e->key))
+		return PITH_EINVAL;
+	int rc = list_expect(t, e->key, PITH_SR_KEY_BITS, want);
+	if (!rc && want)
+		pith_sr_leaf_hash(&t->leaves[0], e->h);
+	return rc;
+}
+
+/* A change named by its pith number alone: its leaf read, then set. */
+static int set_named(pith_sr_t *t, const char *pith, int mode)
+{
+	ent_t e;
+	int rc = fetch_leaf(t, pith, &e, 1);
+	return rc ? rc : set_leaf(t, &e, mode);
+}
+
+int pith_sr_insert(pith_sr_t *t, const char *pith)
+{
+	return set_named(t, pith, SET_INSERT);
+}
+
+int pith_sr_update(pith_sr_t *t, const char *pith)
+{
+	return set_named(t, pith, SET_UPDATE);
 }
 
 int pith_sr_upsert(pith_sr_t *t, const char *pith)
 {
-	uint8_t key[PITH_SR_KEY_BYTES];
-	if (pith_sr_key(pith, key))
-		return PITH_EINVAL;
-	path_t p = {0};
-	uint32_t i = t->root;
-	while (i != NIL) {
-		node_t *x = &t->n[i];
-		if (pith_sr_common(key, x->key, x->bits) < x->bits)
-			return pith_sr_insert(t, pith); /* outside every prefix: new */
-		if (x->child[0] == NIL) {
-			/* a single leaf of this key: an update; a bucket: it
-			 * may or may not hold the key, the flush's listing
-			 * counts it */
-			x->flags |= F_DIRTY;
-			if (x->bits < PITH_SR_KEY_BITS) {
-				x->flags |= F_RECOUNT;
-				t->recount = 1;
-			}
-			path_attach(t, &p, p.depth, i, 0);
-			return 0;
-		}
-		path_push(&p, t, i, key);
-		i = x->child[p.dir[p.depth - 1]];
-	}
-	return pith_sr_insert(t, pith);
+	return set_named(t, pith, SET_UPSERT);
 }
 
-/* Walks down to the node holding pith's leaf (its key into key): the
- * first with at most `stop` leaves (a bucket at the latest). PITH_EINVAL
- * for a bad pith number, PITH_ENOTFOUND if its key leaves the prefix of a
- * node on the way. */
-static int walk_to(const pith_sr_t *t, const char *pith, uint8_t key[PITH_SR_KEY_BYTES],
-		   uint32_t stop, path_t *p, uint32_t *at)
+int pith_sr_upsert_leaf(pith_sr_t *t, const pith_sr_leaf_t *leaf)
 {
-	if (pith_sr_key(pith, key))
+	ent_t e;
+	if (pith_sr_key(leaf->pith, e.key))
 		return PITH_EINVAL;
+	pith_sr_leaf_hash(leaf, e.h);
+	return set_leaf(t, &e, SET_UPSERT);
+}
+
+/* Walks down to the node holding key's leaf: the first with at most
+ * `stop` leaves (a bucket at the latest). PITH_ENOTFOUND if the key
+ * leaves the prefix of a node on the way. */
+static int walk_to(const pith_sr_t *t, const uint8_t key[PITH_SR_KEY_BYTES], uint32_t stop,
+		   path_t *p, uint32_t *at)
+{
 	uint32_t i = t->root;
 	while (i != NIL) {
 		const node_t *x = &t->n[i];
@@ -527,38 +651,36 @@ static int walk_to(const pith_sr_t *t, const char *pith, uint8_t key[PITH_SR_KEY
 	return PITH_ENOTFOUND;
 }
 
-int pith_sr_update(pith_sr_t *t, const char *pith)
+/* The entries under node i (at most bucket + 1 of them), in key order,
+ * appended to out at *n. */
+static void gather(const pith_sr_t *t, uint32_t i, ent_t *out, size_t *n)
 {
-	uint8_t key[PITH_SR_KEY_BYTES];
-	path_t p = {0};
-	uint32_t i;
-	int rc = walk_to(t, pith, key, 0, &p, &i);
-	if (rc)
-		return rc;
-	t->n[i].flags |= F_DIRTY;
-	path_attach(t, &p, p.depth, i, 0);
-	return 0;
+	const node_t *x = &t->n[i];
+	if (x->child[0] != NIL) {
+		gather(t, x->child[0], out, n);
+		gather(t, x->child[1], out, n);
+		return;
+	}
+	memcpy(out + *n, t->lc[i], x->count * sizeof(ent_t));
+	*n += x->count;
 }
 
 int pith_sr_delete(pith_sr_t *t, const char *pith)
 {
-	uint8_t key[PITH_SR_KEY_BYTES];
+	ent_t e;
 	path_t p = {0};
 	uint32_t i;
-	if (t->recount) /* the counts must be exact: flush before the leaf goes */
-		return PITH_EINVAL;
+	int rc = fetch_leaf(t, pith, &e, 0); /* it must be gone from the leaves */
+	if (rc)
+		return rc;
 	/* the topmost node that will hold at most `bucket` leaves after: it
 	 * becomes a bucket (or goes, with its parent, if it was the leaf) */
-	int rc = walk_to(t, pith, key, t->bucket + 1, &p, &i);
-	if (rc)
+	if ((rc = walk_to(t, e.key, t->bucket + 1, &p, &i)))
 		return rc;
 	node_t *x = &t->n[i];
 	if (x->count == 1) {
-		/* nothing may be left under its prefix */
-		uint8_t pre[PITH_SR_KEY_BYTES];
-		memcpy(pre, x->key, sizeof(pre));
-		if ((rc = list_expect(t, pre, x->bits, 0)))
-			return rc;
+		if (memcmp(t->lc[i][0].key, e.key, PITH_SR_KEY_BYTES))
+			return PITH_ENOTFOUND;
 		if (!p.depth) {
 			subtree_free(t, i);
 			t->root = NIL;
@@ -571,116 +693,46 @@ int pith_sr_delete(pith_sr_t *t, const char *pith)
 		path_attach(t, &p, p.depth - 1, sib, -1);
 		return 0;
 	}
-	/* its prefix stays a common prefix of what is left (perhaps not the
-	 * longest until the flush lists them) */
-	if (x->child[0] != NIL) {
-		subtree_free(t, x->child[0]);
-		subtree_free(t, x->child[1]);
-		x->child[0] = x->child[1] = NIL;
+	size_t n = 0;
+	gather(t, i, t->scratch, &n);
+	int found;
+	size_t pos = e_find(t->scratch, n, e.key, &found);
+	if (!found)
+		return PITH_ENOTFOUND;
+	memmove(t->scratch + pos, t->scratch + pos + 1, (n - pos - 1) * sizeof(ent_t));
+	uint32_t c0 = x->child[0], c1 = x->child[1];
+	if ((rc = bucket_set(t, i, t->scratch, n - 1)))
+		return rc;
+	if (c0 != NIL) {
+		subtree_free(t, c0);
+		subtree_free(t, c1);
 	}
-	x->count--;
-	x->flags |= F_DIRTY;
+	t->n[i].flags = F_DIRTY;
 	path_attach(t, &p, p.depth, i, -1);
 	return 0;
 }
 
-/* A bucket upserts were told of: its leaves listed whatever their number
- * (at least its count), then hashed as a bucket, or built into a kept
- * subtree in its place when they are more than a bucket holds. */
-static int flush_recount(pith_sr_t *t, uint32_t i)
-{
-	uint8_t pre[PITH_SR_KEY_BYTES];
-	memcpy(pre, t->n[i].key, sizeof(pre));
-	unsigned plen = t->n[i].bits;
-	size_t n = 0;
-	int rc = t->list(t->ctx, pre, plen, t->leaves, t->bucket + 1, &n);
-	const pith_sr_leaf_t *lv = t->leaves;
-	uint8_t (*kv)[PITH_SR_KEY_BYTES] = t->keys;
-	while (rc == PITH_ETOOBIG) { /* more than bucket + 1: a larger listing */
-		if (lv != t->big && t->bigcap > (size_t)t->bucket + 1) { /* the one there is first */
-			rc = t->list(t->ctx, pre, plen, t->big, t->bigcap, &n);
-			lv = t->big;
-			kv = t->bigkeys;
-			continue;
-		}
-		size_t nc = t->bigcap ? t->bigcap * 2 : (size_t)t->bucket * 8;
-		if (nc > UINT32_MAX / 4)
-			return PITH_EMISMATCH;
-		pith_sr_leaf_t *nb = realloc(t->big, nc * sizeof(*nb));
-		if (!nb)
-			return PITH_ENOMEM;
-		t->big = nb;
-		uint8_t (*nk)[PITH_SR_KEY_BYTES] = realloc(t->bigkeys, nc * sizeof(*nk));
-		if (!nk)
-			return PITH_ENOMEM;
-		t->bigkeys = nk;
-		t->bigcap = nc;
-		rc = t->list(t->ctx, pre, plen, t->big, t->bigcap, &n);
-		lv = t->big;
-		kv = t->bigkeys;
-	}
-	if (rc)
-		return rc;
-	if (n < t->n[i].count || !n)
-		return PITH_EMISMATCH; /* upserts never remove a leaf */
-	if ((rc = keys_of(lv, n, kv, pre, plen)))
-		return rc;
-	const uint8_t (*keys)[PITH_SR_KEY_BYTES] = (const uint8_t (*)[PITH_SR_KEY_BYTES])kv;
-	if (n <= t->bucket) {
-		node_t *x = &t->n[i];
-		x->count = (uint32_t)n;
-		x->bits = (uint8_t)range_bits(keys, 0, n);
-		memcpy(x->key, keys[0], PITH_SR_KEY_BYTES);
-		hash_range(lv, keys, 0, n, x->hash);
-		x->flags = 0;
-		return 0;
-	}
-	uint32_t top = build_range(t, lv, keys, 0, n);
-	if (top == NIL)
-		return PITH_ENOMEM;
-	t->n[i] = t->n[top]; /* the new subtree's top takes the bucket's place */
-	node_release(t, top);
-	return 0;
-}
-
-/* Rehashes the dirty nodes under i, buckets from their leaves. */
-static int flush_node(pith_sr_t *t, uint32_t i)
+/* Rehashes the dirty nodes under i, buckets from their entries. */
+static void flush_node(pith_sr_t *t, uint32_t i)
 {
 	node_t *x = &t->n[i];
 	if (!(x->flags & F_DIRTY))
-		return 0;
-	int rc;
-	if (x->child[0] == NIL && (x->flags & F_RECOUNT))
-		return flush_recount(t, i);
+		return;
 	if (x->child[0] == NIL) {
-		uint8_t pre[PITH_SR_KEY_BYTES];
-		memcpy(pre, x->key, sizeof(pre));
-		if ((rc = list_expect(t, pre, x->bits, x->count)))
-			return rc;
-		const uint8_t (*keys)[PITH_SR_KEY_BYTES] = (const uint8_t (*)[PITH_SR_KEY_BYTES])t->keys;
-		x = &t->n[i];
-		x->bits = (uint8_t)range_bits(keys, 0, x->count);
-		memcpy(x->key, keys[0], PITH_SR_KEY_BYTES);
-		hash_range(t->leaves, keys, 0, x->count, x->hash);
+		e_hash(t->lc[i], 0, x->count, x->hash);
 	} else {
-		/* by index: a recount's split below may move the pool */
-		uint32_t c0 = x->child[0], c1 = x->child[1];
-		if ((rc = flush_node(t, c0)) || (rc = flush_node(t, c1)))
-			return rc;
-		x = &t->n[i]; /* a recount's split may have moved the pool */
-		x->count = t->n[x->child[0]].count + t->n[x->child[1]].count;
+		flush_node(t, x->child[0]);
+		flush_node(t, x->child[1]);
 		node_rehash(t, i);
 	}
-	t->n[i].flags &= (uint8_t)~F_DIRTY;
-	return 0;
+	x->flags &= (uint8_t)~F_DIRTY;
 }
 
 int pith_sr_flush(pith_sr_t *t)
 {
-	int rc = t->root == NIL ? 0 : flush_node(t, t->root);
-	if (!rc)
-		t->recount = 0;
-	return rc;
+	if (t->root != NIL)
+		flush_node(t, t->root);
+	return 0;
 }
 
 int pith_sr_root(pith_sr_t *t, uint8_t out[32])
@@ -702,8 +754,13 @@ uint64_t pith_sr_count(const pith_sr_t *t)
 
 size_t pith_sr_mem_bytes(const pith_sr_t *t)
 {
-	return sizeof(*t) + (size_t)t->cap * sizeof(node_t) +
-	       (t->bucket + 1) * (sizeof(*t->leaves) + sizeof(*t->keys));
+	size_t b = sizeof(*t) + (size_t)t->cap * (sizeof(node_t) + sizeof(*t->lc)) +
+		   (t->bucket + 1) * (sizeof(*t->leaves) + sizeof(*t->keys) + sizeof(*t->scratch));
+	/* each bucket's array, with malloc's 16 bytes of rounding and header */
+	for (uint32_t i = 0; i < t->used; i++)
+		if (t->lc[i])
+			b += ((size_t)t->n[i].count * sizeof(ent_t) + 8 + 15) / 16 * 16;
+	return b;
 }
 
 /* ---- proofs ---- */
@@ -731,29 +788,34 @@ int pith_sr_prove(pith_sr_t *t, const char *pith, pith_sr_proof_t *out)
 		out->n++;
 		i = x->child[dir];
 	}
-	/* then inside the bucket, from its leaves */
-	uint8_t pre[PITH_SR_KEY_BYTES];
-	memcpy(pre, t->n[i].key, sizeof(pre));
-	if ((rc = list_expect(t, pre, t->n[i].bits, t->n[i].count)))
-		return rc;
-	const uint8_t (*keys)[PITH_SR_KEY_BYTES] = (const uint8_t (*)[PITH_SR_KEY_BYTES])t->keys;
+	/* then inside the bucket, from its entries */
+	const ent_t *e = t->lc[i];
 	size_t lo = 0, hi = t->n[i].count;
 	while (hi - lo > 1) {
-		unsigned bit = range_bits(keys, lo, hi);
-		size_t m = split_at(keys, lo, hi, bit);
+		unsigned bit = e_bits(e, lo, hi);
+		size_t m = e_split(e, lo, hi, bit);
 		unsigned dir = pith_sr_bit(key, bit);
 		out->path[out->n].bit = (uint8_t)bit;
 		if (dir) {
-			hash_range(t->leaves, keys, lo, m, out->path[out->n].sib);
+			e_hash(e, lo, m, out->path[out->n].sib);
 			lo = m;
 		} else {
-			hash_range(t->leaves, keys, m, hi, out->path[out->n].sib);
+			e_hash(e, m, hi, out->path[out->n].sib);
 			hi = m;
 		}
 		out->n++;
 	}
+	/* and the leaf itself (its pith number and state) from the callback:
+	 * it must be the one the tree holds */
+	uint8_t lk[PITH_SR_KEY_BYTES], h[32];
+	memcpy(lk, e[lo].key, sizeof(lk));
+	if ((rc = list_expect(t, lk, PITH_SR_KEY_BITS, 1)))
+		return rc;
+	pith_sr_leaf_hash(&t->leaves[0], h);
+	if (memcmp(h, t->lc[i][lo].h, 32))
+		return PITH_EMISMATCH;
 	out->has_leaf = 1;
-	out->leaf = t->leaves[lo];
+	out->leaf = t->leaves[0];
 	return 0;
 }
 
@@ -844,6 +906,30 @@ static void range_from_leaves(pith_sr_range_t *r, const pith_sr_leaf_t *leaves,
 	}
 }
 
+/* A range answer listed from bucket i's leaves (under the first plen
+ * bits of pre) hashes as the bucket's entries there do: the leaves are
+ * the ones the tree holds. 0 or PITH_EMISMATCH. */
+static int range_agrees(const pith_sr_t *t, uint32_t i, const uint8_t *pre, unsigned plen,
+			const pith_sr_range_t *out)
+{
+	const ent_t *e = t->lc[i];
+	size_t n = t->n[i].count, lo = 0;
+	while (lo < n && pith_sr_common(e[lo].key, pre, plen) < plen)
+		lo++;
+	size_t hi = lo;
+	while (hi < n && pith_sr_common(e[hi].key, pre, plen) >= plen)
+		hi++;
+	if (hi - lo != out->node.count)
+		return PITH_EMISMATCH;
+	uint8_t h[32];
+	if (hi > lo) {
+		e_hash(e, lo, hi, h);
+		if (memcmp(h, out->node.hash, 32))
+			return PITH_EMISMATCH;
+	}
+	return 0;
+}
+
 int pith_sr_range(pith_sr_t *t, const uint8_t prefix[PITH_SR_KEY_BYTES], unsigned plen,
 		  pith_sr_range_t *out)
 {
@@ -874,7 +960,7 @@ int pith_sr_range(pith_sr_t *t, const uint8_t prefix[PITH_SR_KEY_BYTES], unsigne
 			if (rc || (rc = keys_of(t->leaves, n, t->keys, pre, under)))
 				return rc;
 			range_from_leaves(out, t->leaves, keys, n);
-			return 0;
+			return range_agrees(t, i, pre, under, out);
 		}
 		if (x->bits >= plen) { /* a kept inner node */
 			sub_of_node(&out->node, x);

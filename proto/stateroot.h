@@ -3,23 +3,24 @@
  * trie over the first 130 bits of the record's canonical digest, so that
  * its shape, and so its root, depends only on the set of leaves.
  *
- * Pure: no I/O, no clock. The tree does not hold the leaves: it keeps the
- * hash, count and prefix of every trie node with more than `bucket`
- * leaves and of their children (the buckets), and asks the caller's list
- * callback for the leaves under a prefix when it rehashes a bucket. The
- * store holds the leaves anyway (every record's state_sha256); this keeps
- * the tree's own memory near 10 bytes per record (docs/state-root.md,
- * "Memory").
+ * Pure: no I/O, no clock. The tree keeps the hash, count and prefix of
+ * every trie node with more than `bucket` leaves and of their children
+ * (the buckets), and for each bucket its leaves' keys and leaf hashes (49
+ * bytes a record, docs/state-root.md section 10): a flush rehashes a
+ * changed bucket from memory. The caller's list callback is asked only
+ * for the leaf a pith-number-only change names (pith_sr_insert, _update,
+ * _upsert, _delete) and for the leaves a proof or a range answer lists.
  *
- * Contract for changes: the caller changes its leaf set first (the list
- * callback must already answer with the new leaves), then tells the tree
- * with pith_sr_insert / _update / _delete. Those only walk one path and
- * mark it dirty (a bucket that outgrows `bucket` is split from its leaves
- * at once); hashes are recomputed, once for any number of changes, by
- * pith_sr_flush, which pith_sr_root, _prove and _range call. A tree that
- * finds the callback disagreeing with what it was told returns
- * PITH_EMISMATCH (from the change or from the flush); it must then be
- * rebuilt (pith_sr_build) from the leaf set. */
+ * Contract for changes: either tell the leaf itself (pith_sr_upsert_leaf:
+ * no listing at all), or change the leaf set first (the list callback
+ * must already answer with the new leaf) and tell the tree with
+ * pith_sr_insert / _update / _upsert / _delete, which read that one leaf.
+ * These walk one path and mark it dirty (a bucket that outgrows `bucket`
+ * is split from its entries at once); hashes are recomputed, once for any
+ * number of changes, by pith_sr_flush, which pith_sr_root, _prove and
+ * _range call. A tree that finds the callback disagreeing with what it
+ * holds returns PITH_EMISMATCH (from the change, a proof or a range
+ * answer); it must then be rebuilt (pith_sr_build) from the leaf set. */
 #ifndef PITH_STATEROOT_H
 #define PITH_STATEROOT_H
 
@@ -80,8 +81,8 @@ void pith_sr_hash_sorted(const pith_sr_leaf_t *leaves, const uint8_t (*keys)[PIT
 
 typedef struct pith_sr pith_sr_t;
 
-/* An empty tree. bucket: subtrees of at most this many leaves are hashed
- * from the list callback instead of being kept (0: the default, 16; 1 to
+/* An empty tree. bucket: subtrees of at most this many leaves are kept
+ * as one array of their entries, not as nodes (0: the default, 16; 1 to
  * PITH_SR_BUCKET_MAX). NULL on OOM or a bucket out of range. */
 pith_sr_t *pith_sr_new(unsigned bucket, pith_sr_list_fn list, void *ctx);
 void pith_sr_free_(pith_sr_t *t);
@@ -92,35 +93,33 @@ void pith_sr_free_(pith_sr_t *t);
  * unchanged) when they are not sorted, repeat a key or name a bad pith
  * number. O(n). */
 int pith_sr_build(pith_sr_t *t, const pith_sr_leaf_t *leaves, size_t n, pith_err_t *err);
-/* A record was added to the leaf set / its state changed / it was removed.
- * O(log n) steps, no hashing (but for the split of a full bucket: one
- * listing and 2 x bucket hashes). PITH_EEXIST (insert of a key the tree
- * has, when it can tell), PITH_ENOTFOUND (update or delete of a key
- * outside every prefix), PITH_EMISMATCH (the list callback disagrees),
- * PITH_EINVAL (bad pith number), PITH_ENOMEM; on these errors the tree is
- * unchanged. A change the leaf set does not show is otherwise found by
- * the next flush. */
+/* A record was added to the leaf set / its state changed / it was removed
+ * (the list callback shows it so: the tree reads that one leaf). O(log n)
+ * steps, no hashing (but for the split of a full bucket: 2 x bucket
+ * hashes). PITH_EEXIST (insert of a key the tree has), PITH_ENOTFOUND
+ * (update or delete of a key the tree lacks), PITH_EMISMATCH (the list
+ * callback does not show the change), PITH_EINVAL (bad pith number),
+ * PITH_ENOMEM; on these errors the tree is unchanged. */
 int pith_sr_insert(pith_sr_t *t, const char *pith);
 int pith_sr_update(pith_sr_t *t, const char *pith);
 int pith_sr_delete(pith_sr_t *t, const char *pith);
 /* A record was added or its state changed, the caller does not know
- * which (a node following its change log): O(log n) steps, no hashing,
- * no listing. A key that lands in a bucket marks it to be counted again:
- * the next flush lists it whole (however many leaves upserts added) and
- * splits it when it outgrew `bucket`; until then pith_sr_count may be
- * low, and pith_sr_delete refuses (PITH_EINVAL): flush before removing
- * a leaf from the set. 0, PITH_EINVAL, PITH_ENOMEM. */
+ * which: as insert or update, whichever the tree finds. 0, PITH_EINVAL,
+ * PITH_EMISMATCH, PITH_ENOMEM. */
 int pith_sr_upsert(pith_sr_t *t, const char *pith);
+/* The same with the leaf given (a node following its change log, which
+ * carries each record's state_sha256): no listing. 0, PITH_EINVAL,
+ * PITH_ENOMEM. */
+int pith_sr_upsert_leaf(pith_sr_t *t, const pith_sr_leaf_t *leaf);
 
 /* Rehashes what the changes since the last flush left dirty: each dirty
- * bucket from its leaves (one listing each), then the dirty nodes above.
- * 0, PITH_EMISMATCH (the leaves are not what the tree was told: rebuild),
- * or the callback's error. */
+ * bucket from its entries in memory, then the dirty nodes above. 0. */
 int pith_sr_flush(pith_sr_t *t);
 /* The root (after a flush); the empty tree's for no leaves. 0 or as flush. */
 int pith_sr_root(pith_sr_t *t, uint8_t out[32]);
 uint64_t pith_sr_count(const pith_sr_t *t);
-/* Bytes the tree holds (its node pool), for metrics and the benchmark. */
+/* Bytes the tree holds (its node pool and the buckets' entries), for
+ * metrics and the benchmark. */
 size_t pith_sr_mem_bytes(const pith_sr_t *t);
 
 /* ---- proofs ---- */

@@ -158,6 +158,58 @@ TEST(upserts_match_rebuild,
 	}
 }
 
+/* A list callback that must not be called (counts the calls). */
+static int no_list(void *ctx, const uint8_t key[PITH_SR_KEY_BYTES], unsigned plen,
+		   pith_sr_leaf_t *out, size_t cap, size_t *n)
+{
+	(void)key, (void)plen, (void)out, (void)cap;
+	(*(int *)ctx)++;
+	*n = 0;
+	return PITH_EIO;
+}
+
+TEST(told_leaves_match_rebuild,
+     "after random upserts of told leaves (pith_sr_upsert_leaf, no listing) from a build or empty, the root is the one built from scratch")
+{
+	static const unsigned buckets[] = {1, 2, 4, 8, 16};
+	for (uint64_t seed = 1; seed <= 40; seed++) {
+		sr_leafset_t ls;
+		unsigned bucket = buckets[seed % 5];
+		int calls = 0;
+		CHECK(!sr_leafset_init(&ls, 40 + (size_t)(seed * 61 % 700), seed + 900));
+		pith_sr_t *t = pith_sr_new(bucket, no_list, &calls);
+		uint64_t rs = seed * 104729;
+		int bad = 0;
+		if (seed % 2 == 0) {
+			for (size_t i = 0; i < ls.n; i += 2)
+				sr_leafset_set(&ls, i, 1);
+			size_t n;
+			pith_sr_leaf_t *l = scratch_leaves(&ls, &n);
+			CHECK(l && !pith_sr_build(t, l, n, NULL));
+			free(l);
+		}
+		for (unsigned op = 0; op < 1000 && !bad; op++) {
+			sr_entry_t *e = &ls.e[sr_rand(&rs) % ls.n];
+			if (e->present)
+				sr_rand_bytes(&rs, e->leaf.state, 32);
+			sr_leafset_set(&ls, (size_t)(e - ls.e), 1);
+			if (pith_sr_upsert_leaf(t, &e->leaf) || pith_sr_count(t) != ls.present)
+				bad = 1;
+			if (op % (1 + seed % 3 * 50) == 0 || op == 999) {
+				uint8_t r[32];
+				if (pith_sr_root(t, r) || !root_matches(&ls, r, bucket))
+					bad = 1;
+			}
+		}
+		if (bad)
+			test_fail_(__FILE__, __LINE__, "seed %llu: root differs from a rebuild",
+				   (unsigned long long)seed);
+		CHECK(!bad && calls == 0);
+		pith_sr_free(t);
+		sr_leafset_free(&ls);
+	}
+}
+
 TEST(errors_leave_tree_unchanged, "a change the leaves do not show is found (by the change or the flush); refused input leaves the root")
 {
 	sr_leafset_t ls;
@@ -798,6 +850,7 @@ int main(int argc, char **argv)
 		return write_documents(argv[2]);
 	RUN(random_changes_match_rebuild);
 	RUN(upserts_match_rebuild);
+	RUN(told_leaves_match_rebuild);
 	RUN(errors_leave_tree_unchanged);
 	RUN(proofs_verify_and_tampered_fail);
 	RUN(descent_finds_exactly_the_differences);

@@ -129,7 +129,10 @@ typedef struct told {
 static int tell(void *arg, const store_change_t *ch)
 {
 	told_t *t = arg;
-	int rc = pith_sr_upsert(t->r->t, ch->pith_number);
+	pith_sr_leaf_t l;
+	memcpy(l.pith, ch->pith_number, sizeof(l.pith));
+	memcpy(l.state, ch->state_hash, 32);
+	int rc = pith_sr_upsert_leaf(t->r->t, &l);
 	if (rc) {
 		t->rc = rc;
 		return 1;

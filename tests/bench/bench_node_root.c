@@ -12,7 +12,8 @@
  * the end). Reported: the root's CPU a change and its share of the
  * ingest's, and at the end the root compared with a rebuild.
  *
- * usage: bench_node_root [--n N] [--changes C] [--flush-every F] [--dir DIR]
+ * usage: bench_node_root [--n N] [--changes C] [--flush-every F] [--bucket K] [--dir DIR]
+ * (--bucket: the tree's bucket size, node_root.h's noderoot_opts_t.bucket)
  * The last line is machine-readable (RESULT key=value ...). */
 #include <sodium.h>
 #include <stdio.h>
@@ -85,6 +86,7 @@ static void add(evs_t *e, size_t cap, const pith_buf_t *b)
 int main(int argc, char **argv)
 {
 	size_t n = 100000, changes = 50000, flush_every = 20000;
+	unsigned bucket = 0; /* the tree's default */
 	const char *dir = NULL;
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--n") && i + 1 < argc)
@@ -93,10 +95,12 @@ int main(int argc, char **argv)
 			changes = strtoul(argv[++i], NULL, 10);
 		else if (!strcmp(argv[i], "--flush-every") && i + 1 < argc)
 			flush_every = strtoul(argv[++i], NULL, 10);
+		else if (!strcmp(argv[i], "--bucket") && i + 1 < argc)
+			bucket = (unsigned)strtoul(argv[++i], NULL, 10);
 		else if (!strcmp(argv[i], "--dir") && i + 1 < argc)
 			dir = argv[++i];
 		else {
-			fprintf(stderr, "usage: bench_node_root [--n N] [--changes C] [--flush-every F] [--dir DIR]\n");
+			fprintf(stderr, "usage: bench_node_root [--n N] [--changes C] [--flush-every F] [--bucket K] [--dir DIR]\n");
 			return 2;
 		}
 	}
@@ -156,7 +160,8 @@ int main(int argc, char **argv)
 	pith_err_t err = {0};
 	double b0 = mono(), bc0 = thread_cpu();
 	long rss0 = 0;
-	noderoot_t *root = noderoot_new(st, pk, sk, NULL, &err);
+	noderoot_opts_t ro = {.bucket = bucket};
+	noderoot_t *root = noderoot_new(st, pk, sk, &ro, &err);
 	double build_wall = mono() - b0, build_cpu = thread_cpu() - bc0;
 	(void)rss0;
 	if (!root) {
@@ -196,7 +201,7 @@ int main(int argc, char **argv)
 		root_cpu += thread_cpu() - c0;
 	}
 	/* against a rebuild */
-	noderoot_t *again = noderoot_new(st, pk, sk, NULL, &err);
+	noderoot_t *again = noderoot_new(st, pk, sk, &ro, &err);
 	uint8_t h2[32];
 	int same = again && !noderoot_current(again, h2, NULL, NULL, &err) && !memcmp(h, h2, 32);
 	noderoot_stats_t s1;
@@ -213,12 +218,15 @@ int main(int argc, char **argv)
 	printf("  root:   %.2f us CPU a change (told %.2f + hashed %.2f): %.2f%% of the ingest's\n",
 	       per_change_root, tell_cpu / (double)nch * 1e6, flush_cpu / (double)nch * 1e6,
 	       100.0 * root_cpu / ingest_cpu);
+	printf("  tree after the changes: %.1f bytes a record (%llu records)\n",
+	       (double)s1.tree_bytes / (double)s1.records, (unsigned long long)s1.records);
 	printf("  root after the changes = root rebuilt from the records: %s\n", same ? "yes" : "NO");
 	printf("RESULT n=%zu changes=%zu flush_every=%zu ingest_us=%.2f root_us=%.3f tell_us=%.3f "
-	       "flush_us=%.3f share_pct=%.2f build_us_per_record=%.2f tree_bytes_per_record=%.1f same=%d\n",
+	       "flush_us=%.3f share_pct=%.2f build_us_per_record=%.2f tree_bytes_per_record=%.1f "
+	       "tree_bytes_per_record_end=%.1f same=%d\n",
 	       n, nch, flush_every, per_event_ingest, per_change_root, tell_cpu / (double)nch * 1e6,
 	       flush_cpu / (double)nch * 1e6, 100.0 * root_cpu / ingest_cpu, build_cpu / (double)n * 1e6,
-	       (double)s0.tree_bytes / (double)n, same);
+	       (double)s0.tree_bytes / (double)n, (double)s1.tree_bytes / (double)s1.records, same);
 	noderoot_free(again);
 	noderoot_free(root);
 	for (size_t i = 0; i < e.n; i++)
