@@ -36,7 +36,7 @@
 #define PITH_SR_KEY_BITS 130 /* the bits a pith number's body encodes */
 #define PITH_SR_KEY_BYTES 17 /* 130 bits, most significant first, 6 zero bits after */
 #define PITH_SR_RANGE_LEAVES 16 /* a range answer lists its leaves up to this many */
-#define PITH_SR_BUCKET_DEFAULT 16
+#define PITH_SR_BUCKET_DEFAULT 24
 #define PITH_SR_BUCKET_MAX 256
 
 #define PITH_SR_TREE_VERSION "pith-state-root-v1"
