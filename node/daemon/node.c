@@ -328,7 +328,8 @@ static void on_ingest_done(void *arg, ingest_job_t *job)
 static void root_start(node_t *n)
 {
 	noderoot_opts_t o = {.interval_s = (unsigned)n->cfg->state_root_interval,
-			     .history = (unsigned)n->cfg->state_root_history};
+			     .history = (unsigned)n->cfg->state_root_history,
+			     .on_signed = node_root_signed, .arg = n};
 	pith_err_t e = {0};
 	int64_t t0 = node_now_us();
 	n->root = noderoot_new(n->store, n->pk, n->sk, &o, &e);
@@ -612,7 +613,7 @@ int node_new(node_config_t *cfg, node_t **out, pith_err_t *err)
 	sync_deps_t sd = {.base = n->base, .net = n->net, .relay = n->relay, .book = n->book,
 			  .resolver = n->resolver, .store = n->store,
 			  .ingest = n->ingest, .cfg = cfg, .stats = &n->stats,
-			  .reply = on_control_reply, .reply_arg = n};
+			  .reply = on_control_reply, .reply_arg = n, .root = node_root_hooks(n)};
 	if ((rc = sync_new(&sd, &n->sync, err)))
 		goto fail;
 	n->mesh.sync = n->sync;
@@ -789,14 +790,14 @@ void node_peer_json(const peer_t *p, int64_t now, pith_buf_t *b)
 			"\"listen_port\":%u,\"rtt_ms\":%.3f,\"age_ms\":%lld,"
 			"\"bytes_in\":%llu,\"bytes_out\":%llu,\"msgs_in\":%llu,\"msgs_out\":%llu,"
 			"\"events_in\":%llu,\"events_out\":%llu,\"inflight\":%zu,"
-			"\"wanted\":%zu,\"serve_queue\":%zu,\"catchup\":\"%s\"}",
+			"\"wanted\":%zu,\"serve_queue\":%zu,\"catchup\":\"%s\",\"root\":\"%s\"}",
 			p->outbound ? "out" : "in", state_name(p->state), p->score, p->listen_port,
 			(double)p->rtt_us / 1000.0, (long long)((now - p->created_us) / 1000),
 			(unsigned long long)p->bytes_in, (unsigned long long)p->bytes_out,
 			(unsigned long long)p->msgs_in, (unsigned long long)p->msgs_out,
 			(unsigned long long)p->events_in, (unsigned long long)p->events_out,
 			p->relay ? p->relay->inflight : 0, p->relay ? p->relay->wanted.n : 0,
-			p->relay ? p->relay->serve.n : 0, inv_name(p->relay));
+			p->relay ? p->relay->serve.n : 0, inv_name(p->relay), sync_root_peer_state(p));
 }
 
 /* The store's failures in status (docs/pithd.md): counts, whether it

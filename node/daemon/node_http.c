@@ -141,6 +141,22 @@ static void root_metrics(node_t *n, metrics_out_t *o)
 	gauge(o, "pith_state_root_build_seconds", "Time of the state root's last build from the records",
 	      s.build_seconds);
 	gauge(o, "pith_state_root_tree_bytes", "Memory the state root's tree holds", (double)s.tree_bytes);
+	/* between peers (docs/state-root.md section 14) */
+	sync_root_counts_t c;
+	sync_root_counts_get(n->sync, &c);
+	counter(o, "pith_state_root_disagreements_total",
+		"Peers whose state root differed from ours at a moment both had synced, once per pair of roots",
+		c.disagreements);
+	counter(o, "pith_state_root_peer_agreements_total",
+		"Peers whose state root equalled ours at a moment both had synced, once per pair of roots",
+		c.agreements);
+	gauge(o, "pith_state_root_peers_disagreeing", "Connected peers whose last compared state root differed",
+	      (double)c.peers_disagreeing);
+	counter(o, "pith_state_root_peer_docs_total", "Peers' signed state root documents received and verified",
+		c.received);
+	counter(o, "pith_state_root_peer_refused_total",
+		"Peers' state root documents refused (not verified with the key the peer authenticated)", c.bad);
+	counter(o, "pith_state_root_sent_total", "Our signed state root documents sent to peers", c.sent);
 }
 
 static void collect(void *arg, metrics_out_t *o)
@@ -317,6 +333,34 @@ void node_root_publish(node_t *n)
 	memcpy(r.public_key_hex, s.key_hex, sizeof(r.public_key_hex));
 	snprintf(r.fingerprint, sizeof(r.fingerprint), "%s", s.fp);
 	http_root_set(n->http, &r);
+}
+
+/* The state root as reconciliation exchanges it with peers (sync.h,
+ * sync_root_hooks_t; docs/state-root.md section 14). */
+static int root_latest(void *arg, const char **doc, size_t *len, uint8_t root[32], uint64_t *count,
+		       uint64_t *cursor)
+{
+	node_t *n = arg;
+	return noderoot_latest(n->root, doc, len, root, count, cursor);
+}
+
+static void root_want(void *arg)
+{
+	node_t *n = arg;
+	noderoot_want(n->root, wall_us());
+}
+
+sync_root_hooks_t node_root_hooks(node_t *n)
+{
+	if (!n->root)
+		return (sync_root_hooks_t){0};
+	return (sync_root_hooks_t){.arg = n, .latest = root_latest, .want = root_want};
+}
+
+void node_root_signed(void *arg)
+{
+	node_t *n = arg;
+	sync_root_signed(n->sync);
 }
 
 void node_root_tick(node_t *n)

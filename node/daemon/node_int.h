@@ -126,6 +126,10 @@ void node_http_peer_changed(node_t *n, const peer_t *p);
  * told of the latest root. */
 #define NODE_ROOT_CHANGES_PER_TICK 50000
 void node_root_tick(node_t *n);
+/* What reconciliation needs of the state root (none when it is off), and
+ * noderoot's on_signed: the new document goes to the peers. */
+sync_root_hooks_t node_root_hooks(node_t *n);
+void node_root_signed(void *arg);
 void node_root_publish(node_t *n);
 /* Drops the entries of peers gone for longer than the window. */
 void node_http_tick(node_t *n, int64_t now);

@@ -28,6 +28,9 @@ struct noderoot {
 	size_t cap, head, n;
 	int64_t last_sign_us;   /* wall clock of the last signing (0: never) */
 	int64_t last_demand_us; /* of the last signing on demand */
+	int want;               /* noderoot_want: sign on demand at the next tick the gap allows */
+	void (*on_signed)(void *arg);
+	void *arg;
 	store_sr_reader_t *reader; /* the view of the records the tree was last hashed over */
 	int64_t view_us;           /* when (monotonic); readers' answers reuse it for a while */
 	noderoot_stats_t s;
@@ -90,6 +93,10 @@ noderoot_t *noderoot_new(store_t *st, const uint8_t pk[32], const uint8_t sk[64]
 	r->cap = o && o->history ? o->history : NODEROOT_HISTORY_DEFAULT;
 	if (r->cap > NODEROOT_HISTORY_MAX)
 		r->cap = NODEROOT_HISTORY_MAX;
+	if (o) {
+		r->on_signed = o->on_signed;
+		r->arg = o->arg;
+	}
 	memcpy(r->key.pk, pk, 32);
 	memcpy(r->sk, sk, 64);
 	pith_key_fingerprint(pk, r->key.fp);
@@ -259,7 +266,8 @@ int noderoot_sign(noderoot_t *r, int64_t now_unix_us, int force, pith_err_t *err
 			return 0;
 	}
 	const kept_t *k = newest(r);
-	if (!force && k && !memcmp(k->d.root, root, 32) && k->d.count == count)
+	if (force != 1 && k && !memcmp(k->d.root, root, 32) && k->d.count == count &&
+	    (force != NODEROOT_FORCE_MOVED || k->cursor == cursor))
 		return 0;
 	pith_sr_doc_t d = {0};
 	memcpy(d.root, root, 32);
@@ -289,11 +297,45 @@ int noderoot_sign(noderoot_t *r, int64_t now_unix_us, int force, pith_err_t *err
 	pith_buf_release(&out);
 	r->last_sign_us = now_unix_us;
 	r->s.signed_docs++;
+	if (r->on_signed)
+		r->on_signed(r->arg);
+	return 1;
+}
+
+void noderoot_want(noderoot_t *r, int64_t now_unix_us)
+{
+	if (!r)
+		return;
+	r->want = 1;
+	noderoot_tick(r, now_unix_us);
+}
+
+int noderoot_latest(const noderoot_t *r, const char **doc, size_t *len, uint8_t root[32],
+		    uint64_t *count, uint64_t *cursor)
+{
+	const kept_t *k = r ? (r->n ? &r->hist[(r->head + r->n - 1) % r->cap] : NULL) : NULL;
+	if (!k)
+		return 0;
+	*doc = k->doc;
+	*len = k->len;
+	memcpy(root, k->d.root, 32);
+	*count = k->d.count;
+	*cursor = k->cursor;
 	return 1;
 }
 
 void noderoot_tick(noderoot_t *r, int64_t now_unix_us)
 {
+	if (r && r->want && now_unix_us - r->last_demand_us >= NODEROOT_DEMAND_GAP_US) {
+		/* on demand: a commit meeting it leaves want set (the next tick) */
+		pith_err_t e = {0};
+		int rc = noderoot_sign(r, now_unix_us, NODEROOT_FORCE_MOVED, &e);
+		const kept_t *k = newest(r);
+		if (rc > 0)
+			r->last_demand_us = now_unix_us;
+		if (rc < 0 || (k && k->cursor == r->cursor))
+			r->want = 0;
+	}
 	if (!r || (r->last_sign_us && now_unix_us - r->last_sign_us < (int64_t)r->interval_s * 1000000))
 		return;
 	pith_err_t err = {0};

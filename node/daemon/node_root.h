@@ -32,6 +32,10 @@ typedef struct noderoot_opts {
 	unsigned interval_s; /* 0: the default */
 	unsigned history;    /* 0: the default; cut to NODEROOT_HISTORY_MAX */
 	unsigned bucket;     /* the tree's bucket size (0: proto's default) */
+	/* told after each new signing (may be NULL): the mesh sends the
+	 * document to its peers (docs/state-root.md section 14) */
+	void (*on_signed)(void *arg);
+	void *arg;
 } noderoot_opts_t;
 
 typedef struct noderoot noderoot_t;
@@ -70,14 +74,26 @@ long noderoot_catch_up(noderoot_t *r, size_t limit, pith_err_t *err);
 int noderoot_current(noderoot_t *r, uint8_t root[32], uint64_t *count, uint64_t *cursor,
 		     pith_err_t *err);
 
-/* Signs the current root if it differs from the last signed one (or
- * force), at a moment no commit landed between the catch-up and the end
+/* Signs the current root if it differs from the last signed one (force
+ * 1: always; NODEROOT_FORCE_MOVED: also when only the cursor moved), at a moment no commit landed between the catch-up and the end
  * of the hash; 1 when it signed, 0 when nothing changed or a commit
  * landed (try again), negative on error. now_unix_us: the wall clock. */
 int noderoot_sign(noderoot_t *r, int64_t now_unix_us, int force, pith_err_t *err);
 /* The loop's tick: signs when the interval since the last signing has
  * passed (the first time at once). */
 void noderoot_tick(noderoot_t *r, int64_t now_unix_us);
+#define NODEROOT_FORCE_MOVED 2
+
+/* Asks for a signing now, on demand (a reconciliation that found nothing
+ * to exchange, docs/state-root.md section 14): at once if the last one on
+ * demand is NODEROOT_DEMAND_GAP_US old, else at the first tick after; it
+ * signs when the root or its cursor moved since the last document. */
+void noderoot_want(noderoot_t *r, int64_t now_unix_us);
+
+/* The latest signed document: 1 with its bytes (valid until the next
+ * signing), root, record count and cursor (0: null); 0 if none yet. */
+int noderoot_latest(const noderoot_t *r, const char **doc, size_t *len, uint8_t root[32],
+		    uint64_t *count, uint64_t *cursor);
 
 /* The answers (docs/http.md, "State root"). Each fills body with JSON and
  * returns the HTTP status (200, 400, 404, 503), why saying what for

@@ -15,6 +15,7 @@ static void on_peer_ready(void *arg, peer_t *p)
 		return; /* a mesh of an address book alone (tests) */
 	if (!sync_peer_ready(m->sync, p)) /* catch-up through reconciliation, */
 		relay_inv_start(m->relay, p); /* or else the INV listing */
+	sync_root_peer_ready(m->sync, p); /* our latest signed state root */
 	if (m->peer_changed)
 		m->peer_changed(m->arg, p);
 }
@@ -28,6 +29,9 @@ static void on_peer_message(void *arg, peer_t *p, const wire_msg_t *msg)
 		return;
 	case WIRE_PEERS:
 		addrbook_pex_on_peers(m->book, p, msg);
+		return;
+	case WIRE_ROOT:
+		sync_root_on_message(m->sync, p, msg);
 		return;
 	case WIRE_RECON:
 	case WIRE_RECON_BUNDLES:

@@ -222,6 +222,7 @@ static void session_end(peer_t *p, const char *error, int tell)
 		sp->next_round_us = now + jittered(sy->d.cfg->sync_interval_ms);
 	else
 		sp->next_round_us = INT64_MAX;
+	sync_root_session_end(p, r); /* the comparison of state roots (sync_root.c) */
 	if (tell && p->state == PEER_READY)
 		send_recon(p, r->kind, r->session, NULL, 0);
 	if (sp->superseded) {
@@ -907,9 +908,10 @@ void sync_tick(sync_t *sy, int64_t now)
 uint64_t sync_features(const sync_t *sy)
 {
 	/* the bulk bundle pace is the relay's (relay.c), with or without sync */
+	uint64_t root = sy && sy->d.root.latest ? WIRE_FEAT_ROOT : 0; /* sync_root.c */
 	if (!sy || !sy->enabled)
-		return WIRE_FEAT_BUNDLE_BULK;
-	return WIRE_FEAT_SYNC | WIRE_FEAT_BUNDLE_BULK |
+		return WIRE_FEAT_BUNDLE_BULK | root;
+	return root | WIRE_FEAT_SYNC | WIRE_FEAT_BUNDLE_BULK |
 	       (sy->bundles ? WIRE_FEAT_BUNDLE_SYNC : 0) |
 	       (sy->recon_version >= RECON_VERSION_2 ? WIRE_FEAT_RECON_V2 : 0);
 }

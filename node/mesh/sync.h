@@ -41,6 +41,20 @@
 
 typedef struct sync sync_t;
 
+/* The node's signed state root, as reconciliation needs it for the
+ * exchange of roots with peers (sync_root.c, docs/state-root.md section
+ * 14). latest NULL: the node has no root (no WIRE_FEAT_ROOT). */
+typedef struct sync_root_hooks {
+	void *arg;
+	/* our latest signed document: 1 with its bytes, root, record count
+	 * and change-log cursor (0: null); 0 if none yet */
+	int (*latest)(void *arg, const char **doc, size_t *len, uint8_t root[32], uint64_t *count,
+		      uint64_t *cursor);
+	/* sign on demand when the root or its cursor moved (at most once a
+	 * second); a new document comes back through sync_root_signed */
+	void (*want)(void *arg);
+} sync_root_hooks_t;
+
 /* Everything sync uses; borrowed, must outlive it. reply answers a
  * control request that waited for a session (`sync PEER`). */
 typedef struct sync_deps {
@@ -55,6 +69,7 @@ typedef struct sync_deps {
 	node_stats_t *stats;
 	void (*reply)(void *arg, uint64_t serial, const char *json, size_t len);
 	void *reply_arg;
+	sync_root_hooks_t root;
 } sync_deps_t;
 
 /* Starts loading the reconciliation sets from the store on a thread of
@@ -134,5 +149,34 @@ int sync_control_start(sync_t *sy, const char *peer, uint64_t ctl_serial, pith_e
 /* The same as a control-socket command (control.h): `sync PEER`. */
 struct ctl_call;
 int sync_ctl_sync(void *sy, struct ctl_call *call);
+
+/* ---- state roots between peers (sync_root.c, docs/state-root.md 14) ---- */
+
+/* A session with a peer must have found nothing to exchange either way,
+ * twice, with this long at least between the first's end and the
+ * comparison (the peer's document signed on demand after the first has
+ * come by then), and no commit here in between. */
+#define SYNC_ROOT_SETTLE_US 2000000
+/* The dialler's confirming session after a first one that found
+ * nothing: this long after it, at most SYNC_ROOT_CONFIRMS per streak. */
+#define SYNC_ROOT_CONFIRM_US 2500000
+#define SYNC_ROOT_CONFIRMS 3
+
+/* p became ready: our latest document to it, if its HELLO set WIRE_FEAT_ROOT. */
+void sync_root_peer_ready(sync_t *sy, peer_t *p);
+/* The node signed a new root: sent to every ready peer with the bit. */
+void sync_root_signed(sync_t *sy);
+/* A ROOT from p: verified with the key p authenticated; one that fails
+ * is ignored and logged (rate-limited), never a ban. */
+void sync_root_on_message(sync_t *sy, peer_t *p, const wire_msg_t *m);
+/* p's comparison, for `peers`: "unknown", "agrees" or "disagrees". */
+const char *sync_root_peer_state(const peer_t *p);
+
+typedef struct sync_root_counts {
+	uint64_t sent, received, bad;  /* ROOTs sent, received and verified, refused */
+	uint64_t agreements, disagreements; /* comparisons, one per peer per pair of roots */
+	uint64_t peers_disagreeing;    /* ready peers flagged now */
+} sync_root_counts_t;
+void sync_root_counts_get(sync_t *sy, sync_root_counts_t *out);
 
 #endif

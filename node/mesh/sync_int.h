@@ -83,8 +83,25 @@ typedef struct sync_result {
 	uint64_t peer_items, our_items;
 } sync_result_t;
 
+/* A peer's state roots (sync_root.c). */
+typedef struct sync_root_peer {
+	int have;                /* a verified document of the peer's */
+	uint8_t root[32];        /* ... its root and count */
+	uint64_t count;
+	int64_t recv_us;         /* when it came */
+	int streak;              /* sessions in a row that found nothing either way */
+	int64_t streak_us;       /* the first one's end */
+	uint64_t streak_seq;     /* our change log's end then */
+	int confirms;            /* confirming sessions asked for in this streak */
+	int state;               /* SYNC_ROOT_UNKNOWN, _AGREES, _DISAGREES */
+	int judged;              /* a verdict on the pair below */
+	uint8_t ours[32], theirs[32];
+} sync_root_peer_t;
+enum { SYNC_ROOT_UNKNOWN = 0, SYNC_ROOT_AGREES = 1, SYNC_ROOT_DISAGREES = 2 };
+
 struct sync_peer {
 	sync_t *sy;
+	sync_root_peer_t root;   /* sync_root.c */
 	recon_session_t *s;      /* the running session, or NULL */
 	uint64_t session;        /* its number */
 	int kind;                /* SYNC_EVENTS or SYNC_BUNDLES */
@@ -172,6 +189,7 @@ struct sync {
 	/* totals */
 	uint64_t started, done, failed;
 	uint64_t ids_needed, ids_offered, bytes_sent, bytes_recv;
+	sync_root_counts_t roots; /* sync_root.c */
 	uint64_t holds;          /* messages held back while a backlog was long */
 	uint64_t credit_holds;   /* answers held back over a peer's answer credit */
 	uint64_t upload_holds;   /* ...over the budget of all peers (sync_upload_bytes) */
@@ -246,6 +264,12 @@ uint64_t sync_progress_remaining(sync_t *sy, size_t *sessions);
 void sync_bulk_end(sync_t *sy);
 /* Joins the relog thread, if it runs. */
 void sync_relog_join(sync_t *sy);
+
+/* sync_root.c */
+/* A session with p ended (r its result): the streak of sessions that
+ * found nothing, the signing on demand, the comparison. After r's
+ * next_round_us is set. */
+void sync_root_session_end(peer_t *p, const sync_result_t *r);
 
 /* sync_status.c */
 /* One finished session with p, as a JSON object, appended to b. */
