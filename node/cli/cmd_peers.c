@@ -10,8 +10,8 @@ static void print_peers(const json_value_t *r)
 			   *bans = json_get(r, "bans");
 	size_t np = json_is(peers, JSON_ARRAY) ? peers->len : 0;
 	if (np)
-		printf("%-22s %-3s %-9s %-16s %8s %8s %5s %15s %19s\n", "ADDR", "DIR", "STATE", "NODE",
-		       "RTT", "AGE", "SCORE", "EVENTS IN/OUT", "BYTES IN/OUT");
+		printf("%-22s %-3s %-9s %-16s %8s %8s %5s %15s %19s  %s\n", "ADDR", "DIR", "STATE",
+		       "NODE", "RTT", "AGE", "SCORE", "EVENTS IN/OUT", "BYTES IN/OUT", "ROOT");
 	for (size_t i = 0; i < np; i++) {
 		const json_value_t *p = peers->u.items[i];
 		char age[32], bin[32], bout[32], ev[40], by[72], rtt[24];
@@ -22,10 +22,12 @@ static void print_peers(const json_value_t *r)
 			 cli_json_int(p, "events_out"));
 		snprintf(by, sizeof(by), "%s/%s", bin, bout);
 		snprintf(rtt, sizeof(rtt), "%.1f ms", cli_json_num(p, "rtt_ms"));
-		printf("%-22s %-3s %-9s %-16.16s %8s %8s %5lld %15s %19s\n", cli_json_str(p, "addr"),
+		/* ROOT: our state roots compared (docs/state-root.md section 14) */
+		printf("%-22s %-3s %-9s %-16.16s %8s %8s %5lld %15s %19s  %s\n", cli_json_str(p, "addr"),
 		       cli_json_str(p, "direction"), cli_json_str(p, "state"),
 		       *cli_json_str(p, "node_id") ? cli_json_str(p, "node_id") : "-", rtt, age,
-		       cli_json_int(p, "score"), ev, by);
+		       cli_json_int(p, "score"), ev, by,
+		       *cli_json_str(p, "root") ? cli_json_str(p, "root") : "-");
 	}
 	if (!np)
 		printf("no connections\n");

@@ -5,8 +5,8 @@
  *
  *   peer ready    -> relay state, address book (learns it, asks for
  *                    addresses), reconciliation or else the INV listing
- *   message       -> PEERS_REQ/PEERS: address book; RECON*: sync; the
- *                    rest: relay
+ *   message       -> PEERS_REQ/PEERS: address book; RECON*, ROOT: sync;
+ *                    the rest: relay
  *   peer gone     -> sync ends its session, the relay hands its fetches on
  *   peer freed    -> address book (backoff), sync and relay state freed
  *   ban           -> address book
