@@ -160,7 +160,7 @@ int sync_ctl_sync(void *sy, struct ctl_call *call);
 /* The dialler's confirming session after a first one that found
  * nothing: this long after it, at most SYNC_ROOT_CONFIRMS per streak. */
 #define SYNC_ROOT_CONFIRM_US 2500000
-#define SYNC_ROOT_CONFIRMS 3
+#define SYNC_ROOT_CONFIRMS 4
 
 /* p became ready: our latest document to it, if its HELLO set WIRE_FEAT_ROOT. */
 void sync_root_peer_ready(sync_t *sy, peer_t *p);

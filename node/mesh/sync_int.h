@@ -93,6 +93,9 @@ typedef struct sync_root_peer {
 	int64_t streak_us;       /* the first one's end */
 	uint64_t streak_seq;     /* our change log's end then */
 	int confirms;            /* confirming sessions asked for in this streak */
+	int settled;             /* a verdict in this streak */
+	int cand;                /* a difference seen once in this streak: the pair */
+	uint8_t cand_ours[32], cand_theirs[32];
 	int state;               /* SYNC_ROOT_UNKNOWN, _AGREES, _DISAGREES */
 	int judged;              /* a verdict on the pair below */
 	uint8_t ours[32], theirs[32];

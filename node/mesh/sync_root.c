@@ -110,12 +110,25 @@ void sync_root_counts_get(sync_t *sy, sync_root_counts_t *out)
 			out->peers_disagreeing++;
 }
 
-/* The verdict on our root and p's, once per pair of roots. */
-static void judge(sync_t *sy, peer_t *p, const uint8_t ours[32], uint64_t count, uint64_t cursor)
+/* The verdict on our root and p's: 1 when made (an agreement, or a
+ * difference seen at two comparable moments in a row: the first may be
+ * of a peer that gained an event from elsewhere just then, or whose
+ * document is one moment old; it then differs, or agrees, at the next),
+ * 0 when a difference was seen for the first time. Logged and counted
+ * once per pair of roots. */
+static int judge(sync_t *sy, peer_t *p, const uint8_t ours[32], uint64_t count, uint64_t cursor)
 {
 	sync_root_peer_t *rp = &p->sync->root;
+	int agree = !memcmp(ours, rp->root, 32) && count == rp->count;
+	if (!agree && !(rp->cand && !memcmp(rp->cand_ours, ours, 32) &&
+			!memcmp(rp->cand_theirs, rp->root, 32))) {
+		rp->cand = 1;
+		memcpy(rp->cand_ours, ours, 32);
+		memcpy(rp->cand_theirs, rp->root, 32);
+		return 0;
+	}
 	if (rp->judged && !memcmp(rp->ours, ours, 32) && !memcmp(rp->theirs, rp->root, 32))
-		return;
+		return 1;
 	rp->judged = 1;
 	memcpy(rp->ours, ours, 32);
 	memcpy(rp->theirs, rp->root, 32);
@@ -123,19 +136,34 @@ static void judge(sync_t *sy, peer_t *p, const uint8_t ours[32], uint64_t count,
 	pith_hex_encode(ours, 32, oh);
 	pith_hex_encode(rp->root, 32, th);
 	oh[16] = th[16] = 0;
-	if (!memcmp(ours, rp->root, 32) && count == rp->count) {
+	if (agree) {
 		sy->roots.agreements++;
 		if (rp->state == SYNC_ROOT_DISAGREES)
 			log_info("peer %s: state roots agree again: %s (%" PRIu64 " records)", p->addr,
 				 oh, count);
 		rp->state = SYNC_ROOT_AGREES;
-		return;
+		return 1;
 	}
 	sy->roots.disagreements++;
 	rp->state = SYNC_ROOT_DISAGREES;
 	log_warn("peer %s: state root disagreement: ours %s (%" PRIu64 " records, cursor %" PRIu64
 		 "), theirs %s (%" PRIu64 " records)",
 		 p->addr, oh, count, cursor, th, rp->count);
+	return 1;
+}
+
+/* The dialler asks for the comparable moment to come: a confirming
+ * session soon, rather than after sync_interval_ms (after the bundle
+ * session, when one follows). */
+static void ask_confirm(peer_t *p, int64_t now)
+{
+	sync_peer_t *sp = p->sync;
+	sync_root_peer_t *rp = &sp->root;
+	if (p->outbound && !sp->bundles_next && rp->streak && !rp->settled &&
+	    rp->confirms < SYNC_ROOT_CONFIRMS && sp->next_round_us > now + SYNC_ROOT_CONFIRM_US) {
+		rp->confirms++;
+		sp->next_round_us = now + SYNC_ROOT_CONFIRM_US;
+	}
 }
 
 void sync_root_session_end(peer_t *p, const sync_result_t *r)
@@ -145,21 +173,24 @@ void sync_root_session_end(peer_t *p, const sync_result_t *r)
 	sync_root_peer_t *rp = &sp->root;
 	if (!has_root(sy) || !(p->features & WIRE_FEAT_ROOT))
 		return;
-	if (!r->ok || r->st.need || r->st.have) {
-		rp->streak = 0; /* something to exchange, or no answer: lag */
-		return;
-	}
-	if (!log_complete(sy)) {
-		rp->streak = 0;
-		return;
-	}
 	int64_t now = node_now_us();
+	if (r->kind == SYNC_BUNDLES) {
+		/* bundles say nothing of the events states are made of */
+		ask_confirm(p, now);
+		return;
+	}
+	if (!r->ok || r->st.need || r->st.have || !log_complete(sy)) {
+		rp->streak = 0; /* something to exchange, no answer, or a log behind: lag */
+		return;
+	}
 	uint64_t seq = store_changes_last(sy->d.store);
 	if (!rp->streak || seq != rp->streak_seq) {
 		rp->streak = 1;
 		rp->streak_us = now;
 		rp->streak_seq = seq;
 		rp->confirms = 0;
+		rp->settled = 0;
+		rp->cand = 0;
 	} else {
 		rp->streak++;
 	}
@@ -176,15 +207,7 @@ void sync_root_session_end(peer_t *p, const sync_result_t *r)
 	 * the peer sends its own after each such session (and whenever it
 	 * signs), and what came before may be of a moment before it synced */
 	if (rp->streak >= 2 && now - rp->streak_us >= SYNC_ROOT_SETTLE_US && rp->have &&
-	    rp->recv_us > rp->streak_us && ours && cursor == seq) {
-		judge(sy, p, root, count, cursor);
-		return;
-	}
-	/* the dialler asks for the moment to come: a confirming session soon
-	 * (after the bundle session, when one follows) */
-	if (p->outbound && !sp->bundles_next && rp->confirms < SYNC_ROOT_CONFIRMS &&
-	    sp->next_round_us > now + SYNC_ROOT_CONFIRM_US) {
-		rp->confirms++;
-		sp->next_round_us = now + SYNC_ROOT_CONFIRM_US;
-	}
+	    rp->recv_us > rp->streak_us && ours && cursor == seq && judge(sy, p, root, count, cursor))
+		rp->settled = 1;
+	ask_confirm(p, now);
 }
