@@ -8,7 +8,8 @@
  * apart, with no commit here since the first, our latest document of
  * exactly that change-log position, and the peer's received after the
  * first (each side sends its latest after each such session, signing
- * first when it is stale). A difference then is a disagreement:
+ * first when it is stale). A difference seen at two such moments in a
+ * row, the same pair of roots, is a disagreement:
  * logged once per peer per pair of roots, counted, shown in `peers`;
  * never a ban. Loop thread only. */
 #include <inttypes.h>
