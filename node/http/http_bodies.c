@@ -4,12 +4,13 @@
  * document's own read, docs/performance.md "pithd against nginx").
  *
  * A table of 32-byte slots (the body and the four digits of the year),
- * open addressing with linear probing, grown by doubling while more than
- * three quarters full, up to HTTP_BODIES_SLOTS_MAX slots (64 MiB: a
- * million records held at half load). Past that, or when a probe runs
- * HTTP_BODIES_PROBE slots without a free one, a new body takes its home
- * slot's place: an old entry is forgotten, never a wrong year given, and
- * no slot ever becomes free again, so a probe never stops early. What
+ * open addressing with linear probing, grown by doubling once half full
+ * (or sooner, when a probe runs HTTP_BODIES_PROBE slots without a free
+ * one), up to HTTP_BODIES_SLOTS_MAX slots (64 MiB: a million records held
+ * at half load). Past that size a new body whose probe finds no free slot
+ * takes its home slot's place: an old entry is forgotten, never a wrong
+ * year given, and no slot ever becomes free again, so a probe never stops
+ * early. What
  * goes in was resolved in the store (http_resolve.c says why a cached
  * answer stays right), so clients cannot fill it with made-up bodies.
  * The loop thread's only. */
@@ -36,15 +37,14 @@ struct http_bodies {
 
 _Static_assert(sizeof(body_slot_t) == 32, "a body slot is 32 bytes");
 
-/* The body's home slot: its characters are base32 of a hash, so eight of
- * them, mixed, spread evenly. */
+/* The body's home slot: sixteen of its characters, mixed. */
 static size_t home(const char *body, size_t cap)
 {
-	uint64_t x;
+	uint64_t x, y;
 	memcpy(&x, body, sizeof(x));
-	x ^= x >> 29;
-	x *= UINT64_C(0x9e3779b97f4a7c15);
-	return (size_t)(x >> 17) & (cap - 1);
+	memcpy(&y, body + 8, sizeof(y));
+	x = (x ^ (y * UINT64_C(0xff51afd7ed558ccd))) * UINT64_C(0x9e3779b97f4a7c15);
+	return (size_t)(x >> 32) & (cap - 1); /* cap <= 2^21 */
 }
 
 http_bodies_t *http_bodies_new(void)
@@ -72,9 +72,11 @@ size_t http_bodies_count(const http_bodies_t *b)
 	return b ? b->count : 0;
 }
 
-/* Puts body -> year into s (cap slots); returns 1 if a slot was taken
- * that was free. */
-static int place(body_slot_t *s, size_t cap, const char *body, const char year[4])
+/* Puts body -> year into s (cap slots): 1 if it took a free slot, 0 if
+ * the body was there; -1 if HTTP_BODIES_PROBE slots from its home hold
+ * others, when the home slot is replaced if evict (else nothing is
+ * changed). */
+static int place(body_slot_t *s, size_t cap, const char *body, const char year[4], int evict)
 {
 	size_t h = home(body, cap);
 	for (size_t i = 0; i < HTTP_BODIES_PROBE; i++) {
@@ -86,9 +88,11 @@ static int place(body_slot_t *s, size_t cap, const char *body, const char year[4
 			return fresh;
 		}
 	}
-	memcpy(s[h].body, body, PITH_BODY_LEN); /* full around here: replaces the home slot's */
-	memcpy(s[h].year, year, 4);
-	return 0;
+	if (evict) {
+		memcpy(s[h].body, body, PITH_BODY_LEN);
+		memcpy(s[h].year, year, 4);
+	}
+	return -1;
 }
 
 /* Doubles the table (out of memory: stays as it is, and keeps working). */
@@ -100,8 +104,8 @@ static void grow(http_bodies_t *b)
 		return;
 	size_t n = 0;
 	for (size_t i = 0; i < b->cap; i++)
-		if (b->s[i].body[0])
-			n += (size_t)place(s, cap, b->s[i].body, b->s[i].year);
+		if (b->s[i].body[0] && place(s, cap, b->s[i].body, b->s[i].year, 1) > 0)
+			n++;
 	free(b->s);
 	b->s = s;
 	b->cap = cap;
@@ -112,10 +116,20 @@ void http_bodies_put(http_bodies_t *b, const char *pith)
 {
 	if (!b || strlen(pith) != PITH_NUMBER_LEN)
 		return;
-	if (b->count >= b->cap / 4 * 3 && b->cap < HTTP_BODIES_SLOTS_MAX)
+	if (b->count >= b->cap / 2 && b->cap < HTTP_BODIES_SLOTS_MAX)
 		grow(b);
-	/* "pith:YYYY:" then the body */
-	b->count += (size_t)place(b->s, b->cap, pith + PITH_NUMBER_LEN - PITH_BODY_LEN, pith + 5);
+	/* "pith:YYYY:" then the body; a long probe grows the table while it may */
+	const char *body = pith + PITH_NUMBER_LEN - PITH_BODY_LEN, *year = pith + 5;
+	int rc;
+	while ((rc = place(b->s, b->cap, body, year, 0)) < 0 && b->cap < HTTP_BODIES_SLOTS_MAX) {
+		size_t cap = b->cap;
+		grow(b);
+		if (b->cap == cap)
+			break; /* out of memory */
+	}
+	if (rc < 0)
+		rc = place(b->s, b->cap, body, year, 1);
+	b->count += rc > 0;
 }
 
 int http_bodies_get(const http_bodies_t *b, const char *body, char pith[static PITH_NUMBER_LEN + 1])
