@@ -711,7 +711,7 @@ int http_new(struct event_base *base, store_t *store, metrics_t *metrics, const 
 	}
 	h->jobs = idmap_new();
 	h->waits = idmap_new();
-	h->bodies = idmap_new();
+	h->bodies = http_bodies_new();
 	h->evh = evhttp_new(base);
 	if (!h->metrics || !h->jobs || !h->waits || !h->bodies || !h->evh) {
 		rc = pith_err_set(err, PITH_ENOMEM, "out of memory");
@@ -797,7 +797,7 @@ void http_free_(http_t *h)
 		event_free(h->dates_ev);
 	idmap_free(h->jobs);
 	idmap_free(h->waits);
-	idmap_free(h->bodies);
+	http_bodies_free(h->bodies);
 	if (h->own_metrics)
 		metrics_free(h->metrics);
 	gz_cache_free(h);

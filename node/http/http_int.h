@@ -7,6 +7,7 @@
  * http_dates.c   the table Last-Modified dates come from
  * http_cache.c   Cache-Control by route and status, the cache tag
  * http_conn.c    connections: the cap, the request timeout, body budgets
+ * http_bodies.c  the body cache: a record's body -> its year
  * http_resolve.c identifiers through the body cache and read-through,
  *                resolve, /healthz, /metrics: the server's alone
  * http_post.c    POST /events through the submit hook
@@ -86,7 +87,7 @@ struct http {
 	int stop_refused;       /* and the pool's pending requests were answered 503 */
 	int64_t stop_until_us;  /* how long http_stop_wait waits still */
 
-	idmap_t *bodies;        /* resolved bodies -> year (http_resolve.c) */
+	struct http_bodies *bodies; /* resolved bodies -> year (http_bodies.c) */
 
 	/* connections (http_conn.c) */
 	idmap_t *conns;         /* bufferevent pointer -> hconn_t */
@@ -186,6 +187,17 @@ size_t http_conn_owed(const http_t *h);
 size_t http_conn_queued(const http_t *h);
 /* After evhttp_free: drops the last references. */
 void http_conn_free_all(http_t *h);
+/* ---- http_bodies.c: the body cache (the loop's only) ------------------------------ */
+typedef struct http_bodies http_bodies_t;
+http_bodies_t *http_bodies_new(void);
+void http_bodies_free(http_bodies_t *b); /* NULL-tolerant */
+/* Whether body (PITH_BODY_LEN characters) is cached: 1 with pith set to
+ * its full number, else 0 (b NULL: 0). */
+int http_bodies_get(const http_bodies_t *b, const char *body, char pith[static PITH_NUMBER_LEN + 1]);
+/* Caches a stored record's full number (b NULL, or not a full number:
+ * nothing). Bounded: past its size an older body is forgotten. */
+void http_bodies_put(http_bodies_t *b, const char *pith);
+size_t http_bodies_count(const http_bodies_t *b);
 /* ---- http_resolve.c ------------------------------------------------------------ */
 /* Resolves an {ID} path segment or query value to a stored record's full
  * pith number: 0; -1 with the error reply set (400 malformed or

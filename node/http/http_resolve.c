@@ -21,52 +21,15 @@
  * cached body can miss is a later, second subject with the same body and
  * another year (necessarily bogus), which would make the body ambiguous:
  * such a body keeps naming the record it named first until the cache is
- * cleared (when full, or at restart). Only resolutions that succeeded are
- * cached, so clients cannot fill it with made-up bodies. */
-#define BODY_CACHE_MAX 262144
+ * forgotten (its slot taken by another, http_bodies.c) or the node
+ * restarts. Only resolutions that succeeded are cached, so clients cannot
+ * fill it with made-up bodies. */
 #define HTTP_WANT_RETRY_AFTER_S 5 /* a read-through whose upstream failed or rests, */
 #define HTTP_WANT_RETRY_MAX_S 300 /* unless the upstreams say when, up to this */
 
-static void body_key(const char *body, uint8_t key[32])
-{
-	memset(key, 0, 32);
-	memcpy(key, body, PITH_BODY_LEN);
-}
-
-static int body_cache_get(http_t *h, const char *body, char pith[static PITH_NUMBER_LEN + 1])
-{
-	uint8_t key[32];
-	body_key(body, key);
-	uintptr_t v = (uintptr_t)idmap_get(h->bodies, key);
-	if (!v)
-		return 0;
-	char year[5];
-	uint32_t y = (uint32_t)v;
-	memcpy(year, &y, 4);
-	year[4] = 0;
-	snprintf(pith, PITH_NUMBER_LEN + 1, "pith:%s:%.26s", year, body);
-	return 1;
-}
-
-static void body_cache_put(http_t *h, const char *pith)
-{
-	uint8_t key[32];
-	uint32_t y;
-	if (idmap_count(h->bodies) >= BODY_CACHE_MAX) {
-		idmap_free(h->bodies);
-		h->bodies = idmap_new();
-		if (!h->bodies)
-			return;
-	}
-	body_key(pith + PITH_NUMBER_LEN - PITH_BODY_LEN, key);
-	memcpy(&y, pith + 5, 4); /* four digits: never zero */
-	idmap_put(h->bodies, key, (void *)(uintptr_t)y);
-}
-
 void http_body_cache_add(http_t *h, const char *pith)
 {
-	if (h->bodies)
-		body_cache_put(h, pith);
+	http_bodies_put(h->bodies, pith);
 }
 
 /* The syntax checks every route's identifier goes through: 0 with *pid
@@ -106,7 +69,7 @@ int http_resolve_plan(http_ctx_t *c, const char *id, http_id_plan_t *plan)
 	}
 	if (!id_is_body(&pid) || !c->h->bodies)
 		return 0;
-	if (!body_cache_get(c->h, pid.value, plan->pith))
+	if (!http_bodies_get(c->h->bodies, pid.value, plan->pith))
 		plan->cache = 1;
 	return 0;
 }
@@ -155,7 +118,7 @@ int http_resolve_id(http_ctx_t *c, const char *id, char pith[static PITH_NUMBER_
 		return 0;
 	}
 	int is_body = id_is_body(&pid);
-	if (is_body && c->h->bodies && body_cache_get(c->h, pid.value, pith))
+	if (is_body && http_bodies_get(c->h->bodies, pid.value, pith))
 		return 0;
 	/* handed back: the worker's store_resolve found nothing a moment ago */
 	int rc = c->absent ? PITH_ENOTFOUND : store_resolve(c->h->store, id, pith, &err);
@@ -183,8 +146,8 @@ int http_resolve_id(http_ctx_t *c, const char *id, char pith[static PITH_NUMBER_
 		http_resolve_fail(c, id, rc, &err);
 		return -1;
 	}
-	if (is_body && c->h->bodies)
-		body_cache_put(c->h, pith);
+	if (is_body)
+		http_bodies_put(c->h->bodies, pith);
 	return 0;
 }
 
