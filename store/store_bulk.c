@@ -166,25 +166,41 @@ static void l0_triggers(const store_t *st, int cf, int bulk, enum store_bulk_mod
 	v[2] = usual ? STORE_L0_STOP : v[0] + 48;
 }
 
-/* Sets the L0 triggers of family handle h (l0_triggers: v). */
-static int l0_set_one(store_t *st, rocksdb_column_family_handle_t *h, int bulk, int waits,
+/* Each level's compression of family cf as SetOptions writes it: cf_tune's
+ * (LZ4, the index families' last level ZSTD), but level 0 none in bulk
+ * mode. A flush then skips LZ4 and the compaction that takes level 0 in
+ * skips its decompression; the files it writes are compressed as usual
+ * (with dynamic level bytes, a compaction's output takes the entry of its
+ * level counted from the base level, 1 or more, never entry 0). */
+static void levels_compression(int cf, int bulk, char *out, size_t cap)
+{
+	snprintf(out, cap, "%s:kLZ4Compression:kLZ4Compression:kLZ4Compression:kLZ4Compression:"
+			   "kLZ4Compression:%s",
+		 bulk ? "kNoCompression" : "kLZ4Compression",
+		 store_cf_is_index(cf) ? "kZSTD" : "kLZ4Compression");
+}
+
+/* Sets the L0 triggers of family handle h (l0_triggers: v) and its levels'
+ * compression (levels_compression; cf: the family h is or stands for). */
+static int l0_set_one(store_t *st, rocksdb_column_family_handle_t *h, int cf, int bulk, int waits,
 		      const int v[3], pith_err_t *err)
 {
-	static const char *keys[4] = {"level0_file_num_compaction_trigger",
+	static const char *keys[5] = {"level0_file_num_compaction_trigger",
 				      "level0_slowdown_writes_trigger", "level0_stop_writes_trigger",
-				      "max_bytes_for_level_base"};
-	char vals[4][24];
-	const char *vp[4];
+				      "compression_per_level", "max_bytes_for_level_base"};
+	char vals[5][192];
+	const char *vp[5];
 	for (int i = 0; i < 3; i++)
 		snprintf(vals[i], sizeof(vals[i]), "%d", v[i]);
-	snprintf(vals[3], sizeof(vals[3]), "%llu", bulk ? STORE_LEVEL_BASE_BYTES_BULK_WRITTEN : STORE_LEVEL_BASE_BYTES);
-	for (int i = 0; i < 4; i++)
+	levels_compression(cf, bulk, vals[3], sizeof(vals[3]));
+	snprintf(vals[4], sizeof(vals[4]), "%llu", bulk ? STORE_LEVEL_BASE_BYTES_BULK_WRITTEN : STORE_LEVEL_BASE_BYTES);
+	for (int i = 0; i < 5; i++)
 		vp[i] = vals[i];
 	/* one SetOptions per family (each rewrites the OPTIONS file); the
 	 * level base only for the families whose compaction waits, and back
 	 * for all at the end */
 	char *e = NULL;
-	rocksdb_set_options_cf(st->db, h, !bulk || waits ? 4 : 3, keys, vp, &e);
+	rocksdb_set_options_cf(st->db, h, !bulk || waits ? 5 : 4, keys, vp, &e);
 	return e ? store_db_error(err, e, "setting the level-0 triggers") : 0;
 }
 
@@ -197,13 +213,13 @@ static int l0_set(store_t *st, int bulk, enum store_bulk_mode mode, pith_err_t *
 			continue;
 		int v[3], rc;
 		l0_triggers(st, cf, bulk, mode, 1, v);
-		if ((rc = l0_set_one(st, st->cf[cf], bulk, l0_waits(st, cf), v, err)))
+		if ((rc = l0_set_one(st, st->cf[cf], cf, bulk, l0_waits(st, cf), v, err)))
 			return rc;
 		for (int i = 0; i < STORE_NSIDE; i++) {
 			if (store_side_cf(i) != cf || !st->side[i] || !st->side_main[i])
 				continue;
 			l0_triggers(st, cf, bulk, mode, 0, v);
-			if ((rc = l0_set_one(st, st->side_main[i], bulk, l0_waits(st, cf), v, err)))
+			if ((rc = l0_set_one(st, st->side_main[i], cf, bulk, l0_waits(st, cf), v, err)))
 				return rc;
 		}
 	}

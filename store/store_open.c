@@ -87,7 +87,8 @@ static void cf_tune(store_t *st, int cf)
 	 * catching up reads them in random order, and ZSTD's decompression of
 	 * a block per event was a third of the serving CPU (docs/store.md).
 	 * Index column families settle in the last level with ZSTD, which
-	 * is where nearly all of it ends up. */
+	 * is where nearly all of it ends up. A bulk load's level 0 goes
+	 * uncompressed (store_bulk.c, levels_compression: keep the two alike). */
 	int bottom = docs ? rocksdb_lz4_compression : rocksdb_zstd_compression;
 	int levels[7] = {rocksdb_lz4_compression, rocksdb_lz4_compression, rocksdb_lz4_compression,
 			 rocksdb_lz4_compression, rocksdb_lz4_compression, rocksdb_lz4_compression,
