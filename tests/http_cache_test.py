@@ -6,10 +6,13 @@ stale-while-revalidate and stale-if-error; the lists shorter; the change
 feed no-cache; per node or per request no-store; 400 and 404 briefly,
 other errors not at all), the cache tag of a record's documents and the
 lists, the same on a 304 (by ETag and by date) and on the gzip variant,
-the change feed's cache_tag, and a server with --max-age 0 (no-cache).
+the change feed's cache_tag, the immutable documents (an event by its id,
+a bundle by its hash), and a server with --max-age 0 (no-cache).
 
 usage: http_cache_test.py --serve S --pithctl C --gen-events G --data DIR
 """
+import gzip
+import json
 import os
 import sys
 import time
@@ -23,6 +26,7 @@ REC = "public, max-age=60, stale-while-revalidate=60, stale-if-error=86400"
 LIST = "public, max-age=10, stale-while-revalidate=10, stale-if-error=86400"
 KEY = "public, max-age=3600, stale-while-revalidate=86400, stale-if-error=604800"
 ERR = "public, max-age=5"
+IMM = "public, max-age=31536000, immutable"
 
 
 def run_cases(args, root, base, gen_rec, gen_body, held, untrusted, opkey, servers, store, trust):
@@ -135,6 +139,46 @@ def run_cases(args, root, base, gen_rec, gen_body, held, untrusted, opkey, serve
         resp = u.raw(b"GET /pith/a%00b HTTP/1.1\r\nHost: t\r\n\r\n")
         assert u.status_of(resp) == 400 and b"Cache-Control: no-store" in resp, resp[:300]
 
+    @case("immutable: /api/event/{EVENT_ID} and /api/bundle/{BUNDLE_SHA256}: the stored "
+          "bytes, %s, no tag; 304 by ETag (and by date for the bundle); gzip; HEAD; "
+          "400 for a malformed hash, 404 for an unknown one" % IMM)
+    def _():
+        evs, _, _ = u.get_json("/api/pith-number/%s/events.json" % B)
+        bd = req("GET", "/pith/%s/bundle.json" % A)[2]
+        sha = json.loads(bd)["bundle_signature"]["bundle_sha256"]
+        docs = [("/api/event/%s" % e["event_id"], None) for e in evs["events"]]
+        docs += [("/api/event/%s" % evs["events"][0]["event_id"][7:], None),
+                 ("/api/bundle/%s" % sha, bd), ("/api/bundle/sha256:%s" % sha, bd)]
+        for path, want in docs:
+            st, h, body = req("GET", path)
+            assert st == 200 and h["cache-control"] == IMM, (path, st, h)
+            assert h["content-type"] == "application/json" and "cache-tag" not in h, (path, h)
+            if want is None:  # an event: the bytes events.json lists, by id
+                assert json.loads(body)["event_id"] == "sha256:" + path.rsplit("/", 1)[1][-64:]
+                assert body.decode() in req("GET", "/api/pith-number/%s/events.json" % B)[2].decode()
+            else:
+                assert body == want and h.get("last-modified"), (path, h)
+                st, h2, _ = req("GET", path, {"If-Modified-Since": h["last-modified"]})
+                assert st == 304 and h2["cache-control"] == IMM, (path, st)
+            st, h2, b2 = req("GET", path, {"If-None-Match": h["etag"]})
+            assert st == 304 and not b2 and h2["cache-control"] == IMM and h2["etag"] == h["etag"]
+            st, hz, bz = req("GET", path, {"Accept-Encoding": "gzip"})
+            assert hz.get("content-encoding") == "gzip" and gzip.decompress(bz) == body, path
+            assert hz["etag"] == h["etag"][:-1] + '-gzip"' and hz["cache-control"] == IMM, path
+            assert "Accept-Encoding" in hz["vary"], hz
+            st, hh, bh = req("HEAD", path)
+            assert st == 200 and not bh and hh["cache-control"] == IMM, (path, st)
+        for path in ("/api/event/" + "0" * 64, "/api/bundle/" + "0" * 64):
+            st, h, _ = req("GET", path)
+            assert st == 404 and h["cache-control"] == ERR, (path, st, h)
+        for path in ("/api/event/xyz", "/api/bundle/" + "A" * 64, "/api/event/sha256:" + "0" * 63,
+                     "/api/bundle/" + "0" * 65):
+            st, h, body = req("GET", path)
+            assert st == 400 and h["cache-control"] == ERR, (path, st, h)
+            assert b"64 lower-case hex" in body, body
+        st, h, _ = req("GET", "/api/event/")
+        assert st == 404 and h["cache-control"] == "no-store", (st, h)
+
     @case("--max-age 0: every document no-cache, errors not cached at all")
     def _():
         assert servers[0].stop() == 0  # the store's lock: one server at a time
@@ -145,6 +189,9 @@ def run_cases(args, root, base, gen_rec, gen_body, held, untrusted, opkey, serve
             assert st == 200 and h["cache-control"] == "no-cache", (path, h)
         st, h, _ = req("GET", "/pith/AAAAAAAAAAAAAAAAAAAAAAAAAA.json", server=s0)
         assert st == 404 and h["cache-control"] == "no-store", h
+        e = json.loads(req("GET", "/api/pith-number/%s/events.json" % B, server=s0)[2])["events"][0]
+        st, h, _ = req("GET", "/api/event/" + e["event_id"], server=s0)
+        assert st == 200 and h["cache-control"] == IMM, h  # the bytes never change, whatever M
 
 
 if __name__ == "__main__":

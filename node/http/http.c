@@ -36,7 +36,7 @@ int64_t http_now_us(void)
 static const char *const route_names[RENDER_NROUTES] = {
 	"page", "record", "bundle", "well_known_bundle", "state", "events", "graph",
 	"resolve", "mirrors", "post_events", "metrics", "healthz", "changes", "signing_key", "home",
-	"list", "records_api", "search", "search_api", "bib", "root", "other",
+	"list", "records_api", "search", "search_api", "bib", "root", "event", "bundle_hash", "other",
 };
 
 const char *http_route_name(render_route_t r)

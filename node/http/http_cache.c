@@ -17,6 +17,9 @@
 #define HTTP_CACHE_ERROR_MAX 5
 /* The signing key changes only with a rotation (a restart). */
 #define HTTP_CACHE_KEY_MAX 3600
+/* What a content hash names (an event by its id, a bundle by its hash)
+ * never changes: a year, the longest RFC 9111 advises, and immutable. */
+#define HTTP_CACHE_IMMUTABLE "public, max-age=31536000, immutable"
 
 static int min_int(int a, int b)
 {
@@ -44,6 +47,10 @@ void http_cache_control(render_route_t route, int status, const render_resp_t *r
 	}
 	if (status != 200 && status != 304 && status != 302)
 		return; /* 204 (a preflight: Access-Control-Max-Age), 405, 5xx... */
+	if (route == RENDER_ROUTE_EVENT_ID || route == RENDER_ROUTE_BUNDLE_HASH) {
+		snprintf(out, cap, "%s", HTTP_CACHE_IMMUTABLE); /* whatever http_max_age */
+		return;
+	}
 	if (max_age <= 0) {
 		snprintf(out, cap, "no-cache");
 		return;

@@ -247,6 +247,10 @@ render_route_t render_route_match(const render_target_t *t, char *id, size_t idc
 		SET_ID(s[2], strlen(s[2]));
 		return RENDER_ROUTE_ROOT;
 	}
+	if (n == 3 && !strcmp(s[0], "api") && !strcmp(s[1], "event"))
+		return RENDER_ROUTE_EVENT_ID; /* the views read seg[2] */
+	if (n == 3 && !strcmp(s[0], "api") && !strcmp(s[1], "bundle"))
+		return RENDER_ROUTE_BUNDLE_HASH;
 	if (n == 2 && !strcmp(s[0], "api") && !strcmp(s[1], "changes"))
 		return RENDER_ROUTE_CHANGES;
 	if (n == 2 && !strcmp(s[0], "api") && !strcmp(s[1], "records"))
@@ -305,6 +309,8 @@ int render_view_run_global(render_ctx_t *c)
 	case RENDER_ROUTE_CHANGES: render_view_changes(c); return 1;
 	case RENDER_ROUTE_SEARCH: render_view_search_html(c); return 1;
 	case RENDER_ROUTE_SEARCH_API: render_view_search_json(c); return 1;
+	case RENDER_ROUTE_EVENT_ID: render_view_event_by_id(c); return 1;
+	case RENDER_ROUTE_BUNDLE_HASH: render_view_bundle_by_hash(c); return 1;
 	default: return 0;
 	}
 }

@@ -234,6 +234,8 @@ typedef enum render_route {
 	RENDER_ROUTE_SEARCH_API,   /* /api/search?q=: the same in JSON */
 	RENDER_ROUTE_BIB,          /* /pith/{ID}.bib: the record's BibTeX entry */
 	RENDER_ROUTE_ROOT,         /* /api/root, /api/root/history, /api/root/range, /api/proof/{ID} */
+	RENDER_ROUTE_EVENT_ID,     /* /api/event/{EVENT_ID}: immutable */
+	RENDER_ROUTE_BUNDLE_HASH,  /* /api/bundle/{BUNDLE_SHA256}: immutable */
 	RENDER_ROUTE_OTHER,        /* unrouted: 400, 404, 414, 431 */
 	RENDER_NROUTES
 } render_route_t;
@@ -280,7 +282,8 @@ typedef struct render_ctx {
 } render_ctx_t;
 
 /* Runs the view of a route without an {ID} that renders a document (home,
- * list, records, mirrors, signing key, changes, search): 1, else 0. */
+ * list, records, mirrors, signing key, changes, search, an event by its id,
+ * a bundle by its hash): 1, else 0. */
 int render_view_run_global(render_ctx_t *c);
 /* The cache tag of a record's documents (docs/http.md, "Caching"):
  * "pith-" and the body of the full number pith; the lists' is

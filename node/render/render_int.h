@@ -174,6 +174,12 @@ void render_view_signing_key(render_ctx_t *c);
 #define HTTP_CHANGES_PATH "/api/changes"
 void render_view_changes(render_ctx_t *c);
 
+/* ---- render_byhash.c ------------------------------------------------------------ */
+/* /api/event/{EVENT_ID}: the stored event's canonical bytes. */
+void render_view_event_by_id(render_ctx_t *c);
+/* /api/bundle/{BUNDLE_SHA256}: the bundle while it is its record's newest. */
+void render_view_bundle_by_hash(render_ctx_t *c);
+
 /* ---- render_browse.c: pages to browse ---------------------------------------------- */
 /* "/": what this mirror is, the records changed last, the search box. */
 void render_view_home(render_ctx_t *c);

@@ -42,6 +42,7 @@ export); the site is exported afresh into DIR/site.
   python3 tests/bench/bench_site.py --build build --records 1000000 --no-serve --dir /tmp/s1m
 """
 import argparse
+import gzip
 import json
 import os
 import random
@@ -108,12 +109,18 @@ def wrk(port, lst, duration, conns):
     return re.search(r"^RESULT .*$", out, re.M).group(0)
 
 
-def fetch_states(port, lst, n, site, root, threads=2, conns=16):
+def fetch_states(port, lst, n, site, root, threads=2, conns=16, gz=False):
     """The state.json of every body in lst (n lines), as http_serve on port
     answers it, written where the export puts it (site/rec/XY/BODY.state.json):
-    wrk fetches them (bench_fetch.lua), each is named by its pith number."""
+    wrk fetches them (bench_fetch.lua), each is named by its pith number.
+    gz: asked with Accept-Encoding: gzip, the gzipped bytes written as
+    BODY.state.json.gz (what the export stores, deploy/nginx.conf's
+    gzip_static; bench_cache.py fetches them through the cache, which
+    warms it)."""
     pre = os.path.join(root, "fetched")
-    w = subprocess.Popen(["wrk", "-t", str(threads), "-c", str(conns), "-d", "3600s", "-s",
+    hdr = ["-H", "Accept-Encoding: gzip"] if gz else []
+    name = lambda b: os.path.join(site, "rec", b[:2], b + ".state.json" + (".gz" if gz else ""))  # noqa: E731
+    w = subprocess.Popen(["wrk", "-t", str(threads), "-c", str(conns), "-d", "3600s"] + hdr + ["-s",
                           os.path.join(HERE, "bench_fetch.lua"), "http://127.0.0.1:%d" % port,
                           "--", lst, pre, str(threads)], stdout=subprocess.DEVNULL)
     while not all(os.path.exists("%s.%d.done" % (pre, i)) for i in range(1, threads + 1)):
@@ -130,14 +137,12 @@ def fetch_states(port, lst, n, site, root, threads=2, conns=16):
                 if not line:
                     break
                 body = f.read(int(line))
-                b = re.search(rb'"pith_number":"pith:[0-9]{4}:([A-Z2-7]{26})"', body).group(1)
-                b = b.decode()
+                b = state_body(gzip.decompress(body) if gz else body)
                 if b in seen:
                     continue
                 seen.add(b)
-                d = os.path.join(site, "rec", b[:2])
-                os.makedirs(d, exist_ok=True)
-                with open(os.path.join(d, b + ".state.json"), "wb") as g:
+                os.makedirs(os.path.dirname(name(b)), exist_ok=True)
+                with open(name(b), "wb") as g:
                     g.write(body)
         os.unlink("%s.%d" % (pre, i))
         os.unlink("%s.%d.done" % (pre, i))
@@ -147,19 +152,24 @@ def fetch_states(port, lst, n, site, root, threads=2, conns=16):
         rest = [b for b in f.read().split() if b not in seen]
     c = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
     for b in rest:
-        c.request("GET", "/pith/%s/state.json" % b)
+        c.request("GET", "/pith/%s/state.json" % b, headers={"Accept-Encoding": "gzip"} if gz else {})
         r = c.getresponse()
         body = r.read()
         if r.status != 200:
             raise SystemExit("state.json of %s: %d" % (b, r.status))
-        os.makedirs(os.path.join(site, "rec", b[:2]), exist_ok=True)
-        with open(os.path.join(site, "rec", b[:2], b + ".state.json"), "wb") as g:
+        os.makedirs(os.path.dirname(name(b)), exist_ok=True)
+        with open(name(b), "wb") as g:
             g.write(body)
         seen.add(b)
     if len(seen) != n:
         raise SystemExit("fetched %d state.json of %d" % (len(seen), n))
     os.makedirs(os.path.join(site, ".pith-site"), exist_ok=True)
     open(os.path.join(site, ".pith-site", "aliases.map"), "a").close()
+
+
+def state_body(body):
+    """The 26-character body of the pith number a state.json names."""
+    return re.search(rb'"pith_number":"pith:[0-9]{4}:([A-Z2-7]{26})"', body).group(1).decode()
 
 
 def tree_size(d):
