@@ -213,10 +213,11 @@ def case_site_aliases(args, root, nodes):
         st, _, _ = c.get("/pith/arxiv:9999.99999")
         assert st == 404, "an unknown alias answered %d, not 404: a key hijacks the map" % st
         # each hostile id is an alias of its own record, literally
-        bodies = {}
-        for line in open(os.path.join(site, ".pith-site", "claims")):
-            b, k = line.rstrip("\n").split(" ", 1)
-            bodies.setdefault(k, b)
+        bodies = {}  # the map's lines, "\\KEY" BODY; (docs/site.md)
+        for line in open(os.path.join(site, ".pith-site", "aliases.map")):
+            if line.startswith('"\\\\'):
+                k, b = line.rstrip(";\n").rsplit(" ", 1)
+                bodies.setdefault(k[3:-1], b)
         for i in ["~.*", "include", "default"]:
             st, h, _ = c.get("/pith/arxiv:" + urllib.request.quote(i, safe=""))
             assert st == 302 and bodies.get(i) and h["location"] == "/pith/" + bodies[i], \

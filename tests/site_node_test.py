@@ -31,12 +31,11 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from pithtest import Node, make_events, run_test, wait_for  # noqa: E402
 
 DOCS = [("/pith/%s", "text/html", "html"),
-        ("/pith/%s", "application/ld+json", "jsonld"),
         ("/pith/%s.json", None, "json"),
         ("/pith/%s/state.json", None, "state.json"),
         ("/api/pith-number/%s/events.json", None, "events.json"),
-        ("/api/pith-number/%s/graph.json", None, "graph.json"),
-        ("/pith/%s.bib", None, "bib")]
+        ("/api/pith-number/%s/graph.json", None, "graph.json")]
+# (no JSON-LD nor .bib in the tree: pithd's own documents, docs/site.md)
 
 
 def rec_rel(body, ext):
@@ -53,14 +52,17 @@ def http_get(base, path, accept=None):
 CITED = re.compile(rb"<h3>Cited by</h3>\n.*?<h3>", re.S)
 
 
-# the resolver link: a node answers it, files cannot (docs/site.md)
-RESOLVER = re.compile(rb'<a href="[^"]*/api/pith-number/resolve\?[^"]*">Resolver JSON</a> ')
+# the resolver and .bib links: a node answers them, the tree has no file
+# for them (docs/site.md)
+RESOLVER = re.compile(rb'<a href="[^"]*/api/pith-number/resolve\?[^"]*">Resolver JSON</a> |'
+                      rb'<a href="[^"]*\.bib">BibTeX</a> |'
+                      rb', or <a href="[^"]*\.bib">download it as a \.bib file</a>')
 
 
 def mask(b):
     """A record page less its "Cited by" section (the node answers it from
     its search index, the tree says "not known": it would go stale, other
-    records' events change it) and its resolver link (docs/site.md)."""
+    records' events change it) and its resolver and .bib links (docs/site.md)."""
     return RESOLVER.sub(b"", CITED.sub(b"<h3>Cited by</h3>...<h3>", b))
 
 

@@ -48,10 +48,14 @@ AR7B = "AR7B3DEVMOTSBRCCVXUCLYSRRE"
 AR7B_CANON = "047e1d8c9563a720c442ade825e25189007290160bedcc76b7e523bfd71812d3"
 DOCS = ["/pith/%s", "/pith/%s.json", "/pith/%s/bundle.json", "/pith/%s/state.json",
         "/.well-known/pith/%s/bundle.json", "/api/pith-number/%s/events.json",
-        "/api/pith-number/%s/graph.json", "/pith/%s.bib"]
+        "/api/pith-number/%s/graph.json"]
+# (the .bib and the JSON-LD, pithd's own documents, not the registry's, are
+# not in the tree: docs/site.md, "Six files a record")
 # the links a node's pages have and a tree's leave out: what files cannot
 # answer (the resolver, the change feed, /healthz; docs/site.md)
 NODE_ONLY = re.compile(rb'<a href="[^"]*/api/pith-number/resolve\?[^"]*">Resolver JSON</a> |'
+                       rb'<a href="[^"]*\.bib">BibTeX</a> |'
+                       rb', or <a href="[^"]*\.bib">download it as a \.bib file</a>|'
                        rb', <a href="[^"]*/(?:api/changes|healthz)">/(?:api/changes|healthz)</a>')
 
 
@@ -298,10 +302,10 @@ def jobs(args, root, store, site, base, records):
     mine = [x for x in names if x.startswith(b)]
     plain_gz = [x for dp, _, fs in os.walk(d3) for x in fs
                 if x.endswith(".gz") and x[:-3] in fs]
-    check(len(mine) == 8 and all(x.endswith(".gz") for x in mine) and not plain_gz and
+    check(len(mine) == 6 and all(x.endswith(".gz") for x in mine) and not plain_gz and
           not os.path.exists(os.path.join(d3, ".well-known")) and
           not os.path.exists(os.path.join(d3, "pith", b)),
-          "a record's 8 documents are 8 files in rec/%s/, each stored once (%s); no file "
+          "a record's 6 documents are 6 files in rec/%s/, each stored once (%s); no file "
           "beside its .gz (%s)" % (b[:2], mine, plain_gz[:3]))
     # a tree of the layout before issue 55 (a directory per record, plain
     # files beside .gz): its record files go, every record is rendered anew
@@ -342,7 +346,11 @@ def run(args, root, store, site, base, records, node, ngx, ngxproc, trust, opkey
         for d in DOCS:
             if not same(node, ngx, d % b):
                 bad.append(d % b)
-        if not same(node, ngx, "/pith/" + b, {"Accept": "application/ld+json"}):
+        # JSON asked for at /pith/{ID}: the record view (the tree has no
+        # JSON-LD), as /pith/{ID}.json from the node
+        st, h, body = ngx.get("/pith/" + b, {"Accept": "application/ld+json"})
+        if st != 200 or h.get("content-type") != "application/json" or \
+                body != node.get("/pith/%s.json" % b)[2]:
             bad.append("ld " + b)
     check(not bad, "every record's %d URLs: the same body and type from nginx as from the node "
           "(%d records; %d differ)" % (len(DOCS) + 1, len(bodies), len(bad)))
@@ -409,8 +417,8 @@ def run(args, root, store, site, base, records, node, ngx, ngxproc, trust, opkey
           "nginx: ETag revalidates (304), CORS, Cache-Control and nosniff as the node sends them")
 
     # one stored form, both served: gzip as stored, plain through gunzip,
-    # each with Vary: Accept-Encoding; the file names of the old layout
-    # (pith/BODY/index.html, index.jsonld) answer as they did
+    # each with Vary: Accept-Encoding; the page's file name of the old
+    # layout (pith/BODY/index.html) answers as it did
     st, h, b = ngx.get("/pith/%s/state.json" % AR7B)
     stg, hg, bg = ngx.get("/pith/%s/state.json" % AR7B, {"Accept-Encoding": "gzip"})
     check(st == stg == 200 and "accept-encoding" in h.get("vary", "").lower() and
@@ -420,12 +428,13 @@ def run(args, root, store, site, base, records, node, ngx, ngxproc, trust, opkey
           "a document stored only as .gz: plain to a client without gzip (%s), gzip to one "
           "with, the same bytes, Vary: Accept-Encoding (%s)" % (h.get("content-encoding"),
                                                                  hg.get("vary")))
-    ld = node.get("/pith/" + AR7B, {"Accept": "application/ld+json"})[2]
-    check(ngx.get("/pith/%s/index.jsonld" % AR7B)[2] == ld and
-          page_mask(ngx.get("/pith/%s/index.html" % AR7B)[2]) ==
-          page_mask(node.get("/pith/" + AR7B)[2]) and ngx.get("/rec/")[0] == 404,
-          "/pith/BODY/index.jsonld and index.html (the old layout's files) answer as before; "
-          "rec/ itself is not served")
+    nodeonly = [ngx.get(u % AR7B)[0] for u in ("/pith/%s.bib", "/pith/%s/index.jsonld")]
+    check(page_mask(ngx.get("/pith/%s/index.html" % AR7B)[2]) ==
+          page_mask(node.get("/pith/" + AR7B)[2]) and ngx.get("/rec/")[0] == 404 and
+          nodeonly == [404, 404] and node.get("/pith/%s.bib" % AR7B)[0] == 200,
+          "/pith/BODY/index.html (the old layout's file) answers as before; rec/ itself is "
+          "not served; the .bib and index.jsonld, the node's own, are 404 from the tree (%s)"
+          % nodeonly)
 
     # ---- incremental -----------------------------------------------------------------------
     before = tree_state(site)

@@ -265,8 +265,8 @@ static void page_links(pith_buf_t *b, render_t *h, const render_rec_t *r, int ha
 		{"/pith/%s.bib", "BibTeX"},
 	};
 	for (size_t i = 0; i < sizeof(docs) / sizeof(docs[0]); i++) {
-		if ((i == 1 && !has_bundle) || (i == 5 && h->files_only))
-			continue; /* no bundle; a tree of files answers no resolve */
+		if ((i == 1 && !has_bundle) || (i >= 5 && h->files_only))
+			continue; /* no bundle; a tree of files answers no resolve, has no .bib */
 		render_html_link(b, h, docs[i][0], r->body, docs[i][1]);
 		pith_buf_putc(b, ' ');
 	}
@@ -310,8 +310,11 @@ static void page_cite(pith_buf_t *b, render_t *h, const render_rec_t *r)
 	render_bib_entry(t, h, r);
 	if (!t->oom)
 		render_html_escape(b, (const char *)t->data, t->len);
-	pith_buf_puts(b, "</pre>\n<p class=\"muted\">Select and copy it, or ");
-	render_html_link(b, h, "/pith/%s.bib", r->body, "download it as a .bib file");
+	pith_buf_puts(b, "</pre>\n<p class=\"muted\">Select and copy it");
+	if (!h->files_only) { /* a tree of files has no .bib (docs/site.md) */
+		pith_buf_puts(b, ", or ");
+		render_html_link(b, h, "/pith/%s.bib", r->body, "download it as a .bib file");
+	}
 	pith_buf_puts(b, " (the key is the short pith number).</p>\n");
 }
 

@@ -2,8 +2,8 @@
  * the browse pages, the manifest and the alias map, written under OUT.
  *
  * Layout (URL path -> file, docs/site.md; deploy/nginx.conf maps them):
- *   /pith/{BODY}                  rec/XY/BODY.html, rec/XY/BODY.jsonld
- *   /pith/{BODY}.json, .bib       rec/XY/BODY.json, rec/XY/BODY.bib
+ *   /pith/{BODY}                  rec/XY/BODY.html
+ *   /pith/{BODY}.json             rec/XY/BODY.json
  *   /pith/{BODY}/bundle.json      rec/XY/BODY.bundle.json (and state.json)
  *   /.well-known/pith/{BODY}/bundle.json   the same file
  *   /api/pith-number/{BODY}/events.json, graph.json
@@ -12,7 +12,9 @@
  *   ...?after=N                   pith/after/N.html, api/records/after/N.json
  *   /pith-mirrors.json, /pith-signing-key.json
  * XY: the body's first two characters. Each file stored once: FILE.gz
- * for RENDER_GZIP_MIN bytes or more, else FILE. */
+ * for RENDER_GZIP_MIN bytes or more, else FILE. The registry's six
+ * documents only: pithd's JSON-LD and BibTeX are the node's (docs/site.md,
+ * "Six files a record"). */
 #include "site.h"
 
 #include <dirent.h>
@@ -198,21 +200,20 @@ static int export_error_page(site_t *s)
  * most 32 x 32 directories however many records); deploy/nginx.conf maps
  * the registry's URLs onto them. /.well-known/pith/{BODY}/bundle.json,
  * the same bytes as /pith/{BODY}/bundle.json (one view), is the same
- * file. */
+ * file. Not the JSON-LD nor the .bib (pithd's own, not the registry's:
+ * docs/site.md). */
 static const struct {
 	const char *target, *accept, *ext;
 } record_docs[] = {
 	{"/pith/%s", "text/html", "html"},
-	{"/pith/%s", "application/ld+json", "jsonld"},
 	{"/pith/%s.json", NULL, "json"}, /* the record view: its aliases (below) */
 	{"/pith/%s/bundle.json", NULL, "bundle.json"},
 	{"/pith/%s/state.json", NULL, "state.json"},
 	{"/api/pith-number/%s/events.json", NULL, "events.json"},
 	{"/api/pith-number/%s/graph.json", NULL, "graph.json"},
-	{"/pith/%s.bib", NULL, "bib"},
 };
 #define NRECORD_DOCS (sizeof(record_docs) / sizeof(record_docs[0]))
-#define RECORD_VIEW 2
+#define RECORD_VIEW 1
 
 void site_record_rel(const char *body, const char *ext, char *out, size_t cap)
 {
@@ -451,10 +452,13 @@ static int meta_put(site_t *s, const char *name, const char *val)
 
 /* ---- the tree's layout ----------------------------------------------------------------- */
 
-/* The layout OUT/.pith-site/layout names. A tree of another (the
- * directories of its own per record, a plain file and a .gz beside it,
- * until issue 55) is rendered again, and its record files removed. */
-#define SITE_LAYOUT "2"
+/* The layout OUT/.pith-site/layout names. A tree of another is rendered
+ * again, and the files this one has not removed: "2" (issue 55's rec/XY/
+ * with eight documents a record) its JSON-LD and .bib files; older (the
+ * directories of its own per record, a plain file and a .gz beside it)
+ * its record files. */
+#define SITE_LAYOUT "3"
+#define SITE_LAYOUT_8DOCS "2"
 
 /* Removes path and what is under it (files and directories; no link is
  * followed). Counts the files. */
@@ -506,6 +510,43 @@ static void drop_old_layout(site_t *s)
 			rm_tree(s, sub, 1);
 		else
 			site_drop(s, sub);
+	}
+	closedir(d);
+}
+
+/* Whether name is a record's file of ext (BODY.EXT or BODY.EXT.gz). */
+static int is_doc(const char *name, const char *ext)
+{
+	size_t k = strspn(name, "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567"), n = strlen(ext);
+	return k == PITH_BODY_LEN && name[k] == '.' && !strncmp(name + k + 1, ext, n) &&
+	       (!name[k + 1 + n] || !strcmp(name + k + 1 + n, ".gz"));
+}
+
+/* The JSON-LD and .bib files of layout SITE_LAYOUT_8DOCS in rec/XY/. */
+static void drop_8docs(site_t *s)
+{
+	char path[4096];
+	snprintf(path, sizeof(path), "%s/" SITE_RECORD_DIR, s->dir);
+	DIR *d = opendir(path);
+	if (!d)
+		return;
+	struct dirent *de;
+	while ((de = readdir(d))) {
+		if (strlen(de->d_name) != 2 || de->d_name[0] == '.')
+			continue;
+		char sub[4400];
+		snprintf(sub, sizeof(sub), "%s/%s", path, de->d_name);
+		DIR *x = opendir(sub);
+		struct dirent *f;
+		while (x && (f = readdir(x))) {
+			if (!is_doc(f->d_name, "jsonld") && !is_doc(f->d_name, "bib"))
+				continue;
+			char file[4700];
+			snprintf(file, sizeof(file), "%s/%s", sub, f->d_name);
+			site_drop(s, file);
+		}
+		if (x)
+			closedir(x);
 	}
 	closedir(d);
 }
@@ -597,7 +638,9 @@ int site_export(store_t *st, const site_opts_t *o, site_stats_t *stats, pith_err
 	/* another base URL changes every link: everything again */
 	int full = o->full || !cursor[0] || strcmp(was_url, render_base_url(s.r)) ||
 		   strcmp(was_head, head) || strcmp(layout, SITE_LAYOUT);
-	if (cursor[0] && strcmp(layout, SITE_LAYOUT))
+	if (cursor[0] && !strcmp(layout, SITE_LAYOUT_8DOCS))
+		drop_8docs(&s);
+	else if (cursor[0] && strcmp(layout, SITE_LAYOUT))
 		drop_old_layout(&s);
 	s.s.from = full ? 0 : strtoull(cursor, NULL, 10);
 	s.s.to = store_changes_last(st);

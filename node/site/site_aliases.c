@@ -76,11 +76,13 @@ static int claim_cmp(const void *a, const void *b)
 	return r ? r : strcmp(x->body, y->body);
 }
 
-/* The merge of the last run's claims list with this run's claims, in
- * (key, body) order, and what it writes: the list again, and the map, one
- * line per key that names one record. */
+/* The merge of the last run's claims with this run's, in (key, body)
+ * order, and what it writes: the map, one line per key that names one
+ * record, and the claims list, only the claims of the keys that name
+ * several (what the map leaves out: issue 55, the map is the list of the
+ * others, not repeated). */
 typedef struct merge {
-	pith_buf_t list, map;
+	pith_buf_t list, map, grp;
 	const char *key, *body; /* the item before */
 	const char *gkey, *gbody; /* the first of the key's group */
 	size_t gbodies;           /* distinct bodies claiming gkey */
@@ -91,9 +93,13 @@ static void group_end(merge_t *m)
 	/* "\\KEY": nginx unquotes it to \KEY, and map takes a key after a
 	 * backslash as the literal string, never as a regular expression
 	 * (~...) or a parameter (default, include, ...). A key two records
-	 * claim is ambiguous, as the server's resolver says: left out. */
+	 * claim is ambiguous, as the server's resolver says: left out, its
+	 * claims kept in the list. */
 	if (m->gbodies == 1)
 		pith_buf_printf(&m->map, "\"\\\\%s\" %s;\n", m->gkey, m->gbody);
+	else
+		pith_buf_append(&m->list, m->grp.data, m->grp.len);
+	pith_buf_reset(&m->grp);
 	m->gbodies = 0;
 }
 
@@ -102,13 +108,13 @@ static void merge_item(merge_t *m, const char *key, const char *body)
 	int same_key = m->key && !strcmp(m->key, key);
 	if (same_key && !strcmp(m->body, body))
 		return; /* claimed twice by one record */
-	pith_buf_printf(&m->list, "%s %s\n", body, key);
 	if (!same_key) {
 		if (m->gbodies)
 			group_end(m);
 		m->gkey = key;
 		m->gbody = body;
 	}
+	pith_buf_printf(&m->grp, "%s %s\n", body, key);
 	m->gbodies++;
 	m->key = key;
 	m->body = body;
@@ -120,36 +126,97 @@ static int item_cmp(const char *k1, const char *b1, const char *k2, const char *
 	return r ? r : strcmp(b1, b2);
 }
 
-/* The next line of the last run's list (line by line from *p, NUL
- * terminated in place) whose record was not rendered this run: 1 with
- * key and body set, 0 at the end, -1 if it is out of order (a list this
- * code did not write). */
-static int old_next(site_t *s, char **p, char *end, const char **key, const char **body,
-		    const char *pkey, const char *pbody)
+/* One of the last run's two files, read line by line from p (each NUL
+ * terminated in place): the map ("\\KEY" BODY;) or the claims list
+ * (BODY KEY). */
+typedef struct cur {
+	char *p, *end;
+	int map;
+	const char *key, *body; /* its next line; key NULL at the end */
+} cur_t;
+
+static void cur_next(cur_t *c)
 {
-	while (*p < end) {
-		char *line = *p, *nl = memchr(line, '\n', (size_t)(end - line));
+	c->key = c->body = NULL;
+	while (c->p < c->end) {
+		char *line = c->p, *nl = memchr(line, '\n', (size_t)(c->end - line));
 		if (!nl)
-			nl = end;
+			nl = c->end;
 		*nl = 0;
-		*p = nl + (nl < end);
-		char *sp = strchr(line, ' ');
-		if (!sp || sp - line != PITH_BODY_LEN || !claim_ok(sp + 1))
-			continue;
-		uint8_t k[32] = {0};
-		memcpy(k, line, PITH_BODY_LEN);
-		*sp = 0;
-		if (pkey && item_cmp(pkey, pbody, sp + 1, line) > 0)
+		c->p = nl + (nl < c->end);
+		if (c->map) {
+			/* "\\KEY" BODY; as group_end writes it; the comment skipped */
+			char *q = strchr(line, ' ');
+			if (strncmp(line, "\"\\\\", 3) || !q || q - line < 5 || q[-1] != '"' ||
+			    strlen(q + 1) != PITH_BODY_LEN + 1 || q[1 + PITH_BODY_LEN] != ';')
+				continue;
+			q[-1] = 0;
+			q[1 + PITH_BODY_LEN] = 0;
+			c->key = line + 3;
+			c->body = q + 1;
+		} else {
+			char *sp = strchr(line, ' ');
+			if (!sp || sp - line != PITH_BODY_LEN)
+				continue;
+			*sp = 0;
+			c->key = sp + 1;
+			c->body = line;
+		}
+		if (claim_ok(c->key))
+			return;
+	}
+	c->key = c->body = NULL;
+}
+
+/* The last run's claims: its map and its list, merged as read. */
+typedef struct old {
+	cur_t c[2];
+	const char *pkey, *pbody; /* the line before, for the order */
+	int ordered;              /* check it */
+} old_t;
+
+/* The next of the last run's claims whose record was not rendered this
+ * run: 1 with key and body set, 0 at the end, -1 if out of order (files
+ * this code did not write). */
+static int old_next(site_t *s, old_t *o, const char **key, const char **body)
+{
+	for (;;) {
+		cur_t *c = NULL;
+		for (int i = 0; i < 2; i++)
+			if (o->c[i].key && (!c || item_cmp(o->c[i].key, o->c[i].body, c->key, c->body) < 0))
+				c = &o->c[i];
+		if (!c)
+			return 0;
+		const char *k = c->key, *b = c->body;
+		cur_next(c);
+		if (o->ordered && o->pkey && item_cmp(o->pkey, o->pbody, k, b) > 0)
 			return -1;
-		pkey = sp + 1;
-		pbody = line;
-		if (idmap_get(s->changed, k))
+		o->pkey = k;
+		o->pbody = b;
+		uint8_t bk[32] = {0};
+		memcpy(bk, b, PITH_BODY_LEN);
+		if (idmap_get(s->changed, bk))
 			continue;
-		*key = sp + 1;
-		*body = line;
+		*key = k;
+		*body = b;
 		return 1;
 	}
-	return 0;
+}
+
+/* Reads the last run's map and list into bm and bl, and o over them. */
+static void old_open(site_t *s, old_t *o, pith_buf_t *bm, pith_buf_t *bl, int ordered)
+{
+	*o = (old_t){.ordered = ordered};
+	pith_buf_t *b[2] = {bm, bl};
+	const char *rel[2] = {SITE_ALIAS_MAP, SITE_META_DIR "/claims"};
+	for (int i = 0; i < 2; i++) {
+		o->c[i].map = !i;
+		if (site_read_rel(s, rel[i], b[i]) || !b[i]->len)
+			continue;
+		o->c[i].p = (char *)b[i]->data;
+		o->c[i].end = o->c[i].p + b[i]->len;
+		cur_next(&o->c[i]);
+	}
 }
 
 /* Writes the list and the map; the map's rewrite is what nginx must
@@ -165,27 +232,22 @@ static int aliases_write(site_t *s, merge_t *m)
 	return 0;
 }
 
-/* The slow way, for a list out of order: its lines (but the records
+/* The slow way, for files out of order: their lines (but the records
  * rendered this run) added to this run's claims, all sorted, merged. */
 static int aliases_sorted(site_t *s, merge_t *m)
 {
-	pith_buf_t b = PITH_BUF_INIT;
+	pith_buf_t bm = PITH_BUF_INIT, bl = PITH_BUF_INIT;
 	int rc = 0;
 	pith_buf_reset(&m->list);
 	pith_buf_reset(&m->map);
+	pith_buf_reset(&m->grp);
 	m->key = m->body = m->gkey = m->gbody = NULL;
 	m->gbodies = 0;
-	if (!site_read_rel(s, SITE_META_DIR "/claims", &b) && b.len) {
-		char *p = (char *)b.data, *end = p + b.len;
-		const char *k, *bd;
-		while (!rc && p < end) {
-			/* old_next without the order: each line, then added */
-			int r = old_next(s, &p, end, &k, &bd, NULL, NULL);
-			if (r <= 0)
-				break;
-			rc = claim_add(s, bd, k);
-		}
-	}
+	old_t o;
+	old_open(s, &o, &bm, &bl, 0);
+	const char *k, *bd;
+	while (!rc && old_next(s, &o, &k, &bd) > 0)
+		rc = claim_add(s, bd, k);
 	if (!rc && s->nclaims)
 		qsort(s->claims, s->nclaims, sizeof(*s->claims), claim_cmp);
 	pith_buf_puts(&m->map, "# generated by pithctl export --site: alias -> record body\n");
@@ -193,41 +255,37 @@ static int aliases_sorted(site_t *s, merge_t *m)
 		merge_item(m, s->claims[i].key, s->claims[i].body);
 	if (m->gbodies)
 		group_end(m);
-	if (!rc && (b.oom || m->list.oom || m->map.oom))
+	if (!rc && (bm.oom || bl.oom || m->list.oom || m->map.oom || m->grp.oom))
 		rc = pith_err_set(s->err, PITH_ENOMEM, "site: out of memory");
 	if (!rc)
 		rc = aliases_write(s, m);
-	pith_buf_release(&b);
+	pith_buf_release(&bm);
+	pith_buf_release(&bl);
 	return rc;
 }
 
 /* Keeps the claims of the records not rendered this run (from the last
- * run's list, sorted as written: merged line by line, no sort of it),
- * adds this run's, and writes the list and the nginx map. A list out of
- * order is read whole and sorted instead. */
+ * run's map and list, sorted as written: merged line by line, no sort of
+ * them), adds this run's, and writes the list and the nginx map. Files
+ * out of order are read whole and sorted instead. */
 int site_aliases_export(site_t *s)
 {
-	pith_buf_t b = PITH_BUF_INIT;
-	merge_t m = {PITH_BUF_INIT, PITH_BUF_INIT, NULL, NULL, NULL, NULL, 0};
+	pith_buf_t bm = PITH_BUF_INIT, bl = PITH_BUF_INIT;
+	merge_t m = {PITH_BUF_INIT, PITH_BUF_INIT, PITH_BUF_INIT, NULL, NULL, NULL, NULL, 0};
 	int rc = 0;
 	if (s->nclaims) /* none: claims is NULL, which qsort may not be given */
 		qsort(s->claims, s->nclaims, sizeof(*s->claims), claim_cmp);
-	char *p = NULL, *end = NULL;
-	if (!site_read_rel(s, SITE_META_DIR "/claims", &b) && b.len) {
-		p = (char *)b.data;
-		end = p + b.len;
-	}
+	old_t o;
+	old_open(s, &o, &bm, &bl, 1);
 	pith_buf_puts(&m.map, "# generated by pithctl export --site: alias -> record body\n");
-	const char *ok = NULL, *ob = NULL, *lk = NULL, *lb = NULL;
-	int more = p ? old_next(s, &p, end, &ok, &ob, NULL, NULL) : 0;
+	const char *ok = NULL, *ob = NULL;
+	int more = old_next(s, &o, &ok, &ob);
 	size_t j = 0;
 	while (more > 0 || j < s->nclaims) {
 		const claim_t *c = j < s->nclaims ? &s->claims[j] : NULL;
 		if (more > 0 && (!c || item_cmp(ok, ob, c->key, c->body) <= 0)) {
 			merge_item(&m, ok, ob);
-			lk = ok;
-			lb = ob;
-			more = old_next(s, &p, end, &ok, &ob, lk, lb);
+			more = old_next(s, &o, &ok, &ob);
 		} else {
 			merge_item(&m, c->key, c->body);
 			j++;
@@ -239,18 +297,21 @@ int site_aliases_export(site_t *s)
 		group_end(&m);
 	if (more < 0) {
 		/* not the order this code writes: every line read and sorted */
-		log_warn("site: %s/" SITE_META_DIR "/claims is out of order; read whole", s->dir);
+		log_warn("site: %s/" SITE_META_DIR "/claims or the alias map is out of order; read whole",
+			 s->dir);
 		rc = aliases_sorted(s, &m);
 		goto out;
 	}
-	if (b.oom || m.list.oom || m.map.oom) {
+	if (bm.oom || bl.oom || m.list.oom || m.map.oom || m.grp.oom) {
 		rc = pith_err_set(s->err, PITH_ENOMEM, "site: out of memory");
 		goto out;
 	}
 	rc = aliases_write(s, &m);
 out:
-	pith_buf_release(&b);
+	pith_buf_release(&bm);
+	pith_buf_release(&bl);
 	pith_buf_release(&m.list);
 	pith_buf_release(&m.map);
+	pith_buf_release(&m.grp);
 	return rc;
 }

@@ -83,7 +83,8 @@ void site_facts_put(void *arg, const char *pith, const render_list_facts_t *in);
  * rendered): its short number and the arXiv ids and DOI it is known by.
  * 0, or an error with s->err set. */
 int site_claims_of(site_t *s, const char *body, const uint8_t *view, size_t n);
-/* Writes the claims list and the nginx map (SITE_ALIAS_MAP). */
+/* Writes the nginx map (SITE_ALIAS_MAP) and the claims list (what the map
+ * leaves out: the keys several records claim). */
 int site_aliases_export(site_t *s);
 
 /* ---- site_pages.c: the browse pages ---------------------------------------------------- */
