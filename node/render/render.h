@@ -122,6 +122,8 @@ void render_root_set(render_t *rd, const render_root_t *r);
  * state. NULL: the state has none. */
 typedef struct render_list_facts {
 	const char *title, *first_author, *primary_cat, *submitted_at, *created_at;
+	uint64_t seq; /* put: the change log number the list shows it at */
+	int unread;   /* put: its state could not be read (no facts; get it again) */
 } render_list_facts_t;
 
 /* A cache of those facts the lists read instead of each record's state

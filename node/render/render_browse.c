@@ -22,11 +22,17 @@ typedef struct render_rec_line {
 typedef struct line_page {
 	render_rec_line_t *v;
 	size_t n, cap;
+	uint64_t lo;    /* a record list page: the first sequence number it holds (0: any) */
+	uint64_t below; /* the newest record numbered below lo (0: none) */
 } line_page_t;
 
 static int line_add(void *arg, const store_change_t *ch)
 {
 	line_page_t *p = arg;
+	if (ch->seq < p->lo) {
+		p->below = ch->seq;
+		return 1;
+	}
 	if (p->n == p->cap)
 		return 1;
 	render_rec_line_t *l = &p->v[p->n++];
@@ -38,21 +44,22 @@ static int line_add(void *arg, const store_change_t *ch)
 	return 0;
 }
 
-/* The page of at most limit records changed before cursor before (0: the
- * newest); *next: the cursor of the page after it, 0 at the end. -1 with
- * the error reply set. */
-static int page_read(render_ctx_t *c, uint64_t before, size_t limit, line_page_t *p, uint64_t *next)
+/* Reads into *p at most limit records changed before cursor before (0:
+ * the newest) and, when p->lo is set, numbered from p->lo on. -1 with the
+ * error reply set. */
+static int lines_read(render_ctx_t *c, uint64_t before, size_t limit, line_page_t *p)
 {
 	pith_err_t err = {0};
 	p->n = 0;
 	p->cap = limit;
+	p->below = 0;
 	p->v = calloc(limit ? limit : 1, sizeof(*p->v));
 	if (!p->v) {
 		render_error(c, 500, "out of memory");
 		return -1;
 	}
-	uint64_t last = 0;
-	int rc = store_changes_each_before(c->rd->store, before, limit, line_add, p, &last, &err);
+	int rc = store_changes_each_before(c->rd->store, before, p->lo ? limit + 1 : limit, line_add,
+					   p, NULL, &err);
 	if (rc < 0) {
 		log_warn("http: the record list before %llu: %s", (unsigned long long)before, err.msg);
 		render_error(c, rc == PITH_EINVAL ? 503 : 500, "%s",
@@ -61,8 +68,44 @@ static int page_read(render_ctx_t *c, uint64_t before, size_t limit, line_page_t
 		p->v = NULL;
 		return -1;
 	}
-	/* more before the last one listed? */
-	*next = p->n == limit && last > 1 ? last : 0;
+	return 0;
+}
+
+/* The newest limit records, for the home page. */
+static int recent_read(render_ctx_t *c, size_t limit, line_page_t *p)
+{
+	p->lo = 0;
+	return lines_read(c, 0, limit, p);
+}
+
+/* A page of the record list (docs/http.md, "records"): the records whose
+ * latest change is numbered in one range of limit sequence numbers,
+ * [k * limit + 1, (k + 1) * limit], newest first. The first page (before
+ * 0) is the range of the newest change, partial; before N (the "next" a
+ * page served, k * limit + 1 for the range below) is the range holding
+ * N - 1, from N - 1 down. A change moves its record out of its range
+ * into the newest one, so it rewrites those two pages only, and a page's
+ * URL names the same range whatever changes. *next: the cursor of the
+ * next older page that holds a record (empty ranges are skipped), 0 at
+ * the end. */
+static int page_read(render_ctx_t *c, uint64_t before, size_t limit, line_page_t *p, uint64_t *next)
+{
+	uint64_t top = before ? before - 1 : 0;
+	*next = 0;
+	p->lo = 1;
+	if (!before) { /* the newest change: the first record of the log */
+		line_page_t one = {.lo = 0};
+		if (lines_read(c, 0, 1, &one))
+			return -1;
+		top = one.n ? one.v[0].seq : 0;
+		free(one.v);
+	}
+	if (top)
+		p->lo = (top - 1) / limit * limit + 1;
+	if (lines_read(c, top ? top + 1 : 1, limit, p))
+		return -1;
+	if (p->below)
+		*next = ((p->below - 1) / limit + 1) * limit + 1;
 	return 0;
 }
 
@@ -94,21 +137,23 @@ static void facts_of(const render_rec_t *r, render_rec_facts_t *f)
  * which is loaded without touching the reply (a record that cannot be
  * read is listed by its number alone). 1 when *r was loaded: release it
  * once f is no longer read. */
-static int line_facts(render_ctx_t *c, const char *pith, render_rec_t *r, render_rec_facts_t *f)
+static int line_facts(render_ctx_t *c, const render_rec_line_t *l, render_rec_t *r,
+		      render_rec_facts_t *f)
 {
 	const render_list_cache_t *lc = &c->rd->list_cache;
 	memset(f, 0, sizeof(*f));
-	if (lc->get && !lc->get(lc->arg, pith, &f->v))
+	if (lc->get && !lc->get(lc->arg, l->pith, &f->v))
 		return 0;
 	render_resp_t saved = c->r;
-	int rc = render_rec_load(c, pith, r);
+	int rc = render_rec_load(c, l->pith, r);
 	c->r = saved;
-	if (rc)
-		return 0;
-	facts_of(r, f);
+	if (!rc)
+		facts_of(r, f);
+	f->v.seq = l->seq;
+	f->v.unread = rc != 0;
 	if (lc->put)
-		lc->put(lc->arg, pith, &f->v);
-	return 1;
+		lc->put(lc->arg, l->pith, &f->v);
+	return !rc;
 }
 
 /* ---- cursors and limits ------------------------------------------------------------ */
@@ -191,7 +236,7 @@ void render_view_records_json(render_ctx_t *c)
 		const render_rec_line_t *l = &p.v[i];
 		render_rec_t r;
 		render_rec_facts_t f;
-		int loaded = line_facts(c, l->pith, &r, &f);
+		int loaded = line_facts(c, l, &r, &f);
 		json_value_t *e = render_jb_obj(&b);
 		char cur[24];
 		snprintf(cur, sizeof(cur), "%llu", (unsigned long long)l->seq);
@@ -340,7 +385,7 @@ static void render_html_table(render_ctx_t *c, const line_page_t *p)
 		const char *body = l->pith + PITH_NUMBER_LEN - PITH_BODY_LEN;
 		render_rec_t r;
 		render_rec_facts_t f;
-		int loaded = line_facts(c, l->pith, &r, &f);
+		int loaded = line_facts(c, l, &r, &f);
 		pith_buf_puts(b, "<tr><td><a href=\"");
 		render_html_text(b, c->rd->base_url);
 		pith_buf_printf(b, "/pith/%s/\"><code>pith:%.8s</code></a></td><td>", body, body);
@@ -374,7 +419,8 @@ void render_html_done(render_ctx_t *c)
 	render_etag_body(c);
 }
 
-/* /pith/: every record, newest change first, LIST_DEFAULT a page. */
+/* /pith/: every record, newest change first, in pages of LIST_DEFAULT
+ * sequence numbers (page_read). */
 void render_view_records_html(render_ctx_t *c)
 {
 	uint64_t before, next;
@@ -385,10 +431,17 @@ void render_view_records_html(render_ctx_t *c)
 	pith_buf_t *b = c->body;
 	pith_buf_reset(b);
 	render_html_head(c, "All records", NULL);
-	store_counts_t sc;
-	store_counts_get(c->rd->store, &sc);
-	pith_buf_printf(b, "<h1>All records</h1>\n<p class=\"muted\">%llu records on this mirror, "
-			   "the most recently changed first.</p>\n", (unsigned long long)sc.records);
+	pith_buf_puts(b, "<h1>All records</h1>\n");
+	if (!before) {
+		store_counts_t sc;
+		store_counts_get(c->rd->store, &sc);
+		pith_buf_printf(b, "<p class=\"muted\">%llu records on this mirror, the most "
+				   "recently changed first.</p>\n", (unsigned long long)sc.records);
+	} else {
+		/* nothing that another page's change moves: the page stays */
+		pith_buf_puts(b, "<p class=\"muted\">Older records, the most recently changed "
+				 "first.</p>\n");
+	}
 	render_html_table(c, &p);
 	if (next) {
 		pith_buf_puts(b, "<p><a rel=\"next\" href=\"");
@@ -408,8 +461,7 @@ void render_view_home(render_ctx_t *c)
 {
 	render_t *h = c->rd;
 	line_page_t p;
-	uint64_t next;
-	if (page_read(c, 0, HOME_RECENT, &p, &next))
+	if (recent_read(c, HOME_RECENT, &p))
 		return;
 	pith_buf_t *b = c->body;
 	pith_buf_reset(b);

@@ -644,8 +644,7 @@ int site_export(store_t *st, const site_opts_t *o, site_stats_t *stats, pith_err
 		drop_old_layout(&s);
 	s.s.from = full ? 0 : strtoull(cursor, NULL, 10);
 	s.s.to = store_changes_last(st);
-	if (!full)
-		site_facts_load(&s);
+	s.pages_all = full || site_facts_load(&s);
 	render_list_cache_t lc = {site_facts_get, site_facts_put, &s};
 	render_set_list_cache(s.r, &lc);
 	rc = store_changes_each(st, s.s.from, 0, note_change, &l, NULL, err);
@@ -659,7 +658,7 @@ int site_export(store_t *st, const site_opts_t *o, site_stats_t *stats, pith_err
 		uint8_t key[32];
 		const char *body = l.v[i] + PITH_NUMBER_LEN - PITH_BODY_LEN;
 		site_body_key(body, key);
-		if (idmap_put(s.changed, key, (void *)1))
+		if (idmap_put(s.changed, key, (void *)1) || site_left_add(&s, site_fact_seq(&s, body)))
 			rc = pith_err_set(err, PITH_ENOMEM, "site: out of memory");
 		site_fact_drop(&s, body);
 	}
@@ -689,6 +688,7 @@ out:
 	if (stats)
 		*stats = s.s;
 	free(l.v);
+	free(s.left);
 	free(s.claims);
 	idmap_free(s.changed);
 	site_facts_free(&s);

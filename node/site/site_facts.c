@@ -12,17 +12,25 @@
  * change shifts, are rendered again without reading the states of the
  * records that did not change (docs/site.md, "Keeping it current"). A
  * record's entry is dropped when it changes; the lists read its state and
- * put the new one. The file: FACTS_MAGIC, then per record its body and
- * five strings, each a 32-bit little-endian length (FACT_NONE: none) and
- * its bytes. A file that does not parse is ignored: every fact is then
- * read from the states again. */
-#define FACTS_MAGIC "pith-site-facts 1\n"
+ * put the new one. Each entry also keeps the change log number the list
+ * pages show the record at, so that a run knows which page a changed
+ * record leaves (site_pages.c). The file: FACTS_MAGIC, then per record its
+ * body, that number (64-bit little-endian) and five strings, each a 32-bit
+ * little-endian length (FACT_NONE: none) and its bytes; FACT_UNREAD as
+ * the first string's length: only the number (the state was not read, or
+ * a string is too long to keep). A file that does not parse is ignored:
+ * every fact is then read from the states again, and every list page
+ * rendered. */
+#define FACTS_MAGIC "pith-site-facts 2\n"
+#define FACT_UNREAD 0xfffffffeu
 #define FACT_NONE 0xffffffffu
 #define FACT_MAX 65536 /* bytes of one string; longer: the file is not ours */
 #define NFACTS 5
 
 typedef struct fact {
 	char body[PITH_BODY_LEN + 1];
+	uint64_t seq;    /* the list pages show it at */
+	int unread;      /* only seq: get does not know it */
 	char *v[NFACTS]; /* into the same allocation; NULL: none */
 } fact_t;
 
@@ -41,6 +49,8 @@ static fact_t *fact_new(const char *body, const char *const v[NFACTS], const uin
 	fact_t *f = malloc(total);
 	if (!f)
 		return NULL;
+	f->seq = 0;
+	f->unread = 0;
 	memcpy(f->body, body, PITH_BODY_LEN);
 	f->body[PITH_BODY_LEN] = 0;
 	char *p = (char *)(f + 1);
@@ -81,9 +91,9 @@ int site_facts_get(void *arg, const char *pith, render_list_facts_t *out)
 	uint8_t key[32];
 	site_body_key(pith + PITH_NUMBER_LEN - PITH_BODY_LEN, key);
 	const fact_t *f = idmap_get(s->facts, key);
-	if (!f)
+	if (!f || f->unread)
 		return -1;
-	*out = (render_list_facts_t){f->v[0], f->v[1], f->v[2], f->v[3], f->v[4]};
+	*out = (render_list_facts_t){f->v[0], f->v[1], f->v[2], f->v[3], f->v[4], f->seq, 0};
 	return 0;
 }
 
@@ -93,15 +103,40 @@ void site_facts_put(void *arg, const char *pith, const render_list_facts_t *in)
 	const char *v[NFACTS] = {in->title, in->first_author, in->primary_cat, in->submitted_at,
 				 in->created_at};
 	uint32_t lens[NFACTS];
+	int unread = in->unread;
 	for (int i = 0; i < NFACTS; i++) {
 		size_t n = v[i] ? strlen(v[i]) : 0;
 		if (n >= FACT_MAX)
-			return; /* not cached: the lists read its state each time */
+			unread = 1; /* the lists read its state each time */
 		lens[i] = v[i] ? (uint32_t)n : FACT_NONE;
 	}
+	for (int i = 0; unread && i < NFACTS; i++)
+		lens[i] = FACT_NONE;
 	fact_t *f = fact_new(pith + PITH_NUMBER_LEN - PITH_BODY_LEN, v, lens);
-	if (f)
-		fact_set(s, f); /* out of memory: not cached, nothing wrong */
+	if (f) {
+		f->seq = in->seq;
+		f->unread = unread;
+		if (fact_set(s, f)) /* out of memory: every list page next run */
+			s->facts_lost = 1;
+	} else {
+		s->facts_lost = 1;
+	}
+}
+
+uint64_t site_fact_seq(site_t *s, const char *body)
+{
+	uint8_t key[32];
+	site_body_key(body, key);
+	const fact_t *f = idmap_get(s->facts, key);
+	return f ? f->seq : 0;
+}
+
+static uint64_t get_u64(const uint8_t *p)
+{
+	uint64_t v = 0;
+	for (int i = 7; i >= 0; i--)
+		v = v << 8 | p[i];
+	return v;
 }
 
 static uint32_t get_u32(const uint8_t *p)
@@ -110,21 +145,28 @@ static uint32_t get_u32(const uint8_t *p)
 }
 
 /* Reads OUT/.pith-site/facts (see above); what does not parse is left
- * out. */
-void site_facts_load(site_t *s)
+ * out. 0 when the whole file was read. */
+int site_facts_load(site_t *s)
 {
 	pith_buf_t b = PITH_BUF_INIT;
 	size_t ml = strlen(FACTS_MAGIC), off = ml, good = 0;
+	int rc = -1;
 	if (site_read_rel(s, SITE_META_DIR "/facts", &b) || b.len < ml || memcmp(b.data, FACTS_MAGIC, ml))
 		goto out;
 	while (off < b.len) {
 		const char *v[NFACTS];
 		uint32_t lens[NFACTS];
-		size_t at = off + PITH_BODY_LEN;
-		if (b.len - off < PITH_BODY_LEN)
+		size_t at = off + PITH_BODY_LEN + 8;
+		if (b.len - off < PITH_BODY_LEN + 8 + 4)
 			break;
-		int ok = 1;
-		for (int i = 0; ok && i < NFACTS; i++) {
+		uint64_t seq = get_u64(b.data + off + PITH_BODY_LEN);
+		int ok = 1, unread = get_u32(b.data + at) == FACT_UNREAD;
+		if (unread) {
+			at += 4;
+			for (int i = 0; i < NFACTS; i++)
+				lens[i] = FACT_NONE;
+		}
+		for (int i = 0; ok && !unread && i < NFACTS; i++) {
 			if (b.len - at < 4) {
 				ok = 0;
 				break;
@@ -140,8 +182,12 @@ void site_facts_load(site_t *s)
 			else
 				at += lens[i];
 		}
-		fact_t *f = ok ? fact_new((const char *)b.data + off, v, lens) : NULL;
-		if (!f || fact_set(s, f))
+		fact_t *f = ok && seq ? fact_new((const char *)b.data + off, v, lens) : NULL;
+		if (!f)
+			break;
+		f->seq = seq;
+		f->unread = unread;
+		if (fact_set(s, f))
 			break;
 		good++;
 		off = at;
@@ -149,8 +195,11 @@ void site_facts_load(site_t *s)
 	if (off != b.len)
 		log_warn("site: %s/" SITE_META_DIR "/facts: unreadable after %zu records (byte %zu of "
 			 "%zu); the lists read the other records' states", s->dir, good, off, b.len);
+	else
+		rc = 0;
 out:
 	pith_buf_release(&b);
+	return rc;
 }
 
 static int fact_collect(void *arg, const uint8_t id[32], void *val)
@@ -176,9 +225,20 @@ int site_facts_save(site_t *s)
 	idmap_each(s->facts, fact_collect, &p);
 	qsort(v, n, sizeof(*v), fact_cmp);
 	pith_buf_t b = PITH_BUF_INIT;
-	pith_buf_puts(&b, FACTS_MAGIC);
+	/* a fact not kept: the numbers are not all known, the next run
+	 * renders every list page (the file does not parse) */
+	pith_buf_puts(&b, s->facts_lost ? "pith-site-facts lost\n" : FACTS_MAGIC);
 	for (size_t i = 0; i < n; i++) {
 		pith_buf_append(&b, v[i]->body, PITH_BODY_LEN);
+		uint8_t sq[8];
+		for (int k = 0; k < 8; k++)
+			sq[k] = (uint8_t)(v[i]->seq >> (8 * k));
+		pith_buf_append(&b, sq, 8);
+		if (v[i]->unread) {
+			static const uint8_t un[4] = {0xfe, 0xff, 0xff, 0xff}; /* FACT_UNREAD */
+			pith_buf_append(&b, un, 4);
+			continue;
+		}
 		for (int k = 0; k < NFACTS; k++) {
 			uint32_t len = v[i]->v[k] ? (uint32_t)strlen(v[i]->v[k]) : FACT_NONE;
 			uint8_t le[4] = {(uint8_t)len, (uint8_t)(len >> 8), (uint8_t)(len >> 16),

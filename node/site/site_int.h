@@ -43,6 +43,10 @@ typedef struct site {
 	size_t nclaims, capclaims;
 	idmap_t *changed;   /* bodies rendered this run */
 	idmap_t *facts;     /* body -> fact_t: the list pages' facts (site_facts.c) */
+	int facts_lost;     /* a fact could not be kept: every list page next run */
+	int pages_all;      /* render every list page (no facts to tell which) */
+	uint64_t *left;     /* the changed records' former change log numbers */
+	size_t nleft, capleft;
 } site_t;
 
 /* ---- site.c: files and documents ------------------------------------------------------ */
@@ -67,8 +71,10 @@ int site_render_to(site_t *s, const char *target, const char *accept, const char
 /* The idmap key of a record body. */
 void site_body_key(const char *body, uint8_t key[32]);
 /* Reads OUT/.pith-site/facts into s->facts (a file that does not parse
- * is ignored) and writes them back. */
-void site_facts_load(site_t *s);
+ * is ignored: -1; 0 when all of it was read) and writes them back. */
+int site_facts_load(site_t *s);
+/* The change log number the list pages showed a record at (0: not known). */
+uint64_t site_fact_seq(site_t *s, const char *body);
 int site_facts_save(site_t *s);
 /* Forgets a record's facts (it changed). */
 void site_fact_drop(site_t *s, const char *body);
@@ -88,6 +94,10 @@ int site_claims_of(site_t *s, const char *body, const uint8_t *view, size_t n);
 int site_aliases_export(site_t *s);
 
 /* ---- site_pages.c: the browse pages ---------------------------------------------------- */
+/* "/" and the record list pages: every page (s->pages_all), or those the
+ * changes since s->s.from touch (the newest, and the pages s->left names). */
 int site_pages_export(site_t *s);
+/* Notes a changed record's former change log number (0: none): its page. */
+int site_left_add(site_t *s, uint64_t seq);
 
 #endif

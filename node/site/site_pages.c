@@ -51,9 +51,137 @@ static void prune_pages(site_t *s, const char *rel, const char *ext, idmap_t *ke
 	closedir(d);
 }
 
+int site_left_add(site_t *s, uint64_t seq)
+{
+	if (!seq)
+		return 0;
+	if (s->nleft == s->capleft) {
+		size_t nc = s->capleft ? s->capleft * 2 : 256;
+		uint64_t *v = realloc(s->left, nc * sizeof(*v));
+		if (!v)
+			return -1;
+		s->left = v;
+		s->capleft = nc;
+	}
+	s->left[s->nleft++] = seq;
+	return 0;
+}
+
+/* A list page, as render_browse.c pages: the range k holds the records
+ * whose latest change is numbered in [k * PAGE_LIMIT + 1, (k + 1) *
+ * PAGE_LIMIT]; its URL's cursor is (k + 1) * PAGE_LIMIT + 1. */
+static uint64_t page_of(uint64_t seq)
+{
+	return (seq - 1) / PAGE_LIMIT;
+}
+
+/* Renders the list page of range k (not the newest: that is /pith/) into
+ * pith/after/N.html and api/records/after/N.json. 0, or -1. */
+static int page_export(site_t *s, uint64_t k)
+{
+	char target[128], rel[128];
+	unsigned long long cur = (unsigned long long)((k + 1) * PAGE_LIMIT + 1);
+	snprintf(target, sizeof(target), "/pith/?after=%llu&limit=%d", cur, PAGE_LIMIT);
+	snprintf(rel, sizeof(rel), "pith/after/%llu.html", cur);
+	if (site_render_to(s, target, NULL, rel, NULL) < 0)
+		return -1;
+	snprintf(target, sizeof(target), "/api/records?after=%llu", cur);
+	snprintf(rel, sizeof(rel), "api/records/after/%llu.json", cur);
+	if (site_render_to(s, target, NULL, rel, NULL) < 0)
+		return -1;
+	s->s.pages += 2;
+	return 0;
+}
+
+/* Removes the files of range k's page (every record on it changed since). */
+static void page_drop(site_t *s, uint64_t k)
+{
+	char path[4400];
+	unsigned long long cur = (unsigned long long)((k + 1) * PAGE_LIMIT + 1);
+	snprintf(path, sizeof(path), "%s/pith/after/%llu.html", s->dir, cur);
+	site_drop(s, path);
+	snprintf(path, sizeof(path), "%s/api/records/after/%llu.json", s->dir, cur);
+	site_drop(s, path);
+}
+
+static int first_seq(void *arg, const store_change_t *ch)
+{
+	*(uint64_t *)arg = ch->seq;
+	return 1;
+}
+
+/* The number of the newest record changed before before (0: from the
+ * newest), or 0 when none is; above: the oldest changed after after. */
+static uint64_t seq_below(site_t *s, uint64_t before)
+{
+	uint64_t v = 0;
+	pith_err_t e = {0};
+	store_changes_each_before(s->st, before, 1, first_seq, &v, NULL, &e);
+	return v;
+}
+
+static uint64_t seq_above(site_t *s, uint64_t after)
+{
+	uint64_t v = 0;
+	pith_err_t e = {0};
+	store_changes_each(s->st, after, 1, first_seq, &v, NULL, &e);
+	return v;
+}
+
+static int u64_desc(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? 1 : x > y ? -1 : 0;
+}
+
+/* The pages the changes since s->s.from touch: the ranges from the one
+ * the last run ended in to the newest (the last run's newest page, which
+ * was /pith/, becomes a file), the ranges the changed records left (an
+ * emptied one loses its files, and the page before it, which linked to
+ * it, is rendered again), and /pith/ itself. */
+static int pages_touched(site_t *s)
+{
+	uint64_t top = seq_below(s, 0);
+	if (!top)
+		return 0;
+	uint64_t ktop = page_of(top), kfrom = s->s.from ? page_of(s->s.from) : 0;
+	for (uint64_t k = kfrom; k < ktop; k++)
+		if (site_left_add(s, k * PAGE_LIMIT + 1))
+			return pith_err_set(s->err, PITH_ENOMEM, "site: out of memory");
+	/* s->left now holds sequence numbers; make them ranges */
+	for (size_t i = 0; i < s->nleft; i++)
+		s->left[i] = page_of(s->left[i]);
+	qsort(s->left, s->nleft, sizeof(*s->left), u64_desc);
+	size_t n = s->nleft;
+	for (size_t i = 0; i < n; i++) {
+		uint64_t k = s->left[i];
+		if ((i && k == s->left[i - 1]) || k >= ktop)
+			continue;
+		if (seq_below(s, (k + 1) * PAGE_LIMIT + 1) > k * PAGE_LIMIT) {
+			if (page_export(s, k))
+				return -1;
+			continue;
+		}
+		page_drop(s, k);
+		/* the page before it linked to it: now to the next one with records */
+		uint64_t up = seq_above(s, (k + 1) * PAGE_LIMIT);
+		if (up && page_of(up) < ktop) {
+			uint64_t ku = page_of(up);
+			int done = 0; /* rendered already (the ranges go newest first) */
+			for (size_t j = 0; j < i && !done; j++)
+				done = s->left[j] == ku;
+			if (!done && page_export(s, ku))
+				return -1;
+		}
+	}
+	return 0;
+}
+
 /* "/", and the chain of record list pages (HTML and JSON) the "next"
- * links of the first page lead to: one file per cursor. Pages of other
- * cursors or limits are not static (docs/site.md). */
+ * links of the first page lead to: one file per range (page_of), every
+ * one when s->pages_all, else only those the changes touched
+ * (pages_touched). Pages of other cursors or limits are not static
+ * (docs/site.md). */
 int site_pages_export(site_t *s)
 {
 	char target[128], rel[128];
@@ -63,6 +191,8 @@ int site_pages_export(site_t *s)
 	    site_render_to(s, "/api/records", NULL, "api/records/index.json", &d) < 0)
 		return -1;
 	s->s.pages += 3;
+	if (!s->pages_all)
+		return pages_touched(s);
 	uint64_t next = records_next(d.body, d.len);
 	idmap_t *keep = idmap_new();
 	if (!keep)
