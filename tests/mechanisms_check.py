@@ -76,7 +76,8 @@ MECHANISMS = {
             "node/site/site_feed.c": "the static site's feeder: one thread, one role",
             "node/mesh/sync_load.c": "the reconciliation set's loader: one thread, one role",
             "node/mesh/sync_progress.c": "the relog at a catch-up's end: one thread, one role",
-            "node/daemon/node.c": "the store warmer: one thread, one role",
+            "node/daemon/node.c": "the store warmer and the state root's build at start: "
+            "one thread each, one role",
             "node/daemon/node_ctl.c": "a backup's checkpoint: one thread, one role",
             "node/loop/resolve.c": "a thread per name being resolved (getaddrinfo blocks)",
         },

@@ -18,7 +18,8 @@ Three meshed pithd (A; B dials A; C dials A and B), the same 100 records
   restarted: reconciliation finds nothing, and A and B each count exactly
   1 disagreement with C (logged with C's address and both roots), flag C
   "disagrees" and still agree with each other; C counts 2; nobody is
-  banned and C stays connected;
+  banned and C stays connected; C builds its tree on the thread a large
+  store uses (--state-root-thread-records 0), at both of its starts;
 - a peer sending a ROOT that does not verify (another key's document,
   bytes that are no document) is ignored, logged, counted
   (pith_state_root_peer_refused_total 2), not banned nor disconnected;
@@ -76,7 +77,10 @@ def mesh(args, root, nodes):
     assert all(x.get("ok") for x in a.submit(lines))
     b = Node(args.pithd, root, "b", extra=["--trust-key", key] + FLAGS)
     nodes.append(b.start(peers=[a.addr]))
-    c = Node(args.pithd, root, "c", extra=["--trust-key", key] + FLAGS)
+    # C builds its tree on the thread a large store uses (node.c,
+    # root_start), at its first start and after the skew's restart
+    c = Node(args.pithd, root, "c", extra=["--trust-key", key, "--state-root-thread-records", "0"]
+             + FLAGS)
     nodes.append(c.start(peers=[a.addr, b.addr]))
     ns = [a, b, c]
     wait_for(lambda: all(n.status()["store"]["events"] == len(lines) for n in ns), 60,
@@ -93,6 +97,8 @@ def skew(args, c, n=3):
     changed = r.stdout.split()
     assert len(changed) == n, r.stdout
     c.start()
+    text = open(c.log_path, errors="replace").read()
+    assert text.count("building the tree of") == 2, "C built its tree on the thread twice"
     return changed
 
 

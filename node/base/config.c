@@ -63,6 +63,7 @@ static const key_t_ keys[] = {
 	{"readthrough_ms", K_INT, O(readthrough_ms), 0, 60000, "3000", "an HTTP read of a record the node lacks waits this long for the upstreams (0: no read-through)"},
 	{"state_root_interval", K_INT, O(state_root_interval), 1, 86400, "60", "seconds: the state root (docs/state-root.md) is signed at most this often, when it changed, and on demand"},
 	{"state_root_history", K_INT, O(state_root_history), 1, 4096, "64", "signed state roots kept for /api/root?cursor= and /api/root/history"},
+	{"state_root_thread_records", K_INT, O(state_root_thread_records), 0, 1000000000, "100000", "a store of more records builds its state root on a thread of its own at start (0: always)"},
 	{"upstream_negative_ttl", K_INT, O(upstream_negative_ttl), 0, 7 * 86400, "600", "seconds an id no upstream knows is answered 404 without asking again"},
 	{"upstream_stall_s", K_INT, O(upstream_stall_s), 1, 3600, "15", "an upstream transfer slower than 1 KiB/s for this many seconds is dropped (stalled)"},
 	{"upstream_deadline_s", K_INT, O(upstream_deadline_s), 1, 3600, "60", "an upstream transfer not over in this many seconds is dropped, and at once one whose Content-Length its rate would take over twice as long to bring (cause timeout)"},

@@ -65,6 +65,7 @@ typedef struct node_config {
 	int64_t readthrough_ms;       /* an HTTP read of a missing record waits this long */
 	int64_t state_root_interval;  /* seconds: the state root is signed at most this often */
 	int64_t state_root_history;   /* signed state roots kept */
+	int64_t state_root_thread_records; /* more records: the tree is built off the loop at start */
 	int64_t upstream_negative_ttl; /* seconds "no upstream knows ID" is believed */
 	int64_t upstream_stall_s;     /* a transfer under 1 KiB/s this long is dropped */
 	int64_t upstream_deadline_s;  /* a transfer not over in this long is dropped */

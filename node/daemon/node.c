@@ -324,23 +324,88 @@ static void on_ingest_done(void *arg, ingest_job_t *job)
 /* ---- setup ----------------------------------------------------------------------------------- */
 
 /* The state root (node_root.h): built from the records at start; a
- * failure costs the root's routes only (they answer 503). */
+ * failure costs the root's routes only (they answer 503). A store of
+ * more than state_root_thread_records records (docs/pithd.md) is built on
+ * a thread of its own, 13 to 18 s at 1M records on the host of
+ * docs/performance.md, so that the node serves and syncs meanwhile; the
+ * root's routes answer 503 with the reason until the tick adopts the
+ * tree (node_root_adopt). Smaller ones are built here, before the node
+ * listens: a few hundred ms at most. */
+static noderoot_opts_t root_opts(node_t *n)
+{
+	return (noderoot_opts_t){.interval_s = (unsigned)n->cfg->state_root_interval,
+				 .history = (unsigned)n->cfg->state_root_history,
+				 .on_signed = node_root_signed, .arg = n};
+}
+
+static void root_built_log(node_t *n)
+{
+	noderoot_stats_t s;
+	noderoot_stats_get(n->root, &s);
+	log_info("state root: %llu records in %lld ms",
+		 (unsigned long long)s.records, (long long)((node_now_us() - n->root_t0) / 1000));
+}
+
+static void *root_main(void *arg)
+{
+	node_t *n = arg;
+	pthread_setname_np(pthread_self(), "pith-root");
+	noderoot_opts_t o = root_opts(n);
+	pith_err_t e = {0};
+	noderoot_t *r = noderoot_new(n->store, n->pk, n->sk, &o, &e);
+	if (!r)
+		snprintf(n->root_err, sizeof(n->root_err), "%s", e.msg);
+	atomic_store(&n->root_built, r);
+	atomic_store(&n->root_done, 1);
+	return NULL;
+}
+
 static void root_start(node_t *n)
 {
-	noderoot_opts_t o = {.interval_s = (unsigned)n->cfg->state_root_interval,
-			     .history = (unsigned)n->cfg->state_root_history,
-			     .on_signed = node_root_signed, .arg = n};
+	n->root_t0 = node_now_us();
+	atomic_init(&n->root_built, NULL);
+	atomic_init(&n->root_done, 0);
+	store_counts_t sc;
+	store_counts_get(n->store, &sc);
+	uint64_t thr = (uint64_t)n->cfg->state_root_thread_records;
+	if (!thr || sc.records > thr) {
+		if (!pthread_create(&n->root_th, NULL, root_main, n)) {
+			n->root_running = 1;
+			log_info("state root: building the tree of %llu records on a thread of its own; "
+				 "/api/root answers 503 until it is done",
+				 (unsigned long long)sc.records);
+			return;
+		}
+		log_warn("cannot start the state root's build thread: building it here");
+	}
+	noderoot_opts_t o = root_opts(n);
 	pith_err_t e = {0};
-	int64_t t0 = node_now_us();
 	n->root = noderoot_new(n->store, n->pk, n->sk, &o, &e);
 	if (!n->root) {
 		log_warn("state root: %s: /api/root is off", e.msg);
 		return;
 	}
-	noderoot_stats_t s;
-	noderoot_stats_get(n->root, &s);
-	log_info("state root: %llu records in %lld ms",
-		 (unsigned long long)s.records, (long long)((node_now_us() - t0) / 1000));
+	root_built_log(n);
+}
+
+int node_root_adopt(node_t *n)
+{
+	if (n->root || !n->root_running || !atomic_load(&n->root_done))
+		return 0;
+	pthread_join(n->root_th, NULL);
+	n->root_running = 0;
+	n->root = atomic_load(&n->root_built);
+	if (!n->root) {
+		log_warn("state root: %s: /api/root is off", n->root_err);
+		return 0;
+	}
+	root_built_log(n);
+	return 1;
+}
+
+int node_root_building(const node_t *n)
+{
+	return n->root_running;
 }
 
 /* The static site's thread, when site_dir is set (site_feed.h): its
@@ -682,6 +747,12 @@ void node_free_(node_t *n)
 	ingest_free(n->ingest);
 	search_free(n->search); /* its thread reads the store */
 	site_feed_free(n->site); /* so does this one: joined before the store closes */
+	if (n->root_running) {
+		/* it reads the store: its tree is dropped once it is done */
+		pthread_join(n->root_th, NULL);
+		n->root_running = 0;
+		noderoot_free_(atomic_load(&n->root_built));
+	}
 	noderoot_free(n->root);
 	follower_free(n->follower); /* after the pipeline handed its jobs back */
 	free(n->follow_cfg);

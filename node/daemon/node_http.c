@@ -311,7 +311,12 @@ static int root_doc(void *arg, int what, const char *targ, pith_buf_t *body, cha
 	node_t *n = arg;
 	etag[0] = 0;
 	if (!n->root) {
-		snprintf(why, whylen, "this node has no state root (it failed at start: see its log)");
+		if (node_root_building(n))
+			snprintf(why, whylen, "this node is building its state root from its records at "
+				 "start (%lld s so far): try again in a few seconds",
+				 (long long)((node_now_us() - n->root_t0) / 1000000));
+		else
+			snprintf(why, whylen, "this node has no state root (it failed at start: see its log)");
 		return 503;
 	}
 	int status = noderoot_answer(n->root, (noderoot_what_t)what, targ, wall_us(), body, etag, why,
@@ -352,8 +357,8 @@ static void root_want(void *arg)
 
 sync_root_hooks_t node_root_hooks(node_t *n)
 {
-	if (!n->root)
-		return (sync_root_hooks_t){0};
+	if (!n->root && !node_root_building(n))
+		return (sync_root_hooks_t){0}; /* off: HELLO does not offer roots */
 	return (sync_root_hooks_t){.arg = n, .latest = root_latest, .want = root_want};
 }
 
@@ -365,7 +370,7 @@ void node_root_signed(void *arg)
 
 void node_root_tick(node_t *n)
 {
-	if (!n->root)
+	if (!n->root && !node_root_adopt(n))
 		return;
 	pith_err_t e = {0};
 	/* a bounded share of the log each tick: the loop is not held long */

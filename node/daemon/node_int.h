@@ -66,7 +66,16 @@ struct node {
 	struct http *http;          /* --http: node_http.c (NULL when off) */
 	struct search *search;      /* DATA/search.sqlite (search.h); NULL if it failed */
 	struct site_feed *site;     /* --site-dir: site_feed.h (NULL when off) */
-	struct noderoot *root;      /* the state root (node_root.h); NULL if it failed */
+	struct noderoot *root;      /* the state root (node_root.h); NULL if it failed or is being built */
+	/* a large store's tree is built on a thread of its own at start
+	 * (node.c, root_start): root_built is its result, root_done says it
+	 * ended (root_built NULL: it failed); the tick adopts it */
+	pthread_t root_th;
+	int root_running;
+	_Atomic(struct noderoot *) root_built;
+	atomic_int root_done;
+	int64_t root_t0;
+	char root_err[256];
 	struct metrics *metrics;    /* what /metrics renders */
 	char http_url[WIRE_HTTP_URL_MAX + 1]; /* sent in HELLO: http_public_url when serving */
 	struct mirrors *mirrors;    /* peers' HTTP mirrors, for /pith-mirrors.json (node_http.c) */
@@ -131,6 +140,11 @@ void node_root_tick(node_t *n);
 sync_root_hooks_t node_root_hooks(node_t *n);
 void node_root_signed(void *arg);
 void node_root_publish(node_t *n);
+/* A tree built on its thread at start (node.c): node_root_adopt makes it
+ * n->root once done (1 when it did now); node_root_building says the
+ * build still runs. Loop thread. */
+int node_root_adopt(node_t *n);
+int node_root_building(const node_t *n);
 /* Drops the entries of peers gone for longer than the window. */
 void node_http_tick(node_t *n, int64_t now);
 /* This mirror's name: cfg->mirror_name, or "pithd" and the first 16 hex
