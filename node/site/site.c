@@ -67,7 +67,7 @@ static int same_bytes(site_t *s, const char *path, const uint8_t *data, size_t n
 				break;
 			got += (size_t)k;
 		}
-		same = got == n && !memcmp(s->old.data, data, n);
+		same = got == n && (!n || !memcmp(s->old.data, data, n)); /* data may be NULL when n is 0 */
 	}
 	close(fd);
 	return same;
@@ -363,7 +363,8 @@ static int worker_merge(site_t *to, const site_t *from)
 		to->claims = p;
 		to->capclaims = nc;
 	}
-	memcpy(to->claims + to->nclaims, from->claims, from->nclaims * sizeof(*from->claims));
+	if (from->nclaims) /* none is the usual case: claims may be NULL */
+		memcpy(to->claims + to->nclaims, from->claims, from->nclaims * sizeof(*from->claims));
 	to->nclaims += from->nclaims;
 	return 0;
 }
