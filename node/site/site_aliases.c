@@ -67,6 +67,32 @@ int site_claims_of(site_t *s, const char *body, const uint8_t *view, size_t n)
 	return rc;
 }
 
+/* A record's claims are side by side in s->claims as site_claims_of made
+ * them (workers' lists are appended whole): FNV-1a 64 of their keys, each
+ * with its NUL, for each run of one body. The same record view gives the
+ * same digest; one that differs, or none, has the alias map merged again. */
+int site_claims_digest(site_t *s)
+{
+	size_t i = 0;
+	while (i < s->nclaims) {
+		const char *body = s->claims[i].body;
+		uint64_t h = 0xcbf29ce484222325ull;
+		for (; i < s->nclaims && !strcmp(s->claims[i].body, body); i++)
+			for (const char *p = s->claims[i].key;; p++) {
+				h = (h ^ (unsigned char)*p) * 0x100000001b3ull;
+				if (!*p)
+					break;
+			}
+		uintptr_t v = (uintptr_t)h;
+		uint8_t key[32];
+		site_body_key(body, key);
+		idmap_del(s->claims_new, key); /* rendered twice: the last */
+		if (idmap_put(s->claims_new, key, (void *)(v ? v : 1)))
+			return pith_err_set(s->err, PITH_ENOMEM, "site: out of memory");
+	}
+	return 0;
+}
+
 /* ---- the alias map ------------------------------------------------------------------------ */
 
 static int claim_cmp(const void *a, const void *b)

@@ -14,14 +14,18 @@
  * record's entry is dropped when it changes; the lists read its state and
  * put the new one. Each entry also keeps the change log number the list
  * pages show the record at, so that a run knows which page a changed
- * record leaves (site_pages.c). The file: FACTS_MAGIC, then per record its
- * body, that number (64-bit little-endian) and five strings, each a 32-bit
+ * record leaves (site_pages.c), and the digest of its alias claims
+ * (site_claims_digest: 0 unknown), so that a run whose changed records
+ * claim what they claimed before leaves the alias map as it is. The
+ * file: FACTS_MAGIC, then per record its body, that number and the
+ * digest (each 64-bit little-endian) and five strings, each a 32-bit
  * little-endian length (FACT_NONE: none) and its bytes; FACT_UNREAD as
  * the first string's length: only the number (the state was not read, or
  * a string is too long to keep). A file that does not parse is ignored:
  * every fact is then read from the states again, and every list page
  * rendered. */
-#define FACTS_MAGIC "pith-site-facts 2\n"
+#define FACTS_MAGIC "pith-site-facts 3\n"
+#define FACTS_MAGIC_2 "pith-site-facts 2\n" /* before the digest: read, digests unknown */
 #define FACT_UNREAD 0xfffffffeu
 #define FACT_NONE 0xffffffffu
 #define FACT_MAX 65536 /* bytes of one string; longer: the file is not ours */
@@ -30,6 +34,7 @@
 typedef struct fact {
 	char body[PITH_BODY_LEN + 1];
 	uint64_t seq;    /* the list pages show it at */
+	uint64_t claims; /* the digest of its alias claims; 0: unknown */
 	int unread;      /* only seq: get does not know it */
 	char *v[NFACTS]; /* into the same allocation; NULL: none */
 } fact_t;
@@ -50,6 +55,7 @@ static fact_t *fact_new(const char *body, const char *const v[NFACTS], const uin
 	if (!f)
 		return NULL;
 	f->seq = 0;
+	f->claims = 0;
 	f->unread = 0;
 	memcpy(f->body, body, PITH_BODY_LEN);
 	f->body[PITH_BODY_LEN] = 0;
@@ -77,7 +83,10 @@ static int fact_set(site_t *s, fact_t *f)
 {
 	uint8_t key[32];
 	site_body_key(f->body, key);
-	free(idmap_del(s->facts, key));
+	fact_t *was = idmap_del(s->facts, key);
+	if (was && !f->claims)
+		f->claims = was->claims; /* the lists read it again: its claims are the same */
+	free(was);
 	if (idmap_put(s->facts, key, f)) {
 		free(f);
 		return -1;
@@ -131,6 +140,14 @@ uint64_t site_fact_seq(site_t *s, const char *body)
 	return f ? f->seq : 0;
 }
 
+uint64_t site_fact_claims(site_t *s, const char *body)
+{
+	uint8_t key[32];
+	site_body_key(body, key);
+	const fact_t *f = idmap_get(s->facts, key);
+	return f ? f->claims : 0;
+}
+
 static uint64_t get_u64(const uint8_t *p)
 {
 	uint64_t v = 0;
@@ -151,15 +168,20 @@ int site_facts_load(site_t *s)
 	pith_buf_t b = PITH_BUF_INIT;
 	size_t ml = strlen(FACTS_MAGIC), off = ml, good = 0;
 	int rc = -1;
-	if (site_read_rel(s, SITE_META_DIR "/facts", &b) || b.len < ml || memcmp(b.data, FACTS_MAGIC, ml))
+	if (site_read_rel(s, SITE_META_DIR "/facts", &b) || b.len < ml)
 		goto out;
+	int v2 = !memcmp(b.data, FACTS_MAGIC_2, ml); /* same length */
+	if (!v2 && memcmp(b.data, FACTS_MAGIC, ml))
+		goto out;
+	size_t head = PITH_BODY_LEN + 8 + (v2 ? 0 : 8);
 	while (off < b.len) {
 		const char *v[NFACTS];
 		uint32_t lens[NFACTS];
-		size_t at = off + PITH_BODY_LEN + 8;
-		if (b.len - off < PITH_BODY_LEN + 8 + 4)
+		size_t at = off + head;
+		if (b.len - off < head + 4)
 			break;
 		uint64_t seq = get_u64(b.data + off + PITH_BODY_LEN);
+		uint64_t claims = v2 ? 0 : get_u64(b.data + off + PITH_BODY_LEN + 8);
 		int ok = 1, unread = get_u32(b.data + at) == FACT_UNREAD;
 		if (unread) {
 			at += 4;
@@ -186,6 +208,7 @@ int site_facts_load(site_t *s)
 		if (!f)
 			break;
 		f->seq = seq;
+		f->claims = claims;
 		f->unread = unread;
 		if (fact_set(s, f))
 			break;
@@ -215,7 +238,8 @@ static int fact_cmp(const void *a, const void *b)
 	return strcmp((*(const fact_t *const *)a)->body, (*(const fact_t *const *)b)->body);
 }
 
-/* Writes the facts, sorted by body (the same facts, the same bytes). */
+/* Writes the facts, sorted by body (the same facts, the same bytes); a
+ * record rendered this run with the digest of the claims it made. */
 int site_facts_save(site_t *s)
 {
 	size_t n = idmap_count(s->facts);
@@ -230,10 +254,15 @@ int site_facts_save(site_t *s)
 	pith_buf_puts(&b, s->facts_lost ? "pith-site-facts lost\n" : FACTS_MAGIC);
 	for (size_t i = 0; i < n; i++) {
 		pith_buf_append(&b, v[i]->body, PITH_BODY_LEN);
-		uint8_t sq[8];
-		for (int k = 0; k < 8; k++)
+		uint8_t key[32];
+		site_body_key(v[i]->body, key);
+		uint64_t cl = (uint64_t)(uintptr_t)idmap_get(s->claims_new, key);
+		uint8_t sq[16];
+		for (int k = 0; k < 8; k++) {
 			sq[k] = (uint8_t)(v[i]->seq >> (8 * k));
-		pith_buf_append(&b, sq, 8);
+			sq[8 + k] = (uint8_t)((cl ? cl : v[i]->claims) >> (8 * k));
+		}
+		pith_buf_append(&b, sq, 16);
 		if (v[i]->unread) {
 			static const uint8_t un[4] = {0xfe, 0xff, 0xff, 0xff}; /* FACT_UNREAD */
 			pith_buf_append(&b, un, 4);

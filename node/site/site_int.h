@@ -43,6 +43,7 @@ typedef struct site {
 	size_t nclaims, capclaims;
 	idmap_t *changed;   /* bodies rendered this run */
 	idmap_t *facts;     /* body -> fact_t: the list pages' facts (site_facts.c) */
+	idmap_t *claims_new;/* body -> digest of its claims this run, as a uintptr_t (never 0) */
 	int facts_lost;     /* a fact could not be kept: every list page next run */
 	int pages_all;      /* render every list page (no facts to tell which) */
 	uint64_t *left;     /* the changed records' former change log numbers */
@@ -76,6 +77,8 @@ int site_facts_load(site_t *s);
 /* The change log number the list pages showed a record at (0: not known). */
 uint64_t site_fact_seq(site_t *s, const char *body);
 int site_facts_save(site_t *s);
+/* The digest of a record's alias claims of the last run (0: unknown). */
+uint64_t site_fact_claims(site_t *s, const char *body);
 /* Forgets a record's facts (it changed). */
 void site_fact_drop(site_t *s, const char *body);
 /* Frees every entry of s->facts (not the map). */
@@ -89,6 +92,9 @@ void site_facts_put(void *arg, const char *pith, const render_list_facts_t *in);
  * rendered): its short number and the arXiv ids and DOI it is known by.
  * 0, or an error with s->err set. */
 int site_claims_of(site_t *s, const char *body, const uint8_t *view, size_t n);
+/* The digest of each rendered record's claims (s->claims, in the order
+ * made, before site_aliases_export sorts them) into s->claims_new. */
+int site_claims_digest(site_t *s);
 /* Writes the nginx map (SITE_ALIAS_MAP) and the claims list (what the map
  * leaves out: the keys several records claim). */
 int site_aliases_export(site_t *s);

@@ -20,12 +20,14 @@ not (not counted); then one scan of the cache by deploy/pith-cache-purge
 usage: bench_cache.py --build BUILD_DIR [--records N | --store DIR --key FILE...]
                       [--site DIR | --state-only] [--duration S] [--connections C]
                       [--max-age S] [--workers N|auto] [--rounds R] [--no-purge-scan]
-                      [--no-static] [--keep]
+                      [--no-static] [--gzip-only] [--keep]
 
 --records N: a new store of N records (2 events each, gen_events), and its
 export. --store/--key: an existing store and its trusted keys (--site: its
 export, made if absent). --workers: both nginx's worker_processes (default
-1; auto: one per core, as deployed). --state-only: gzip clients only. Prints
+1; auto: one per core, as deployed). --state-only: gzip clients only.
+--gzip-only: gzip clients only, the cache warmed with them only (a 1M
+tree of its export: half the warm-up). Prints
 one RESULT line per measure. Needs nginx and wrk. On demand only.
 
   python3 tests/bench/bench_cache.py --build build --store /tmp/s1m/store \
@@ -89,16 +91,16 @@ def origin_requests(port):
     return n
 
 
-def warm(port, bodies, threads=8):
-    """Asks every body's state.json once gzipped and once not, on threads
-    keeping their connections."""
+def warm(port, bodies, threads=8, plain=True):
+    """Asks every body's state.json once gzipped and once not (plain
+    False: gzipped only), on threads keeping their connections."""
     import http.client
     import threading
 
     def run(part):
         c = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
         for b in part:
-            for h in ({"Accept-Encoding": "gzip"}, {}):
+            for h in ({"Accept-Encoding": "gzip"}, {}) if plain else ({"Accept-Encoding": "gzip"},):
                 c.request("GET", "/pith/%s/state.json" % b, headers=h)
                 c.getresponse().read()
         c.close()
@@ -140,6 +142,8 @@ def main():
     ap.add_argument("--state-only", action="store_true",
                     help="no export: the static tree is the state.json.gz files fetched through "
                          "the cache; gzip clients only")
+    ap.add_argument("--gzip-only", action="store_true",
+                    help="gzip clients only (the warm-up too)")
     a = ap.parse_args()
     B = os.path.abspath(a.build)
     P = os.path.join(B, "node/cli/pithctl")
@@ -187,7 +191,7 @@ def main():
             shutil.rmtree(site, ignore_errors=True)
             bench_site.fetch_states(cache.port, lst, len(recs), site, root, gz=True)
         else:
-            warm(cache.port, [r[-26:] for r in recs])
+            warm(cache.port, [r[-26:] for r in recs], plain=not a.gzip_only)
         print("# cache warmed in %.1f s" % (time.time() - t0), flush=True)
         if not a.no_static:
             sdir = os.path.join(root, "static-ngx")
@@ -200,7 +204,7 @@ def main():
         if static:
             targets.append(("static", port, os.path.join(sdir, "nginx.pid")))
         for rnd, gz in [(i + 1, g) for i in range(a.rounds)
-                        for g in ((True,) if a.state_only else (True, False))]:
+                        for g in ((True,) if a.state_only or a.gzip_only else (True, False))]:
             for name, p, pidfile in targets:
                 o0, c0 = origin_requests(sport), cpu_s([srv.pid])
                 npids = nginx_pids(pidfile) if pidfile else []

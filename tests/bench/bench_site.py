@@ -215,6 +215,9 @@ def main():
     ap.add_argument("--no-serve", action="store_true", help="exports only: no nginx, no wrk")
     ap.add_argument("--keep", action="store_true")
     ap.add_argument("--dir", help="work in DIR and keep it; a store already there is reused")
+    ap.add_argument("--incremental-only", action="store_true",
+                    help="with --dir: no full export, the tree DIR/site kept; only K changes "
+                         "and the incremental export")
     ap.add_argument("--cold", action="store_true",
                     help="serve without reading the tree's state.json files and the store first")
     ap.add_argument("--state-only", action="store_true",
@@ -258,7 +261,10 @@ def main():
     else:
         trust = ["--trust-key", key, "--trust-key", op]
         print("# the store in %s is used as it is" % store, flush=True)
-    shutil.rmtree(site, ignore_errors=True)
+    if a.incremental_only and not (a.dir and os.path.isdir(site)):
+        raise SystemExit("bench_site.py: --incremental-only needs --dir DIR with DIR/site from an earlier run")
+    if not a.incremental_only:
+        shutil.rmtree(site, ignore_errors=True)
     recs = [r for r in subprocess.run([P, "--store", store, "records"], capture_output=True,
             text=True, check=True).stdout.split() if r.startswith("pith:")]
     if not a.state_only:
@@ -343,6 +349,8 @@ def export(a, P, store, site, base, trust, recs, root):
     incremental export."""
     op = os.path.join(root, "op.key")
     jobs = ["--jobs", str(a.jobs)] if a.jobs else []
+    if a.incremental_only:
+        return changes(a, P, store, site, trust, recs, root, jobs)
     t, out = timed([P, "--store", store, "--json", "export", "--site", site, "--base-url", base]
                    + jobs)
     s = json.loads(out)
@@ -355,8 +363,17 @@ def export(a, P, store, site, base, trust, recs, root):
           % (s["records"], a.per_record, a.jobs or "default", t, s["records"] / t, s["written"],
              s["written"] / t, s["bytes"], du, apparent, dirs, files / n,
              inodes / n, s["bytes"] / n, du / n, apparent / n, timed.cpu, load()), flush=True)
+    changes(a, P, store, site, trust, recs, root, jobs)
+
+
+def changes(a, P, store, site, trust, recs, root, jobs):
+    """Step 3: K records get a new graph_snapshot (a new title: their list
+    facts change, their aliases do not), imported; the incremental export."""
+    op = os.path.join(root, "op.key")
     evs = []
-    for i, r in enumerate(random.Random(3).sample(recs, a.changed)):
+    # another sample each --incremental-only rerun on one tree
+    rnd = random.Random(int(time.time()) if a.incremental_only else 3)
+    for i, r in enumerate(rnd.sample(recs, a.changed)):
         evs.append(json.dumps({"event_type": "graph_snapshot", "subject_pith_number": r,
                                "target": "graph", "created_at": "2031-01-01T00:00:00Z",
                                "payload": {"graph_snapshot": {"paper": {
