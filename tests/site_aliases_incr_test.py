@@ -11,7 +11,8 @@ changed records claim what they claimed, and merges it when they do not.
    of a full export of the same store into an empty directory;
 4. a tree whose facts file is of the layout before the digests
    ("pith-site-facts 2") still exports incrementally: the map merged, the
-   same bytes, the facts written anew with digests.
+   same bytes, every record's digest added up from it (the facts those of
+   a full export), so that the next retitle leaves the map alone.
 
 usage: site_aliases_incr_test.py --pithctl PITHCTL --gen-events GEN_EVENTS
 """
@@ -156,6 +157,19 @@ def run(a, root):
           open(amap, "rb").read() == open(meta(full, "aliases.map"), "rb").read(),
           "a layout-2 facts file is read (digests unknown: the map merged), the map the same "
           "bytes, the facts written as layout 3")
+    check(open(meta(site, "facts"), "rb").read() == open(meta(full, "facts"), "rb").read(),
+          "that merge gave every record its digest: the facts are a full export's")
+    stamps = stamp(amap), stamp(claims)
+    e["created_at"], e["subject_pith_number"] = "2031-01-03T00:00:00Z", first[7]
+    with open(f, "w") as out:
+        out.write(subprocess.run([P, "sign", "--key", op, "-"], input=json.dumps(e),
+                                 capture_output=True, text=True, check=True).stdout)
+    subprocess.run([P, "--store", store] + trust + ["import", "--no-progress", f], check=True,
+                   stdout=subprocess.DEVNULL)
+    st = export(site)
+    check(st["records"] == 1 and st["aliases_changed"] is False and
+          (stamp(amap), stamp(claims)) == stamps,
+          "and the next retitle leaves the map alone again")
 
 
 if __name__ == "__main__":

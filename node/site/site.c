@@ -593,10 +593,8 @@ static int claims_moved(site_t *s, const pith_list_t *l, const uint64_t *was, in
 	if (full || s->pages_all || s->s.removed)
 		return 1;
 	for (size_t i = 0; i < l->n; i++) {
-		uint8_t key[32];
-		site_body_key(l->v[i] + PITH_NUMBER_LEN - PITH_BODY_LEN, key);
-		uint64_t now = (uint64_t)(uintptr_t)idmap_get(s->claims_new, key);
-		if (!now || !was[i] || now != (uint64_t)(uintptr_t)was[i])
+		uint64_t now = site_claims_digest_of(s, l->v[i] + PITH_NUMBER_LEN - PITH_BODY_LEN);
+		if (!now || now != was[i])
 			return 1;
 	}
 	return 0;

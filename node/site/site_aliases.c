@@ -67,27 +67,62 @@ int site_claims_of(site_t *s, const char *body, const uint8_t *view, size_t n)
 	return rc;
 }
 
-/* A record's claims are side by side in s->claims as site_claims_of made
- * them (workers' lists are appended whole): FNV-1a 64 of their keys, each
- * with its NUL, for each run of one body. The same record view gives the
- * same digest; one that differs, or none, has the alias map merged again. */
+static int claim_cmp(const void *a, const void *b)
+{
+	const claim_t *x = a, *y = b;
+	int r = strcmp(x->key, y->key);
+	return r ? r : strcmp(x->body, y->body);
+}
+
+/* The digest of a record's claims: the sum, modulo 2^64, of FNV-1a 64 of
+ * each key it claims (once however often it claims it), 1 if that is 0;
+ * 0 is "unknown". A sum, so that it can be added up from the alias map,
+ * which lists the claims by key, as well as from a record's own. Kept in
+ * s->claims_new as the sum XOR CLAIMS_X (NULL: none yet; CLAIMS_LOST: a
+ * sum that would be NULL, unknown from then on). */
+#define CLAIMS_X ((uintptr_t)0x9e3779b97f4a7c15ull)
+#define CLAIMS_LOST ((void *)(uintptr_t)1)
+
+static uint64_t key_hash(const char *key)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+	for (const char *p = key; *p; p++)
+		h = (h ^ (unsigned char)*p) * 0x100000001b3ull;
+	return h;
+}
+
+static int claims_add(site_t *s, const char *body, const char *key)
+{
+	uint8_t k[32];
+	site_body_key(body, k);
+	void *v = idmap_del(s->claims_new, k);
+	if (v == CLAIMS_LOST)
+		return idmap_put(s->claims_new, k, v) ? -1 : 0;
+	uintptr_t sum = (v ? (uintptr_t)v ^ CLAIMS_X : 0) + (uintptr_t)key_hash(key);
+	v = (void *)(sum ^ CLAIMS_X);
+	return idmap_put(s->claims_new, k, v ? v : CLAIMS_LOST) ? -1 : 0;
+}
+
+uint64_t site_claims_digest_of(site_t *s, const char *body)
+{
+	uint8_t k[32];
+	site_body_key(body, k);
+	void *v = idmap_get(s->claims_new, k);
+	if (!v || v == CLAIMS_LOST)
+		return 0;
+	uint64_t d = (uint64_t)((uintptr_t)v ^ CLAIMS_X);
+	return d ? d : 1;
+}
+
 int site_claims_digest(site_t *s)
 {
-	size_t i = 0;
-	while (i < s->nclaims) {
-		const char *body = s->claims[i].body;
-		uint64_t h = 0xcbf29ce484222325ull;
-		for (; i < s->nclaims && !strcmp(s->claims[i].body, body); i++)
-			for (const char *p = s->claims[i].key;; p++) {
-				h = (h ^ (unsigned char)*p) * 0x100000001b3ull;
-				if (!*p)
-					break;
-			}
-		uintptr_t v = (uintptr_t)h;
-		uint8_t key[32];
-		site_body_key(body, key);
-		idmap_del(s->claims_new, key); /* rendered twice: the last */
-		if (idmap_put(s->claims_new, key, (void *)(v ? v : 1)))
+	if (s->nclaims) /* none: claims is NULL, which qsort may not be given */
+		qsort(s->claims, s->nclaims, sizeof(*s->claims), claim_cmp);
+	for (size_t i = 0; i < s->nclaims; i++) {
+		const claim_t *c = &s->claims[i];
+		if (i && !strcmp(c->key, c[-1].key) && !strcmp(c->body, c[-1].body))
+			continue; /* claimed twice by one record */
+		if (claims_add(s, c->body, c->key))
 			return pith_err_set(s->err, PITH_ENOMEM, "site: out of memory");
 	}
 	return 0;
@@ -95,12 +130,6 @@ int site_claims_digest(site_t *s)
 
 /* ---- the alias map ------------------------------------------------------------------------ */
 
-static int claim_cmp(const void *a, const void *b)
-{
-	const claim_t *x = a, *y = b;
-	int r = strcmp(x->key, y->key);
-	return r ? r : strcmp(x->body, y->body);
-}
 
 /* The merge of the last run's claims with this run's, in (key, body)
  * order, and what it writes: the map, one line per key that names one
@@ -202,8 +231,9 @@ typedef struct old {
 } old_t;
 
 /* The next of the last run's claims whose record was not rendered this
- * run: 1 with key and body set, 0 at the end, -1 if out of order (files
- * this code did not write). */
+ * run: 1 with key and body set (and added to its record's digest), 0 at
+ * the end, -1 if out of order (files this code did not write), -2 out of
+ * memory. */
 static int old_next(site_t *s, old_t *o, const char **key, const char **body)
 {
 	for (;;) {
@@ -223,6 +253,8 @@ static int old_next(site_t *s, old_t *o, const char **key, const char **body)
 		memcpy(bk, b, PITH_BODY_LEN);
 		if (idmap_get(s->changed, bk))
 			continue;
+		if (claims_add(s, b, k)) /* its digest, for the facts */
+			return -2;
 		*key = k;
 		*body = b;
 		return 1;
@@ -269,11 +301,18 @@ static int aliases_sorted(site_t *s, merge_t *m)
 	pith_buf_reset(&m->grp);
 	m->key = m->body = m->gkey = m->gbody = NULL;
 	m->gbodies = 0;
+	/* the digests again: the first pass added part of the old claims */
+	idmap_free(s->claims_new);
+	if (!(s->claims_new = idmap_new()) || site_claims_digest(s))
+		rc = pith_err_set(s->err, PITH_ENOMEM, "site: out of memory");
 	old_t o;
 	old_open(s, &o, &bm, &bl, 0);
 	const char *k, *bd;
-	while (!rc && old_next(s, &o, &k, &bd) > 0)
+	int more;
+	while (!rc && (more = old_next(s, &o, &k, &bd)) > 0)
 		rc = claim_add(s, bd, k);
+	if (!rc && more == -2)
+		rc = pith_err_set(s->err, PITH_ENOMEM, "site: out of memory");
 	if (!rc && s->nclaims)
 		qsort(s->claims, s->nclaims, sizeof(*s->claims), claim_cmp);
 	pith_buf_puts(&m->map, "# generated by pithctl export --site: alias -> record body\n");
@@ -299,8 +338,7 @@ int site_aliases_export(site_t *s)
 	pith_buf_t bm = PITH_BUF_INIT, bl = PITH_BUF_INIT;
 	merge_t m = {PITH_BUF_INIT, PITH_BUF_INIT, PITH_BUF_INIT, NULL, NULL, NULL, NULL, 0};
 	int rc = 0;
-	if (s->nclaims) /* none: claims is NULL, which qsort may not be given */
-		qsort(s->claims, s->nclaims, sizeof(*s->claims), claim_cmp);
+	/* s->claims sorted by site_claims_digest */
 	old_t o;
 	old_open(s, &o, &bm, &bl, 1);
 	pith_buf_puts(&m.map, "# generated by pithctl export --site: alias -> record body\n");
@@ -321,6 +359,10 @@ int site_aliases_export(site_t *s)
 	}
 	if (m.gbodies)
 		group_end(&m);
+	if (more == -2) {
+		rc = pith_err_set(s->err, PITH_ENOMEM, "site: out of memory");
+		goto out;
+	}
 	if (more < 0) {
 		/* not the order this code writes: every line read and sorted */
 		log_warn("site: %s/" SITE_META_DIR "/claims or the alias map is out of order; read whole",

@@ -15,7 +15,7 @@
  * put the new one. Each entry also keeps the change log number the list
  * pages show the record at, so that a run knows which page a changed
  * record leaves (site_pages.c), and the digest of its alias claims
- * (site_claims_digest: 0 unknown), so that a run whose changed records
+ * (site_aliases.c: 0 unknown), so that a run whose changed records
  * claim what they claimed before leaves the alias map as it is. The
  * file: FACTS_MAGIC, then per record its body, that number and the
  * digest (each 64-bit little-endian) and five strings, each a 32-bit
@@ -254,9 +254,7 @@ int site_facts_save(site_t *s)
 	pith_buf_puts(&b, s->facts_lost ? "pith-site-facts lost\n" : FACTS_MAGIC);
 	for (size_t i = 0; i < n; i++) {
 		pith_buf_append(&b, v[i]->body, PITH_BODY_LEN);
-		uint8_t key[32];
-		site_body_key(v[i]->body, key);
-		uint64_t cl = (uint64_t)(uintptr_t)idmap_get(s->claims_new, key);
+		uint64_t cl = site_claims_digest_of(s, v[i]->body);
 		uint8_t sq[16];
 		for (int k = 0; k < 8; k++) {
 			sq[k] = (uint8_t)(v[i]->seq >> (8 * k));

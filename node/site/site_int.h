@@ -43,7 +43,7 @@ typedef struct site {
 	size_t nclaims, capclaims;
 	idmap_t *changed;   /* bodies rendered this run */
 	idmap_t *facts;     /* body -> fact_t: the list pages' facts (site_facts.c) */
-	idmap_t *claims_new;/* body -> digest of its claims this run, as a uintptr_t (never 0) */
+	idmap_t *claims_new;/* body -> the digest of its claims this run (site_aliases.c) */
 	int facts_lost;     /* a fact could not be kept: every list page next run */
 	int pages_all;      /* render every list page (no facts to tell which) */
 	uint64_t *left;     /* the changed records' former change log numbers */
@@ -92,9 +92,12 @@ void site_facts_put(void *arg, const char *pith, const render_list_facts_t *in);
  * rendered): its short number and the arXiv ids and DOI it is known by.
  * 0, or an error with s->err set. */
 int site_claims_of(site_t *s, const char *body, const uint8_t *view, size_t n);
-/* The digest of each rendered record's claims (s->claims, in the order
- * made, before site_aliases_export sorts them) into s->claims_new. */
+/* Sorts s->claims (this run's) and adds each to its record's digest in
+ * s->claims_new; site_aliases_export, when it merges, adds the other
+ * records' from the map. Before site_aliases_export. */
 int site_claims_digest(site_t *s);
+/* A record's digest this run (0: unknown, none made). */
+uint64_t site_claims_digest_of(site_t *s, const char *body);
 /* Writes the nginx map (SITE_ALIAS_MAP) and the claims list (what the map
  * leaves out: the keys several records claim). */
 int site_aliases_export(site_t *s);
