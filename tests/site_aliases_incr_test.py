@@ -76,6 +76,21 @@ def run(a, root):
                              capture_output=True, text=True).stdout
         return json.loads(out)
 
+    def retitle(rs, day):
+        """A signed graph_snapshot with a new title for each of rs, imported."""
+        lines = []
+        for i, r in enumerate(rs):
+            e = {"event_type": "graph_snapshot", "subject_pith_number": r, "target": "graph",
+                 "created_at": "2031-01-%02dT00:00:%02dZ" % (day, i),
+                 "payload": {"graph_snapshot": {"paper": {"title": "Retitled %d" % i}}}}
+            lines.append(subprocess.run([P, "sign", "--key", op, "-"], input=json.dumps(e),
+                                        capture_output=True, text=True, check=True).stdout.strip())
+        f = os.path.join(root, "titles.jsonl")
+        with open(f, "w") as out:
+            out.write("\n".join(lines) + "\n")
+        subprocess.run([P, "--store", store] + trust + ["import", "--no-progress", f],
+                       check=True, stdout=subprocess.DEVNULL)
+
     meta = lambda d, n: os.path.join(d, ".pith-site", n)  # noqa: E731
     stamp = lambda p: (os.stat(p).st_ino, os.stat(p).st_mtime_ns)  # noqa: E731
     load(first, "first.jsonl")
@@ -86,18 +101,7 @@ def run(a, root):
         check(f.read(18) == b"pith-site-facts 3\n", "the facts file is of layout 3 (with digests)")
 
     # 2. new titles: the same aliases
-    signed = []
-    for i, r in enumerate(first[:5]):
-        e = {"event_type": "graph_snapshot", "subject_pith_number": r, "target": "graph",
-             "created_at": "2031-01-01T00:00:%02dZ" % i,
-             "payload": {"graph_snapshot": {"paper": {"title": "Retitled %d" % i}}}}
-        signed.append(subprocess.run([P, "sign", "--key", op, "-"], input=json.dumps(e),
-                                     capture_output=True, text=True, check=True).stdout.strip())
-    f = os.path.join(root, "titles.jsonl")
-    with open(f, "w") as out:
-        out.write("\n".join(signed) + "\n")
-    subprocess.run([P, "--store", store] + trust + ["import", "--no-progress", f], check=True,
-                   stdout=subprocess.DEVNULL)
+    retitle(first[:5], 1)
     st = export(site)
     check(st["records"] == 5 and st["aliases_changed"] is False,
           "5 retitled records: rendered 5, aliases_changed false (%s, %s)"
@@ -141,14 +145,7 @@ def run(a, root):
         off = at
     with open(meta(site, "facts"), "wb") as g:
         g.write(old)
-    e = {"event_type": "graph_snapshot", "subject_pith_number": first[6], "target": "graph",
-         "created_at": "2031-01-02T00:00:00Z",
-         "payload": {"graph_snapshot": {"paper": {"title": "Retitled again"}}}}
-    with open(f, "w") as out:
-        out.write(subprocess.run([P, "sign", "--key", op, "-"], input=json.dumps(e),
-                                 capture_output=True, text=True, check=True).stdout)
-    subprocess.run([P, "--store", store] + trust + ["import", "--no-progress", f], check=True,
-                   stdout=subprocess.DEVNULL)
+    retitle(first[6:7], 2)
     st = export(site)
     export(full)
     with open(meta(site, "facts"), "rb") as g:
@@ -160,12 +157,7 @@ def run(a, root):
     check(open(meta(site, "facts"), "rb").read() == open(meta(full, "facts"), "rb").read(),
           "that merge gave every record its digest: the facts are a full export's")
     stamps = stamp(amap), stamp(claims)
-    e["created_at"], e["subject_pith_number"] = "2031-01-03T00:00:00Z", first[7]
-    with open(f, "w") as out:
-        out.write(subprocess.run([P, "sign", "--key", op, "-"], input=json.dumps(e),
-                                 capture_output=True, text=True, check=True).stdout)
-    subprocess.run([P, "--store", store] + trust + ["import", "--no-progress", f], check=True,
-                   stdout=subprocess.DEVNULL)
+    retitle(first[7:8], 3)
     st = export(site)
     check(st["records"] == 1 and st["aliases_changed"] is False and
           (stamp(amap), stamp(claims)) == stamps,
