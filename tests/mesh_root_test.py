@@ -22,7 +22,8 @@ Three meshed pithd (A; B dials A; C dials A and B), the same 100 records
   store uses (--state-root-thread-records 0), at both of its starts;
 - a peer sending a ROOT that does not verify (another key's document,
   bytes that are no document) is ignored, logged, counted
-  (pith_state_root_peer_refused_total 2), not banned nor disconnected;
+  (pith_state_root_peer_refused_total 3; a reason quoting the peer's
+  bytes is escaped in the log), not banned nor disconnected;
   a peer with WIRE_FEAT_ROOT gets the node's latest document after AUTH,
   one without it gets none.
 
@@ -186,12 +187,20 @@ def body(args, root, nodes):
     cbytes = request(base(c) + "/api/root")[2].rstrip(b"\n")
     p.send(msg(ROOT_MSG, cbytes))  # C's document: another key than the one p authenticated
     p.send(msg(ROOT_MSG, b"{not a document"))
-    wait_for(lambda: metric(base(a), "pith_state_root_peer_refused_total") == 2, 10,
-             what="two ROOTs refused")
+    # a signer whose key_id holds a line break: the reason the log gives
+    # quotes it, escaped (a peer's bytes never make a log line of their own)
+    forged = json.loads(cbytes)
+    forged["signer"]["key_id"] = "node-x\nFORGED LOG LINE"
+    p.send(msg(ROOT_MSG, json.dumps(forged).encode()))
+    wait_for(lambda: metric(base(a), "pith_state_root_peer_refused_total") == 3, 10,
+             what="three ROOTs refused")
     assert not p.is_closed(1.0), "the node closed a peer over a bad ROOT"
     assert a.ctl("peers")["bans"] == []
     text = open(a.log_path, errors="replace").read()
-    assert text.count("state root document refused (ignored)") == 2, text[-2000:]
+    assert text.count("state root document refused (ignored)") == 3, text[-2000:]
+    assert not any(x.startswith("FORGED") for x in text.splitlines()), \
+        "a peer's key_id made a log line: %s" % [x for x in text.splitlines() if "FORGED" in x]
+    assert "node-x\\x0aFORGED LOG LINE" in text, [x for x in text.splitlines() if "FORGED" in x]
     p.close()
     q = RawPeer(a.port, a.network_id, features=0)
     q.handshake()

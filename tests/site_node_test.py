@@ -188,19 +188,25 @@ def body(args, root, nodes):
     # store (read-only beside it) writes the same tree, file by file, the
     # tree's notes too; the manifest's generated_at is when a tree was
     # first exported, so the second tree starts from the first's
-    twin = os.path.join(root, "twin")
-    os.makedirs(os.path.join(twin, ".pith-site"))
-    shutil.copy(os.path.join(site, ".pith-site", "mirrors_at"), os.path.join(twin, ".pith-site"))
-    r = subprocess.run([args.pithctl, "--store", os.path.join(n.dir, "store"), "export", "--site",
-                        twin, "--base-url", base, "--search-url", base], capture_output=True,
-                       text=True, timeout=60)
-    assert r.returncode == 0, r.stderr
-    a, b = tree_files(site), tree_files(twin)
-    differ = sorted(k for k in set(a) | set(b) if a.get(k) != b.get(k))
+    def twin_differ(name):
+        """pithctl export --site of the node's store into ROOT/name: the
+        files that differ from pithd's tree, and how many pithd's has."""
+        twin = os.path.join(root, name)
+        os.makedirs(os.path.join(twin, ".pith-site"))
+        shutil.copy(os.path.join(site, ".pith-site", "mirrors_at"),
+                    os.path.join(twin, ".pith-site"))
+        r = subprocess.run([args.pithctl, "--store", os.path.join(n.dir, "store"), "export",
+                            "--site", twin, "--base-url", base, "--search-url", base],
+                           capture_output=True, text=True, timeout=60)
+        assert r.returncode == 0, r.stderr
+        a, b = tree_files(site), tree_files(twin)
+        return sorted(k for k in set(a) | set(b) if a.get(k) != b.get(k)), len(a)
+
+    differ, nfiles = twin_differ("twin")
     assert not differ, "pithd's tree and pithctl's differ: %s" % differ[:5]
     print("ok - pithd's incremental tree and pithctl export --site of the same store: the same "
           "%d files, byte for byte (the page header says %r in both)"
-          % (len(a), "pith-mirror"), flush=True)
+          % (nfiles, "pith-mirror"), flush=True)
     home = read(site, "index.html")
     assert b"pith-mirror" in home and b"pithd " not in home, "the tree's header names the node"
 
@@ -236,6 +242,30 @@ def body(args, root, nodes):
     assert logged == 1, "the error was logged %d times" % logged
     print("ok - an unwritable tree: an error in status, logged once, the node serves on; "
           "the next commit's run fixes it (%s)" % err, flush=True)
+
+    # every record of the first list ranges changes: those ranges empty,
+    # their pages' files go (HTML and JSON, stored as .gz), and the tree is
+    # still the one a full export writes
+    c2 = site_st()["cursor"]
+    assert all(x.get("ok") for x in n.submit([by_rec[r][1] for r in recs[7:60]])), \
+        "events refused"
+    wait_for(lambda: current(70) and site_st()["cursor"] >= c2 + 53, 20,
+             what="the site cursor to move past the last changes")
+    chain, nx = set(), json.loads(http_get(base, "/api/records")).get("next")
+    while nx:
+        chain.add(nx)
+        nx = json.loads(http_get(base, "/api/records?after=" + nx)).get("next")
+    for d, ext in (("pith/after", ".html"), ("api/records/after", ".json")):
+        files = os.listdir(os.path.join(site, d)) if os.path.isdir(os.path.join(site, d)) else []
+        stale = sorted(f for f in files if f.split(".")[0] not in chain)
+        assert not stale, "%s: files of emptied list pages left: %s (the pages: %s)" % (
+            d, stale, sorted(chain))
+    bad = same_as_node(base, site, [r[-26:] for r in recs[7:60]])
+    assert not bad, "after the ranges emptied, differ: %s" % bad[:5]
+    differ, _ = twin_differ("twin2")
+    assert not differ, "pithd's tree and a full export differ: %s" % differ[:5]
+    print("ok - list ranges emptied by changes: their pages' files are gone, the tree is a full "
+          "export's (%d pages after the first)" % len(chain), flush=True)
 
     rc = n.stop(signal.SIGTERM)
     assert rc == 0, "pithd exited %s" % rc

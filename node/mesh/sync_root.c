@@ -80,9 +80,13 @@ void sync_root_on_message(sync_t *sy, peer_t *p, const wire_msg_t *m)
 	pith_sr_doc_t d;
 	pith_err_t err = {0};
 	if (pith_sr_doc_verify(m->u.root.doc, m->u.root.len, &key, &d, &err)) {
+		/* the reason may quote the peer's bytes (its signer's key_id):
+		 * escaped, so that they never make a log line of their own */
+		char why[sizeof(err.msg) * 4 + 4];
 		sy->roots.bad++;
 		log_rl(&rl, LOG_WARN, "peer %s (node %s): state root document refused (ignored): %s",
-		       p->addr, p->id_short, err.msg);
+		       p->addr, p->id_short,
+		       log_escape(err.msg, strlen(err.msg), sizeof(err.msg), why, sizeof(why)));
 		return;
 	}
 	sy->roots.received++;

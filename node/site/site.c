@@ -146,7 +146,9 @@ static void drop_rel(site_t *s, const char *rel)
 	site_drop(s, path);
 }
 
-/* Reads OUT/rel into out (reset first). 0, or -1 if absent. */
+/* Reads OUT/rel into out (reset first). 0; 1 if absent; -1 (errno set)
+ * if it cannot be read, out of memory included: a read error is never
+ * taken for an empty file. */
 int site_read_rel(site_t *s, const char *rel, pith_buf_t *out)
 {
 	char path[4096];
@@ -154,13 +156,20 @@ int site_read_rel(site_t *s, const char *rel, pith_buf_t *out)
 	pith_buf_reset(out);
 	FILE *f = fopen(path, "rb");
 	if (!f)
-		return -1;
+		return errno == ENOENT ? 1 : -1;
 	char buf[65536];
 	size_t k;
 	while ((k = fread(buf, 1, sizeof(buf), f)) > 0)
 		pith_buf_append(out, buf, k);
+	int bad = ferror(f);
+	int e = errno;
 	fclose(f);
-	return out->oom ? -1 : 0;
+	if (bad || out->oom) {
+		pith_buf_reset(out);
+		errno = bad ? e : ENOMEM;
+		return -1;
+	}
+	return 0;
 }
 
 /* ---- rendering --------------------------------------------------------------------------- */

@@ -60,7 +60,8 @@ int site_put(site_t *s, const char *rel, const uint8_t *data, size_t n);
 void site_record_rel(const char *body, const char *ext, char *out, size_t cap);
 /* Removes the file at the full path. */
 void site_drop(site_t *s, const char *path);
-/* Reads OUT/rel into out: 0, or -1 if it cannot be read. */
+/* Reads OUT/rel into out: 0; 1 if absent; -1 (errno set) if it cannot
+ * be read (an error, not an empty file). */
 int site_read_rel(site_t *s, const char *rel, pith_buf_t *out);
 /* Renders target into OUT/rel. 1 if the server answers 404 for it (the
  * file is removed), 0 when written, -1 on error. out (may be NULL) gets

@@ -93,15 +93,19 @@ static int page_export(site_t *s, uint64_t k)
 	return 0;
 }
 
-/* Removes the files of range k's page (every record on it changed since). */
+/* Removes the files of range k's page (every record on it changed since):
+ * each stored as FILE or FILE.gz (site_put), both forms go. */
 static void page_drop(site_t *s, uint64_t k)
 {
+	static const char *const forms[] = {"%s/pith/after/%llu.html", "%s/pith/after/%llu.html.gz",
+					    "%s/api/records/after/%llu.json",
+					    "%s/api/records/after/%llu.json.gz"};
 	char path[4400];
 	unsigned long long cur = (unsigned long long)((k + 1) * PAGE_LIMIT + 1);
-	snprintf(path, sizeof(path), "%s/pith/after/%llu.html", s->dir, cur);
-	site_drop(s, path);
-	snprintf(path, sizeof(path), "%s/api/records/after/%llu.json", s->dir, cur);
-	site_drop(s, path);
+	for (size_t i = 0; i < sizeof(forms) / sizeof(forms[0]); i++) {
+		snprintf(path, sizeof(path), forms[i], s->dir, cur);
+		site_drop(s, path);
+	}
 }
 
 static int first_seq(void *arg, const store_change_t *ch)
