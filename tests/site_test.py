@@ -163,9 +163,9 @@ class Nginx:
                 self.proc.wait()
 
 
-def wait_port(port, proc):
+def wait_port(port, proc, timeout=15):
     t0 = time.time()
-    while time.time() - t0 < 15:
+    while time.time() - t0 < timeout:
         if proc.poll() is not None:
             raise SystemExit("server exited (%d)" % proc.returncode)
         try:

@@ -114,22 +114,20 @@ static int first_seq(void *arg, const store_change_t *ch)
 	return 1;
 }
 
-/* The number of the newest record changed before before (0: from the
- * newest), or 0 when none is; above: the oldest changed after after. */
-static uint64_t seq_below(site_t *s, uint64_t before)
+/* *v: the number of the newest record changed before before (0: from
+ * the newest), or 0 when none is; above: the oldest changed after after.
+ * 0, or -1 with s->err set when the change log cannot be read (read as
+ * "none", a page with records would be removed). */
+static int seq_below(site_t *s, uint64_t before, uint64_t *v)
 {
-	uint64_t v = 0;
-	pith_err_t e = {0};
-	store_changes_each_before(s->st, before, 1, first_seq, &v, NULL, &e);
-	return v;
+	*v = 0;
+	return store_changes_each_before(s->st, before, 1, first_seq, v, NULL, s->err) < 0 ? -1 : 0;
 }
 
-static uint64_t seq_above(site_t *s, uint64_t after)
+static int seq_above(site_t *s, uint64_t after, uint64_t *v)
 {
-	uint64_t v = 0;
-	pith_err_t e = {0};
-	store_changes_each(s->st, after, 1, first_seq, &v, NULL, &e);
-	return v;
+	*v = 0;
+	return store_changes_each(s->st, after, 1, first_seq, v, NULL, s->err) < 0 ? -1 : 0;
 }
 
 static int u64_desc(const void *a, const void *b)
@@ -145,7 +143,9 @@ static int u64_desc(const void *a, const void *b)
  * it, is rendered again), and /pith/ itself. */
 static int pages_touched(site_t *s)
 {
-	uint64_t top = seq_below(s, 0);
+	uint64_t top, below, up;
+	if (seq_below(s, 0, &top))
+		return -1;
 	if (!top)
 		return 0;
 	uint64_t ktop = page_of(top), kfrom = s->s.from ? page_of(s->s.from) : 0;
@@ -161,14 +161,17 @@ static int pages_touched(site_t *s)
 		uint64_t k = s->left[i];
 		if ((i && k == s->left[i - 1]) || k >= ktop)
 			continue;
-		if (seq_below(s, (k + 1) * PAGE_LIMIT + 1) > k * PAGE_LIMIT) {
+		if (seq_below(s, (k + 1) * PAGE_LIMIT + 1, &below))
+			return -1;
+		if (below > k * PAGE_LIMIT) {
 			if (page_export(s, k))
 				return -1;
 			continue;
 		}
 		page_drop(s, k);
 		/* the page before it linked to it: now to the next one with records */
-		uint64_t up = seq_above(s, (k + 1) * PAGE_LIMIT);
+		if (seq_above(s, (k + 1) * PAGE_LIMIT, &up))
+			return -1;
 		if (up && page_of(up) < ktop) {
 			uint64_t ku = page_of(up);
 			int done = 0; /* rendered already (the ranges go newest first) */

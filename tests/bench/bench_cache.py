@@ -199,7 +199,11 @@ def main():
             static = site_test.Nginx(shutil.which("nginx") or "/usr/sbin/nginx", sdir,
                                      site_test.nginx_conf(sdir, os.path.join(HERE, "../../deploy/nginx.conf"),
                                                           site, port, a.workers))
-            site_test.wait_port(port, static.proc)
+            # its alias map: 6 keys a record, some 54 s and 1.7 GB to load at
+            # 1,000,000 records (docs/site.md, "Disk")
+            t1 = time.time()
+            site_test.wait_port(port, static.proc, timeout=600)
+            print("# the static nginx listened after %.1f s" % (time.time() - t1), flush=True)
         targets = [("pithd", sport, None), ("cache", cache.port, os.path.join(cache.d, "nginx.pid"))]
         if static:
             targets.append(("static", port, os.path.join(sdir, "nginx.pid")))
