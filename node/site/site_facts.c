@@ -36,6 +36,7 @@ typedef struct fact {
 	uint64_t seq;    /* the list pages show it at */
 	uint64_t claims; /* the digest of its alias claims; 0: unknown */
 	int unread;      /* only seq: get does not know it */
+	int dead;        /* dropped or replaced: not saved (freed with its list) */
 	char *v[NFACTS]; /* into the same allocation; NULL: none */
 } fact_t;
 
@@ -57,6 +58,7 @@ static fact_t *fact_new(const char *body, const char *const v[NFACTS], const uin
 	f->seq = 0;
 	f->claims = 0;
 	f->unread = 0;
+	f->dead = 0;
 	memcpy(f->body, body, PITH_BODY_LEN);
 	f->body[PITH_BODY_LEN] = 0;
 	char *p = (char *)(f + 1);
@@ -76,19 +78,46 @@ void site_fact_drop(site_t *s, const char *body)
 {
 	uint8_t key[32];
 	site_body_key(body, key);
-	free(idmap_del(s->facts, key));
+	fact_t *f = idmap_del(s->facts, key);
+	if (f)
+		f->dead = 1;
 }
 
-static int fact_set(site_t *s, fact_t *f)
+/* Appends f to a list of facts (*v, *n, *cap). */
+static int fact_push(fact_t ***v, size_t *n, size_t *cap, fact_t *f)
+{
+	if (*n == *cap) {
+		size_t nc = *cap ? 2 * *cap : 1024;
+		fact_t **p = realloc(*v, nc * sizeof(*p));
+		if (!p)
+			return -1;
+		*v = p;
+		*cap = nc;
+	}
+	(*v)[(*n)++] = f;
+	return 0;
+}
+
+/* Keeps f (read from the file: loaded, else made this run) in its list
+ * and the map; a fact of the same body before it is dead. Each fact is in
+ * one list, which frees it (site_facts_free). */
+static int fact_set(site_t *s, fact_t *f, int loaded)
 {
 	uint8_t key[32];
 	site_body_key(f->body, key);
-	fact_t *was = idmap_del(s->facts, key);
-	if (was && !f->claims)
-		f->claims = was->claims; /* the lists read it again: its claims are the same */
-	free(was);
-	if (idmap_put(s->facts, key, f)) {
+	if (loaded ? fact_push(&s->forder, &s->nforder, &s->capforder, f)
+		   : fact_push(&s->fnew, &s->nfnew, &s->capfnew, f)) {
 		free(f);
+		return -1;
+	}
+	fact_t *was = idmap_del(s->facts, key);
+	if (was) {
+		if (!f->claims)
+			f->claims = was->claims; /* the lists read it again: its claims are the same */
+		was->dead = 1;
+	}
+	if (idmap_put(s->facts, key, f)) {
+		f->dead = 1;
 		return -1;
 	}
 	return 0;
@@ -125,7 +154,7 @@ void site_facts_put(void *arg, const char *pith, const render_list_facts_t *in)
 	if (f) {
 		f->seq = in->seq;
 		f->unread = unread;
-		if (fact_set(s, f)) /* out of memory: every list page next run */
+		if (fact_set(s, f, 0)) /* out of memory: every list page next run */
 			s->facts_lost = 1;
 	} else {
 		s->facts_lost = 1;
@@ -170,6 +199,7 @@ int site_facts_load(site_t *s)
 	int rc = -1;
 	if (site_read_rel(s, SITE_META_DIR "/facts", &b) || b.len < ml)
 		goto out;
+	s->forder_sorted = 1;
 	int v2 = !memcmp(b.data, FACTS_MAGIC_2, ml); /* same length */
 	if (!v2 && memcmp(b.data, FACTS_MAGIC, ml))
 		goto out;
@@ -210,7 +240,9 @@ int site_facts_load(site_t *s)
 		f->seq = seq;
 		f->claims = claims;
 		f->unread = unread;
-		if (fact_set(s, f))
+		if (s->nforder && strcmp(s->forder[s->nforder - 1]->body, f->body) >= 0)
+			s->forder_sorted = 0;
+		if (fact_set(s, f, 1))
 			break;
 		good++;
 		off = at;
@@ -225,73 +257,85 @@ out:
 	return rc;
 }
 
-static int fact_collect(void *arg, const uint8_t id[32], void *val)
-{
-	(void)id;
-	const fact_t ***p = arg;
-	*(*p)++ = val;
-	return 0;
-}
-
 static int fact_cmp(const void *a, const void *b)
 {
 	return strcmp((*(const fact_t *const *)a)->body, (*(const fact_t *const *)b)->body);
 }
 
+/* The live facts of list v, in place (the dead freed), sorted by body
+ * unless sorted. */
+static size_t facts_live(fact_t **v, size_t n, int sorted)
+{
+	size_t m = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (v[i]->dead)
+			free(v[i]);
+		else
+			v[m++] = v[i];
+	}
+	if (!sorted && m)
+		qsort(v, m, sizeof(*v), fact_cmp);
+	return m;
+}
+
+static void fact_write(site_t *s, pith_buf_t *b, const fact_t *f)
+{
+	pith_buf_append(b, f->body, PITH_BODY_LEN);
+	uint64_t cl = site_claims_digest_of(s, f->body);
+	uint8_t sq[16];
+	for (int k = 0; k < 8; k++) {
+		sq[k] = (uint8_t)(f->seq >> (8 * k));
+		sq[8 + k] = (uint8_t)((cl ? cl : f->claims) >> (8 * k));
+	}
+	pith_buf_append(b, sq, 16);
+	if (f->unread) {
+		static const uint8_t un[4] = {0xfe, 0xff, 0xff, 0xff}; /* FACT_UNREAD */
+		pith_buf_append(b, un, 4);
+		return;
+	}
+	for (int k = 0; k < NFACTS; k++) {
+		uint32_t len = f->v[k] ? (uint32_t)strlen(f->v[k]) : FACT_NONE;
+		uint8_t le[4] = {(uint8_t)len, (uint8_t)(len >> 8), (uint8_t)(len >> 16),
+				 (uint8_t)(len >> 24)};
+		pith_buf_append(b, le, 4);
+		if (f->v[k])
+			pith_buf_append(b, f->v[k], len);
+	}
+}
+
 /* Writes the facts, sorted by body (the same facts, the same bytes); a
- * record rendered this run with the digest of the claims it made. */
+ * record rendered this run with the digest of the claims it made. The
+ * facts read (in the file's order, by body) and the few made this run
+ * (sorted) are merged: at 1,000,000 records no sort of them all. */
 int site_facts_save(site_t *s)
 {
-	size_t n = idmap_count(s->facts);
-	const fact_t **v = malloc((n ? n : 1) * sizeof(*v)), **p = v;
-	if (!v)
-		return pith_err_set(s->err, PITH_ENOMEM, "site: out of memory");
-	idmap_each(s->facts, fact_collect, &p);
-	qsort(v, n, sizeof(*v), fact_cmp);
+	size_t no = facts_live(s->forder, s->nforder, s->forder_sorted);
+	size_t nn = facts_live(s->fnew, s->nfnew, 0);
+	s->nforder = no;
+	s->nfnew = nn;
 	pith_buf_t b = PITH_BUF_INIT;
 	/* a fact not kept: the numbers are not all known, the next run
 	 * renders every list page (the file does not parse) */
 	pith_buf_puts(&b, s->facts_lost ? "pith-site-facts lost\n" : FACTS_MAGIC);
-	for (size_t i = 0; i < n; i++) {
-		pith_buf_append(&b, v[i]->body, PITH_BODY_LEN);
-		uint64_t cl = site_claims_digest_of(s, v[i]->body);
-		uint8_t sq[16];
-		for (int k = 0; k < 8; k++) {
-			sq[k] = (uint8_t)(v[i]->seq >> (8 * k));
-			sq[8 + k] = (uint8_t)((cl ? cl : v[i]->claims) >> (8 * k));
-		}
-		pith_buf_append(&b, sq, 16);
-		if (v[i]->unread) {
-			static const uint8_t un[4] = {0xfe, 0xff, 0xff, 0xff}; /* FACT_UNREAD */
-			pith_buf_append(&b, un, 4);
-			continue;
-		}
-		for (int k = 0; k < NFACTS; k++) {
-			uint32_t len = v[i]->v[k] ? (uint32_t)strlen(v[i]->v[k]) : FACT_NONE;
-			uint8_t le[4] = {(uint8_t)len, (uint8_t)(len >> 8), (uint8_t)(len >> 16),
-					 (uint8_t)(len >> 24)};
-			pith_buf_append(&b, le, 4);
-			if (v[i]->v[k])
-				pith_buf_append(&b, v[i]->v[k], len);
-		}
+	size_t i = 0, j = 0;
+	while (i < no || j < nn) {
+		int old = j == nn || (i < no && strcmp(s->forder[i]->body, s->fnew[j]->body) < 0);
+		fact_write(s, &b, old ? s->forder[i++] : s->fnew[j++]);
 	}
-	free(v);
 	int rc = b.oom ? pith_err_set(s->err, PITH_ENOMEM, "site: out of memory")
 		       : site_put(s, SITE_META_DIR "/facts", b.data, b.len);
 	pith_buf_release(&b);
 	return rc;
 }
 
-static int fact_free(void *arg, const uint8_t id[32], void *val)
-{
-	(void)arg;
-	(void)id;
-	free(val);
-	return 0;
-}
-
 void site_facts_free(site_t *s)
 {
-	if (s->facts)
-		idmap_each(s->facts, fact_free, NULL);
+	for (size_t i = 0; i < s->nforder; i++)
+		free(s->forder[i]);
+	for (size_t i = 0; i < s->nfnew; i++)
+		free(s->fnew[i]);
+	free(s->forder);
+	free(s->fnew);
+	s->forder = s->fnew = NULL;
+	s->nforder = s->nfnew = 0;
 }

@@ -43,6 +43,11 @@ typedef struct site {
 	size_t nclaims, capclaims;
 	idmap_t *changed;   /* bodies rendered this run */
 	idmap_t *facts;     /* body -> fact_t: the list pages' facts (site_facts.c) */
+	struct fact **forder; /* the facts read, in the file's order (by body) */
+	size_t nforder, capforder;
+	int forder_sorted;    /* that order is by body: a save merges, no sort */
+	struct fact **fnew;   /* the facts made this run */
+	size_t nfnew, capfnew;
 	idmap_t *claims_new;/* body -> the digest of its claims this run (site_aliases.c) */
 	int facts_lost;     /* a fact could not be kept: every list page next run */
 	int pages_all;      /* render every list page (no facts to tell which) */
