@@ -155,7 +155,8 @@ static int pages_touched(site_t *s)
 	/* s->left now holds sequence numbers; make them ranges */
 	for (size_t i = 0; i < s->nleft; i++)
 		s->left[i] = page_of(s->left[i]);
-	qsort(s->left, s->nleft, sizeof(*s->left), u64_desc);
+	if (s->nleft) /* none: left is NULL, which qsort may not be given */
+		qsort(s->left, s->nleft, sizeof(*s->left), u64_desc);
 	size_t n = s->nleft;
 	for (size_t i = 0; i < n; i++) {
 		uint64_t k = s->left[i];
