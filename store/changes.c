@@ -166,10 +166,117 @@ int store_built_at_get(store_t *st, const char *pith_number, char out[static STO
 	return 0;
 }
 
+/* ---- the change numbers read (store_change_seq_get) ---------------------------------- */
+
+/* A record's change number, which the HTTP server reads beside each
+ * document it dates (Last-Modified), cost a second point read of another
+ * family, about a tenth of a state.json answer's CPU (docs/performance.md,
+ * "pithd against nginx"). Kept here with changes_seq as it was before the
+ * read: while changes_seq has not moved, no commit has changed any
+ * record's entry (each such commit moves it once its write is visible),
+ * so the number read is still the record's. A commit makes every slot
+ * stale at once; they are read again one by one as they are asked for. A
+ * number read after a commit not yet counted is that commit's, or later:
+ * right for the count before it too. (A record that the time rule removes
+ * at open goes without a count; its slot is then never asked for before
+ * a commit makes it stale, its document being gone.)
+ *
+ * STORE_SEQS_SLOTS slots of 64 bytes (16 MiB), shared by the threads
+ * that read, each slot under a sequence lock: a reader that meets a slot
+ * being written, or written while it read, takes it for a miss; a writer
+ * that finds a slot being written leaves it. Linear probing over
+ * STORE_SEQS_PROBE slots, then the home slot is replaced: a record
+ * forgotten, never a wrong number given. */
+#define STORE_SEQS_SLOTS (1u << 18)
+#define STORE_SEQS_PROBE 8
+
+struct store_seq_slot {
+	uint64_t key[4]; /* the record's skey, zero-padded */
+	uint64_t seq;
+	uint64_t at;  /* changes_seq before seq was read */
+	uint64_t ver; /* 0: never written; odd: being written */
+	uint64_t pad;
+};
+
+_Static_assert(sizeof(struct store_seq_slot) == 64, "a change number slot is 64 bytes");
+_Static_assert(STORE_SKEY_LEN <= 32, "an skey fits a slot's key");
+
+static struct store_seq_slot *seqs_table(store_t *st)
+{
+	struct store_seq_slot *s = __atomic_load_n(&st->seqs, __ATOMIC_ACQUIRE), *none = NULL;
+	if (s)
+		return s;
+	if (!(s = calloc(STORE_SEQS_SLOTS, sizeof(*s))))
+		return NULL;
+	if (!__atomic_compare_exchange_n(&st->seqs, &none, s, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+		free(s);
+		return none;
+	}
+	return s;
+}
+
+/* 1 with *seq if k's slot was read at at; 0 with *put: where to keep it
+ * (NULL: nowhere). */
+static int seqs_find(struct store_seq_slot *s, const uint64_t k[4], uint64_t at, uint64_t *seq,
+		     struct store_seq_slot **put)
+{
+	size_t home = (size_t)(((k[0] ^ (k[1] * UINT64_C(0xff51afd7ed558ccd))) *
+				UINT64_C(0x9e3779b97f4a7c15)) >> 40) & (STORE_SEQS_SLOTS - 1);
+	*put = NULL;
+	for (size_t i = 0; i < STORE_SEQS_PROBE; i++) {
+		struct store_seq_slot *x = &s[(home + i) & (STORE_SEQS_SLOTS - 1)];
+		uint64_t v = __atomic_load_n(&x->ver, __ATOMIC_ACQUIRE), w[6];
+		if (!v) {
+			*put = x;
+			return 0;
+		}
+		if (v & 1)
+			continue;
+		for (int j = 0; j < 4; j++)
+			w[j] = __atomic_load_n(&x->key[j], __ATOMIC_RELAXED);
+		w[4] = __atomic_load_n(&x->seq, __ATOMIC_RELAXED);
+		w[5] = __atomic_load_n(&x->at, __ATOMIC_RELAXED);
+		__atomic_thread_fence(__ATOMIC_ACQUIRE);
+		if (__atomic_load_n(&x->ver, __ATOMIC_RELAXED) != v || memcmp(w, k, 32))
+			continue;
+		if (w[5] == at) {
+			*seq = w[4];
+			return 1;
+		}
+		*put = x;
+		return 0;
+	}
+	*put = &s[home];
+	return 0;
+}
+
+static void seqs_put(struct store_seq_slot *x, const uint64_t k[4], uint64_t seq, uint64_t at)
+{
+	uint64_t v = __atomic_load_n(&x->ver, __ATOMIC_RELAXED);
+	if ((v & 1) || !__atomic_compare_exchange_n(&x->ver, &v, v + 1, 0, __ATOMIC_RELAXED,
+						    __ATOMIC_RELAXED))
+		return; /* another thread's */
+	__atomic_thread_fence(__ATOMIC_RELEASE);
+	for (int j = 0; j < 4; j++)
+		__atomic_store_n(&x->key[j], k[j], __ATOMIC_RELAXED);
+	__atomic_store_n(&x->seq, seq, __ATOMIC_RELAXED);
+	__atomic_store_n(&x->at, at, __ATOMIC_RELAXED);
+	__atomic_store_n(&x->ver, v + 2, __ATOMIC_RELEASE);
+}
+
 int store_change_seq_get(store_t *st, const char *pith_number, uint64_t *seq, pith_err_t *err)
 {
 	store_chg_bundle_t b;
+	uint64_t k[4] = {0}, at = __atomic_load_n(&st->changes_seq, __ATOMIC_ACQUIRE);
+	struct store_seq_slot *s = NULL, *put = NULL;
+	if (pith_number_is_valid(pith_number) && (s = seqs_table(st))) {
+		store_skey_make(pith_number, (uint8_t *)k);
+		if (seqs_find(s, k, at, seq, &put))
+			return 0;
+	}
 	int rc = change_of(st, pith_number, seq, &b, err);
+	if (rc > 0 && put)
+		seqs_put(put, k, *seq, at);
 	return rc < 0 ? rc : rc ? 0 : PITH_ENOTFOUND;
 }
 

@@ -451,8 +451,10 @@ int store_built_at_get(store_t *st, const char *pith_number, char out[static STO
 		       pith_err_t *err);
 
 /* The sequence number of the record's latest change (its change log
- * entry: one point read), for the HTTP views' Last-Modified
- * (docs/http.md). PITH_ENOTFOUND without an entry. */
+ * entry: one point read, none while no commit has happened since the
+ * record's was last read: kept in 16 MiB of the store's, changes.c), for
+ * the HTTP views' Last-Modified (docs/http.md). PITH_ENOTFOUND without
+ * an entry. Any thread. */
 int store_change_seq_get(store_t *st, const char *pith_number, uint64_t *seq, pith_err_t *err);
 
 /* The greatest sequence number given so far (0: none), as of the last

@@ -62,6 +62,8 @@ struct store {
 	char *dir;                  /* where the database is (store_usage_get) */
 	uint64_t changes_seq;       /* the change log's last sequence number (written
 				     * under wmu, read atomically) */
+	struct store_seq_slot *seqs; /* change numbers read (changes.c,
+				      * store_change_seq_get); allocated at the first */
 	void (*on_error)(void *arg, int what, const char *line); /* store_opts_t's */
 	void *on_error_arg;
 	pthread_mutex_t emu;        /* guards errors */

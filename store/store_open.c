@@ -702,6 +702,7 @@ void store_close_(store_t *st)
 	pthread_mutex_destroy(&st->wmu);
 	pthread_mutex_destroy(&st->emu);
 	fpset_release(&st->fresh);
+	free(st->seqs);
 	free(st->dir);
 	free(st);
 }

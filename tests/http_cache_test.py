@@ -179,6 +179,53 @@ def run_cases(args, root, base, gen_rec, gen_body, held, untrusted, opkey, serve
         st, h, _ = req("GET", "/api/event/")
         assert st == 404 and h["cache-control"] == "no-store", (st, h)
 
+    @case("a record that changes: its state.json's ETag and Last-Modified move (a later date, "
+          "If-Modified-Since of the old one 200), the same on every read while it does not, "
+          "and another record's stay as they were")
+    def _():
+        import email.utils
+
+        def changed_rec():
+            d, _, _ = u.get_json("/api/changes?limit=10000")
+            return d["changes"][-1]["pith_number"]
+
+        def heads(path):
+            st, h, body = req("GET", path)
+            assert st == 200 and h.get("etag") and h.get("last-modified"), (path, st, h)
+            return h["etag"], h["last-modified"], body
+
+        other = "/pith/%s/state.json" % B
+        o1 = heads(other)
+        mine = held[10:20]  # the held back records' second, ten events
+        st, _, _ = req("POST", "/events", body=b"\n".join(mine[:5]))
+        assert st == 202, st
+        deadline = time.time() + 10
+        while changed_rec()[-26:] == B or req("GET", "/pith/%s/state.json" % changed_rec()[-26:])[0] != 200:
+            assert time.time() < deadline, "the posted events were not committed"
+            time.sleep(0.1)
+        rec = changed_rec()
+        path = "/pith/%s/state.json" % rec[-26:]
+        time.sleep(1.1)  # documents are dated once the second of their date has ended
+        e1, lm1, b1 = heads(path)
+        assert heads(path) == (e1, lm1, b1) and heads(other) == o1
+        time.sleep(1.1)
+        st, _, _ = req("POST", "/events", body=b"\n".join(mine[5:]))
+        assert st == 202, st
+        deadline = time.time() + 10
+        while req("GET", path)[1].get("etag") == e1:  # no date within the change's second
+            assert time.time() < deadline, "the record's state.json did not change"
+            time.sleep(0.1)
+        time.sleep(1.1)
+        e2, lm2, b2 = heads(path)
+        assert b2 != b1 and e2 != e1, (e1, e2)
+        assert email.utils.parsedate_to_datetime(lm2) > email.utils.parsedate_to_datetime(lm1), \
+            (lm1, lm2)
+        assert heads(path) == (e2, lm2, b2) and heads(other) == o1, (heads(other), o1)
+        st, _, body = req("GET", path, {"If-Modified-Since": lm1})
+        assert st == 200 and body == b2, st
+        st, _, _ = req("GET", path, {"If-Modified-Since": lm2})
+        assert st == 304, st
+
     @case("--max-age 0: every document no-cache, errors not cached at all")
     def _():
         assert servers[0].stop() == 0  # the store's lock: one server at a time
