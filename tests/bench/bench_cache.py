@@ -200,7 +200,7 @@ def main():
                                      site_test.nginx_conf(sdir, os.path.join(HERE, "../../deploy/nginx.conf"),
                                                           site, port, a.workers))
             # its alias map: 6 keys a record, some 54 s and 1.7 GB to load at
-            # 1,000,000 records (docs/site.md, "Disk")
+            # 1,000,000 records (docs/site.md, "The alias map at a million records")
             t1 = time.time()
             site_test.wait_port(port, static.proc, timeout=600)
             print("# the static nginx listened after %.1f s" % (time.time() - t1), flush=True)
