@@ -24,14 +24,8 @@ import subprocess
 import sys
 import tempfile
 
-failures = []
-
-
-def check(ok, what):
-    print(("ok   " if ok else "FAIL ") + what, flush=True)
-    if not ok:
-        failures.append(what)
-
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from pithtest import check  # noqa: E402
 
 def main():
     ap = argparse.ArgumentParser()
@@ -43,8 +37,7 @@ def main():
         run(a, root)
     finally:
         shutil.rmtree(root, ignore_errors=True)
-    print("%d failed" % len(failures))
-    return 1 if failures else 0
+    return 0
 
 
 def run(a, root):
