@@ -689,10 +689,10 @@ int site_export(store_t *st, const site_opts_t *o, site_stats_t *stats, pith_err
 		uint8_t key[32];
 		const char *body = l.v[i] + PITH_NUMBER_LEN - PITH_BODY_LEN;
 		site_body_key(body, key);
-		was[i] = site_fact_claims(&s, body);
-		if (idmap_put(s.changed, key, (void *)1) || site_left_add(&s, site_fact_seq(&s, body)))
+		uint64_t seq;
+		site_fact_take(&s, body, &seq, &was[i]);
+		if (idmap_put(s.changed, key, (void *)1) || site_left_add(&s, seq))
 			rc = pith_err_set(err, PITH_ENOMEM, "site: out of memory");
-		site_fact_drop(&s, body);
 	}
 	if (!rc)
 		rc = export_records(&s, &l, &ro, o->jobs, o->cancel);

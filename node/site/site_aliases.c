@@ -232,9 +232,9 @@ typedef struct old {
 } old_t;
 
 /* The next of the last run's claims whose record was not rendered this
- * run: 1 with key and body set (and added to its record's digest), 0 at
- * the end, -1 if out of order (files this code did not write), -2 out of
- * memory. */
+ * run: 1 with key and body set (and added to its record's digest while
+ * some digest read is unknown), 0 at the end, -1 if out of order (files
+ * this code did not write), -2 out of memory. */
 static int old_next(site_t *s, old_t *o, const char **key, const char **body)
 {
 	for (;;) {
@@ -254,7 +254,8 @@ static int old_next(site_t *s, old_t *o, const char **key, const char **body)
 		memcpy(bk, b, PITH_BODY_LEN);
 		if (idmap_get(s->changed, bk))
 			continue;
-		if (claims_add(s, b, k)) /* its digest, for the facts */
+		/* its digest, for the facts, unless every one read is known */
+		if ((s->pages_all || s->facts_unknown) && claims_add(s, b, k))
 			return -2;
 		*key = k;
 		*body = b;

@@ -74,11 +74,13 @@ static fact_t *fact_new(const char *body, const char *const v[NFACTS], const uin
 	return f;
 }
 
-void site_fact_drop(site_t *s, const char *body)
+void site_fact_take(site_t *s, const char *body, uint64_t *seq, uint64_t *claims)
 {
 	uint8_t key[32];
 	site_body_key(body, key);
 	fact_t *f = idmap_del(s->facts, key);
+	*seq = f ? f->seq : 0;
+	*claims = f ? f->claims : 0;
 	if (f)
 		f->dead = 1;
 }
@@ -161,22 +163,6 @@ void site_facts_put(void *arg, const char *pith, const render_list_facts_t *in)
 	}
 }
 
-uint64_t site_fact_seq(site_t *s, const char *body)
-{
-	uint8_t key[32];
-	site_body_key(body, key);
-	const fact_t *f = idmap_get(s->facts, key);
-	return f ? f->seq : 0;
-}
-
-uint64_t site_fact_claims(site_t *s, const char *body)
-{
-	uint8_t key[32];
-	site_body_key(body, key);
-	const fact_t *f = idmap_get(s->facts, key);
-	return f ? f->claims : 0;
-}
-
 static uint64_t get_u64(const uint8_t *p)
 {
 	uint64_t v = 0;
@@ -239,6 +225,7 @@ int site_facts_load(site_t *s)
 			break;
 		f->seq = seq;
 		f->claims = claims;
+		s->facts_unknown += !claims;
 		f->unread = unread;
 		if (s->nforder && strcmp(s->forder[s->nforder - 1]->body, f->body) >= 0)
 			s->forder_sorted = 0;

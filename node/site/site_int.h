@@ -46,6 +46,7 @@ typedef struct site {
 	struct fact **forder; /* the facts read, in the file's order (by body) */
 	size_t nforder, capforder;
 	int forder_sorted;    /* that order is by body: a save merges, no sort */
+	size_t facts_unknown; /* facts read without their claims' digest */
 	struct fact **fnew;   /* the facts made this run */
 	size_t nfnew, capfnew;
 	idmap_t *claims_new;/* body -> the digest of its claims this run (site_aliases.c) */
@@ -80,13 +81,11 @@ void site_body_key(const char *body, uint8_t key[32]);
 /* Reads OUT/.pith-site/facts into s->facts (a file that does not parse
  * is ignored: -1; 0 when all of it was read) and writes them back. */
 int site_facts_load(site_t *s);
-/* The change log number the list pages showed a record at (0: not known). */
-uint64_t site_fact_seq(site_t *s, const char *body);
 int site_facts_save(site_t *s);
-/* The digest of a record's alias claims of the last run (0: unknown). */
-uint64_t site_fact_claims(site_t *s, const char *body);
-/* Forgets a record's facts (it changed). */
-void site_fact_drop(site_t *s, const char *body);
+/* Forgets a record's facts (it changed): *seq gets the change log number
+ * the list pages showed it at, *claims the digest of its alias claims
+ * of the last run (each 0: not known). */
+void site_fact_take(site_t *s, const char *body, uint64_t *seq, uint64_t *claims);
 /* Frees every entry of s->facts (not the map). */
 void site_facts_free(site_t *s);
 /* The render context's list cache over s->facts (render_list_cache_t). */
