@@ -643,6 +643,15 @@ def make_events(gen_events, root, records, per_record):
         return key, [l for l in f.read().splitlines() if l.strip()]
 
 
+def events_by_record(lines):
+    """make_events' lines grouped by record: (the pith numbers sorted,
+    {pith number: its lines})."""
+    by = {}
+    for line in lines:
+        by.setdefault(json.loads(line)["subject_pith_number"], []).append(line)
+    return sorted(by), by
+
+
 class Tap:
     """TAP cases as decorated functions: each runs at once as one case; an
     exception or a failed assert fails it and the run goes on."""

@@ -25,7 +25,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from pithtest import check  # noqa: E402
+from pithtest import check, events_by_record, make_events  # noqa: E402
 
 def main():
     ap = argparse.ArgumentParser()
@@ -42,24 +42,19 @@ def main():
 
 def run(a, root):
     P = a.pithctl
-    key, op = os.path.join(root, "k"), os.path.join(root, "op.key")
-    ev = os.path.join(root, "ev.jsonl")
-    subprocess.run([a.gen_events, "--records", "40", "--per-record", "2", "--seed", "5",
-                    "--key-out", key, ev], check=True, stdout=subprocess.DEVNULL)
+    op = os.path.join(root, "op.key")
+    key, lines = make_events(a.gen_events, root, 40, 2)
     subprocess.run([P, "keygen", "--key-id", "op", op], check=True, stdout=subprocess.DEVNULL)
-    by = {}
-    for line in open(ev):
-        by.setdefault(json.loads(line)["subject_pith_number"], []).append(line)
-    recs = sorted(by)
+    recs, by = events_by_record(lines)
     first, later = recs[:30], recs[30:]
     store, site, full = (os.path.join(root, n) for n in ("store", "site", "full"))
     trust = ["--trust-key", key, "--trust-key", op]
 
     def load(rs, name):
         f = os.path.join(root, name)
-        with open(f, "w") as out:
+        with open(f, "wb") as out:
             for r in rs:
-                out.writelines(by[r])
+                out.write(b"".join(l + b"\n" for l in by[r]))
         subprocess.run([P, "--store", store] + trust + ["import", "--no-progress", f], check=True,
                        stdout=subprocess.DEVNULL)
 

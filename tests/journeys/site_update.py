@@ -28,7 +28,7 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 TESTS = os.path.dirname(HERE)
 sys.path.insert(0, TESTS)
-from pithtest import check  # noqa: E402
+from pithtest import check, events_by_record, make_events  # noqa: E402
 from site_test import Client, Nginx, free_port, nginx_conf, wait_port  # noqa: E402
 
 def main():
@@ -53,14 +53,10 @@ def main():
 
 def run(a, exe, root):
     P = a.pithctl
-    key, op, ev = (os.path.join(root, n) for n in ("k", "op.key", "ev.jsonl"))
-    subprocess.run([a.gen_events, "--records", "20", "--per-record", "2", "--seed", "9",
-                    "--key-out", key, ev], check=True, stdout=subprocess.DEVNULL)
+    op = os.path.join(root, "op.key")
+    key, lines = make_events(a.gen_events, root, 20, 2)
     subprocess.run([P, "keygen", "--key-id", "operator", op], check=True, stdout=subprocess.DEVNULL)
-    by = {}
-    for line in open(ev):
-        by.setdefault(json.loads(line)["subject_pith_number"], []).append(line)
-    recs = sorted(by)
+    recs, by = events_by_record(lines)
     store, site = os.path.join(root, "store"), os.path.join(root, "site")
     trust = ["--trust-key", key, "--trust-key", op]
 
@@ -70,9 +66,9 @@ def run(a, exe, root):
 
     def load(rs):
         f = os.path.join(root, "load.jsonl")
-        with open(f, "w") as out:
+        with open(f, "wb") as out:
             for r in rs:
-                out.writelines(by[r])
+                out.write(b"".join(l + b"\n" for l in by[r]))
         pithctl("import", "--no-progress", f)
 
     port = free_port()
