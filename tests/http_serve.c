@@ -10,6 +10,7 @@
  *                   [--no-submit] [--search FILE] [--render-threads N]
  *                   [--operator WHO] [--contact HOW] [--max-age S]
  *                   [--hup-name NAME [--hup-operator WHO] [--hup-contact HOW]]
+ *                   [--loops N]
  *
  * Opens (or creates) the store with the trusted keys as registry keys, as
  * pithd does; starts the validation pipeline of node/ingest/ingest.c (the one
@@ -28,7 +29,10 @@
  * http_max_age; default 60).
  * --name, --operator, --contact: who the mirror is (pithd's mirror_*);
  * with --hup-name, SIGHUP makes the --hup-* names the mirror's
- * (http_set_identity), as pithd's reload does. */
+ * (http_set_identity), as pithd's reload does.
+ * --loops N: N serving loops on the port, as pithd's http_loops (default:
+ * the environment's PITH_TEST_HTTP_LOOPS, else 0: the loop serves it), so
+ * that a test of the views runs again through the serving loops. */
 #include <event2/event.h>
 #include <event2/thread.h>
 #include <signal.h>
@@ -128,6 +132,8 @@ int main(int argc, char **argv)
 	http_opts_default(&o);
 	o.listen = "127.0.0.1:0";
 	o.render_threads = 2;
+	if (getenv("PITH_TEST_HTTP_LOOPS"))
+		o.loops = atoi(getenv("PITH_TEST_HTTP_LOOPS"));
 	int threads = 2, no_submit = 0, worker_nice = 0;
 	size_t cache_mb = 0;
 	http_mirror_t mirrors[MAX_MIRRORS];
@@ -195,6 +201,8 @@ int main(int argc, char **argv)
 			search_path = v;
 		else if (OPT("--render-threads"))
 			o.render_threads = atoi(v);
+		else if (OPT("--loops"))
+			o.loops = atoi(v);
 		else if (OPT("--max-age"))
 			o.cache_max_age = atoi(v);
 		else if (!strcmp(a, "--no-submit"))

@@ -28,6 +28,7 @@ static const key_t_ keys[] = {
 	{"data", K_STR, O(data_dir), 0, 0, "", "data directory (store, node key, control socket)"},
 	{"listen", K_ADDR, O(listen), 0, 0, "127.0.0.1:7411", "HOST:PORT for peers; port 0 picks one"},
 	{"http", K_ADDR, O(http), 0, 0, "", "HOST:PORT of the HTTP views (docs/http.md); empty: off"},
+	{"http_loops", K_INT, O(http_loops), -1, 64, "0", "serving loops sharing the HTTP port, each answering the record documents, resolve and the documents by hash on its own thread and relaying the rest to the node's loop (-1: one per online core; 0: the node's loop serves the port)"},
 	{"http_render_threads", K_INT, O(http_render_threads), -1, 64, "-1", "threads rendering the record documents and answering resolves off the HTTP loop (-1: one per online core; 0: the loop does)"},
 	{"http_max_age", K_INT, O(http_max_age), 0, 86400, "60", "seconds a cache in front may serve a record's documents without asking (Cache-Control max-age, docs/http.md \"Caching\"); 0: no-cache"},
 	{"http_max_connections", K_INT, O(http_max_connections), 16, 1048576, "4096", "open HTTP connections at once; at it accepting pauses (lowered to half the descriptor limit)"},

@@ -28,6 +28,7 @@ typedef struct node_config {
 	char listen[CONFIG_STR_MAX];  /* HOST:PORT; port 0 picks a free one */
 	char http[CONFIG_STR_MAX];    /* HOST:PORT for the HTTP views (issue 6); "" off */
 	char http_public_url[CONFIG_STR_MAX]; /* base URL of those views; "" = http://HTTP */
+	int64_t http_loops;           /* serving loops on the HTTP port; -1: per core */
 	int64_t http_render_threads;  /* record documents rendered off the loop; -1: per core */
 	int64_t http_max_connections;  /* docs/http.md, "Limits" */
 	int64_t http_timeout_s;        /* docs/http.md, "Limits" */

@@ -403,6 +403,7 @@ int node_http_start(node_t *n, pith_err_t *err)
 	o.network_id = n->cfg->network_id;
 	o.search = n->search;
 	o.render_threads = (int)n->cfg->http_render_threads;
+	o.loops = (int)n->cfg->http_loops;
 	o.cache_max_age = (int)n->cfg->http_max_age;
 	o.max_connections = (size_t)(n->cfg->http_max_connections);
 	o.timeout_s = (int)(n->cfg->http_timeout_s);
@@ -416,6 +417,10 @@ int node_http_start(node_t *n, pith_err_t *err)
 	if (o.render_threads < 0) {
 		long nc = sysconf(_SC_NPROCESSORS_ONLN);
 		o.render_threads = nc > 0 ? (int)nc : 1;
+	}
+	if (o.loops < 0) {
+		long nc = sysconf(_SC_NPROCESSORS_ONLN);
+		o.loops = nc > 0 ? (int)(nc < HTTP_LOOPS_MAX ? nc : HTTP_LOOPS_MAX) : 1;
 	}
 	http_hooks_t hooks = {.submit = submit, .want = want, .want_retry_s = want_retry_s,
 			      .about = about, .root = root_doc, .arg = n};

@@ -9,6 +9,7 @@
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
 #include <event2/listener.h>
+#include <netdb.h>
 #include <netinet/in.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -16,6 +17,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <time.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #include "config.h"
@@ -266,7 +268,7 @@ void http_send(http_ctx_t *c)
 		snprintf(ra, sizeof(ra), "%d", r->retry_after);
 		evhttp_add_header(oh, "Retry-After", ra);
 	}
-	if (h->draining || r->close)
+	if (http_draining(h) || r->close)
 		evhttp_add_header(oh, "Connection", "close");
 	size_t sent = 0;
 	pith_buf_t *body = c->v.body, gzbody;
@@ -308,7 +310,8 @@ static size_t header_bytes(struct evhttp_request *req, size_t uri_len)
 	size_t n = uri_len + 16;
 	const struct evkeyvalq *hs = evhttp_request_get_input_headers(req);
 	for (const struct evkeyval *kv = hs->tqh_first; kv; kv = kv->next.tqe_next)
-		n += strlen(kv->key) + strlen(kv->value) + 4;
+		if (!http_is_relay_header(kv->key))
+			n += strlen(kv->key) + strlen(kv->value) + 4;
 	return n;
 }
 
@@ -333,9 +336,23 @@ static int pool_full_in_catch_up(http_ctx_t *c)
 	return 1;
 }
 
+/* On a serving loop (http_loops.c), what it answers itself: the record
+ * documents (a record not stored, with upstreams to ask, is relayed from
+ * http_want), resolve, and the immutable documents by hash. The rest
+ * needs the node's loop (POST /events, /metrics, /healthz, the state root,
+ * "/", /pith-mirrors.json, the costly documents and their per-client
+ * bounds) and is relayed to it. */
+static int served_here(render_route_t r)
+{
+	return http_pool_is_route(r) || r == RENDER_ROUTE_RESOLVE || r == RENDER_ROUTE_EVENT_ID ||
+	       r == RENDER_ROUTE_BUNDLE_HASH;
+}
+
 static int route_run(http_ctx_t *c, const char *id, int use_pool)
 {
 	char pith[PITH_NUMBER_LEN + 1];
+	if (c->h->main && !served_here(c->v.route))
+		return http_relay(c);
 	switch (c->v.route) {
 	case RENDER_ROUTE_RESOLVE:
 		if (use_pool && http_pool_has_room(c->h)) {
@@ -398,6 +415,8 @@ static void handle(http_t *h, struct evhttp_request *req, int64_t t0_us, http_wa
 			.t0_us = t0_us, .rerun = rerun, .absent = again};
 	c.v.t = &h->target;
 	c.v.body = &h->body;
+	if (h->main)
+		http_loops_identity_sync(h);
 	pith_buf_reset(c.v.body);
 	if (c.v.body->cap > (8u << 20))
 		pith_buf_release(c.v.body); /* one huge events.json must not pin its buffer */
@@ -497,6 +516,65 @@ static void request_cb(struct evhttp_request *req, void *arg)
 	http_handle(arg, req, http_now_us(), 0);
 }
 
+static void http_reg_set(const struct evhttp *evh, http_t *h);
+
+int http_evh_new(http_t *h)
+{
+	const http_opts_t *opts = &h->o;
+	h->evh = evhttp_new(h->base);
+	if (!h->evh)
+		return -1;
+	http_reg_set(h->evh, h);
+	evhttp_set_allowed_methods(h->evh, EVHTTP_REQ_GET | EVHTTP_REQ_HEAD | EVHTTP_REQ_POST |
+						   EVHTTP_REQ_PUT | EVHTTP_REQ_DELETE |
+						   EVHTTP_REQ_OPTIONS | EVHTTP_REQ_PATCH |
+						   EVHTTP_REQ_TRACE | EVHTTP_REQ_CONNECT);
+	/* Our own check answers 431 above max_header_bytes; evhttp's hard cap
+	 * (413, connection closed) bounds what one connection can make us
+	 * buffer before that check can run. */
+	evhttp_set_max_headers_size(h->evh, (ev_ssize_t)(4 * opts->max_header_bytes));
+	evhttp_set_max_body_size(h->evh, (ev_ssize_t)opts->max_body_bytes);
+	evhttp_set_timeout(h->evh, opts->timeout_s);
+	evhttp_set_default_content_type(h->evh, "application/json");
+	evhttp_set_gencb(h->evh, request_cb, h);
+	return 0;
+}
+
+static void accept_error_cb(struct evconnlistener *l, void *arg);
+
+void http_accept_errors(http_t *h)
+{
+	evconnlistener_set_error_cb(evhttp_bound_socket_get_listener(h->bound), accept_error_cb);
+}
+
+/* A listening socket on host:port (the serving loops share it), or -1
+ * with err set. */
+int http_listen_fd(const char *host, uint16_t port, const char *what, pith_err_t *err)
+{
+	struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
+				 .ai_flags = AI_PASSIVE | AI_NUMERICSERV};
+	struct addrinfo *ai = NULL;
+	char ps[8];
+	snprintf(ps, sizeof(ps), "%u", port);
+	int gr = getaddrinfo(host[0] ? host : NULL, ps, &hints, &ai);
+	if (gr || !ai) {
+		pith_err_set(err, PITH_EIO, "http: cannot listen on %s: %s", what, gai_strerror(gr));
+		return -1;
+	}
+	int fd = socket(ai->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	int one = 1;
+	if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) ||
+	    bind(fd, ai->ai_addr, ai->ai_addrlen) || listen(fd, SOMAXCONN)) {
+		pith_err_set(err, PITH_EIO, "http: cannot listen on %s: %s", what, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		freeaddrinfo(ai);
+		return -1;
+	}
+	freeaddrinfo(ai);
+	return fd;
+}
+
 /* ---- accept errors ---------------------------------------------------------------- */
 
 static void accept_resume_cb(evutil_socket_t fd, short what, void *arg)
@@ -508,13 +586,55 @@ static void accept_resume_cb(evutil_socket_t fd, short what, void *arg)
 	http_conn_listener_update(h);
 }
 
+/* The servers by their evhttp: evhttp gives its listener's callbacks the
+ * struct evhttp, not ours (evhttp_bind_listener sets the argument), so
+ * the error callback finds its server here. Registered at set-up, removed
+ * at free; read only on accept errors. */
+#define HTTP_REG_MAX 256
+static struct {
+	const struct evhttp *evh;
+	http_t *h;
+} http_reg[HTTP_REG_MAX];
+static pthread_mutex_t http_reg_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static void http_reg_set(const struct evhttp *evh, http_t *h)
+{
+	pthread_mutex_lock(&http_reg_mu);
+	for (size_t i = 0; i < HTTP_REG_MAX; i++) {
+		if (h ? !http_reg[i].evh : http_reg[i].evh == evh) {
+			http_reg[i].evh = h ? evh : NULL;
+			http_reg[i].h = h;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&http_reg_mu);
+}
+
+static http_t *http_reg_get(const void *evh)
+{
+	http_t *h = NULL;
+	pthread_mutex_lock(&http_reg_mu);
+	for (size_t i = 0; i < HTTP_REG_MAX && !h; i++)
+		if (http_reg[i].evh == evh)
+			h = http_reg[i].h;
+	pthread_mutex_unlock(&http_reg_mu);
+	return h;
+}
+
 /* Out of descriptors: evhttp's listener would spin on the ready socket.
  * Pause accepting a little instead; the kernel keeps the backlog. */
 static void accept_error_cb(struct evconnlistener *l, void *arg)
 {
 	static log_rl_t rl;
-	http_t *h = arg;
+	http_t *h = http_reg_get(arg); /* arg: the struct evhttp */
 	int e = EVUTIL_SOCKET_ERROR();
+	if (!h) {
+		/* not registered (more servers than the table): pause the
+		 * listener alone, it is enabled again at the next connection
+		 * closed (http_conn_listener_update) */
+		evconnlistener_disable(l);
+		return;
+	}
 	log_rl(&rl, LOG_WARN, "http: accept failed: %s; pausing %d ms",
 	       evutil_socket_error_to_string(e), ACCEPT_PAUSE_MS);
 	(void)l;
@@ -545,7 +665,7 @@ static int dates_start(http_t *h)
 	return evtimer_add(h->dates_ev, &tv);
 }
 
-static void metrics_init(http_t *h)
+void http_metrics_init(http_t *h)
 {
 	for (int r = 0; r < RENDER_NROUTES; r++) {
 		char labels[64];
@@ -584,7 +704,8 @@ static void collect(void *arg, metrics_out_t *o)
 			   "Records with a verified registry bundle");
 	metrics_out_sample_u64(o, "pith_store_bundles", NULL, sc.bundles);
 	metrics_out_family(o, "pith_http_connections_open", METRIC_GAUGE, "HTTP connections open now");
-	metrics_out_sample_u64(o, "pith_http_connections_open", NULL, h->nconns);
+	metrics_out_sample_u64(o, "pith_http_connections_open", NULL,
+			       (h->loops ? 0 : h->nconns) + http_loops_conns(h));
 	metrics_out_family(o, "pith_http_post_events_inflight", METRIC_GAUGE,
 			   "Events from POST /events in validation now");
 	metrics_out_sample_u64(o, "pith_http_post_events_inflight", NULL, h->inflight);
@@ -650,7 +771,7 @@ static void about_cb(void *arg, render_about_t *out)
 }
 
 /* The loop's render context, once the base URL is known. 0 or an error. */
-static int render_start(http_t *h, const http_opts_t *opts, pith_err_t *err)
+int http_render_start(http_t *h, const http_opts_t *opts, int64_t started, pith_err_t *err)
 {
 	render_opts_t ro = {
 		.base_url = h->base_url,
@@ -663,7 +784,7 @@ static int render_start(http_t *h, const http_opts_t *opts, pith_err_t *err)
 		.network_id = opts->network_id,
 		.events_page_max = opts->events_page_max,
 		.search = opts->search,
-		.started = h->dates[0].t,
+		.started = started,
 		.about = h->hooks.about ? about_cb : NULL,
 		.about_arg = h,
 	};
@@ -712,38 +833,49 @@ int http_new(struct event_base *base, store_t *store, metrics_t *metrics, const 
 	h->jobs = idmap_new();
 	h->waits = idmap_new();
 	h->bodies = http_bodies_new();
-	h->evh = evhttp_new(base);
-	if (!h->metrics || !h->jobs || !h->waits || !h->bodies || !h->evh) {
+	if (!h->metrics || !h->jobs || !h->waits || !h->bodies || http_evh_new(h)) {
 		rc = pith_err_set(err, PITH_ENOMEM, "out of memory");
 		goto fail;
 	}
-	evhttp_set_allowed_methods(h->evh, EVHTTP_REQ_GET | EVHTTP_REQ_HEAD | EVHTTP_REQ_POST |
-						   EVHTTP_REQ_PUT | EVHTTP_REQ_DELETE |
-						   EVHTTP_REQ_OPTIONS | EVHTTP_REQ_PATCH |
-						   EVHTTP_REQ_TRACE | EVHTTP_REQ_CONNECT);
-	/* Our own check answers 431 above max_header_bytes; evhttp's hard cap
-	 * (413, connection closed) bounds what one connection can make us
-	 * buffer before that check can run. */
-	evhttp_set_max_headers_size(h->evh, (ev_ssize_t)(4 * opts->max_header_bytes));
-	evhttp_set_max_body_size(h->evh, (ev_ssize_t)opts->max_body_bytes);
-	evhttp_set_timeout(h->evh, opts->timeout_s);
-	evhttp_set_default_content_type(h->evh, "application/json");
-	evhttp_set_gencb(h->evh, request_cb, h);
-	h->bound = evhttp_bind_socket_with_handle(h->evh, host, port);
-	if (!h->bound) {
-		rc = pith_err_set(err, PITH_EIO, "http: cannot listen on %s: %s", opts->listen,
-				  strerror(errno));
-		goto fail;
+	/* with serving loops the public socket is theirs (http_loops.c), and
+	 * this loop listens on a private loopback port for what they relay */
+	int pub_fd = -1;
+	if (opts->loops > 0) {
+		if ((pub_fd = http_listen_fd(host, port, opts->listen, err)) < 0) {
+			rc = err->code ? err->code : PITH_EIO;
+			goto fail;
+		}
+		h->bound = evhttp_bind_socket_with_handle(h->evh, "127.0.0.1", 0);
+		if (!h->bound) {
+			close(pub_fd);
+			rc = pith_err_set(err, PITH_EIO, "http: cannot listen on 127.0.0.1 for the "
+					  "serving loops' relays: %s", strerror(errno));
+			goto fail;
+		}
+		struct sockaddr_in rs;
+		socklen_t rl = sizeof(rs);
+		getsockname(evhttp_bound_socket_get_fd(h->bound), (struct sockaddr *)&rs, &rl);
+		h->relay_port = ntohs(rs.sin_port);
+		http_relay_secret_new(h->relay_secret);
+	} else {
+		h->bound = evhttp_bind_socket_with_handle(h->evh, host, port);
+		if (!h->bound) {
+			rc = pith_err_set(err, PITH_EIO, "http: cannot listen on %s: %s", opts->listen,
+					  strerror(errno));
+			goto fail;
+		}
 	}
-	struct evconnlistener *l = evhttp_bound_socket_get_listener(h->bound);
-	evconnlistener_set_error_cb(l, accept_error_cb);
+	http_accept_errors(h);
 	if (http_conn_init(h)) {
+		if (pub_fd >= 0)
+			close(pub_fd);
 		rc = pith_err_set(err, PITH_ENOMEM, "out of memory");
 		goto fail;
 	}
 	struct sockaddr_storage ss;
 	socklen_t sl = sizeof(ss);
-	getsockname(evhttp_bound_socket_get_fd(h->bound), (struct sockaddr *)&ss, &sl);
+	getsockname(pub_fd >= 0 ? pub_fd : evhttp_bound_socket_get_fd(h->bound), (struct sockaddr *)&ss,
+		    &sl);
 	char ip[INET6_ADDRSTRLEN] = "?";
 	if (ss.ss_family == AF_INET6) {
 		struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)&ss;
@@ -760,16 +892,26 @@ int http_new(struct event_base *base, store_t *store, metrics_t *metrics, const 
 		snprintf(h->base_url, sizeof(h->base_url), "%s", pub);
 	else
 		snprintf(h->base_url, sizeof(h->base_url), "http://%s", h->listen_str);
-	metrics_init(h);
+	http_metrics_init(h);
 	if (dates_start(h) || metrics_add_collector(h->metrics, collect, h)) {
+		if (pub_fd >= 0)
+			close(pub_fd);
 		rc = pith_err_set(err, PITH_ENOMEM, "out of memory");
 		goto fail;
 	}
-	if ((rc = render_start(h, opts, err)))
+	if ((rc = http_render_start(h, opts, h->dates[0].t, err))) {
+		if (pub_fd >= 0)
+			close(pub_fd);
 		goto fail;
+	}
 	/* last: the render contexts copy the names and base URL set above */
-	if ((rc = http_pool_start(h, opts->render_threads, err)))
+	if ((rc = http_pool_start(h, opts->render_threads, err))) {
+		if (pub_fd >= 0)
+			close(pub_fd);
 		goto fail;
+	}
+	if (pub_fd >= 0 && (rc = http_loops_start(h, pub_fd, opts, err)))
+		goto fail; /* pub_fd closed there */
 	*out = h;
 	return 0;
 fail:
@@ -781,15 +923,19 @@ void http_free_(http_t *h)
 {
 	if (!h)
 		return;
+	http_loops_free(h); /* first: their servers read this one */
 	/* before evhttp_free: it frees the requests our posts and render
 	 * jobs point to */
 	http_pool_stop(h);
+	http_relay_drop_all(h);
 	http_post_drop_all(h);
 	http_want_drop_all(h);
 	http_conn_stop_sweep(h);
 	h->bound = NULL; /* evhttp_free frees it before the connections */
-	if (h->evh)
+	if (h->evh) {
+		http_reg_set(h->evh, NULL);
 		evhttp_free(h->evh);
+	}
 	http_conn_free_all(h);
 	if (h->accept_resume_ev)
 		event_free(h->accept_resume_ev);
@@ -802,6 +948,8 @@ void http_free_(http_t *h)
 		metrics_free(h->metrics);
 	gz_cache_free(h);
 	free(h->dates);
+	if (h->dates_mu_init)
+		pthread_mutex_destroy(&h->dates_mu);
 	render_free(h->rd);
 	pith_buf_release(&h->body);
 	pith_buf_release(&h->gz);
@@ -830,11 +978,19 @@ metrics_t *http_metrics(http_t *h)
 
 void http_set_draining(http_t *h, int draining)
 {
-	h->draining = draining;
+	__atomic_store_n(&h->draining, draining, __ATOMIC_RELAXED);
+}
+
+int http_draining(const http_t *h)
+{
+	return __atomic_load_n(&(h->main ? h->main : h)->draining, __ATOMIC_RELAXED);
 }
 
 int http_stop_wait(http_t *h)
 {
+	/* the serving loops first: what they owe may be relayed here */
+	if (http_loops_stop_wait(h))
+		return 1;
 	int64_t now = http_now_us();
 	if (!h->stopping) {
 		h->stopping = 1;

@@ -27,6 +27,8 @@ struct event_base;
 
 typedef struct http http_t;
 
+#define HTTP_LOOPS_MAX 64
+
 typedef struct http_opts {
 	const char *listen;        /* HOST:PORT or [V6]:PORT; port 0 picks a free one */
 	const char *public_url;    /* how clients reach this mirror, e.g.
@@ -70,6 +72,13 @@ typedef struct http_opts {
 				    * record waits for it (0: the hook is not asked) */
 	int render_threads;        /* threads rendering the record documents off
 				    * the loop (http_pool.c); 0: the loop renders */
+	int loops;                 /* serving loops (http_loops.c): threads with an
+				    * event loop each that share the public port
+				    * and answer the record documents, resolve and
+				    * the immutable documents themselves, relaying
+				    * the rest to the caller's loop; 0: the
+				    * caller's loop serves the port, as before.
+				    * At most HTTP_LOOPS_MAX */
 	const char *node_id;       /* shown on "/" (copied; NULL: not shown) */
 	const char *network_id;    /* the same */
 	struct search *search;     /* the search index (search.h), borrowed: /search,

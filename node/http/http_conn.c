@@ -81,6 +81,7 @@ static void conn_release(http_t *h, hconn_t *c)
 	if (c->next)
 		c->next->prev = c->prev;
 	h->nconns--;
+	__atomic_store_n(&h->nconns_seen, h->nconns, __ATOMIC_RELAXED);
 	if (c->admitted)
 		h->admitted--;
 	bufferevent_decref(c->bev);
@@ -154,6 +155,7 @@ struct bufferevent *http_conn_bev_cb(struct event_base *base, void *arg)
 		h->conn_list->prev = c;
 	h->conn_list = c;
 	h->nconns++;
+	__atomic_store_n(&h->nconns_seen, h->nconns, __ATOMIC_RELAXED);
 	metric_inc(h->conns_total);
 	http_conn_listener_update(h);
 	return bev;

@@ -4,7 +4,9 @@
  * second in which a document needed a date and the log had moved (and
  * once a second while the log moves). The first row is the server's
  * start, so a restart (a new pithd may render differently) dates every
- * document anew. No thread but the loop touches the table. */
+ * document anew. The node's loop and its serving loops (http_loops.c)
+ * share the node's table, under its dates_mu: one change gets one date,
+ * whichever loop answers. */
 #include <stdlib.h>
 #include <time.h>
 
@@ -18,6 +20,9 @@ int http_dates_init(http_t *h)
 	h->dates[0].seq = h->store ? store_changes_last(h->store) : 0;
 	h->dates[0].t = (int64_t)time(NULL);
 	h->ndates = 1;
+	if (pthread_mutex_init(&h->dates_mu, NULL))
+		return -1;
+	h->dates_mu_init = 1;
 	return 0;
 }
 
@@ -57,13 +62,20 @@ static int64_t date_of_seq(http_t *h, uint64_t seq, int64_t now)
 
 void http_dates_restart(http_t *h)
 {
+	if (!h->dates_mu_init)
+		return;
+	pthread_mutex_lock(&h->dates_mu);
 	h->dates_floor = (int64_t)time(NULL);
+	pthread_mutex_unlock(&h->dates_mu);
 }
 
 void http_dates_tick(http_t *h)
 {
-	if (h->dates && h->store)
-		date_of_seq(h, store_changes_last(h->store), (int64_t)time(NULL));
+	if (!h->dates || !h->store)
+		return;
+	pthread_mutex_lock(&h->dates_mu);
+	date_of_seq(h, store_changes_last(h->store), (int64_t)time(NULL));
+	pthread_mutex_unlock(&h->dates_mu);
 }
 
 int64_t http_date_of(http_t *h, const render_resp_t *r)
@@ -71,11 +83,15 @@ int64_t http_date_of(http_t *h, const render_resp_t *r)
 	int64_t now = (int64_t)time(NULL);
 	if (r->lm_fixed > 0)
 		return render_date_own(r, now);
+	if (h->main)
+		h = h->main; /* a serving loop: the node's table */
 	if (!r->lm_seq || !h->dates || !h->store)
 		return 0;
+	pthread_mutex_lock(&h->dates_mu);
 	int64_t t = date_of_seq(h, r->lm_seq, now);
 	if (t < h->dates_floor)
 		t = h->dates_floor;
+	pthread_mutex_unlock(&h->dates_mu);
 	/* only a second that had ended before the documents were read: a
 	 * change later in that second would get the same date, and a client
 	 * holding the older bytes would be told they are current */

@@ -13,11 +13,17 @@
  * http_post.c    POST /events through the submit hook
  * http_want.c    read-through: requests waiting for an upstream
  * http_pool.c    the render pool, and http_set_identity (which reaches its
- *                threads) */
+ *                threads)
+ * http_loops.c   serving loops: more loops than the node's own answering
+ *                the public port (http_opts_t.loops)
+ * http_relay.c   what a serving loop hands to the node's loop: a request
+ *                relayed to its private listener, and the client address
+ *                a relayed request carries */
 #ifndef PITH_NODE_HTTP_INT_H
 #define PITH_NODE_HTTP_INT_H
 
 #include <stddef.h>
+#include <pthread.h>
 #include <stdint.h>
 
 #include "buf.h"
@@ -63,6 +69,11 @@ typedef struct http_date_row {
 typedef struct post post_t;
 typedef struct hconn hconn_t;
 typedef struct http_pool http_pool_t;
+typedef struct http_loops http_loops_t;
+
+/* The relay's header: "<secret> <client address>" (http_relay.c). */
+#define HTTP_RELAY_HEADER "X-Pith-Relay"
+#define HTTP_RELAY_SECRET_LEN 32 /* hex characters */
 
 struct http {
 	struct event_base *base;
@@ -89,6 +100,22 @@ struct http {
 
 	struct http_bodies *bodies; /* resolved bodies -> year (http_bodies.c) */
 
+	/* serving loops (http_loops.c). The node's server (main NULL) with
+	 * loops: its evhttp listens on a private loopback port (relay_port)
+	 * for what the serving loops relay; the public port is theirs. A
+	 * serving loop's server: main is the node's, which it reads only
+	 * where http_loops.c says (opts, relay_port, draining, the date
+	 * table, the secret). */
+	http_t *main;
+	http_loops_t *loops;
+	uint16_t relay_port;
+	char relay_secret[HTTP_RELAY_SECRET_LEN + 1];
+	size_t relays;          /* relayed requests not yet answered (a serving loop's) */
+	struct http_relay *relay_list;
+	uint64_t ident_gen;     /* a serving loop's: the identity its render context holds */
+	size_t nconns_seen;     /* nconns, written by its own loop for the node's /metrics
+				 * (atomic accesses) */
+
 	/* connections (http_conn.c) */
 	idmap_t *conns;         /* bufferevent pointer -> hconn_t */
 	hconn_t *conn_list;
@@ -111,9 +138,14 @@ struct http {
 	http_pool_t *pool;      /* the render pool (http_pool.c), or NULL */
 
 	http_date_row_t *dates; /* change log number -> date (http_dates.c); the
-				 * first row is the server's start */
+				 * first row is the server's start. A serving
+				 * loop has none: it uses the node's, under
+				 * dates_mu (one date for one change, whichever
+				 * loop answers) */
 	size_t ndates;
 	int64_t dates_floor;    /* no record document dates before it (http_dates_restart) */
+	pthread_mutex_t dates_mu;
+	int dates_mu_init;
 
 	/* scratch, reused by every request on the loop thread */
 	pith_buf_t body;
@@ -148,6 +180,53 @@ void http_send(http_ctx_t *c);
 const char *http_header(http_ctx_t *c, const char *name);
 /* Whether an Accept-Encoding value (NULL: none) accepts gzip. */
 int http_accepts_gzip(const char *accept_encoding);
+
+/* A server's evhttp with the opts' limits and the request callback (h->base,
+ * h->o set): 0 or -1 (out of memory). */
+int http_evh_new(http_t *h);
+/* The accept error callback on h->bound's listener. */
+void http_accept_errors(http_t *h);
+/* A listening socket on host:port, or -1 with err set (listen: for it). */
+int http_listen_fd(const char *host, uint16_t port, const char *what, pith_err_t *err);
+/* The per-route and connection metrics (the same series for every loop). */
+void http_metrics_init(http_t *h);
+/* The server's render context (base_url set): 0 or an error. */
+int http_render_start(http_t *h, const http_opts_t *opts, int64_t started, pith_err_t *err);
+/* A new random relay secret (HTTP_RELAY_SECRET_LEN hex, NUL). */
+void http_relay_secret_new(char out[static HTTP_RELAY_SECRET_LEN + 1]);
+/* Whether the server's node is draining (a serving loop reads the node's). */
+int http_draining(const http_t *h);
+
+/* ---- http_loops.c: serving loops ------------------------------------------------- */
+/* Starts opts->loops serving loops on the public socket fd (taken: closed
+ * here, on failure too). 0 or an error. */
+int http_loops_start(http_t *h, int fd, const http_opts_t *opts, pith_err_t *err);
+/* The node's stop_wait for its serving loops: 1 while one still owes a
+ * reply (the first call tells them to stop accepting). */
+int http_loops_stop_wait(http_t *h);
+/* Stops, joins and frees the serving loops (NULL-tolerant: none). */
+void http_loops_free(http_t *h);
+/* A new identity for the serving loops' render contexts (http_set_identity). */
+void http_loops_identity(http_t *h, const char *name, const char *operator_name,
+			 const char *contact);
+/* On a serving loop, before each request: its render context's identity
+ * brought up to the node's. */
+void http_loops_identity_sync(http_t *h);
+/* Connections open on the serving loops (for /metrics). */
+size_t http_loops_conns(const http_t *h);
+
+/* ---- http_relay.c ------------------------------------------------------------------ */
+/* On a serving loop: hands c's request to the node's loop over its private
+ * listener and sends its answer when it comes. 1 (deferred), or 0 with an
+ * error set in c (nothing relayed). */
+int http_relay(http_ctx_t *c);
+/* The address of req's client: the relay header's when it carries the
+ * node's secret, else the connection's peer ("" when none). */
+const char *http_client_addr(const http_t *h, struct evhttp_request *req);
+/* Drops the relays not yet answered (before the server's evhttp is freed). */
+void http_relay_drop_all(http_t *h);
+/* Whether a header is the relay's (left out of the header budget). */
+int http_is_relay_header(const char *name);
 
 /* ---- http_cache.c: what a shared cache may do (docs/http.md, "Caching") ----------- */
 /* The Cache-Control of an answer of route with status (the 304 of a 200

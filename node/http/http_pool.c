@@ -410,12 +410,7 @@ int http_pool_submit_costly(http_ctx_t *c)
 	http_pool_t *p = c->h->pool;
 	if (!p || p->refused || !c->req)
 		return -1;
-	char *addr = NULL;
-	ev_uint16_t port = 0;
-	struct evhttp_connection *evcon = evhttp_request_get_connection(c->req);
-	if (evcon)
-		evhttp_connection_get_peer(evcon, &addr, &port);
-	const char *peer = addr ? addr : "";
+	const char *peer = http_client_addr(c->h, c->req); /* a serving loop's client's, relayed */
 	if (p->costly >= p->max_costly || p->outstanding >= p->max_outstanding) {
 		p->full++;
 		return costly_refuse(c, "this mirror's readers are busy with costly requests");
@@ -538,11 +533,12 @@ void http_set_identity(http_t *h, const char *name, const char *operator_name,
 		       const char *contact)
 {
 	render_identity_set(h->rd, name, operator_name, contact);
+	const char *nm, *op, *ct; /* as the loop's context cut them */
+	render_identity(h->rd, &nm, &op, &ct);
+	http_loops_identity(h, nm, op, ct);
 	http_pool_t *p = h->pool;
 	if (!p)
 		return;
-	const char *nm, *op, *ct; /* as the loop's context cut them */
-	render_identity(h->rd, &nm, &op, &ct);
 	pthread_mutex_lock(&p->mu);
 	snprintf(p->name, sizeof(p->name), "%s", nm);
 	snprintf(p->operator_name, sizeof(p->operator_name), "%s", op);

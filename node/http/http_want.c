@@ -61,8 +61,10 @@ static void deadline_cb(evutil_socket_t fd, short what, void *arg)
 int http_want(http_ctx_t *c, const char *id)
 {
 	http_t *h = c->h;
-	if (!h->hooks.want || c->rerun || h->draining || h->o.readthrough_ms <= 0)
+	if (!h->hooks.want || c->rerun || http_draining(h) || h->o.readthrough_ms <= 0)
 		return 0;
+	if (h->main)
+		return http_relay(c) ? 1 : -1; /* a serving loop: the node's loop asks and waits */
 	want_t *w = calloc(1, sizeof(*w));
 	if (!w) {
 		render_error(&c->v, 503, "out of memory");
