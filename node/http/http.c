@@ -351,8 +351,18 @@ static int served_here(render_route_t r)
 static int route_run(http_ctx_t *c, const char *id, int use_pool)
 {
 	char pith[PITH_NUMBER_LEN + 1];
-	if (c->h->main && !served_here(c->v.route))
+	if (c->h->main && !served_here(c->v.route)) {
+		/* the costly documents' bound on replies queued (below) holds
+		 * for the serving loop's own connections too: the page comes
+		 * back through them */
+		if (http_pool_is_costly(c->v.route) && http_conn_queued(c->h) > c->h->o.max_queued_out) {
+			render_error(&c->v, 503, "this mirror has too many replies queued for "
+				     "its readers; try again shortly");
+			c->v.r.retry_after = 1;
+			return 0;
+		}
 		return http_relay(c);
+	}
 	switch (c->v.route) {
 	case RENDER_ROUTE_RESOLVE:
 		if (use_pool && http_pool_has_room(c->h)) {

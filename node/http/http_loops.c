@@ -148,6 +148,7 @@ static http_t *serving_new(http_t *m, struct event_base *base, int fd, size_t n,
 	h->o.max_buffered_bytes = m->o.max_buffered_bytes / n;
 	if (h->o.max_buffered_bytes < h->o.max_body_bytes)
 		h->o.max_buffered_bytes = h->o.max_body_bytes;
+	h->o.max_queued_out = m->o.max_queued_out / n;
 	/* only whether a read-through may be asked (http_resolve.c): the
 	 * asking is relayed (http_want.c), no hook is called here */
 	h->hooks.want = m->hooks.want;

@@ -186,6 +186,9 @@ int http_relay(http_ctx_t *c)
 	char hv[HTTP_RELAY_SECRET_LEN + 80];
 	snprintf(hv, sizeof(hv), "%s %.64s", h->relay_secret, addr && *addr ? addr : "-");
 	evhttp_add_header(oh, HTTP_RELAY_HEADER, hv);
+	/* one request a connection: evhttp frees a connection it was told to
+	 * (free_on_completion) only once it is to be closed */
+	evhttp_add_header(oh, "Connection", "close");
 	enum evhttp_cmd_type cmd = evhttp_request_get_command(c->req);
 	if (cmd == EVHTTP_REQ_POST)
 		evbuffer_add_buffer(evhttp_request_get_output_buffer(rq),

@@ -25,7 +25,8 @@ usage: bench_site.py --build BUILD_DIR [--records N] [--changed K] [--per-record
    nginx runs with --nginx-workers (default auto: one per core, as
    deployed); --rounds R alternates nginx and pithd R times in the one run
    (the machine is shared: each pair is measured side by side) and prints
-   each pair's ratio; --render-threads N is http_serve's.
+   each pair's ratio; --render-threads N and --loops N (serving loops,
+   pithd's http_loops) are http_serve's.
 --state-only (issue 56): no export; the tree nginx serves holds only the
    state.json files, fetched from http_serve (the bytes pithd answers), so
    that 1M records fit the disk (the full tree is some 84 GB there).
@@ -228,6 +229,7 @@ def main():
     ap.add_argument("--rounds", type=int, default=1)
     ap.add_argument("--render-threads", type=int)
     ap.add_argument("--cache-mb", type=int, help="http_serve's store block cache")
+    ap.add_argument("--loops", type=int, help="http_serve's serving loops (pithd's http_loops)")
     a = ap.parse_args()
     B = os.path.abspath(a.build)
     P = os.path.join(B, "node/cli/pithctl")
@@ -281,6 +283,7 @@ def main():
         f.write("\n".join(bodies) + "\n")
     rt = ["--render-threads", str(a.render_threads)] if a.render_threads is not None else []
     rt += ["--cache-mb", str(a.cache_mb)] if a.cache_mb else []
+    rt += ["--loops", str(a.loops)] if a.loops is not None else []
     srv = subprocess.Popen([B + "/tests/http_serve", "--store", store, "--listen",
                             "127.0.0.1:%d" % sport, "--public-url", base, "--no-submit"] + trust + rt,
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -325,7 +328,7 @@ def main():
             p = wrk_cpu(srv.pid, sport, lst, a.duration, a.connections)
             print("RESULT nginx round=%d workers=%s load=%s %s" % (i + 1, a.nginx_workers, la, n),
                   flush=True)
-            print("RESULT pithd round=%d %s" % (i + 1, p), flush=True)
+            print("RESULT pithd round=%d loops=%s %s" % (i + 1, a.loops or 0, p), flush=True)
             rps = [float(re.search(r"rps=(\d+)", x).group(1)) for x in (n, p)]
             p99 = [float(re.search(r"p99_ms=([0-9.]+)", x).group(1)) for x in (n, p)]
             cpu = [float(re.search(r"cpu_us_per_req=([0-9.]+)", x).group(1)) for x in (n, p)]
