@@ -3,7 +3,7 @@
 # Idempotent; needs root (or sudo) on Debian 12.
 set -euo pipefail
 PKGS=(build-essential cmake pkg-config clang libclang-rt-14-dev
-      libevent-dev libsodium-dev libssl-dev libmsgpack-dev librocksdb-dev
+      libevent-dev libsodium-dev libssl-dev libmsgpack-dev librocksdb-dev libjemalloc-dev
       python3 python3-cryptography jq curl libcurl4-openssl-dev rsync wrk
       zlib1g-dev libsqlite3-dev debhelper man-db groff-base chromium nginx wget)
 # zlib1g-dev: gzip answers; libsqlite3-dev: the search index (issue 18);
