@@ -4,7 +4,8 @@
  * that comes back is sent to the client as it came (status, headers,
  * body), less what belongs to one connection (Connection, Keep-Alive,
  * Transfer-Encoding, Date, and Content-Length but for HEAD, which evhttp
- * sets again from the body). So the node's loop answers exactly as it
+ * sets again from the body; and of the request, Expect: its body came
+ * whole before it is relayed). So the node's loop answers exactly as it
  * would with no serving loops: its bounds, its read-through waits, its
  * pipeline.
  *
@@ -46,7 +47,7 @@ struct http_relay {
 
 static const char *const hop_by_hop[] = {
 	"Connection", "Keep-Alive", "Proxy-Connection", "TE", "Trailer", "Transfer-Encoding",
-	"Upgrade", "Content-Length", HTTP_RELAY_HEADER, NULL,
+	"Upgrade", "Content-Length", "Expect", HTTP_RELAY_HEADER, NULL,
 };
 
 static int is_hop(const char *name, int keep_length)
