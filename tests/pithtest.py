@@ -643,6 +643,21 @@ def make_events(gen_events, root, records, per_record):
         return key, [l for l in f.read().splitlines() if l.strip()]
 
 
+def signed_retitles(pithctl, key, records, path, created, title):
+    """A graph_snapshot with a new title for each of records, signed with
+    key (`pithctl sign`) and written to path as JSON Lines; created(i) and
+    title(i) give the i-th event's created_at and title. Returns path."""
+    lines = []
+    for i, r in enumerate(records):
+        e = {"event_type": "graph_snapshot", "subject_pith_number": r, "target": "graph",
+             "created_at": created(i), "payload": {"graph_snapshot": {"paper": {"title": title(i)}}}}
+        lines.append(subprocess.run([pithctl, "sign", "--key", key, "-"], input=json.dumps(e),
+                                    capture_output=True, text=True, check=True).stdout.strip())
+    with open(path, "w") as f:
+        f.write("\n".join(lines) + "\n")
+    return path
+
+
 def events_by_record(lines):
     """make_events' lines grouped by record: (the pith numbers sorted,
     {pith number: its lines})."""

@@ -25,7 +25,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from pithtest import check, events_by_record, make_events  # noqa: E402
+from pithtest import check, events_by_record, make_events, signed_retitles  # noqa: E402
 
 def main():
     ap = argparse.ArgumentParser()
@@ -66,16 +66,9 @@ def run(a, root):
 
     def retitle(rs, day):
         """A signed graph_snapshot with a new title for each of rs, imported."""
-        lines = []
-        for i, r in enumerate(rs):
-            e = {"event_type": "graph_snapshot", "subject_pith_number": r, "target": "graph",
-                 "created_at": "2031-01-%02dT00:00:%02dZ" % (day, i),
-                 "payload": {"graph_snapshot": {"paper": {"title": "Retitled %d" % i}}}}
-            lines.append(subprocess.run([P, "sign", "--key", op, "-"], input=json.dumps(e),
-                                        capture_output=True, text=True, check=True).stdout.strip())
-        f = os.path.join(root, "titles.jsonl")
-        with open(f, "w") as out:
-            out.write("\n".join(lines) + "\n")
+        f = signed_retitles(P, op, rs, os.path.join(root, "titles.jsonl"),
+                            lambda i: "2031-01-%02dT00:00:%02dZ" % (day, i),
+                            lambda i: "Retitled %d" % i)
         subprocess.run([P, "--store", store] + trust + ["import", "--no-progress", f],
                        check=True, stdout=subprocess.DEVNULL)
 

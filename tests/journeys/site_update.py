@@ -17,7 +17,6 @@ Exit 77 (skipped) when nginx is absent (scripts/deps.sh installs it).
 """
 import argparse
 import gzip
-import json
 import os
 import re
 import shutil
@@ -28,7 +27,7 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 TESTS = os.path.dirname(HERE)
 sys.path.insert(0, TESTS)
-from pithtest import check, events_by_record, make_events  # noqa: E402
+from pithtest import check, events_by_record, make_events, signed_retitles  # noqa: E402
 from site_test import Client, Nginx, free_port, nginx_conf, wait_port  # noqa: E402
 
 def main():
@@ -96,16 +95,8 @@ def run(a, exe, root):
           "/pith/arxiv:%s redirects to its record: %d %s" % (aid, st, h.get("location")))
 
     # three records retitled
-    lines = []
-    for i, r in enumerate(recs[:3]):
-        e = {"event_type": "graph_snapshot", "subject_pith_number": r, "target": "graph",
-             "created_at": "2031-02-01T00:00:%02dZ" % i,
-             "payload": {"graph_snapshot": {"paper": {"title": "Now titled %d" % i}}}}
-        lines.append(subprocess.run([P, "sign", "--key", op, "-"], input=json.dumps(e),
-                                    capture_output=True, text=True, check=True).stdout.strip())
-    f = os.path.join(root, "titles.jsonl")
-    with open(f, "w") as o:
-        o.write("\n".join(lines) + "\n")
+    f = signed_retitles(P, op, recs[:3], os.path.join(root, "titles.jsonl"),
+                        lambda i: "2031-02-01T00:00:%02dZ" % i, lambda i: "Now titled %d" % i)
     pithctl("import", "--no-progress", f)
     mtime = os.stat(amap).st_mtime_ns
     out = pithctl("export", "--site", site)
