@@ -866,7 +866,12 @@ int http_new(struct event_base *base, store_t *store, metrics_t *metrics, const 
 		socklen_t rl = sizeof(rs);
 		getsockname(evhttp_bound_socket_get_fd(h->bound), (struct sockaddr *)&rs, &rl);
 		h->relay_port = ntohs(rs.sin_port);
-		http_relay_secret_new(h->relay_secret);
+		if (http_relay_secret_new(h->relay_secret)) {
+			close(pub_fd);
+			rc = pith_err_set(err, PITH_EIO, "http: no random bytes for the serving loops' "
+					  "relay secret (getrandom: %s)", strerror(errno));
+			goto fail;
+		}
 	} else {
 		h->bound = evhttp_bind_socket_with_handle(h->evh, host, port);
 		if (!h->bound) {

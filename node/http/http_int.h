@@ -192,8 +192,9 @@ int http_listen_fd(const char *host, uint16_t port, const char *what, pith_err_t
 void http_metrics_init(http_t *h);
 /* The server's render context (base_url set): 0 or an error. */
 int http_render_start(http_t *h, const http_opts_t *opts, int64_t started, pith_err_t *err);
-/* A new random relay secret (HTTP_RELAY_SECRET_LEN hex, NUL). */
-void http_relay_secret_new(char out[static HTTP_RELAY_SECRET_LEN + 1]);
+/* A new random relay secret (HTTP_RELAY_SECRET_LEN hex, NUL): 0, or -1
+ * when the kernel gives no random bytes. */
+int http_relay_secret_new(char out[static HTTP_RELAY_SECRET_LEN + 1]);
 /* Whether the server's node is draining (a serving loop reads the node's). */
 int http_draining(const http_t *h);
 

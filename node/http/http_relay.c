@@ -63,19 +63,20 @@ int http_is_relay_header(const char *name)
 	return !strcasecmp(name, HTTP_RELAY_HEADER);
 }
 
-void http_relay_secret_new(char out[static HTTP_RELAY_SECRET_LEN + 1])
+int http_relay_secret_new(char out[static HTTP_RELAY_SECRET_LEN + 1])
 {
 	unsigned char r[HTTP_RELAY_SECRET_LEN / 2];
 	size_t got = 0;
 	while (got < sizeof(r)) {
 		ssize_t k = getrandom(r + got, sizeof(r) - got, 0);
 		if (k <= 0)
-			break;
+			return -1; /* no guessable secret instead */
 		got += (size_t)k;
 	}
 	for (size_t i = 0; i < sizeof(r); i++)
-		snprintf(out + 2 * i, 3, "%02x", got == sizeof(r) ? r[i] : (unsigned)rand() & 0xff);
+		snprintf(out + 2 * i, 3, "%02x", r[i]);
 	out[HTTP_RELAY_SECRET_LEN] = 0;
+	return 0;
 }
 
 const char *http_client_addr(const http_t *h, struct evhttp_request *req)
